@@ -1,0 +1,35 @@
+# prep — build, test, demo, benchmarks.
+GO      ?= go
+BIN     := bin/prep
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.PHONY: all build demo test bench fuzz lint clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/prep
+
+# The main job end to end on bundled real data: plan -> convert -> verify -> load.
+demo: build
+	./scripts/demo.sh
+
+# Everything CI runs.
+test: lint
+	$(GO) test -race -count=1 ./...
+
+bench:
+	./scripts/bench.sh
+
+fuzz:
+	./scripts/fuzz.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,18 @@
+// Command prep pre-materializes Parquet datasets into fixed-layout tensor
+// shards for deterministic, transform-free training input.
+//
+// Exit codes (also in README.md):
+//
+//	0  success
+//	1  the job failed, or a check found problems
+//	2  usage error (bad flags or arguments)
+//	3  another run holds the output directory's lock
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}

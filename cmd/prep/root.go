@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	logFormat string // text | json
+	progress  string // auto | always | never
+	quiet     bool
+
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// showProgress reports whether progress bars should be drawn on stderr.
+func (g *globalOptions) showProgress() bool {
+	if g.quiet {
+		return false
+	}
+	switch g.progress {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	f, ok := g.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func newRootCmd(stdout, stderr io.Writer) (*cobra.Command, *globalOptions) {
+	g := &globalOptions{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "prep",
+		Short: "Pre-materialize Parquet into deterministic tensor shards for training",
+		Long: `prep turns Parquet datasets into fixed-layout tensor shard files ahead of
+training. A plan fixes the order of every epoch (seeded shuffle, ranks and
+data-loader workers) as a pure function of a small plan.json; convert decodes
+each Parquet column once and writes one shard per (epoch, rank); verify proves
+the shards are whole and match the plan and source; the gpuload reader then
+copies each batch to the GPU with one DMA and no transform.
+
+Typical run:
+  prep plan --source data/ --seed 7 --epochs 2 --global-batch 1024 --world-size 8 -o plan.json
+  prep convert --plan plan.json --spec features.yaml -o /local/shards
+  prep verify /local/shards
+
+Exit codes: 0 success, 1 failed or problems found, 2 usage error,
+3 another run holds the output directory's lock.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			var h slog.Handler
+			level := slog.LevelInfo
+			if g.quiet {
+				level = slog.LevelWarn
+			}
+			switch g.logFormat {
+			case "text":
+				h = slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})
+			case "json":
+				h = slog.NewJSONHandler(g.stderr, &slog.HandlerOptions{Level: level})
+			default:
+				return usagef("--log-format must be text or json, not %q", g.logFormat)
+			}
+			switch g.progress {
+			case "auto", "always", "never":
+			default:
+				return usagef("--progress must be auto, always or never, not %q", g.progress)
+			}
+			g.log = slog.New(h)
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.logFormat, "log-format", "text", "diagnostics format on stderr: text or json")
+	pf.StringVar(&g.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
+	pf.BoolVarP(&g.quiet, "quiet", "q", false, "print only warnings and errors; no progress bars")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
+	})
+	for _, add := range subcommands {
+		root.AddCommand(add(g))
+	}
+	return root, g
+}
+
+// subcommands holds the constructors of every command; each command file
+// registers its own in an init function.
+var subcommands []func(*globalOptions) *cobra.Command
+
+func run(args []string, stdout, stderr io.Writer) int {
+	root, g := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	return exitCode(err, stderr, g.log)
+}

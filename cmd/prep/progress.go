@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// progress is a byte-counting progress bar on stderr that also shows rows/s.
+// A nil *progress is valid and draws nothing, so callers need no checks.
+type progress struct {
+	bar   *progressbar.ProgressBar
+	rows  int64
+	start time.Time
+}
+
+// newProgress returns a bar for a step of totalBytes bytes, or nil when
+// progress is off (--quiet, --progress never, or auto without a terminal).
+func (g *globalOptions) newProgress(desc string, totalBytes int64) *progress {
+	if !g.showProgress() {
+		return nil
+	}
+	bar := progressbar.NewOptions64(totalBytes,
+		progressbar.OptionSetWriter(g.stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+	)
+	return &progress{bar: bar, start: time.Now()}
+}
+
+// Add records rows and bytes done. Safe for use from one goroutine at a time;
+// callers serialise (the packages report progress from one place).
+func (p *progress) Add(rows, bytes int64) {
+	if p == nil {
+		return
+	}
+	p.rows += rows
+	if el := time.Since(p.start).Seconds(); el > 0 {
+		p.bar.Describe(formatRate(p.rows, el))
+	}
+	_ = p.bar.Add64(bytes)
+}
+
+// Finish completes and clears the bar.
+func (p *progress) Finish() {
+	if p == nil {
+		return
+	}
+	_ = p.bar.Finish()
+}
+
+func formatRate(rows int64, seconds float64) string {
+	r := float64(rows) / seconds
+	switch {
+	case r >= 1e6:
+		return fmt.Sprintf("%.1fM rows/s", r/1e6)
+	case r >= 1e3:
+		return fmt.Sprintf("%.1fk rows/s", r/1e3)
+	}
+	return fmt.Sprintf("%.0f rows/s", r)
+}

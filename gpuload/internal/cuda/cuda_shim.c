@@ -1,0 +1,130 @@
+//go:build cgo
+
+// Run-time loader for the CUDA driver API: dlopen + dlsym of the entry points
+// declared in cuda_shim.h, and one forwarding function per entry point.
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include "cuda_shim.h"
+
+static void *lib;
+
+#define FN(name, ret, params) static ret (*p_##name) params;
+FN(cuInit, CUresult, (unsigned int))
+FN(cuDriverGetVersion, CUresult, (int *))
+FN(cuDeviceGetCount, CUresult, (int *))
+FN(cuDeviceGet, CUresult, (CUdevice *, int))
+FN(cuDeviceGetName, CUresult, (char *, int, CUdevice))
+FN(cuDevicePrimaryCtxRetain, CUresult, (CUcontext *, CUdevice))
+FN(cuDevicePrimaryCtxRelease, CUresult, (CUdevice))
+FN(cuCtxSetCurrent, CUresult, (CUcontext))
+FN(cuMemAlloc, CUresult, (CUdeviceptr *, size_t))
+FN(cuMemFree, CUresult, (CUdeviceptr))
+FN(cuMemHostAlloc, CUresult, (void **, size_t, unsigned int))
+FN(cuMemFreeHost, CUresult, (void *))
+FN(cuMemHostRegister, CUresult, (void *, size_t, unsigned int))
+FN(cuMemHostUnregister, CUresult, (void *))
+FN(cuMemcpyHtoD, CUresult, (CUdeviceptr, const void *, size_t))
+FN(cuMemcpyHtoDAsync, CUresult, (CUdeviceptr, const void *, size_t, CUstream))
+FN(cuMemcpyDtoH, CUresult, (void *, CUdeviceptr, size_t))
+FN(cuStreamCreate, CUresult, (CUstream *, unsigned int))
+FN(cuStreamSynchronize, CUresult, (CUstream))
+FN(cuStreamDestroy, CUresult, (CUstream))
+FN(cuEventCreate, CUresult, (CUevent *, unsigned int))
+FN(cuEventRecord, CUresult, (CUevent, CUstream))
+FN(cuEventSynchronize, CUresult, (CUevent))
+FN(cuEventQuery, CUresult, (CUevent))
+FN(cuEventDestroy, CUresult, (CUevent))
+FN(cuGetErrorName, CUresult, (CUresult, const char **))
+FN(cuGetErrorString, CUresult, (CUresult, const char **))
+#undef FN
+
+static int (*p_fake_outstanding)(void);
+
+// sym resolves the first of up to two names that the library exports.
+static void *sym(const char *a, const char *b) {
+	void *p = dlsym(lib, a);
+	if (p == NULL && b != NULL) p = dlsym(lib, b);
+	return p;
+}
+
+int gl_cuda_load(const char *path, char *err, size_t errlen) {
+	if (lib != NULL) return 0;
+	if (path == NULL || path[0] == 0) path = "libcuda.so.1";
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		const char *e = dlerror();
+		snprintf(err, errlen, "%s", e ? e : "dlopen failed");
+		return -1;
+	}
+	lib = h;
+#define LOAD(name, a, b)                                                         \
+	p_##name = sym(a, b);                                                    \
+	if (p_##name == NULL) {                                                  \
+		snprintf(err, errlen, "%s: missing symbol %s", path, a);         \
+		dlclose(h);                                                      \
+		lib = NULL;                                                      \
+		return -1;                                                       \
+	}
+	LOAD(cuInit, "cuInit", NULL)
+	LOAD(cuDriverGetVersion, "cuDriverGetVersion", NULL)
+	LOAD(cuDeviceGetCount, "cuDeviceGetCount", NULL)
+	LOAD(cuDeviceGet, "cuDeviceGet", NULL)
+	LOAD(cuDeviceGetName, "cuDeviceGetName", NULL)
+	LOAD(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL)
+	LOAD(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease")
+	LOAD(cuCtxSetCurrent, "cuCtxSetCurrent", NULL)
+	LOAD(cuMemAlloc, "cuMemAlloc_v2", NULL)
+	LOAD(cuMemFree, "cuMemFree_v2", NULL)
+	LOAD(cuMemHostAlloc, "cuMemHostAlloc", NULL)
+	LOAD(cuMemFreeHost, "cuMemFreeHost", NULL)
+	LOAD(cuMemHostRegister, "cuMemHostRegister_v2", "cuMemHostRegister")
+	LOAD(cuMemHostUnregister, "cuMemHostUnregister", NULL)
+	LOAD(cuMemcpyHtoD, "cuMemcpyHtoD_v2", NULL)
+	LOAD(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL)
+	LOAD(cuMemcpyDtoH, "cuMemcpyDtoH_v2", NULL)
+	LOAD(cuStreamCreate, "cuStreamCreate", NULL)
+	LOAD(cuStreamSynchronize, "cuStreamSynchronize", NULL)
+	LOAD(cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy")
+	LOAD(cuEventCreate, "cuEventCreate", NULL)
+	LOAD(cuEventRecord, "cuEventRecord", NULL)
+	LOAD(cuEventSynchronize, "cuEventSynchronize", NULL)
+	LOAD(cuEventQuery, "cuEventQuery", NULL)
+	LOAD(cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy")
+	LOAD(cuGetErrorName, "cuGetErrorName", NULL)
+	LOAD(cuGetErrorString, "cuGetErrorString", NULL)
+#undef LOAD
+	p_fake_outstanding = (int (*)(void))dlsym(lib, "fakecuda_outstanding");
+	return 0;
+}
+
+int gl_fake_outstanding(void) { return p_fake_outstanding ? p_fake_outstanding() : -1; }
+
+CUresult gl_cuInit(unsigned int f) { return p_cuInit(f); }
+CUresult gl_cuDriverGetVersion(int *v) { return p_cuDriverGetVersion(v); }
+CUresult gl_cuDeviceGetCount(int *c) { return p_cuDeviceGetCount(c); }
+CUresult gl_cuDeviceGet(CUdevice *d, int o) { return p_cuDeviceGet(d, o); }
+CUresult gl_cuDeviceGetName(char *n, int l, CUdevice d) { return p_cuDeviceGetName(n, l, d); }
+CUresult gl_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { return p_cuDevicePrimaryCtxRetain(c, d); }
+CUresult gl_cuDevicePrimaryCtxRelease(CUdevice d) { return p_cuDevicePrimaryCtxRelease(d); }
+CUresult gl_cuCtxSetCurrent(CUcontext c) { return p_cuCtxSetCurrent(c); }
+CUresult gl_cuMemAlloc(CUdeviceptr *p, size_t n) { return p_cuMemAlloc(p, n); }
+CUresult gl_cuMemFree(CUdeviceptr p) { return p_cuMemFree(p); }
+CUresult gl_cuMemHostAlloc(void **pp, size_t n, unsigned int f) { return p_cuMemHostAlloc(pp, n, f); }
+CUresult gl_cuMemFreeHost(void *p) { return p_cuMemFreeHost(p); }
+CUresult gl_cuMemHostRegister(void *p, size_t n, unsigned int f) { return p_cuMemHostRegister(p, n, f); }
+CUresult gl_cuMemHostUnregister(void *p) { return p_cuMemHostUnregister(p); }
+CUresult gl_cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { return p_cuMemcpyHtoD(d, s, n); }
+CUresult gl_cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) { return p_cuMemcpyHtoDAsync(d, s, n, st); }
+CUresult gl_cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { return p_cuMemcpyDtoH(d, s, n); }
+CUresult gl_cuStreamCreate(CUstream *s, unsigned int f) { return p_cuStreamCreate(s, f); }
+CUresult gl_cuStreamSynchronize(CUstream s) { return p_cuStreamSynchronize(s); }
+CUresult gl_cuStreamDestroy(CUstream s) { return p_cuStreamDestroy(s); }
+CUresult gl_cuEventCreate(CUevent *e, unsigned int f) { return p_cuEventCreate(e, f); }
+CUresult gl_cuEventRecord(CUevent e, CUstream s) { return p_cuEventRecord(e, s); }
+CUresult gl_cuEventSynchronize(CUevent e) { return p_cuEventSynchronize(e); }
+CUresult gl_cuEventQuery(CUevent e) { return p_cuEventQuery(e); }
+CUresult gl_cuEventDestroy(CUevent e) { return p_cuEventDestroy(e); }
+CUresult gl_cuGetErrorName(CUresult r, const char **s) { return p_cuGetErrorName(r, s); }
+CUresult gl_cuGetErrorString(CUresult r, const char **s) { return p_cuGetErrorString(r, s); }

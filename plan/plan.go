@@ -1,81 +1,422 @@
+// Package plan makes and reads deterministic epoch plans (format
+// prep-plan/v1, specified in PLAN.md).
+//
+// A plan fixes which sample (global row index of the source) every rank's
+// batch holds at every step of every epoch, as a pure function of a few
+// inputs: the source fingerprint, a seed, the number of epochs, the global
+// batch G, the world size R, the workers per rank W, a shuffle mode and a
+// remainder policy. The plan file records those inputs, derived counts,
+// per-epoch digests and fingerprints, never the indices themselves.
+//
+// Except in the partitioned mode, the order of an epoch (the global batch
+// sequence) does not depend on R or W: rank r takes slots [r·b, (r+1)·b) of
+// every global batch (b = G/R) and rank batch j is produced by worker
+// j mod W. Every rank takes the same number of steps in every epoch.
 package plan
 
-// SourceFile is one input file of a plan's source, in the order sample ids
-// are assigned (sorted by relative path, byte-wise).
-type SourceFile struct {
-	Path         string  `json:"path"` // relative to Source.Root, '/'-separated
-	Size         int64   `json:"size"`
-	FooterSHA256 string  `json:"footer_sha256"` // hex sha256 of the footer bytes (thrift FileMetaData + length + "PAR1")
-	RowGroups    []int64 `json:"row_groups"`    // rows per row group, in file order (zero-row groups kept)
-}
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
 
-// Source is the ordered list of input files. Sample id = global row index in
-// this order.
-type Source struct {
-	Root  string       `json:"root"` // absolute directory the relative paths are resolved against; not fingerprinted
-	Files []SourceFile `json:"files"`
-}
-
-// Shuffle modes and remainder policies.
+// Shuffle is a shuffle mode (PLAN.md §Shuffle modes).
 type Shuffle string
+
+// Remainder is a remainder policy: what happens to the last global batch
+// when G does not divide N (PLAN.md §Remainder).
 type Remainder string
 
 const (
-	ShuffleNone        Shuffle   = "none"
-	ShuffleGlobal      Shuffle   = "global"
-	ShuffleBlocks      Shuffle   = "blocks"
-	ShufflePartitioned Shuffle   = "partitioned"
-	RemainderDrop      Remainder = "drop"
-	RemainderPad       Remainder = "pad"
-	RemainderPartial   Remainder = "partial"
+	// ShuffleNone keeps source order in every epoch.
+	ShuffleNone Shuffle = "none"
+	// ShuffleGlobal applies a keyed permutation of [0, N) per epoch.
+	ShuffleGlobal Shuffle = "global"
+	// ShuffleBlocks permutes the row groups (blocks) per epoch, then shuffles
+	// samples inside windows of Config.Window consecutive blocks.
+	ShuffleBlocks Shuffle = "blocks"
+	// ShufflePartitioned assigns blocks to ranks once (balanced by rows) and
+	// shuffles within each rank's partition per epoch.
+	ShufflePartitioned Shuffle = "partitioned"
+
+	// RemainderDrop drops the last N mod G samples of each epoch's order.
+	RemainderDrop Remainder = "drop"
+	// RemainderPad fills the short last global batch with samples from the
+	// start of the same epoch's order, flagged as pad.
+	RemainderPad Remainder = "pad"
+	// RemainderPartial keeps a short last global batch (evaluation only).
+	RemainderPartial Remainder = "partial"
 )
 
 // Config holds the plan inputs other than the source.
 type Config struct {
-	Seed        uint64    `json:"seed"`
-	Epochs      int       `json:"epochs"`
-	GlobalBatch int       `json:"global_batch"`
-	WorldSize   int       `json:"world_size"`
-	Workers     int       `json:"workers"`
-	Shuffle     Shuffle   `json:"shuffle"`
-	Window      int       `json:"window,omitempty"`
-	Remainder   Remainder `json:"remainder"`
+	Seed        uint64    `json:"seed"`             // any value, 0 included
+	Epochs      int       `json:"epochs"`           // >= 1
+	GlobalBatch int       `json:"global_batch"`     // G >= 1, samples per step over all ranks
+	WorldSize   int       `json:"world_size"`       // R >= 1, must divide G
+	Workers     int       `json:"workers"`          // W >= 1, data-loader workers per rank
+	Shuffle     Shuffle   `json:"shuffle"`          // none, global, blocks or partitioned
+	Window      int       `json:"window,omitempty"` // K >= 1 blocks per window for blocks; 0 otherwise
+	Remainder   Remainder `json:"remainder"`        // drop, pad or partial
 }
 
-// Plan is a loaded or newly made plan. STUB.
+// Derived holds the counts a plan derives from its inputs. They are the
+// same in every epoch.
+type Derived struct {
+	Samples         uint64   `json:"samples"`                  // N
+	Blocks          int      `json:"blocks"`                   // non-empty row groups
+	BatchSize       int      `json:"batch_size"`               // b = G/R
+	StepsPerEpoch   int      `json:"steps_per_epoch"`          // S, equal for every rank
+	DroppedPerEpoch uint64   `json:"dropped_per_epoch"`        // samples left out of each epoch (drop)
+	PaddedPerEpoch  uint64   `json:"padded_per_epoch"`         // pad slots in each epoch (pad)
+	PartitionRows   []uint64 `json:"partition_rows,omitempty"` // partitioned: rows of each rank's partition
+}
+
+// EpochInfo records one epoch's digest (PLAN.md §Epoch digest).
+type EpochInfo struct {
+	Epoch  int    `json:"epoch"`
+	Digest string `json:"digest"` // "sha256:<hex>"
+}
+
+// Plan is a loaded or newly made plan. The exported fields are the plan
+// file's content; do not modify them. Its methods are safe for concurrent
+// use.
 type Plan struct {
-	Source      Source `json:"source"`
-	Config      Config `json:"config"`
+	Format      string `json:"format"`    // FormatVersion
+	Algorithm   string `json:"algorithm"` // Algorithm
 	Fingerprint string `json:"fingerprint"`
+	// OrderFingerprint covers what fixes the global batch sequence: it
+	// leaves out the epoch count, W and (except in partitioned mode) R, so a
+	// resume cursor stays valid for any R dividing G.
+	OrderFingerprint  string      `json:"order_fingerprint"`
+	SourceFingerprint string      `json:"source_fingerprint"`
+	Config            Config      `json:"config"`
+	Derived           Derived     `json:"derived"`
+	Epochs            []EpochInfo `json:"epochs"`
+	Source            Source      `json:"source"`
+
+	st *state
 }
 
-// New validates cfg and derives a plan over src.
-func New(src Source, cfg Config) (*Plan, error) { panic("unimplemented") }
+// New validates cfg and derives a plan over src, including every epoch's
+// digest (cost O(Epochs·N), spread over all CPUs). src is normalized (see
+// Source.Normalize); the caller's slices are not modified. Errors wrap
+// ErrConfig.
+func New(src Source, cfg Config) (*Plan, error) {
+	p, err := derive(src, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.Epochs = make([]EpochInfo, cfg.Epochs)
+	for e := range p.Epochs {
+		p.Epochs[e] = EpochInfo{Epoch: e, Digest: p.EpochDigest(e)}
+	}
+	return p, nil
+}
 
-// Load reads and validates a plan file.
-func Load(path string) (*Plan, error) { panic("unimplemented") }
+// derive builds everything but the epoch digests.
+func derive(src Source, cfg Config) (*Plan, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	src.Files = append([]SourceFile(nil), src.Files...)
+	src.EmptyFiles = append([]SourceFile(nil), src.EmptyFiles...)
+	if err := src.Normalize(); err != nil {
+		return nil, err
+	}
+	st, d, err := newState(src.index, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		Format:            FormatVersion,
+		Algorithm:         Algorithm,
+		SourceFingerprint: src.Fingerprint(),
+		Config:            cfg,
+		Derived:           d,
+		Source:            src,
+		st:                st,
+	}
+	p.OrderFingerprint = orderFingerprint(p.SourceFingerprint, cfg)
+	p.Fingerprint = planFingerprint(p.OrderFingerprint, cfg)
+	return p, nil
+}
 
-// Save writes the plan file atomically.
-func (p *Plan) Save(path string) error { panic("unimplemented") }
+func (c *Config) validate() error {
+	switch {
+	case c.Epochs < 1:
+		return configErrorf("epochs", "must be at least 1, not %d", c.Epochs)
+	case c.GlobalBatch < 1:
+		return configErrorf("global_batch", "must be at least 1, not %d", c.GlobalBatch)
+	case c.WorldSize < 1:
+		return configErrorf("world_size", "must be at least 1, not %d", c.WorldSize)
+	case c.GlobalBatch%c.WorldSize != 0:
+		return configErrorf("global_batch", "global batch %d is not divisible by world size %d", c.GlobalBatch, c.WorldSize)
+	case c.Workers < 1:
+		return configErrorf("workers", "must be at least 1, not %d", c.Workers)
+	}
+	switch c.Shuffle {
+	case ShuffleNone, ShuffleGlobal, ShufflePartitioned:
+		if c.Window != 0 {
+			return configErrorf("window", "only shuffle mode blocks takes a window, not %s", c.Shuffle)
+		}
+	case ShuffleBlocks:
+		if c.Window < 1 {
+			return configErrorf("window", "shuffle mode blocks needs a window of at least 1 block, not %d", c.Window)
+		}
+	default:
+		return configErrorf("shuffle", "unknown mode %q (want none, global, blocks or partitioned)", c.Shuffle)
+	}
+	switch c.Remainder {
+	case RemainderDrop, RemainderPad, RemainderPartial:
+	default:
+		return configErrorf("remainder", "unknown policy %q (want drop, pad or partial)", c.Remainder)
+	}
+	return nil
+}
+
+// orderFingerprint is "sha256:" + SHA-256 of PLAN.md §Fingerprints' order text.
+func orderFingerprint(source string, c Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "prep-order/v1\nalgorithm=%s\nsource=%s\nseed=%d\nglobal_batch=%d\nshuffle=%s\nwindow=%d\nremainder=%s\n",
+		Algorithm, source, c.Seed, c.GlobalBatch, c.Shuffle, c.Window, c.Remainder)
+	if c.Shuffle == ShufflePartitioned {
+		fmt.Fprintf(&b, "world_size=%d\n", c.WorldSize)
+	}
+	return "sha256:" + hex.EncodeToString(sha256Text(b.String()))
+}
+
+// planFingerprint is "sha256:" + SHA-256 of PLAN.md §Fingerprints' plan text.
+func planFingerprint(order string, c Config) string {
+	s := fmt.Sprintf("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n", FormatVersion, order, c.Epochs, c.WorldSize, c.Workers)
+	return "sha256:" + hex.EncodeToString(sha256Text(s))
+}
+
+// Load reads and validates a plan file: format and algorithm ids, inputs,
+// fingerprints and derived counts are checked against a fresh derivation.
+// Epoch digests are not recomputed (see EpochDigest). Errors wrap ErrFormat
+// or ErrConfig, or the I/O error, inside an *Error naming path.
+func Load(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Path: path, Err: err}
+	}
+	p, err := Parse(data)
+	if err != nil {
+		var pe *Error
+		if errors.As(err, &pe) && pe.Path == "" {
+			pe.Path = path
+			return nil, pe
+		}
+		return nil, &Error{Path: path, Err: err}
+	}
+	return p, nil
+}
+
+// Parse decodes and validates plan file bytes as Load does.
+func Parse(data []byte) (*Plan, error) {
+	var f Plan
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("decoding json: %v: %w", err, ErrFormat)
+	}
+	if f.Format != FormatVersion {
+		return nil, &Error{Field: "format", Err: fmt.Errorf("format %q, want %q: %w", f.Format, FormatVersion, ErrFormat)}
+	}
+	if f.Algorithm != Algorithm {
+		return nil, &Error{Field: "algorithm", Err: fmt.Errorf("algorithm %q, want %q: %w", f.Algorithm, Algorithm, ErrFormat)}
+	}
+	p, err := derive(f.Source, f.Config)
+	if err != nil {
+		return nil, err
+	}
+	check := func(field string, got, want any) error {
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return &Error{Field: field, Err: fmt.Errorf("recorded %v, inputs give %v: %w", got, want, ErrFormat)}
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		field     string
+		got, want any
+	}{
+		{"source_fingerprint", f.SourceFingerprint, p.SourceFingerprint},
+		{"order_fingerprint", f.OrderFingerprint, p.OrderFingerprint},
+		{"fingerprint", f.Fingerprint, p.Fingerprint},
+		{"derived", f.Derived, p.Derived},
+		{"epochs", len(f.Epochs), f.Config.Epochs},
+	} {
+		if err := check(c.field, c.got, c.want); err != nil {
+			return nil, err
+		}
+	}
+	for i, e := range f.Epochs {
+		if e.Epoch != i || !strings.HasPrefix(e.Digest, "sha256:") || len(e.Digest) != 7+64 {
+			return nil, &Error{Field: "epochs", Err: fmt.Errorf("entry %d malformed: %w", i, ErrFormat)}
+		}
+	}
+	p.Epochs = f.Epochs
+	return p, nil
+}
+
+// Marshal returns the plan file bytes: indented JSON with a trailing
+// newline. The same plan always gives the same bytes.
+func (p *Plan) Marshal() ([]byte, error) {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Save writes the plan file atomically: a temporary file in the same
+// directory, fsync, rename over path, fsync of the directory.
+func (p *Plan) Save(path string) error {
+	data, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("saving plan: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("saving plan %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("saving plan %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("saving plan %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("saving plan %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
 
 // NumSamples returns N, the total number of source rows.
-func (p *Plan) NumSamples() uint64 { panic("unimplemented") }
+func (p *Plan) NumSamples() uint64 { return p.Derived.Samples }
 
 // BatchSize returns b = G / R, samples per rank batch.
-func (p *Plan) BatchSize() int { panic("unimplemented") }
+func (p *Plan) BatchSize() int { return p.Derived.BatchSize }
 
-// Steps returns the number of steps every rank takes in every epoch.
-func (p *Plan) Steps() int { panic("unimplemented") }
+// Steps returns S, the number of steps every rank takes in every epoch.
+func (p *Plan) Steps() int { return p.Derived.StepsPerEpoch }
 
-// RankBatch returns the sample ids of rank r's batch at step k of epoch e,
-// appended to dst[:0]. The last pads ids are pad samples. len(ids) may be < b
-// (remainder "partial") or 0.
-func (p *Plan) RankBatch(epoch, rank, step int, dst []uint64) (ids []uint64, pads int, err error) {
-	panic("unimplemented")
+// Worker returns the worker (of a rank's W) that produces the rank batch at
+// step: step mod W.
+func (p *Plan) Worker(step int) int { return step % p.Config.Workers }
+
+// WorkerSteps returns the steps of each rank's epoch that worker w
+// produces, in consumption order: w, w+W, w+2W, ... below Steps. It returns
+// nil for an out-of-range w.
+func (p *Plan) WorkerSteps(worker int) []int {
+	if worker < 0 || worker >= p.Config.Workers {
+		return nil
+	}
+	var s []int
+	for k := worker; k < p.Steps(); k += p.Config.Workers {
+		s = append(s, k)
+	}
+	return s
 }
 
-// Locate maps a global sample id to (file index, row group, row within group).
-func (s *Source) Locate(id uint64) (file, rowGroup int, row int64, err error) { panic("unimplemented") }
+// checkRange validates epoch, rank and step.
+func (p *Plan) checkRange(epoch, rank, step int) error {
+	switch {
+	case epoch < 0 || epoch >= p.Config.Epochs:
+		return rangeErrorf("epoch %d not in [0, %d)", epoch, p.Config.Epochs)
+	case rank < 0 || rank >= p.Config.WorldSize:
+		return rangeErrorf("rank %d not in [0, %d) (world size %d)", rank, p.Config.WorldSize, p.Config.WorldSize)
+	case step < 0 || step >= p.Steps():
+		return rangeErrorf("step %d not in [0, %d)", step, p.Steps())
+	}
+	return nil
+}
 
-// Fingerprint returns the source fingerprint ("sha256:<hex>").
-func (s *Source) Fingerprint() string { panic("unimplemented") }
+// RankBatch returns the sample ids of rank r's batch at step k of epoch e,
+// appended to dst[:0]. The last pads ids are pad samples (remainder pad):
+// pad slots are always trailing. len(ids) may be < b (remainder partial,
+// last step) or 0. Cost O(b) after a per-epoch setup (see PLAN.md §Memory).
+// Errors wrap ErrRange.
+func (p *Plan) RankBatch(epoch, rank, step int, dst []uint64) (ids []uint64, pads int, err error) {
+	if err := p.checkRange(epoch, rank, step); err != nil {
+		return dst[:0], 0, err
+	}
+	l, start := p.st.lane(epoch, rank, step)
+	ids, pads = l.fill(start, uint64(p.BatchSize()), dst[:0])
+	return ids, pads, nil
+}
+
+// Position says where a sample sits in an epoch.
+type Position struct {
+	Dropped bool `json:"dropped"` // left out of the epoch (remainder drop); other fields are 0
+	Step    int  `json:"step"`
+	Rank    int  `json:"rank"`
+	Slot    int  `json:"slot"` // index within the rank batch
+}
+
+// Position returns where sample id sits in epoch e (its non-pad
+// occurrence): the inverse of RankBatch. O(1) for none and global, O(log
+// blocks) for blocks and partitioned. Errors wrap ErrRange.
+func (p *Plan) Position(epoch int, id uint64) (Position, error) {
+	if epoch < 0 || epoch >= p.Config.Epochs {
+		return Position{}, rangeErrorf("epoch %d not in [0, %d)", epoch, p.Config.Epochs)
+	}
+	if id >= p.NumSamples() {
+		return Position{}, rangeErrorf("sample id %d not in [0, %d)", id, p.NumSamples())
+	}
+	return p.st.position(epoch, id), nil
+}
+
+// Dropped returns the ids left out of epoch e (remainder drop), in the
+// epoch's order; nil when none are. Errors wrap ErrRange.
+func (p *Plan) Dropped(epoch int) ([]uint64, error) {
+	if epoch < 0 || epoch >= p.Config.Epochs {
+		return nil, rangeErrorf("epoch %d not in [0, %d)", epoch, p.Config.Epochs)
+	}
+	return p.st.dropped(epoch), nil
+}
+
+// Cursor is a resume point: the order fingerprint and the global step
+// (epoch·Steps + step) of the next batch to consume. It is valid for every
+// plan with the same order fingerprint, whatever its R (dividing G) or W.
+type Cursor struct {
+	Fingerprint string `json:"fingerprint"` // Plan.OrderFingerprint
+	GlobalStep  uint64 `json:"global_step"`
+}
+
+// CursorAt returns the cursor for step k of epoch e (k may equal Steps,
+// which is step 0 of the next epoch).
+func (p *Plan) CursorAt(epoch, step int) Cursor {
+	return Cursor{Fingerprint: p.OrderFingerprint, GlobalStep: uint64(epoch)*uint64(p.Steps()) + uint64(step)}
+}
+
+// Resume returns the (epoch, step) to continue from. done is true when c
+// points at or past the end of the plan. Errors wrap ErrMismatch when c was
+// made for another order.
+func (p *Plan) Resume(c Cursor) (epoch, step int, done bool, err error) {
+	if c.Fingerprint != p.OrderFingerprint {
+		return 0, 0, false, fmt.Errorf("cursor fingerprint %s, plan order %s: %w", c.Fingerprint, p.OrderFingerprint, ErrMismatch)
+	}
+	s := uint64(p.Steps())
+	if s == 0 || c.GlobalStep >= s*uint64(p.Config.Epochs) {
+		return p.Config.Epochs, 0, true, nil
+	}
+	return int(c.GlobalStep / s), int(c.GlobalStep % s), false, nil
+}

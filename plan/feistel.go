@@ -1,0 +1,156 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math/bits"
+)
+
+// Algorithm identifies the permutation and order rules of PLAN.md. A change
+// to any of them that changes an order needs a new id (and new golden
+// vectors); the old ones are never regenerated.
+const Algorithm = "feistel6-mx/v1"
+
+// FormatVersion is the plan file format written by Save and accepted by Load.
+const FormatVersion = "prep-plan/v1"
+
+// feistelRounds is the number of Feistel rounds (even, so the two halves
+// end up where they started).
+const feistelRounds = 6
+
+// Round-function multipliers: odd 64-bit constants. m1 is 2^64/φ
+// (the golden-ratio increment of SplitMix64); m2 is the second multiplier of
+// Stafford's "Mix13" variant of the MurmurHash3 finalizer.
+const (
+	mixM1 = 0x9E3779B97F4A7C15
+	mixM2 = 0x94D049BB133111EB
+)
+
+// Key purposes (PLAN.md §Keys). Each names one use of the seed so that no
+// two permutations share round keys.
+const (
+	purposeGlobal    = "global"
+	purposeBlocks    = "blocks"
+	purposeWindow    = "window"
+	purposePartition = "partition"
+)
+
+// roundKeys are the six 64-bit Feistel round keys of one permutation.
+type roundKeys [feistelRounds]uint64
+
+// deriveKeys returns the round keys for (purpose, seed, epoch, index):
+//
+//	msg = "prep-plan/v1" 0x00 purpose 0x00 LE64(seed) LE64(epoch) LE64(index)
+//	h0  = SHA-256(msg || 0x00), h1 = SHA-256(msg || 0x01)
+//	k0..k3 = LE64 words 0..3 of h0, k4,k5 = LE64 words 0,1 of h1
+func deriveKeys(purpose string, seed, epoch, index uint64) roundKeys {
+	msg := make([]byte, 0, len(FormatVersion)+len(purpose)+2+24+1)
+	msg = append(msg, FormatVersion...)
+	msg = append(msg, 0)
+	msg = append(msg, purpose...)
+	msg = append(msg, 0)
+	msg = binary.LittleEndian.AppendUint64(msg, seed)
+	msg = binary.LittleEndian.AppendUint64(msg, epoch)
+	msg = binary.LittleEndian.AppendUint64(msg, index)
+	h0 := sha256.Sum256(append(msg, 0))
+	h1 := sha256.Sum256(append(msg[:len(msg):len(msg)], 1))
+	var k roundKeys
+	for i := 0; i < 4; i++ {
+		k[i] = binary.LittleEndian.Uint64(h0[8*i:])
+	}
+	k[4] = binary.LittleEndian.Uint64(h1[0:])
+	k[5] = binary.LittleEndian.Uint64(h1[8:])
+	return k
+}
+
+// roundF is the Feistel round function: a keyed 64-bit mixer, all
+// arithmetic modulo 2^64.
+func roundF(k, r uint64) uint64 {
+	h := (r ^ k) * mixM1
+	h ^= h >> 29
+	h *= mixM2
+	h ^= h >> 32
+	return h
+}
+
+// Perm is a keyed pseudo-random permutation of [0, N) (PLAN.md §Permutation):
+// a six-round Feistel network on w-bit integers, w = max(2, bitlen(N-1)),
+// split into a high half of ceil(w/2) bits and a low half of floor(w/2)
+// bits, with cycle-walking back into [0, N). It holds no tables: memory is
+// O(1) and Apply and Invert are random access. The zero value is the
+// identity on [0, 0). Safe for concurrent use.
+type Perm struct {
+	n      uint64
+	hi, lo uint // widths of the high and low halves in bits
+	keys   roundKeys
+}
+
+// newPerm returns the permutation of [0, n) with the given round keys.
+func newPerm(n uint64, keys roundKeys) Perm {
+	w := uint(2)
+	if n > 1 {
+		if b := uint(bits.Len64(n - 1)); b > w {
+			w = b
+		}
+	}
+	return Perm{n: n, hi: w - w/2, lo: w / 2, keys: keys}
+}
+
+// NewPerm returns the permutation of [0, n) for the key (purpose, seed,
+// epoch, index) derived as in PLAN.md §Keys. Purposes used by plans are
+// "global", "blocks", "window" and "partition".
+func NewPerm(n uint64, purpose string, seed, epoch, index uint64) Perm {
+	return newPerm(n, deriveKeys(purpose, seed, epoch, index))
+}
+
+// N returns the size of the permuted domain.
+func (p Perm) N() uint64 { return p.n }
+
+// encrypt applies the Feistel network once on [0, 2^w).
+func (p Perm) encrypt(x uint64) uint64 {
+	wl, wr := p.hi, p.lo
+	l, r := x>>wr, x&(1<<wr-1)
+	for i := 0; i < feistelRounds; i++ {
+		l, r = r, (l^roundF(p.keys[i], r))&(1<<wl-1)
+		wl, wr = wr, wl
+	}
+	return l<<wr | r
+}
+
+// decrypt inverts encrypt.
+func (p Perm) decrypt(y uint64) uint64 {
+	wl, wr := p.hi, p.lo
+	l, r := y>>wr, y&(1<<wr-1)
+	for i := feistelRounds - 1; i >= 0; i-- {
+		// (l, r) = (R, L^F(R)) of the forward round; widths (wl, wr) = (wr, wl) of it.
+		l, r = (r^roundF(p.keys[i], l))&(1<<wr-1), l
+		wl, wr = wr, wl
+	}
+	return l<<wr | r
+}
+
+// Apply returns the image of x, x < N. It panics if x >= N.
+func (p Perm) Apply(x uint64) uint64 {
+	if x >= p.n {
+		panic("plan: Perm.Apply out of range")
+	}
+	for {
+		x = p.encrypt(x)
+		if x < p.n {
+			return x
+		}
+	}
+}
+
+// Invert returns the x with Apply(x) == y, y < N. It panics if y >= N.
+func (p Perm) Invert(y uint64) uint64 {
+	if y >= p.n {
+		panic("plan: Perm.Invert out of range")
+	}
+	for {
+		y = p.decrypt(y)
+		if y < p.n {
+			return y
+		}
+	}
+}

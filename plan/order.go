@@ -1,0 +1,332 @@
+package plan
+
+import (
+	"container/heap"
+	"sort"
+	"sync"
+)
+
+// order maps positions of a sequence of n samples to sample ids and back.
+type order interface {
+	at(q uint64) uint64   // id at position q < n
+	pos(id uint64) uint64 // position of id (id in the sequence)
+}
+
+// lane is one sequence that batches are cut from: the epoch order in
+// non-partitioned modes, a rank's partition order in partitioned mode.
+type lane struct {
+	ord   order
+	n     uint64 // samples in the sequence
+	limit uint64 // slots used: positions [0, limit); q >= n are pads
+}
+
+// fill appends the ids of positions [start, start+b) ∩ [0, limit); a
+// position q >= n is a pad taking the id at (q-n) mod n.
+func (l *lane) fill(start, b uint64, dst []uint64) ([]uint64, int) {
+	end := start + b
+	if end > l.limit {
+		end = l.limit
+	}
+	pads := 0
+	for q := start; q < end; q++ {
+		if q < l.n {
+			dst = append(dst, l.ord.at(q))
+		} else {
+			dst = append(dst, l.ord.at((q-l.n)%l.n))
+			pads++
+		}
+	}
+	return dst, pads
+}
+
+// identity is the order of shuffle mode none.
+type identity struct{}
+
+func (identity) at(q uint64) uint64   { return q }
+func (identity) pos(id uint64) uint64 { return id }
+
+// permOrder is the order of shuffle mode global.
+type permOrder struct{ p Perm }
+
+func (o permOrder) at(q uint64) uint64   { return o.p.Apply(q) }
+func (o permOrder) pos(id uint64) uint64 { return o.p.Invert(id) }
+
+// blocksOrder is one epoch's order in shuffle mode blocks. Memory: 16 bytes
+// per block plus 56 bytes per window.
+type blocksOrder struct {
+	idx    *sourceIndex
+	k      int
+	sigma  []uint32 // epoch block position -> block index
+	where  []uint32 // block index -> epoch block position
+	prefix []uint64 // prefix[q] = rows of blocks at positions < q; len blocks+1
+	win    []Perm   // per window
+}
+
+func newBlocksOrder(idx *sourceIndex, seed uint64, epoch, k int) *blocksOrder {
+	nb := len(idx.blocks)
+	o := &blocksOrder{idx: idx, k: k, sigma: make([]uint32, nb), where: make([]uint32, nb), prefix: make([]uint64, nb+1)}
+	bp := NewPerm(uint64(nb), purposeBlocks, seed, uint64(epoch), 0)
+	for q := 0; q < nb; q++ {
+		bi := uint32(bp.Apply(uint64(q)))
+		o.sigma[q], o.where[bi] = bi, uint32(q)
+		o.prefix[q+1] = o.prefix[q] + idx.blocks[bi].rows
+	}
+	nw := (nb + k - 1) / k
+	o.win = make([]Perm, nw)
+	for t := range o.win {
+		lo, hi := t*k, min((t+1)*k, nb)
+		o.win[t] = NewPerm(o.prefix[hi]-o.prefix[lo], purposeWindow, seed, uint64(epoch), uint64(t))
+	}
+	return o
+}
+
+// blockAt returns the epoch block position q in [lo, hi) with
+// prefix[q] <= x < prefix[q+1].
+func (o *blocksOrder) blockAt(x uint64, lo, hi int) int {
+	return lo + sort.Search(hi-lo, func(i int) bool { return o.prefix[lo+i+1] > x }) // first q with prefix[q+1] > x
+}
+
+func (o *blocksOrder) at(q uint64) uint64 {
+	nb := len(o.sigma)
+	t := o.blockAt(q, 0, nb) / o.k
+	lo, hi := t*o.k, min((t+1)*o.k, nb)
+	ws := o.prefix[lo]
+	x := ws + o.win[t].Apply(q-ws)
+	bq := o.blockAt(x, lo, hi)
+	return o.idx.blocks[o.sigma[bq]].start + (x - o.prefix[bq])
+}
+
+func (o *blocksOrder) pos(id uint64) uint64 {
+	bi := o.idx.blockOf(id)
+	bq := int(o.where[bi])
+	t := bq / o.k
+	ws := o.prefix[t*o.k]
+	x := o.prefix[bq] + (id - o.idx.blocks[bi].start)
+	return ws + o.win[t].Invert(x-ws)
+}
+
+// partition is the fixed set of blocks one rank owns in partitioned mode,
+// in block index order.
+type partition struct {
+	blocks []int    // block indices, ascending
+	prefix []uint64 // prefix[j] = rows of blocks[:j]; len blocks+1
+}
+
+func (pt *partition) rows() uint64 { return pt.prefix[len(pt.blocks)] }
+
+// partOrder is one rank's order of its partition in one epoch.
+type partOrder struct {
+	idx  *sourceIndex
+	part *partition
+	perm Perm
+}
+
+func (o partOrder) at(q uint64) uint64 {
+	li := o.perm.Apply(q)
+	pr := o.part.prefix
+	j := sort.Search(len(o.part.blocks), func(i int) bool { return pr[i+1] > li })
+	return o.idx.blocks[o.part.blocks[j]].start + (li - pr[j])
+}
+
+func (o partOrder) pos(id uint64) uint64 {
+	bi := o.idx.blockOf(id)
+	j := sort.SearchInts(o.part.blocks, bi)
+	return o.perm.Invert(o.part.prefix[j] + (id - o.idx.blocks[bi].start))
+}
+
+// assignPartitions assigns blocks to r ranks (PLAN.md §Partitioned): blocks
+// in order of rows descending, then index ascending, each to the rank with
+// the fewest rows so far, then the lowest rank id.
+func assignPartitions(idx *sourceIndex, r int) (parts []partition, owner []int32) {
+	nb := len(idx.blocks)
+	order := make([]int, nb)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return idx.blocks[order[a]].rows > idx.blocks[order[b]].rows })
+	h := make(loadHeap, r)
+	for i := range h {
+		h[i] = rankLoad{rank: i}
+	}
+	heap.Init(&h)
+	owner = make([]int32, nb)
+	for _, bi := range order {
+		owner[bi] = int32(h[0].rank)
+		h[0].rows += idx.blocks[bi].rows
+		heap.Fix(&h, 0)
+	}
+	parts = make([]partition, r)
+	for i := range parts {
+		parts[i].prefix = []uint64{0}
+	}
+	for bi := 0; bi < nb; bi++ {
+		pt := &parts[owner[bi]]
+		pt.blocks = append(pt.blocks, bi)
+		pt.prefix = append(pt.prefix, pt.prefix[len(pt.prefix)-1]+idx.blocks[bi].rows)
+	}
+	return parts, owner
+}
+
+type rankLoad struct {
+	rows uint64
+	rank int
+}
+
+// loadHeap is a min-heap of ranks by (rows, rank).
+type loadHeap []rankLoad
+
+func (h loadHeap) Len() int { return len(h) }
+func (h loadHeap) Less(i, j int) bool {
+	return h[i].rows < h[j].rows || h[i].rows == h[j].rows && h[i].rank < h[j].rank
+}
+func (h loadHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *loadHeap) Push(x any)   { *h = append(*h, x.(rankLoad)) }
+func (h *loadHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// state is the derived, immutable-after-setup machinery of a plan.
+type state struct {
+	cfg    Config
+	idx    *sourceIndex
+	g, b   uint64
+	steps  int
+	limit  uint64      // non-partitioned: slots per epoch
+	parts  []partition // partitioned only
+	owner  []int32     // partitioned: block index -> rank
+	epochs []epochCache
+}
+
+// epochCache holds one epoch's lanes, built on first use.
+type epochCache struct {
+	once  sync.Once
+	lanes []lane // one lane, or one per rank in partitioned mode
+}
+
+func newState(idx *sourceIndex, cfg Config) (*state, Derived, error) {
+	if len(idx.blocks) >= 1<<32-1 {
+		return nil, Derived{}, configErrorf("source", "more than 2^32-2 row groups")
+	}
+	st := &state{cfg: cfg, idx: idx, g: uint64(cfg.GlobalBatch), b: uint64(cfg.GlobalBatch / cfg.WorldSize), epochs: make([]epochCache, cfg.Epochs)}
+	n := idx.n
+	d := Derived{Samples: n, Blocks: len(idx.blocks), BatchSize: int(st.b)}
+	if cfg.Shuffle != ShufflePartitioned {
+		full := n / st.g
+		ceil := (n + st.g - 1) / st.g
+		switch cfg.Remainder {
+		case RemainderDrop:
+			st.steps, st.limit = int(full), full*st.g
+			d.DroppedPerEpoch = n - st.limit
+		case RemainderPad:
+			st.steps, st.limit = int(ceil), ceil*st.g
+			d.PaddedPerEpoch = st.limit - n
+		case RemainderPartial:
+			st.steps, st.limit = int(ceil), n
+		}
+		d.StepsPerEpoch = st.steps
+		return st, d, nil
+	}
+	st.parts, st.owner = assignPartitions(idx, cfg.WorldSize)
+	var minSteps, maxSteps uint64
+	for r := range st.parts {
+		nr := st.parts[r].rows()
+		d.PartitionRows = append(d.PartitionRows, nr)
+		lo, hi := nr/st.b, (nr+st.b-1)/st.b
+		if r == 0 || lo < minSteps {
+			minSteps = lo
+		}
+		if hi > maxSteps {
+			maxSteps = hi
+		}
+	}
+	switch cfg.Remainder {
+	case RemainderDrop:
+		st.steps = int(minSteps)
+	default:
+		st.steps = int(maxSteps)
+	}
+	for r, nr := range d.PartitionRows {
+		used := uint64(st.steps) * st.b
+		switch {
+		case cfg.Remainder == RemainderDrop:
+			d.DroppedPerEpoch += nr - used
+		case cfg.Remainder == RemainderPad && nr == 0 && st.steps > 0:
+			return nil, Derived{}, configErrorf("remainder", "partitioned mode gives rank %d no row group (%d row groups for world size %d), so it has nothing to pad from; use remainder partial or drop", r, len(idx.blocks), cfg.WorldSize)
+		case cfg.Remainder == RemainderPad:
+			d.PaddedPerEpoch += used - nr
+		}
+	}
+	d.StepsPerEpoch = st.steps
+	return st, d, nil
+}
+
+// epoch returns the lanes of epoch e, building them on first use.
+func (st *state) epoch(e int) []lane {
+	c := &st.epochs[e]
+	c.once.Do(func() {
+		seed := st.cfg.Seed
+		switch st.cfg.Shuffle {
+		case ShuffleNone:
+			c.lanes = []lane{{ord: identity{}, n: st.idx.n, limit: st.limit}}
+		case ShuffleGlobal:
+			c.lanes = []lane{{ord: permOrder{NewPerm(st.idx.n, purposeGlobal, seed, uint64(e), 0)}, n: st.idx.n, limit: st.limit}}
+		case ShuffleBlocks:
+			c.lanes = []lane{{ord: newBlocksOrder(st.idx, seed, e, st.cfg.Window), n: st.idx.n, limit: st.limit}}
+		case ShufflePartitioned:
+			c.lanes = make([]lane, len(st.parts))
+			for r := range st.parts {
+				nr := st.parts[r].rows()
+				limit := uint64(st.steps) * st.b
+				if st.cfg.Remainder == RemainderPartial {
+					limit = nr
+				}
+				c.lanes[r] = lane{
+					ord:   partOrder{idx: st.idx, part: &st.parts[r], perm: NewPerm(nr, purposePartition, seed, uint64(e), uint64(r))},
+					n:     nr,
+					limit: limit,
+				}
+			}
+		}
+	})
+	return c.lanes
+}
+
+// lane returns the lane holding rank's batch at step and the batch's first
+// position in it.
+func (st *state) lane(epoch, rank, step int) (*lane, uint64) {
+	ls := st.epoch(epoch)
+	if st.cfg.Shuffle == ShufflePartitioned {
+		return &ls[rank], uint64(step) * st.b
+	}
+	return &ls[0], uint64(step)*st.g + uint64(rank)*st.b
+}
+
+func (st *state) position(epoch int, id uint64) Position {
+	ls := st.epoch(epoch)
+	if st.cfg.Shuffle == ShufflePartitioned {
+		r := int(st.owner[st.idx.blockOf(id)])
+		q := ls[r].ord.pos(id)
+		if q >= ls[r].limit {
+			return Position{Dropped: true}
+		}
+		return Position{Step: int(q / st.b), Rank: r, Slot: int(q % st.b)}
+	}
+	q := ls[0].ord.pos(id)
+	if q >= ls[0].limit {
+		return Position{Dropped: true}
+	}
+	return Position{Step: int(q / st.g), Rank: int(q % st.g / st.b), Slot: int(q % st.b)}
+}
+
+func (st *state) dropped(epoch int) []uint64 {
+	var out []uint64
+	for _, l := range st.epoch(epoch) {
+		for q := l.limit; q < l.n; q++ {
+			out = append(out, l.ord.at(q))
+		}
+	}
+	return out
+}

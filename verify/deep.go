@@ -1,0 +1,284 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// SampleSource produces the bytes convert should have written for a batch,
+// straight from the source Parquet and the feature spec.
+type SampleSource interface {
+	// FillBlock writes into block (len = Geometry.BlockSize, zeroed by the
+	// caller) the expected block for the present samples ids (real and pad,
+	// in slot order): tensor t's sample i at SlabOffset[t] + i*SampleBytes[t],
+	// every byte outside present samples left zero.
+	FillBlock(ctx context.Context, ids []uint64, block []byte) error
+	// Close releases open source files.
+	Close() error
+}
+
+// SourceOpener opens a SampleSource for one shard's geometry and tensors.
+// Run calls it once per shard checked deeply, from that shard's goroutine.
+// sourceRoot is the directory the plan's relative source paths resolve to.
+type SourceOpener func(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (SampleSource, error)
+
+// sourceRoot returns where the plan's source files are read from.
+func (c *checker) sourceRoot() string {
+	if c.opts.SourceRoot != "" {
+		return c.opts.SourceRoot
+	}
+	if c.plan != nil {
+		return c.plan.Source.Root
+	}
+	return ""
+}
+
+// checkSourceFingerprints compares each source file's size and footer hash
+// with the plan's record of it (plan.SourceFile): a file edited, replaced or
+// removed since convert is reported before any value is compared.
+func (c *checker) checkSourceFingerprints() {
+	if c.plan == nil {
+		return
+	}
+	root := c.sourceRoot()
+	for _, sf := range c.plan.Source.Files {
+		path := filepath.Join(root, filepath.FromSlash(sf.Path))
+		f := Finding{Kind: KindSourceChanged, Shard: path}
+		st, err := os.Stat(path)
+		if err != nil {
+			f.Message = "source file unreadable: " + err.Error()
+			if errors.Is(err, fs.ErrNotExist) {
+				f.Message = "source file is missing"
+			}
+			c.add(f)
+			continue
+		}
+		if st.Size() != sf.Size {
+			f.What, f.Expected, f.Actual = "size", fmt.Sprint(sf.Size), fmt.Sprint(st.Size())
+			f.Message = "source file changed since the plan was made"
+			c.add(f)
+			continue
+		}
+		h, err := FooterSHA256(path)
+		if err != nil {
+			f.Message = "reading footer: " + err.Error()
+			c.add(f)
+			continue
+		}
+		if want := strings.TrimPrefix(sf.FooterSHA256, "sha256:"); h != want {
+			f.What, f.Expected, f.Actual = "footer sha256", want, h
+			f.Message = "source file changed since the plan was made"
+			c.add(f)
+		}
+	}
+}
+
+// FooterSHA256 returns the hex SHA-256 of a Parquet file's footer: the thrift
+// FileMetaData, its 4-byte little-endian length and the "PAR1" magic, i.e.
+// the last len+8 bytes (the definition plan.SourceFile.FooterSHA256 uses).
+// It returns an error when the file does not end in a plausible footer.
+func FooterSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	size := st.Size()
+	if size < 12 {
+		return "", fmt.Errorf("%s: %d bytes is too short for parquet", path, size)
+	}
+	var tail [8]byte
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if string(tail[4:]) != "PAR1" {
+		return "", fmt.Errorf("%s: no PAR1 magic at the end", path)
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if n+12 > size {
+		return "", fmt.Errorf("%s: footer length %d exceeds file size %d", path, n, size)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, size-8-n, n+8)); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// deepFraction returns the fraction of batches compared.
+func (c *checker) deepFraction() float64 {
+	if f := c.opts.DeepFraction; f > 0 {
+		return math.Min(f, 1)
+	}
+	var total int64
+	for _, s := range c.man.Shards {
+		total += s.Size
+	}
+	if total <= DeepAllBytes {
+		return 1
+	}
+	return float64(DeepAllBytes) / float64(total)
+}
+
+// deepCheck compares sampled batches of one shard with the source.
+type deepCheck struct {
+	s        *shardCheck
+	r        *shardfmt.Reader
+	src      SampleSource
+	g        shardfmt.Geometry
+	tensors  []shardfmt.TensorInfo
+	epoch    int
+	rank     int
+	seed     uint64
+	fraction float64
+	want     []byte
+}
+
+// newDeepCheck opens the source for one shard, or reports why it cannot
+// and returns nil.
+func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, epoch, rank int) *deepCheck {
+	if c.opts.Source == nil {
+		s.add(Finding{Kind: KindSourceUnreadable, Message: "values not compared: this build has no source reader for --deep"})
+		return nil
+	}
+	if c.plan == nil {
+		s.add(Finding{Kind: KindSourceUnreadable, Message: "values not compared: no plan to locate the source"})
+		return nil
+	}
+	g, ts := r.Geometry(), r.Tensors()
+	src, err := c.opts.Source(c.plan, c.man, c.sourceRoot(), g, ts)
+	if err != nil {
+		s.add(Finding{Kind: KindSourceUnreadable, Message: "opening source: " + err.Error()})
+		return nil
+	}
+	return &deepCheck{s: s, r: r, src: src, g: g, tensors: ts, epoch: epoch, rank: rank,
+		seed: c.opts.Seed, fraction: c.deepFraction(), want: make([]byte, g.BlockSize)}
+}
+
+func (d *deepCheck) close() { _ = d.src.Close() }
+
+// selected reports whether batch k is in the seeded deep sample:
+// splitmix64 over (seed, epoch, rank, batch) below fraction * 2^64.
+func (d *deepCheck) selected(k int) bool {
+	if d.fraction >= 1 {
+		return true
+	}
+	h := splitmix64(d.seed)
+	h = splitmix64(h ^ uint64(d.epoch))
+	h = splitmix64(h ^ uint64(d.rank))
+	h = splitmix64(h ^ uint64(k))
+	return float64(h>>11)/float64(1<<53) < d.fraction
+}
+
+// splitmix64 is the SplitMix64 finalizer (Steele, Lea, Flood 2014).
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// compare materializes batch k from the source and reports, per tensor and
+// sample, the first element that differs bit for bit.
+func (d *deepCheck) compare(ctx context.Context, k int, bi shardfmt.BatchInfo, ids []uint64) {
+	got, err := d.r.Block(k)
+	if err != nil {
+		d.s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading block: " + err.Error()})
+		return
+	}
+	clear(d.want)
+	if err := d.src.FillBlock(ctx, ids, d.want); err != nil {
+		d.s.add(Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: err.Error()})
+		return
+	}
+	d.s.res.deep++
+	if bytes.Equal(got, d.want) {
+		return
+	}
+	found := false
+	for t, ti := range d.tensors {
+		sb := int(d.g.SampleBytes[t])
+		off := int(d.g.SlabOffset[t])
+		es := ti.DType.Size()
+		for i := 0; i < len(ids); i++ {
+			a := got[off+i*sb : off+(i+1)*sb]
+			w := d.want[off+i*sb : off+(i+1)*sb]
+			if bytes.Equal(a, w) {
+				continue
+			}
+			found = true
+			j := 0
+			for a[j] == w[j] {
+				j++
+			}
+			el := j / es
+			d.s.add(Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(ids[i]), Element: intp(el),
+				What: "value", Expected: FormatValue(ti.DType, w[el*es:(el+1)*es]), Actual: FormatValue(ti.DType, a[el*es:(el+1)*es]),
+				Message: fmt.Sprintf("slot %d differs from the source", i)})
+		}
+	}
+	if !found {
+		d.s.add(Finding{Kind: KindValueMismatch, Batch: intp(k), Message: "bytes outside the present samples are not zero"})
+	}
+}
+
+// FormatValue renders one little-endian element of dtype d as text, exact:
+// integers in decimal, floats in Go's shortest round-trip form followed by
+// their bits in hex ("1.5 (0x3fc00000)"), BF16 and F8 as hex bits only.
+func FormatValue(d shardfmt.DType, b []byte) string {
+	if len(b) != d.Size() {
+		return fmt.Sprintf("% x", b)
+	}
+	le := binary.LittleEndian
+	switch d {
+	case shardfmt.BOOL, shardfmt.U8:
+		return fmt.Sprint(b[0])
+	case shardfmt.I8:
+		return fmt.Sprint(int8(b[0]))
+	case shardfmt.U16:
+		return fmt.Sprint(le.Uint16(b))
+	case shardfmt.I16:
+		return fmt.Sprint(int16(le.Uint16(b)))
+	case shardfmt.U32:
+		return fmt.Sprint(le.Uint32(b))
+	case shardfmt.I32:
+		return fmt.Sprint(int32(le.Uint32(b)))
+	case shardfmt.U64:
+		return fmt.Sprint(le.Uint64(b))
+	case shardfmt.I64:
+		return fmt.Sprint(int64(le.Uint64(b)))
+	case shardfmt.F32:
+		u := le.Uint32(b)
+		return fmt.Sprintf("%v (0x%08x)", math.Float32frombits(u), u)
+	case shardfmt.F64:
+		u := le.Uint64(b)
+		return fmt.Sprintf("%v (0x%016x)", math.Float64frombits(u), u)
+	case shardfmt.F16, shardfmt.BF16:
+		return fmt.Sprintf("0x%04x", le.Uint16(b))
+	}
+	return fmt.Sprintf("0x%02x", b[0])
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crc32c is CRC-32C (Castagnoli), the batch checksum of the shard format.
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

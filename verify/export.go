@@ -1,0 +1,176 @@
+package verify
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/prepml/prep/internal/npy"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Names of the extra files Export writes beside the tensors.
+const (
+	SampleIDsFile = "sample_ids.npy" // <i8 [count]: global sample id of each present sample
+	PadMaskFile   = "pad_mask.npy"   // |b1 [count]: true for pad samples (the last Pads of them)
+)
+
+// ErrNoShard is returned by Export when the shard set has no shard for the
+// requested (epoch, rank) or the shard has no such step.
+var ErrNoShard = errors.New("no such shard or step")
+
+// ExportOptions selects the batch Export writes.
+type ExportOptions struct {
+	Dir    string // shard set directory
+	Epoch  int
+	Rank   int
+	Step   int    // batch index within the (epoch, rank) shard
+	OutDir string // created if missing; existing files of the same names are replaced
+}
+
+// ExportedFile is one .npy file written by Export.
+type ExportedFile struct {
+	File   string `json:"file"`             // path written
+	Tensor string `json:"tensor,omitempty"` // tensor name; "" for sample_ids and pad_mask
+	DType  string `json:"dtype,omitempty"`  // shard dtype name
+	Descr  string `json:"descr"`            // NumPy descr written
+	Shape  []int  `json:"shape"`            // [count, per-sample shape...]
+}
+
+// ExportResult describes what Export wrote.
+type ExportResult struct {
+	Shard string         `json:"shard"` // shard file read
+	Epoch int            `json:"epoch"`
+	Rank  int            `json:"rank"`
+	Step  int            `json:"step"`
+	Count int            `json:"count"` // present samples, pads included
+	Pads  int            `json:"pads"`  // trailing pad samples among count
+	Files []ExportedFile `json:"files"`
+}
+
+// Export writes batch Step of the (Epoch, Rank) shard as NumPy files: one
+// <tensor>.npy per tensor with shape [count, shape...] holding exactly the
+// bytes the trainer receives (BF16 as '<u2' and FP8 as '|u1' raw bits, see
+// npy.Descr), plus sample_ids.npy and pad_mask.npy. count is the number of
+// present samples, pad samples included (pad_mask flags them); unused slots
+// of a short batch are not written. The batch checksum is verified first;
+// a corrupt batch is an error (a *shardfmt.FormatError wrapping
+// shardfmt.ErrChecksum), not exported. Tensor names are used as file names
+// with '/', '\\' and NUL replaced by '_'; a clash between names is an error.
+func Export(opts ExportOptions) (*ExportResult, error) {
+	st, err := os.Stat(opts.Dir)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s", ErrNotShardSet, opts.Dir)
+	}
+	path, err := shardPath(opts.Dir, opts.Epoch, opts.Rank)
+	if err != nil {
+		return nil, err
+	}
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if opts.Step < 0 || opts.Step >= r.NumBatches() {
+		return nil, fmt.Errorf("%w: step %d of %s (it has %d steps)", ErrNoShard, opts.Step, path, r.NumBatches())
+	}
+	k := opts.Step
+	bi, err := r.Batch(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.VerifyBatch(k); err != nil {
+		return nil, err
+	}
+	block, err := r.Block(k)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := r.SampleIDs(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	res := &ExportResult{Shard: path, Epoch: opts.Epoch, Rank: opts.Rank, Step: k, Count: bi.Count, Pads: bi.Pads}
+	used := map[string]string{SampleIDsFile: "sample ids", PadMaskFile: "pad mask"}
+	g := r.Geometry()
+	for t, ti := range r.Tensors() {
+		name := fileNameFor(ti.Name)
+		if other, dup := used[name]; dup {
+			return nil, fmt.Errorf("tensor %q: file name %s already used by %s", ti.Name, name, other)
+		}
+		used[name] = fmt.Sprintf("tensor %q", ti.Name)
+		descr, err := npy.Descr(ti.DType)
+		if err != nil {
+			return nil, err
+		}
+		shape := []int{bi.Count}
+		for _, d := range ti.Shape {
+			shape = append(shape, int(d))
+		}
+		off, n := g.SlabOffset[t], uint64(bi.Count)*g.SampleBytes[t]
+		file := filepath.Join(opts.OutDir, name)
+		if err := npy.WriteFile(file, descr, shape, block[off:off+n]); err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, ExportedFile{File: file, Tensor: ti.Name, DType: ti.DType.String(), Descr: descr, Shape: shape})
+	}
+	idb := make([]byte, 0, 8*len(ids))
+	mask := make([]byte, len(ids))
+	for i, id := range ids {
+		idb = binary.LittleEndian.AppendUint64(idb, id)
+		if i >= len(ids)-bi.Pads {
+			mask[i] = 1
+		}
+	}
+	for _, f := range []struct {
+		name, descr string
+		data        []byte
+	}{{SampleIDsFile, "<i8", idb}, {PadMaskFile, "|b1", mask}} {
+		file := filepath.Join(opts.OutDir, f.name)
+		if err := npy.WriteFile(file, f.descr, []int{len(ids)}, f.data); err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, ExportedFile{File: file, Descr: f.descr, Shape: []int{len(ids)}})
+	}
+	return res, nil
+}
+
+// fileNameFor maps a tensor name to "<name>.npy", replacing characters that
+// cannot appear in a file name.
+func fileNameFor(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, name)
+	if name == "" || name == "." || name == ".." {
+		name = "_" + name
+	}
+	return name + ".npy"
+}
+
+// shardPath finds the (epoch, rank) shard through the manifest, or by its
+// canonical name when the manifest is unreadable.
+func shardPath(dir string, epoch, rank int) (string, error) {
+	m, err := shardfmt.ReadManifest(dir)
+	if err != nil {
+		p := filepath.Join(dir, shardfmt.ShardFileName(epoch, rank))
+		if _, serr := os.Stat(p); serr == nil {
+			return p, nil
+		}
+		return "", fmt.Errorf("reading manifest: %w", err)
+	}
+	for _, s := range m.Shards {
+		if s.Epoch == epoch && s.Rank == rank {
+			return filepath.Join(dir, filepath.FromSlash(s.Path)), nil
+		}
+	}
+	return "", fmt.Errorf("%w: the manifest lists no shard for epoch %d rank %d", ErrNoShard, epoch, rank)
+}

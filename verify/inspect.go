@@ -1,0 +1,292 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Kinds of path Inspect understands.
+const (
+	InspectShard    = "shard"     // one shard file
+	InspectShardSet = "shard_set" // a directory holding manifest.json
+	InspectPlan     = "plan"      // a plan file (prep-plan/v1 JSON)
+)
+
+// ErrUnknownKind is returned by Inspect when PATH is neither a shard, a shard
+// set directory nor a plan file.
+var ErrUnknownKind = errors.New("not a shard, shard set or plan")
+
+// Inspection is what `prep inspect` shows: exactly one of Shard, Set and
+// Plan is set, as Kind says.
+type Inspection struct {
+	Kind  string     `json:"kind"`
+	Shard *ShardView `json:"shard,omitempty"`
+	Set   *SetView   `json:"set,omitempty"`
+	Plan  *PlanView  `json:"plan,omitempty"`
+}
+
+// ShardView is the structure of one shard file.
+type ShardView struct {
+	Path       string              `json:"path"`
+	Size       int64               `json:"size"` // bytes
+	Provenance shardfmt.Provenance `json:"provenance"`
+	BatchSize  int                 `json:"batch_size"` // sample slots per batch (b)
+	BlockSize  uint64              `json:"block_size"` // bytes per batch block
+	NumBatches int                 `json:"num_batches"`
+	Regions    []Region            `json:"regions"` // file layout in offset order
+	Tensors    []TensorView        `json:"tensors"`
+	Batches    []BatchView         `json:"batches"`
+}
+
+// Region is one contiguous part of a shard file.
+type Region struct {
+	Name   string `json:"name"`
+	Offset uint64 `json:"offset"` // bytes from file start
+	Size   uint64 `json:"size"`   // bytes
+}
+
+// TensorView is one tensor table entry and its slab inside a block.
+type TensorView struct {
+	Name        string   `json:"name"`
+	DType       string   `json:"dtype"`
+	Shape       []uint64 `json:"shape"`        // per sample
+	SampleBytes uint64   `json:"sample_bytes"` // bytes per sample
+	SlabOffset  uint64   `json:"slab_offset"`  // within a block
+	SlabSize    uint64   `json:"slab_size"`    // bytes of the [b, shape...] slab
+}
+
+// BatchView is one batch table entry.
+type BatchView struct {
+	Index    int    `json:"index"`
+	Offset   uint64 `json:"offset"` // file offset of the block
+	Count    int    `json:"count"`  // present samples, pads included
+	Pads     int    `json:"pads"`   // trailing pad samples
+	CRC      string `json:"crc32c"` // stored CRC-32C, 8 hex digits
+	FirstID  uint64 `json:"first_id"`
+	LastID   uint64 `json:"last_id"`
+	IDsError string `json:"ids_error,omitempty"`
+}
+
+// SetView is a shard set: its manifest and an epochs x ranks table.
+type SetView struct {
+	Dir               string                `json:"dir"`
+	Format            string                `json:"format"`
+	ToolVersion       string                `json:"tool_version"`
+	PlanFingerprint   string                `json:"plan_fingerprint"`
+	SourceFingerprint string                `json:"source_fingerprint"`
+	SpecHash          string                `json:"spec_hash"`
+	Tensors           []shardfmt.TensorInfo `json:"tensors"`
+	Epochs            []int                 `json:"epochs"`          // row labels, ascending
+	Ranks             []int                 `json:"ranks"`           // column labels, ascending
+	Cells             [][]SetCell           `json:"cells"`           // [len(Epochs)][len(Ranks)]
+	TotalBytes        int64                 `json:"total_bytes"`     // sum of listed sizes
+	Extra             []string              `json:"extra,omitempty"` // files not in the manifest
+}
+
+// SetCell is one (epoch, rank) of a shard set. Status is "ok" (present, the
+// listed size, header and tables valid), "absent" (not listed), "missing"
+// (listed, no file), "size_mismatch" (listed, other size; not opened) or
+// "invalid" (header or tables fail validation). Batch checksums are not
+// read: that is verify's job.
+type SetCell struct {
+	Path    string `json:"path,omitempty"`
+	Size    int64  `json:"size"`
+	Batches int    `json:"batches"`
+	Status  string `json:"status"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// PlanView summarizes a plan: its inputs and derived counts.
+type PlanView struct {
+	Path        string      `json:"path"`
+	Fingerprint string      `json:"fingerprint"`
+	SourceRoot  string      `json:"source_root"`
+	SourceFP    string      `json:"source_fingerprint"`
+	Files       int         `json:"files"`
+	RowGroups   int         `json:"row_groups"`
+	Samples     uint64      `json:"samples"` // N
+	Config      plan.Config `json:"config"`
+	BatchSize   int         `json:"batch_size"` // per rank, G / R
+	Steps       int         `json:"steps"`      // per rank per epoch
+}
+
+// Inspect describes PATH: a shard set directory (manifest.json inside), a
+// shard file, or a plan file. It reads only headers, tables and the
+// manifest, never batch data.
+func Inspect(path string) (*Inspection, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		v, err := inspectSet(path)
+		if err != nil {
+			return nil, err
+		}
+		return &Inspection{Kind: InspectShardSet, Set: v}, nil
+	}
+	if filepath.Base(path) == shardfmt.ManifestName {
+		v, err := inspectSet(filepath.Dir(path))
+		if err != nil {
+			return nil, err
+		}
+		return &Inspection{Kind: InspectShardSet, Set: v}, nil
+	}
+	if looksLikeJSON(path) {
+		p, err := plan.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrUnknownKind, path, err)
+		}
+		return &Inspection{Kind: InspectPlan, Plan: planView(path, p)}, nil
+	}
+	v, err := inspectShard(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Inspection{Kind: InspectShard, Shard: v}, nil
+}
+
+// looksLikeJSON reports whether the file's first non-space byte is '{'.
+func looksLikeJSON(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [64]byte
+	n, _ := f.Read(b[:])
+	s := strings.TrimLeft(string(b[:n]), " \t\r\n")
+	return strings.HasPrefix(s, "{")
+}
+
+func planView(path string, p *plan.Plan) *PlanView {
+	v := &PlanView{Path: path, Fingerprint: p.Fingerprint, SourceRoot: p.Source.Root, SourceFP: p.Source.Fingerprint(),
+		Files: len(p.Source.Files), Samples: p.NumSamples(), Config: p.Config, BatchSize: p.BatchSize(), Steps: p.Steps()}
+	for _, f := range p.Source.Files {
+		v.RowGroups += len(f.RowGroups)
+	}
+	return v
+}
+
+func inspectShard(path string) (*ShardView, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	g := r.Geometry()
+	v := &ShardView{Path: path, Size: st.Size(), Provenance: r.Provenance(), BatchSize: g.BatchSize,
+		BlockSize: g.BlockSize, NumBatches: r.NumBatches(), Regions: shardRegions(r)}
+	for t, ti := range r.Tensors() {
+		v.Tensors = append(v.Tensors, TensorView{Name: ti.Name, DType: ti.DType.String(), Shape: ti.Shape,
+			SampleBytes: g.SampleBytes[t], SlabOffset: g.SlabOffset[t], SlabSize: g.SlabSize[t]})
+	}
+	for k := 0; k < v.NumBatches; k++ {
+		bi, err := r.Batch(k)
+		if err != nil {
+			return nil, err
+		}
+		bv := BatchView{Index: k, Offset: bi.Offset, Count: bi.Count, Pads: bi.Pads, CRC: fmt.Sprintf("%08x", bi.CRC)}
+		if ids, err := r.SampleIDs(k); err != nil {
+			bv.IDsError = err.Error()
+		} else if len(ids) > 0 {
+			bv.FirstID, bv.LastID = ids[0], ids[len(ids)-1]
+		}
+		v.Batches = append(v.Batches, bv)
+	}
+	return v, nil
+}
+
+func inspectSet(dir string) (*SetView, error) {
+	m, err := shardfmt.ReadManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnknownKind, dir, err)
+	}
+	v := &SetView{Dir: dir, Format: m.Format, ToolVersion: m.ToolVersion, PlanFingerprint: m.PlanFingerprint,
+		SourceFingerprint: m.SourceFingerprint, SpecHash: m.SpecHash, Tensors: m.Tensors}
+	epochs, ranks := map[int]bool{}, map[int]bool{}
+	for _, s := range m.Shards {
+		epochs[s.Epoch], ranks[s.Rank] = true, true
+		v.TotalBytes += s.Size
+	}
+	v.Epochs, v.Ranks = sortedKeys(epochs), sortedKeys(ranks)
+	for range v.Epochs {
+		row := make([]SetCell, len(v.Ranks))
+		for j := range row {
+			row[j].Status = "absent"
+		}
+		v.Cells = append(v.Cells, row)
+	}
+	ei, ri := index(v.Epochs), index(v.Ranks)
+	listed := map[string]bool{shardfmt.ManifestName: true, PlanFileName: true}
+	for _, s := range m.Shards {
+		listed[s.Path] = true
+		c := &v.Cells[ei[s.Epoch]][ri[s.Rank]]
+		*c = SetCell{Path: s.Path, Size: s.Size, Batches: s.Batches, Status: "ok"}
+		path := filepath.Join(dir, filepath.FromSlash(s.Path))
+		st, err := os.Stat(path)
+		switch {
+		case err != nil:
+			c.Status, c.Detail = "missing", err.Error()
+		case st.Size() != s.Size:
+			c.Status, c.Detail = "size_mismatch", fmt.Sprintf("expected size %d, actual size %d", s.Size, st.Size())
+		default:
+			r, err := shardfmt.Open(path)
+			if err != nil {
+				c.Status, c.Detail = "invalid", err.Error()
+			} else {
+				r.Close()
+			}
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !e.IsDir() && !listed[e.Name()] {
+			v.Extra = append(v.Extra, e.Name())
+		}
+	}
+	return v, nil
+}
+
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func index(xs []int) map[int]int {
+	m := make(map[int]int, len(xs))
+	for i, x := range xs {
+		m[x] = i
+	}
+	return m
+}
+
+// shardRegions lists the file regions of a shard in offset order.
+func shardRegions(r *shardfmt.Reader) []Region {
+	n := r.NumBatches()
+	if n == 0 {
+		return nil
+	}
+	first, _ := r.Batch(0)
+	last, _ := r.Batch(n - 1)
+	g := r.Geometry()
+	return []Region{
+		{Name: "header and tables", Offset: 0, Size: first.Offset},
+		{Name: "batch blocks", Offset: first.Offset, Size: last.Offset + g.BlockSize - first.Offset},
+	}
+}

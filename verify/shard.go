@@ -1,0 +1,287 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// shardResult is what one shard's check produced.
+type shardResult struct {
+	findings []Finding
+	batches  int
+	bytes    int64
+	deep     int
+}
+
+// checkShards checks every listed shard, opts.Jobs at a time, and appends the
+// findings in manifest order (sorted later).
+func (c *checker) checkShards(ctx context.Context) {
+	shards := c.man.Shards
+	results := make([]shardResult, len(shards))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < c.opts.Jobs && w < len(shards); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i] = c.checkShard(ctx, shards[i])
+			}
+		}()
+	}
+	for i := range shards {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, r := range results {
+		c.rep.Findings = append(c.rep.Findings, r.findings...)
+		c.rep.Batches += r.batches
+		c.rep.Bytes += r.bytes
+		c.rep.DeepBatches += r.deep
+	}
+}
+
+// shardCheck accumulates one shard's findings with the per-kind cap.
+type shardCheck struct {
+	c      *checker
+	entry  shardfmt.ShardEntry
+	res    shardResult
+	counts map[Kind]int
+}
+
+func (s *shardCheck) add(f Finding) {
+	f.Shard = s.entry.Path
+	if f.Epoch == nil {
+		f.Epoch, f.Rank = intp(s.entry.Epoch), intp(s.entry.Rank)
+	}
+	s.counts[f.Kind]++
+	if s.counts[f.Kind] <= s.c.opts.MaxPerShard {
+		s.res.findings = append(s.res.findings, f)
+	}
+}
+
+// finish appends one summary finding per kind that went over the cap.
+func (s *shardCheck) finish() shardResult {
+	for _, k := range kindsInOrder(s.res.findings) {
+		if n := s.counts[k] - s.c.opts.MaxPerShard; n > 0 {
+			s.res.findings = append(s.res.findings, Finding{Kind: k, Shard: s.entry.Path,
+				Epoch: intp(s.entry.Epoch), Rank: intp(s.entry.Rank),
+				Message: fmt.Sprintf("%d more %s findings in this shard not listed", n, k)})
+		}
+	}
+	return s.res
+}
+
+func kindsInOrder(fs []Finding) []Kind {
+	var ks []Kind
+	seen := map[Kind]bool{}
+	for _, f := range fs {
+		if !seen[f.Kind] {
+			seen[f.Kind] = true
+			ks = append(ks, f.Kind)
+		}
+	}
+	return ks
+}
+
+// checkShard runs every per-shard check on one manifest entry. The size is
+// compared with the manifest before the file is opened (and so mapped): a
+// truncated shard is reported, never touched.
+func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardResult {
+	s := &shardCheck{c: c, entry: e, counts: map[Kind]int{}}
+	path := filepath.Join(c.opts.Dir, filepath.FromSlash(e.Path))
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.add(Finding{Kind: KindShardMissing, Message: "shard listed in the manifest does not exist"})
+		return s.finish()
+	case err != nil:
+		s.add(Finding{Kind: KindIOError, Message: err.Error()})
+		return s.finish()
+	case !st.Mode().IsRegular():
+		s.add(Finding{Kind: KindHeaderInvalid, Message: "shard is not a regular file"})
+		return s.finish()
+	case st.Size() != e.Size:
+		msg := fmt.Sprintf("shard size differs from the manifest: expected size %d bytes, actual size %d bytes", e.Size, st.Size())
+		if st.Size() < e.Size {
+			msg = fmt.Sprintf("shard is truncated: expected size %d bytes, actual size %d bytes (%d missing)", e.Size, st.Size(), e.Size-st.Size())
+		}
+		s.add(Finding{Kind: KindSizeMismatch, What: "size", Expected: fmt.Sprint(e.Size), Actual: fmt.Sprint(st.Size()), Message: msg})
+		return s.finish()
+	}
+
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		s.add(Finding{Kind: KindHeaderInvalid, Message: err.Error()})
+		return s.finish()
+	}
+	defer r.Close()
+
+	if d, err := shardfmt.FileDigest(path); err != nil {
+		s.add(Finding{Kind: KindHeaderInvalid, Message: "computing digest: " + err.Error()})
+	} else if d != e.Digest {
+		s.add(Finding{Kind: KindDigestMismatch, What: "digest", Expected: e.Digest, Actual: d,
+			Message: "shard digest differs from the manifest"})
+	}
+
+	// Identity: the shard's own record against its manifest entry.
+	prov := r.Provenance()
+	pe, pr := int(prov.Epoch), int(prov.Rank)
+	if pe != e.Epoch || pr != e.Rank {
+		s.add(Finding{Kind: KindShardIdentity, What: "(epoch, rank)",
+			Expected: fmt.Sprintf("(%d, %d)", e.Epoch, e.Rank), Actual: fmt.Sprintf("(%d, %d)", pe, pr),
+			Message: "shard holds another (epoch, rank) than its manifest entry (renamed or swapped file)"})
+	}
+	m := c.man
+	if prov.PlanFingerprint != m.PlanFingerprint {
+		s.add(Finding{Kind: KindShardIdentity, What: "plan fingerprint", Expected: m.PlanFingerprint, Actual: prov.PlanFingerprint,
+			Message: "shard was made from another plan than the manifest's"})
+	}
+	if prov.SpecHash != m.SpecHash {
+		s.add(Finding{Kind: KindShardIdentity, What: "spec hash", Expected: m.SpecHash, Actual: prov.SpecHash,
+			Message: "shard was made with another feature spec than the manifest's"})
+	}
+	n := r.NumBatches()
+	if n != e.Batches {
+		s.add(Finding{Kind: KindShardIdentity, What: "batches", Expected: fmt.Sprint(e.Batches), Actual: fmt.Sprint(n),
+			Message: "shard holds another number of batches than the manifest says"})
+	}
+	tensors := r.Tensors()
+	if len(m.Tensors) > 0 && !sameTensors(tensors, m.Tensors) {
+		s.add(Finding{Kind: KindShardIdentity, What: "tensors", Expected: tensorList(m.Tensors), Actual: tensorList(tensors),
+			Message: "shard's tensor table differs from the manifest"})
+	}
+
+	// Plan conformance is checked against the shard's own (epoch, rank):
+	// a swapped file is reported once above, not once per batch.
+	p := c.plan
+	checkPlan := p != nil && pe < p.Config.Epochs && pr < p.Config.WorldSize
+	if p != nil && !checkPlan {
+		s.add(Finding{Kind: KindPlanMismatch, Message: fmt.Sprintf("shard's own (epoch %d, rank %d) is not in the plan", pe, pr)})
+	}
+	var deep *deepCheck
+	if c.opts.Deep {
+		deep = c.newDeepCheck(s, r, path, pe, pr)
+		if deep != nil {
+			defer deep.close()
+		}
+	}
+	g := r.Geometry()
+	var want []uint64
+	for k := 0; k < n; k++ {
+		if ctx.Err() != nil {
+			break
+		}
+		bi, err := r.Batch(k)
+		if err != nil {
+			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + err.Error()})
+			continue
+		}
+		if err := r.VerifyBatch(k); err != nil {
+			s.add(Finding{Kind: KindBatchChecksum, Batch: intp(k), What: "crc32c", Expected: fmt.Sprintf("%08x", bi.CRC),
+				Actual: actualCRC(r, k), Message: "batch block does not match its checksum: " + err.Error()})
+		}
+		s.res.batches++
+		s.res.bytes += int64(g.BlockSize)
+		c.progress(int64(g.BlockSize))
+		ids, err := r.SampleIDs(k)
+		if err != nil {
+			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + err.Error()})
+			continue
+		}
+		if checkPlan && k < p.Steps() {
+			var pads int
+			want, pads, err = p.RankBatch(pe, pr, k, want)
+			if err != nil {
+				s.add(Finding{Kind: KindPlanInvalid, Batch: intp(k), Message: "plan: " + err.Error()})
+			} else {
+				comparePlan(s, k, bi, ids, want, pads)
+			}
+		}
+		if deep != nil && deep.selected(k) {
+			deep.compare(ctx, k, bi, ids)
+		}
+	}
+	return s.finish()
+}
+
+// comparePlan reports how batch k's table entry and ids differ from the plan.
+func comparePlan(s *shardCheck, k int, bi shardfmt.BatchInfo, ids, want []uint64, pads int) {
+	if bi.Count != len(want) {
+		s.add(Finding{Kind: KindPlanMismatch, Batch: intp(k), What: "count", Expected: fmt.Sprint(len(want)), Actual: fmt.Sprint(bi.Count),
+			Message: "batch holds another number of samples than the plan"})
+	}
+	if bi.Pads != pads {
+		s.add(Finding{Kind: KindPlanMismatch, Batch: intp(k), What: "pads", Expected: fmt.Sprint(pads), Actual: fmt.Sprint(bi.Pads),
+			Message: "batch flags another number of pad samples than the plan"})
+	}
+	for i := 0; i < len(ids) && i < len(want); i++ {
+		if ids[i] != want[i] {
+			s.add(Finding{Kind: KindPlanMismatch, Batch: intp(k), SampleID: u64p(ids[i]), What: "sample_id",
+				Expected: fmt.Sprint(want[i]), Actual: fmt.Sprint(ids[i]),
+				Message: fmt.Sprintf("slot %d holds another sample than the plan", i)})
+			return // one per batch: a shifted batch differs everywhere
+		}
+	}
+}
+
+// actualCRC recomputes batch k's CRC-32C for the report, or "" when the block
+// cannot be read.
+func actualCRC(r *shardfmt.Reader, k int) string {
+	b, err := r.Block(k)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%08x", crc32c(b))
+}
+
+func (c *checker) progress(n int64) {
+	if c.opts.Progress == nil {
+		return
+	}
+	c.mu.Lock()
+	c.opts.Progress(n)
+	c.mu.Unlock()
+}
+
+func sameTensors(a, b []shardfmt.TensorInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].DType != b[i].DType || !reflect.DeepEqual(normShape(a[i].Shape), normShape(b[i].Shape)) {
+			return false
+		}
+	}
+	return true
+}
+
+func normShape(s []uint64) []uint64 {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func tensorList(ts []shardfmt.TensorInfo) string {
+	out := "["
+	for i, t := range ts {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s %v %v", t.Name, t.DType, t.Shape)
+	}
+	return out + "]"
+}

@@ -1,0 +1,319 @@
+// Package verify checks a shard set before training: structure (manifest,
+// files, shard headers and tables), integrity (every batch checksum), plan
+// conformance (sample ids, counts and pads recomputed from plan.json) and,
+// on request, source conformance (values re-read from the source Parquet).
+//
+// Run reports every finding, not just the first; a finding is data, not an
+// error. The package also computes what `prep inspect` shows (Inspect) and
+// writes one batch as NumPy files for `prep export` (Export).
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// PlanFileName is the name of the plan copy convert keeps in a shard set
+// directory; Run loads it unless Options.PlanPath names another file.
+const PlanFileName = "plan.json"
+
+// ErrNotShardSet is returned by Run and Export when the directory does not
+// exist or is not a directory. Any other problem is a Finding.
+var ErrNotShardSet = errors.New("not a shard set directory")
+
+// Options configures Run.
+type Options struct {
+	// Dir is the shard set directory (holding manifest.json).
+	Dir string
+	// PlanPath is the plan to check against; "" means Dir/plan.json.
+	PlanPath string
+	// Deep enables source conformance: re-read the source for a fraction of
+	// batches and compare every value, and check the source fingerprints.
+	Deep bool
+	// DeepFraction is the fraction of batches (0, 1] compared when Deep is
+	// set. 0 means all batches when the shard set is at most
+	// DeepAllBytes, otherwise DeepAllBytes' worth of batches.
+	DeepFraction float64
+	// Seed selects the deep sample of batches (same seed, same batches).
+	Seed uint64
+	// Source materializes expected values for Deep; nil with Deep set
+	// reports the source fingerprints only, plus one source_unreadable
+	// finding saying values were not compared.
+	Source SourceOpener
+	// SourceRoot overrides the plan's Source.Root (for a source that moved).
+	SourceRoot string
+	// Jobs is the number of shards checked at once; <= 0 means GOMAXPROCS.
+	Jobs int
+	// AllowPartial accepts a shard set holding only some of the plan's
+	// (epoch, rank) pairs (a node that materialized its own ranks).
+	AllowPartial bool
+	// MaxPerShard caps the findings of one kind listed per shard; the rest
+	// are counted in one summary finding of that kind. <= 0 means 20.
+	MaxPerShard int
+	// Progress, when set, is called with the number of block bytes checked
+	// since the last call. Calls are serialized.
+	Progress func(bytes int64)
+}
+
+// DeepAllBytes is the shard set size (bytes) up to which --deep compares
+// every batch by default.
+const DeepAllBytes = 1 << 30
+
+// Report is the result of Run.
+//
+// JSON schema:
+//
+//	dir          string   the shard set directory
+//	plan         string   the plan file checked against ("" if none loaded)
+//	shards       int      shards listed in the manifest
+//	batches      int      batches whose checksum was verified
+//	bytes        int      block bytes checksummed
+//	deep_batches int      batches compared value by value with the source
+//	seconds      float    wall time of the run
+//	ok           bool     true when there are no findings
+//	finding_count int     len(findings)
+//	findings     [Finding] sorted by shard path (set-level findings first), then in check order
+type Report struct {
+	Dir          string    `json:"dir"`
+	Plan         string    `json:"plan"`
+	Shards       int       `json:"shards"`
+	Batches      int       `json:"batches"`
+	Bytes        int64     `json:"bytes"`
+	DeepBatches  int       `json:"deep_batches"`
+	Seconds      float64   `json:"seconds"`
+	OK           bool      `json:"ok"`
+	FindingCount int       `json:"finding_count"`
+	Findings     []Finding `json:"findings"`
+}
+
+// Run checks the shard set in opts.Dir and returns every finding. The error
+// is non-nil only when the check could not run at all (ErrNotShardSet, a
+// cancelled ctx).
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	start := time.Now()
+	st, err := os.Stat(opts.Dir)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s", ErrNotShardSet, opts.Dir)
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.MaxPerShard <= 0 {
+		opts.MaxPerShard = 20
+	}
+	c := &checker{opts: opts, rep: &Report{Dir: opts.Dir, Findings: []Finding{}}}
+	c.run(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep := c.rep
+	sortFindings(rep.Findings)
+	rep.FindingCount = len(rep.Findings)
+	rep.OK = rep.FindingCount == 0
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+type checker struct {
+	opts Options
+	rep  *Report
+	man  *shardfmt.Manifest
+	plan *plan.Plan
+
+	mu sync.Mutex // guards rep counters and Progress calls
+}
+
+func (c *checker) add(f Finding) { c.rep.Findings = append(c.rep.Findings, f) }
+
+func (c *checker) run(ctx context.Context) {
+	m, err := shardfmt.ReadManifest(c.opts.Dir)
+	if err != nil {
+		msg := "cannot read " + shardfmt.ManifestName + ": " + err.Error()
+		if errors.Is(err, fs.ErrNotExist) {
+			msg = shardfmt.ManifestName + " is missing: the shard set was never committed"
+		}
+		c.add(Finding{Kind: KindManifestInvalid, Shard: shardfmt.ManifestName, Message: msg})
+		return
+	}
+	c.man = m
+	c.rep.Shards = len(m.Shards)
+	c.checkManifest()
+	c.loadPlan()
+	c.checkFiles()
+	if c.opts.Deep {
+		c.checkSourceFingerprints()
+	}
+	c.checkShards(ctx)
+}
+
+// checkManifest reports inconsistencies inside the manifest itself.
+func (c *checker) checkManifest() {
+	m := c.man
+	bad := func(msg string, what, exp, act string) {
+		c.add(Finding{Kind: KindManifestInvalid, Shard: shardfmt.ManifestName, What: what, Expected: exp, Actual: act, Message: msg})
+	}
+	if m.Format != "prep-manifest/v1" {
+		bad("unknown manifest format", "format", "prep-manifest/v1", fmt.Sprintf("%q", m.Format))
+	}
+	if len(m.Shards) == 0 {
+		bad("manifest lists no shards", "", "", "")
+	}
+	paths := map[string]int{}
+	pairs := map[[2]int]string{}
+	for i, s := range m.Shards {
+		switch {
+		case s.Path == "" || filepath.IsAbs(s.Path) || strings.Contains(s.Path, "\\") ||
+			s.Path != filepath.ToSlash(filepath.Clean(filepath.FromSlash(s.Path))) ||
+			s.Path == ".." || strings.HasPrefix(s.Path, "../"):
+			bad(fmt.Sprintf("shard %d has an unsafe or unclean path %q", i, s.Path), "", "", "")
+		case s.Path == shardfmt.ManifestName || s.Path == PlanFileName:
+			bad(fmt.Sprintf("shard %d uses the reserved name %q", i, s.Path), "", "", "")
+		}
+		if j, dup := paths[s.Path]; dup {
+			bad(fmt.Sprintf("shards %d and %d have the same path %q", j, i, s.Path), "", "", "")
+		}
+		paths[s.Path] = i
+		if s.Epoch < 0 || s.Rank < 0 || s.Batches < 0 || s.Size < 0 {
+			bad(fmt.Sprintf("shard %q has a negative epoch, rank, batch count or size", s.Path), "", "", "")
+		}
+		k := [2]int{s.Epoch, s.Rank}
+		if p, dup := pairs[k]; dup {
+			bad(fmt.Sprintf("shards %q and %q are both epoch %d rank %d", p, s.Path, s.Epoch, s.Rank), "", "", "")
+		}
+		pairs[k] = s.Path
+		if !strings.HasPrefix(s.Digest, "sha256:") {
+			bad(fmt.Sprintf("shard %q has a malformed digest", s.Path), "digest", "sha256:<hex>", fmt.Sprintf("%q", s.Digest))
+		}
+	}
+}
+
+// loadPlan loads the plan and checks the manifest and coverage against it.
+func (c *checker) loadPlan() {
+	path := c.opts.PlanPath
+	if path == "" {
+		path = filepath.Join(c.opts.Dir, PlanFileName)
+	}
+	p, err := plan.Load(path)
+	if err != nil {
+		c.add(Finding{Kind: KindPlanInvalid, Shard: path, Message: "plan conformance not checked: " + err.Error()})
+		return
+	}
+	c.plan = p
+	c.rep.Plan = path
+	m := c.man
+	if p.Fingerprint != m.PlanFingerprint {
+		c.add(Finding{Kind: KindPlanMismatch, Shard: shardfmt.ManifestName, What: "plan fingerprint",
+			Expected: p.Fingerprint, Actual: m.PlanFingerprint, Message: "shard set was made from another plan"})
+	}
+	if fp := p.Source.Fingerprint(); fp != m.SourceFingerprint {
+		c.add(Finding{Kind: KindPlanMismatch, Shard: shardfmt.ManifestName, What: "source fingerprint",
+			Expected: fp, Actual: m.SourceFingerprint, Message: "shard set was made from another source"})
+	}
+	cfg := p.Config
+	steps := p.Steps()
+	have := map[[2]int]bool{}
+	for _, s := range m.Shards {
+		have[[2]int{s.Epoch, s.Rank}] = true
+		loc := Finding{Shard: s.Path, Epoch: intp(s.Epoch), Rank: intp(s.Rank)}
+		if s.Epoch >= cfg.Epochs || s.Rank >= cfg.WorldSize {
+			loc.Kind, loc.Message = KindPlanMismatch, fmt.Sprintf("(epoch %d, rank %d) is not in the plan (%d epochs, world size %d)", s.Epoch, s.Rank, cfg.Epochs, cfg.WorldSize)
+			c.add(loc)
+			continue
+		}
+		if s.Batches != steps {
+			loc.Kind, loc.What = KindStepsUnequal, "steps"
+			loc.Expected, loc.Actual = fmt.Sprint(steps), fmt.Sprint(s.Batches)
+			loc.Message = "manifest lists a step count other than the plan's; every rank must take the same number of steps"
+			c.add(loc)
+		}
+	}
+	if c.opts.AllowPartial {
+		return
+	}
+	for e := 0; e < cfg.Epochs; e++ {
+		for r := 0; r < cfg.WorldSize; r++ {
+			if !have[[2]int{e, r}] {
+				c.add(Finding{Kind: KindRankMissing, Shard: shardfmt.ShardFileName(e, r), Epoch: intp(e), Rank: intp(r),
+					Message: "the plan has this (epoch, rank) but the manifest lists no shard for it"})
+			}
+		}
+	}
+}
+
+// isTempName reports whether a file name looks like an unfinished write or a
+// lock: "*.tmp", "*.tmp-*", "*.tmp.*", ".*tmp*", "*.partial", "*.lock".
+func isTempName(name string) bool {
+	lower := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(lower, ".tmp"), strings.Contains(lower, ".tmp-"), strings.Contains(lower, ".tmp."),
+		strings.HasPrefix(lower, ".") && strings.Contains(lower, "tmp"),
+		strings.HasSuffix(lower, ".partial"), strings.HasSuffix(lower, ".lock"), lower == "lock":
+		return true
+	}
+	return false
+}
+
+// checkFiles reports files under Dir that the manifest does not list.
+func (c *checker) checkFiles() {
+	listed := map[string]bool{shardfmt.ManifestName: true, PlanFileName: true}
+	for _, s := range c.man.Shards {
+		listed[s.Path] = true
+	}
+	_ = filepath.WalkDir(c.opts.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			c.add(Finding{Kind: KindIOError, Shard: path, Message: "cannot list: " + err.Error()})
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, rerr := filepath.Rel(c.opts.Dir, path)
+		if rerr != nil {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if listed[rel] {
+			return nil
+		}
+		if isTempName(d.Name()) {
+			c.add(Finding{Kind: KindTempFile, Shard: rel, Message: "temporary or lock file left by an unfinished or running convert"})
+			return nil
+		}
+		c.add(Finding{Kind: KindUnlistedFile, Shard: rel, Message: "file is not listed in the manifest"})
+		return nil
+	})
+}
+
+// sortFindings orders set-level findings (manifest, plan, source files)
+// before shard findings, shards by path, and keeps check order within one.
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		ai, aj := fs[i].Epoch == nil, fs[j].Epoch == nil
+		if ai != aj {
+			return ai
+		}
+		if fs[i].Shard != fs[j].Shard {
+			return fs[i].Shard < fs[j].Shard
+		}
+		bi, bj := -1, -1
+		if fs[i].Batch != nil {
+			bi = *fs[i].Batch
+		}
+		if fs[j].Batch != nil {
+			bj = *fs[j].Batch
+		}
+		return bi < bj
+	})
+}

@@ -1,0 +1,428 @@
+package convert
+
+import (
+	"encoding/binary"
+	"math"
+	"math/big"
+	"math/bits"
+	"strconv"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// This file holds the value casts as pure functions. Each documents its
+// exact rounding and error rule; transform.go applies them to columns.
+//
+// Summary of the rules (source -> dtype):
+//
+//	float  -> F64            exact (FLOAT widens exactly; DOUBLE copied bit-exact)
+//	float  -> F32            round to nearest, ties to even (Go conversion); FLOAT copied bit-exact
+//	float  -> F16, BF16      round to nearest, ties to even, directly from the float64 value
+//	                         (no double rounding); overflow -> ±Inf; NaN stays NaN (quiet,
+//	                         top payload bits kept); signed zero kept
+//	float  -> integers, BOOL NaN/±Inf and values outside the dtype's range are errors; a
+//	                         non-integral value is an error unless cast.round is trunc
+//	                         (toward zero) or nearest (ties to even); BOOL takes 0 or 1
+//	int    -> integers       exact; out of the dtype's range is an error naming the value
+//	int    -> floats         round to nearest, ties to even
+//	bool   -> any            false = 0, true = 1
+//	FLOAT16 (FLBA 2)         F16: bits copied; F32/F64: exact widening, NaN payload kept
+//	                         (7E01 -> 7FC02000); other dtypes through the float rules
+//	DECIMAL(p,s)             value = unscaled / 10^s exactly; F64 and F32 get the nearest
+//	                         value of that type (ties to even) from the exact rational, never
+//	                         through a rounded intermediate; integer dtypes only when s = 0
+//	INT96 timestamp          I64 nanoseconds since 1970-01-01T00:00:00 UTC: the 12 bytes are
+//	                         nanoseconds of the day (u64 LE) then the Julian day number (u32 LE);
+//	                         ns = (day - 2440588) * 86400e9 + nanos; overflow of int64 is an error
+
+// halfBits describes an IEEE-style binary format for roundFloat.
+type halfBits struct{ ebits, mbits uint }
+
+var (
+	fmtF16  = halfBits{5, 10}
+	fmtBF16 = halfBits{8, 7}
+)
+
+// roundFloat returns the bit pattern of x rounded to nearest, ties to even,
+// in the binary format f (sign, ebits exponent, mbits fraction; subnormals,
+// infinities and NaN as in IEEE 754). Values beyond the largest finite value
+// after rounding become infinities. A NaN keeps its sign and its top mbits
+// payload bits and is made quiet.
+func roundFloat(x float64, f halfBits) uint64 {
+	b := math.Float64bits(x)
+	sign := (b >> 63) << (f.ebits + f.mbits)
+	expAllOnes := uint64(1)<<f.ebits - 1
+	if math.IsNaN(x) {
+		payload := (b & (1<<52 - 1)) >> (52 - f.mbits)
+		payload |= 1 << (f.mbits - 1)
+		return sign | expAllOnes<<f.mbits | payload
+	}
+	a := math.Abs(x)
+	if math.IsInf(a, 0) {
+		return sign | expAllOnes<<f.mbits
+	}
+	if a == 0 {
+		return sign
+	}
+	bias := int(1)<<(f.ebits-1) - 1
+	emin := 1 - bias
+	_, e := math.Frexp(a) // a = frac * 2^e, frac in [0.5, 1)
+	exp := e - 1          // a = 1.xxx * 2^exp
+	if exp < emin {
+		exp = emin // subnormal: fixed quantum
+	}
+	q := math.Ldexp(a, int(f.mbits)-exp) // exact: scaling by a power of two
+	n := uint64(math.RoundToEven(q))     // n <= 2^(mbits+1)
+	if n == 0 {
+		return sign
+	}
+	// For a subnormal, n < 2^mbits is the fraction with exponent field 0, and
+	// n == 2^mbits is the smallest normal; for a normal, n in [2^mbits,
+	// 2^(mbits+1)] and the carry into the exponent field is the right answer.
+	biased := uint64(exp+bias) - 1
+	v := biased<<f.mbits + n
+	if v>>f.mbits >= expAllOnes {
+		return sign | expAllOnes<<f.mbits
+	}
+	return sign | v
+}
+
+// F64ToF16 rounds x to IEEE binary16, nearest with ties to even.
+func F64ToF16(x float64) uint16 { return uint16(roundFloat(x, fmtF16)) }
+
+// F64ToBF16 rounds x to bfloat16, nearest with ties to even.
+func F64ToBF16(x float64) uint16 { return uint16(roundFloat(x, fmtBF16)) }
+
+// F16ToF64 widens IEEE binary16 bits to float64 exactly (NaN payload kept in
+// the top fraction bits).
+func F16ToF64(h uint16) float64 { return float64(F16ToF32(h)) }
+
+// F16ToF32 widens IEEE binary16 bits to float32 exactly. A NaN keeps its sign
+// and payload, shifted into the top fraction bits (7E01 -> 7FC02000).
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
+	case exp == 0:
+		if frac == 0 {
+			return math.Float32frombits(sign)
+		}
+		// subnormal: frac * 2^-24, exact in float32
+		v := float32(frac) * (1.0 / (1 << 24))
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+}
+
+// BF16ToF32 widens bfloat16 bits to float32 exactly.
+func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// intRange returns the inclusive range of an integer dtype (BOOL is [0, 1]).
+// ok is false for float dtypes.
+func intRange(dt shardfmt.DType) (lo int64, hi uint64, ok bool) {
+	switch dt {
+	case shardfmt.BOOL:
+		return 0, 1, true
+	case shardfmt.U8:
+		return 0, math.MaxUint8, true
+	case shardfmt.I8:
+		return math.MinInt8, math.MaxInt8, true
+	case shardfmt.U16:
+		return 0, math.MaxUint16, true
+	case shardfmt.I16:
+		return math.MinInt16, math.MaxInt16, true
+	case shardfmt.U32:
+		return 0, math.MaxUint32, true
+	case shardfmt.I32:
+		return math.MinInt32, math.MaxInt32, true
+	case shardfmt.U64:
+		return 0, math.MaxUint64, true
+	case shardfmt.I64:
+		return math.MinInt64, math.MaxInt64, true
+	}
+	return 0, 0, false
+}
+
+func isFloatDType(dt shardfmt.DType) bool {
+	return dt == shardfmt.F16 || dt == shardfmt.BF16 || dt == shardfmt.F32 || dt == shardfmt.F64
+}
+
+// encoder writes one value of any source kind as dtype dt, little-endian.
+// The put methods return an ErrValue error (without location) when the value
+// cannot be represented under the rules above.
+type encoder struct {
+	dt    shardfmt.DType
+	size  int
+	round string // "", "trunc", "nearest": float -> integer rounding
+}
+
+func newEncoder(dt shardfmt.DType, round string) encoder {
+	return encoder{dt: dt, size: dt.Size(), round: round}
+}
+
+// putRaw stores the low size bytes of v little-endian.
+func (e encoder) putRaw(dst []byte, v uint64) {
+	switch e.size {
+	case 1:
+		dst[0] = byte(v)
+	case 2:
+		binary.LittleEndian.PutUint16(dst, uint16(v))
+	case 4:
+		binary.LittleEndian.PutUint32(dst, uint32(v))
+	default:
+		binary.LittleEndian.PutUint64(dst, v)
+	}
+}
+
+// putInt writes a signed integer value.
+func (e encoder) putInt(dst []byte, v int64) error {
+	switch e.dt {
+	case shardfmt.F64:
+		binary.LittleEndian.PutUint64(dst, math.Float64bits(float64(v)))
+		return nil
+	case shardfmt.F32:
+		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(v)))
+		return nil
+	case shardfmt.F16, shardfmt.BF16:
+		return e.putFloat(dst, float64(v)) // |v| >= 2^53 overflows F16/BF16 either way
+	}
+	lo, hi, _ := intRange(e.dt)
+	if v < lo || (v > 0 && uint64(v) > hi) {
+		return valueErrorf("value %d out of range for %s [%d, %d]", v, e.dt, lo, hi)
+	}
+	e.putRaw(dst, uint64(v))
+	return nil
+}
+
+// putUint writes an unsigned integer value.
+func (e encoder) putUint(dst []byte, v uint64) error {
+	switch e.dt {
+	case shardfmt.F64:
+		binary.LittleEndian.PutUint64(dst, math.Float64bits(float64(v)))
+		return nil
+	case shardfmt.F32:
+		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(v)))
+		return nil
+	case shardfmt.F16, shardfmt.BF16:
+		return e.putFloat(dst, float64(v))
+	}
+	lo, hi, _ := intRange(e.dt)
+	if v > hi {
+		return valueErrorf("value %d out of range for %s [%d, %d]", v, e.dt, lo, hi)
+	}
+	e.putRaw(dst, v)
+	return nil
+}
+
+// putFloat writes a float value.
+func (e encoder) putFloat(dst []byte, x float64) error {
+	switch e.dt {
+	case shardfmt.F64:
+		binary.LittleEndian.PutUint64(dst, math.Float64bits(x))
+		return nil
+	case shardfmt.F32:
+		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(x)))
+		return nil
+	case shardfmt.F16:
+		binary.LittleEndian.PutUint16(dst, F64ToF16(x))
+		return nil
+	case shardfmt.BF16:
+		binary.LittleEndian.PutUint16(dst, F64ToBF16(x))
+		return nil
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return valueErrorf("%s cannot be converted to %s", fmtFloat(x), e.dt)
+	}
+	r := x
+	switch e.round {
+	case "trunc":
+		r = math.Trunc(x)
+	case "nearest":
+		r = math.RoundToEven(x)
+	default:
+		if math.Trunc(x) != x {
+			return valueErrorf("value %s is not an integer (set cast.round to trunc or nearest)", fmtFloat(x))
+		}
+	}
+	lo, hi, _ := intRange(e.dt)
+	// Every range is [lo, 2^k - 1], so the exclusive upper bound 2^k and lo
+	// are exact doubles.
+	ub := math.Ldexp(1, bits.Len64(hi))
+	if r < float64(lo) || r >= ub {
+		return valueErrorf("value %s out of range for %s [%d, %d]", fmtFloat(x), e.dt, lo, hi)
+	}
+	if r < 0 {
+		e.putRaw(dst, uint64(int64(r)))
+	} else {
+		e.putRaw(dst, uint64(r))
+	}
+	return nil
+}
+
+// putF16Bits writes a FLOAT16 source value given as its bits.
+func (e encoder) putF16Bits(dst []byte, h uint16) error {
+	switch e.dt {
+	case shardfmt.F16:
+		binary.LittleEndian.PutUint16(dst, h)
+		return nil
+	case shardfmt.F32:
+		binary.LittleEndian.PutUint32(dst, math.Float32bits(F16ToF32(h)))
+		return nil
+	}
+	return e.putFloat(dst, float64(F16ToF32(h)))
+}
+
+// putBig writes an exact rational value (a DECIMAL): F64 and F32 get the
+// nearest value, ties to even; integer dtypes need an integral value in range.
+func (e encoder) putBig(dst []byte, r *big.Rat) error {
+	switch e.dt {
+	case shardfmt.F64:
+		f, _ := r.Float64()
+		binary.LittleEndian.PutUint64(dst, math.Float64bits(f))
+		return nil
+	case shardfmt.F32:
+		f, _ := r.Float32()
+		binary.LittleEndian.PutUint32(dst, math.Float32bits(f))
+		return nil
+	}
+	if !r.IsInt() {
+		return valueErrorf("decimal %s is not an integer", r.FloatString(10))
+	}
+	n := r.Num()
+	if n.IsInt64() {
+		return e.putInt(dst, n.Int64())
+	}
+	if n.IsUint64() {
+		return e.putUint(dst, n.Uint64())
+	}
+	return valueErrorf("decimal %s out of range for %s", n.String(), e.dt)
+}
+
+var pow10f64 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// DecimalToF64 returns the float64 nearest (ties to even) to unscaled/10^scale.
+// When |unscaled| < 2^53 and scale <= 22 both operands are exact doubles and
+// one IEEE division is correctly rounded; otherwise it uses exact rationals.
+func DecimalToF64(unscaled int64, scale int) float64 {
+	if scale >= 0 && scale < len(pow10f64) && unscaled > -(1<<53) && unscaled < 1<<53 {
+		return float64(unscaled) / pow10f64[scale]
+	}
+	f, _ := decimalRat(big.NewInt(unscaled), scale).Float64()
+	return f
+}
+
+// DecimalToF32 returns the float32 nearest (ties to even) to
+// unscaled/10^scale, rounded once from the exact value.
+func DecimalToF32(unscaled int64, scale int) float32 {
+	if scale >= 0 && scale <= 10 && unscaled > -(1<<24) && unscaled < 1<<24 {
+		// 10^s = 2^s * 5^s with 5^10 < 2^24: both operands exact float32.
+		return float32(unscaled) / float32(pow10f64[scale])
+	}
+	f, _ := decimalRat(big.NewInt(unscaled), scale).Float32()
+	return f
+}
+
+// decimalRat returns unscaled / 10^scale exactly.
+func decimalRat(unscaled *big.Int, scale int) *big.Rat {
+	r := new(big.Rat).SetInt(unscaled)
+	if scale == 0 {
+		return r
+	}
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(scale))), nil)
+	if scale > 0 {
+		return r.Quo(r, new(big.Rat).SetInt(p))
+	}
+	return r.Mul(r, new(big.Rat).SetInt(p))
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// bigEndianSigned decodes a big-endian two's-complement integer (DECIMAL in a
+// FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY).
+func bigEndianSigned(b []byte) *big.Int {
+	v := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return v
+}
+
+// bigEndianInt64 decodes a big-endian two's-complement integer of at most 8
+// bytes; ok is false when it is longer.
+func bigEndianInt64(b []byte) (v int64, ok bool) {
+	if len(b) > 8 || len(b) == 0 {
+		return 0, len(b) == 0
+	}
+	var u uint64
+	for _, c := range b {
+		u = u<<8 | uint64(c)
+	}
+	shift := uint(64 - 8*len(b))
+	return int64(u<<shift) >> shift, true
+}
+
+// julianUnixEpoch is the Julian day number of 1970-01-01.
+const julianUnixEpoch = 2440588
+
+// Int96ToUnixNanos converts a Parquet INT96 timestamp (nanoseconds of the day
+// as u64 little-endian, then the Julian day as u32 little-endian) to
+// nanoseconds since the Unix epoch. ok is false on int64 overflow.
+func Int96ToUnixNanos(b []byte) (ns int64, ok bool) {
+	nanos := binary.LittleEndian.Uint64(b[0:8])
+	day := int64(binary.LittleEndian.Uint32(b[8:12]))
+	hi, lo := bits.Mul64(uint64(abs64(day-julianUnixEpoch)), 86400e9)
+	if hi != 0 || lo > math.MaxInt64 || nanos > math.MaxInt64 {
+		return 0, false
+	}
+	d := int64(lo)
+	if day < julianUnixEpoch {
+		d = -d
+	}
+	if d > 0 && int64(nanos) > math.MaxInt64-d {
+		return 0, false
+	}
+	return d + int64(nanos), true
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// FNV1a64 is the 64-bit FNV-1a hash of b (offset basis 14695981039346656037,
+// prime 1099511628211; xor each byte, then multiply). It is what bytes mode
+// "hash" computes before taking the value modulo the bucket count.
+func FNV1a64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+func fmtFloat(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 1):
+		return "+Inf"
+	case math.IsInf(x, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}

@@ -1,0 +1,509 @@
+package convert
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Spec is a feature spec: which source columns feed which output tensor and
+// how values are transformed on the way. It is read from YAML by LoadSpec or
+// ParseSpec (unknown keys are rejected with their line number) and extended
+// by ParseTensorFlags. A spec is identified by Hash, computed over its
+// canonical JSON form, never over the YAML text.
+//
+// Example:
+//
+//	tensors:
+//	  - name: image
+//	    columns_regex: '^\d+x\d+$'   # matching leaf columns, in the file's schema order
+//	    dtype: U8
+//	    shape: [28, 28]
+//	  - name: emb
+//	    column: embedding            # a LIST column
+//	    dtype: F16
+//	    shape: [50]
+//	    list: {pad: 0, truncate: false, lengths: true}
+//	    nulls: {fill: 0, mask: true}
+//	  - name: label
+//	    column: label
+//	    dtype: I64
+type Spec struct {
+	Tensors []TensorSpec `yaml:"tensors" json:"tensors"`
+}
+
+// TensorSpec describes one output tensor. Exactly one of Column, Columns and
+// ColumnsRegex names the source:
+//
+//   - column: one column. A scalar column gives one value per sample; a LIST
+//     column gives a fixed number of values per sample (see ListPolicy); a
+//     string or binary column needs a BytesPolicy.
+//   - columns: several scalar columns stacked in the order given; value j of
+//     a sample (row-major over Shape) comes from columns[j].
+//   - columns_regex: every leaf column whose name matches (Go RE2 syntax,
+//     unanchored unless the pattern anchors itself), in the schema order of
+//     the file, stacked like columns. Every file must yield the same list.
+//
+// Column names use pqread's path syntax: a top-level column is its name,
+// byte-exact (it may contain dots, spaces or any UTF-8); a nested field is
+// the dot-joined path of field names, and a name that could mean both a
+// top-level column and a nested path is rejected as ambiguous.
+//
+// Shape is the per-sample shape (empty = scalar). Its product must equal the
+// number of values per sample: the number of stacked columns, or the fixed
+// list length. When omitted it defaults to [] for one scalar column, [k] for k
+// stacked columns, and [max_len] for bytes in pad mode; a list needs it.
+type TensorSpec struct {
+	Name          string       `yaml:"name" json:"name"`
+	Column        string       `yaml:"column,omitempty" json:"column,omitempty"`
+	Columns       []string     `yaml:"columns,omitempty" json:"columns,omitempty"`
+	ColumnsRegex  string       `yaml:"columns_regex,omitempty" json:"columns_regex,omitempty"`
+	DType         string       `yaml:"dtype" json:"dtype"`
+	Shape         []int64      `yaml:"shape,omitempty" json:"shape,omitempty"`
+	Nulls         *NullPolicy  `yaml:"nulls,omitempty" json:"nulls,omitempty"`
+	NaN           *NaNPolicy   `yaml:"nan,omitempty" json:"nan,omitempty"`
+	List          *ListPolicy  `yaml:"list,omitempty" json:"list,omitempty"`
+	Bytes         *BytesPolicy `yaml:"bytes,omitempty" json:"bytes,omitempty"`
+	MaxValueBytes int64        `yaml:"max_value_bytes,omitempty" json:"max_value_bytes,omitempty"`
+	Cast          *CastPolicy  `yaml:"cast,omitempty" json:"cast,omitempty"`
+}
+
+// NullPolicy says what a null becomes. Without it (or without Fill) any null
+// is an error naming file, column, row group and row, with the number of
+// nulls in that column chunk.
+//
+// Fill is converted to the tensor's dtype with the same rules as source
+// values (so "NaN" is valid only for float dtypes and -1 only for signed
+// integers). A null list row becomes a row of Fill with length 0; a null in
+// bytes pad mode becomes an empty value (Fill must be 0); in hash mode Fill is
+// the I64 written. Mask adds a tensor "<name>_mask" of dtype U8 (1 = valid,
+// 0 = null) with the tensor's shape for stacked columns and a scalar shape
+// for a list or bytes column.
+type NullPolicy struct {
+	Fill *Number `yaml:"fill,omitempty" json:"fill,omitempty"`
+	Mask bool    `yaml:"mask,omitempty" json:"mask,omitempty"`
+}
+
+// NaNPolicy chooses what happens to NaN in float sources: "pass" (default)
+// writes NaN, infinities and every other value bit-exact (or rounded for a
+// narrower float dtype, keeping NaN a NaN); "error" fails on the first NaN,
+// naming its location. Infinities always pass.
+type NaNPolicy struct {
+	Policy string `yaml:"policy" json:"policy"`
+}
+
+// ListPolicy turns a LIST column into a fixed number L = product(Shape) of
+// values per sample. Without it every row must have exactly L elements.
+//
+//   - Pad: rows shorter than L are padded with this value (converted like
+//     Fill); without it a shorter row is an error.
+//   - Truncate: rows longer than L keep their first L elements; without it a
+//     longer row is an error.
+//   - Lengths: adds "<name>_lengths" (LengthsDType, I32 by default, or I64),
+//     a scalar per sample holding the source length before padding or
+//     truncation (0 for a null row).
+//   - ElementFill: value written for a null list element; without it a null
+//     element is an error naming row and element.
+//   - ElementMask: adds "<name>_element_mask", U8 with the tensor's shape:
+//     1 where a non-null source element was written, 0 for null elements and
+//     padding.
+type ListPolicy struct {
+	Pad          *Number `yaml:"pad,omitempty" json:"pad,omitempty"`
+	Truncate     bool    `yaml:"truncate,omitempty" json:"truncate,omitempty"`
+	Lengths      bool    `yaml:"lengths,omitempty" json:"lengths,omitempty"`
+	LengthsDType string  `yaml:"lengths_dtype,omitempty" json:"lengths_dtype,omitempty"`
+	ElementFill  *Number `yaml:"element_fill,omitempty" json:"element_fill,omitempty"`
+	ElementMask  bool    `yaml:"element_mask,omitempty" json:"element_mask,omitempty"`
+}
+
+// BytesPolicy turns a string or binary column (BYTE_ARRAY, or a
+// FIXED_LEN_BYTE_ARRAY that is neither DECIMAL nor FLOAT16) into numbers.
+//
+//   - mode "hash": one I64 per sample: FNV-1a 64-bit of the raw value bytes
+//     (offset basis 14695981039346656037, prime 1099511628211, one byte at a
+//     time, xor then multiply) taken modulo Buckets (1 <= Buckets <= 2^63-1).
+//   - mode "pad": U8 with shape [MaxLen]: the value bytes, zero-padded. A
+//     value longer than MaxLen is an error unless Truncate, which keeps the
+//     first MaxLen bytes. Lengths adds "<name>_lengths" (I32, or
+//     LengthsDType) with the source length in bytes.
+type BytesPolicy struct {
+	Mode         string `yaml:"mode" json:"mode"`
+	Buckets      uint64 `yaml:"buckets,omitempty" json:"buckets,omitempty"`
+	MaxLen       int64  `yaml:"max_len,omitempty" json:"max_len,omitempty"`
+	Truncate     bool   `yaml:"truncate,omitempty" json:"truncate,omitempty"`
+	Lengths      bool   `yaml:"lengths,omitempty" json:"lengths,omitempty"`
+	LengthsDType string `yaml:"lengths_dtype,omitempty" json:"lengths_dtype,omitempty"`
+}
+
+// CastPolicy declares conversions that are refused by default.
+//
+//   - FromUnannotated "F16": read a 2-byte FIXED_LEN_BYTE_ARRAY without the
+//     FLOAT16 annotation as IEEE half floats (little-endian).
+//   - Round: float -> integer dtypes reject non-integral values by default;
+//     "trunc" rounds toward zero, "nearest" rounds to nearest, ties to even.
+//   - Widen: accept a column whose physical or logical type differs between
+//     source files, as long as each file's type converts to the dtype.
+type CastPolicy struct {
+	FromUnannotated string `yaml:"from_unannotated,omitempty" json:"from_unannotated,omitempty"`
+	Round           string `yaml:"round,omitempty" json:"round,omitempty"`
+	Widen           bool   `yaml:"widen,omitempty" json:"widen,omitempty"`
+}
+
+// Number is a fill or pad value from a spec: an integer (kept exact in
+// int64 range), a float, or one of "NaN", "+Inf", "Inf", "-Inf". Its JSON form
+// is a canonical string ("-1", "1.5", "NaN", "+Inf") so NaN survives JSON.
+type Number struct {
+	isInt bool
+	i     int64
+	f     float64
+}
+
+// IntNumber returns the Number v.
+func IntNumber(v int64) *Number { return &Number{isInt: true, i: v, f: float64(v)} }
+
+// FloatNumber returns the Number v (integral values stay floats).
+func FloatNumber(v float64) *Number { return &Number{f: v} }
+
+// ParseNumber parses an integer, a float, or NaN/+Inf/Inf/-Inf (case-insensitive).
+func ParseNumber(s string) (*Number, error) {
+	t := strings.TrimSpace(s)
+	if i, err := strconv.ParseInt(t, 0, 64); err == nil {
+		return IntNumber(i), nil
+	}
+	switch strings.ToLower(t) {
+	case "nan", ".nan":
+		return FloatNumber(math.NaN()), nil
+	case "inf", "+inf", ".inf", "+.inf":
+		return FloatNumber(math.Inf(1)), nil
+	case "-inf", "-.inf":
+		return FloatNumber(math.Inf(-1)), nil
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a number", s)
+	}
+	return FloatNumber(f), nil
+}
+
+// String returns the canonical text of n.
+func (n *Number) String() string {
+	if n.isInt {
+		return strconv.FormatInt(n.i, 10)
+	}
+	switch {
+	case math.IsNaN(n.f):
+		return "NaN"
+	case math.IsInf(n.f, 1):
+		return "+Inf"
+	case math.IsInf(n.f, -1):
+		return "-Inf"
+	}
+	s := strconv.FormatFloat(n.f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") {
+		s += ".0" // keep floats distinct from integers
+	}
+	return s
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (n *Number) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a number, not a %s", node.Line, kindName(node.Kind))
+	}
+	v, err := ParseNumber(node.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", node.Line, err)
+	}
+	*n = *v
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (n *Number) MarshalJSON() ([]byte, error) { return json.Marshal(n.String()) }
+
+// UnmarshalJSON implements json.Unmarshaler; it accepts the canonical string
+// or a JSON number.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		s = string(b)
+	}
+	v, err := ParseNumber(s)
+	if err != nil {
+		return err
+	}
+	*n = *v
+	return nil
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "sequence"
+	}
+	return "node"
+}
+
+// LoadSpec reads and validates a YAML feature spec file. Errors wrap ErrSpec
+// and name the file (and the line, for YAML errors).
+func LoadSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading feature spec: %w", err)
+	}
+	return ParseSpec(data, path)
+}
+
+// ParseSpec parses and validates a YAML feature spec. name is used in error
+// messages. Unknown keys are errors.
+func ParseSpec(data []byte, name string) (*Spec, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: %w: empty document", name, ErrSpec)
+		}
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &s, nil
+}
+
+var shapeFlagRE = regexp.MustCompile(`^[0-9]+(x[0-9]+)*$`)
+
+// ParseTensorFlags parses --tensor flags of the form
+// NAME=COL[,COL...]:DTYPE[:SHAPE], SHAPE like "50" or "4x4". One column
+// becomes TensorSpec.Column, several become Columns. The result is not
+// validated on its own; append it to a Spec and call Validate.
+func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
+	var out []TensorSpec
+	for _, f := range flags {
+		name, rest, ok := strings.Cut(f, "=")
+		if !ok || name == "" || rest == "" {
+			return nil, specErrorf("--tensor %q: want NAME=COL[,COL...]:DTYPE[:SHAPE]", f)
+		}
+		parts := strings.Split(rest, ":")
+		if len(parts) < 2 {
+			return nil, specErrorf("--tensor %q: missing :DTYPE", f)
+		}
+		t := TensorSpec{Name: name}
+		n := len(parts)
+		if n >= 3 && shapeFlagRE.MatchString(parts[n-1]) {
+			for _, d := range strings.Split(parts[n-1], "x") {
+				v, err := strconv.ParseInt(d, 10, 64)
+				if err != nil {
+					return nil, specErrorf("--tensor %q: bad shape: %v", f, err)
+				}
+				t.Shape = append(t.Shape, v)
+			}
+			n--
+		}
+		t.DType = parts[n-1]
+		cols := strings.Split(strings.Join(parts[:n-1], ":"), ",")
+		if len(cols) == 1 {
+			t.Column = cols[0]
+		} else {
+			t.Columns = cols
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Validate checks everything that can be checked without the source files:
+// names, dtypes, shapes and policies. Errors wrap ErrSpec and name the tensor.
+func (s *Spec) Validate() error {
+	if len(s.Tensors) == 0 {
+		return specErrorf("no tensors")
+	}
+	names := map[string]bool{}
+	for i := range s.Tensors {
+		t := &s.Tensors[i]
+		if err := t.validate(); err != nil {
+			if t.Name == "" {
+				return fmt.Errorf("tensor %d: %w", i, err)
+			}
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		for _, n := range t.outputNames() {
+			if names[n] {
+				return specErrorf("tensor name %q used twice (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths)", n)
+			}
+			names[n] = true
+		}
+	}
+	return nil
+}
+
+func (t *TensorSpec) validate() error {
+	if t.Name == "" {
+		return specErrorf("missing name")
+	}
+	srcs := 0
+	if t.Column != "" {
+		srcs++
+	}
+	if len(t.Columns) > 0 {
+		srcs++
+		for _, c := range t.Columns {
+			if c == "" {
+				return specErrorf("empty column name in columns")
+			}
+		}
+	}
+	if t.ColumnsRegex != "" {
+		srcs++
+		if _, err := regexp.Compile(t.ColumnsRegex); err != nil {
+			return specErrorf("columns_regex: %v", err)
+		}
+	}
+	if srcs != 1 {
+		return specErrorf("set exactly one of column, columns and columns_regex")
+	}
+	dt, err := shardfmt.ParseDType(t.DType)
+	if err != nil {
+		return specErrorf("dtype: %v", err)
+	}
+	if dt == shardfmt.F8_E4M3 || dt == shardfmt.F8_E5M2 {
+		return specErrorf("dtype %s is not supported as a conversion target yet", dt)
+	}
+	if len(t.Shape) > 8 {
+		return specErrorf("shape %v has more than 8 dimensions", t.Shape)
+	}
+	for _, d := range t.Shape {
+		if d <= 0 || d > 1<<31 {
+			return specErrorf("shape %v: every dimension must be in [1, 2^31]", t.Shape)
+		}
+	}
+	if t.NaN != nil && t.NaN.Policy != "pass" && t.NaN.Policy != "error" {
+		return specErrorf("nan.policy must be pass or error, not %q", t.NaN.Policy)
+	}
+	if t.MaxValueBytes < 0 {
+		return specErrorf("max_value_bytes must not be negative")
+	}
+	if c := t.Cast; c != nil {
+		if c.FromUnannotated != "" && c.FromUnannotated != "F16" {
+			return specErrorf("cast.from_unannotated must be F16, not %q", c.FromUnannotated)
+		}
+		switch c.Round {
+		case "", "trunc", "nearest":
+		default:
+			return specErrorf("cast.round must be trunc or nearest, not %q", c.Round)
+		}
+	}
+	if l := t.List; l != nil {
+		if t.Column == "" {
+			return specErrorf("list policy needs a single column")
+		}
+		if _, err := lengthsDType(l.LengthsDType); err != nil {
+			return err
+		}
+	}
+	if b := t.Bytes; b != nil {
+		if t.Column == "" {
+			return specErrorf("bytes policy needs a single column")
+		}
+		if t.List != nil {
+			return specErrorf("bytes and list policies are exclusive")
+		}
+		switch b.Mode {
+		case "hash":
+			if dt != shardfmt.I64 {
+				return specErrorf("bytes.mode hash writes I64, not %s", dt)
+			}
+			if b.Buckets == 0 || b.Buckets > math.MaxInt64 {
+				return specErrorf("bytes.buckets must be in [1, 2^63-1]")
+			}
+			if shapeProduct(t.Shape) != 1 {
+				return specErrorf("bytes.mode hash gives one value per sample; shape %v", t.Shape)
+			}
+			if b.Lengths || b.MaxLen != 0 || b.Truncate {
+				return specErrorf("bytes.max_len, truncate and lengths apply to mode pad only")
+			}
+		case "pad":
+			if dt != shardfmt.U8 {
+				return specErrorf("bytes.mode pad writes U8, not %s", dt)
+			}
+			if b.MaxLen <= 0 {
+				return specErrorf("bytes.mode pad needs max_len > 0")
+			}
+			if t.Shape != nil && shapeProduct(t.Shape) != b.MaxLen {
+				return specErrorf("shape %v does not hold max_len %d bytes", t.Shape, b.MaxLen)
+			}
+			if _, err := lengthsDType(b.LengthsDType); err != nil {
+				return err
+			}
+		default:
+			return specErrorf("bytes.mode must be hash or pad, not %q", b.Mode)
+		}
+	}
+	return nil
+}
+
+func lengthsDType(s string) (shardfmt.DType, error) {
+	switch s {
+	case "", "I32":
+		return shardfmt.I32, nil
+	case "I64":
+		return shardfmt.I64, nil
+	}
+	return 0, specErrorf("lengths_dtype must be I32 or I64, not %q", s)
+}
+
+// outputNames returns the names of every tensor t produces, main tensor first.
+func (t *TensorSpec) outputNames() []string {
+	n := []string{t.Name}
+	if t.Nulls != nil && t.Nulls.Mask {
+		n = append(n, t.Name+"_mask")
+	}
+	if t.List != nil && t.List.ElementMask {
+		n = append(n, t.Name+"_element_mask")
+	}
+	if (t.List != nil && t.List.Lengths) || (t.Bytes != nil && t.Bytes.Lengths) {
+		n = append(n, t.Name+"_lengths")
+	}
+	return n
+}
+
+func shapeProduct(s []int64) int64 {
+	p := int64(1)
+	for _, d := range s {
+		p *= d
+	}
+	return p
+}
+
+// CanonicalJSON returns the canonical JSON form of the spec: fields in
+// declaration order, defaults omitted, numbers in canonical text. It is what
+// Hash digests and what the manifest records.
+func (s *Spec) CanonicalJSON() []byte {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err) // every field is marshalable
+	}
+	return b
+}
+
+// Hash returns "sha256:<hex>" of CanonicalJSON.
+func (s *Spec) Hash() string {
+	h := sha256.Sum256(s.CanonicalJSON())
+	return "sha256:" + hex.EncodeToString(h[:])
+}

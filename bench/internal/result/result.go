@@ -14,11 +14,11 @@ const Prefix = "BENCHRESULT "
 
 // Result is what one measured run did.
 type Result struct {
-	Rows    int64   `json:"rows,omitempty"`    // rows (samples) processed
-	Bytes   int64   `json:"bytes"`             // bytes the throughput is counted on (see each command's doc)
-	Seconds float64 `json:"seconds"`           // seconds of the measured region (excludes setup such as loading inputs)
-	Extra   string  `json:"extra,omitempty"`   // free-form note shown in the table
-	Checksum uint64 `json:"checksum,omitempty"` // a value derived from the data, so the work cannot be optimized away
+	Rows     int64   `json:"rows,omitempty"`     // rows (samples) processed
+	Bytes    int64   `json:"bytes"`              // bytes the throughput is counted on (see each command's doc)
+	Seconds  float64 `json:"seconds"`            // seconds of the measured region (excludes setup such as loading inputs)
+	Extra    string  `json:"extra,omitempty"`    // free-form note shown in the table
+	Checksum uint64  `json:"checksum,omitempty"` // a value derived from the data, so the work cannot be optimized away
 }
 
 // Print writes r as the report line on stdout.

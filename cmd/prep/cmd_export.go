@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prepml/prep/verify"
+)
+
+func init() { subcommands = append(subcommands, newExportCmd) }
+
+// exportOptions are the flags of prep export.
+type exportOptions struct {
+	epoch, rank, step int
+	outDir            string
+	asJSON            bool
+}
+
+func newExportCmd(g *globalOptions) *cobra.Command {
+	o := &exportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export OUT --epoch E --rank R --step K -o DIR",
+		Short: "Write one batch of a shard set as NumPy .npy files",
+		Long: `export writes batch K of rank R's shard for epoch E, exactly as the trainer
+receives it, into DIR as NumPy files (format 1.0, little-endian):
+
+  <tensor>.npy     shape [count, per-sample shape...]; dtypes BOOL |b1,
+                   U8 |u1, I8 |i1, U16 <u2, I16 <i2, U32 <u4, I32 <i4,
+                   U64 <u8, I64 <i8, F16 <f2, F32 <f4, F64 <f8.
+                   BF16 is written as its raw bits in <u2 and F8_E4M3 /
+                   F8_E5M2 as raw bits in |u1 (NumPy has no such types; view
+                   them with ml_dtypes, e.g. a.view(ml_dtypes.bfloat16)).
+  sample_ids.npy   <i8 [count]: the source row index of each sample
+  pad_mask.npy     |b1 [count]: true for pad samples (remainder "pad")
+
+count is the number of present samples, pads included. '/' in a tensor
+name becomes '_' in its file name. The batch checksum is verified first.`,
+		Example: `  prep export /local/shards --epoch 0 --rank 3 --step 0 -o /tmp/batch0
+  python3 -c 'import numpy as np; print(np.load("/tmp/batch0/sample_ids.npy"))'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.epoch < 0 || o.rank < 0 || o.step < 0 {
+				return usagef("--epoch, --rank and --step must be >= 0")
+			}
+			res, err := verify.Export(verify.ExportOptions{Dir: args[0], Epoch: o.epoch, Rank: o.rank, Step: o.step, OutDir: o.outDir})
+			if err != nil {
+				return err
+			}
+			if o.asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			for _, f := range res.Files {
+				fmt.Fprintf(g.stdout, "%s\t%s %v\n", f.File, f.Descr, f.Shape)
+			}
+			fmt.Fprintf(g.stdout, "epoch %d rank %d step %d: %d samples (%d pads) from %s\n",
+				res.Epoch, res.Rank, res.Step, res.Count, res.Pads, res.Shard)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.epoch, "epoch", 0, "epoch")
+	f.IntVar(&o.rank, "rank", 0, "rank")
+	f.IntVar(&o.step, "step", 0, "step (batch index within the rank's epoch)")
+	f.StringVarP(&o.outDir, "output", "o", "", "directory to write the .npy files into (created if missing)")
+	f.BoolVar(&o.asJSON, "json", false, "print what was written as JSON on stdout")
+	_ = cmd.MarkFlagRequired("epoch")
+	_ = cmd.MarkFlagRequired("rank")
+	_ = cmd.MarkFlagRequired("step")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prepml/prep/verify"
+)
+
+func init() { subcommands = append(subcommands, newInspectCmd) }
+
+// inspectOptions are the flags of prep inspect.
+type inspectOptions struct {
+	asJSON     bool
+	maxBatches int
+}
+
+func newInspectCmd(g *globalOptions) *cobra.Command {
+	o := &inspectOptions{}
+	cmd := &cobra.Command{
+		Use:   "inspect PATH",
+		Short: "Show the structure of a shard, a shard set or a plan",
+		Long: `inspect describes PATH without reading batch data:
+
+  a shard file      its layout (regions with offsets and sizes), provenance,
+                    tensors (dtype, per-sample shape, bytes per sample, slab
+                    offset and size in a block) and batch table (offset,
+                    count, pads, CRC-32C, first and last sample id)
+  a shard set dir   (holding manifest.json) a table of epochs x ranks with
+                    each shard's size, batches and status (ok, absent,
+                    missing, size_mismatch, invalid)
+  a plan file       its inputs (source, seed, epochs, global batch, world
+                    size, workers, shuffle, remainder) and derived counts
+
+--json prints {"kind": "shard"|"shard_set"|"plan", "shard"|"set"|"plan": {...}}
+with the fields shown in the text form.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := verify.Inspect(args[0])
+			if err != nil {
+				return err
+			}
+			if o.asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(in)
+			}
+			return renderInspection(g.stdout, in, o.maxBatches)
+		},
+	}
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print as JSON on stdout")
+	cmd.Flags().IntVar(&o.maxBatches, "batches", 20, "batch table rows shown in text form (0: all)")
+	return cmd
+}
+
+func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	switch in.Kind {
+	case verify.InspectShard:
+		s := in.Shard
+		p := s.Provenance
+		fmt.Fprintf(tw, "shard\t%s\n", s.Path)
+		fmt.Fprintf(tw, "size\t%d bytes\n", s.Size)
+		fmt.Fprintf(tw, "epoch, rank\t%d, %d (world size %d, %d workers)\n", p.Epoch, p.Rank, p.WorldSize, p.Workers)
+		fmt.Fprintf(tw, "plan\t%s\n", p.PlanFingerprint)
+		fmt.Fprintf(tw, "source\t%s\n", p.SourceFingerprint)
+		fmt.Fprintf(tw, "spec\t%s\n", p.SpecHash)
+		fmt.Fprintf(tw, "tool\t%s\n", p.ToolVersion)
+		fmt.Fprintf(tw, "batches\t%d of %d slots, %d-byte blocks\n", s.NumBatches, s.BatchSize, s.BlockSize)
+		fmt.Fprintln(tw, "\nREGION\tOFFSET\tSIZE")
+		for _, r := range s.Regions {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Name, r.Offset, r.Size)
+		}
+		fmt.Fprintln(tw, "\nTENSOR\tDTYPE\tSHAPE\tBYTES/SAMPLE\tSLAB OFFSET\tSLAB SIZE")
+		for _, t := range s.Tensors {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\n", t.Name, t.DType, t.Shape, t.SampleBytes, t.SlabOffset, t.SlabSize)
+		}
+		fmt.Fprintln(tw, "\nBATCH\tOFFSET\tCOUNT\tPADS\tCRC32C\tFIRST ID\tLAST ID")
+		for i, b := range s.Batches {
+			if maxBatches > 0 && i == maxBatches {
+				fmt.Fprintf(tw, "... %d more\n", len(s.Batches)-i)
+				break
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%d\n", b.Index, b.Offset, b.Count, b.Pads, b.CRC, b.FirstID, b.LastID)
+		}
+	case verify.InspectShardSet:
+		s := in.Set
+		fmt.Fprintf(tw, "shard set\t%s\n", s.Dir)
+		fmt.Fprintf(tw, "format\t%s (tool %s)\n", s.Format, s.ToolVersion)
+		fmt.Fprintf(tw, "plan\t%s\n", s.PlanFingerprint)
+		fmt.Fprintf(tw, "source\t%s\n", s.SourceFingerprint)
+		fmt.Fprintf(tw, "spec\t%s\n", s.SpecHash)
+		var ts []string
+		for _, t := range s.Tensors {
+			ts = append(ts, fmt.Sprintf("%s %v %v", t.Name, t.DType, t.Shape))
+		}
+		fmt.Fprintf(tw, "tensors\t%s\n", strings.Join(ts, ", "))
+		fmt.Fprintf(tw, "total\t%d bytes in %d epochs x %d ranks\n", s.TotalBytes, len(s.Epochs), len(s.Ranks))
+		fmt.Fprint(tw, "\nEPOCH")
+		for _, r := range s.Ranks {
+			fmt.Fprintf(tw, "\tRANK %d", r)
+		}
+		fmt.Fprintln(tw)
+		for i, e := range s.Epochs {
+			fmt.Fprintf(tw, "%d", e)
+			for _, c := range s.Cells[i] {
+				if c.Status == "absent" {
+					fmt.Fprint(tw, "\t-")
+					continue
+				}
+				fmt.Fprintf(tw, "\t%s %d B %d batches", c.Status, c.Size, c.Batches)
+			}
+			fmt.Fprintln(tw)
+		}
+		for i, e := range s.Epochs {
+			for j, c := range s.Cells[i] {
+				if c.Detail != "" {
+					fmt.Fprintf(tw, "epoch %d rank %d\t%s: %s\n", e, s.Ranks[j], c.Path, c.Detail)
+				}
+			}
+		}
+		for _, x := range s.Extra {
+			fmt.Fprintf(tw, "not in manifest\t%s\n", x)
+		}
+	case verify.InspectPlan:
+		p := in.Plan
+		c := p.Config
+		fmt.Fprintf(tw, "plan\t%s\n", p.Path)
+		fmt.Fprintf(tw, "fingerprint\t%s\n", p.Fingerprint)
+		fmt.Fprintf(tw, "source\t%s (%d files, %d row groups, %d samples)\n", p.SourceRoot, p.Files, p.RowGroups, p.Samples)
+		fmt.Fprintf(tw, "source fingerprint\t%s\n", p.SourceFP)
+		fmt.Fprintf(tw, "seed\t%d\n", c.Seed)
+		fmt.Fprintf(tw, "epochs\t%d\n", c.Epochs)
+		fmt.Fprintf(tw, "global batch\t%d (world size %d, %d per rank, %d workers per rank)\n", c.GlobalBatch, c.WorldSize, p.BatchSize, c.Workers)
+		fmt.Fprintf(tw, "shuffle\t%s", c.Shuffle)
+		if c.Window > 0 {
+			fmt.Fprintf(tw, " (window %d)", c.Window)
+		}
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "remainder\t%s\n", c.Remainder)
+		fmt.Fprintf(tw, "steps\t%d per rank per epoch\n", p.Steps)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prepml/prep/verify"
+)
+
+func init() { subcommands = append(subcommands, newVerifyCmd) }
+
+// verifyOptions are the flags of prep verify.
+type verifyOptions struct {
+	deep       deepFlag
+	planPath   string
+	sourceRoot string
+	seed       uint64
+	jobs       int
+	partial    bool
+	maxPer     int
+	asJSON     bool
+}
+
+// deepFlag is --deep[=FRACTION]: off, on with the default fraction, or a
+// fraction in (0, 1].
+type deepFlag struct {
+	on       bool
+	fraction float64
+}
+
+func (d *deepFlag) String() string {
+	if !d.on {
+		return "false"
+	}
+	if d.fraction == 0 {
+		return "true"
+	}
+	return strconv.FormatFloat(d.fraction, 'g', -1, 64)
+}
+
+func (d *deepFlag) Set(s string) error {
+	switch s {
+	case "true", "":
+		d.on, d.fraction = true, 0
+		return nil
+	case "false":
+		d.on, d.fraction = false, 0
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f > 0 && f <= 1) {
+		return fmt.Errorf("want a fraction in (0, 1], not %q", s)
+	}
+	d.on, d.fraction = true, f
+	return nil
+}
+
+func (d *deepFlag) Type() string { return "fraction" }
+
+// sourceOpener is the --deep value reader; convert installs it when its
+// materializer is linked in (nil: only source fingerprints are checked).
+var sourceOpener verify.SourceOpener
+
+func newVerifyCmd(g *globalOptions) *cobra.Command {
+	o := &verifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify OUT",
+		Short: "Check a shard set: structure, checksums, plan order and (--deep) source values",
+		Long: `verify checks the shard set in OUT before training and reports every
+finding, not just the first:
+
+  structure    manifest.json present and consistent; every listed shard exists
+               with the listed size (checked before the file is mapped) and
+               digest; no unlisted, temporary or lock files; every shard's
+               header, tables and footer valid
+  integrity    every batch block's CRC-32C, shards checked --jobs at a time
+  plan         the plan (OUT/plan.json or --plan) recomputed: each batch's
+               sample ids, count and pads are the plan's for that (epoch,
+               rank); every rank has the plan's number of steps
+  source       with --deep[=FRACTION]: source files unchanged since the plan
+               (size and footer hash), and for a seeded sample of batches
+               (all when the set is at most 1 GiB, else 1 GiB's worth, or
+               FRACTION of them) every value re-read from the source
+               Parquet through the feature spec, compared bit for bit
+
+Each finding is one line on stdout, then "N findings". Exit status: 0 when
+clean, 1 when anything is wrong, 2 on usage errors.
+
+--json prints one JSON object instead:
+  {"dir": str, "plan": str, "shards": int, "batches": int, "bytes": int,
+   "deep_batches": int, "seconds": float, "ok": bool, "finding_count": int,
+   "findings": [{"kind": str, "shard": str, "epoch": int, "rank": int,
+     "batch": int, "tensor": str, "sample_id": int, "element": int,
+     "what": str, "expected": str, "actual": str, "message": str}, ...]}
+Finding keys that do not apply are omitted. Kinds: manifest_invalid,
+shard_missing, size_mismatch, digest_mismatch, header_invalid,
+shard_identity, unlisted_file, temp_file, io_error, batch_checksum,
+plan_invalid, plan_mismatch, steps_unequal, rank_missing, source_changed,
+source_unreadable, value_mismatch.`,
+		Example: `  prep verify /local/shards
+  prep verify /local/shards --deep=0.01 --jobs 8 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerify(cmd, g, o, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.Var(&o.deep, "deep", "compare values with the source Parquet for a FRACTION of batches (default: all when small)")
+	f.Lookup("deep").NoOptDefVal = "true"
+	f.StringVar(&o.planPath, "plan", "", "plan file to check against (default OUT/plan.json)")
+	f.StringVar(&o.sourceRoot, "source-root", "", "directory holding the source files (default: the plan's source root)")
+	f.Uint64Var(&o.seed, "seed", 0, "seed choosing the --deep sample of batches")
+	f.IntVar(&o.jobs, "jobs", 0, "shards checked at once (default GOMAXPROCS)")
+	f.BoolVar(&o.partial, "partial", false, "accept a set holding only some of the plan's ranks (one node's share)")
+	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
+	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
+	return cmd
+}
+
+func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir string) error {
+	if o.jobs < 0 {
+		return usagef("--jobs must be >= 0, not %d", o.jobs)
+	}
+	if o.maxPer < 1 {
+		return usagef("--max-per-shard must be >= 1, not %d", o.maxPer)
+	}
+	bar := g.newProgress("verify", -1)
+	opts := verify.Options{
+		Dir: dir, PlanPath: o.planPath, Deep: o.deep.on, DeepFraction: o.deep.fraction, Seed: o.seed,
+		Source: sourceOpener, SourceRoot: o.sourceRoot, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
+		Progress: func(n int64) { bar.Add(0, n) },
+	}
+	rep, err := verify.Run(cmd.Context(), opts)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range rep.Findings {
+			fmt.Fprintln(g.stdout, f.String())
+		}
+		noun := "findings"
+		if rep.FindingCount == 1 {
+			noun = "finding"
+		}
+		fmt.Fprintf(g.stdout, "%d %s (%d shards, %d batches, %.1f MB checked, %d batches compared with the source, %.2fs)\n",
+			rep.FindingCount, noun, rep.Shards, rep.Batches, float64(rep.Bytes)/1e6, rep.DeepBatches, rep.Seconds)
+	}
+	if g.log != nil && rep.Seconds > 0 {
+		g.log.Info("verify done", "findings", rep.FindingCount, "bytes", rep.Bytes, "MB_per_s", float64(rep.Bytes)/1e6/rep.Seconds)
+	}
+	if !rep.OK {
+		return silentError{exitFailed}
+	}
+	return nil
+}

@@ -70,3 +70,22 @@ func ParseDType(s string) (DType, error) {
 	}
 	return 0, fmt.Errorf("unknown dtype %q (want one of BOOL, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64, F8_E4M3, F8_E5M2)", s)
 }
+
+// MarshalText encodes d as its safetensors name, so JSON shows "F32" rather
+// than a number. It fails for an invalid code.
+func (d DType) MarshalText() ([]byte, error) {
+	if !d.Valid() {
+		return nil, fmt.Errorf("invalid dtype code %d", uint16(d))
+	}
+	return []byte(d.String()), nil
+}
+
+// UnmarshalText decodes a safetensors dtype name (see ParseDType).
+func (d *DType) UnmarshalText(b []byte) error {
+	v, err := ParseDType(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}

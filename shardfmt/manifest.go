@@ -1,38 +1,154 @@
 package shardfmt
 
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
 // ManifestName is the file name of a shard set's manifest.
 const ManifestName = "manifest.json"
 
+// ManifestFormat identifies the manifest schema in Manifest.Format.
+const ManifestFormat = "prep-manifest/v1"
+
 // ShardEntry is one committed shard in a manifest.
 type ShardEntry struct {
-	Path    string `json:"path"` // relative to the shard set directory
+	Path    string `json:"path"` // relative to the shard set directory, slash-separated (ShardFileName)
 	Epoch   int    `json:"epoch"`
 	Rank    int    `json:"rank"`
 	Batches int    `json:"batches"`
-	Size    int64  `json:"size"`
-	Digest  string `json:"digest"` // "sha256:<hex>"
+	Size    int64  `json:"size"`   // file length in bytes
+	Digest  string `json:"digest"` // "sha256:<hex>", see FileDigest
 }
 
-// Manifest describes a shard set. STUB.
+// Manifest describes a shard set (one directory). It holds no timestamps or
+// host names, so identical inputs give a byte-identical manifest.
 type Manifest struct {
-	Format            string       `json:"format"` // "prep-manifest/v1"
+	Format            string       `json:"format"` // ManifestFormat
 	ToolVersion       string       `json:"tool_version"`
+	ShardFormat       string       `json:"shard_format,omitempty"` // "major.minor" of the shard files, e.g. "1.0"
 	PlanFingerprint   string       `json:"plan_fingerprint"`
 	SourceFingerprint string       `json:"source_fingerprint"`
 	SpecHash          string       `json:"spec_hash"`
 	Spec              any          `json:"spec"`
+	BatchSize         int          `json:"batch_size,omitempty"` // per-rank batch size b
 	Tensors           []TensorInfo `json:"tensors"`
-	Shards            []ShardEntry `json:"shards"`
+	Shards            []ShardEntry `json:"shards"` // sorted by (epoch, rank)
 }
 
-// ShardFileName returns the canonical shard file name for (epoch, rank).
-func ShardFileName(epoch, rank int) string { panic("unimplemented") }
+// Shard returns the entry for (epoch, rank) and whether it exists.
+func (m *Manifest) Shard(epoch, rank int) (ShardEntry, bool) {
+	for _, s := range m.Shards {
+		if s.Epoch == epoch && s.Rank == rank {
+			return s, true
+		}
+	}
+	return ShardEntry{}, false
+}
 
-// ReadManifest reads dir/manifest.json.
-func ReadManifest(dir string) (*Manifest, error) { panic("unimplemented") }
+// ShardFileName returns the canonical shard path for (epoch, rank) relative
+// to the shard set directory, slash-separated:
+// "epoch-00003/rank-00012.shard". Numbers are zero-padded to 5 digits so names
+// sort in numeric order up to 99999 (wider numbers print in full).
+func ShardFileName(epoch, rank int) string {
+	return fmt.Sprintf("epoch-%05d/rank-%05d.shard", epoch, rank)
+}
 
-// WriteManifest writes dir/manifest.json atomically.
-func WriteManifest(dir string, m *Manifest) error { panic("unimplemented") }
+// ReadManifest reads and decodes dir/manifest.json. It fails if the format
+// field is not ManifestFormat. Unknown fields are ignored.
+func ReadManifest(dir string) (*Manifest, error) {
+	p := filepath.Join(dir, ManifestName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decoding manifest %s: %w", p, err)
+	}
+	if m.Format != ManifestFormat {
+		return nil, fmt.Errorf("decoding manifest %s: format %q, want %q", p, m.Format, ManifestFormat)
+	}
+	return &m, nil
+}
 
-// FileDigest returns the shard digest of a shard file ("sha256:<hex>").
-func FileDigest(path string) (string, error) { panic("unimplemented") }
+// WriteManifest writes dir/manifest.json atomically (temporary file, fsync,
+// rename, fsync of dir). It sets an empty Format to ManifestFormat and sorts
+// m.Shards by (epoch, rank) in place; the output is indented JSON ending in a
+// newline, deterministic for equal inputs.
+func WriteManifest(dir string, m *Manifest) error {
+	if m.Format == "" {
+		m.Format = ManifestFormat
+	}
+	slices.SortStableFunc(m.Shards, func(a, b ShardEntry) int {
+		return cmp.Or(cmp.Compare(a.Epoch, b.Epoch), cmp.Compare(a.Rank, b.Rank))
+	})
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m); err != nil {
+		return fmt.Errorf("encoding manifest: %w", err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, ManifestName), buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing manifest: %w", err)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path so that path holds either its old
+// contents or all of data, even across a crash: it writes
+// "<path>.tmp-<random>" in the same directory, fsyncs it, renames it over
+// path and fsyncs the directory.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, base+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+// FileDigest opens and validates the shard at path and returns its digest
+// (see Reader.Digest): "sha256:<hex>" of every byte except the batch blocks,
+// which the digest covers through their CRC-32Cs in the batch table. It reads
+// the header, tables and sample ids, not the block data.
+func FileDigest(path string) (string, error) {
+	r, err := Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	return r.Digest()
+}

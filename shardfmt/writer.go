@@ -1,8 +1,17 @@
 package shardfmt
 
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
 // TensorInfo describes one tensor of a shard: its name (UTF-8, stored
-// byte-exact), dtype and per-sample shape (rank <= 8; an empty shape is a
-// scalar per sample). A batch holds a [b, Shape...] slab of it.
+// byte-exact), dtype and per-sample shape (rank <= 8, every dimension >= 1;
+// an empty shape is a scalar per sample). A batch holds a [b, Shape...] slab
+// of it. In JSON the dtype is its name ("F32").
 type TensorInfo struct {
 	Name  string   `json:"name"`
 	DType DType    `json:"dtype"`
@@ -10,7 +19,7 @@ type TensorInfo struct {
 }
 
 // Provenance ties a shard to the plan and feature spec that made it. It is
-// stored in the shard's metadata section and checked by readers.
+// stored as JSON in the shard's metadata section; see CheckProvenance.
 type Provenance struct {
 	PlanFingerprint   string `json:"plan_fingerprint"`
 	SourceFingerprint string `json:"source_fingerprint"`
@@ -22,33 +31,316 @@ type Provenance struct {
 	ToolVersion       string `json:"tool_version"`
 }
 
+// CheckProvenance returns an error wrapping ErrProvenance naming the first
+// field of want that differs from p. Empty strings in want are not compared;
+// Epoch and Rank are always compared, WorldSize and Workers when nonzero in
+// want. ToolVersion is never compared.
+func (p Provenance) CheckProvenance(want Provenance) error {
+	cmp := func(field, got, w string) error {
+		if w != "" && got != w {
+			return fmt.Errorf("%w: %s is %q, want %q", ErrProvenance, field, got, w)
+		}
+		return nil
+	}
+	cmpN := func(field string, got, w uint32, always bool) error {
+		if (always || w != 0) && got != w {
+			return fmt.Errorf("%w: %s is %d, want %d", ErrProvenance, field, got, w)
+		}
+		return nil
+	}
+	return errors.Join(
+		cmp("plan fingerprint", p.PlanFingerprint, want.PlanFingerprint),
+		cmp("source fingerprint", p.SourceFingerprint, want.SourceFingerprint),
+		cmp("spec hash", p.SpecHash, want.SpecHash),
+		cmpN("epoch", p.Epoch, want.Epoch, true),
+		cmpN("rank", p.Rank, want.Rank, true),
+		cmpN("world size", p.WorldSize, want.WorldSize, false),
+		cmpN("workers", p.Workers, want.Workers, false),
+	)
+}
+
 // WriterOptions fixes the geometry of a shard before any batch is written.
 type WriterOptions struct {
 	BatchSize  int          // b: sample slots per batch (the per-rank batch size)
-	NumBatches int          // number of batches (steps) the shard will hold
+	NumBatches int          // number of batches (steps) the shard will hold, >= 0
 	Tensors    []TensorInfo // in table order
 	Provenance Provenance
 }
 
-// Writer streams batches into a new shard file. STUB: replaced by the real
-// implementation.
-type Writer struct{}
+// Writer streams batches into a new shard file. Batches are appended in step
+// order with WriteBatch; Commit makes the file visible at its final path.
+// Until then it lives at "<path>.tmp-<random>" in the same directory, so a
+// crash never leaves an incomplete file at the final path. A Writer is not
+// safe for concurrent use.
+type Writer struct {
+	path, tmp string
+	f         *os.File
+	opts      WriterOptions
+	geo       Geometry
+	h         header
+	prefix    []byte // header placeholder, tensor table, metadata, zero padding: [0, data_off)
+	batches   []byte // batch table, filled as batches arrive
+	ids       []byte // scratch: one batch's sample ids
+	idsCRC    uint32 // running CRC-32C of the sample ids section
+	next      int    // index of the next batch
+	done      bool
+}
 
-// Create starts a shard at path (written under a temporary name until Commit).
-func Create(path string, opts WriterOptions) (*Writer, error) { panic("unimplemented") }
+// Create starts a shard at path. It creates path's directory if needed and a
+// temporary file beside path; nothing appears at path until Commit. Options
+// are validated as by NewGeometry; NumBatches must be >= 0. Errors wrap
+// ErrInvalid for bad options, or the OS error.
+func Create(path string, opts WriterOptions) (*Writer, error) {
+	geo, err := NewGeometry(opts.BatchSize, opts.Tensors)
+	if err != nil {
+		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+	}
+	if opts.NumBatches < 0 {
+		return nil, fmt.Errorf("creating shard %s: %w: %d batches", path, ErrInvalid, opts.NumBatches)
+	}
+	meta, err := json.Marshal(opts.Provenance)
+	if err != nil {
+		return nil, fmt.Errorf("creating shard %s: encoding metadata: %w", path, err)
+	}
+	h, prefix, err := planLayout(geo, opts, meta)
+	if err != nil {
+		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, base+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+	}
+	w := &Writer{
+		path: path, tmp: f.Name(), f: f, opts: opts, geo: geo, h: h, prefix: prefix,
+		batches: make([]byte, 0, h.btLen),
+		ids:     make([]byte, 8*opts.BatchSize),
+	}
+	if err := f.Chmod(0o644); err != nil {
+		w.abort()
+		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+	}
+	// The header is written last, at Commit; until then its bytes are zero,
+	// so a stray temporary file never opens as a shard.
+	if _, err := f.WriteAt(prefix[h.headerLen:], int64(h.headerLen)); err != nil {
+		w.abort()
+		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// planLayout computes the header (without checksums) and the bytes
+// [0, data_off): a zero header, the tensor table, the metadata and zero
+// padding.
+func planLayout(geo Geometry, opts WriterOptions, meta []byte) (header, []byte, error) {
+	n := uint64(len(opts.Tensors))
+	var names uint64
+	for _, t := range opts.Tensors {
+		names += uint64(len(t.Name))
+	}
+	h := header{
+		major: MajorVersion, minor: MinorVersion,
+		headerLen: HeaderLen, tensorEntryLen: TensorEntryLen, batchEntryLen: BatchEntryLen,
+		numTensors: uint32(n),
+		batchSize:  uint64(opts.BatchSize), numBatches: uint64(opts.NumBatches),
+		ttOff:     HeaderLen,
+		blockSize: geo.BlockSize,
+	}
+	h.ttLen, _ = alignUp(n*TensorEntryLen+names, 8)
+	h.metaOff = h.ttOff + h.ttLen
+	h.metaLen = uint64(len(meta))
+	if h.metaLen > MaxMetaLen {
+		return header{}, nil, fmt.Errorf("%w: metadata of %d bytes exceeds %d", ErrInvalid, h.metaLen, MaxMetaLen)
+	}
+	h.dataOff, _ = alignUp(h.metaOff+h.metaLen, BlockAlign)
+	data, ok1 := mul64(h.numBatches, h.blockSize)
+	bt, ok2 := add64(h.dataOff, data)
+	ids, ok3 := mul64(h.numBatches, h.batchSize*8)
+	if !ok1 || !ok2 || !ok3 {
+		return header{}, nil, fmt.Errorf("%w: shard size overflows u64", ErrInvalid)
+	}
+	h.btOff = bt
+	h.btLen = h.numBatches * BatchEntryLen
+	h.idsOff = h.btOff + h.btLen
+	h.idsLen = ids
+	var ok4, ok5 bool
+	h.footerOff, ok4 = add64(h.idsOff, h.idsLen)
+	h.fileLen, ok5 = add64(h.footerOff, FooterLen)
+	if !ok4 || !ok5 || h.fileLen > 1<<63-1 {
+		return header{}, nil, fmt.Errorf("%w: shard size overflows", ErrInvalid)
+	}
+
+	prefix := make([]byte, h.dataOff)
+	tt := prefix[h.ttOff : h.ttOff+h.ttLen]
+	pool := n * TensorEntryLen
+	for i, t := range opts.Tensors {
+		e := tt[uint64(i)*TensorEntryLen:]
+		le.PutUint16(e[tDType:], uint16(t.DType))
+		le.PutUint16(e[tRank:], uint16(len(t.Shape)))
+		le.PutUint32(e[tNameLen:], uint32(len(t.Name)))
+		le.PutUint64(e[tNameOff:], pool)
+		for j, d := range t.Shape {
+			le.PutUint64(e[tShape+8*j:], d)
+		}
+		le.PutUint64(e[tSampleBytes:], geo.SampleBytes[i])
+		le.PutUint64(e[tSlabOff:], geo.SlabOffset[i])
+		le.PutUint64(e[tSlabSize:], geo.SlabSize[i])
+		copy(tt[pool:], t.Name)
+		pool += uint64(len(t.Name))
+	}
+	copy(prefix[h.metaOff:], meta)
+	h.ttCRC = crc32c(tt)
+	h.metaCRC = crc32c(prefix[h.metaOff : h.metaOff+h.metaLen])
+	return h, prefix, nil
+}
 
 // Geometry returns the block geometry used by this writer.
-func (w *Writer) Geometry() Geometry { panic("unimplemented") }
+func (w *Writer) Geometry() Geometry { return w.geo }
+
+// TempPath returns the temporary file name the shard is written under until
+// Commit.
+func (w *Writer) TempPath() string { return w.tmp }
 
 // WriteBatch appends the next batch. block is exactly Geometry().BlockSize
-// bytes holding each tensor's slab at its offset, zero where unused. ids holds
-// the global sample id of each present sample (len = count <= BatchSize);
-// the last pads of them are pad samples.
-func (w *Writer) WriteBatch(block []byte, ids []uint64, pads int) error { panic("unimplemented") }
+// bytes holding each tensor's slab at its offset; the caller provides the
+// zeros: every byte outside the first len(ids) samples of each slab must be
+// zero (the writer checks this and zeroes nothing itself). ids holds the
+// global sample id of each present sample (len(ids) = count <= BatchSize);
+// the last pads of them are pad samples. Errors wrap ErrInvalid (wrong block
+// length, count, pads, nonzero padding, more than NumBatches batches),
+// ErrClosed after Commit or Abort, or the OS error. An error does not abort
+// the writer; the caller decides (usually Abort).
+func (w *Writer) WriteBatch(block []byte, ids []uint64, pads int) error {
+	if w.done {
+		return fmt.Errorf("writing batch to %s: %w", w.path, ErrClosed)
+	}
+	k := w.next
+	switch {
+	case k >= w.opts.NumBatches:
+		return fmt.Errorf("writing batch %d to %s: %w: shard holds %d batches", k, w.path, ErrInvalid, w.opts.NumBatches)
+	case uint64(len(block)) != w.geo.BlockSize:
+		return fmt.Errorf("writing batch %d to %s: %w: block of %d bytes, want %d", k, w.path, ErrInvalid, len(block), w.geo.BlockSize)
+	case len(ids) > w.geo.BatchSize:
+		return fmt.Errorf("writing batch %d to %s: %w: %d samples exceed batch size %d", k, w.path, ErrInvalid, len(ids), w.geo.BatchSize)
+	case pads < 0 || pads > len(ids):
+		return fmt.Errorf("writing batch %d to %s: %w: %d pads for %d samples", k, w.path, ErrInvalid, pads, len(ids))
+	}
+	if p := w.geo.firstNonZeroPadding(block, len(ids)); p >= 0 {
+		return fmt.Errorf("writing batch %d to %s: %w: nonzero padding byte at block offset %d", k, w.path, ErrInvalid, p)
+	}
+	for j := range w.geo.BatchSize {
+		id := unusedID
+		if j < len(ids) {
+			id = ids[j]
+		}
+		le.PutUint64(w.ids[8*j:], id)
+	}
+	off := w.h.dataOff + uint64(k)*w.h.blockSize
+	if _, err := w.f.WriteAt(block, int64(off)); err != nil {
+		return fmt.Errorf("writing batch %d to %s: %w", k, w.path, err)
+	}
+	idsOff := w.h.idsOff + uint64(k)*uint64(len(w.ids))
+	if _, err := w.f.WriteAt(w.ids, int64(idsOff)); err != nil {
+		return fmt.Errorf("writing sample ids of batch %d to %s: %w", k, w.path, err)
+	}
+	var e [BatchEntryLen]byte
+	le.PutUint32(e[bCount:], uint32(len(ids)))
+	le.PutUint32(e[bPads:], uint32(pads))
+	le.PutUint32(e[bBlockCRC:], crc32c(block))
+	le.PutUint32(e[bIDsCRC:], crc32c(w.ids))
+	w.batches = append(w.batches, e[:]...)
+	w.idsCRC = crc32Update(w.idsCRC, w.ids)
+	w.next++
+	return nil
+}
 
-// Commit writes the tables, footer and header, fsyncs, renames the file into
-// place and fsyncs the directory.
-func (w *Writer) Commit() error { panic("unimplemented") }
+// Commit writes the batch table, footer and header, fsyncs the file, renames
+// it to its final path (replacing any file there) and fsyncs the directory.
+// It fails with ErrInvalid if fewer than NumBatches batches were written. On
+// any error the temporary file is removed. After Commit the Writer is done.
+func (w *Writer) Commit() error {
+	if w.done {
+		return fmt.Errorf("committing %s: %w", w.path, ErrClosed)
+	}
+	if w.next != w.opts.NumBatches {
+		err := fmt.Errorf("committing %s: %w: wrote %d of %d batches", w.path, ErrInvalid, w.next, w.opts.NumBatches)
+		w.abort()
+		return err
+	}
+	if err := w.commit(); err != nil {
+		w.abort()
+		return fmt.Errorf("committing %s: %w", w.path, err)
+	}
+	w.done = true
+	return nil
+}
 
-// Abort removes the temporary file. Safe to call after Commit (no-op).
-func (w *Writer) Abort() error { panic("unimplemented") }
+func (w *Writer) commit() error {
+	h := &w.h
+	h.btCRC = crc32c(w.batches)
+	h.idsCRC = w.idsCRC
+	if _, err := w.f.WriteAt(w.batches, int64(h.btOff)); err != nil {
+		return err
+	}
+	h.encode(w.prefix[:h.headerLen])
+	var foot [FooterLen]byte
+	h.encodeFooter(foot[:])
+	if _, err := w.f.WriteAt(foot[:], int64(h.footerOff)); err != nil {
+		return err
+	}
+	if _, err := w.f.WriteAt(w.prefix[:h.headerLen], 0); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	if err := w.f.Close(); err != nil {
+		return err
+	}
+	w.f = nil
+	if err := os.Rename(w.tmp, w.path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(w.path))
+}
+
+// Abort discards the shard: it closes and removes the temporary file. It is
+// safe to call more than once and after Commit (then a no-op).
+func (w *Writer) Abort() error {
+	if w.done {
+		return nil
+	}
+	return w.abort()
+}
+
+func (w *Writer) abort() error {
+	w.done = true
+	var err error
+	if w.f != nil {
+		err = w.f.Close()
+		w.f = nil
+	}
+	if rerr := os.Remove(w.tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}
+
+// syncDir fsyncs a directory so a rename in it is durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

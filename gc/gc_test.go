@@ -1,0 +1,262 @@
+package gc
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// makeSet writes a fake shard set: a manifest listing epochs x ranks, and a
+// file per shard of size 100*epoch + 10*rank + 1 bytes. gc never opens the
+// shards, so their contents do not matter.
+func makeSet(t *testing.T, epochs, ranks int) string {
+	t.Helper()
+	dir := t.TempDir()
+	m := &shardfmt.Manifest{PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:x"}
+	for e := 0; e < epochs; e++ {
+		for r := 0; r < ranks; r++ {
+			rel := shardfmt.ShardFileName(e, r)
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			size := int64(100*e + 10*r + 1)
+			if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m.Shards = append(m.Shards, shardfmt.ShardEntry{Path: rel, Epoch: e, Rank: r, Batches: 3, Size: size, Digest: "sha256:0"})
+		}
+	}
+	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// listFiles returns every regular file under dir, relative and sorted.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func listedPaths(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := shardfmt.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range m.Shards {
+		out = append(out, s.Path)
+	}
+	return out
+}
+
+func TestKeepFromEpoch(t *testing.T) {
+	dir := makeSet(t, 4, 2)
+	res, err := Run(dir, Options{KeepFromEpoch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Shard{
+		{Path: "epoch-00000/rank-00000.shard", Epoch: 0, Rank: 0, Size: 1, Listed: true},
+		{Path: "epoch-00000/rank-00001.shard", Epoch: 0, Rank: 1, Size: 11, Listed: true},
+		{Path: "epoch-00001/rank-00000.shard", Epoch: 1, Rank: 0, Size: 101, Listed: true},
+		{Path: "epoch-00001/rank-00001.shard", Epoch: 1, Rank: 1, Size: 111, Listed: true},
+	}
+	if !reflect.DeepEqual(res.Removed, want) {
+		t.Fatalf("removed %+v\nwant %+v", res.Removed, want)
+	}
+	if res.FreedBytes != 224 || res.Kept != 4 || !reflect.DeepEqual(res.KeptEpochs, []int{2, 3}) {
+		t.Fatalf("freed %d kept %d epochs %v", res.FreedBytes, res.Kept, res.KeptEpochs)
+	}
+	if !reflect.DeepEqual(res.RemovedDirs, []string{"epoch-00000", "epoch-00001"}) {
+		t.Fatalf("removed dirs %v", res.RemovedDirs)
+	}
+	wantFiles := []string{"epoch-00002/rank-00000.shard", "epoch-00002/rank-00001.shard", "epoch-00003/rank-00000.shard", "epoch-00003/rank-00001.shard", "manifest.json"}
+	if got := listFiles(t, dir); !reflect.DeepEqual(got, wantFiles) {
+		t.Fatalf("files %v\nwant %v", got, wantFiles)
+	}
+	if got := listedPaths(t, dir); !reflect.DeepEqual(got, wantFiles[:4]) {
+		t.Fatalf("manifest lists %v", got)
+	}
+	for _, d := range []string{"epoch-00000", "epoch-00001"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists: %v", d, err)
+		}
+	}
+	// The manifest keeps its other fields.
+	m, _ := shardfmt.ReadManifest(dir)
+	if m.PlanFingerprint != "sha256:p" || m.SourceFingerprint != "sha256:s" || m.SpecHash != "sha256:x" {
+		t.Fatalf("manifest fields changed: %+v", m)
+	}
+
+	// A second run has nothing to do.
+	res, err = Run(dir, Options{KeepFromEpoch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 0 || res.FreedBytes != 0 || res.Kept != 4 {
+		t.Fatalf("second run: %+v", res)
+	}
+}
+
+func TestDryRunChangesNothing(t *testing.T) {
+	dir := makeSet(t, 3, 1)
+	before := listFiles(t, dir)
+	man, _ := os.ReadFile(filepath.Join(dir, shardfmt.ManifestName))
+	res, err := Run(dir, Options{KeepFromEpoch: 1, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.DryRun || len(res.Removed) != 1 || res.Removed[0].Path != "epoch-00000/rank-00000.shard" || res.FreedBytes != 1 {
+		t.Fatalf("dry run result %+v", res)
+	}
+	if !reflect.DeepEqual(res.RemovedDirs, []string{"epoch-00000"}) {
+		t.Fatalf("predicted dirs %v", res.RemovedDirs)
+	}
+	if got := listFiles(t, dir); !reflect.DeepEqual(got, before) {
+		t.Fatalf("dry run changed files: %v", got)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, shardfmt.ManifestName))
+	if string(after) != string(man) {
+		t.Fatal("dry run rewrote the manifest")
+	}
+}
+
+// TestStrayAfterCrash pins the crash-safety rule: a gc killed after its
+// manifest rewrite leaves unlisted shards behind, and a convert killed mid
+// write leaves a temporary shard; the next gc deletes both, and only those.
+func TestStrayAfterCrash(t *testing.T) {
+	dir := makeSet(t, 3, 2)
+	// State after a crashed gc --keep-from-epoch 1: manifest rewritten, one
+	// old file already deleted, one still there.
+	m, _ := shardfmt.ReadManifest(dir)
+	m.Shards = m.Shards[2:]
+	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "epoch-00000", "rank-00000.shard")); err != nil {
+		t.Fatal(err)
+	}
+	write := func(rel string, n int) {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(rel)), make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("epoch-00001/rank-00001.shard.tmp-4242", 7) // killed convert, old epoch
+	write("epoch-00002/rank-00000.shard.tmp-99", 5)   // killed convert, kept epoch: not gc's
+	write("epoch-00000/notes.txt", 3)                 // not a shard: never touched
+	// Every shard the manifest lists exists (the invariant a crash keeps).
+	for _, p := range listedPaths(t, dir) {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+			t.Fatalf("manifest lists missing %s", p)
+		}
+	}
+
+	res, err := Run(dir, Options{KeepFromEpoch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Shard{
+		{Path: "epoch-00000/rank-00001.shard", Epoch: 0, Rank: 1, Size: 11, Listed: false},
+		{Path: "epoch-00001/rank-00000.shard", Epoch: 1, Rank: 0, Size: 101, Listed: true},
+		{Path: "epoch-00001/rank-00001.shard", Epoch: 1, Rank: 1, Size: 111, Listed: true},
+		{Path: "epoch-00001/rank-00001.shard.tmp-4242", Epoch: 1, Rank: 1, Size: 7, Listed: false},
+	}
+	if !reflect.DeepEqual(res.Removed, want) {
+		t.Fatalf("removed %+v\nwant %+v", res.Removed, want)
+	}
+	if !reflect.DeepEqual(res.RemovedDirs, []string{"epoch-00001"}) {
+		t.Fatalf("removed dirs %v", res.RemovedDirs)
+	}
+	wantFiles := []string{
+		"epoch-00000/notes.txt",
+		"epoch-00002/rank-00000.shard", "epoch-00002/rank-00000.shard.tmp-99", "epoch-00002/rank-00001.shard",
+		"manifest.json",
+	}
+	if got := listFiles(t, dir); !reflect.DeepEqual(got, wantFiles) {
+		t.Fatalf("files %v\nwant %v", got, wantFiles)
+	}
+}
+
+func TestKeepEverythingAndNothing(t *testing.T) {
+	dir := makeSet(t, 2, 1)
+	res, err := Run(dir, Options{KeepFromEpoch: 0})
+	if err != nil || len(res.Removed) != 0 || res.Kept != 2 {
+		t.Fatalf("keep from 0: %+v, %v", res, err)
+	}
+	res, err = Run(dir, Options{KeepFromEpoch: 9})
+	if err != nil || len(res.Removed) != 2 || res.Kept != 0 || len(res.KeptEpochs) != 0 {
+		t.Fatalf("keep from 9: %+v, %v", res, err)
+	}
+	if got := listFiles(t, dir); !reflect.DeepEqual(got, []string{"manifest.json"}) {
+		t.Fatalf("files %v", got)
+	}
+	if got := listedPaths(t, dir); len(got) != 0 {
+		t.Fatalf("manifest lists %v", got)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	if _, err := Run(t.TempDir(), Options{KeepFromEpoch: 1}); !errors.Is(err, ErrNoManifest) {
+		t.Errorf("empty dir: %v, want ErrNoManifest", err)
+	}
+	if _, err := Run(t.TempDir(), Options{KeepFromEpoch: -1}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("negative epoch: %v, want ErrInvalid", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, shardfmt.ManifestName), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(dir, Options{KeepFromEpoch: 1})
+	var ge *Error
+	if !errors.As(err, &ge) || ge.Op != "reading manifest" {
+		t.Errorf("corrupt manifest: %v", err)
+	}
+}
+
+func TestParseShardPath(t *testing.T) {
+	tests := []struct {
+		in          string
+		epoch, rank int
+		ok          bool
+	}{
+		{"epoch-00003/rank-00012.shard", 3, 12, true},
+		{"epoch-00003/rank-00012.shard.tmp-123456", 3, 12, true},
+		{"epoch-00003/.rank-00012.shard.tmp", 3, 12, true},
+		{"epoch-00003/rank-00012.shard.partial", 3, 12, true},
+		{"epoch-123456/rank-00001.shard", 123456, 1, true},
+		{"epoch-3/rank-12.shard", 0, 0, false},
+		{"epoch-00003/rank-00012.shardx", 0, 0, false},
+		{"epoch-00003/notes.txt", 0, 0, false},
+		{"manifest.json", 0, 0, false},
+		{"manifest.json.tmp-1", 0, 0, false},
+	}
+	for _, tc := range tests {
+		e, r, ok := ParseShardPath(tc.in)
+		if e != tc.epoch || r != tc.rank || ok != tc.ok {
+			t.Errorf("ParseShardPath(%q) = %d, %d, %v; want %d, %d, %v", tc.in, e, r, ok, tc.epoch, tc.rank, tc.ok)
+		}
+	}
+}

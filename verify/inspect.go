@@ -40,16 +40,9 @@ type ShardView struct {
 	BatchSize  int                 `json:"batch_size"` // sample slots per batch (b)
 	BlockSize  uint64              `json:"block_size"` // bytes per batch block
 	NumBatches int                 `json:"num_batches"`
-	Regions    []Region            `json:"regions"` // file layout in offset order
+	Regions    []shardfmt.Region   `json:"regions"` // file layout in offset order, no gaps
 	Tensors    []TensorView        `json:"tensors"`
 	Batches    []BatchView         `json:"batches"`
-}
-
-// Region is one contiguous part of a shard file.
-type Region struct {
-	Name   string `json:"name"`
-	Offset uint64 `json:"offset"` // bytes from file start
-	Size   uint64 `json:"size"`   // bytes
 }
 
 // TensorView is one tensor table entry and its slab inside a block.
@@ -187,7 +180,7 @@ func inspectShard(path string) (*ShardView, error) {
 	defer r.Close()
 	g := r.Geometry()
 	v := &ShardView{Path: path, Size: st.Size(), Provenance: r.Provenance(), BatchSize: g.BatchSize,
-		BlockSize: g.BlockSize, NumBatches: r.NumBatches(), Regions: shardRegions(r)}
+		BlockSize: g.BlockSize, NumBatches: r.NumBatches(), Regions: r.Layout().Regions}
 	for t, ti := range r.Tensors() {
 		v.Tensors = append(v.Tensors, TensorView{Name: ti.Name, DType: ti.DType.String(), Shape: ti.Shape,
 			SampleBytes: g.SampleBytes[t], SlabOffset: g.SlabOffset[t], SlabSize: g.SlabSize[t]})
@@ -274,19 +267,4 @@ func index(xs []int) map[int]int {
 		m[x] = i
 	}
 	return m
-}
-
-// shardRegions lists the file regions of a shard in offset order.
-func shardRegions(r *shardfmt.Reader) []Region {
-	n := r.NumBatches()
-	if n == 0 {
-		return nil
-	}
-	first, _ := r.Batch(0)
-	last, _ := r.Batch(n - 1)
-	g := r.Geometry()
-	return []Region{
-		{Name: "header and tables", Offset: 0, Size: first.Offset},
-		{Name: "batch blocks", Offset: first.Offset, Size: last.Offset + g.BlockSize - first.Offset},
-	}
 }

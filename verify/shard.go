@@ -124,13 +124,13 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 
 	r, err := shardfmt.Open(path)
 	if err != nil {
-		s.add(Finding{Kind: KindHeaderInvalid, Message: err.Error()})
+		s.add(Finding{Kind: KindHeaderInvalid, Message: errDetail(err)})
 		return s.finish()
 	}
 	defer r.Close()
 
 	if d, err := shardfmt.FileDigest(path); err != nil {
-		s.add(Finding{Kind: KindHeaderInvalid, Message: "computing digest: " + err.Error()})
+		s.add(Finding{Kind: KindHeaderInvalid, Message: "computing digest: " + errDetail(err)})
 	} else if d != e.Digest {
 		s.add(Finding{Kind: KindDigestMismatch, What: "digest", Expected: e.Digest, Actual: d,
 			Message: "shard digest differs from the manifest"})
@@ -186,19 +186,23 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 		}
 		bi, err := r.Batch(k)
 		if err != nil {
-			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + err.Error()})
+			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + errDetail(err)})
 			continue
 		}
 		if err := r.VerifyBatch(k); err != nil {
-			s.add(Finding{Kind: KindBatchChecksum, Batch: intp(k), What: "crc32c", Expected: fmt.Sprintf("%08x", bi.CRC),
-				Actual: actualCRC(r, k), Message: "batch block does not match its checksum: " + err.Error()})
+			f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(err)}
+			if got := actualCRC(r, k); got != fmt.Sprintf("%08x", bi.CRC) {
+				f.What, f.Expected, f.Actual = "crc32c", fmt.Sprintf("%08x", bi.CRC), got
+				f.Message = "batch block does not match its checksum"
+			}
+			s.add(f)
 		}
 		s.res.batches++
 		s.res.bytes += int64(g.BlockSize)
 		c.progress(int64(g.BlockSize))
 		ids, err := r.SampleIDs(k)
 		if err != nil {
-			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + err.Error()})
+			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + errDetail(err)})
 			continue
 		}
 		if checkPlan && k < p.Steps() {

@@ -164,8 +164,8 @@ func (c *checker) checkManifest() {
 	bad := func(msg string, what, exp, act string) {
 		c.add(Finding{Kind: KindManifestInvalid, Shard: shardfmt.ManifestName, What: what, Expected: exp, Actual: act, Message: msg})
 	}
-	if m.Format != "prep-manifest/v1" {
-		bad("unknown manifest format", "format", "prep-manifest/v1", fmt.Sprintf("%q", m.Format))
+	if m.Format != shardfmt.ManifestFormat {
+		bad("unknown manifest format", "format", shardfmt.ManifestFormat, fmt.Sprintf("%q", m.Format))
 	}
 	if len(m.Shards) == 0 {
 		bad("manifest lists no shards", "", "", "")
@@ -297,23 +297,28 @@ func (c *checker) checkFiles() {
 }
 
 // sortFindings orders set-level findings (manifest, plan, source files)
-// before shard findings, shards by path, and keeps check order within one.
+// before shard findings, shards by path, and keeps check order (batch order)
+// within one shard.
 func sortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
 		ai, aj := fs[i].Epoch == nil, fs[j].Epoch == nil
 		if ai != aj {
 			return ai
 		}
-		if fs[i].Shard != fs[j].Shard {
-			return fs[i].Shard < fs[j].Shard
-		}
-		bi, bj := -1, -1
-		if fs[i].Batch != nil {
-			bi = *fs[i].Batch
-		}
-		if fs[j].Batch != nil {
-			bj = *fs[j].Batch
-		}
-		return bi < bj
+		return fs[i].Shard < fs[j].Shard
 	})
+}
+
+// errDetail renders err without the shard path a FormatError repeats (the
+// finding names the shard already).
+func errDetail(err error) string {
+	var fe *shardfmt.FormatError
+	if errors.As(err, &fe) {
+		s := fe.Section
+		if fe.Offset >= 0 {
+			s += fmt.Sprintf(" at offset %d", fe.Offset)
+		}
+		return s + ": " + fe.Err.Error()
+	}
+	return err.Error()
 }

@@ -1,0 +1,397 @@
+package verify_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/verify"
+	"github.com/prepml/prep/verify/verifytest"
+)
+
+// key renders a finding's kind and location for comparison.
+func key(f verify.Finding) string {
+	s := string(f.Kind) + " " + f.Shard
+	if f.Batch != nil {
+		s += fmt.Sprintf(" b%d", *f.Batch)
+	}
+	if f.Tensor != "" {
+		s += " " + f.Tensor
+	}
+	if f.SampleID != nil {
+		s += fmt.Sprintf(" id%d", *f.SampleID)
+	}
+	return s
+}
+
+func keys(fs []verify.Finding) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = key(f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func run(t *testing.T, opts verify.Options) *verify.Report {
+	t.Helper()
+	rep, err := verify.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if rep.OK != (len(rep.Findings) == 0) || rep.FindingCount != len(rep.Findings) {
+		t.Fatalf("report ok=%v count=%d with %d findings", rep.OK, rep.FindingCount, len(rep.Findings))
+	}
+	return rep
+}
+
+func TestCleanSet(t *testing.T) {
+	f := verifytest.Build(t)
+	for _, deep := range []bool{false, true} {
+		rep := run(t, verify.Options{Dir: f.Dir, Deep: deep, Source: verifytest.OpenSource, Jobs: 2})
+		if !rep.OK {
+			for _, x := range rep.Findings {
+				t.Errorf("deep=%v: %s", deep, x)
+			}
+		}
+		steps := f.Plan.Steps()
+		if rep.Shards != 4 || rep.Batches != 4*steps {
+			t.Errorf("deep=%v: shards %d batches %d, want 4 and %d", deep, rep.Shards, rep.Batches, 4*steps)
+		}
+		wantDeep := 0
+		if deep {
+			wantDeep = 4 * steps
+		}
+		if rep.DeepBatches != wantDeep {
+			t.Errorf("deep=%v: deep batches %d, want %d", deep, rep.DeepBatches, wantDeep)
+		}
+	}
+}
+
+// TestCorruption damages a good shard set one way each and checks that
+// exactly the expected findings appear, with their locations.
+func TestCorruption(t *testing.T) {
+	type tc struct {
+		name   string
+		deep   bool
+		damage func(t *testing.T, f *verifytest.Fixture) []string // returns expected keys
+		check  func(t *testing.T, f *verifytest.Fixture, rep *verify.Report)
+	}
+	cases := []tc{
+		{name: "flip one data byte", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			off := blockOffset(t, f.ShardPath(1), 2)
+			flipByte(t, f.ShardPath(1), off+5)
+			return []string{"batch_checksum " + f.Man.Shards[1].Path + " b2"}
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			x := rep.Findings[0]
+			if x.What != "crc32c" || len(x.Expected) != 8 || len(x.Actual) != 8 || x.Expected == x.Actual {
+				t.Errorf("crc finding %+v", x)
+			}
+		}},
+		{name: "truncate a shard", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			if err := os.Truncate(f.ShardPath(2), f.Man.Shards[2].Size-4096); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"size_mismatch " + f.Man.Shards[2].Path}
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			x := rep.Findings[0]
+			size := f.Man.Shards[2].Size
+			if x.Expected != fmt.Sprint(size) || x.Actual != fmt.Sprint(size-4096) {
+				t.Errorf("expected/actual = %s/%s, want %d/%d", x.Expected, x.Actual, size, size-4096)
+			}
+			// B33: the line names the shard, expected size and actual size.
+			line := x.String()
+			for _, s := range []string{filepath.Base(f.Man.Shards[2].Path), fmt.Sprintf("expected size %d", size), fmt.Sprintf("actual size %d", size-4096)} {
+				if !strings.Contains(line, s) {
+					t.Errorf("line %q lacks %q", line, s)
+				}
+			}
+		}},
+		{name: "delete a shard", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			if err := os.Remove(f.ShardPath(3)); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"shard_missing " + f.Man.Shards[3].Path}
+		}},
+		{name: "stray and temporary files", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			write(t, filepath.Join(f.Dir, "notes.txt"), "hello")
+			tmp := filepath.Join(filepath.Dir(f.ShardPath(0)), "half-written.shard.tmp")
+			write(t, tmp, "partial")
+			rel, _ := filepath.Rel(f.Dir, tmp)
+			return []string{"unlisted_file notes.txt", "temp_file " + filepath.ToSlash(rel)}
+		}},
+		{name: "change a manifest digest", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			m := *f.Man
+			m.Shards = append([]shardfmt.ShardEntry(nil), f.Man.Shards...)
+			m.Shards[0].Digest = "sha256:" + strings.Repeat("ab", 32)
+			if err := shardfmt.WriteManifest(f.Dir, &m); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"digest_mismatch " + f.Man.Shards[0].Path}
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			x := rep.Findings[0]
+			if x.Expected != "sha256:"+strings.Repeat("ab", 32) || x.Actual != f.Man.Shards[0].Digest {
+				t.Errorf("digest expected %s actual %s", x.Expected, x.Actual)
+			}
+		}},
+		{name: "swap two shards of different ranks", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			a, b := f.ShardPath(0), f.ShardPath(1) // epoch 0 ranks 0 and 1
+			tmp := a + ".swap"
+			for _, mv := range [][2]string{{a, tmp}, {b, a}, {tmp, b}} {
+				if err := os.Rename(mv[0], mv[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p0, p1 := f.Man.Shards[0].Path, f.Man.Shards[1].Path
+			return []string{"digest_mismatch " + p0, "shard_identity " + p0, "digest_mismatch " + p1, "shard_identity " + p1}
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			for _, x := range rep.Findings {
+				if x.Kind == verify.KindShardIdentity && x.Shard == f.Man.Shards[0].Path && (x.Expected != "(0, 0)" || x.Actual != "(0, 1)") {
+					t.Errorf("identity %+v", x)
+				}
+			}
+		}},
+		{name: "manifest lists too few steps", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			m := *f.Man
+			m.Shards = append([]shardfmt.ShardEntry(nil), f.Man.Shards...)
+			m.Shards[3].Batches--
+			if err := shardfmt.WriteManifest(f.Dir, &m); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"steps_unequal " + m.Shards[3].Path, "shard_identity " + m.Shards[3].Path}
+		}},
+		{name: "manifest missing", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			if err := os.Remove(filepath.Join(f.Dir, shardfmt.ManifestName)); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"manifest_invalid manifest.json"}
+		}},
+		{name: "plan with another seed", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			cfg := f.Plan.Config
+			cfg.Seed++
+			p, err := plan.New(f.Plan.Source, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Save(filepath.Join(f.Dir, verify.PlanFileName)); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"plan_mismatch manifest.json"}
+			// Every batch whose ids differ under the new seed: one finding
+			// at its first differing slot.
+			for i, s := range f.Man.Shards {
+				r, err := shardfmt.Open(f.ShardPath(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := 0; k < p.Steps(); k++ {
+					got, _ := r.SampleIDs(k)
+					exp, _, _ := p.RankBatch(s.Epoch, s.Rank, k, nil)
+					for j := range exp {
+						if got[j] != exp[j] {
+							want = append(want, fmt.Sprintf("plan_mismatch %s b%d id%d", s.Path, k, got[j]))
+							break
+						}
+					}
+				}
+				r.Close()
+			}
+			if len(want) < 5 {
+				t.Fatalf("seed change moved only %d batches", len(want)-1)
+			}
+			return want
+		}},
+		{name: "edit one source value after convert", deep: true, damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			const id = 5
+			path := filepath.Join(f.SrcDir, verifytest.SourceFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			binary.LittleEndian.PutUint64(data[4+8*id:], 77) // was 1015; size and footer unchanged
+			write(t, path, string(data))
+			var want []string
+			for _, s := range f.Man.Shards {
+				for k := 0; k < f.Plan.Steps(); k++ {
+					ids, _, _ := f.Plan.RankBatch(s.Epoch, s.Rank, k, nil)
+					for _, x := range ids {
+						if x == id {
+							want = append(want, fmt.Sprintf("value_mismatch %s b%d x id5", s.Path, k), fmt.Sprintf("value_mismatch %s b%d y id5", s.Path, k))
+						}
+					}
+				}
+			}
+			if len(want) < 4 {
+				t.Fatalf("sample 5 appears %d times", len(want)/2)
+			}
+			return want
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			for _, x := range rep.Findings {
+				switch x.Tensor {
+				case "x":
+					if x.Expected != "77 (0x429a0000)" || x.Actual != "1015 (0x447dc000)" || *x.Element != 0 {
+						t.Errorf("x: %s", x)
+					}
+				case "y":
+					if x.Expected != "-77" || x.Actual != "-1015" || *x.Element != 0 {
+						t.Errorf("y: %s", x)
+					}
+				}
+			}
+		}},
+		{name: "source file replaced", deep: true, damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			path := filepath.Join(f.SrcDir, verifytest.SourceFile)
+			data, _ := os.ReadFile(path)
+			write(t, path, string(data)+"x")
+			return []string{"source_changed " + path}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := verifytest.Build(t)
+			want := c.damage(t, f)
+			sort.Strings(want)
+			rep := run(t, verify.Options{Dir: f.Dir, Deep: c.deep, Source: verifytest.OpenSource, Jobs: 2, MaxPerShard: 100})
+			got := keys(rep.Findings)
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("findings\n got %q\nwant %q\n%s", got, want, lines(rep))
+			}
+			if c.check != nil {
+				c.check(t, f, rep)
+			}
+		})
+	}
+}
+
+func TestFindingOrderDeterministic(t *testing.T) {
+	f := verifytest.Build(t)
+	for i := range f.Man.Shards {
+		flipByte(t, f.ShardPath(i), blockOffset(t, f.ShardPath(i), 1))
+	}
+	write(t, filepath.Join(f.Dir, "zz.txt"), "z")
+	var first string
+	for jobs := 1; jobs <= 4; jobs++ {
+		rep := run(t, verify.Options{Dir: f.Dir, Jobs: jobs})
+		got := lines(rep)
+		if jobs == 1 {
+			first = got
+			if len(rep.Findings) != 5 || rep.Findings[0].Kind != verify.KindUnlistedFile {
+				t.Fatalf("findings:\n%s", got)
+			}
+		} else if got != first {
+			t.Fatalf("jobs=%d order differs:\n%s\nvs\n%s", jobs, got, first)
+		}
+	}
+}
+
+// TestPerShardCap lists MaxPerShard findings of one kind per shard and
+// counts the rest in one summary finding.
+func TestPerShardCap(t *testing.T) {
+	f := verifytest.Build(t)
+	for k := 0; k < f.Plan.Steps(); k++ {
+		flipByte(t, f.ShardPath(0), blockOffset(t, f.ShardPath(0), k))
+	}
+	rep := run(t, verify.Options{Dir: f.Dir, MaxPerShard: 1})
+	if len(rep.Findings) != 2 {
+		t.Fatalf("findings:\n%s", lines(rep))
+	}
+	want := fmt.Sprintf("%d more batch_checksum findings in this shard not listed", f.Plan.Steps()-1)
+	if rep.Findings[1].Message != want {
+		t.Fatalf("summary %q, want %q", rep.Findings[1].Message, want)
+	}
+}
+
+func TestJSONReport(t *testing.T) {
+	f := verifytest.Build(t)
+	if err := os.Truncate(f.ShardPath(1), 100); err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, verify.Options{Dir: f.Dir})
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["ok"] != false || got["finding_count"] != 1.0 || got["shards"] != 4.0 || got["dir"] != f.Dir ||
+		got["plan"] != filepath.Join(f.Dir, verify.PlanFileName) || got["batches"] != float64(3*f.Plan.Steps()) {
+		t.Errorf("report fields: %s", b)
+	}
+	fs := got["findings"].([]any)
+	x := fs[0].(map[string]any)
+	want := map[string]any{"kind": "size_mismatch", "shard": f.Man.Shards[1].Path, "epoch": 0.0, "rank": 1.0,
+		"what": "size", "expected": fmt.Sprint(f.Man.Shards[1].Size), "actual": "100",
+		"message": fmt.Sprintf("shard is truncated: expected size %d bytes, actual size 100 bytes (%d missing)", f.Man.Shards[1].Size, f.Man.Shards[1].Size-100)}
+	if len(x) != len(want) {
+		t.Errorf("finding has keys %v, want %v", x, want)
+	}
+	for k, v := range want {
+		if x[k] != v {
+			t.Errorf("finding[%q] = %v, want %v", k, x[k], v)
+		}
+	}
+}
+
+func TestRunNotADirectory(t *testing.T) {
+	_, err := verify.Run(context.Background(), verify.Options{Dir: filepath.Join(t.TempDir(), "nope")})
+	if err == nil || !strings.Contains(err.Error(), "not a shard set directory") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func blockOffset(t *testing.T, path string, k int) int64 {
+	t.Helper()
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bi, err := r.Batch(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(bi.Offset)
+}
+
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var b [1]byte
+	if _, err := fh.ReadAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := fh.WriteAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func lines(rep *verify.Report) string {
+	var b strings.Builder
+	for _, f := range rep.Findings {
+		b.WriteString(f.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,198 @@
+// Package verifytest builds small, real shard sets for tests of verify,
+// inspect and export (and their commands), without convert: a synthetic
+// source, a real plan and real shards written with shardfmt.
+package verifytest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/verify"
+)
+
+// The fixture: a synthetic source of 13 rows in one file with row groups of
+// 7 and 6 rows, planned for 2 epochs, global batch 4, world size 2 (b = 2),
+// global shuffle, remainder pad: 4 steps per rank, the last global batch
+// padded with 3 samples from the epoch start.
+//
+// The source file is a stand-in for Parquet that keeps what verify looks at:
+// it ends in a footer ("PAR1" magic, little-endian length) whose hash the
+// plan records, and between header and footer it holds one little-endian
+// int64 per row, v[id] = 1000 + 3*id. fakeSource (the --deep reader in these
+// tests) re-reads those values, so editing one in place is a source change
+// that keeps size and footer: only value comparison can catch it.
+// Fixture constants: the number of source rows, the source file name and
+// its fake footer.
+const (
+	Rows       = 13
+	SourceFile = "part-0.parquet"
+	footerText = "fake thrift FileMetaData"
+)
+
+// Tensors are the fixture's tensors: x F32 [3] with x[j] = v + j/2, and
+// y I64 scalar with y = -v, where v = SourceValue(id).
+var Tensors = []shardfmt.TensorInfo{
+	{Name: "x", DType: shardfmt.F32, Shape: []uint64{3}},
+	{Name: "y", DType: shardfmt.I64, Shape: nil},
+}
+
+// Config is the fixture's plan configuration.
+var Config = plan.Config{Seed: 7, Epochs: 2, GlobalBatch: 4, WorldSize: 2, Workers: 2,
+	Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
+
+// writeSource writes the source file and returns its plan record.
+func writeSource(t testing.TB, dir string) plan.SourceFile {
+	t.Helper()
+	b := []byte("PAR1")
+	for id := 0; id < Rows; id++ {
+		b = binary.LittleEndian.AppendUint64(b, uint64(1000+3*id))
+	}
+	footer := binary.LittleEndian.AppendUint32([]byte(footerText), uint32(len(footerText)))
+	footer = append(footer, "PAR1"...)
+	b = append(b, footer...)
+	path := filepath.Join(dir, SourceFile)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(footer)
+	return plan.SourceFile{Path: SourceFile, Size: int64(len(b)), FooterSHA256: hex.EncodeToString(sum[:]), RowGroups: []int64{7, 6}}
+}
+
+// SourceValue reads v[id] from the fake source file.
+func SourceValue(data []byte, id uint64) int64 {
+	return int64(binary.LittleEndian.Uint64(data[4+8*id:]))
+}
+
+// FillBlock lays out the tensors of ids as convert would.
+func FillBlock(g shardfmt.Geometry, data []byte, ids []uint64, block []byte) {
+	for i, id := range ids {
+		v := SourceValue(data, id)
+		x := block[g.SlabOffset[0]+uint64(i)*g.SampleBytes[0]:]
+		for j := 0; j < 3; j++ {
+			binary.LittleEndian.PutUint32(x[4*j:], math.Float32bits(float32(v)+float32(j)/2))
+		}
+		binary.LittleEndian.PutUint64(block[g.SlabOffset[1]+uint64(i)*g.SampleBytes[1]:], uint64(-v))
+	}
+}
+
+// fakeSource is a verify.SampleSource over the fake source file.
+type fakeSource struct {
+	g    shardfmt.Geometry
+	data []byte
+}
+
+func (f *fakeSource) FillBlock(_ context.Context, ids []uint64, block []byte) error {
+	for _, id := range ids {
+		if 4+8*(id+1) > uint64(len(f.data)) {
+			return fmt.Errorf("sample %d beyond the source", id)
+		}
+	}
+	FillBlock(f.g, f.data, ids, block)
+	return nil
+}
+
+func (f *fakeSource) Close() error { return nil }
+
+// OpenSource is a verify.SourceOpener over the fake source file.
+func OpenSource(p *plan.Plan, _ *shardfmt.Manifest, root string, g shardfmt.Geometry, _ []shardfmt.TensorInfo) (verify.SampleSource, error) {
+	data, err := os.ReadFile(filepath.Join(root, p.Source.Files[0].Path))
+	if err != nil {
+		return nil, err
+	}
+	return &fakeSource{g: g, data: data}, nil
+}
+
+// Fixture is a built shard set: Dir holds plan.json, the shards and
+// manifest.json; SrcDir holds the source file.
+type Fixture struct {
+	Dir, SrcDir string
+	Plan        *plan.Plan
+	Man         *shardfmt.Manifest
+}
+
+// Build writes the source, the plan (OUT/plan.json), one shard per
+// (epoch, rank) and the manifest, the way convert lays them out.
+func Build(t testing.TB) *Fixture {
+	t.Helper()
+	root := t.TempDir()
+	f := &Fixture{Dir: filepath.Join(root, "out"), SrcDir: filepath.Join(root, "src")}
+	for _, d := range []string{f.Dir, f.SrcDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sf := writeSource(t, f.SrcDir)
+	p, err := plan.New(plan.Source{Root: f.SrcDir, Files: []plan.SourceFile{sf}}, Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Save(filepath.Join(f.Dir, verify.PlanFileName)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(f.SrcDir, SourceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &shardfmt.Manifest{Format: "prep-manifest/v1", ToolVersion: "test", PlanFingerprint: p.Fingerprint,
+		SourceFingerprint: p.Source.Fingerprint(), SpecHash: "sha256:spec", Tensors: Tensors}
+	for e := 0; e < p.Config.Epochs; e++ {
+		for r := 0; r < p.Config.WorldSize; r++ {
+			name := shardfmt.ShardFileName(e, r)
+			path := filepath.Join(f.Dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: p.BatchSize(), NumBatches: p.Steps(), Tensors: Tensors,
+				Provenance: shardfmt.Provenance{PlanFingerprint: p.Fingerprint, SourceFingerprint: m.SourceFingerprint, SpecHash: m.SpecHash,
+					Epoch: uint32(e), Rank: uint32(r), WorldSize: uint32(p.Config.WorldSize), Workers: uint32(p.Config.Workers), ToolVersion: "test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := w.Geometry()
+			var ids []uint64
+			for k := 0; k < p.Steps(); k++ {
+				var pads int
+				ids, pads, err = p.RankBatch(e, r, k, ids)
+				if err != nil {
+					t.Fatal(err)
+				}
+				block := make([]byte, g.BlockSize)
+				FillBlock(g, data, ids, block)
+				if err := w.WriteBatch(block, ids, pads); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := shardfmt.FileDigest(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Shards = append(m.Shards, shardfmt.ShardEntry{Path: name, Epoch: e, Rank: r, Batches: p.Steps(), Size: st.Size(), Digest: d})
+		}
+	}
+	if err := shardfmt.WriteManifest(f.Dir, m); err != nil {
+		t.Fatal(err)
+	}
+	f.Plan, f.Man = p, m
+	return f
+}
+
+// ShardPath returns the file path of manifest shard i.
+func (f *Fixture) ShardPath(i int) string {
+	return filepath.Join(f.Dir, filepath.FromSlash(f.Man.Shards[i].Path))
+}

@@ -1,0 +1,816 @@
+package convert
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"regexp"
+	"strings"
+	"unsafe"
+
+	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// srcClass is how a source column's values are interpreted.
+type srcClass int
+
+const (
+	clsBool srcClass = iota + 1
+	clsInt
+	clsUint
+	clsF32
+	clsF64
+	clsF16
+	clsInt96
+	clsDecimal
+	clsBytes
+)
+
+// tensorMode is how a tensor's samples are built from its columns.
+type tensorMode int
+
+const (
+	modeStack     tensorMode = iota + 1 // k scalar columns, one value each
+	modeList                            // one LIST column, L values
+	modeBytesHash                       // one string/binary column, hashed to I64
+	modeBytesPad                        // one string/binary column, padded bytes
+)
+
+// tensorPlan is a TensorSpec compiled against the sources: dtypes, output
+// tensor indices, fill bytes, and per file the resolved columns.
+type tensorPlan struct {
+	spec      *TensorSpec
+	dt        shardfmt.DType
+	enc       encoder
+	mode      tensorMode
+	shape     []uint64
+	perSample int // values per sample: k, L or max_len
+	es        int // bytes per value
+	out       int // index of the main tensor among the outputs
+	mask      int // index of <name>_mask, -1 if none
+	elemMask  int // index of <name>_element_mask, -1 if none
+	lengths   int // index of <name>_lengths, -1 if none
+	lenDT     shardfmt.DType
+	fill      []byte // per value, nil = nulls are errors
+	pad       []byte // list pad value, nil = short rows are errors
+	elemFill  []byte // list null element value, nil = errors
+	nanError  bool
+	buckets   uint64
+	maxLen    int64
+	truncate  bool
+	maxValue  int64
+	cols      [][]pqread.ColumnInfo // [file][j]
+	classes   [][]srcClass          // [file][j]
+	signature []string              // [j]: type signature of the first file
+}
+
+// outputs returns the TensorInfo of every output tensor of the plans, in
+// table order (each tensor followed by its mask, element mask, lengths),
+// setting the plans' output indices.
+func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
+	var out []shardfmt.TensorInfo
+	for _, tp := range plans {
+		tp.out = len(out)
+		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape})
+		tp.mask, tp.elemMask, tp.lengths = -1, -1, -1
+		if tp.spec.Nulls != nil && tp.spec.Nulls.Mask {
+			tp.mask = len(out)
+			var sh []uint64
+			if tp.mode == modeStack {
+				sh = tp.shape
+			}
+			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_mask", DType: shardfmt.U8, Shape: sh})
+		}
+		if tp.spec.List != nil && tp.spec.List.ElementMask {
+			tp.elemMask = len(out)
+			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_element_mask", DType: shardfmt.U8, Shape: tp.shape})
+		}
+		if (tp.spec.List != nil && tp.spec.List.Lengths) || (tp.spec.Bytes != nil && tp.spec.Bytes.Lengths) {
+			tp.lengths = len(out)
+			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_lengths", DType: tp.lenDT, Shape: nil})
+		}
+	}
+	return out
+}
+
+// sampleBytes returns dtype size * product(shape) of t.
+func sampleBytes(t shardfmt.TensorInfo) int {
+	n := t.DType.Size()
+	for _, d := range t.Shape {
+		n *= int(d)
+	}
+	return n
+}
+
+// fileSchema is what the checks need from one opened source file.
+type fileSchema struct {
+	rel     string // path relative to the plan root
+	columns []pqread.ColumnInfo
+	lookup  func(name string) (pqread.ColumnInfo, error)
+}
+
+// compileSpec resolves every tensor of spec against every file's schema and
+// checks that each column converts to its dtype and that types agree across
+// files. Errors are *Error naming file, column and types.
+func compileSpec(spec *Spec, files []fileSchema) ([]*tensorPlan, error) {
+	var plans []*tensorPlan
+	for i := range spec.Tensors {
+		tp, err := compileTensor(&spec.Tensors[i], files)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, tp)
+	}
+	return plans, nil
+}
+
+func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
+	dt, err := shardfmt.ParseDType(t.DType)
+	if err != nil {
+		return nil, &Error{Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1, Err: specErrorf("%v", err)}
+	}
+	round := ""
+	if t.Cast != nil {
+		round = t.Cast.Round
+	}
+	tp := &tensorPlan{spec: t, dt: dt, enc: newEncoder(dt, round), es: dt.Size(),
+		nanError: t.NaN != nil && t.NaN.Policy == "error", maxValue: t.MaxValueBytes}
+	terr := func(err error) error {
+		return &Error{Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1, Err: err}
+	}
+	var re *regexp.Regexp
+	if t.ColumnsRegex != "" {
+		re = regexp.MustCompile(t.ColumnsRegex) // validated by Spec.Validate
+	}
+	for fi, f := range files {
+		var cols []pqread.ColumnInfo
+		switch {
+		case t.Column != "" || len(t.Columns) > 0:
+			names := t.Columns
+			if t.Column != "" {
+				names = []string{t.Column}
+			}
+			for _, n := range names {
+				ci, err := f.lookup(n)
+				if err != nil {
+					return nil, &Error{File: f.rel, Column: n, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+						Err: fmt.Errorf("%w: %v", ErrSchema, err)}
+				}
+				cols = append(cols, ci)
+			}
+		default:
+			for _, ci := range f.columns {
+				if re.MatchString(ci.Name) {
+					cols = append(cols, ci)
+				}
+			}
+			if len(cols) == 0 {
+				return nil, &Error{File: f.rel, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+					Err: schemaErrorf("no column matches columns_regex %q", t.ColumnsRegex)}
+			}
+		}
+		classes := make([]srcClass, len(cols))
+		for j, ci := range cols {
+			cls, err := classify(ci, t, dt)
+			if err != nil {
+				return nil, &Error{File: f.rel, Column: ci.Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1, Err: err}
+			}
+			classes[j] = cls
+		}
+		if fi == 0 {
+			for _, ci := range cols {
+				tp.signature = append(tp.signature, typeSignature(ci))
+			}
+		} else {
+			if len(cols) != len(tp.cols[0]) {
+				return nil, &Error{File: f.rel, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+					Err: schemaErrorf("columns_regex %q matches %d columns, but %d in %s", t.ColumnsRegex, len(cols), len(tp.cols[0]), files[0].rel)}
+			}
+			for j, ci := range cols {
+				if re != nil && ci.Name != tp.cols[0][j].Name {
+					return nil, &Error{File: f.rel, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+						Err: schemaErrorf("columns_regex %q matches %q as value %d, but %q in %s", t.ColumnsRegex, ci.Name, j, tp.cols[0][j].Name, files[0].rel)}
+				}
+				if sig := typeSignature(ci); sig != tp.signature[j] && (t.Cast == nil || !t.Cast.Widen) {
+					return nil, &Error{File: f.rel, Column: ci.Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+						Err: schemaErrorf("type %s differs from %s in %s (declare cast.widen to accept both)", sig, tp.signature[j], files[0].rel)}
+				}
+			}
+		}
+		tp.cols = append(tp.cols, cols)
+		tp.classes = append(tp.classes, classes)
+	}
+	if len(files) == 0 {
+		return nil, terr(schemaErrorf("no source files"))
+	}
+	// Mode and shape from the first file (the others agree, checked above,
+	// except under cast.widen where list-ness is still required to agree).
+	first := tp.cols[0]
+	isList := first[0].List
+	for fi := range tp.cols {
+		if tp.cols[fi][0].List != isList {
+			return nil, &Error{File: files[fi].rel, Column: tp.cols[fi][0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+				Err: schemaErrorf("is a list in one file and not in another")}
+		}
+	}
+	switch {
+	case tp.classes[0][0] == clsBytes:
+		if t.Bytes.Mode == "hash" {
+			tp.mode = modeBytesHash
+			tp.buckets = t.Bytes.Buckets
+			tp.perSample = 1
+		} else {
+			tp.mode = modeBytesPad
+			tp.maxLen = t.Bytes.MaxLen
+			tp.truncate = t.Bytes.Truncate
+			tp.perSample = int(t.Bytes.MaxLen)
+			if t.Shape == nil {
+				tp.shape = []uint64{uint64(t.Bytes.MaxLen)}
+			}
+			tp.lenDT, _ = lengthsDType(t.Bytes.LengthsDType)
+		}
+	case isList:
+		if len(first) != 1 {
+			return nil, terr(schemaErrorf("list column %q cannot be stacked with other columns", first[0].Name))
+		}
+		if t.Shape == nil {
+			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+				Err: specErrorf("list column needs a shape (the fixed number of values per sample)")}
+		}
+		tp.mode = modeList
+		tp.perSample = int(shapeProduct(t.Shape))
+		if t.List != nil {
+			tp.truncate = t.List.Truncate
+			tp.lenDT, _ = lengthsDType(t.List.LengthsDType)
+		}
+	default:
+		if t.List != nil {
+			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+				Err: schemaErrorf("list policy given for a column that is not a list")}
+		}
+		tp.mode = modeStack
+		tp.perSample = len(first)
+		if t.Shape == nil && len(first) > 1 {
+			tp.shape = []uint64{uint64(len(first))}
+		}
+		if t.Shape != nil && shapeProduct(t.Shape) != int64(len(first)) {
+			return nil, terr(specErrorf("shape %v holds %d values per sample, but %d columns are given", t.Shape, shapeProduct(t.Shape), len(first)))
+		}
+	}
+	if tp.shape == nil {
+		for _, d := range t.Shape {
+			tp.shape = append(tp.shape, uint64(d))
+		}
+	}
+	if t.Bytes != nil && tp.mode != modeBytesHash && tp.mode != modeBytesPad {
+		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+			Err: schemaErrorf("bytes policy given for a %s column", typeSignature(first[0]))}
+	}
+	// Fill values.
+	fillEnc := tp.enc
+	if tp.mode == modeBytesHash {
+		fillEnc = newEncoder(shardfmt.I64, "")
+	}
+	enc := func(n *Number, what string) ([]byte, error) {
+		b := make([]byte, fillEnc.size)
+		var err error
+		if n.isInt {
+			err = fillEnc.putInt(b, n.i)
+		} else {
+			err = fillEnc.putFloat(b, n.f)
+		}
+		if err != nil {
+			return nil, terr(specErrorf("%s %s: %v", what, n, err))
+		}
+		return b, nil
+	}
+	if t.Nulls != nil && t.Nulls.Fill != nil {
+		if tp.mode == modeBytesPad {
+			if !(t.Nulls.Fill.isInt && t.Nulls.Fill.i == 0) {
+				return nil, terr(specErrorf("nulls.fill in bytes pad mode must be 0 (an empty value)"))
+			}
+			tp.fill = []byte{0}
+		} else if tp.fill, err = enc(t.Nulls.Fill, "nulls.fill"); err != nil {
+			return nil, err
+		}
+	}
+	if l := t.List; l != nil {
+		if l.Pad != nil {
+			if tp.pad, err = enc(l.Pad, "list.pad"); err != nil {
+				return nil, err
+			}
+		}
+		if l.ElementFill != nil {
+			if tp.elemFill, err = enc(l.ElementFill, "list.element_fill"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return tp, nil
+}
+
+// typeSignature is the type of a column as compared across files.
+func typeSignature(ci pqread.ColumnInfo) string {
+	s := ci.Physical
+	if ci.Physical == "FIXED_LEN_BYTE_ARRAY" {
+		s = fmt.Sprintf("%s(%d)", s, ci.Width)
+	}
+	if ci.Logical != "" {
+		s += " " + ci.Logical
+	}
+	if ci.List {
+		s = "LIST<" + s + ">"
+	}
+	return s
+}
+
+func isUnsigned(logical string) bool {
+	l := strings.ToUpper(logical)
+	return strings.HasPrefix(l, "UINT") || strings.Contains(l, "FALSE)") || strings.Contains(l, "UNSIGNED")
+}
+
+func isDecimal(logical string) bool { return strings.HasPrefix(strings.ToUpper(logical), "DECIMAL") }
+
+// classify picks the interpretation of a column and checks it converts to dt
+// under t's policies.
+func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass, error) {
+	var cls srcClass
+	switch ci.Physical {
+	case "BOOLEAN":
+		cls = clsBool
+	case "INT32", "INT64":
+		switch {
+		case isDecimal(ci.Logical):
+			cls = clsDecimal
+		case isUnsigned(ci.Logical):
+			cls = clsUint
+		default:
+			cls = clsInt
+		}
+	case "INT96":
+		cls = clsInt96
+	case "FLOAT":
+		cls = clsF32
+	case "DOUBLE":
+		cls = clsF64
+	case "FIXED_LEN_BYTE_ARRAY", "BYTE_ARRAY":
+		switch {
+		case isDecimal(ci.Logical):
+			cls = clsDecimal
+		case strings.EqualFold(ci.Logical, "FLOAT16"):
+			cls = clsF16
+		case ci.Physical == "FIXED_LEN_BYTE_ARRAY" && ci.Width == 2 && t.Cast != nil && t.Cast.FromUnannotated == "F16":
+			cls = clsF16
+		default:
+			cls = clsBytes
+		}
+	default:
+		return 0, schemaErrorf("unsupported physical type %s", ci.Physical)
+	}
+	sig := typeSignature(ci)
+	switch cls {
+	case clsBytes:
+		if t.Bytes == nil {
+			if ci.Physical == "FIXED_LEN_BYTE_ARRAY" && ci.Width == 2 && isFloatDType(dt) {
+				return 0, schemaErrorf("%s is 2-byte binary without the FLOAT16 annotation; declare cast.from_unannotated: F16 to read it as half floats", sig)
+			}
+			return 0, schemaErrorf("%s cannot be read as %s; set bytes.mode hash or pad", sig, dt)
+		}
+	case clsInt96:
+		if dt != shardfmt.I64 {
+			return 0, schemaErrorf("%s (timestamp) converts to I64 nanoseconds only, not %s", sig, dt)
+		}
+	case clsDecimal:
+		if dt == shardfmt.F16 || dt == shardfmt.BF16 || (!isFloatDType(dt) && ci.Scale != 0) {
+			return 0, schemaErrorf("%s converts to F64 or F32 (or to integers when the scale is 0), not %s", sig, dt)
+		}
+	}
+	if cls != clsBytes && t.Bytes != nil {
+		return 0, schemaErrorf("bytes policy given for a %s column", sig)
+	}
+	return cls, nil
+}
+
+// run is a stretch of needed rows [lo, hi) of a row group whose samples go
+// to consecutive staging slots starting at dst.
+type run struct {
+	lo, hi int
+	dst    int64
+}
+
+// chunkLoc locates a column chunk for errors.
+type chunkLoc struct {
+	file     string
+	column   string
+	tensor   string
+	rowGroup int
+}
+
+func (l chunkLoc) err(row int64, elem int64, err error) error {
+	return &Error{File: l.file, Column: l.column, Tensor: l.tensor, RowGroup: l.rowGroup, Row: row, Element: elem, Err: err}
+}
+
+var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// asBytes views a slice of fixed-size numbers as bytes (for identity copies
+// on little-endian hosts).
+func asBytes[T int32 | int64 | float32 | float64](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// writeValues converts values [lo, hi) of col to tp's dtype, writing value i
+// at dst[(i-lo)*stride:]. On failure it returns the index of the bad value.
+func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cls srcClass, scale int, lo, hi int) (int, error) {
+	e := tp.enc
+	es := tp.es
+	if lo >= hi {
+		return 0, nil
+	}
+	contiguous := stride == es && nativeLE
+	switch cls {
+	case clsF32:
+		v := col.Float32
+		if e.dt == shardfmt.F32 {
+			if contiguous {
+				copy(dst, asBytes(v[lo:hi]))
+				return 0, nil
+			}
+			for i := lo; i < hi; i++ {
+				binary.LittleEndian.PutUint32(dst[(i-lo)*stride:], math.Float32bits(v[i]))
+			}
+			return 0, nil
+		}
+		for i := lo; i < hi; i++ {
+			if err := e.putFloat(dst[(i-lo)*stride:], float64(v[i])); err != nil {
+				return i, err
+			}
+		}
+	case clsF64:
+		v := col.Float64
+		if e.dt == shardfmt.F64 {
+			if contiguous {
+				copy(dst, asBytes(v[lo:hi]))
+				return 0, nil
+			}
+			for i := lo; i < hi; i++ {
+				binary.LittleEndian.PutUint64(dst[(i-lo)*stride:], math.Float64bits(v[i]))
+			}
+			return 0, nil
+		}
+		for i := lo; i < hi; i++ {
+			if err := e.putFloat(dst[(i-lo)*stride:], v[i]); err != nil {
+				return i, err
+			}
+		}
+	case clsInt, clsUint, clsBool:
+		switch col.Kind {
+		case pqread.KindInt32:
+			v := col.Int32
+			if e.dt == shardfmt.I32 && cls == clsInt && contiguous {
+				copy(dst, asBytes(v[lo:hi]))
+				return 0, nil
+			}
+			for i := lo; i < hi; i++ {
+				var err error
+				if cls == clsUint {
+					err = e.putUint(dst[(i-lo)*stride:], uint64(uint32(v[i])))
+				} else {
+					err = e.putInt(dst[(i-lo)*stride:], int64(v[i]))
+				}
+				if err != nil {
+					return i, err
+				}
+			}
+		case pqread.KindInt64:
+			v := col.Int64
+			if e.dt == shardfmt.I64 && cls == clsInt && contiguous {
+				copy(dst, asBytes(v[lo:hi]))
+				return 0, nil
+			}
+			for i := lo; i < hi; i++ {
+				var err error
+				if cls == clsUint {
+					err = e.putUint(dst[(i-lo)*stride:], uint64(v[i]))
+				} else {
+					err = e.putInt(dst[(i-lo)*stride:], v[i])
+				}
+				if err != nil {
+					return i, err
+				}
+			}
+		case pqread.KindBool:
+			v := col.Bool
+			for i := lo; i < hi; i++ {
+				var b int64
+				if v[i] {
+					b = 1
+				}
+				if err := e.putInt(dst[(i-lo)*stride:], b); err != nil {
+					return i, err
+				}
+			}
+		default:
+			return lo, fmt.Errorf("internal: integer column decoded as kind %d", col.Kind)
+		}
+	case clsF16:
+		w := col.Width
+		for i := lo; i < hi; i++ {
+			h := binary.LittleEndian.Uint16(col.FixedData[i*w:])
+			if err := e.putF16Bits(dst[(i-lo)*stride:], h); err != nil {
+				return i, err
+			}
+		}
+	case clsInt96:
+		w := col.Width
+		for i := lo; i < hi; i++ {
+			ns, ok := Int96ToUnixNanos(col.FixedData[i*w : i*w+12])
+			if !ok {
+				return i, valueErrorf("INT96 timestamp out of the int64 nanosecond range")
+			}
+			if err := e.putInt(dst[(i-lo)*stride:], ns); err != nil {
+				return i, err
+			}
+		}
+	case clsDecimal:
+		for i := lo; i < hi; i++ {
+			var u int64
+			small := true
+			var raw []byte
+			switch col.Kind {
+			case pqread.KindInt32:
+				u = int64(col.Int32[i])
+			case pqread.KindInt64:
+				u = col.Int64[i]
+			case pqread.KindFixed:
+				raw = col.FixedData[i*col.Width : (i+1)*col.Width]
+				u, small = bigEndianInt64(raw)
+			case pqread.KindBytes:
+				raw = col.Data[col.ByteOffsets[i]:col.ByteOffsets[i+1]]
+				u, small = bigEndianInt64(raw)
+			}
+			d := dst[(i-lo)*stride:]
+			var err error
+			switch {
+			case small && e.dt == shardfmt.F64:
+				binary.LittleEndian.PutUint64(d, math.Float64bits(DecimalToF64(u, scale)))
+			case small && e.dt == shardfmt.F32:
+				binary.LittleEndian.PutUint32(d, math.Float32bits(DecimalToF32(u, scale)))
+			case small:
+				err = e.putBig(d, decimalRat(big.NewInt(u), scale))
+			default:
+				err = e.putBig(d, decimalRat(bigEndianSigned(raw), scale))
+			}
+			if err != nil {
+				return i, err
+			}
+		}
+	default:
+		return lo, fmt.Errorf("internal: class %d has no numeric conversion", cls)
+	}
+	return 0, nil
+}
+
+func isNaNAt(col *pqread.Column, cls srcClass, i int) bool {
+	switch cls {
+	case clsF32:
+		return col.Float32[i] != col.Float32[i]
+	case clsF64:
+		return col.Float64[i] != col.Float64[i]
+	case clsF16:
+		h := binary.LittleEndian.Uint16(col.FixedData[i*col.Width:])
+		return h&0x7c00 == 0x7c00 && h&0x3ff != 0
+	}
+	return false
+}
+
+func countFalse(v []bool) int {
+	n := 0
+	for _, b := range v {
+		if !b {
+			n++
+		}
+	}
+	return n
+}
+
+// apply converts one decoded column chunk (value j of tensor tp, from file
+// fi) into the staging buffers bufs (one per output tensor, indexed by
+// staging slot) for the needed rows in runs.
+func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs [][]byte, loc chunkLoc) error {
+	cls := tp.classes[fi][j]
+	scale := tp.cols[fi][j].Scale
+	switch tp.mode {
+	case modeStack:
+		return tp.applyStack(col, cls, scale, j, runs, bufs, loc)
+	case modeList:
+		return tp.applyList(col, cls, scale, runs, bufs, loc)
+	default:
+		return tp.applyBytes(col, runs, bufs, loc)
+	}
+}
+
+func (tp *tensorPlan) nullError(col *pqread.Column, loc chunkLoc, row int) error {
+	n := countFalse(col.RowValid)
+	return loc.err(int64(row), -1, valueErrorf("null value (%d nulls in this column chunk; set nulls.fill to replace them)", n))
+}
+
+func (tp *tensorPlan) applyStack(col *pqread.Column, cls srcClass, scale, j int, runs []run, bufs [][]byte, loc chunkLoc) error {
+	es := tp.es
+	sb := tp.perSample * es
+	buf := bufs[tp.out]
+	for _, r := range runs {
+		if col.RowValid != nil && tp.fill == nil {
+			for i := r.lo; i < r.hi; i++ {
+				if !col.RowValid[i] {
+					return tp.nullError(col, loc, i)
+				}
+			}
+		}
+		if tp.nanError {
+			for i := r.lo; i < r.hi; i++ {
+				if (col.RowValid == nil || col.RowValid[i]) && isNaNAt(col, cls, i) {
+					return loc.err(int64(i), -1, valueErrorf("NaN value (nan.policy is error)"))
+				}
+			}
+		}
+		base := int(r.dst)*sb + j*es
+		if bad, err := tp.writeValues(buf[base:], sb, col, cls, scale, r.lo, r.hi); err != nil {
+			if col.RowValid == nil || col.RowValid[bad] {
+				return loc.err(int64(bad), -1, err)
+			}
+		}
+		if col.RowValid != nil {
+			for i := r.lo; i < r.hi; i++ {
+				if !col.RowValid[i] {
+					copy(buf[base+(i-r.lo)*sb:], tp.fill)
+				}
+			}
+		}
+		if tp.mask >= 0 {
+			m := bufs[tp.mask]
+			for i := r.lo; i < r.hi; i++ {
+				v := byte(1)
+				if col.RowValid != nil && !col.RowValid[i] {
+					v = 0
+				}
+				m[(int(r.dst)+i-r.lo)*tp.perSample+j] = v
+			}
+		}
+	}
+	return nil
+}
+
+func (tp *tensorPlan) putLength(bufs [][]byte, slot int64, n int64) {
+	if tp.lengths < 0 {
+		return
+	}
+	b := bufs[tp.lengths]
+	if tp.lenDT == shardfmt.I64 {
+		binary.LittleEndian.PutUint64(b[slot*8:], uint64(n))
+	} else {
+		binary.LittleEndian.PutUint32(b[slot*4:], uint32(n))
+	}
+}
+
+func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, runs []run, bufs [][]byte, loc chunkLoc) error {
+	L := tp.perSample
+	es := tp.es
+	sb := L * es
+	buf := bufs[tp.out]
+	off := col.Offsets
+	for _, r := range runs {
+		for i := r.lo; i < r.hi; i++ {
+			slot := r.dst + int64(i-r.lo)
+			dst := buf[int(slot)*sb : int(slot+1)*sb]
+			if col.RowValid != nil && !col.RowValid[i] {
+				if tp.fill == nil {
+					return tp.nullError(col, loc, i)
+				}
+				for k := 0; k < L; k++ {
+					copy(dst[k*es:], tp.fill)
+				}
+				if tp.mask >= 0 {
+					bufs[tp.mask][slot] = 0
+				}
+				if tp.elemMask >= 0 {
+					clear(bufs[tp.elemMask][int(slot)*L : int(slot+1)*L])
+				}
+				tp.putLength(bufs, slot, 0)
+				continue
+			}
+			start := off[i]
+			n := int(off[i+1] - start)
+			if (n < L && tp.pad == nil) || (n > L && !tp.truncate) {
+				bad := 0
+				for k := 0; k < col.Rows; k++ {
+					if (col.RowValid == nil || col.RowValid[k]) && off[k+1]-off[k] != int64(L) {
+						bad++
+					}
+				}
+				return loc.err(int64(i), -1, valueErrorf("list has length %d, not %d (%d rows of this column chunk have another length; set list.pad and list.truncate)", n, L, bad))
+			}
+			m := min(n, L)
+			s := int(start)
+			if col.ElemValid != nil && tp.elemFill == nil {
+				for k := 0; k < m; k++ {
+					if !col.ElemValid[s+k] {
+						return loc.err(int64(i), int64(k), valueErrorf("null list element (%d null elements in this column chunk; set list.element_fill to replace them)", countFalse(col.ElemValid)))
+					}
+				}
+			}
+			if tp.nanError {
+				for k := 0; k < m; k++ {
+					if (col.ElemValid == nil || col.ElemValid[s+k]) && isNaNAt(col, cls, s+k) {
+						return loc.err(int64(i), int64(k), valueErrorf("NaN value (nan.policy is error)"))
+					}
+				}
+			}
+			if bad, err := tp.writeValues(dst, es, col, cls, scale, s, s+m); err != nil {
+				if col.ElemValid == nil || col.ElemValid[bad] {
+					return loc.err(int64(i), int64(bad-s), err)
+				}
+			}
+			if col.ElemValid != nil {
+				for k := 0; k < m; k++ {
+					if !col.ElemValid[s+k] {
+						copy(dst[k*es:], tp.elemFill)
+					}
+				}
+			}
+			for k := m; k < L; k++ {
+				copy(dst[k*es:], tp.pad)
+			}
+			if tp.mask >= 0 {
+				bufs[tp.mask][slot] = 1
+			}
+			if tp.elemMask >= 0 {
+				em := bufs[tp.elemMask][int(slot)*L : int(slot+1)*L]
+				for k := range em {
+					v := byte(0)
+					if k < m && (col.ElemValid == nil || col.ElemValid[s+k]) {
+						v = 1
+					}
+					em[k] = v
+				}
+			}
+			tp.putLength(bufs, slot, int64(n))
+		}
+	}
+	return nil
+}
+
+func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs [][]byte, loc chunkLoc) error {
+	buf := bufs[tp.out]
+	value := func(i int) []byte {
+		if col.Kind == pqread.KindFixed {
+			return col.FixedData[i*col.Width : (i+1)*col.Width]
+		}
+		return col.Data[col.ByteOffsets[i]:col.ByteOffsets[i+1]]
+	}
+	for _, r := range runs {
+		for i := r.lo; i < r.hi; i++ {
+			slot := r.dst + int64(i-r.lo)
+			null := col.RowValid != nil && !col.RowValid[i]
+			if null && tp.fill == nil {
+				return tp.nullError(col, loc, i)
+			}
+			if tp.mask >= 0 {
+				v := byte(1)
+				if null {
+					v = 0
+				}
+				bufs[tp.mask][slot] = v
+			}
+			var v []byte
+			if !null {
+				v = value(i)
+				if tp.maxValue > 0 && int64(len(v)) > tp.maxValue {
+					return loc.err(int64(i), -1, valueErrorf("value is %d bytes long, more than max_value_bytes %d", len(v), tp.maxValue))
+				}
+			}
+			if tp.mode == modeBytesHash {
+				d := buf[slot*8 : slot*8+8]
+				if null {
+					copy(d, tp.fill)
+				} else {
+					binary.LittleEndian.PutUint64(d, FNV1a64(v)%tp.buckets)
+				}
+				continue
+			}
+			L := int(tp.maxLen)
+			if int64(len(v)) > tp.maxLen && !tp.truncate {
+				return loc.err(int64(i), -1, valueErrorf("value is %d bytes long, more than max_len %d (set bytes.truncate to keep the first %d)", len(v), L, L))
+			}
+			d := buf[int(slot)*L : int(slot+1)*L]
+			n := copy(d, v)
+			clear(d[n:])
+			tp.putLength(bufs, slot, int64(len(v)))
+		}
+	}
+	return nil
+}

@@ -17,7 +17,8 @@ const padBit = 1 << 63
 // EpochDigest returns epoch e's digest "sha256:<hex>" (PLAN.md §Epoch
 // digest): a two-level SHA-256 over every rank batch of every step, so two
 // plans with the same digest feed the same samples in the same order with
-// the same pad flags. Except in partitioned mode it does not depend on R
+// the same pad flags. The epoch number itself is not hashed, so epochs with
+// the same order (shuffle none) have equal digests. Except in partitioned mode it does not depend on R
 // or W. Cost O(N); leaves are hashed on all CPUs. It returns "" for an
 // epoch out of range.
 func (p *Plan) EpochDigest(e int) string {
@@ -63,9 +64,8 @@ func (p *Plan) EpochDigest(e int) string {
 	wg.Wait()
 	h := sha256.New()
 	h.Write([]byte("prep-epoch/v1\x00"))
-	var hdr [16]byte
-	binary.LittleEndian.PutUint64(hdr[0:], uint64(e))
-	binary.LittleEndian.PutUint64(hdr[8:], uint64(steps))
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], uint64(steps))
 	h.Write(hdr[:])
 	for j := range sums {
 		h.Write(sums[j][:])

@@ -18,8 +18,9 @@ import (
 //	float  -> F64            exact (FLOAT widens exactly; DOUBLE copied bit-exact)
 //	float  -> F32            round to nearest, ties to even (Go conversion); FLOAT copied bit-exact
 //	float  -> F16, BF16      round to nearest, ties to even, directly from the float64 value
-//	                         (no double rounding); overflow -> ±Inf; NaN stays NaN (quiet,
-//	                         top payload bits kept); signed zero kept
+//	                         (no double rounding; shardfmt.F64ToF16/F64ToBF16); overflow ->
+//	                         ±Inf; NaN stays NaN (quiet, top payload bits kept); signed zero kept
+//	float  -> F8_E4M3/E5M2   shardfmt.F64ToF8E4M3/F64ToF8E5M2 (E4M3 saturates to ±448)
 //	float  -> integers, BOOL NaN/±Inf and values outside the dtype's range are errors; a
 //	                         non-integral value is an error unless cast.round is trunc
 //	                         (toward zero) or nearest (ties to even); BOOL takes 0 or 1
@@ -34,94 +35,6 @@ import (
 //	INT96 timestamp          I64 nanoseconds since 1970-01-01T00:00:00 UTC: the 12 bytes are
 //	                         nanoseconds of the day (u64 LE) then the Julian day number (u32 LE);
 //	                         ns = (day - 2440588) * 86400e9 + nanos; overflow of int64 is an error
-
-// halfBits describes an IEEE-style binary format for roundFloat.
-type halfBits struct{ ebits, mbits uint }
-
-var (
-	fmtF16  = halfBits{5, 10}
-	fmtBF16 = halfBits{8, 7}
-)
-
-// roundFloat returns the bit pattern of x rounded to nearest, ties to even,
-// in the binary format f (sign, ebits exponent, mbits fraction; subnormals,
-// infinities and NaN as in IEEE 754). Values beyond the largest finite value
-// after rounding become infinities. A NaN keeps its sign and its top mbits
-// payload bits and is made quiet.
-func roundFloat(x float64, f halfBits) uint64 {
-	b := math.Float64bits(x)
-	sign := (b >> 63) << (f.ebits + f.mbits)
-	expAllOnes := uint64(1)<<f.ebits - 1
-	if math.IsNaN(x) {
-		payload := (b & (1<<52 - 1)) >> (52 - f.mbits)
-		payload |= 1 << (f.mbits - 1)
-		return sign | expAllOnes<<f.mbits | payload
-	}
-	a := math.Abs(x)
-	if math.IsInf(a, 0) {
-		return sign | expAllOnes<<f.mbits
-	}
-	if a == 0 {
-		return sign
-	}
-	bias := int(1)<<(f.ebits-1) - 1
-	emin := 1 - bias
-	_, e := math.Frexp(a) // a = frac * 2^e, frac in [0.5, 1)
-	exp := e - 1          // a = 1.xxx * 2^exp
-	if exp < emin {
-		exp = emin // subnormal: fixed quantum
-	}
-	q := math.Ldexp(a, int(f.mbits)-exp) // exact: scaling by a power of two
-	n := uint64(math.RoundToEven(q))     // n <= 2^(mbits+1)
-	if n == 0 {
-		return sign
-	}
-	// For a subnormal, n < 2^mbits is the fraction with exponent field 0, and
-	// n == 2^mbits is the smallest normal; for a normal, n in [2^mbits,
-	// 2^(mbits+1)] and the carry into the exponent field is the right answer.
-	biased := uint64(exp+bias) - 1
-	v := biased<<f.mbits + n
-	if v>>f.mbits >= expAllOnes {
-		return sign | expAllOnes<<f.mbits
-	}
-	return sign | v
-}
-
-// F64ToF16 rounds x to IEEE binary16, nearest with ties to even.
-func F64ToF16(x float64) uint16 { return uint16(roundFloat(x, fmtF16)) }
-
-// F64ToBF16 rounds x to bfloat16, nearest with ties to even.
-func F64ToBF16(x float64) uint16 { return uint16(roundFloat(x, fmtBF16)) }
-
-// F16ToF64 widens IEEE binary16 bits to float64 exactly (NaN payload kept in
-// the top fraction bits).
-func F16ToF64(h uint16) float64 { return float64(F16ToF32(h)) }
-
-// F16ToF32 widens IEEE binary16 bits to float32 exactly. A NaN keeps its sign
-// and payload, shifted into the top fraction bits (7E01 -> 7FC02000).
-func F16ToF32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
-	case exp == 0:
-		if frac == 0 {
-			return math.Float32frombits(sign)
-		}
-		// subnormal: frac * 2^-24, exact in float32
-		v := float32(frac) * (1.0 / (1 << 24))
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
-}
-
-// BF16ToF32 widens bfloat16 bits to float32 exactly.
-func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // intRange returns the inclusive range of an integer dtype (BOOL is [0, 1]).
 // ok is false for float dtypes.
@@ -150,7 +63,11 @@ func intRange(dt shardfmt.DType) (lo int64, hi uint64, ok bool) {
 }
 
 func isFloatDType(dt shardfmt.DType) bool {
-	return dt == shardfmt.F16 || dt == shardfmt.BF16 || dt == shardfmt.F32 || dt == shardfmt.F64
+	switch dt {
+	case shardfmt.F16, shardfmt.BF16, shardfmt.F32, shardfmt.F64, shardfmt.F8_E4M3, shardfmt.F8_E5M2:
+		return true
+	}
+	return false
 }
 
 // encoder writes one value of any source kind as dtype dt, little-endian.
@@ -230,10 +147,20 @@ func (e encoder) putFloat(dst []byte, x float64) error {
 		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(x)))
 		return nil
 	case shardfmt.F16:
-		binary.LittleEndian.PutUint16(dst, F64ToF16(x))
+		h, _ := shardfmt.F64ToF16(x)
+		binary.LittleEndian.PutUint16(dst, h)
 		return nil
 	case shardfmt.BF16:
-		binary.LittleEndian.PutUint16(dst, F64ToBF16(x))
+		h, _ := shardfmt.F64ToBF16(x)
+		binary.LittleEndian.PutUint16(dst, h)
+		return nil
+	case shardfmt.F8_E4M3:
+		v, _ := shardfmt.F64ToF8E4M3(x)
+		dst[0] = v
+		return nil
+	case shardfmt.F8_E5M2:
+		v, _ := shardfmt.F64ToF8E5M2(x)
+		dst[0] = v
 		return nil
 	}
 	if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -272,10 +199,10 @@ func (e encoder) putF16Bits(dst []byte, h uint16) error {
 		binary.LittleEndian.PutUint16(dst, h)
 		return nil
 	case shardfmt.F32:
-		binary.LittleEndian.PutUint32(dst, math.Float32bits(F16ToF32(h)))
+		binary.LittleEndian.PutUint32(dst, math.Float32bits(shardfmt.F16ToF32(h)))
 		return nil
 	}
-	return e.putFloat(dst, float64(F16ToF32(h)))
+	return e.putFloat(dst, float64(shardfmt.F16ToF32(h)))
 }
 
 // putBig writes an exact rational value (a DECIMAL): F64 and F32 get the

@@ -14,8 +14,8 @@ import (
 // TestF16RoundTripAll widens every binary16 pattern and rounds it back.
 func TestF16RoundTripAll(t *testing.T) {
 	for h := 0; h < 1<<16; h++ {
-		x := F16ToF64(uint16(h))
-		got := F64ToF16(x)
+		x := refF16ToF64(uint16(h))
+		got := refF64ToF16(x)
 		if math.IsNaN(x) {
 			if got&0x7c00 != 0x7c00 || got&0x3ff == 0 || got&0x200 == 0 || got>>15 != uint16(h)>>15 {
 				t.Fatalf("NaN %04x -> %04x, want a quiet NaN of the same sign", h, got)
@@ -32,22 +32,22 @@ func TestF16RoundTripAll(t *testing.T) {
 // positive finite halves, and the values either side of it.
 func TestF16TiesToEven(t *testing.T) {
 	for h := uint16(0); h < 0x7bff; h++ {
-		a, b := F16ToF64(h), F16ToF64(h+1)
+		a, b := refF16ToF64(h), refF16ToF64(h+1)
 		mid := (a + b) / 2 // exact in float64
 		want := h
 		if h&1 == 1 {
 			want = h + 1
 		}
-		if got := F64ToF16(mid); got != want {
+		if got := refF64ToF16(mid); got != want {
 			t.Fatalf("mid(%04x,%04x)=%v -> %04x, want %04x", h, h+1, mid, got, want)
 		}
-		if got := F64ToF16(math.Nextafter(mid, 0)); got != h {
+		if got := refF64ToF16(math.Nextafter(mid, 0)); got != h {
 			t.Fatalf("below mid(%04x) -> %04x", h, got)
 		}
-		if got := F64ToF16(math.Nextafter(mid, 1e9)); got != h+1 {
+		if got := refF64ToF16(math.Nextafter(mid, 1e9)); got != h+1 {
 			t.Fatalf("above mid(%04x) -> %04x", h, got)
 		}
-		if got := F64ToF16(-mid); got != want|0x8000 {
+		if got := refF64ToF16(-mid); got != want|0x8000 {
 			t.Fatalf("-mid(%04x) -> %04x", h, got)
 		}
 	}
@@ -60,8 +60,8 @@ func TestF16TiesToEven(t *testing.T) {
 		{5.960464477539063e-08, 0x0001}, {math.Ldexp(1, -25), 0}, {math.Nextafter(math.Ldexp(1, -25), 1), 1},
 		{math.Copysign(0, -1), 0x8000}, {0.1, 0x2e66}, {1.0 / 3, 0x3555},
 	} {
-		if got := F64ToF16(c.x); got != c.want {
-			t.Errorf("F64ToF16(%v) = %04x, want %04x", c.x, got, c.want)
+		if got := refF64ToF16(c.x); got != c.want {
+			t.Errorf("refF64ToF16(%v) = %04x, want %04x", c.x, got, c.want)
 		}
 	}
 }
@@ -70,26 +70,26 @@ func TestF16TiesToEven(t *testing.T) {
 // every bf16 pattern and its midpoints.
 func TestBF16AllPatterns(t *testing.T) {
 	for h := 0; h < 1<<16; h++ {
-		x := float64(BF16ToF32(uint16(h)))
+		x := float64(refBF16ToF32(uint16(h)))
 		if math.IsNaN(x) {
 			continue
 		}
-		if got := F64ToBF16(x); got != uint16(h) {
+		if got := refF64ToBF16(x); got != uint16(h) {
 			t.Fatalf("%04x -> %04x", h, got)
 		}
 		if h&0x7fff >= 0x7f7f {
 			continue
 		}
-		mid := (x + float64(BF16ToF32(uint16(h+1)))) / 2
+		mid := (x + float64(refBF16ToF32(uint16(h+1)))) / 2
 		want := uint16(h)
 		if h&1 == 1 {
 			want++
 		}
-		if got := F64ToBF16(mid); got != want {
+		if got := refF64ToBF16(mid); got != want {
 			t.Fatalf("mid %04x -> %04x, want %04x", h, got, want)
 		}
 	}
-	if got := F64ToBF16(math.NaN()); got&0x7f80 != 0x7f80 || got&0x7f == 0 {
+	if got := refF64ToBF16(math.NaN()); got&0x7f80 != 0x7f80 || got&0x7f == 0 {
 		t.Errorf("NaN -> %04x", got)
 	}
 }
@@ -99,7 +99,7 @@ func TestF16ToF32FieldValues(t *testing.T) {
 	in := []uint16{0x3C00, 0xC000, 0x7BFF, 0x7C00, 0x7E01, 0x0001, 0x8000}
 	want := []uint32{0x3f800000, 0xc0000000, 0x477fe000, 0x7f800000, 0x7fc02000, 0x33800000, 0x80000000}
 	for i, h := range in {
-		if got := math.Float32bits(F16ToF32(h)); got != want[i] {
+		if got := math.Float32bits(refF16ToF32(h)); got != want[i] {
 			t.Errorf("%04x -> %08x, want %08x", h, got, want[i])
 		}
 	}
@@ -297,6 +297,120 @@ func TestFNV1a64(t *testing.T) {
 	} {
 		if got := FNV1a64([]byte(c.in)); got != c.want {
 			t.Errorf("FNV1a64(%q) = %x, want %x", c.in, got, c.want)
+		}
+	}
+}
+
+// The reference below is an independent implementation of IEEE rounding,
+// used to cross-check shardfmt's half-precision helpers that convert uses.
+
+// halfBits describes an IEEE-style binary format for roundFloat.
+type halfBits struct{ ebits, mbits uint }
+
+var (
+	fmtF16  = halfBits{5, 10}
+	fmtBF16 = halfBits{8, 7}
+)
+
+// roundFloat returns the bit pattern of x rounded to nearest, ties to even,
+// in the binary format f (sign, ebits exponent, mbits fraction; subnormals,
+// infinities and NaN as in IEEE 754). Values beyond the largest finite value
+// after rounding become infinities. A NaN keeps its sign and its top mbits
+// payload bits and is made quiet.
+func roundFloat(x float64, f halfBits) uint64 {
+	b := math.Float64bits(x)
+	sign := (b >> 63) << (f.ebits + f.mbits)
+	expAllOnes := uint64(1)<<f.ebits - 1
+	if math.IsNaN(x) {
+		payload := (b & (1<<52 - 1)) >> (52 - f.mbits)
+		payload |= 1 << (f.mbits - 1)
+		return sign | expAllOnes<<f.mbits | payload
+	}
+	a := math.Abs(x)
+	if math.IsInf(a, 0) {
+		return sign | expAllOnes<<f.mbits
+	}
+	if a == 0 {
+		return sign
+	}
+	bias := int(1)<<(f.ebits-1) - 1
+	emin := 1 - bias
+	_, e := math.Frexp(a) // a = frac * 2^e, frac in [0.5, 1)
+	exp := e - 1          // a = 1.xxx * 2^exp
+	if exp < emin {
+		exp = emin // subnormal: fixed quantum
+	}
+	q := math.Ldexp(a, int(f.mbits)-exp) // exact: scaling by a power of two
+	n := uint64(math.RoundToEven(q))     // n <= 2^(mbits+1)
+	if n == 0 {
+		return sign
+	}
+	// For a subnormal, n < 2^mbits is the fraction with exponent field 0, and
+	// n == 2^mbits is the smallest normal; for a normal, n in [2^mbits,
+	// 2^(mbits+1)] and the carry into the exponent field is the right answer.
+	biased := uint64(exp+bias) - 1
+	v := biased<<f.mbits + n
+	if v>>f.mbits >= expAllOnes {
+		return sign | expAllOnes<<f.mbits
+	}
+	return sign | v
+}
+
+// refF64ToF16 rounds x to IEEE binary16, nearest with ties to even.
+func refF64ToF16(x float64) uint16 { return uint16(roundFloat(x, fmtF16)) }
+
+// refF64ToBF16 rounds x to bfloat16, nearest with ties to even.
+func refF64ToBF16(x float64) uint16 { return uint16(roundFloat(x, fmtBF16)) }
+
+// refF16ToF64 widens IEEE binary16 bits to float64 exactly (NaN payload kept in
+// the top fraction bits).
+func refF16ToF64(h uint16) float64 { return float64(refF16ToF32(h)) }
+
+// refF16ToF32 widens IEEE binary16 bits to float32 exactly. A NaN keeps its sign
+// and payload, shifted into the top fraction bits (7E01 -> 7FC02000).
+func refF16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
+	case exp == 0:
+		if frac == 0 {
+			return math.Float32frombits(sign)
+		}
+		// subnormal: frac * 2^-24, exact in float32
+		v := float32(frac) * (1.0 / (1 << 24))
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+}
+
+// refBF16ToF32 widens bfloat16 bits to float32 exactly.
+func refBF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// TestShardfmtHalfMatchesReference checks the helpers convert uses against
+// the reference on every half pattern, midpoints and neighbours.
+func TestShardfmtHalfMatchesReference(t *testing.T) {
+	for h := 0; h < 1<<16; h++ {
+		for _, x := range []float64{refF16ToF64(uint16(h)), float64(refBF16ToF32(uint16(h)))} {
+			for _, y := range []float64{x, math.Nextafter(x, math.Inf(1)), math.Nextafter(x, math.Inf(-1)), x * (1 + 1.0/4096), x * (1 + 1.0/2048)} {
+				if math.IsNaN(y) {
+					continue
+				}
+				if got, _ := shardfmt.F64ToF16(y); got != refF64ToF16(y) {
+					t.Fatalf("F64ToF16(%v) = %04x, reference %04x", y, got, refF64ToF16(y))
+				}
+				if got, _ := shardfmt.F64ToBF16(y); got != refF64ToBF16(y) {
+					t.Fatalf("F64ToBF16(%v) = %04x, reference %04x", y, got, refF64ToBF16(y))
+				}
+			}
+		}
+		if math.Float32bits(shardfmt.F16ToF32(uint16(h))) != math.Float32bits(refF16ToF32(uint16(h))) {
+			t.Fatalf("F16ToF32(%04x) differs", h)
 		}
 	}
 }

@@ -382,9 +382,6 @@ func (t *TensorSpec) validate() error {
 	if err != nil {
 		return specErrorf("dtype: %v", err)
 	}
-	if dt == shardfmt.F8_E4M3 || dt == shardfmt.F8_E5M2 {
-		return specErrorf("dtype %s is not supported as a conversion target yet", dt)
-	}
 	if len(t.Shape) > 8 {
 		return specErrorf("shape %v has more than 8 dimensions", t.Shape)
 	}

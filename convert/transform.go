@@ -383,7 +383,7 @@ func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass,
 			return 0, schemaErrorf("%s (timestamp) converts to I64 nanoseconds only, not %s", sig, dt)
 		}
 	case clsDecimal:
-		if dt == shardfmt.F16 || dt == shardfmt.BF16 || (!isFloatDType(dt) && ci.Scale != 0) {
+		if (isFloatDType(dt) && dt != shardfmt.F32 && dt != shardfmt.F64) || (!isFloatDType(dt) && ci.Scale != 0) {
 			return 0, schemaErrorf("%s converts to F64 or F32 (or to integers when the scale is 0), not %s", sig, dt)
 		}
 	}

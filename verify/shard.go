@@ -114,9 +114,9 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 		s.add(Finding{Kind: KindHeaderInvalid, Message: "shard is not a regular file"})
 		return s.finish()
 	case st.Size() != e.Size:
-		msg := fmt.Sprintf("shard size differs from the manifest: expected size %d bytes, actual size %d bytes", e.Size, st.Size())
+		msg := "shard size differs from the manifest"
 		if st.Size() < e.Size {
-			msg = fmt.Sprintf("shard is truncated: expected size %d bytes, actual size %d bytes (%d missing)", e.Size, st.Size(), e.Size-st.Size())
+			msg = fmt.Sprintf("shard is truncated (%d bytes missing)", e.Size-st.Size())
 		}
 		s.add(Finding{Kind: KindSizeMismatch, What: "size", Expected: fmt.Sprint(e.Size), Actual: fmt.Sprint(st.Size()), Message: msg})
 		return s.finish()

@@ -331,7 +331,7 @@ func TestJSONReport(t *testing.T) {
 	x := fs[0].(map[string]any)
 	want := map[string]any{"kind": "size_mismatch", "shard": f.Man.Shards[1].Path, "epoch": 0.0, "rank": 1.0,
 		"what": "size", "expected": fmt.Sprint(f.Man.Shards[1].Size), "actual": "100",
-		"message": fmt.Sprintf("shard is truncated: expected size %d bytes, actual size 100 bytes (%d missing)", f.Man.Shards[1].Size, f.Man.Shards[1].Size-100)}
+		"message": fmt.Sprintf("shard is truncated (%d bytes missing)", f.Man.Shards[1].Size-100)}
 	if len(x) != len(want) {
 		t.Errorf("finding has keys %v, want %v", x, want)
 	}

@@ -71,7 +71,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		fmt.Fprintf(tw, "source\t%s\n", p.SourceFingerprint)
 		fmt.Fprintf(tw, "spec\t%s\n", p.SpecHash)
 		fmt.Fprintf(tw, "tool\t%s\n", p.ToolVersion)
-		fmt.Fprintf(tw, "batches\t%d of %d slots, %d-byte blocks\n", s.NumBatches, s.BatchSize, s.BlockSize)
+		fmt.Fprintf(tw, "batches\t%d, each %d sample slots in a %d-byte block\n", s.NumBatches, s.BatchSize, s.BlockSize)
 		fmt.Fprintln(tw, "\nREGION\tOFFSET\tSIZE")
 		for _, r := range s.Regions {
 			fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Name, r.Offset, r.Size)

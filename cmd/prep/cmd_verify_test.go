@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/verify/verifytest"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(append([]string{"--progress", "never"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestVerifyCommandClean(t *testing.T) {
+	f := verifytest.Build(t)
+	code, out, errs := runCLI("verify", f.Dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.HasPrefix(out, "0 findings (4 shards, 16 batches, ") {
+		t.Fatalf("stdout %q", out)
+	}
+}
+
+// TestVerifyCommandTruncatedShard is field case B33: a shard cut by 4096
+// bytes after it was built is reported with its name, expected size and
+// actual size, exit 1, and never mapped (no SIGBUS).
+func TestVerifyCommandTruncatedShard(t *testing.T) {
+	f := verifytest.Build(t)
+	e := f.Man.Shards[2]
+	if err := os.Truncate(f.ShardPath(2), e.Size-4096); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI("verify", f.Dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "1 finding (") {
+		t.Fatalf("stdout %q", out)
+	}
+	want := fmt.Sprintf("%s: size_mismatch: epoch 1 rank 0: shard is truncated (4096 bytes missing) (expected size %d, actual size %d)",
+		e.Path, e.Size, e.Size-4096)
+	if lines[0] != want {
+		t.Fatalf("line\n got %q\nwant %q", lines[0], want)
+	}
+}
+
+func TestVerifyCommandJSON(t *testing.T) {
+	f := verifytest.Build(t)
+	if err := os.WriteFile(filepath.Join(f.Dir, "stray.bin"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI("verify", f.Dir, "--json", "--jobs", "3")
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	var rep struct {
+		Dir          string  `json:"dir"`
+		Plan         string  `json:"plan"`
+		Shards       int     `json:"shards"`
+		Batches      int     `json:"batches"`
+		Bytes        int64   `json:"bytes"`
+		DeepBatches  int     `json:"deep_batches"`
+		Seconds      float64 `json:"seconds"`
+		OK           bool    `json:"ok"`
+		FindingCount int     `json:"finding_count"`
+		Findings     []map[string]any
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r, err := shardfmt.Open(f.ShardPath(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := int64(r.Geometry().BlockSize)
+	r.Close()
+	if rep.Dir != f.Dir || rep.Plan != filepath.Join(f.Dir, "plan.json") || rep.Shards != 4 || rep.Batches != 16 ||
+		rep.Bytes != 16*block || rep.DeepBatches != 0 || rep.Seconds <= 0 || rep.OK || rep.FindingCount != 1 {
+		t.Errorf("report %+v", rep)
+	}
+	want := map[string]any{"kind": "unlisted_file", "shard": "stray.bin", "message": "file is not listed in the manifest"}
+	if len(rep.Findings) != 1 || fmt.Sprint(rep.Findings[0]) != fmt.Sprint(want) {
+		t.Errorf("findings %v, want [%v]", rep.Findings, want)
+	}
+}
+
+func TestVerifyCommandUsage(t *testing.T) {
+	f := verifytest.Build(t)
+	for _, args := range [][]string{
+		{"verify"},
+		{"verify", f.Dir, "--deep=1.5"},
+		{"verify", f.Dir, "--deep=abc"},
+		{"verify", f.Dir, "--jobs", "-1"},
+	} {
+		if code, out, errs := runCLI(args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2\n%s%s", args, code, out, errs)
+		}
+	}
+	if code, _, errs := runCLI("verify", filepath.Join(f.Dir, "nope")); code != 1 || !strings.Contains(errs, "not a shard set directory") {
+		t.Errorf("missing dir: exit %d, %q", code, errs)
+	}
+}
+
+func TestVerifyCommandDeepWithoutReader(t *testing.T) {
+	f := verifytest.Build(t)
+	old := sourceOpener
+	defer func() { sourceOpener = old }()
+	sourceOpener = verifytest.OpenSource
+	if code, out, _ := runCLI("verify", f.Dir, "--deep=0.5", "--seed", "3"); code != 0 || !strings.Contains(out, "0 findings") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	code, out, _ := runCLI("verify", f.Dir, "--deep")
+	if code != 0 || !strings.Contains(out, "16 batches compared with the source") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestInspectCommand(t *testing.T) {
+	f := verifytest.Build(t)
+	// Shard set table.
+	code, out, errs := runCLI("inspect", f.Dir)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	for _, s := range []string{"shard set", "EPOCH", "RANK 0", "RANK 1", fmt.Sprintf("ok %d B 4 batches", f.Man.Shards[0].Size), "x F32 [3], y I64 []"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("set output lacks %q:\n%s", s, out)
+		}
+	}
+	// One shard, JSON.
+	code, out, _ = runCLI("inspect", f.ShardPath(1), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var in struct {
+		Kind  string `json:"kind"`
+		Shard struct {
+			Size       int64 `json:"size"`
+			NumBatches int   `json:"num_batches"`
+			BatchSize  int   `json:"batch_size"`
+			Regions    []struct {
+				Name         string
+				Offset, Size uint64
+			}
+			Tensors []struct {
+				Name        string
+				DType       string
+				SampleBytes uint64 `json:"sample_bytes"`
+			}
+			Batches []struct {
+				Count, Pads int
+			}
+			Provenance struct{ Epoch, Rank int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatal(err)
+	}
+	s := in.Shard
+	if in.Kind != "shard" || s.Size != f.Man.Shards[1].Size || s.NumBatches != 4 || s.BatchSize != 2 ||
+		len(s.Tensors) != 2 || s.Tensors[0].SampleBytes != 12 || s.Tensors[1].SampleBytes != 8 || s.Provenance.Rank != 1 {
+		t.Errorf("shard view %+v", in)
+	}
+	var end uint64
+	for _, r := range s.Regions {
+		if r.Offset != end {
+			t.Errorf("region %s at %d, want %d", r.Name, r.Offset, end)
+		}
+		end = r.Offset + r.Size
+	}
+	if end != uint64(s.Size) {
+		t.Errorf("regions end at %d, file is %d", end, s.Size)
+	}
+	// Plan.
+	code, out, _ = runCLI("inspect", filepath.Join(f.Dir, "plan.json"))
+	if code != 0 || !strings.Contains(out, "13 samples") || !strings.Contains(out, "4 per rank per epoch") {
+		t.Errorf("plan: exit %d\n%s", code, out)
+	}
+}
+
+func TestExportCommand(t *testing.T) {
+	f := verifytest.Build(t)
+	out := t.TempDir()
+	code, stdout, errs := runCLI("export", f.Dir, "--epoch", "1", "--rank", "0", "--step", "3", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	for _, name := range []string{"x.npy", "y.npy", "sample_ids.npy", "pad_mask.npy"} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if !strings.Contains(stdout, "epoch 1 rank 0 step 3: 2 samples") {
+		t.Errorf("stdout %q", stdout)
+	}
+	if code, _, _ := runCLI("export", f.Dir, "--epoch", "0", "--rank", "0", "--step", "0"); code != 2 {
+		t.Errorf("missing -o: exit %d, want 2", code)
+	}
+}

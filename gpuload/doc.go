@@ -1,0 +1,42 @@
+// Package gpuload is prep's training-time reader: it opens the shard of one
+// (epoch, rank) of a shard set written by prep convert and delivers its
+// batches in plan order, each as a set of tensors already laid out as the
+// trainer wants them ([count, shape...] C-contiguous slabs), in host memory
+// or in GPU memory, with no decode, cast or gather on the hot path.
+//
+// # Backends
+//
+// "host" (the reference, and the path CI tests) reads each batch block with
+// one pread into a ring of page-aligned buffers allocated once (anonymous
+// mappings, so C code may hold their addresses), on a background goroutine
+// that stays Options.Prefetch batches ahead of the consumer. Options.MapBlocks
+// switches it to handing out read-only views of the mapped shard instead,
+// with madvise(MADV_WILLNEED) ahead; see BenchmarkHostDelivery for why pread
+// is the default.
+//
+// "cuda" loads the CUDA driver (libcuda.so.1, or $PREP_LIBCUDA) at run time.
+// A reader goroutine preads blocks into a ring of pinned host slots (at
+// least 3, allocated once with cuMemHostAlloc); a copier issues
+// cuMemcpyHtoDAsync into device buffers (allocated once) on a dedicated
+// non-blocking stream and records an event per copy; a host slot is reused
+// only after its event completes, and a batch is delivered only once its
+// bytes are on the device. All context-bound calls run on one goroutine
+// locked to its OS thread. With Options.RegisterMmap the mapped shard is
+// instead registered read-only (CU_MEMHOSTREGISTER_READ_ONLY, which pins
+// every page of it once at Open) and copied to the device straight from the
+// mapping. Builds without cgo get a backend that fails with
+// ErrCUDAUnavailable.
+//
+// # Batch lifetime
+//
+// Batches are released explicitly: a Batch's memory (Tensor.Ptr and
+// Tensor.Bytes) stays valid and unchanged until Batch.Release, and the next
+// call to Next does not release it. The ring bounds how many batches may be
+// held at once (Loader.Ring); Next returns ErrRingFull rather than block
+// forever when all of them are held. On the cuda backend, release a batch
+// only after the GPU work reading it has completed (synchronize the stream
+// that used it). Close invalidates every batch, released or not.
+//
+// Next, Seek and Close must be called from one goroutine at a time; Release
+// may be called from any goroutine.
+package gpuload

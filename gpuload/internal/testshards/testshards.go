@@ -1,0 +1,146 @@
+// Package testshards writes small shard sets with known contents for the
+// tests of gpuload, its C ABI and its Python binding, through the real
+// shardfmt writer.
+//
+// Every sample's values are a function of its sample id (see Config), so a
+// reader can check each byte it gets:
+//
+//	x  F32 [3]  x[c] = id + c/4
+//	y  I64 []   y    = -id
+//	m  U8  [5]  m[c] = (id + c) mod 256
+//
+// Sample ids of shard (epoch, rank): batch k holds ids base+k*b ... in slot
+// order, base = 1_000_000*epoch + 10_000*rank; with Pads > 0 the last batch's
+// trailing Pads samples repeat the shard's first ids (as the plan's pad
+// remainder policy does).
+package testshards
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// PlanFingerprint is the fingerprint recorded in every set written here.
+const PlanFingerprint = "plan:test-0001"
+
+// Tensors is the tensor table of every set written here.
+var Tensors = []shardfmt.TensorInfo{
+	{Name: "x", DType: shardfmt.F32, Shape: []uint64{3}},
+	{Name: "y", DType: shardfmt.I64, Shape: []uint64{}},
+	{Name: "m", DType: shardfmt.U8, Shape: []uint64{5}},
+}
+
+// Config shapes a shard set.
+type Config struct {
+	Epochs, Ranks int
+	BatchSize     int // b
+	Steps         int // batches per shard
+	LastCount     int // samples in the last batch (0: full)
+	Pads          int // trailing pad samples of the last batch
+}
+
+// Count returns the sample count of batch k.
+func (c Config) Count(k int) int {
+	if k == c.Steps-1 && c.LastCount > 0 {
+		return c.LastCount
+	}
+	return c.BatchSize
+}
+
+// Pad returns the pad count of batch k.
+func (c Config) Pad(k int) int {
+	if k == c.Steps-1 {
+		return c.Pads
+	}
+	return 0
+}
+
+// IDs returns the sample ids of batch k of shard (epoch, rank).
+func (c Config) IDs(epoch, rank, k int) []uint64 {
+	base := uint64(1_000_000*epoch + 10_000*rank)
+	n, pads := c.Count(k), c.Pad(k)
+	ids := make([]uint64, n)
+	for j := range n - pads {
+		ids[j] = base + uint64(k*c.BatchSize+j)
+	}
+	for j := range pads {
+		ids[n-pads+j] = base + uint64(j)
+	}
+	return ids
+}
+
+// Sample returns the bytes of one sample of tensor t (index into Tensors)
+// with sample id id, little-endian.
+func Sample(t int, id uint64) []byte {
+	switch t {
+	case 0:
+		b := make([]byte, 12)
+		for c := range 3 {
+			binary.LittleEndian.PutUint32(b[4*c:], math.Float32bits(float32(id)+float32(c)/4))
+		}
+		return b
+	case 1:
+		return binary.LittleEndian.AppendUint64(nil, uint64(-int64(id)))
+	default:
+		b := make([]byte, 5)
+		for c := range b {
+			b[c] = byte(id + uint64(c))
+		}
+		return b
+	}
+}
+
+// Write writes the shard set described by c into dir: one shard per (epoch,
+// rank) at shardfmt.ShardFileName, and the manifest.
+func Write(dir string, c Config) (*shardfmt.Manifest, error) {
+	m := &shardfmt.Manifest{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
+		BatchSize: c.BatchSize, Tensors: Tensors}
+	for e := range c.Epochs {
+		for r := range c.Ranks {
+			rel := shardfmt.ShardFileName(e, r)
+			path := filepath.Join(dir, filepath.FromSlash(rel))
+			w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: c.BatchSize, NumBatches: c.Steps, Tensors: Tensors,
+				Provenance: shardfmt.Provenance{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
+					Epoch: uint32(e), Rank: uint32(r), WorldSize: uint32(c.Ranks), Workers: 1}})
+			if err != nil {
+				return nil, err
+			}
+			geo := w.Geometry()
+			for k := range c.Steps {
+				block := make([]byte, geo.BlockSize)
+				ids := c.IDs(e, r, k)
+				for t := range Tensors {
+					for j, id := range ids {
+						copy(block[geo.SlabOffset[t]+uint64(j)*geo.SampleBytes[t]:], Sample(t, id))
+					}
+				}
+				if err := w.WriteBatch(block, ids, c.Pad(k)); err != nil {
+					w.Abort()
+					return nil, err
+				}
+			}
+			if err := w.Commit(); err != nil {
+				return nil, err
+			}
+			digest, err := shardfmt.FileDigest(path)
+			if err != nil {
+				return nil, err
+			}
+			st, err := shardfmt.Open(path)
+			if err != nil {
+				return nil, err
+			}
+			size := st.FileSize()
+			st.Close()
+			m.Shards = append(m.Shards, shardfmt.ShardEntry{Path: rel, Epoch: e, Rank: r, Batches: c.Steps, Size: size, Digest: digest})
+		}
+	}
+	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		return nil, fmt.Errorf("writing manifest: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,463 @@
+package gpuload
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Backend names accepted in Options.Backend.
+const (
+	BackendHost = "host"
+	BackendCUDA = "cuda"
+)
+
+// DefaultPrefetch is the prefetch depth used when Options.Prefetch is 0.
+const DefaultPrefetch = 4
+
+// Options select the backend and pipeline of a Loader. The zero value reads
+// on the host backend from step 0 with DefaultPrefetch.
+type Options struct {
+	// Backend is "host" (default when empty) or "cuda".
+	Backend string
+	// Device is the CUDA device ordinal (cuda backend only).
+	Device int
+	// Prefetch is how many batches are prepared ahead of the consumer
+	// (default DefaultPrefetch). The ring holds Prefetch+1 batches (at least
+	// 3 pinned host slots on cuda).
+	Prefetch int
+	// StartStep is the first step delivered (resume); 0 <= StartStep <= Steps.
+	StartStep int
+	// VerifyChecksums checks each block's CRC-32C against the batch table as
+	// it is read, failing Next with ErrChecksum on a mismatch.
+	VerifyChecksums bool
+	// PlanFingerprint, if set, must equal the plan fingerprint recorded in
+	// the manifest and in the shard, else Open fails with ErrPlanMismatch.
+	PlanFingerprint string
+	// RegisterMmap (cuda only) registers the mapped shard read-only with the
+	// driver and copies to the device straight from it, skipping the pinned
+	// ring. It pins the whole shard in memory at Open.
+	RegisterMmap bool
+	// MapBlocks (host only) hands out read-only views of the mapped shard
+	// instead of copies in ring buffers. A view faults if the file is
+	// truncated while mapped (SIGBUS); pread reports an error instead.
+	MapBlocks bool
+}
+
+// shard is what the loader uses of a shard file; *shardfmt.Reader has it.
+type shard interface {
+	Provenance() shardfmt.Provenance
+	Tensors() []shardfmt.TensorInfo
+	Geometry() shardfmt.Geometry
+	NumBatches() int
+	Batch(k int) (shardfmt.BatchInfo, error)
+	SampleIDs(k int) ([]uint64, error)
+	Block(k int) ([]byte, error)
+	ReadBlock(k int, dst []byte) error
+	Close() error
+}
+
+// Tensor is one tensor of a batch: a C-contiguous [Count, shape...] array.
+type Tensor struct {
+	Name  string
+	DType shardfmt.DType
+	// Shape is [Count, per-sample shape...].
+	Shape []int64
+	// Strides are C-contiguous strides in elements (DLPack convention), one
+	// per dimension.
+	Strides []int64
+	// Ptr is the address of the first element: host memory on the host
+	// backend, a CUdeviceptr on cuda. Valid until the batch is released.
+	Ptr uintptr
+	// Bytes is the tensor's Count*sample-size bytes (host backend only; nil
+	// on cuda). Valid until the batch is released; do not write to it.
+	Bytes []byte
+}
+
+// Batch is one step's batch. Its memory stays valid until Release (see the
+// package doc for lifetimes).
+type Batch struct {
+	Step  int // index of the batch within the shard (the rank's step)
+	Count int // samples present, real and pad, <= the per-rank batch size
+	Pads  int // trailing pad samples among Count
+	// Device is the CUDA device ordinal holding the tensors, or -1 for host
+	// memory.
+	Device int
+	// SampleIDs holds the global sample id (source row index) of each of the
+	// Count samples.
+	SampleIDs []uint64
+	Tensors   []Tensor
+
+	l        *Loader
+	slot     int
+	released atomic.Bool
+}
+
+// PadFlags returns Count flags, true for the trailing Pads pad samples
+// (repeats filled in by the plan's "pad" remainder policy, to be masked out).
+func (b *Batch) PadFlags() []bool {
+	f := make([]bool, b.Count)
+	for i := b.Count - b.Pads; i < b.Count; i++ {
+		f[i] = true
+	}
+	return f
+}
+
+// Tensor returns the tensor with the given name, or nil.
+func (b *Batch) Tensor(name string) *Tensor {
+	for i := range b.Tensors {
+		if b.Tensors[i].Name == name {
+			return &b.Tensors[i]
+		}
+	}
+	return nil
+}
+
+// Release gives the batch's buffer back to the ring. It is idempotent and
+// safe from any goroutine; after Close it does nothing.
+func (b *Batch) Release() {
+	if b == nil || b.l == nil || !b.released.CompareAndSwap(false, true) {
+		return
+	}
+	b.l.release(b.slot)
+}
+
+// delivery is one batch ready for the consumer: ring slot and step, or the
+// error that stopped the pipeline.
+type delivery struct {
+	step int
+	slot int
+	host []byte  // the block in host memory (host backend), else nil
+	dev  uintptr // the block's device address (cuda backend)
+	err  error
+}
+
+// backend moves blocks from a shard into consumer-visible memory.
+type backend interface {
+	// ring is the number of batch buffers; at most ring batches are held.
+	ring() int
+	// start begins delivering steps [step, NumBatches) in order.
+	start(step int)
+	// next waits for the next delivery of the current run.
+	next() delivery
+	// release returns a slot given out by next.
+	release(slot int)
+	// stop ends the current run and reclaims its undelivered slots.
+	stop()
+	// close stops and frees everything; no slot may be used afterwards.
+	close() error
+	// device is the CUDA ordinal, or -1 for host memory.
+	device() int
+}
+
+// Loader delivers the batches of one (epoch, rank) shard in step order.
+type Loader struct {
+	path  string
+	epoch int
+	rank  int
+	sh    shard
+	geo   shardfmt.Geometry
+	tinfo []shardfmt.TensorInfo
+	be    backend
+	steps int
+
+	step int   // next step Next delivers
+	err  error // sticky pipeline error, cleared by Seek
+	held atomic.Int64
+
+	mu     sync.Mutex // guards closed against Release
+	closed bool
+}
+
+// Open opens the shard of (epoch, rank) in the shard set dir (a directory
+// holding manifest.json) and starts delivering from opts.StartStep.
+//
+// It checks, before mapping anything, that the shard file's size equals the
+// manifest's (a truncated shard fails here, naming expected and actual
+// size, ErrCorrupt), then that the shard's provenance, batch count and tensor table
+// agree with the manifest and opts.PlanFingerprint (ErrPlanMismatch). It
+// returns ErrNoShard when the manifest lists no such shard, and
+// ErrCUDAUnavailable or a *CUDAError when the cuda backend cannot start.
+func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
+	m, err := shardfmt.ReadManifest(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w: %w", ErrNoShard, err)
+		}
+		return nil, &Error{Op: "reading manifest", Path: filepath.Join(dir, shardfmt.ManifestName), Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
+	}
+	var ent *shardfmt.ShardEntry
+	for i := range m.Shards {
+		if m.Shards[i].Epoch == epoch && m.Shards[i].Rank == rank {
+			ent = &m.Shards[i]
+			break
+		}
+	}
+	where := func(path string, err error) error {
+		return &Error{Op: "opening shard", Path: path, Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
+	}
+	if ent == nil {
+		return nil, where(dir, fmt.Errorf("%w: epoch %d rank %d not in %s", ErrNoShard, epoch, rank, shardfmt.ManifestName))
+	}
+	path := filepath.Join(dir, filepath.FromSlash(ent.Path))
+	if opts.PlanFingerprint != "" && opts.PlanFingerprint != m.PlanFingerprint {
+		return nil, where(path, fmt.Errorf("%w: manifest plan fingerprint %s, want %s", ErrPlanMismatch, m.PlanFingerprint, opts.PlanFingerprint))
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w: %w", ErrNoShard, err)
+		}
+		return nil, where(path, err)
+	}
+	if fi.Size() != ent.Size {
+		return nil, where(path, fmt.Errorf("%w: %s: expected size %d bytes (manifest), actual size %d", ErrCorrupt, filepath.Base(path), ent.Size, fi.Size()))
+	}
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		return nil, where(path, err)
+	}
+	p := r.Provenance()
+	var bad string
+	switch {
+	case p.PlanFingerprint != m.PlanFingerprint:
+		bad = fmt.Sprintf("shard plan fingerprint %s, manifest %s", p.PlanFingerprint, m.PlanFingerprint)
+	case int(p.Epoch) != epoch || int(p.Rank) != rank:
+		bad = fmt.Sprintf("shard is epoch %d rank %d", p.Epoch, p.Rank)
+	case r.NumBatches() != ent.Batches:
+		bad = fmt.Sprintf("shard has %d batches, manifest %d", r.NumBatches(), ent.Batches)
+	case len(m.Tensors) > 0 && !sameTensors(r.Tensors(), m.Tensors):
+		bad = "shard tensor table differs from the manifest's"
+	}
+	if bad != "" {
+		r.Close()
+		return nil, where(path, fmt.Errorf("%w: %s", ErrPlanMismatch, bad))
+	}
+	l, err := newLoader(r, path, epoch, rank, opts)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func sameTensors(a, b []shardfmt.TensorInfo) bool {
+	return slices.EqualFunc(a, b, func(x, y shardfmt.TensorInfo) bool {
+		return x.Name == y.Name && x.DType == y.DType && slices.Equal(x.Shape, y.Shape)
+	})
+}
+
+// newLoader starts a backend over an opened shard. On error the caller
+// still owns sh.
+func newLoader(sh shard, path string, epoch, rank int, opts Options) (*Loader, error) {
+	l := &Loader{path: path, epoch: epoch, rank: rank, sh: sh, geo: sh.Geometry(), tinfo: sh.Tensors(), steps: sh.NumBatches()}
+	fail := func(err error) error {
+		return &Error{Op: "starting " + opts.Backend + " backend", Path: path, Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
+	}
+	if opts.StartStep < 0 || opts.StartStep > l.steps {
+		return nil, fail(fmt.Errorf("start step %d outside [0, %d]", opts.StartStep, l.steps))
+	}
+	if opts.Prefetch < 0 {
+		return nil, fail(fmt.Errorf("prefetch %d is negative", opts.Prefetch))
+	}
+	if opts.Prefetch == 0 {
+		opts.Prefetch = DefaultPrefetch
+	}
+	if len(l.geo.SlabOffset) != len(l.tinfo) || len(l.geo.SampleBytes) != len(l.tinfo) {
+		return nil, fail(fmt.Errorf("geometry describes %d tensors, table has %d", len(l.geo.SlabOffset), len(l.tinfo)))
+	}
+	var err error
+	switch opts.Backend {
+	case "", BackendHost:
+		opts.Backend = BackendHost
+		l.be, err = newHostBackend(l, opts)
+	case BackendCUDA:
+		l.be, err = newCUDABackend(l, opts)
+	default:
+		return nil, fail(fmt.Errorf("unknown backend %q (want host or cuda)", opts.Backend))
+	}
+	if err != nil {
+		return nil, fail(err)
+	}
+	l.step = opts.StartStep
+	l.be.start(l.step)
+	return l, nil
+}
+
+// Steps returns the number of batches (steps) in the shard.
+func (l *Loader) Steps() int { return l.steps }
+
+// Ring returns how many batches may be held unreleased at once.
+func (l *Loader) Ring() int { return l.be.ring() }
+
+// Tensors returns the shard's tensor table (name, dtype, per-sample shape).
+func (l *Loader) Tensors() []shardfmt.TensorInfo { return l.tinfo }
+
+// Geometry returns the shard's batch block geometry.
+func (l *Loader) Geometry() shardfmt.Geometry { return l.geo }
+
+// Provenance returns the plan and spec identity recorded in the shard.
+func (l *Loader) Provenance() shardfmt.Provenance { return l.sh.Provenance() }
+
+// Next returns the next batch in step order, io.EOF after the last one,
+// ErrRingFull when every ring buffer is held by an unreleased batch, or the
+// error that stopped the pipeline (sticky until Seek).
+func (l *Loader) Next() (*Batch, error) {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	if l.step >= l.steps {
+		return nil, io.EOF
+	}
+	if l.held.Load() >= int64(l.be.ring()) {
+		return nil, &Error{Op: "next batch", Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: l.step, Offset: -1, Err: fmt.Errorf("%w (ring of %d)", ErrRingFull, l.be.ring())}
+	}
+	d := l.be.next()
+	if d.err == nil && d.step != l.step {
+		d.err = fmt.Errorf("pipeline delivered step %d, want %d", d.step, l.step)
+	}
+	if d.err != nil {
+		l.err = d.err
+		return nil, d.err
+	}
+	b, err := l.batch(d)
+	if err != nil {
+		l.be.release(d.slot)
+		l.err = err
+		return nil, err
+	}
+	l.held.Add(1)
+	l.step++
+	return b, nil
+}
+
+// batch describes delivery d as a Batch.
+func (l *Loader) batch(d delivery) (*Batch, error) {
+	info, err := l.sh.Batch(d.step)
+	if err == nil && (info.Count < 0 || info.Count > l.geo.BatchSize || info.Pads < 0 || info.Pads > info.Count) {
+		err = fmt.Errorf("batch table entry count %d pads %d outside batch size %d", info.Count, info.Pads, l.geo.BatchSize)
+	}
+	var ids []uint64
+	if err == nil {
+		ids, err = l.sh.SampleIDs(d.step)
+	}
+	if err != nil {
+		return nil, &Error{Op: "reading batch table", Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: d.step, Offset: -1, Err: err}
+	}
+	b := &Batch{Step: d.step, Count: info.Count, Pads: info.Pads, Device: l.be.device(), SampleIDs: ids, l: l, slot: d.slot}
+	b.Tensors = make([]Tensor, len(l.tinfo))
+	for i, ti := range l.tinfo {
+		off := l.geo.SlabOffset[i]
+		n := uint64(info.Count) * l.geo.SampleBytes[i]
+		t := Tensor{Name: ti.Name, DType: ti.DType}
+		t.Shape = make([]int64, 1+len(ti.Shape))
+		t.Strides = make([]int64, len(t.Shape))
+		t.Shape[0] = int64(info.Count)
+		for j, s := range ti.Shape {
+			t.Shape[j+1] = int64(s)
+		}
+		stride := int64(1)
+		for j := len(t.Shape) - 1; j >= 0; j-- {
+			t.Strides[j] = stride
+			stride *= t.Shape[j]
+		}
+		if d.host != nil {
+			t.Bytes = d.host[off : off+n : off+n]
+			t.Ptr = addr(d.host) + uintptr(off)
+		} else {
+			t.Ptr = d.dev + uintptr(off)
+		}
+		b.Tensors[i] = t
+	}
+	return b, nil
+}
+
+// release is Batch.Release's half on the loader side.
+func (l *Loader) release(slot int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.held.Add(-1)
+	l.be.release(slot)
+}
+
+// Seek makes step the next one Next delivers (0 <= step <= Steps), dropping
+// batches prepared ahead and clearing a sticky error. Batches already
+// returned stay valid until released.
+func (l *Loader) Seek(step int) error {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if step < 0 || step > l.steps {
+		return &Error{Op: "seeking", Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: step, Offset: -1, Err: fmt.Errorf("step outside [0, %d]", l.steps)}
+	}
+	l.be.stop()
+	l.err = nil
+	l.step = step
+	l.be.start(step)
+	return nil
+}
+
+// Close stops the pipeline, frees every buffer (host, pinned and device) and
+// unmaps the shard. All batches become invalid. Close is idempotent.
+func (l *Loader) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	err := l.be.close()
+	if e := l.sh.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// Size returns the tensor's size in bytes (product of Shape times the dtype
+// size).
+func (t *Tensor) Size() int64 {
+	n := int64(t.DType.Size())
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// CopyToHost copies tensor t of a batch that is not yet released into
+// dst[:t.Size()]: a device-to-host copy on the cuda backend, a plain copy on
+// host. It is for checks and debugging, not the training hot path.
+func (l *Loader) CopyToHost(dst []byte, t *Tensor) error {
+	n := t.Size()
+	if int64(len(dst)) < n {
+		return fmt.Errorf("copying %s to host: buffer of %d bytes, tensor is %d", t.Name, len(dst), n)
+	}
+	if t.Bytes != nil || n == 0 {
+		copy(dst, t.Bytes)
+		return nil
+	}
+	c, ok := l.be.(*cudaBackend)
+	if !ok {
+		return fmt.Errorf("copying %s to host: tensor has no host bytes", t.Name)
+	}
+	return c.copyToHost(dst[:n], t.Ptr)
+}

@@ -1,0 +1,372 @@
+package gpuload
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/gpuload/internal/testshards"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// small is the shard set most tests read: 2 epochs x 2 ranks, 5 steps of 4
+// samples, the last with 3 samples of which 1 is a pad.
+var small = testshards.Config{Epochs: 2, Ranks: 2, BatchSize: 4, Steps: 5, LastCount: 3, Pads: 1}
+
+func writeSet(t testing.TB, c testshards.Config) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := testshards.Write(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkBatch asserts that b is step k of shard (epoch, rank) of set c, byte
+// for byte, reading tensors through l.CopyToHost (so it works on cuda too).
+func checkBatch(t *testing.T, l *Loader, c testshards.Config, epoch, rank, k int, b *Batch) {
+	t.Helper()
+	if b.Step != k || b.Count != c.Count(k) || b.Pads != c.Pad(k) {
+		t.Fatalf("step %d: got Step %d Count %d Pads %d, want %d %d %d", k, b.Step, b.Count, b.Pads, k, c.Count(k), c.Pad(k))
+	}
+	ids := c.IDs(epoch, rank, k)
+	if !slices.Equal(b.SampleIDs, ids) {
+		t.Fatalf("step %d: SampleIDs %v, want %v", k, b.SampleIDs, ids)
+	}
+	flags := b.PadFlags()
+	for j, f := range flags {
+		if f != (j >= c.Count(k)-c.Pad(k)) {
+			t.Fatalf("step %d: PadFlags %v with %d pads", k, flags, c.Pad(k))
+		}
+	}
+	if len(b.Tensors) != len(testshards.Tensors) {
+		t.Fatalf("step %d: %d tensors, want %d", k, len(b.Tensors), len(testshards.Tensors))
+	}
+	for ti, info := range testshards.Tensors {
+		tn := &b.Tensors[ti]
+		wantShape := []int64{int64(c.Count(k))}
+		for _, d := range info.Shape {
+			wantShape = append(wantShape, int64(d))
+		}
+		if tn.Name != info.Name || tn.DType != info.DType || !slices.Equal(tn.Shape, wantShape) {
+			t.Fatalf("step %d tensor %d: %s %v %v, want %s %v %v", k, ti, tn.Name, tn.DType, tn.Shape, info.Name, info.DType, wantShape)
+		}
+		var want []byte
+		for _, id := range ids {
+			want = append(want, testshards.Sample(ti, id)...)
+		}
+		got := make([]byte, tn.Size())
+		if err := l.CopyToHost(got, tn); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("step %d tensor %s: bytes differ\n got %x\nwant %x", k, tn.Name, got, want)
+		}
+	}
+}
+
+func TestHostDeliversEveryBatchInOrder(t *testing.T) {
+	dir := writeSet(t, small)
+	for _, o := range []Options{
+		{},
+		{VerifyChecksums: true, Prefetch: 1},
+		{MapBlocks: true},
+		{MapBlocks: true, VerifyChecksums: true, Prefetch: 7},
+	} {
+		t.Run(fmt.Sprintf("map=%v,verify=%v,prefetch=%d", o.MapBlocks, o.VerifyChecksums, o.Prefetch), func(t *testing.T) {
+			l, err := Open(dir, 1, 1, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if l.Steps() != small.Steps {
+				t.Fatalf("Steps() = %d, want %d", l.Steps(), small.Steps)
+			}
+			for k := range small.Steps {
+				b, err := l.Next()
+				if err != nil {
+					t.Fatalf("Next at step %d: %v", k, err)
+				}
+				if b.Device != -1 {
+					t.Fatalf("host batch Device = %d, want -1", b.Device)
+				}
+				checkBatch(t, l, small, 1, 1, k, b)
+				b.Release()
+				b.Release() // idempotent
+			}
+			for range 2 {
+				if b, err := l.Next(); err != io.EOF {
+					t.Fatalf("Next after the last step = %v, %v; want io.EOF", b, err)
+				}
+			}
+		})
+	}
+}
+
+func TestHostTensorLayout(t *testing.T) {
+	dir := writeSet(t, small)
+	l, err := Open(dir, 0, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b, err := l.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := b.Tensor("x")
+	if x == nil || !slices.Equal(x.Strides, []int64{3, 1}) || x.Size() != 48 {
+		t.Fatalf("x = %+v, want strides [3 1] and 48 bytes", x)
+	}
+	if y := b.Tensor("y"); !slices.Equal(y.Shape, []int64{4}) || !slices.Equal(y.Strides, []int64{1}) {
+		t.Fatalf("y shape %v strides %v, want [4] [1]", y.Shape, y.Strides)
+	}
+	geo := l.Geometry()
+	for i := range b.Tensors {
+		tn := &b.Tensors[i]
+		if tn.Ptr != addr(tn.Bytes) {
+			t.Errorf("%s: Ptr %#x is not the address of Bytes %#x", tn.Name, tn.Ptr, addr(tn.Bytes))
+		}
+		if d := tn.Ptr - b.Tensors[0].Ptr; uint64(d) != geo.SlabOffset[i]-geo.SlabOffset[0] {
+			t.Errorf("%s: slab at +%d, geometry says +%d", tn.Name, d, geo.SlabOffset[i]-geo.SlabOffset[0])
+		}
+	}
+	if b.Tensors[0].Ptr%4096 != 0 {
+		t.Errorf("first slab at %#x, want a page-aligned ring buffer", b.Tensors[0].Ptr)
+	}
+	if b.Tensor("nope") != nil {
+		t.Error("Tensor(unknown name) != nil")
+	}
+}
+
+func TestResumeAndSeek(t *testing.T) {
+	dir := writeSet(t, small)
+	l, err := Open(dir, 0, 1, Options{StartStep: 3, Prefetch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b, err := l.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBatch(t, l, small, 0, 1, 3, b)
+	// A batch held across Seek stays valid until released.
+	if err := l.Seek(1); err != nil {
+		t.Fatal(err)
+	}
+	for k := 1; k < small.Steps; k++ {
+		nb, err := l.Next()
+		if err != nil {
+			t.Fatalf("Next at step %d after Seek(1): %v", k, err)
+		}
+		checkBatch(t, l, small, 0, 1, k, nb)
+		nb.Release()
+	}
+	checkBatch(t, l, small, 0, 1, 3, b)
+	b.Release()
+	if err := l.Seek(small.Steps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Next(); err != io.EOF {
+		t.Fatalf("Next after Seek(Steps) = %v, want io.EOF", err)
+	}
+	if err := l.Seek(small.Steps + 1); err == nil {
+		t.Fatal("Seek past the end succeeded")
+	}
+	if _, err := Open(dir, 0, 1, Options{StartStep: -1}); err == nil {
+		t.Fatal("Open with StartStep -1 succeeded")
+	}
+}
+
+func TestHeldBatchesStayIntactAndBoundTheRing(t *testing.T) {
+	dir := writeSet(t, small)
+	l, err := Open(dir, 1, 0, Options{Prefetch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Ring() != 3 {
+		t.Fatalf("Ring() = %d with Prefetch 2, want 3", l.Ring())
+	}
+	var held []*Batch
+	for range l.Ring() {
+		b, err := l.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, b)
+	}
+	_, err = l.Next()
+	if !errors.Is(err, ErrRingFull) {
+		t.Fatalf("Next with the whole ring held = %v, want ErrRingFull", err)
+	}
+	held[1].Release()
+	b, err := l.Next()
+	if err != nil {
+		t.Fatalf("Next after a release: %v", err)
+	}
+	checkBatch(t, l, small, 1, 0, 3, b)
+	checkBatch(t, l, small, 1, 0, 0, held[0])
+	checkBatch(t, l, small, 1, 0, 2, held[2])
+}
+
+func TestCloseInvalidatesBatches(t *testing.T) {
+	dir := writeSet(t, small)
+	l, err := Open(dir, 0, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.Release() // no-op after Close
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := l.Next(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after Close = %v, want ErrClosed", err)
+	}
+	if err := l.Seek(0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Seek after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := writeSet(t, small)
+	shard := filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(1, 0)))
+	cases := []struct {
+		name    string
+		dir     string
+		epoch   int
+		opts    Options
+		damage  func(t *testing.T)
+		want    error
+		mention []string
+	}{
+		{name: "no manifest", dir: t.TempDir(), want: ErrNoShard, mention: []string{"manifest.json"}},
+		{name: "epoch not in manifest", dir: dir, epoch: 2, want: ErrNoShard, mention: []string{"epoch 2 rank 0"}},
+		{name: "other plan", dir: dir, opts: Options{PlanFingerprint: "plan:other"}, want: ErrPlanMismatch, mention: []string{"plan:other", testshards.PlanFingerprint}},
+		{name: "unknown backend", dir: dir, opts: Options{Backend: "tpu"}, mention: []string{`"tpu"`}},
+		{name: "negative prefetch", dir: dir, opts: Options{Prefetch: -1}, mention: []string{"prefetch -1"}},
+		{name: "truncated shard", dir: dir, epoch: 1, damage: func(t *testing.T) {
+			fi, err := os.Stat(shard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(shard, fi.Size()-4096); err != nil {
+				t.Fatal(err)
+			}
+		}, want: ErrCorrupt, mention: []string{"rank-00000.shard", "expected size", "actual size"}},
+		{name: "missing shard", dir: dir, epoch: 1, damage: func(t *testing.T) {
+			if err := os.Remove(shard); err != nil {
+				t.Fatal(err)
+			}
+		}, want: ErrNoShard, mention: []string{"rank-00000.shard"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.damage != nil {
+				c.damage(t)
+			}
+			l, err := Open(c.dir, c.epoch, 0, c.opts)
+			if err == nil {
+				l.Close()
+				t.Fatal("Open succeeded")
+			}
+			if c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("error %v, want %v", err, c.want)
+			}
+			for _, s := range c.mention {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// flipBlockByte flips one byte inside batch k's block of a shard file,
+// keeping its size, and returns the byte's file offset.
+func flipBlockByte(t *testing.T, path string, k int) int64 {
+	t.Helper()
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := r.Batch(k)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(info.Offset) + 5
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := f.WriteAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+func TestChecksumMismatchSurfacesAtItsStep(t *testing.T) {
+	dir := writeSet(t, small)
+	flipBlockByte(t, filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 1))), 2)
+	for _, mapBlocks := range []bool{false, true} {
+		l, err := Open(dir, 0, 1, Options{VerifyChecksums: true, MapBlocks: mapBlocks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 2 {
+			b, err := l.Next()
+			if err != nil {
+				t.Fatalf("step %d: %v", k, err)
+			}
+			b.Release()
+		}
+		_, err = l.Next()
+		var le *Error
+		if !errors.Is(err, ErrChecksum) || !errors.As(err, &le) || le.Step != 2 || le.Offset <= 0 || !strings.Contains(err.Error(), "rank-00001.shard step 2") {
+			t.Fatalf("Next at the damaged step = %v, want ErrChecksum located at step 2", err)
+		}
+		if _, err2 := l.Next(); !errors.Is(err2, ErrChecksum) {
+			t.Fatalf("error not sticky: %v", err2)
+		}
+		// Seek clears the error; a later good step reads fine.
+		if err := l.Seek(3); err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Next()
+		if err != nil {
+			t.Fatalf("after Seek past the damage: %v", err)
+		}
+		checkBatch(t, l, small, 0, 1, 3, b)
+		l.Close()
+	}
+	// Without verification the damaged block is delivered as is.
+	l, err := Open(dir, 0, 1, Options{StartStep: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Next(); err != nil {
+		t.Fatalf("unverified read of the damaged step: %v", err)
+	}
+}

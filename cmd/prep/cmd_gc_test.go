@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/internal/launcher"
+	"github.com/prepml/prep/internal/metrics"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// fakeSet writes a manifest and one small file per (epoch, rank); gc does not
+// open shards, so their bytes do not matter.
+func fakeSet(t *testing.T, epochs, ranks int) string {
+	t.Helper()
+	dir := t.TempDir()
+	m := &shardfmt.Manifest{PlanFingerprint: "sha256:p"}
+	for e := 0; e < epochs; e++ {
+		for r := 0; r < ranks; r++ {
+			rel := shardfmt.ShardFileName(e, r)
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, make([]byte, 10), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m.Shards = append(m.Shards, shardfmt.ShardEntry{Path: rel, Epoch: e, Rank: r, Size: 10, Digest: "sha256:0"})
+		}
+	}
+	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func runPrep(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestGCCommand(t *testing.T) {
+	dir := fakeSet(t, 3, 2)
+	prom := filepath.Join(t.TempDir(), "prep.prom")
+	code, out, errOut := runPrep("gc", dir, "--keep-from-epoch", "2", "--metrics-file", prom)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "removed epoch-00000/rank-00000.shard\n" +
+		"removed epoch-00000/rank-00001.shard\n" +
+		"removed epoch-00001/rank-00000.shard\n" +
+		"removed epoch-00001/rank-00001.shard\n" +
+		"removed epoch-00000/\n" +
+		"removed epoch-00001/\n" +
+		"removed 4 files, 40 bytes; 2 shards kept (epochs 2)\n"
+	if out != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
+	}
+	f, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ss, err := metrics.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, s := range ss {
+		if s.Command != "gc" || s.Output != dir {
+			t.Fatalf("labels %+v", s)
+		}
+		got[s.Name] = s.Value
+	}
+	if got[metrics.RunsTotal] != 1 || got[metrics.LastRunSuccess] != 1 || got[metrics.ErrorsTotal] != 0 || got[metrics.LastSuccessTimestamp] == 0 {
+		t.Fatalf("metrics %v", got)
+	}
+}
+
+func TestGCCommandJSONDryRun(t *testing.T) {
+	dir := fakeSet(t, 2, 1)
+	code, out, errOut := runPrep("gc", dir, "--keep-from-epoch", "1", "--dry-run", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		DryRun  bool `json:"dry_run"`
+		Removed []struct {
+			Path   string `json:"path"`
+			Listed bool   `json:"listed"`
+		} `json:"removed"`
+		RemovedDirs []string `json:"removed_dirs"`
+		FreedBytes  int64    `json:"freed_bytes"`
+		KeptEpochs  []int    `json:"kept_epochs"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !res.DryRun || len(res.Removed) != 1 || res.Removed[0].Path != "epoch-00000/rank-00000.shard" || !res.Removed[0].Listed ||
+		!reflect.DeepEqual(res.RemovedDirs, []string{"epoch-00000"}) || res.FreedBytes != 10 || !reflect.DeepEqual(res.KeptEpochs, []int{1}) {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "epoch-00000", "rank-00000.shard")); err != nil {
+		t.Fatalf("dry run deleted a shard: %v", err)
+	}
+}
+
+func TestGCCommandLockedExits3(t *testing.T) {
+	dir := fakeSet(t, 2, 1)
+	release, err := lockOutputDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	code, _, errOut := runPrep("gc", dir, "--keep-from-epoch", "1")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3: %s", code, errOut)
+	}
+	host, _ := os.Hostname()
+	if !strings.Contains(errOut, "is locked by another prep run (pid "+itoa(os.Getpid())+" host "+host+")") {
+		t.Fatalf("stderr does not name the holder: %s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "epoch-00000", "rank-00000.shard")); err != nil {
+		t.Fatalf("locked gc deleted a shard: %v", err)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestGCCommandUsage(t *testing.T) {
+	dir := fakeSet(t, 1, 1)
+	if code, _, _ := runPrep("gc", dir); code != 2 {
+		t.Errorf("missing --keep-from-epoch: exit %d, want 2", code)
+	}
+	if code, _, _ := runPrep("gc", "--keep-from-epoch", "1"); code != 2 {
+		t.Errorf("missing OUT: exit %d, want 2", code)
+	}
+	if code, _, errOut := runPrep("gc", t.TempDir(), "--keep-from-epoch", "1"); code != 1 || !strings.Contains(errOut, "no manifest") {
+		t.Errorf("not a shard set: exit %d, %s", code, errOut)
+	}
+}
+
+func TestResolveRanks(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	slurmArray := env(map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "1"})
+	tests := []struct {
+		name  string
+		spec  string
+		world int
+		env   func(string) string
+		o     opsOptions
+		want  []int
+		usage bool  // exit 2
+		err   error // wrapped sentinel for a run failure
+	}{
+		{name: "all", spec: "all", world: 3, want: []int{0, 1, 2}},
+		{name: "empty", spec: "", world: 2, want: []int{0, 1}},
+		{name: "list", spec: "3,0-1", world: 4, want: []int{0, 1, 3}},
+		{name: "list out of range", spec: "4", world: 4, usage: true},
+		{name: "auto slurm array", spec: "auto", world: 8, env: slurmArray, o: opsOptions{ranksPerNode: 4}, want: []int{4, 5, 6, 7}},
+		{name: "auto disagrees with plan", spec: "auto", world: 4, env: slurmArray, o: opsOptions{ranksPerNode: 4}, err: launcher.ErrPlanMismatch},
+		{name: "auto forced kubernetes", spec: "auto", world: 8, env: env(map[string]string{"RANK": "0", "WORLD_SIZE": "1", "JOB_COMPLETION_INDEX": "1"}),
+			o: opsOptions{launcher: "kubernetes", ranksPerNode: 2}, want: []int{2, 3}},
+		{name: "auto no launcher", spec: "auto", world: 8, env: env(nil), err: launcher.ErrNoLauncher},
+		{name: "bad launcher name", spec: "auto", world: 8, env: env(nil), o: opsOptions{launcher: "mpi"}, usage: true},
+		{name: "ranks per node without auto", spec: "0", world: 8, o: opsOptions{ranksPerNode: 2}, usage: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.o.launcher == "" {
+				tc.o.launcher = "auto"
+			}
+			got, err := resolveRanks(tc.spec, tc.world, tc.env, &tc.o)
+			var ue usageError
+			switch {
+			case tc.usage:
+				if !errors.As(err, &ue) {
+					t.Fatalf("err = %v, want a usage error", err)
+				}
+			case tc.err != nil:
+				if !errors.Is(err, tc.err) || errors.As(err, &ue) {
+					t.Fatalf("err = %v, want %v (not usage)", err, tc.err)
+				}
+			default:
+				if err != nil || !reflect.DeepEqual(got, tc.want) {
+					t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package main
+
+// Operations helpers shared by convert and gc: rank selection from a
+// launcher's variables (--ranks auto, --ranks-per-node, --launcher) and the
+// Prometheus textfile metrics (--metrics-file).
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prepml/prep/internal/launcher"
+	"github.com/prepml/prep/internal/metrics"
+)
+
+// opsOptions are the operations flags a command adds with addOpsFlags.
+type opsOptions struct {
+	ranksPerNode int
+	launcher     string
+	perProcess   bool
+	metricsFile  string
+}
+
+// addRankFlags registers --ranks-per-node, --launcher and --per-process, the
+// companions of --ranks auto.
+func addRankFlags(cmd *cobra.Command, o *opsOptions) {
+	f := cmd.Flags()
+	f.IntVar(&o.ranksPerNode, "ranks-per-node", 0, "with --ranks auto: training ranks per node, for launchers that start prep once per node (Slurm job array, Kubernetes Indexed Job, srun/torchrun with one task per node)")
+	f.StringVar(&o.launcher, "launcher", "auto", "with --ranks auto: read the variables of this launcher: auto, torchrun, slurm or kubernetes")
+	f.BoolVar(&o.perProcess, "per-process", false, "with --ranks auto: take only this process's own rank instead of its node's ranks")
+}
+
+// addMetricsFlag registers --metrics-file.
+func addMetricsFlag(cmd *cobra.Command, o *opsOptions) {
+	cmd.Flags().StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus text metrics of this run to PATH atomically (for node_exporter's textfile collector; name it *.prom)")
+}
+
+// resolveRanks turns a --ranks value into this node's ranks for a plan of
+// worldSize ranks: "" or "all" gives every rank, "auto" asks the launcher
+// (see internal/launcher for the rules), anything else is a list such as
+// "0,2,4-7". A malformed value is a usage error (exit 2); launcher variables
+// that are missing, inconsistent or disagree with the plan fail the run
+// (exit 1) with a message naming the variables and their values.
+func resolveRanks(spec string, worldSize int, env func(string) string, o *opsOptions) ([]int, error) {
+	if o == nil {
+		o = &opsOptions{}
+	}
+	if spec != "auto" && (o.ranksPerNode != 0 || o.perProcess || (o.launcher != "" && o.launcher != "auto")) {
+		return nil, usagef("--ranks-per-node, --per-process and --launcher apply only to --ranks auto")
+	}
+	switch spec {
+	case "", "all":
+		out := make([]int, worldSize)
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	case "auto":
+		kind := launcher.Kind(o.launcher)
+		switch kind {
+		case "auto":
+			kind = launcher.Auto
+		case launcher.Auto, launcher.Torchrun, launcher.Slurm, launcher.Kubernetes:
+		default:
+			return nil, usagef("--launcher must be auto, torchrun, slurm or kubernetes, not %q", o.launcher)
+		}
+		if o.ranksPerNode < 0 {
+			return nil, usagef("--ranks-per-node must be positive, not %d", o.ranksPerNode)
+		}
+		if o.perProcess && o.ranksPerNode > 0 {
+			return nil, usagef("--per-process and --ranks-per-node are exclusive")
+		}
+		r, err := launcher.Detect(env, launcher.Options{Launcher: kind, RanksPerNode: o.ranksPerNode, PerProcess: o.perProcess, PlanWorldSize: worldSize})
+		if err != nil {
+			return nil, fmt.Errorf("--ranks auto: %w", err)
+		}
+		return r.Ranks, nil
+	}
+	r, err := launcher.ParseList(spec, worldSize)
+	if err != nil {
+		return nil, usagef("--ranks: %v", err)
+	}
+	return r, nil
+}
+
+// runSummary is what a command reports to the metrics file.
+type runSummary struct {
+	Rows          int64
+	Bytes         int64
+	ShardsWritten int64
+	ShardsSkipped int64
+}
+
+// writeMetrics records a finished run in o.metricsFile (nothing when unset).
+// runErr is the command's result: nil counts as a success. A failure to
+// write the metrics is logged, never turned into the command's error, so
+// monitoring cannot fail a good run.
+func writeMetrics(g *globalOptions, o *opsOptions, command, output string, start time.Time, s runSummary, runErr error) {
+	if o == nil || o.metricsFile == "" {
+		return
+	}
+	end := time.Now()
+	err := metrics.WriteFile(o.metricsFile, metrics.Run{
+		Command: command, Output: output,
+		Rows: s.Rows, Bytes: s.Bytes, ShardsWritten: s.ShardsWritten, ShardsSkipped: s.ShardsSkipped,
+		Duration: end.Sub(start), End: end, Success: runErr == nil,
+	})
+	if err != nil && g.log != nil {
+		g.log.Warn("metrics not written", "path", o.metricsFile, "err", err.Error())
+	}
+}
+
+// getenv is the environment read by --ranks auto; tests replace it.
+var getenv = os.Getenv
+
+// formatRankList renders ascending integers compactly: [0 1 2 5] is "0-2,5".
+func formatRankList(r []int) string { return launcher.FormatList(r) }

@@ -1,0 +1,730 @@
+package pqread
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// ReadColumn decodes the column chunk of col in row group rowGroup. col must
+// come from this File (Columns or Lookup); a ColumnInfo of another file with
+// a different schema is rejected rather than read by index.
+//
+// Checks made while decoding, each failing with an *Error that names the
+// file, column, row group and, where known, page, row and file offset:
+// column chunk size against Limits.MaxChunkBytes; each page header parses
+// and its sizes fit the chunk and Limits.MaxPageBytes; page CRCs when
+// present; decompressed sizes exactly as declared; levels within their
+// maximum; values present for every non-null slot and no bytes left over;
+// dictionary indices in range; BYTE_ARRAY lengths within
+// Limits.MaxValueBytes (naming the row); the rows decoded equal the row
+// group's row count. ReadColumn is safe for concurrent use.
+func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
+	base := Error{File: f.path, Column: col.Name, RowGroup: rowGroup, Page: -1, Row: -1, Offset: -1}
+	fail := func(err error) (*Column, error) {
+		e := base
+		e.Err = err
+		return nil, &e
+	}
+	if rowGroup < 0 || rowGroup >= len(f.meta.RowGroups) {
+		base.RowGroup = -1
+		return fail(fmt.Errorf("row group %d out of range [0, %d)", rowGroup, len(f.meta.RowGroups)))
+	}
+	if col.Index < 0 || col.Index >= len(f.leaves) || !equalStrings(f.leaves[col.Index].info.Path, col.Path) {
+		return fail(fmt.Errorf("%w: column is not leaf %d of this file's schema", ErrNotFound, col.Index))
+	}
+	l := f.leaves[col.Index]
+	if l.unsupported != nil {
+		return fail(l.unsupported)
+	}
+	rg := &f.meta.RowGroups[rowGroup]
+	cc := &rg.Columns[col.Index]
+	if cc.FilePath != "" {
+		return fail(unsupportedf("column chunk stored in another file (%q)", cc.FilePath))
+	}
+	if cc.CryptoMetadata.Value != nil || len(cc.EncryptedColumnMetadata) > 0 {
+		return fail(unsupportedf("encrypted column chunk"))
+	}
+	md := &cc.MetaData
+	start, n := chunkRange(md)
+	base.Offset = start
+	if n > f.lim.MaxChunkBytes {
+		return fail(limitf("column chunk of %d bytes exceeds the limit of %d", n, f.lim.MaxChunkBytes))
+	}
+	fd, err := f.handle()
+	if err != nil {
+		return fail(err)
+	}
+	buf := make([]byte, n)
+	if _, err := fd.ReadAt(buf, start); err != nil && !(err == io.EOF) {
+		return fail(fmt.Errorf("reading column chunk: %w", err))
+	}
+	r := &chunkReader{
+		f: f, l: l, md: md, rgRows: rg.NumRows, start: start, codec: md.Codec,
+		maxDef: l.info.MaxDef, maxRep: l.info.MaxRep,
+	}
+	r.page = -1
+	defer func() {
+		if p := recover(); p != nil {
+			e := base
+			e.Page, e.Offset = r.page, r.pageOff
+			e.Err = corruptf("panic while decoding: %v", p)
+			c, err = nil, &e
+		}
+	}()
+	if err := r.read(buf); err != nil {
+		e := base
+		e.Page, e.Offset = r.page, r.pageOff
+		var re *rowError
+		if errors.As(err, &re) {
+			e.Row = re.row
+		}
+		e.Err = err
+		return nil, &e
+	}
+	c, err = r.assemble()
+	if err != nil {
+		e := base
+		var re *rowError
+		if errors.As(err, &re) {
+			e.Row = re.row
+		}
+		e.Err = err
+		return nil, &e
+	}
+	return c, nil
+}
+
+// chunkReader decodes the pages of one column chunk.
+type chunkReader struct {
+	f      *File
+	l      *leaf
+	md     *format.ColumnMetaData
+	rgRows int64
+	start  int64
+	codec  format.CompressionCodec
+	maxDef int
+	maxRep int
+
+	page    int   // index of the page being decoded (-1 before the first)
+	pageOff int64 // file offset of its header
+
+	entries int64   // level entries (value slots incl. nulls and empty lists) so far
+	defs    []uint8 // chunk-wide definition levels (nil when maxDef == 0)
+	reps    []uint8 // chunk-wide repetition levels (nil when maxRep == 0)
+	vals    *values // non-null values, in order
+	dict    *values // dictionary page values, nil until one is read
+
+	out   []byte   // decompression buffer, reused per page
+	idx   []uint32 // dictionary indices, reused per page
+	lens  []int64  // delta lengths, reused per page
+	lens2 []int64
+}
+
+var thriftProto thrift.CompactProtocol
+
+func (r *chunkReader) read(buf []byte) error {
+	lim := r.f.lim
+	hint := r.md.NumValues
+	if r.maxRep == 0 && hint > r.rgRows {
+		hint = r.rgRows
+	}
+	hint = max(0, min(hint, 1<<24))
+	r.vals = newValues(r.l.info.Kind, r.l.width, int(hint))
+	if r.maxDef > 0 {
+		r.defs = make([]uint8, 0, hint)
+	}
+	if r.maxRep > 0 {
+		r.reps = make([]uint8, 0, hint)
+	}
+	hr := thriftProto.NewReaderFromBytes(nil)
+	dec := thrift.NewDecoder(hr)
+	pos := 0
+	for pos < len(buf) && r.entries < r.md.NumValues {
+		r.page++
+		r.pageOff = r.start + int64(pos)
+		var h format.PageHeader
+		hr.ResetBytes(buf[pos:])
+		if err := dec.Decode(&h); err != nil {
+			return corruptf("page header: %v", err)
+		}
+		pos += hr.BytesRead()
+		cs, us := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
+		if cs < 0 || us < 0 {
+			return corruptf("negative page size (compressed %d, uncompressed %d)", cs, us)
+		}
+		if cs > lim.MaxPageBytes || us > lim.MaxPageBytes {
+			return limitf("page of %d bytes (%d compressed) exceeds the limit of %d", us, cs, lim.MaxPageBytes)
+		}
+		if cs > int64(len(buf)-pos) {
+			return corruptf("page of %d compressed bytes overruns the column chunk (%d bytes left)", cs, len(buf)-pos)
+		}
+		body := buf[pos : pos+int(cs)]
+		pos += int(cs)
+		if h.CRC != 0 && int32(crc32.ChecksumIEEE(body)) != h.CRC {
+			return corruptf("page checksum mismatch: computed %08x, header says %08x", crc32.ChecksumIEEE(body), uint32(h.CRC))
+		}
+		var err error
+		switch h.Type {
+		case format.DictionaryPage:
+			err = r.dictionaryPage(&h, body, int(us))
+		case format.DataPage:
+			err = r.dataPageV1(&h, body, int(us))
+		case format.DataPageV2:
+			err = r.dataPageV2(&h, body, int(us))
+		default:
+			// Index pages and unknown page types carry no values.
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *chunkReader) checkCount(n int32) error {
+	if n < 0 || int64(n) > r.f.lim.MaxPageBytes {
+		return limitf("page declares %d values, above the limit of %d", n, r.f.lim.MaxPageBytes)
+	}
+	return nil
+}
+
+func (r *chunkReader) dictionaryPage(h *format.PageHeader, body []byte, us int) error {
+	dh, ok := h.DictionaryPageHeader.Get()
+	if !ok {
+		return corruptf("dictionary page without a dictionary page header")
+	}
+	if r.dict != nil {
+		return corruptf("second dictionary page in one column chunk")
+	}
+	if err := r.checkCount(dh.NumValues); err != nil {
+		return err
+	}
+	if dh.Encoding != format.Plain && dh.Encoding != format.PlainDictionary {
+		return unsupportedf("unsupported dictionary page encoding %s", dh.Encoding)
+	}
+	raw, err := decompress(r.codec, &r.out, body, us)
+	if err != nil {
+		return err
+	}
+	d := newValues(r.vals.kind, r.vals.width, int(dh.NumValues))
+	if err := r.plain(d, raw, int(dh.NumValues)); err != nil {
+		return fmt.Errorf("dictionary: %w", err)
+	}
+	r.dict = d
+	return nil
+}
+
+// levels decodes n levels with maximum max from src in the given encoding
+// (V1: RLE with a 4-byte length prefix, or BIT_PACKED), appends them to
+// *dst and returns the bytes used.
+func (r *chunkReader) levelsV1(dst *[]uint8, src []byte, enc format.Encoding, max, n int, what string) (int, error) {
+	start := len(*dst)
+	*dst = grow(*dst, n)
+	out := (*dst)[start:]
+	bw := bitWidth(max)
+	var used int
+	switch enc {
+	case format.RLE:
+		if len(src) < 4 {
+			return 0, corruptf("%s levels: %d bytes, need a 4-byte length", what, len(src))
+		}
+		ln := int64(binary.LittleEndian.Uint32(src))
+		if ln > int64(len(src)-4) {
+			return 0, corruptf("%s levels: length %d exceeds the %d bytes left", what, ln, len(src)-4)
+		}
+		if _, err := decodeHybrid(out, src[4:4+ln], bw); err != nil {
+			return 0, corruptf("%s levels: %v", what, err)
+		}
+		used = 4 + int(ln)
+	case format.BitPacked:
+		u, err := decodeBitPackedLevels(out, src, bw)
+		if err != nil {
+			return 0, corruptf("%s levels: %v", what, err)
+		}
+		used = u
+	default:
+		return 0, unsupportedf("unsupported %s level encoding %s", what, enc)
+	}
+	return used, checkLevels(out, max, what)
+}
+
+func checkLevels(lv []uint8, max int, what string) error {
+	for i, v := range lv {
+		if int(v) > max {
+			return corruptf("%s level %d at entry %d exceeds the maximum %d", what, v, i, max)
+		}
+	}
+	return nil
+}
+
+func (r *chunkReader) dataPageV1(h *format.PageHeader, body []byte, us int) error {
+	dh, ok := h.DataPageHeader.Get()
+	if !ok {
+		return corruptf("data page without a data page header")
+	}
+	if err := r.checkCount(dh.NumValues); err != nil {
+		return err
+	}
+	n := int(dh.NumValues)
+	raw, err := decompress(r.codec, &r.out, body, us)
+	if err != nil {
+		return err
+	}
+	p := 0
+	if r.maxRep > 0 {
+		u, err := r.levelsV1(&r.reps, raw, dh.RepetitionLevelEncoding, r.maxRep, n, "repetition")
+		if err != nil {
+			return err
+		}
+		p += u
+	}
+	if r.maxDef > 0 {
+		u, err := r.levelsV1(&r.defs, raw[p:], dh.DefinitionLevelEncoding, r.maxDef, n, "definition")
+		if err != nil {
+			return err
+		}
+		p += u
+	}
+	return r.pageValues(dh.Encoding, raw[p:], n)
+}
+
+func (r *chunkReader) dataPageV2(h *format.PageHeader, body []byte, us int) error {
+	dh, ok := h.DataPageHeaderV2.Get()
+	if !ok {
+		return corruptf("data page v2 without a data page v2 header")
+	}
+	if err := r.checkCount(dh.NumValues); err != nil {
+		return err
+	}
+	n := int(dh.NumValues)
+	rl, dl := int(dh.RepetitionLevelsByteLength), int(dh.DefinitionLevelsByteLength)
+	if rl < 0 || dl < 0 || rl > len(body) || dl > len(body)-rl || rl+dl > us {
+		return corruptf("level lengths %d+%d do not fit a page of %d bytes", rl, dl, len(body))
+	}
+	if r.maxRep > 0 {
+		start := len(r.reps)
+		r.reps = grow(r.reps, n)
+		if _, err := decodeHybrid(r.reps[start:], body[:rl], bitWidth(r.maxRep)); err != nil {
+			return corruptf("repetition levels: %v", err)
+		}
+		if err := checkLevels(r.reps[start:], r.maxRep, "repetition"); err != nil {
+			return err
+		}
+	}
+	if r.maxDef > 0 {
+		start := len(r.defs)
+		r.defs = grow(r.defs, n)
+		if _, err := decodeHybrid(r.defs[start:], body[rl:rl+dl], bitWidth(r.maxDef)); err != nil {
+			return corruptf("definition levels: %v", err)
+		}
+		if err := checkLevels(r.defs[start:], r.maxDef, "definition"); err != nil {
+			return err
+		}
+	}
+	src := body[rl+dl:]
+	compressed := true
+	if v, ok := dh.IsCompressed.Get(); ok {
+		compressed = v
+	}
+	if compressed {
+		raw, err := decompress(r.codec, &r.out, src, us-rl-dl)
+		if err != nil {
+			return err
+		}
+		src = raw
+	}
+	return r.pageValues(dh.Encoding, src, n)
+}
+
+// pageValues decodes the values of a data page whose n level entries were
+// just appended.
+func (r *chunkReader) pageValues(enc format.Encoding, src []byte, n int) error {
+	if r.maxRep > 0 && r.entries == 0 && n > 0 && r.reps[0] != 0 {
+		return corruptf("first page starts in the middle of a list (repetition level %d)", r.reps[0])
+	}
+	count := n
+	if r.maxDef > 0 {
+		count = 0
+		for _, d := range r.defs[len(r.defs)-n:] {
+			if int(d) == r.maxDef {
+				count++
+			}
+		}
+	}
+	before := r.vals.n()
+	if err := r.decodeValues(enc, src, count); err != nil {
+		var ve *valueError
+		if errors.As(err, &ve) {
+			return &rowError{row: r.rowOfValue(before + ve.k), err: err}
+		}
+		return err
+	}
+	if got := r.vals.n() - before; got != count {
+		return corruptf("page decoded %d values, levels need %d", got, count)
+	}
+	r.entries += int64(n)
+	return nil
+}
+
+// valueError is a failure at value k of the page being decoded.
+type valueError struct {
+	k   int
+	err error
+}
+
+func (e *valueError) Error() string { return e.err.Error() }
+func (e *valueError) Unwrap() error { return e.err }
+
+// rowOfValue returns the row (within the row group) holding non-null value
+// k of the chunk, counting the current page's levels.
+func (r *chunkReader) rowOfValue(k int) int64 {
+	if r.maxDef == 0 && r.maxRep == 0 {
+		return int64(k)
+	}
+	row := int64(-1)
+	seen := 0
+	for i := range r.defs {
+		if r.maxRep == 0 || r.reps[i] == 0 {
+			row++
+		}
+		if int(r.defs[i]) == r.maxDef {
+			if seen == k {
+				return row
+			}
+			seen++
+		}
+	}
+	return -1
+}
+
+func (r *chunkReader) decodeValues(enc format.Encoding, src []byte, count int) error {
+	v := r.vals
+	typ := r.l.typ
+	bad := func() error {
+		return unsupportedf("unsupported encoding %s for %s", enc, physicalName(typ))
+	}
+	switch enc {
+	case format.Plain:
+		return r.plain(v, src, count)
+	case format.PlainDictionary, format.RLEDictionary:
+		if count == 0 {
+			return nil
+		}
+		if r.dict == nil {
+			return corruptf("dictionary-encoded page without a dictionary page")
+		}
+		if len(src) < 1 {
+			return corruptf("dictionary indices: empty page")
+		}
+		bw := uint(src[0])
+		if bw > 32 {
+			return corruptf("dictionary index bit width %d above 32", bw)
+		}
+		if cap(r.idx) < count {
+			r.idx = make([]uint32, count)
+		}
+		idx := r.idx[:count]
+		if _, err := decodeHybrid(idx, src[1:], bw); err != nil {
+			return corruptf("dictionary indices: %v", err)
+		}
+		dn := uint32(r.dict.n())
+		for j, i := range idx {
+			if i >= dn {
+				return &valueError{k: j, err: corruptf("dictionary index %d out of range (dictionary has %d values)", i, dn)}
+			}
+		}
+		v.gather(r.dict, idx)
+		return nil
+	case format.RLE:
+		if typ != format.Boolean {
+			return bad()
+		}
+		if count == 0 {
+			return nil
+		}
+		if len(src) < 4 {
+			return corruptf("RLE booleans: missing length")
+		}
+		ln := int64(binary.LittleEndian.Uint32(src))
+		if ln > int64(len(src)-4) {
+			return corruptf("RLE booleans: length %d exceeds the %d bytes left", ln, len(src)-4)
+		}
+		tmp := make([]uint8, count)
+		if _, err := decodeHybrid(tmp, src[4:4+ln], 1); err != nil {
+			return corruptf("RLE booleans: %v", err)
+		}
+		for _, b := range tmp {
+			v.b = append(v.b, b == 1)
+		}
+		return nil
+	case format.DeltaBinaryPacked:
+		var bitsW uint
+		switch typ {
+		case format.Int32:
+			bitsW = 32
+		case format.Int64:
+			bitsW = 64
+		default:
+			return bad()
+		}
+		out, used, err := deltaDecode(r.lens[:0], src, count, bitsW)
+		r.lens = out
+		if err != nil {
+			return corruptf("%v", err)
+		}
+		if used != len(src) {
+			return corruptf("DELTA_BINARY_PACKED: %d bytes left over after %d values", len(src)-used, count)
+		}
+		if bitsW == 32 {
+			for _, x := range out {
+				v.i32 = append(v.i32, int32(x))
+			}
+		} else {
+			v.i64 = append(v.i64, out...)
+		}
+		return nil
+	case format.DeltaLengthByteArray:
+		if typ != format.ByteArray {
+			return bad()
+		}
+		lens, used, err := deltaDecode(r.lens[:0], src, count, 32)
+		r.lens = lens
+		if err != nil {
+			return corruptf("DELTA_LENGTH_BYTE_ARRAY lengths: %v", err)
+		}
+		p := used
+		for j, ln := range lens {
+			if err := r.checkLen(j, ln, len(src)-p); err != nil {
+				return err
+			}
+			v.appendBytes(src[p : p+int(ln)])
+			p += int(ln)
+		}
+		if p != len(src) {
+			return corruptf("DELTA_LENGTH_BYTE_ARRAY: %d bytes left over", len(src)-p)
+		}
+		return nil
+	case format.DeltaByteArray:
+		if typ != format.ByteArray && typ != format.FixedLenByteArray {
+			return bad()
+		}
+		return r.deltaByteArray(src, count)
+	case format.ByteStreamSplit:
+		w := 0
+		switch typ {
+		case format.Float, format.Int32:
+			w = 4
+		case format.Double, format.Int64:
+			w = 8
+		case format.FixedLenByteArray:
+			w = r.l.width
+		default:
+			return bad()
+		}
+		if len(src) != count*w {
+			return corruptf("BYTE_STREAM_SPLIT: %d bytes for %d values of %d bytes", len(src), count, w)
+		}
+		tmp := make([]byte, len(src))
+		for i := 0; i < count; i++ {
+			for b := 0; b < w; b++ {
+				tmp[i*w+b] = src[b*count+i]
+			}
+		}
+		v.appendLE(tmp)
+		return nil
+	}
+	return bad()
+}
+
+// checkLen validates the length of BYTE_ARRAY value j of the page against
+// the bytes left and Limits.MaxValueBytes.
+func (r *chunkReader) checkLen(j int, ln int64, left int) error {
+	if ln < 0 {
+		return &valueError{k: j, err: corruptf("negative value length %d", ln)}
+	}
+	if m := r.f.lim.MaxValueBytes; m > 0 && ln > m {
+		return &valueError{k: j, err: limitf("value length %d exceeds the limit of %d bytes", ln, m)}
+	}
+	if ln > int64(left) {
+		return &valueError{k: j, err: corruptf("value length %d exceeds the %d bytes left in the page", ln, left)}
+	}
+	return nil
+}
+
+func (r *chunkReader) deltaByteArray(src []byte, count int) error {
+	v := r.vals
+	pre, u1, err := deltaDecode(r.lens[:0], src, count, 32)
+	r.lens = pre
+	if err != nil {
+		return corruptf("DELTA_BYTE_ARRAY prefix lengths: %v", err)
+	}
+	suf, u2, err := deltaDecode(r.lens2[:0], src[u1:], count, 32)
+	r.lens2 = suf
+	if err != nil {
+		return corruptf("DELTA_BYTE_ARRAY suffix lengths: %v", err)
+	}
+	p := u1 + u2
+	var prev []byte
+	var cur []byte
+	for j := range count {
+		pl, sl := pre[j], suf[j]
+		if pl < 0 || pl > int64(len(prev)) {
+			return &valueError{k: j, err: corruptf("DELTA_BYTE_ARRAY prefix length %d exceeds the previous value's %d bytes", pl, len(prev))}
+		}
+		if err := r.checkLen(j, sl, len(src)-p); err != nil {
+			return err
+		}
+		if err := r.checkLen(j, pl+sl, int(pl)+len(src)-p); err != nil {
+			return err
+		}
+		cur = append(append(cur[:0], prev[:pl]...), src[p:p+int(sl)]...)
+		p += int(sl)
+		if v.kind == KindBytes {
+			v.appendBytes(cur)
+		} else {
+			if len(cur) != v.width {
+				return &valueError{k: j, err: corruptf("DELTA_BYTE_ARRAY value of %d bytes in a FIXED_LEN_BYTE_ARRAY(%d) column", len(cur), v.width)}
+			}
+			v.fix = append(v.fix, cur...)
+		}
+		prev, cur = cur, prev
+	}
+	if p != len(src) {
+		return corruptf("DELTA_BYTE_ARRAY: %d bytes left over", len(src)-p)
+	}
+	return nil
+}
+
+// plain decodes count PLAIN values from src into v; src must hold exactly
+// those values.
+func (r *chunkReader) plain(v *values, src []byte, count int) error {
+	switch v.kind {
+	case KindBool:
+		need := (count + 7) / 8
+		if len(src) < need {
+			return corruptf("PLAIN booleans: %d bytes for %d values", len(src), count)
+		}
+		for i := range count {
+			v.b = append(v.b, src[i>>3]>>(uint(i)&7)&1 == 1)
+		}
+		return nil
+	case KindBytes:
+		p := 0
+		for j := range count {
+			if len(src)-p < 4 {
+				return &valueError{k: j, err: corruptf("PLAIN BYTE_ARRAY: value %d of %d runs past the page", j, count)}
+			}
+			ln := int64(binary.LittleEndian.Uint32(src[p:]))
+			p += 4
+			if err := r.checkLen(j, ln, len(src)-p); err != nil {
+				return err
+			}
+			v.appendBytes(src[p : p+int(ln)])
+			p += int(ln)
+		}
+		if p != len(src) {
+			return corruptf("PLAIN BYTE_ARRAY: %d bytes left over after %d values", len(src)-p, count)
+		}
+		return nil
+	}
+	size := v.valueSize()
+	if len(src) != count*size {
+		return corruptf("PLAIN %s: %d bytes for %d values of %d bytes", physicalName(r.l.typ), len(src), count, size)
+	}
+	v.appendLE(src)
+	return nil
+}
+
+// assemble turns the chunk's levels and values into a Column.
+func (r *chunkReader) assemble() (*Column, error) {
+	c := &Column{Info: r.l.info, Kind: r.vals.kind, Width: r.vals.width}
+	nv := r.vals.n()
+	if r.maxRep == 0 {
+		if r.entries != r.rgRows {
+			return nil, corruptf("column chunk holds %d rows, row group has %d", r.entries, r.rgRows)
+		}
+		c.Rows = int(r.entries)
+		if r.maxDef == 0 {
+			r.vals.fill(c, nil)
+			return c, nil
+		}
+		valid := make([]bool, len(r.defs))
+		nulls := 0
+		for i, d := range r.defs {
+			valid[i] = int(d) == r.maxDef
+			if !valid[i] {
+				nulls++
+			}
+		}
+		if len(r.defs)-nulls != nv {
+			return nil, corruptf("%d values for %d non-null rows", nv, len(r.defs)-nulls)
+		}
+		if nulls == 0 {
+			r.vals.fill(c, nil)
+			return c, nil
+		}
+		c.RowValid = valid
+		r.vals.fill(c, valid)
+		return c, nil
+	}
+
+	dList := r.l.dList
+	offsets := make([]int64, 0, min(r.rgRows, int64(len(r.reps)))+1)
+	rowValid := make([]bool, 0, cap(offsets))
+	elemValid := make([]bool, 0, len(r.defs))
+	rowNulls, elemNulls := false, false
+	var slots int64
+	for i, rp := range r.reps {
+		d := int(r.defs[i])
+		row := int64(len(offsets) - 1)
+		if rp == 0 {
+			offsets = append(offsets, slots)
+			ok := d >= dList
+			rowValid = append(rowValid, ok)
+			rowNulls = rowNulls || !ok
+			row++
+		} else if i == 0 {
+			return nil, corruptf("column chunk starts in the middle of a list")
+		}
+		if d > dList {
+			ok := d == r.maxDef
+			elemValid = append(elemValid, ok)
+			elemNulls = elemNulls || !ok
+			slots++
+		} else if rp != 0 {
+			return nil, &rowError{row: row, err: corruptf("null or empty list marker inside a list (definition level %d, repetition level %d)", d, rp)}
+		}
+	}
+	offsets = append(offsets, slots)
+	rows := int64(len(offsets) - 1)
+	if rows != r.rgRows {
+		return nil, corruptf("column chunk holds %d rows, row group has %d", rows, r.rgRows)
+	}
+	nonNull := 0
+	for _, ok := range elemValid {
+		if ok {
+			nonNull++
+		}
+	}
+	if nonNull != nv {
+		return nil, corruptf("%d values for %d non-null elements", nv, nonNull)
+	}
+	c.Rows = int(rows)
+	c.Offsets = offsets
+	if rowNulls {
+		c.RowValid = rowValid
+	}
+	if elemNulls {
+		c.ElemValid = elemValid
+		r.vals.fill(c, elemValid)
+	} else {
+		r.vals.fill(c, nil)
+	}
+	return c, nil
+}

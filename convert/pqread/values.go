@@ -1,0 +1,260 @@
+package pqread
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+)
+
+// values accumulates decoded non-null values of one Kind.
+type values struct {
+	kind  Kind
+	width int // KindFixed / KindInt96
+
+	b    []bool
+	i32  []int32
+	i64  []int64
+	f32  []float32
+	f64  []float64
+	data []byte
+	offs []int64 // KindBytes: len n+1, starts with 0
+	fix  []byte
+}
+
+func newValues(kind Kind, width int, capHint int) *values {
+	v := &values{kind: kind, width: width}
+	switch kind {
+	case KindBool:
+		v.b = make([]bool, 0, capHint)
+	case KindInt32:
+		v.i32 = make([]int32, 0, capHint)
+	case KindInt64:
+		v.i64 = make([]int64, 0, capHint)
+	case KindFloat32:
+		v.f32 = make([]float32, 0, capHint)
+	case KindFloat64:
+		v.f64 = make([]float64, 0, capHint)
+	case KindBytes:
+		v.offs = make([]int64, 1, capHint+1)
+	case KindFixed, KindInt96:
+		v.fix = make([]byte, 0, min(capHint*width, 1<<26))
+	}
+	return v
+}
+
+// n returns the number of values held.
+func (v *values) n() int {
+	switch v.kind {
+	case KindBool:
+		return len(v.b)
+	case KindInt32:
+		return len(v.i32)
+	case KindInt64:
+		return len(v.i64)
+	case KindFloat32:
+		return len(v.f32)
+	case KindFloat64:
+		return len(v.f64)
+	case KindBytes:
+		return len(v.offs) - 1
+	case KindFixed, KindInt96:
+		return len(v.fix) / v.width
+	}
+	return 0
+}
+
+// valueSize is the PLAIN size of one value of a fixed-width kind.
+func (v *values) valueSize() int {
+	switch v.kind {
+	case KindInt32, KindFloat32:
+		return 4
+	case KindInt64, KindFloat64:
+		return 8
+	case KindFixed, KindInt96:
+		return v.width
+	}
+	return 0
+}
+
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// appendLE appends the little-endian fixed-width values in src (len a
+// multiple of valueSize) to v.
+func (v *values) appendLE(src []byte) {
+	switch v.kind {
+	case KindInt32:
+		v.i32 = appendLE32(v.i32, src, func(u uint32) int32 { return int32(u) })
+	case KindFloat32:
+		v.f32 = appendLE32(v.f32, src, math.Float32frombits)
+	case KindInt64:
+		v.i64 = appendLE64(v.i64, src, func(u uint64) int64 { return int64(u) })
+	case KindFloat64:
+		v.f64 = appendLE64(v.f64, src, math.Float64frombits)
+	case KindFixed, KindInt96:
+		v.fix = append(v.fix, src...)
+	}
+}
+
+func appendLE32[T int32 | float32](dst []T, src []byte, conv func(uint32) T) []T {
+	n := len(src) / 4
+	if littleEndian && n > 0 {
+		dst = grow(dst, n)
+		out := dst[len(dst)-n:]
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 4*n), src)
+		return dst
+	}
+	for i := 0; i < n; i++ {
+		dst = append(dst, conv(binary.LittleEndian.Uint32(src[4*i:])))
+	}
+	return dst
+}
+
+func appendLE64[T int64 | float64](dst []T, src []byte, conv func(uint64) T) []T {
+	n := len(src) / 8
+	if littleEndian && n > 0 {
+		dst = grow(dst, n)
+		out := dst[len(dst)-n:]
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 8*n), src)
+		return dst
+	}
+	for i := 0; i < n; i++ {
+		dst = append(dst, conv(binary.LittleEndian.Uint64(src[8*i:])))
+	}
+	return dst
+}
+
+// grow extends s by n elements (contents of the new ones unspecified).
+func grow[T any](s []T, n int) []T {
+	if cap(s)-len(s) < n {
+		ns := make([]T, len(s), 2*cap(s)+n)
+		copy(ns, s)
+		s = ns
+	}
+	return s[:len(s)+n]
+}
+
+// appendBytes appends one BYTE_ARRAY value.
+func (v *values) appendBytes(b []byte) {
+	v.data = append(v.data, b...)
+	v.offs = append(v.offs, int64(len(v.data)))
+}
+
+// gather appends dict[idx[i]] for every index; the caller has checked the
+// indices against dict.n().
+func (v *values) gather(dict *values, idx []uint32) {
+	switch v.kind {
+	case KindBool:
+		for _, i := range idx {
+			v.b = append(v.b, dict.b[i])
+		}
+	case KindInt32:
+		v.i32 = gatherT(v.i32, dict.i32, idx)
+	case KindInt64:
+		v.i64 = gatherT(v.i64, dict.i64, idx)
+	case KindFloat32:
+		v.f32 = gatherT(v.f32, dict.f32, idx)
+	case KindFloat64:
+		v.f64 = gatherT(v.f64, dict.f64, idx)
+	case KindBytes:
+		for _, i := range idx {
+			v.appendBytes(dict.data[dict.offs[i]:dict.offs[i+1]])
+		}
+	case KindFixed, KindInt96:
+		w := v.width
+		for _, i := range idx {
+			v.fix = append(v.fix, dict.fix[int(i)*w:int(i+1)*w]...)
+		}
+	}
+}
+
+func gatherT[T any](dst, dict []T, idx []uint32) []T {
+	dst = grow(dst, len(idx))
+	out := dst[len(dst)-len(idx):]
+	for j, i := range idx {
+		out[j] = dict[i]
+	}
+	return dst
+}
+
+// scatter returns a slice of len(valid) where slot k holds the next value of
+// vals when valid[k], else the zero value. The caller has checked that vals
+// has exactly as many values as valid has true entries.
+func scatter[T any](vals []T, valid []bool) []T {
+	out := make([]T, len(valid))
+	j := 0
+	for k, ok := range valid {
+		if ok {
+			out[k] = vals[j]
+			j++
+		}
+	}
+	return out
+}
+
+// fill moves v's values into c, spreading them over len(valid) slots when
+// valid is not nil.
+func (v *values) fill(c *Column, valid []bool) {
+	c.Kind = v.kind
+	switch v.kind {
+	case KindBool:
+		c.Bool = v.b
+		if valid != nil {
+			c.Bool = scatter(v.b, valid)
+		}
+	case KindInt32:
+		c.Int32 = v.i32
+		if valid != nil {
+			c.Int32 = scatter(v.i32, valid)
+		}
+	case KindInt64:
+		c.Int64 = v.i64
+		if valid != nil {
+			c.Int64 = scatter(v.i64, valid)
+		}
+	case KindFloat32:
+		c.Float32 = v.f32
+		if valid != nil {
+			c.Float32 = scatter(v.f32, valid)
+		}
+	case KindFloat64:
+		c.Float64 = v.f64
+		if valid != nil {
+			c.Float64 = scatter(v.f64, valid)
+		}
+	case KindBytes:
+		c.Data = v.data
+		if c.Data == nil {
+			c.Data = []byte{}
+		}
+		c.ByteOffsets = v.offs
+		if valid != nil {
+			offs := make([]int64, len(valid)+1)
+			j := 0
+			for k, ok := range valid {
+				if ok {
+					j++
+				}
+				offs[k+1] = v.offs[j]
+			}
+			c.ByteOffsets = offs
+		}
+	case KindFixed, KindInt96:
+		c.Width = v.width
+		c.FixedData = v.fix
+		if valid != nil {
+			w := v.width
+			out := make([]byte, len(valid)*w)
+			j := 0
+			for k, ok := range valid {
+				if ok {
+					copy(out[k*w:(k+1)*w], v.fix[j*w:(j+1)*w])
+					j++
+				}
+			}
+			c.FixedData = out
+		}
+	}
+}

@@ -395,3 +395,34 @@ func lines(rep *verify.Report) string {
 	}
 	return b.String()
 }
+
+// TestDeepSampleSeeded checks that --deep=FRACTION compares a seeded,
+// repeatable subset of batches.
+func TestDeepSampleSeeded(t *testing.T) {
+	f := verifytest.Build(t)
+	counts := map[uint64]int{}
+	for seed := uint64(0); seed < 8; seed++ {
+		var n []int
+		for rep := 0; rep < 2; rep++ {
+			r := run(t, verify.Options{Dir: f.Dir, Deep: true, DeepFraction: 0.5, Seed: seed, Source: verifytest.OpenSource})
+			if !r.OK {
+				t.Fatal(lines(r))
+			}
+			n = append(n, r.DeepBatches)
+		}
+		if n[0] != n[1] {
+			t.Fatalf("seed %d: %d then %d batches", seed, n[0], n[1])
+		}
+		if n[0] == 0 || n[0] == 16 {
+			t.Errorf("seed %d: fraction 0.5 compared %d of 16 batches", seed, n[0])
+		}
+		counts[seed] = n[0]
+	}
+	distinct := map[int]bool{}
+	for _, c := range counts {
+		distinct[c] = true
+	}
+	if len(distinct) < 2 {
+		t.Errorf("every seed compared the same number of batches: %v", counts)
+	}
+}

@@ -30,30 +30,47 @@ import (
 // int64 per row, v[id] = 1000 + 3*id. fakeSource (the --deep reader in these
 // tests) re-reads those values, so editing one in place is a source change
 // that keeps size and footer: only value comparison can catch it.
-// Fixture constants: the number of source rows, the source file name and
-// its fake footer.
+//
+// BuildSize makes the same kind of set at another size (for benchmarks).
+
+// Fixture constants: the number of source rows of Build, the source file
+// name and its fake footer.
 const (
 	Rows       = 13
 	SourceFile = "part-0.parquet"
 	footerText = "fake thrift FileMetaData"
 )
 
-// Tensors are the fixture's tensors: x F32 [3] with x[j] = v + j/2, and
-// y I64 scalar with y = -v, where v = SourceValue(id).
-var Tensors = []shardfmt.TensorInfo{
-	{Name: "x", DType: shardfmt.F32, Shape: []uint64{3}},
-	{Name: "y", DType: shardfmt.I64, Shape: nil},
+// Size sets the dimensions of a fixture made by BuildSize.
+type Size struct {
+	Rows        int // source rows, in two row groups
+	Dim         int // elements of tensor x per sample
+	GlobalBatch int // G; world size is 2, so b = G/2
 }
+
+// Small is the size Build uses.
+var Small = Size{Rows: Rows, Dim: 3, GlobalBatch: 4}
+
+func tensorsOf(dim int) []shardfmt.TensorInfo {
+	return []shardfmt.TensorInfo{
+		{Name: "x", DType: shardfmt.F32, Shape: []uint64{uint64(dim)}},
+		{Name: "y", DType: shardfmt.I64, Shape: nil},
+	}
+}
+
+// Tensors are the fixture's tensors: x F32 [3] (or [Dim]) with
+// x[j] = v + j/2, and y I64 scalar with y = -v, where v = SourceValue(id).
+var Tensors = tensorsOf(3)
 
 // Config is the fixture's plan configuration.
 var Config = plan.Config{Seed: 7, Epochs: 2, GlobalBatch: 4, WorldSize: 2, Workers: 2,
 	Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
 
 // writeSource writes the source file and returns its plan record.
-func writeSource(t testing.TB, dir string) plan.SourceFile {
+func writeSource(t testing.TB, dir string, rows int) plan.SourceFile {
 	t.Helper()
 	b := []byte("PAR1")
-	for id := 0; id < Rows; id++ {
+	for id := 0; id < rows; id++ {
 		b = binary.LittleEndian.AppendUint64(b, uint64(1000+3*id))
 	}
 	footer := binary.LittleEndian.AppendUint32([]byte(footerText), uint32(len(footerText)))
@@ -64,7 +81,7 @@ func writeSource(t testing.TB, dir string) plan.SourceFile {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(footer)
-	return plan.SourceFile{Path: SourceFile, Size: int64(len(b)), FooterSHA256: hex.EncodeToString(sum[:]), RowGroups: []int64{7, 6}}
+	return plan.SourceFile{Path: SourceFile, Size: int64(len(b)), FooterSHA256: hex.EncodeToString(sum[:]), RowGroups: []int64{int64(rows+1) / 2, int64(rows) / 2}}
 }
 
 // SourceValue reads v[id] from the fake source file.
@@ -77,7 +94,7 @@ func FillBlock(g shardfmt.Geometry, data []byte, ids []uint64, block []byte) {
 	for i, id := range ids {
 		v := SourceValue(data, id)
 		x := block[g.SlabOffset[0]+uint64(i)*g.SampleBytes[0]:]
-		for j := 0; j < 3; j++ {
+		for j := 0; j < int(g.SampleBytes[0]/4); j++ {
 			binary.LittleEndian.PutUint32(x[4*j:], math.Float32bits(float32(v)+float32(j)/2))
 		}
 		binary.LittleEndian.PutUint64(block[g.SlabOffset[1]+uint64(i)*g.SampleBytes[1]:], uint64(-v))
@@ -123,6 +140,12 @@ type Fixture struct {
 // (epoch, rank) and the manifest, the way convert lays them out.
 func Build(t testing.TB) *Fixture {
 	t.Helper()
+	return BuildSize(t, Small)
+}
+
+// BuildSize is Build with the given dimensions.
+func BuildSize(t testing.TB, size Size) *Fixture {
+	t.Helper()
 	root := t.TempDir()
 	f := &Fixture{Dir: filepath.Join(root, "out"), SrcDir: filepath.Join(root, "src")}
 	for _, d := range []string{f.Dir, f.SrcDir} {
@@ -130,8 +153,11 @@ func Build(t testing.TB) *Fixture {
 			t.Fatal(err)
 		}
 	}
-	sf := writeSource(t, f.SrcDir)
-	p, err := plan.New(plan.Source{Root: f.SrcDir, Files: []plan.SourceFile{sf}}, Config)
+	sf := writeSource(t, f.SrcDir, size.Rows)
+	cfg := Config
+	cfg.GlobalBatch = size.GlobalBatch
+	tensors := tensorsOf(size.Dim)
+	p, err := plan.New(plan.Source{Root: f.SrcDir, Files: []plan.SourceFile{sf}}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +169,7 @@ func Build(t testing.TB) *Fixture {
 		t.Fatal(err)
 	}
 	m := &shardfmt.Manifest{Format: "prep-manifest/v1", ToolVersion: "test", PlanFingerprint: p.Fingerprint,
-		SourceFingerprint: p.Source.Fingerprint(), SpecHash: "sha256:spec", Tensors: Tensors}
+		SourceFingerprint: p.Source.Fingerprint(), SpecHash: "sha256:spec", Tensors: tensors}
 	for e := 0; e < p.Config.Epochs; e++ {
 		for r := 0; r < p.Config.WorldSize; r++ {
 			name := shardfmt.ShardFileName(e, r)
@@ -151,7 +177,7 @@ func Build(t testing.TB) *Fixture {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: p.BatchSize(), NumBatches: p.Steps(), Tensors: Tensors,
+			w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: p.BatchSize(), NumBatches: p.Steps(), Tensors: tensors,
 				Provenance: shardfmt.Provenance{PlanFingerprint: p.Fingerprint, SourceFingerprint: m.SourceFingerprint, SpecHash: m.SpecHash,
 					Epoch: uint32(e), Rank: uint32(r), WorldSize: uint32(p.Config.WorldSize), Workers: uint32(p.Config.Workers), ToolVersion: "test"}})
 			if err != nil {

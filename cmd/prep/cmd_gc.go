@@ -73,7 +73,7 @@ func runGC(g *globalOptions, o *gcOptions, dir string) (err error) {
 		}
 		writeMetrics(g, &o.ops, "gc", dir, start, runSummary{}, err)
 	}()
-	release, err := lockOutputDir(dir)
+	release, err := lockOutputDir(g, dir)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,9 @@ func TestGCCommand(t *testing.T) {
 	if out != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
 	}
+	if _, err := os.Stat(filepath.Join(dir, lockFileName)); !os.IsNotExist(err) {
+		t.Fatalf("lock file left behind: %v", err)
+	}
 	f, err := os.Open(prom)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +117,7 @@ func TestGCCommandJSONDryRun(t *testing.T) {
 
 func TestGCCommandLockedExits3(t *testing.T) {
 	dir := fakeSet(t, 2, 1)
-	release, err := lockOutputDir(dir)
+	release, err := lockOutputDir(nil, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +127,25 @@ func TestGCCommandLockedExits3(t *testing.T) {
 		t.Fatalf("exit %d, want 3: %s", code, errOut)
 	}
 	host, _ := os.Hostname()
-	if !strings.Contains(errOut, "is locked by another prep run (pid "+itoa(os.Getpid())+" host "+host+")") {
+	if !strings.Contains(errOut, "held by pid "+itoa(os.Getpid())+" on host "+host) {
 		t.Fatalf("stderr does not name the holder: %s", errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "epoch-00000", "rank-00000.shard")); err != nil {
 		t.Fatalf("locked gc deleted a shard: %v", err)
+	}
+}
+
+func TestGCCommandTakesOverStaleLock(t *testing.T) {
+	dir := fakeSet(t, 2, 1)
+	if err := os.WriteFile(filepath.Join(dir, lockFileName), []byte("4242 deadhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runPrep("gc", dir, "--keep-from-epoch", "1", "--log-format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, `"msg":"took over a stale lock left by a killed run"`) || !strings.Contains(errOut, `"stale_pid":4242,"stale_host":"deadhost"`) {
+		t.Fatalf("stale lock not reported: %s", errOut)
 	}
 }
 

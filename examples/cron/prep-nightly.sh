@@ -69,5 +69,6 @@ run convert --plan "$PREP_PLAN" --spec "$PREP_SPEC" -o "$PREP_OUT" \
 if ((from > 0)); then
 	run gc "$PREP_OUT" --keep-from-epoch "$from" --metrics-file "$PREP_METRICS"
 fi
-run verify "$PREP_OUT"
+# --partial: this node holds only its ranks and a window of epochs.
+run verify "$PREP_OUT" --plan "$PREP_PLAN" --partial
 log INFO "epochs $from-$to ready"

@@ -288,7 +288,16 @@ func (c *checker) checkFiles() {
 			return nil
 		}
 		if isTempName(d.Name()) {
-			c.add(Finding{Kind: KindTempFile, Shard: rel, Message: "temporary or lock file left by an unfinished or running convert"})
+			msg := "temporary file left by an unfinished or running write"
+			if strings.HasSuffix(d.Name(), ".lock") {
+				msg = "output-directory lock of a running or killed convert or gc"
+				if b, err := os.ReadFile(path); err == nil {
+					if f := strings.Fields(string(b)); len(f) >= 2 {
+						msg += fmt.Sprintf(" (pid %s on host %s)", f[0], f[1])
+					}
+				}
+			}
+			c.add(Finding{Kind: KindTempFile, Shard: rel, Message: msg})
 			return nil
 		}
 		c.add(Finding{Kind: KindUnlistedFile, Shard: rel, Message: "file is not listed in the manifest"})

@@ -125,8 +125,15 @@ func TestCorruption(t *testing.T) {
 			write(t, filepath.Join(f.Dir, "notes.txt"), "hello")
 			tmp := filepath.Join(filepath.Dir(f.ShardPath(0)), "half-written.shard.tmp")
 			write(t, tmp, "partial")
+			write(t, filepath.Join(f.Dir, ".prep.lock"), "4242 node-7\n")
 			rel, _ := filepath.Rel(f.Dir, tmp)
-			return []string{"unlisted_file notes.txt", "temp_file " + filepath.ToSlash(rel)}
+			return []string{"unlisted_file notes.txt", "temp_file " + filepath.ToSlash(rel), "temp_file .prep.lock"}
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			for _, x := range rep.Findings {
+				if x.Shard == ".prep.lock" && x.Message != "output-directory lock of a running or killed convert or gc (pid 4242 on host node-7)" {
+					t.Errorf("lock finding %q", x.Message)
+				}
+			}
 		}},
 		{name: "change a manifest digest", damage: func(t *testing.T, f *verifytest.Fixture) []string {
 			m := *f.Man

@@ -1,0 +1,267 @@
+//go:build cgo
+
+package gpuload
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/gpuload/internal/cuda"
+	"github.com/prepml/prep/gpuload/internal/testshards"
+)
+
+// needCUDA skips t unless a CUDA driver (normally the fake one) is loadable.
+func needCUDA(t *testing.T) {
+	t.Helper()
+	if fakeCUDA != "" {
+		t.Skip(fakeCUDA)
+	}
+	if err := cuda.Load(); err != nil {
+		t.Skip(err)
+	}
+}
+
+// assertNoLeaks checks the fake driver's count of live resources.
+func assertNoLeaks(t *testing.T) {
+	t.Helper()
+	if n, ok := cuda.FakeOutstanding(); ok && n != 0 {
+		t.Errorf("%d CUDA driver resources still allocated after Close, want 0", n)
+	}
+}
+
+func TestCUDADeliversEveryByteToTheDevice(t *testing.T) {
+	needCUDA(t)
+	dir := writeSet(t, small)
+	for _, c := range []struct {
+		name  string
+		delay string
+		opts  Options
+	}{
+		{"pinned ring", "0", Options{Backend: BackendCUDA}},
+		{"pinned ring, slow copies, prefetch 1", "3000", Options{Backend: BackendCUDA, Prefetch: 1, VerifyChecksums: true}},
+		{"pinned ring, slow copies, prefetch 6", "1500", Options{Backend: BackendCUDA, Prefetch: 6}},
+		{"registered mapping", "1000", Options{Backend: BackendCUDA, RegisterMmap: true, VerifyChecksums: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("FAKECUDA_DELAY_US", c.delay)
+			l, err := Open(dir, 1, 1, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range small.Steps {
+				b, err := l.Next()
+				if err != nil {
+					t.Fatalf("Next at step %d: %v", k, err)
+				}
+				if b.Device != 0 || b.Tensors[0].Bytes != nil {
+					t.Fatalf("cuda batch on device %d with host bytes %v", b.Device, b.Tensors[0].Bytes != nil)
+				}
+				checkBatch(t, l, small, 1, 1, k, b)
+				b.Release()
+			}
+			if _, err := l.Next(); err != io.EOF {
+				t.Fatalf("Next after the last step = %v, want io.EOF", err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			assertNoLeaks(t)
+		})
+	}
+}
+
+func TestCUDASlotRecyclingUnderSlowCopies(t *testing.T) {
+	// Many steps through a minimal ring with slow copies: a host slot reused
+	// before its copy's event completed, or a device buffer handed out twice,
+	// shows up as wrong bytes in a held batch.
+	needCUDA(t)
+	cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 8, Steps: 40}
+	dir := writeSet(t, cfg)
+	t.Setenv("FAKECUDA_DELAY_US", "700")
+	l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, Prefetch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer assertNoLeaks(t)
+	defer l.Close()
+	if l.Ring() != 3 {
+		t.Fatalf("Ring() = %d, want 3", l.Ring())
+	}
+	var held []*Batch
+	for k := range cfg.Steps {
+		b, err := l.Next()
+		if err != nil {
+			t.Fatalf("Next at step %d: %v", k, err)
+		}
+		checkBatch(t, l, cfg, 0, 0, k, b)
+		held = append(held, b)
+		if len(held) == 2 { // keep two batches held while the pipeline runs
+			checkBatch(t, l, cfg, 0, 0, held[0].Step, held[0])
+			held[0].Release()
+			held = held[1:]
+		}
+	}
+	if _, err := l.Next(); err != io.EOF {
+		t.Fatalf("Next after the last step = %v, want io.EOF", err)
+	}
+}
+
+func TestCUDASeekAndRingFull(t *testing.T) {
+	needCUDA(t)
+	dir := writeSet(t, small)
+	t.Setenv("FAKECUDA_DELAY_US", "500")
+	l, err := Open(dir, 0, 1, Options{Backend: BackendCUDA, Prefetch: 1, StartStep: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Next(); !errors.Is(err, ErrRingFull) {
+		t.Fatalf("Next with both device buffers held = %v, want ErrRingFull", err)
+	}
+	checkBatch(t, l, small, 0, 1, 1, a)
+	checkBatch(t, l, small, 0, 1, 2, b)
+	a.Release()
+	if err := l.Seek(4); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBatch(t, l, small, 0, 1, 4, c)
+	checkBatch(t, l, small, 0, 1, 2, b)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	c.Release()
+	assertNoLeaks(t)
+}
+
+func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
+	needCUDA(t)
+	dir := writeSet(t, small)
+	t.Run("async copy fails at step 2", func(t *testing.T) {
+		t.Setenv("FAKECUDA_FAIL_AT", "cuMemcpyHtoDAsync_v2:3")
+		t.Setenv("FAKECUDA_DELAY_US", "200")
+		l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 2 {
+			b, err := l.Next()
+			if err != nil {
+				t.Fatalf("step %d: %v", k, err)
+			}
+			checkBatch(t, l, small, 0, 0, k, b)
+			b.Release()
+		}
+		_, err = l.Next()
+		var ce *CUDAError
+		var le *Error
+		if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_OUT_OF_MEMORY" || !errors.As(err, &le) || le.Step != 2 {
+			t.Fatalf("Next at step 2 = %v, want a CUDA_ERROR_OUT_OF_MEMORY located at step 2", err)
+		}
+		if !strings.Contains(err.Error(), "cuMemcpyHtoDAsync: out of memory") {
+			t.Errorf("error %q lacks the driver's message", err)
+		}
+		// Seek restarts the pipeline past the failure.
+		if err := l.Seek(2); err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Next()
+		if err != nil {
+			t.Fatalf("after Seek: %v", err)
+		}
+		checkBatch(t, l, small, 0, 0, 2, b)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		assertNoLeaks(t)
+	})
+	t.Run("event wait fails", func(t *testing.T) {
+		t.Setenv("FAKECUDA_FAIL_AT", "cuEventSynchronize:1:999")
+		l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = l.Next()
+		var ce *CUDAError
+		if !errors.As(err, &ce) || ce.Op != "cuEventSynchronize" || ce.Message != "unknown error" {
+			t.Fatalf("Next = %v, want cuEventSynchronize: unknown error", err)
+		}
+		l.Close()
+		assertNoLeaks(t)
+	})
+	for _, fail := range []string{"cuMemHostAlloc:2", "cuMemAlloc_v2:3", "cuEventCreate:1", "cuStreamCreate:1", "cuDevicePrimaryCtxRetain:1"} {
+		t.Run("Open fails at "+fail, func(t *testing.T) {
+			t.Setenv("FAKECUDA_FAIL_AT", fail)
+			l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA})
+			if err == nil {
+				l.Close()
+				t.Fatal("Open succeeded")
+			}
+			var ce *CUDAError
+			if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_OUT_OF_MEMORY" {
+				t.Fatalf("Open = %v, want CUDA_ERROR_OUT_OF_MEMORY", err)
+			}
+			assertNoLeaks(t)
+		})
+	}
+	t.Run("register fails", func(t *testing.T) {
+		t.Setenv("FAKECUDA_FAIL_AT", "cuMemHostRegister_v2:1:1")
+		_, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, RegisterMmap: true})
+		if !strings.Contains(fmtErr(err), "registering the mapped shard") || !strings.Contains(fmtErr(err), "invalid argument") {
+			t.Fatalf("Open = %v, want a registration failure with the driver message", err)
+		}
+		assertNoLeaks(t)
+	})
+	t.Run("bad device ordinal", func(t *testing.T) {
+		_, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, Device: 3})
+		var ce *CUDAError
+		if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_INVALID_DEVICE" {
+			t.Fatalf("Open on device 3 = %v, want CUDA_ERROR_INVALID_DEVICE", err)
+		}
+		assertNoLeaks(t)
+	})
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func TestCUDACloseWithBatchesInFlight(t *testing.T) {
+	needCUDA(t)
+	cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 16, Steps: 30}
+	dir := writeSet(t, cfg)
+	t.Setenv("FAKECUDA_DELAY_US", "5000")
+	for _, register := range []bool{false, true} {
+		l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, Prefetch: 5, RegisterMmap: register})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Copies are queued behind b; Close must wait for the stream, then
+		// free every slot, buffer, event, stream and the context.
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+		assertNoLeaks(t)
+	}
+}

@@ -208,6 +208,7 @@ func (c *checker) loadPlan() {
 	p, err := plan.Load(path)
 	if err != nil {
 		c.add(Finding{Kind: KindPlanInvalid, Shard: path, Message: "plan conformance not checked: " + err.Error()})
+		c.checkStepsWithoutPlan()
 		return
 	}
 	c.plan = p
@@ -248,6 +249,31 @@ func (c *checker) loadPlan() {
 				c.add(Finding{Kind: KindRankMissing, Shard: shardfmt.ShardFileName(e, r), Epoch: intp(e), Rank: intp(r),
 					Message: "the plan has this (epoch, rank) but the manifest lists no shard for it"})
 			}
+		}
+	}
+}
+
+// checkStepsWithoutPlan reports, when no plan is loaded, shards whose step
+// count differs from the most common one of their epoch.
+func (c *checker) checkStepsWithoutPlan() {
+	counts := map[int]map[int]int{} // epoch -> batches -> shards
+	for _, s := range c.man.Shards {
+		if counts[s.Epoch] == nil {
+			counts[s.Epoch] = map[int]int{}
+		}
+		counts[s.Epoch][s.Batches]++
+	}
+	for _, s := range c.man.Shards {
+		mode, best := 0, -1
+		for b, n := range counts[s.Epoch] {
+			if n > best || (n == best && b < mode) {
+				mode, best = b, n
+			}
+		}
+		if s.Batches != mode {
+			c.add(Finding{Kind: KindStepsUnequal, Shard: s.Path, Epoch: intp(s.Epoch), Rank: intp(s.Rank), What: "steps",
+				Expected: fmt.Sprint(mode), Actual: fmt.Sprint(s.Batches),
+				Message: "shard holds another number of steps than the other ranks of its epoch"})
 		}
 	}
 }

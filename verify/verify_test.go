@@ -175,6 +175,18 @@ func TestCorruption(t *testing.T) {
 			}
 			return []string{"steps_unequal " + m.Shards[3].Path, "shard_identity " + m.Shards[3].Path}
 		}},
+		{name: "no plan and unequal steps", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			if err := os.Remove(filepath.Join(f.Dir, verify.PlanFileName)); err != nil {
+				t.Fatal(err)
+			}
+			m := *f.Man
+			m.Shards = append([]shardfmt.ShardEntry(nil), f.Man.Shards...)
+			m.Shards[1].Batches++
+			if err := shardfmt.WriteManifest(f.Dir, &m); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"plan_invalid " + filepath.Join(f.Dir, verify.PlanFileName), "steps_unequal " + m.Shards[1].Path, "shard_identity " + m.Shards[1].Path}
+		}},
 		{name: "manifest missing", damage: func(t *testing.T, f *verifytest.Fixture) []string {
 			if err := os.Remove(filepath.Join(f.Dir, shardfmt.ManifestName)); err != nil {
 				t.Fatal(err)

@@ -189,7 +189,8 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + errDetail(err)})
 			continue
 		}
-		if err := r.VerifyBatch(k); err != nil {
+		verr := r.VerifyBatch(k)
+		if err := verr; err != nil {
 			f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(err)}
 			if got := actualCRC(r, k); got != fmt.Sprintf("%08x", bi.CRC) {
 				f.What, f.Expected, f.Actual = "crc32c", fmt.Sprintf("%08x", bi.CRC), got
@@ -202,6 +203,9 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 		c.progress(int64(g.BlockSize))
 		ids, err := r.SampleIDs(k)
 		if err != nil {
+			if verr != nil {
+				continue // the same damage, reported above
+			}
 			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + errDetail(err)})
 			continue
 		}

@@ -1,0 +1,68 @@
+// Package convert materializes a plan's epochs and ranks into tensor shard
+// files (`prep convert`): it decodes each needed Parquet column chunk once,
+// applies the feature spec's declared transforms, and writes one shard per
+// (epoch, rank) in step order, plus the shard set's manifest.json.
+//
+// # Checks first
+//
+// Before the output directory is touched, Run loads nothing lazily: every
+// source file must still have the size and footer SHA-256 the plan recorded
+// (ErrSourceChanged names the file), every footer must open with pqread, and
+// every spec column must resolve in every file with a type that converts to
+// its dtype and agrees across files (columns are matched by name, never by
+// position; differing types need cast.widen). Any failure returns before a
+// file is written.
+//
+// # Stage 1: decode once
+//
+// The set of sample ids needed by the requested (epoch, rank) shards is a
+// bitmap over [0, N) with a popcount prefix per 64-bit word; the compact rank
+// of an id among the needed ids is its staging slot. Each row group holding a
+// needed id is read (the others are skipped: a partitioned plan reads only
+// its own partition); each of the spec's column chunks in it is decoded with
+// pqread, transformed (transform.go, cast.go) and written, for the needed
+// rows only, into OUT/.prep-tmp/<pid>/staging-<tensor index>.bin: one file
+// per output tensor, sized exactly (needed ids x sample bytes), mapped
+// MAP_SHARED so it lives in the page cache, not the Go heap. Column chunks
+// are decoded in parallel (Options.Jobs) with the estimated bytes of decoded
+// chunks in flight bounded by Options.MemoryLimit.
+//
+// # Stage 2: gather
+//
+// For each requested shard, for each step, the plan's RankBatch gives the
+// sample ids; each sample's bytes are copied from staging into a zeroed batch
+// block at the slab offsets of shardfmt's geometry and written with
+// shardfmt.Writer. Shards are written in parallel (Options.Jobs); each shard's
+// bytes depend only on the plan, the spec and the source, never on Jobs.
+// After each committed shard (temporary name, fsync, rename) the manifest is
+// rewritten atomically, so it never lists a half-written shard.
+//
+// # Output directory
+//
+// An advisory flock on OUT/.prep.lock (holding "pid host") keeps two runs out
+// of one directory: the second gets *dirlock.HeldError (exit code 3). A lock
+// file whose holder died is taken over with a warning. A rerun skips shards
+// already listed in a manifest made from the same plan, source and spec
+// (present with the recorded size), and removes temporary files of killed
+// runs; a manifest from other inputs is refused (ErrOutputMismatch) unless
+// Options.Force. On any error, the shards this run committed are removed, the
+// manifest is restored, and staging is deleted; complete earlier output is
+// untouched. Free space for staging plus shards is checked before stage 1
+// (ErrNoSpace gives the numbers).
+//
+// # Memory
+//
+// Heap use is bounded by MemoryLimit (decoded column chunks), Jobs batch
+// blocks and the id bitmap (2 bits per source row), not by the input size.
+// Summary.PeakRSSBytes reports getrusage's peak RSS, which also counts
+// resident staging pages (reclaimable page cache).
+//
+// # Column names
+//
+// Spec column names use pqread's syntax: a top-level column is its name; a
+// nested field is the dot-joined field path ("a.b"); a dot or backslash
+// inside a field name is escaped with a backslash (a top-level column named
+// "a.b" is `a\.b`); a JSON array of field names (`["a.b"]`) is also
+// accepted. LIST wrapper levels are not part of the name. An ambiguous name
+// is an error.
+package convert

@@ -1,0 +1,81 @@
+package convert
+
+import (
+	"context"
+	"runtime"
+
+	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Samples holds the expected bytes of some samples, as a shard would hold
+// them: Data[t] is len(IDs) samples of tensor t back to back, each
+// SampleBytes(Tensors[t]) bytes, little-endian, in the order of IDs.
+type Samples struct {
+	IDs     []uint64
+	Tensors []shardfmt.TensorInfo // in shard table order
+	Data    [][]byte
+}
+
+// SampleBytes returns the bytes of one sample of t (dtype size times the
+// product of its shape).
+func SampleBytes(t shardfmt.TensorInfo) int { return sampleBytes(t) }
+
+// Sample returns tensor t's bytes of the i-th requested sample.
+func (s *Samples) Sample(t, i int) []byte {
+	n := sampleBytes(s.Tensors[t])
+	return s.Data[t][i*n : (i+1)*n]
+}
+
+// Materialize decodes the given sample ids from the plan's source with the
+// spec's transforms, exactly as Run writes them into shards, reading only the
+// row groups that hold them. It checks the source against the plan first.
+// Memory: the samples' bytes plus the decoded column chunks of up to
+// GOMAXPROCS row groups. Errors are those of Run's checks and stage 1.
+func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*Samples, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	files, err := openSources(ctx, p, pqread.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, f := range files {
+			f.pq.Close()
+		}
+	}()
+	plans, err := compileSpec(spec, schemas(files))
+	if err != nil {
+		return nil, err
+	}
+	tensors := outputs(plans)
+	set := newIDSet(p.NumSamples())
+	for _, id := range ids {
+		if id >= p.NumSamples() {
+			return nil, &Error{RowGroup: -1, Row: -1, Element: -1, Err: valueErrorf("sample id %d not in [0, %d)", id, p.NumSamples())}
+		}
+		set.add(id)
+	}
+	set.seal()
+	staged := make([][]byte, len(tensors))
+	for t := range tensors {
+		staged[t] = make([]byte, int(set.count)*sampleBytes(tensors[t]))
+	}
+	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, jobs: runtime.GOMAXPROCS(0), memoryLimit: 1 << 30}
+	if err := dec.run(ctx); err != nil {
+		return nil, err
+	}
+	out := &Samples{IDs: append([]uint64(nil), ids...), Tensors: tensors, Data: make([][]byte, len(tensors))}
+	for t := range tensors {
+		n := sampleBytes(tensors[t])
+		d := make([]byte, len(ids)*n)
+		for i, id := range ids {
+			slot := int(set.rank(id))
+			copy(d[i*n:], staged[t][slot*n:slot*n+n])
+		}
+		out.Data[t] = d
+	}
+	return out, nil
+}

@@ -1,0 +1,552 @@
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// LockName is the lock file of an output directory (see package dirlock).
+const LockName = ".prep.lock"
+
+// TempDirName is the directory under the output that holds a run's staging
+// files; it is removed at the end of every run and at the start of the next.
+const TempDirName = ".prep-tmp"
+
+// Stage names passed to Options.OnStage and Options.Progress.
+const (
+	StageDecode = "decode" // stage 1: rows decoded into staging; bytes are 0
+	StageWrite  = "write"  // stage 2: samples and shard bytes written
+)
+
+// Options configures Run.
+type Options struct {
+	Plan   *plan.Plan // the loaded plan (plan.Load)
+	Spec   *Spec      // a validated feature spec
+	Output string     // shard set directory; created if missing
+
+	Epochs []int // epochs to materialize; nil = all
+	Ranks  []int // ranks to materialize; nil = all
+
+	Jobs        int   // parallel column chunks (stage 1) and shards (stage 2); <= 0: GOMAXPROCS
+	MemoryLimit int64 // estimated bytes of decoded column chunks in flight; <= 0: 1 GiB
+	Force       bool  // replace an output made from another plan, source or spec
+
+	ToolVersion string       // recorded in shards and manifest
+	Logger      *slog.Logger // nil: discard
+	Limits      pqread.Limits
+
+	// OnStage is called when a stage starts with its total rows and bytes
+	// (bytes are 0 for StageDecode). Progress is called with increments;
+	// both are serialised (never called concurrently).
+	OnStage  func(stage string, totalRows, totalBytes int64)
+	Progress func(stage string, rows, bytes int64)
+}
+
+// Summary reports a finished run. JSON field names are stable (used by
+// `prep convert --json`).
+type Summary struct {
+	Output           string  `json:"output"`
+	Rows             int64   `json:"rows"`           // sample slots written to shards this run, pads included
+	Shards           int     `json:"shards"`         // shards written this run
+	SkippedShards    int     `json:"skipped_shards"` // shards already complete in the manifest
+	Bytes            int64   `json:"bytes"`          // shard bytes written this run
+	StagingBytes     int64   `json:"staging_bytes"`  // bytes of decoded samples staged
+	RowGroupsRead    int     `json:"row_groups_read"`
+	RowGroupsSkipped int     `json:"row_groups_skipped"` // row groups without a needed sample
+	SamplesDecoded   int64   `json:"samples_decoded"`    // distinct sample ids decoded
+	Seconds          float64 `json:"seconds"`
+	DecodeSeconds    float64 `json:"decode_seconds"`
+	WriteSeconds     float64 `json:"write_seconds"`
+	MBPerSecond      float64 `json:"throughput_mb_s"` // Bytes / Seconds / 1e6
+	PeakRSSBytes     int64   `json:"peak_rss_bytes"`  // getrusage max RSS of the process (mapped staging pages included)
+	StaleLock        string  `json:"stale_lock,omitempty"`
+}
+
+type shardKey struct{ epoch, rank int }
+
+// Run materializes the requested shards of a plan; see the package
+// documentation for the stages and guarantees. On error nothing from this
+// run is left in Output (shards it committed are removed and the manifest
+// restored) and the returned error is an *Error, a *pqread.Error, a
+// *dirlock.HeldError (exit code 3) or wraps a sentinel of this package.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	t0 := time.Now()
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if o.MemoryLimit <= 0 {
+		o.MemoryLimit = 1 << 30
+	}
+	p, spec := o.Plan, o.Spec
+	if p == nil || spec == nil {
+		return nil, fmt.Errorf("convert: plan and spec are required")
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	epochs, err := selectRange("epoch", o.Epochs, p.Config.Epochs)
+	if err != nil {
+		return nil, err
+	}
+	ranks, err := selectRange("rank", o.Ranks, p.Config.WorldSize)
+	if err != nil {
+		return nil, err
+	}
+
+	// Everything that can fail on the inputs fails here, before the output
+	// directory is touched.
+	files, err := openSources(ctx, p, o.Limits)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, f := range files {
+			f.pq.Close()
+		}
+	}()
+	plans, err := compileSpec(spec, schemas(files))
+	if err != nil {
+		return nil, err
+	}
+	tensors := outputs(plans)
+	geo, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+	}
+	prov := shardfmt.Provenance{
+		PlanFingerprint: p.Fingerprint, SourceFingerprint: p.SourceFingerprint, SpecHash: spec.Hash(),
+		WorldSize: uint32(p.Config.WorldSize), Workers: uint32(p.Config.Workers), ToolVersion: o.ToolVersion,
+	}
+
+	// Output directory, lock, earlier manifest.
+	created := false
+	if _, err := os.Stat(o.Output); errors.Is(err, fs.ErrNotExist) {
+		created = true
+	}
+	if err := os.MkdirAll(o.Output, 0o755); err != nil {
+		return nil, fmt.Errorf("creating output directory: %w", err)
+	}
+	lock, err := dirlock.Acquire(filepath.Join(o.Output, LockName))
+	if err != nil {
+		if created {
+			os.Remove(o.Output)
+		}
+		var he *dirlock.HeldError
+		if errors.As(err, &he) {
+			return nil, fmt.Errorf("output directory %s: %w", o.Output, err)
+		}
+		return nil, err
+	}
+	sum := &Summary{Output: o.Output}
+	if lock.Stale != nil {
+		sum.StaleLock = lock.Stale.String()
+		log.Warn("stale lock taken over: a previous run died without releasing it", "lock", lock.Path, "previous_owner", lock.Stale.String())
+	}
+	r := &runner{o: o, p: p, spec: spec, files: files, plans: plans, tensors: tensors, geo: geo, prov: prov,
+		log: log, sum: sum, created: created}
+	err = r.run(ctx, epochs, ranks)
+	if err != nil {
+		r.rollback()
+	}
+	lock.Release()
+	if err != nil && created {
+		removeEmptyDirs(o.Output)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sum.Seconds = time.Since(t0).Seconds()
+	if sum.Seconds > 0 {
+		sum.MBPerSecond = float64(sum.Bytes) / sum.Seconds / 1e6
+	}
+	sum.PeakRSSBytes = peakRSS()
+	return sum, nil
+}
+
+// runner is the state of one Run after the checks.
+type runner struct {
+	o       Options
+	p       *plan.Plan
+	spec    *Spec
+	files   []*sourceFile
+	plans   []*tensorPlan
+	tensors []shardfmt.TensorInfo
+	geo     shardfmt.Geometry
+	prov    shardfmt.Provenance
+	log     *slog.Logger
+	sum     *Summary
+	created bool
+
+	mu          sync.Mutex
+	manifest    *shardfmt.Manifest
+	oldManifest []byte // manifest.json before this run, nil if none
+	committed   []string
+	progMu      sync.Mutex
+}
+
+func (r *runner) progress(stage string, rows, bytes int64) {
+	if r.o.Progress == nil {
+		return
+	}
+	r.progMu.Lock()
+	r.o.Progress(stage, rows, bytes)
+	r.progMu.Unlock()
+}
+
+func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
+	out := r.o.Output
+	// Leftovers of killed runs: staging and temporary shard/manifest files.
+	os.RemoveAll(filepath.Join(out, TempDirName))
+	for _, pat := range []string{"epoch-*/*.tmp-*", shardfmt.ManifestName + ".tmp-*"} {
+		if m, _ := filepath.Glob(filepath.Join(out, pat)); m != nil {
+			for _, f := range m {
+				os.Remove(f)
+			}
+		}
+	}
+
+	// Earlier manifest: same inputs -> resume; other inputs -> refuse or
+	// replace with Force.
+	skip := map[shardKey]bool{}
+	if b, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName)); err == nil {
+		r.oldManifest = b
+		old, err := shardfmt.ReadManifest(out)
+		if err != nil {
+			return err
+		}
+		same := old.PlanFingerprint == r.p.Fingerprint && old.SourceFingerprint == r.p.SourceFingerprint && old.SpecHash == r.spec.Hash()
+		switch {
+		case same:
+			r.manifest = old
+			for _, s := range old.Shards {
+				if st, err := os.Stat(filepath.Join(out, filepath.FromSlash(s.Path))); err == nil && st.Size() == s.Size {
+					skip[shardKey{s.Epoch, s.Rank}] = true
+				}
+			}
+		case !r.o.Force:
+			return fmt.Errorf("%s: %w: it was made from plan %s, source %s, spec %s; this run has plan %s, source %s, spec %s (use --force to replace it)",
+				out, ErrOutputMismatch, old.PlanFingerprint, old.SourceFingerprint, old.SpecHash, r.p.Fingerprint, r.p.SourceFingerprint, r.spec.Hash())
+		default:
+			r.log.Warn("replacing a shard set made from other inputs (--force)", "output", out)
+			for _, s := range old.Shards {
+				os.Remove(filepath.Join(out, filepath.FromSlash(s.Path)))
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading manifest: %w", err)
+	}
+	if r.manifest == nil {
+		r.manifest = &shardfmt.Manifest{Format: shardfmt.ManifestFormat, ToolVersion: r.o.ToolVersion,
+			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.spec.Hash(),
+			Spec: r.spec, BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
+	}
+
+	var todo []shardKey
+	for _, e := range epochs {
+		for _, k := range ranks {
+			if skip[shardKey{e, k}] {
+				r.sum.SkippedShards++
+				continue
+			}
+			todo = append(todo, shardKey{e, k})
+		}
+	}
+	if len(todo) == 0 {
+		r.log.Info("every requested shard is already complete", "skipped", r.sum.SkippedShards)
+		return nil
+	}
+
+	// Needed ids, staging and shard sizes, free space.
+	set, err := neededIDs(ctx, r.p, todo)
+	if err != nil {
+		return err
+	}
+	var stageSizes []int64
+	var stageTotal int64
+	for _, t := range r.tensors {
+		n := int64(set.count) * int64(sampleBytes(t))
+		stageSizes = append(stageSizes, n)
+		stageTotal += n
+	}
+	shardSize := estimateShardSize(r.geo, r.p.Steps())
+	need := stageTotal + shardSize*int64(len(todo))
+	if free, ok := freeBytes(out); ok && free < need {
+		return fmt.Errorf("%s: %w: need %d bytes (%d staging + %d shards of %d), %d free", out, ErrNoSpace, need, stageTotal, len(todo), shardSize, free)
+	}
+
+	// Stage 1: decode once into staging.
+	t1 := time.Now()
+	st, err := createStaging(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid())), stageSizes)
+	if err != nil {
+		return err
+	}
+	defer st.remove()
+	if r.o.OnStage != nil {
+		r.o.OnStage(StageDecode, int64(set.count), 0)
+	}
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.maps, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+		progress: func(rows, bytes int64) { r.progress(StageDecode, rows, bytes) }}
+	if err := dec.run(ctx); err != nil {
+		return err
+	}
+	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
+	r.sum.SamplesDecoded, r.sum.StagingBytes = int64(set.count), stageTotal
+	r.sum.DecodeSeconds = time.Since(t1).Seconds()
+
+	// Stage 2: gather batches into shards, in parallel over shards.
+	t2 := time.Now()
+	if r.o.OnStage != nil {
+		r.o.OnStage(StageWrite, int64(len(todo))*int64(r.p.Steps())*int64(r.p.BatchSize()), int64(len(todo))*shardSize)
+	}
+	if err := r.writeShards(ctx, todo, set, st.maps); err != nil {
+		return err
+	}
+	r.sum.WriteSeconds = time.Since(t2).Seconds()
+	return nil
+}
+
+// writeShards writes every shard in todo with r.o.Jobs shards in parallel.
+func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, bufs [][]byte) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan shardKey)
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	for w := 0; w < min(r.o.Jobs, len(todo)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range ch {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := r.writeShard(ctx, k, set, bufs); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					cancel()
+				}
+			}
+		}()
+	}
+	for _, k := range todo {
+		ch <- k
+	}
+	close(ch)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// writeShard writes one (epoch, rank) shard, commits it and records it in
+// the manifest.
+func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs [][]byte) (err error) {
+	rel := shardfmt.ShardFileName(k.epoch, k.rank)
+	path := filepath.Join(r.o.Output, filepath.FromSlash(rel))
+	prov := r.prov
+	prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
+	steps := r.p.Steps()
+	w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: r.p.BatchSize(), NumBatches: steps, Tensors: r.tensors, Provenance: prov})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			w.Abort()
+		}
+	}()
+	geo := w.Geometry()
+	block := make([]byte, geo.BlockSize)
+	sb := make([]int, len(r.tensors))
+	for t := range r.tensors {
+		sb[t] = int(geo.SampleBytes[t])
+	}
+	var ids []uint64
+	var rows int64
+	for step := 0; step < steps; step++ {
+		if step%64 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var pads int
+		ids, pads, err = r.p.RankBatch(k.epoch, k.rank, step, ids)
+		if err != nil {
+			return fmt.Errorf("epoch %d, rank %d, step %d: %w", k.epoch, k.rank, step, err)
+		}
+		if len(ids) < geo.BatchSize {
+			clear(block)
+		}
+		for i, id := range ids {
+			slot := int(set.rank(id))
+			for t, buf := range bufs {
+				n := sb[t]
+				off := int(geo.SlabOffset[t]) + i*n
+				copy(block[off:off+n], buf[slot*n:slot*n+n])
+			}
+		}
+		if err := w.WriteBatch(block, ids, pads); err != nil {
+			return err
+		}
+		rows += int64(len(ids))
+		r.progress(StageWrite, int64(len(ids)), int64(geo.BlockSize))
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	digest, err := shardfmt.FileDigest(path)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.committed = append(r.committed, path)
+	entry := shardfmt.ShardEntry{Path: rel, Epoch: k.epoch, Rank: k.rank, Batches: steps, Size: st.Size(), Digest: digest}
+	replaced := false
+	for i, s := range r.manifest.Shards {
+		if s.Epoch == k.epoch && s.Rank == k.rank {
+			r.manifest.Shards[i], replaced = entry, true
+		}
+	}
+	if !replaced {
+		r.manifest.Shards = append(r.manifest.Shards, entry)
+	}
+	if err := shardfmt.WriteManifest(r.o.Output, r.manifest); err != nil {
+		return err
+	}
+	r.sum.Shards++
+	r.sum.Rows += rows
+	r.sum.Bytes += st.Size()
+	return nil
+}
+
+// rollback removes the shards this run committed and restores the manifest.
+func (r *runner) rollback() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.committed {
+		os.Remove(p)
+	}
+	mp := filepath.Join(r.o.Output, shardfmt.ManifestName)
+	if r.oldManifest != nil {
+		if len(r.committed) > 0 {
+			shardfmt.WriteFileAtomic(mp, r.oldManifest, 0o644)
+		}
+	} else {
+		os.Remove(mp)
+	}
+	os.RemoveAll(filepath.Join(r.o.Output, TempDirName))
+}
+
+// removeEmptyDirs removes the epoch directories under out that are empty,
+// then out itself if empty.
+func removeEmptyDirs(out string) {
+	if m, _ := filepath.Glob(filepath.Join(out, "epoch-*")); m != nil {
+		for _, d := range m {
+			os.Remove(d) // fails unless empty
+		}
+	}
+	os.Remove(out)
+}
+
+// neededIDs returns the set of sample ids the shards in todo hold.
+func neededIDs(ctx context.Context, p *plan.Plan, todo []shardKey) (*idSet, error) {
+	set := newIDSet(p.NumSamples())
+	var ids []uint64
+	var err error
+	for _, k := range todo {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for step := 0; step < p.Steps(); step++ {
+			ids, _, err = p.RankBatch(k.epoch, k.rank, step, ids)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				set.add(id)
+			}
+		}
+	}
+	set.seal()
+	return set, nil
+}
+
+// selectRange returns the requested values, or 0..n-1 when none are given,
+// checking each is in [0, n).
+func selectRange(what string, req []int, n int) ([]int, error) {
+	if req == nil {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	}
+	seen := map[int]bool{}
+	var out []int
+	for _, v := range req {
+		if v < 0 || v >= n {
+			return nil, fmt.Errorf("%w: %s %d not in the plan's [0, %d)", ErrSpec, what, v, n)
+		}
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// estimateShardSize is an upper bound of a shard's file size: the batch
+// blocks plus sample ids, batch table and header/tables (FORMAT.md), with
+// 64 KiB for the header, tensor table and metadata.
+func estimateShardSize(g shardfmt.Geometry, steps int) int64 {
+	blocks := int64(g.BlockSize) * int64(steps)
+	ids := int64(8*g.BatchSize) * int64(steps)
+	table := int64(64) * int64(steps)
+	return blocks + ids + table + 64<<10
+}
+
+// freeBytes returns the bytes available to unprivileged users on the file
+// system holding dir.
+func freeBytes(dir string) (int64, bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), true
+}
+
+// peakRSS returns the process's peak resident set size in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // Linux reports KiB
+}

@@ -1,0 +1,189 @@
+package convert
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/plan"
+)
+
+// idSet is the set of sample ids a run needs, with the compact rank of each
+// member (its index among the members in id order), which is its staging
+// slot. Memory: 2 bits per source row.
+type idSet struct {
+	n     uint64
+	words []uint64
+	ranks []uint64 // ranks[w] = members below id 64*w
+	count uint64
+}
+
+func newIDSet(n uint64) *idSet {
+	return &idSet{n: n, words: make([]uint64, (n+63)/64)}
+}
+
+func (s *idSet) add(id uint64) { s.words[id>>6] |= 1 << (id & 63) }
+
+func (s *idSet) has(id uint64) bool { return s.words[id>>6]&(1<<(id&63)) != 0 }
+
+// seal computes the ranks; call after the last add.
+func (s *idSet) seal() {
+	s.ranks = make([]uint64, len(s.words))
+	var c uint64
+	for i, w := range s.words {
+		s.ranks[i] = c
+		c += uint64(bits.OnesCount64(w))
+	}
+	s.count = c
+}
+
+// rank returns the staging slot of member id.
+func (s *idSet) rank(id uint64) uint64 {
+	w := id >> 6
+	return s.ranks[w] + uint64(bits.OnesCount64(s.words[w]&(1<<(id&63)-1)))
+}
+
+// runs returns the stretches of members in [start, start+rows) as row
+// ranges relative to start, with their first staging slot.
+func (s *idSet) runs(start uint64, rows int64) []run {
+	var out []run
+	i := int64(0)
+	for i < rows {
+		id := start + uint64(i)
+		if !s.has(id) {
+			// skip a whole empty word at once
+			if id&63 == 0 && s.words[id>>6] == 0 {
+				i += 64
+				continue
+			}
+			i++
+			continue
+		}
+		lo := i
+		for i < rows && s.has(start+uint64(i)) {
+			if id := start + uint64(i); id&63 == 0 && s.words[id>>6] == ^uint64(0) && i+64 <= rows {
+				i += 64
+				continue
+			}
+			i++
+		}
+		out = append(out, run{lo: int(lo), hi: int(i), dst: int64(s.rank(start + uint64(lo)))})
+	}
+	return out
+}
+
+// sourceFile is one plan source file, opened and checked.
+type sourceFile struct {
+	rel   string
+	abs   string
+	start uint64 // first sample id
+	meta  plan.SourceFile
+	pq    *pqread.File
+}
+
+// openSources checks every source file of p against the plan (size and
+// footer hash), opens its footer with pqread and checks the row groups.
+// Files whose ids are not needed are still checked. On error every opened
+// file is closed.
+func openSources(ctx context.Context, p *plan.Plan, lim pqread.Limits) ([]*sourceFile, error) {
+	var out []*sourceFile
+	closeAll := func() {
+		for _, f := range out {
+			f.pq.Close()
+		}
+	}
+	var start uint64
+	for _, m := range p.Source.Files {
+		if err := ctx.Err(); err != nil {
+			closeAll()
+			return nil, err
+		}
+		abs := filepath.Join(p.Source.Root, filepath.FromSlash(m.Path))
+		f := &sourceFile{rel: m.Path, abs: abs, start: start, meta: m}
+		start += uint64(m.Rows())
+		if err := checkFooter(abs, m); err != nil {
+			closeAll()
+			return nil, &Error{File: m.Path, RowGroup: -1, Row: -1, Element: -1, Err: err}
+		}
+		pf, err := pqread.Open(abs, lim)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		f.pq = pf
+		out = append(out, f)
+		if rg := pf.RowGroups(); !slices.Equal(rg, m.RowGroups) {
+			closeAll()
+			return nil, &Error{File: m.Path, RowGroup: -1, Row: -1, Element: -1,
+				Err: fmt.Errorf("%w: row groups %v, plan has %v", ErrSourceChanged, rg, m.RowGroups)}
+		}
+	}
+	return out, nil
+}
+
+// checkFooter compares the file's size and footer SHA-256 (of the thrift
+// FileMetaData, its 4-byte length and "PAR1") with the plan's record.
+func checkFooter(path string, m plan.SourceFile) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrSourceChanged, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() != m.Size {
+		return fmt.Errorf("%w: size %d bytes, plan has %d", ErrSourceChanged, st.Size(), m.Size)
+	}
+	if m.FooterSHA256 == "" {
+		return nil
+	}
+	if st.Size() < 12 {
+		return fmt.Errorf("%w: %d bytes is too short for parquet", ErrSourceChanged, st.Size())
+	}
+	var tail [8]byte
+	if _, err := f.ReadAt(tail[:], st.Size()-8); err != nil {
+		return fmt.Errorf("reading footer: %w", err)
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4])) + 8
+	if n > st.Size()-4 {
+		return fmt.Errorf("%w: footer length %d exceeds the file", ErrSourceChanged, n-8)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, st.Size()-n, n)); err != nil {
+		return fmt.Errorf("reading footer: %w", err)
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if !strings.EqualFold(got, strings.TrimPrefix(m.FooterSHA256, "sha256:")) {
+		return fmt.Errorf("%w: footer sha256 %s, plan has %s", ErrSourceChanged, got, m.FooterSHA256)
+	}
+	return nil
+}
+
+// schemas returns the fileSchema of each opened file.
+func schemas(files []*sourceFile) []fileSchema {
+	out := make([]fileSchema, len(files))
+	for i, f := range files {
+		pf := f.pq
+		out[i] = fileSchema{rel: f.rel, columns: pf.Columns(), lookup: func(name string) (pqread.ColumnInfo, error) {
+			ci, err := pf.Lookup(name)
+			var pe *pqread.Error
+			if errors.As(err, &pe) {
+				err = pe.Err // the caller adds file and column
+			}
+			return ci, err
+		}}
+	}
+	return out
+}

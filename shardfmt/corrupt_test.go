@@ -21,7 +21,7 @@ func reseal(b []byte) {
 		if off > n {
 			return nil
 		}
-		return b[off:min(n, off+l)]
+		return b[off : off+min(l, n-off)]
 	}
 	le.PutUint32(b[hTTCRC:], crc32c(clip(h.ttOff, h.ttLen)))
 	le.PutUint32(b[hMetaCRC:], crc32c(clip(h.metaOff, h.metaLen)))

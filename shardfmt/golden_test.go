@@ -1,0 +1,300 @@
+package shardfmt
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The golden shards in testdata/shards are made by this generator. Run
+//
+//	go test ./shardfmt -run TestGolden -update
+//
+// to rewrite them (only when the format changes on purpose: that needs a
+// version bump, see FORMAT.md). golden.json beside them lists, per shard,
+// the values a reader must find, for readers written in other languages.
+var update = flag.Bool("update", false, "rewrite the golden shards in testdata/shards")
+
+const goldenDir = "../testdata/shards"
+
+// goldenShard is one golden file and the values a reader must see in it.
+type goldenShard struct {
+	File       string                   `json:"file"`
+	Size       int64                    `json:"size"`
+	Digest     string                   `json:"digest"`
+	BatchSize  int                      `json:"batch_size"`
+	Tensors    []TensorInfo             `json:"tensors"`
+	Provenance Provenance               `json:"provenance"`
+	Batches    []goldenBatch            `json:"batches"`
+	spec       func(k, j, i int) []byte // bytes of sample j of tensor i in batch k
+	counts     []int
+	pads       []int
+}
+
+type goldenBatch struct {
+	Count     int      `json:"count"`
+	Pads      int      `json:"pads"`
+	CRC       string   `json:"crc32c"`
+	SampleIDs []uint64 `json:"sample_ids"`
+	// Slabs holds, per tensor, the hex of the [count, shape...] slab prefix.
+	Slabs []string `json:"slabs"`
+}
+
+func leBytes(v any) []byte {
+	var b bytes.Buffer
+	if err := writeLE(&b, v); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+func writeLE(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case uint8:
+		b.WriteByte(x)
+	case uint16:
+		b.Write(le.AppendUint16(nil, x))
+	case uint32:
+		b.Write(le.AppendUint32(nil, x))
+	case uint64:
+		b.Write(le.AppendUint64(nil, x))
+	default:
+		return fmt.Errorf("unsupported %T", v)
+	}
+	return nil
+}
+
+// goldenShards defines the golden set. Values are formulas of (batch k,
+// slot j, element e) so the files can be checked without this code.
+func goldenShards() []*goldenShard {
+	allDTypes := &goldenShard{
+		File:      "dtypes.shard",
+		BatchSize: 3,
+		Provenance: Provenance{
+			PlanFingerprint: "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+			SpecHash:        "sha256:2222222222222222222222222222222222222222222222222222222222222222",
+			Epoch:           1, Rank: 0, WorldSize: 2, Workers: 1, ToolVersion: "golden",
+		},
+		counts: []int{3, 2},
+		pads:   []int{0, 1},
+	}
+	for d := BOOL; d.Valid(); d++ {
+		allDTypes.Tensors = append(allDTypes.Tensors, TensorInfo{Name: d.String(), DType: d, Shape: []uint64{2}})
+	}
+	// Element e of sample j in batch k has value v = 6k + 2j + e (0..11),
+	// encoded per dtype: integers as v (signed ones as -v), BOOL as v%2,
+	// floats as v + 0.5 rounded to the dtype.
+	allDTypes.spec = func(k, j, i int) []byte {
+		d := allDTypes.Tensors[i].DType
+		var out []byte
+		for e := range 2 {
+			v := 6*k + 2*j + e
+			f := float64(v) + 0.5
+			switch d {
+			case BOOL:
+				out = append(out, byte(v%2))
+			case U8:
+				out = append(out, byte(v))
+			case I8:
+				out = append(out, byte(int8(-v)))
+			case U16:
+				out = append(out, leBytes(uint16(v))...)
+			case I16:
+				out = append(out, leBytes(uint16(int16(-v)))...)
+			case U32:
+				out = append(out, leBytes(uint32(v))...)
+			case I32:
+				out = append(out, leBytes(uint32(int32(-v)))...)
+			case U64:
+				out = append(out, leBytes(uint64(v))...)
+			case I64:
+				out = append(out, leBytes(uint64(int64(-v)))...)
+			case F16:
+				h, _ := F64ToF16(f)
+				out = append(out, leBytes(h)...)
+			case BF16:
+				h, _ := F64ToBF16(f)
+				out = append(out, leBytes(h)...)
+			case F32:
+				out = append(out, leBytes(math.Float32bits(float32(f)))...)
+			case F64:
+				out = append(out, leBytes(math.Float64bits(f))...)
+			case F8_E4M3:
+				h, _ := F64ToF8E4M3(f)
+				out = append(out, h)
+			case F8_E5M2:
+				h, _ := F64ToF8E5M2(f)
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+
+	small := &goldenShard{
+		File:      "small.shard",
+		BatchSize: 4,
+		Tensors: []TensorInfo{
+			{Name: "features", DType: F32, Shape: []uint64{3}},
+			{Name: "label", DType: I64},
+			{Name: "région/Тест", DType: U8, Shape: []uint64{2, 2}},
+		},
+		Provenance: Provenance{PlanFingerprint: "sha256:abc", SourceFingerprint: "sha256:def", SpecHash: "sha256:012", Epoch: 0, Rank: 1, WorldSize: 2, Workers: 2, ToolVersion: "golden"},
+		counts:     []int{4, 4, 2},
+		pads:       []int{0, 0, 1},
+	}
+	// features[e] = id + e/4 (exact in F32), label = -id, U8 bytes = id+e.
+	small.spec = func(k, j, i int) []byte {
+		id := goldenID(k, j)
+		switch i {
+		case 0:
+			var out []byte
+			for e := range 3 {
+				out = append(out, leBytes(math.Float32bits(float32(id)+float32(e)/4))...)
+			}
+			return out
+		case 1:
+			return leBytes(uint64(-int64(id)))
+		default:
+			return []byte{byte(id), byte(id + 1), byte(id + 2), byte(id + 3)}
+		}
+	}
+
+	empty := &goldenShard{
+		File:       "empty.shard",
+		BatchSize:  8,
+		Tensors:    []TensorInfo{{Name: "x", DType: F16, Shape: []uint64{4}}},
+		Provenance: Provenance{Epoch: 5, Rank: 3, WorldSize: 4, ToolVersion: "golden"},
+		spec:       func(k, j, i int) []byte { return nil },
+	}
+	return []*goldenShard{small, allDTypes, empty}
+}
+
+// goldenID is the sample id of slot j of batch k: 10k + j + 100.
+func goldenID(k, j int) uint64 { return uint64(10*k + j + 100) }
+
+func (gs *goldenShard) write(path string) error {
+	w, err := Create(path, WriterOptions{BatchSize: gs.BatchSize, NumBatches: len(gs.counts), Tensors: gs.Tensors, Provenance: gs.Provenance})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	g := w.Geometry()
+	for k, count := range gs.counts {
+		block := make([]byte, g.BlockSize)
+		ids := make([]uint64, count)
+		for j := range count {
+			ids[j] = goldenID(k, j)
+			for i := range gs.Tensors {
+				copy(block[g.SlabOffset[i]+uint64(j)*g.SampleBytes[i]:], gs.spec(k, j, i))
+			}
+		}
+		if err := w.WriteBatch(block, ids, gs.pads[k]); err != nil {
+			return err
+		}
+	}
+	return w.Commit()
+}
+
+// describe reads a shard and records what a reader sees.
+func describe(path string) (*goldenShard, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	d, err := r.Digest()
+	if err != nil {
+		return nil, err
+	}
+	out := &goldenShard{File: filepath.Base(path), Size: r.FileSize(), Digest: d, BatchSize: r.Geometry().BatchSize, Tensors: r.Tensors(), Provenance: r.Provenance()}
+	for k := range r.NumBatches() {
+		bi, _ := r.Batch(k)
+		ids, err := r.SampleIDs(k)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.VerifyBatch(k); err != nil {
+			return nil, err
+		}
+		blk, _ := r.Block(k)
+		gb := goldenBatch{Count: bi.Count, Pads: bi.Pads, CRC: fmt.Sprintf("%08x", bi.CRC), SampleIDs: ids}
+		for i := range out.Tensors {
+			gb.Slabs = append(gb.Slabs, fmt.Sprintf("%x", r.BatchSlab(blk, i, bi.Count)))
+		}
+		out.Batches = append(out.Batches, gb)
+	}
+	return out, nil
+}
+
+// TestGolden regenerates every golden shard in a temporary directory and
+// requires it to be byte-identical to the checked-in file (the writer is
+// deterministic and the format is pinned), then checks the checked-in files
+// against golden.json.
+func TestGolden(t *testing.T) {
+	tmp := t.TempDir()
+	var descs []*goldenShard
+	for _, gs := range goldenShards() {
+		fresh := filepath.Join(tmp, gs.File)
+		if err := gs.write(fresh); err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join(goldenDir, gs.File)
+		if *update {
+			b, _ := os.ReadFile(fresh)
+			if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(golden, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create)", err)
+		}
+		got, _ := os.ReadFile(fresh)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: regenerated shard differs from the golden file", gs.File)
+		}
+		d, err := describe(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		descs = append(descs, d)
+		// The slabs hold what the spec says.
+		for k, b := range d.Batches {
+			for i := range gs.Tensors {
+				var want []byte
+				for j := range b.Count {
+					want = append(want, gs.spec(k, j, i)...)
+				}
+				if fmt.Sprintf("%x", want) != b.Slabs[i] {
+					t.Errorf("%s batch %d tensor %d: slab %s, want %x", gs.File, k, i, b.Slabs[i], want)
+				}
+			}
+		}
+	}
+	js, err := json.MarshalIndent(descs, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js = append(js, '\n')
+	gj := filepath.Join(goldenDir, "golden.json")
+	if *update {
+		if err := os.WriteFile(gj, js, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(gj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(js, want) {
+		t.Errorf("golden.json differs from what the golden shards read as")
+	}
+}

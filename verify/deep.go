@@ -53,7 +53,11 @@ func (c *checker) sourceRoot() string {
 // removed since convert is reported before any value is compared.
 func (c *checker) checkSourceFingerprints() {
 	if c.plan == nil {
+		c.add(Finding{Kind: KindSourceUnreadable, Message: "values not compared: no plan to locate the source"})
 		return
+	}
+	if c.opts.Source == nil {
+		c.add(Finding{Kind: KindSourceUnreadable, Message: "values not compared: this build has no source reader for --deep"})
 	}
 	root := c.sourceRoot()
 	for _, sf := range c.plan.Source.Files {
@@ -156,13 +160,8 @@ type deepCheck struct {
 // newDeepCheck opens the source for one shard, or reports why it cannot
 // and returns nil.
 func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, epoch, rank int) *deepCheck {
-	if c.opts.Source == nil {
-		s.add(Finding{Kind: KindSourceUnreadable, Message: "values not compared: this build has no source reader for --deep"})
-		return nil
-	}
-	if c.plan == nil {
-		s.add(Finding{Kind: KindSourceUnreadable, Message: "values not compared: no plan to locate the source"})
-		return nil
+	if c.opts.Source == nil || c.plan == nil {
+		return nil // reported once by checkSourceFingerprints
 	}
 	g, ts := r.Geometry(), r.Tensors()
 	src, err := c.opts.Source(c.plan, c.man, c.sourceRoot(), g, ts)

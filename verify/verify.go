@@ -49,7 +49,7 @@ type Options struct {
 	// Seed selects the deep sample of batches (same seed, same batches).
 	Seed uint64
 	// Source materializes expected values for Deep; nil with Deep set
-	// reports the source fingerprints only, plus one source_unreadable
+	// checks the source fingerprints only and adds one source_unreadable
 	// finding saying values were not compared.
 	Source SourceOpener
 	// SourceRoot overrides the plan's Source.Root (for a source that moved).

@@ -445,3 +445,14 @@ func TestDeepSampleSeeded(t *testing.T) {
 		t.Errorf("every seed compared the same number of batches: %v", counts)
 	}
 }
+
+func TestDeepWithoutSourceReader(t *testing.T) {
+	f := verifytest.Build(t)
+	rep := run(t, verify.Options{Dir: f.Dir, Deep: true})
+	if got := keys(rep.Findings); len(got) != 1 || got[0] != "source_unreadable " {
+		t.Fatalf("findings %q", got)
+	}
+	if rep.Findings[0].Message != "values not compared: this build has no source reader for --deep" || rep.DeepBatches != 0 {
+		t.Fatalf("%s", lines(rep))
+	}
+}

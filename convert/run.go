@@ -200,6 +200,8 @@ type runner struct {
 	manifest    *shardfmt.Manifest
 	oldManifest []byte // manifest.json before this run, nil if none
 	committed   []string
+	replace     *shardfmt.Manifest // --force: the manifest of the shard set being replaced
+	replaced    bool               // its shards have been deleted
 	progMu      sync.Mutex
 }
 
@@ -237,6 +239,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		switch {
 		case same:
 			r.manifest = old
+			r.manifest.Spec = r.spec // same hash; keep the canonical field order
 			for _, s := range old.Shards {
 				if st, err := os.Stat(filepath.Join(out, filepath.FromSlash(s.Path))); err == nil && st.Size() == s.Size {
 					skip[shardKey{s.Epoch, s.Rank}] = true
@@ -246,10 +249,8 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 			return fmt.Errorf("%s: %w: it was made from plan %s, source %s, spec %s; this run has plan %s, source %s, spec %s (use --force to replace it)",
 				out, ErrOutputMismatch, old.PlanFingerprint, old.SourceFingerprint, old.SpecHash, r.p.Fingerprint, r.p.SourceFingerprint, r.spec.Hash())
 		default:
-			r.log.Warn("replacing a shard set made from other inputs (--force)", "output", out)
-			for _, s := range old.Shards {
-				os.Remove(filepath.Join(out, filepath.FromSlash(s.Path)))
-			}
+			// Replaced after stage 1 succeeds, so a failing run leaves it.
+			r.replace = old
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading manifest: %w", err)
@@ -311,6 +312,20 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
 	r.sum.SamplesDecoded, r.sum.StagingBytes = int64(set.count), stageTotal
 	r.sum.DecodeSeconds = time.Since(t1).Seconds()
+
+	if r.replace != nil {
+		r.log.Warn("replacing a shard set made from other inputs (--force)", "output", out, "old_plan", r.replace.PlanFingerprint, "old_spec", r.replace.SpecHash)
+		r.mu.Lock()
+		err := shardfmt.WriteManifest(out, r.manifest)
+		r.replaced = true
+		r.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		for _, s := range r.replace.Shards {
+			os.Remove(filepath.Join(out, filepath.FromSlash(s.Path)))
+		}
+	}
 
 	// Stage 2: gather batches into shards, in parallel over shards.
 	t2 := time.Now()
@@ -454,7 +469,7 @@ func (r *runner) rollback() {
 		os.Remove(p)
 	}
 	mp := filepath.Join(r.o.Output, shardfmt.ManifestName)
-	if r.oldManifest != nil {
+	if r.oldManifest != nil && !r.replaced {
 		if len(r.committed) > 0 {
 			shardfmt.WriteFileAtomic(mp, r.oldManifest, 0o644)
 		}

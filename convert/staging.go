@@ -61,4 +61,5 @@ func (s *staging) remove() {
 	}
 	s.files = nil
 	os.RemoveAll(s.dir)
+	os.Remove(filepath.Dir(s.dir)) // the run's parent temp directory, if now empty
 }

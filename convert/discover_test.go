@@ -1,0 +1,360 @@
+package convert
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/plan"
+)
+
+func caseDir(id string) string { return filepath.Join("..", "testdata", "cases", id) }
+
+func rowGroupsOf(src plan.Source) map[string][]int64 {
+	m := map[string][]int64{}
+	for _, f := range append(append([]plan.SourceFile(nil), src.Files...), src.EmptyFiles...) {
+		m[f.Path] = f.RowGroups
+	}
+	return m
+}
+
+// TestDiscoverCaseB17EmptyFiles: two files with zero rows between two with
+// data give the same plan as the two non-empty files alone, and are listed.
+func TestDiscoverCaseB17EmptyFiles(t *testing.T) {
+	dir := caseDir("B17-empty-files")
+	all, err := DiscoverSource([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := all.NumSamples(); n != 150 {
+		t.Fatalf("N = %d, want 150", n)
+	}
+	if got := paths(all.Files); !slices.Equal(got, []string{"part-0.parquet", "part-3.parquet"}) {
+		t.Errorf("files %v", got)
+	}
+	if got := paths(all.EmptyFiles); !slices.Equal(got, []string{"part-1.parquet", "part-2.parquet"}) {
+		t.Errorf("empty files %v", got)
+	}
+	for _, f := range all.EmptyFiles {
+		if len(f.RowGroups) != 0 || f.Size == 0 || len(f.FooterSHA256) != 64 {
+			t.Errorf("empty file %+v", f)
+		}
+	}
+	two, err := DiscoverSource([]string{filepath.Join(dir, "part-3.parquet"), filepath.Join(dir, "part-0.parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Fingerprint() != two.Fingerprint() {
+		t.Errorf("empty files change the source fingerprint")
+	}
+	cfg := plan.Config{Seed: 3, Epochs: 2, GlobalBatch: 16, WorldSize: 2, Workers: 2, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
+	pa, err := plan.New(all, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := plan.New(two, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa.Fingerprint != pb.Fingerprint || pa.Epochs[1].Digest != pb.Epochs[1].Digest {
+		t.Errorf("empty files change the plan")
+	}
+	if f, rg, row, err := pa.Source.Locate(120); err != nil || pa.Source.Files[f].Path != "part-3.parquet" || rg != 0 || row != 20 {
+		t.Errorf("Locate(120) = %d %d %d %v", f, rg, row, err)
+	}
+}
+
+func paths(fs []plan.SourceFile) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// TestDiscoverCaseB19CorruptFiles: each broken footer fails naming the
+// file and the reason; with the good file in the same run, all problems
+// are reported together and no source is returned.
+func TestDiscoverCaseB19CorruptFiles(t *testing.T) {
+	dir := caseDir("B19-corrupt-files")
+	cases := []struct{ file, reason string }{
+		{"cut_last_byte.parquet", `missing PAR1 magic at end of file (ends in "\x00PAR"`},
+		{"cut_half.parquet", "missing PAR1 magic at end of file"},
+		{"footer_len_ffffffff.parquet", "footer length 4294967295 beyond file size 1489"},
+		{"zero_bytes.parquet", "file too small: 0 bytes"},
+	}
+	for _, c := range cases {
+		_, err := DiscoverSource([]string{filepath.Join(dir, c.file)})
+		if err == nil {
+			t.Errorf("%s: accepted", c.file)
+			continue
+		}
+		if !errors.Is(err, ErrFooter) || !strings.Contains(err.Error(), c.file) || !strings.Contains(err.Error(), c.reason) {
+			t.Errorf("%s: error %q, want ErrFooter naming the file and %q", c.file, err, c.reason)
+		}
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.HasSuffix(ce.File, c.file) {
+			t.Errorf("%s: no *Error naming the file: %#v", c.file, err)
+		}
+	}
+	// The damaged page header is past the footer: discovery accepts the file
+	// (convert reports it).
+	src, err := DiscoverSource([]string{filepath.Join(dir, "bad_page_header_rg1_x.parquet")})
+	if err != nil || !slices.Equal(src.Files[0].RowGroups, []int64{10, 10, 10}) {
+		t.Errorf("bad page header file: %v %+v", err, src.Files)
+	}
+	// The whole folder: every broken footer reported at once.
+	_, err = DiscoverSource([]string{dir})
+	if err == nil {
+		t.Fatal("folder with broken files accepted")
+	}
+	for _, c := range cases {
+		if !strings.Contains(err.Error(), c.file) {
+			t.Errorf("joined error does not name %s: %v", c.file, err)
+		}
+	}
+	good, err := DiscoverSource([]string{filepath.Join(dir, "good.parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := good.Files[0]
+	if f.Path != "good.parquet" || f.Size != 1489 || !slices.Equal(f.RowGroups, []int64{10, 10, 10}) || good.Root != mustAbs(t, dir) {
+		t.Errorf("good.parquet: %+v root %s", f, good.Root)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestDiscoverCaseB27AndB29RowGroups checks row-group counts read from the
+// footers against case.json.
+func TestDiscoverCaseB27AndB29RowGroups(t *testing.T) {
+	src, err := DiscoverSource([]string{filepath.Join(caseDir("B27-ranks-coverage"), "part-*.parquet")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int64{"part-0.parquet": {16, 16, 8}, "part-1.parquet": {16, 16, 8}, "part-2.parquet": {16, 7}}
+	if got := rowGroupsOf(src); fmt.Sprint(got) != fmt.Sprint(want) || src.NumSamples() != 103 {
+		t.Errorf("B27 row groups %v, N %d", got, src.NumSamples())
+	}
+	src, err = DiscoverSource([]string{caseDir("B29-order-stability")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.NumSamples() != 1000 || len(src.Files) != 4 || !slices.Equal(src.Files[3].RowGroups, []int64{64, 64, 64, 58}) {
+		t.Errorf("B29: N %d files %+v", src.NumSamples(), src.Files)
+	}
+}
+
+// TestDiscoverFingerprintIgnoresMountAndOrder copies a data set to two
+// places, lists it in different orders and by dir, glob or file, and
+// expects one fingerprint.
+func TestDiscoverFingerprintIgnoresMountAndOrder(t *testing.T) {
+	var fps []string
+	for i, layout := range []string{"a", "b/c"} {
+		root := filepath.Join(t.TempDir(), layout)
+		for _, name := range []string{"part-0.parquet", "part-1.parquet", "part-2.parquet"} {
+			copyFile(t, filepath.Join(caseDir("B27-ranks-coverage"), name), filepath.Join(root, "data", name))
+		}
+		os.WriteFile(filepath.Join(root, "data", "_SUCCESS"), nil, 0o644)
+		os.MkdirAll(filepath.Join(root, "data", "_temporary"), 0o755)
+		copyFile(t, filepath.Join(caseDir("B27-ranks-coverage"), "five.parquet"), filepath.Join(root, "data", "_temporary", "x.parquet"))
+		os.Chtimes(filepath.Join(root, "data", "part-1.parquet"), time.Unix(int64(i), 0), time.Unix(int64(i), 0))
+		d := filepath.Join(root, "data")
+		for _, args := range [][]string{
+			{d},
+			{filepath.Join(d, "*.parquet")},
+			{filepath.Join(d, "part-2.parquet"), filepath.Join(d, "part-0.parquet"), filepath.Join(d, "part-1.parquet")},
+			{d, filepath.Join(d, "part-1.parquet")},
+		} {
+			src, err := DiscoverSource(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src.Root != d || len(src.Files) != 3 || src.Files[0].Path != "part-0.parquet" {
+				t.Fatalf("%v: root %s files %v", args, src.Root, paths(src.Files))
+			}
+			fps = append(fps, src.Fingerprint())
+		}
+	}
+	for _, fp := range fps {
+		if fp != fps[0] {
+			t.Fatalf("fingerprints differ: %v", fps)
+		}
+	}
+	if _, err := DiscoverSource([]string{filepath.Join(t.TempDir(), "*.parquet")}); !errors.Is(err, ErrNoInput) {
+		t.Errorf("empty glob: %v, want ErrNoInput", err)
+	}
+	if _, err := DiscoverSource([]string{t.TempDir()}); !errors.Is(err, ErrNoInput) {
+		t.Errorf("empty dir: %v, want ErrNoInput", err)
+	}
+	if _, err := DiscoverSource([]string{"/nonexistent/x.parquet"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/x.parquet") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDiscoverCaseB26ManySmallFiles builds 5,000 files of 3 rows each in
+// part=K/ folders and discovers them under an open-file limit of 256,
+// sampling the number of open descriptors meanwhile.
+func TestDiscoverCaseB26ManySmallFiles(t *testing.T) {
+	nFiles := 5000
+	if testing.Short() {
+		nFiles = 500
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[struct {
+		ID int64 `parquet:"id"`
+	}](&buf)
+	if _, err := w.Write([]struct {
+		ID int64 `parquet:"id"`
+	}{{0}, {5000}, {10000}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for k := 0; k < nFiles; k++ {
+		d := filepath.Join(root, fmt.Sprintf("part=%d", k))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "data_0.parquet"), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	lim := old
+	lim.Cur = 256
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skipf("cannot lower the open-file limit: %v", err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+
+	base := countFDs()
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if n := int64(countFDs()); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	src, err := DiscoverSource([]string{root})
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src.Files) != nFiles || src.NumSamples() != uint64(3*nFiles) {
+		t.Fatalf("%d files, N %d", len(src.Files), src.NumSamples())
+	}
+	if extra := peak.Load() - int64(base); extra > discoverParallel+4 {
+		t.Errorf("up to %d descriptors open beyond the %d at start", extra, base)
+	}
+	// Sorted by path byte-wise: part=0, part=1, part=10, ...
+	if src.Files[2].Path != "part=10/data_0.parquet" {
+		t.Errorf("third file %s", src.Files[2].Path)
+	}
+}
+
+func countFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}
+
+// TestFooterRowGroupsRejectsHostileCounts feeds footers whose list counts
+// claim more elements than bytes are left; they must fail without a large
+// allocation.
+func TestFooterRowGroupsRejectsHostileCounts(t *testing.T) {
+	for name, b := range map[string][]byte{
+		"row groups count 2^31": {0x36, 0x00, 0x19, 0xfc, 0xff, 0xff, 0xff, 0xff, 0x07},
+		"empty":                 {},
+		"truncated varint":      {0x36, 0x80},
+		"binary past end":       {0x18, 0x10, 'a'},
+		"deep nesting":          append(bytes.Repeat([]byte{0x1c}, 200), 0),
+		"no row groups":         {0x36, 0x00, 0x00},
+	} {
+		if _, err := footerRowGroups(b); !errors.Is(err, ErrFooter) {
+			t.Errorf("%s: %v, want ErrFooter", name, err)
+		}
+	}
+	// num_rows 3 (zigzag 6), row_groups [ {num_rows 3} ].
+	good := []byte{0x36, 0x06, 0x19, 0x1c, 0x36, 0x06, 0x00, 0x00}
+	if rgs, err := footerRowGroups(good); err != nil || !slices.Equal(rgs, []int64{3}) {
+		t.Errorf("minimal footer: %v %v", rgs, err)
+	}
+	_ = binary.LittleEndian
+}
+
+func FuzzFooterRowGroups(f *testing.F) {
+	for _, name := range []string{"B19-corrupt-files/good.parquet", "B17-empty-files/part-1.parquet", "B29-order-stability/part-0.parquet"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "cases", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		n := binary.LittleEndian.Uint32(b[len(b)-8:])
+		f.Add(b[len(b)-8-int(n) : len(b)-8])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rgs, err := footerRowGroups(b)
+		if err != nil {
+			if !errors.Is(err, ErrFooter) {
+				t.Fatalf("error %v does not wrap ErrFooter", err)
+			}
+			return
+		}
+		if len(rgs) > len(b) {
+			t.Fatalf("%d row groups from %d bytes", len(rgs), len(b))
+		}
+		for _, r := range rgs {
+			if r < 0 {
+				t.Fatalf("negative row count %d", r)
+			}
+		}
+	})
+}

@@ -1,0 +1,132 @@
+package shardfmt
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCRC32CCheckValue pins the checksum parameters stated in FORMAT.md.
+func TestCRC32CCheckValue(t *testing.T) {
+	if got := crc32c([]byte("123456789")); got != 0xE3069283 {
+		t.Errorf("crc32c(123456789) = %08x, want e3069283", got)
+	}
+}
+
+func TestShardFileName(t *testing.T) {
+	for _, tt := range []struct {
+		e, r int
+		want string
+	}{
+		{0, 0, "epoch-00000/rank-00000.shard"},
+		{3, 12, "epoch-00003/rank-00012.shard"},
+		{123456, 7, "epoch-123456/rank-00007.shard"},
+	} {
+		if got := ShardFileName(tt.e, tt.r); got != tt.want {
+			t.Errorf("ShardFileName(%d, %d) = %q, want %q", tt.e, tt.r, got, tt.want)
+		}
+	}
+}
+
+func TestDTypeJSON(t *testing.T) {
+	ti := TensorInfo{Name: "x", DType: BF16, Shape: []uint64{2}}
+	b, err := json.Marshal(ti)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"name":"x","dtype":"BF16","shape":[2]}` {
+		t.Errorf("Marshal = %s", b)
+	}
+	var back TensorInfo
+	if err := json.Unmarshal(b, &back); err != nil || back.DType != BF16 {
+		t.Errorf("Unmarshal = %+v, %v", back, err)
+	}
+	if err := json.Unmarshal([]byte(`{"dtype":"bf16"}`), &back); err == nil {
+		t.Error("lower-case dtype name accepted")
+	}
+	if _, err := json.Marshal(TensorInfo{DType: 99}); err == nil {
+		t.Error("invalid dtype marshalled")
+	}
+}
+
+func TestManifestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	m := &Manifest{
+		ToolVersion: "v1", PlanFingerprint: "p", SourceFingerprint: "s", SpecHash: "h",
+		Spec:    map[string]any{"tensors": []any{"x"}},
+		Tensors: []TensorInfo{{Name: "Тест", DType: F16, Shape: []uint64{4}}},
+		Shards: []ShardEntry{
+			{Path: ShardFileName(1, 0), Epoch: 1, Rank: 0},
+			{Path: ShardFileName(0, 1), Epoch: 0, Rank: 1},
+			{Path: ShardFileName(0, 0), Epoch: 0, Rank: 0, Batches: 3, Size: 100, Digest: "sha256:00"},
+		},
+	}
+	if err := WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, ManifestName))
+	got, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Format != ManifestFormat || len(got.Shards) != 3 {
+		t.Fatalf("read back %+v", got)
+	}
+	for i, want := range []string{"epoch-00000/rank-00000.shard", "epoch-00000/rank-00001.shard", "epoch-00001/rank-00000.shard"} {
+		if got.Shards[i].Path != want {
+			t.Errorf("shard %d = %q, want %q", i, got.Shards[i].Path, want)
+		}
+	}
+	if s, ok := got.Shard(0, 0); !ok || s.Digest != "sha256:00" || s.Batches != 3 {
+		t.Errorf("Shard(0,0) = %+v, %v", s, ok)
+	}
+	if !strings.Contains(string(first), `"name": "Тест"`) || !strings.Contains(string(first), `"dtype": "F16"`) {
+		t.Errorf("manifest does not keep names byte-exact or dtype names:\n%s", first)
+	}
+	// Rewriting the decoded manifest gives the same bytes.
+	if err := WriteManifest(dir, got); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := os.ReadFile(filepath.Join(dir, ManifestName))
+	if string(first) != string(second) {
+		t.Errorf("manifest not byte-identical on rewrite:\n%s\n%s", first, second)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("directory holds %v", ents)
+	}
+	os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"format":"other"}`), 0o644)
+	if _, err := ReadManifest(dir); err == nil {
+		t.Error("foreign manifest format accepted")
+	}
+}
+
+func TestFileDigestCoversData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.shard")
+	writeShard(t, path, testOpts(3, 2), nil, nil, 4)
+	d1, err := FileDigest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Changing one data byte and its batch CRC (a consistent rewrite) must
+	// change the digest through the batch table.
+	img, _ := os.ReadFile(path)
+	r, _ := Open(path)
+	l := r.Layout()
+	r.Close()
+	blk := img[l.Block(1).Offset : l.Block(1).Offset+l.BlockSize]
+	blk[0] ^= 1
+	bt := l.Regions[5]
+	le.PutUint32(img[bt.Offset+BatchEntryLen+bBlockCRC:], crc32c(blk))
+	reseal(img)
+	os.WriteFile(path, img, 0o644)
+	d2, err := FileDigest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1 == d2 {
+		t.Error("digest unchanged after a data change")
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/plan"
+)
+
+func init() { subcommands = append(subcommands, newConvertCmd) }
+
+// convertOptions are the flags of prep convert.
+type convertOptions struct {
+	planPath    string
+	specPath    string
+	tensors     []string
+	output      string
+	epochs      string
+	ranks       string
+	jobs        int
+	memoryLimit string
+	force       bool
+	asJSON      bool
+	ops         opsOptions
+}
+
+func newConvertCmd(g *globalOptions) *cobra.Command {
+	var o convertOptions
+	cmd := &cobra.Command{
+		Use:   "convert --plan plan.json (--spec features.yaml | --tensor ...) -o DIR",
+		Short: "Decode Parquet once and write one tensor shard per (epoch, rank)",
+		Long: `convert materializes the plan's epochs and ranks into shard files under DIR
+(DIR/epoch-NNNNN/rank-NNNNN.shard) plus DIR/manifest.json. Every source footer
+and schema is checked before anything is written; on error nothing from the
+run is left behind. A rerun skips shards already complete; a lock file
+DIR/.prep.lock keeps two runs apart (exit code 3).
+
+--tensor NAME=COL[,COL...]:DTYPE[:SHAPE] adds a tensor without a spec file,
+for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runConvert(cmd.Context(), g, &o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.planPath, "plan", "", "plan file made by prep plan (required)")
+	f.StringVar(&o.specPath, "spec", "", "feature spec (YAML)")
+	f.StringArrayVar(&o.tensors, "tensor", nil, "tensor NAME=COL[,COL...]:DTYPE[:SHAPE] (repeatable; added after the spec's tensors)")
+	f.StringVarP(&o.output, "output", "o", "", "output shard set directory (required)")
+	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
+	f.StringVar(&o.ranks, "ranks", "", "ranks to write, e.g. 0-7 or 2,5; auto reads the launcher's rank variables (default all)")
+	f.IntVar(&o.jobs, "jobs", 0, "parallel column chunks and shards (default: number of CPUs)")
+	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on decoded column chunks in flight, e.g. 512MiB, 4GiB")
+	f.BoolVar(&o.force, "force", false, "replace an output made from another plan, source or spec")
+	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
+	addRankFlags(cmd, &o.ops)
+	return cmd
+}
+
+func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.planPath == "" || o.output == "" {
+		return usagef("--plan and -o are required")
+	}
+	if o.specPath == "" && len(o.tensors) == 0 {
+		return usagef("give a feature spec with --spec or tensors with --tensor")
+	}
+	mem, err := parseByteSize(o.memoryLimit)
+	if err != nil {
+		return usagef("--memory-limit: %v", err)
+	}
+	epochs, err := parseIndexList(o.epochs)
+	if err != nil {
+		return usagef("--epochs: %v", err)
+	}
+	spec := &convert.Spec{}
+	if o.specPath != "" {
+		if spec, err = convert.LoadSpec(o.specPath); err != nil {
+			return err
+		}
+	}
+	extra, err := convert.ParseTensorFlags(o.tensors)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	spec.Tensors = append(spec.Tensors, extra...)
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	p, err := plan.Load(o.planPath)
+	if err != nil {
+		return err
+	}
+	ranks, err := resolveRanks(o.ranks, p.Config.WorldSize, os.Getenv, &o.ops)
+	if err != nil {
+		return err
+	}
+	var bar *progress
+	opts := convert.Options{
+		Plan: p, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
+		Jobs: o.jobs, MemoryLimit: mem, Force: o.force,
+		ToolVersion: buildVersion().Version, Logger: g.log,
+		OnStage: func(stage string, rows, bytes int64) {
+			bar.Finish()
+			if stage == convert.StageDecode {
+				bar = g.newProgress("decode", rows)
+			} else {
+				bar = g.newProgress("write", bytes)
+			}
+		},
+		Progress: func(stage string, rows, bytes int64) {
+			if stage == convert.StageDecode {
+				bar.Add(rows, rows)
+			} else {
+				bar.Add(rows, bytes)
+			}
+		},
+	}
+	sum, err := convert.Run(ctx, opts)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return json.NewEncoder(g.stdout).Encode(sum)
+	}
+	_, err = fmt.Fprintf(g.stdout, "%s: %d shards written (%d already complete), %d rows, %s in %.2fs (%.0f MB/s); decoded %d samples from %d row groups (%d skipped); peak RSS %s\n",
+		sum.Output, sum.Shards, sum.SkippedShards, sum.Rows, formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
+		sum.SamplesDecoded, sum.RowGroupsRead, sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes))
+	return err
+}
+
+// parseIndexList parses "0-2", "0,3,5" or "1-3,7" into values; "" gives nil (all).
+func parseIndexList(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("bad number %q", lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("bad number %q", hi)
+			}
+		}
+		if a < 0 || b < a {
+			return nil, fmt.Errorf("bad range %q", part)
+		}
+		for v := a; v <= b; v++ {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// parseByteSize parses a byte size: a number with an optional unit B, KB, MB,
+// GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+func parseByteSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') {
+		i--
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	mult := map[string]int64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}[strings.ToUpper(strings.TrimSpace(t[i:]))]
+	if mult == 0 {
+		return 0, fmt.Errorf("bad size unit in %q", s)
+	}
+	return n * mult, nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/plan"
+)
+
+// convertFixture writes a 100-row Parquet file and a plan over it and
+// returns the plan path.
+func convertFixture(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	type row struct {
+		ID int64   `parquet:"id"`
+		A  float64 `parquet:"a"`
+		B  float64 `parquet:"b"`
+	}
+	rows := make([]row, 100)
+	for i := range rows {
+		rows[i] = row{int64(i), float64(i) / 4, -float64(i)}
+	}
+	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
+		t.Fatal(err)
+	}
+	s, err := convert.DiscoverSource([]string{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(s, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 16, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := filepath.Join(dir, "plan.json")
+	if err := p.Save(pp); err != nil {
+		t.Fatal(err)
+	}
+	return pp
+}
+
+func TestConvertCommand(t *testing.T) {
+	pp := convertFixture(t)
+	out := filepath.Join(t.TempDir(), "shards")
+	code, stdout, stderr := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "--tensor", "ab=a,b:F32:2", "-o", out, "--json", "--jobs", "2", "--memory-limit", "64MiB")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var sum convert.Summary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("summary %q: %v", stdout, err)
+	}
+	if sum.Shards != 4 || sum.Rows != 4*7*8 || sum.Bytes <= 0 || sum.PeakRSSBytes <= 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	// Rerun: all skipped; human summary.
+	code, stdout, _ = runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "--tensor", "ab=a,b:F32:2", "-o", out, "--epochs", "1", "--ranks", "0-1")
+	if code != 0 || !strings.Contains(stdout, "0 shards written (2 already complete)") {
+		t.Errorf("rerun: %d %q", code, stdout)
+	}
+	// Lock held: exit 3 naming the holder.
+	l, err := dirlock.Acquire(filepath.Join(out, convert.LockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out)
+	l.Release()
+	if code != 3 || !strings.Contains(stderr, "held by pid") {
+		t.Errorf("locked: exit %d, %s", code, stderr)
+	}
+}
+
+func TestConvertCommandErrors(t *testing.T) {
+	pp := convertFixture(t)
+	out := filepath.Join(t.TempDir(), "shards")
+	code, _, stderr := runPrep("convert", "--plan", pp, "--tensor", "z=nope:I64", "-o", out)
+	if code != 1 || !strings.Contains(stderr, "d.parquet: column") || !strings.Contains(stderr, "nope") || !strings.Contains(stderr, "column not found") {
+		t.Errorf("missing column: exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("output left after failure")
+	}
+	for _, args := range [][]string{
+		{"convert", "--plan", pp, "-o", out},
+		{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--memory-limit", "lots"},
+		{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--epochs", "2-1"},
+		{"convert", "--plan", pp, "--tensor", "bad", "-o", out},
+	} {
+		if code, _, stderr := runPrep(args...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"4GiB": 4 << 30, "512MiB": 512 << 20, "1000": 1000, "2GB": 2e9, "7 KiB": 7 << 10} {
+		if got, err := parseByteSize(in); err != nil || got != want {
+			t.Errorf("parseByteSize(%q) = %d, %v", in, got, err)
+		}
+	}
+}

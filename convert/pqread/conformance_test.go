@@ -2,7 +2,6 @@ package pqread
 
 import (
 	"bytes"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"

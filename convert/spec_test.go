@@ -1,0 +1,103 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestParseSpecExample(t *testing.T) {
+	s, err := ParseSpec([]byte(`
+tensors:
+  - name: image
+    columns_regex: '^\d+x\d+$'
+    dtype: U8
+    shape: [28, 28]
+  - name: emb
+    column: embedding
+    dtype: F16
+    shape: [50]
+    list: {pad: 0, truncate: false, lengths: false}
+    nulls: {fill: 0, mask: true}
+  - name: label
+    column: label
+    dtype: I64
+  - name: x
+    column: x
+    dtype: F32
+    nulls: {fill: NaN}
+    nan: {policy: error}
+`), "features.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Tensors) != 4 || s.Tensors[0].Shape[1] != 28 || s.Tensors[1].List.Pad.String() != "0" || s.Tensors[3].Nulls.Fill.String() != "NaN" {
+		t.Errorf("parsed %+v", s)
+	}
+	// The hash is over the parsed spec, not the text: reformatting keeps it.
+	s2, err := ParseSpec([]byte("tensors: [{name: image, columns_regex: '^\\d+x\\d+$', dtype: U8, shape: [28, 28]}, {name: emb, column: embedding, dtype: F16, shape: [50], nulls: {mask: true, fill: 0}, list: {pad: 0}}, {name: label, column: label, dtype: I64}, {name: x, column: x, dtype: F32, nulls: {fill: nan}, nan: {policy: error}}]"), "b.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Hash() != s2.Hash() {
+		t.Errorf("hash differs:\n%s\n%s", s.CanonicalJSON(), s2.CanonicalJSON())
+	}
+	s2.Tensors[2].DType = "I32"
+	if s.Hash() == s2.Hash() {
+		t.Errorf("hash ignores dtype")
+	}
+}
+
+func TestParseSpecRejects(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    colour: red\n", "line 5: field colour not found"},
+		{"tensors:\n  - name: a\n    column: a\n    dtype: I65\n", "unknown dtype"},
+		{"tensors:\n  - name: a\n    dtype: I64\n", "exactly one of column"},
+		{"tensors:\n  - {name: a, column: a, columns: [b], dtype: I64}\n", "exactly one of column"},
+		{"tensors:\n  - {name: a, column: a, dtype: I64}\n  - {name: a, column: b, dtype: I64}\n", `"a" used twice`},
+		{"tensors:\n  - {name: a, column: a, dtype: I64, nulls: {mask: true}}\n  - {name: a_mask, column: b, dtype: I64}\n", `"a_mask" used twice`},
+		{"tensors:\n  - {name: a, column: a, dtype: I64, shape: [0]}\n", "every dimension"},
+		{"tensors:\n  - {name: a, column: a, dtype: I64, nulls: {fill: lots}}\n", `"lots" is not a number`},
+		{"tensors:\n  - {name: a, column: a, dtype: I32, bytes: {mode: hash, buckets: 10}}\n", "writes I64"},
+		{"tensors:\n  - {name: a, column: a, dtype: U8, bytes: {mode: pad}}\n", "max_len > 0"},
+		{"tensors:\n  - {name: a, column: a, dtype: F32, nan: {policy: drop}}\n", "pass or error"},
+		{"tensors:\n  - {name: a, columns_regex: '(', dtype: F32}\n", "columns_regex"},
+		{"", "empty document"},
+		{"tensors: []\n", "no tensors"},
+	} {
+		_, err := ParseSpec([]byte(c.yaml), "f.yaml")
+		if err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "f.yaml: ") {
+			t.Errorf("%q: err = %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+func TestParseTensorFlags(t *testing.T) {
+	ts, err := ParseTensorFlags([]string{"label=label:I64", "pix=a,b,c,d:U8:2x2", "emb=emb:F16:50", "odd=x:y:F32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%+v", ts)
+	want := "[{Name:label Column:label Columns:[] ColumnsRegex: DType:I64 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> MaxValueBytes:0 Cast:<nil>} " +
+		"{Name:pix Column: Columns:[a b c d] ColumnsRegex: DType:U8 Shape:[2 2] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> MaxValueBytes:0 Cast:<nil>} " +
+		"{Name:emb Column:emb Columns:[] ColumnsRegex: DType:F16 Shape:[50] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> MaxValueBytes:0 Cast:<nil>} " +
+		"{Name:odd Column:x:y Columns:[] ColumnsRegex: DType:F32 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> MaxValueBytes:0 Cast:<nil>}]"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	for _, bad := range []string{"nodtype", "a=b", "=x:I64"} {
+		if _, err := ParseTensorFlags([]string{bad}); !errors.Is(err, ErrSpec) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func TestNumberCanonical(t *testing.T) {
+	for in, want := range map[string]string{"0": "0", "-1": "-1", "1.5": "1.5", "2.0": "2.0", "nan": "NaN", ".inf": "+Inf", "-Inf": "-Inf", "1e3": "1000.0", "0x10": "16"} {
+		n, err := ParseNumber(in)
+		if err != nil || n.String() != want {
+			t.Errorf("ParseNumber(%q) = %v, %v; want %s", in, n, err, want)
+		}
+	}
+}

@@ -32,6 +32,11 @@ var (
 	// unreleased batches, so no further batch can be delivered.
 	ErrRingFull = errors.New("all ring buffers are held by unreleased batches")
 
+	// ErrInvalid is returned for an option or argument out of range: an
+	// unknown backend, a negative prefetch, a start or seek step outside
+	// [0, Steps].
+	ErrInvalid = errors.New("invalid argument")
+
 	// ErrClosed is returned by calls on a closed Loader.
 	ErrClosed = errors.New("loader closed")
 

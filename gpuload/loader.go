@@ -262,10 +262,10 @@ func newLoader(sh shard, path string, epoch, rank int, opts Options) (*Loader, e
 		return &Error{Op: "starting " + opts.Backend + " backend", Path: path, Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
 	}
 	if opts.StartStep < 0 || opts.StartStep > l.steps {
-		return nil, fail(fmt.Errorf("start step %d outside [0, %d]", opts.StartStep, l.steps))
+		return nil, fail(fmt.Errorf("%w: start step %d outside [0, %d]", ErrInvalid, opts.StartStep, l.steps))
 	}
 	if opts.Prefetch < 0 {
-		return nil, fail(fmt.Errorf("prefetch %d is negative", opts.Prefetch))
+		return nil, fail(fmt.Errorf("%w: prefetch %d is negative", ErrInvalid, opts.Prefetch))
 	}
 	if opts.Prefetch == 0 {
 		opts.Prefetch = DefaultPrefetch
@@ -281,7 +281,7 @@ func newLoader(sh shard, path string, epoch, rank int, opts Options) (*Loader, e
 	case BackendCUDA:
 		l.be, err = newCUDABackend(l, opts)
 	default:
-		return nil, fail(fmt.Errorf("unknown backend %q (want host or cuda)", opts.Backend))
+		return nil, fail(fmt.Errorf("%w: unknown backend %q (want host or cuda)", ErrInvalid, opts.Backend))
 	}
 	if err != nil {
 		return nil, fail(err)
@@ -407,7 +407,7 @@ func (l *Loader) Seek(step int) error {
 		return ErrClosed
 	}
 	if step < 0 || step > l.steps {
-		return &Error{Op: "seeking", Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: step, Offset: -1, Err: fmt.Errorf("step outside [0, %d]", l.steps)}
+		return &Error{Op: "seeking", Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: step, Offset: -1, Err: fmt.Errorf("%w: step outside [0, %d]", ErrInvalid, l.steps)}
 	}
 	l.be.stop()
 	l.err = nil

@@ -11,18 +11,18 @@ const (
 // DLPack type codes (DLDataTypeCode in dlpack.h v1.1; values fixed by the
 // DLPack ABI).
 const (
-	DLInt           = 0
-	DLUInt          = 1
-	DLFloat         = 2
-	DLBfloat        = 4
-	DLBool          = 6
-	DLFloat8E4M3FN  = 10
-	DLFloat8E5M2    = 12
-	dlUnknownCode   = 255
-	dlUnknownBits   = 0
-	dlUnknownLanes  = 0
-	dlDefaultLanes  = 1
-	dlBitsPerByte   = 8
+	DLInt          = 0
+	DLUInt         = 1
+	DLFloat        = 2
+	DLBfloat       = 4
+	DLBool         = 6
+	DLFloat8E4M3FN = 10
+	DLFloat8E5M2   = 12
+	dlUnknownCode  = 255
+	dlUnknownBits  = 0
+	dlUnknownLanes = 0
+	dlDefaultLanes = 1
+	dlBitsPerByte  = 8
 )
 
 // DLPackType returns the DLPack DLDataType (code, bits, lanes) of a shard

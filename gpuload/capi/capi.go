@@ -31,7 +31,7 @@ func main() {}
 // cLoader is the Go side of a gl_loader handle.
 type cLoader struct {
 	l       *gpuload.Loader
-	names   []*C.char                    // tensor names, freed at close
+	names   []*C.char                      // tensor names, freed at close
 	batches map[*C.gl_batch]*gpuload.Batch // unreleased batches
 }
 

@@ -121,7 +121,7 @@ func New(src Source, cfg Config) (*Plan, error) {
 
 // derive builds everything but the epoch digests.
 func derive(src Source, cfg Config) (*Plan, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	src.Files = append([]SourceFile(nil), src.Files...)
@@ -147,7 +147,10 @@ func derive(src Source, cfg Config) (*Plan, error) {
 	return p, nil
 }
 
-func (c *Config) validate() error {
+// Validate checks the inputs without a source: counts at least 1, G divisible
+// by R, a known shuffle mode and remainder policy, a window exactly for
+// blocks. Errors wrap ErrConfig and name the field.
+func (c *Config) Validate() error {
 	switch {
 	case c.Epochs < 1:
 		return configErrorf("epochs", "must be at least 1, not %d", c.Epochs)

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/plan"
+)
+
+func init() { subcommands = append(subcommands, newPlanCmd) }
+
+// planOptions are the flags of prep plan.
+type planOptions struct {
+	sources     []string
+	seed        uint64
+	epochs      int
+	globalBatch int
+	batchSize   int
+	worldSize   int
+	workers     int
+	shuffle     string
+	window      int
+	remainder   string
+	output      string
+	asJSON      bool
+}
+
+// defaultWindow is the blocks-mode window when --window is not given.
+const defaultWindow = 16
+
+func newPlanCmd(g *globalOptions) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan --source PATH... --global-batch G [flags] -o plan.json",
+		Short: "Make a deterministic epoch plan (seeded shuffle, ranks, workers) from Parquet footers",
+		Long: `plan fixes the order of every epoch as a pure function of the source, a seed
+and a few counts, and writes it to a small plan.json (format prep-plan/v1,
+spec in plan/PLAN.md). It reads only the Parquet footers.
+
+Sources are files, directories (walked recursively for *.parquet, skipping
+names that start with "." or "_") or globs; files are ordered by path relative
+to their common directory, and sample id = row index in that order. Every
+footer is checked before anything is written; all bad files are reported.
+
+The order of an epoch depends on the source, seed, epoch, global batch,
+shuffle mode and remainder policy, never on --world-size or --workers (except
+in partitioned mode). Rank r takes slots [r*b, (r+1)*b) of every global batch
+(b = G/R); rank batch j is produced by worker j mod W. Every rank has the same
+number of steps.
+
+Shuffle modes: none, global (keyed permutation of all samples), blocks
+(permute row groups, shuffle inside windows of --window row groups),
+partitioned (row groups assigned to ranks once, shuffled within each rank).
+Remainder policies: drop (last N mod G samples of each epoch left out and
+listed), pad (last global batch filled from the epoch start, flagged as pad),
+partial (short last batch; for evaluation).
+
+Prints a summary on stdout (--json for scripts). Use 'prep plan show' to list
+the sample ids of a rank.`,
+		Example: `  prep plan --source data/ --seed 7 --epochs 2 --global-batch 1024 --world-size 8 --workers 4 -o plan.json
+  prep plan --source 'data/part-*.parquet' --batch-size 128 --world-size 8 --shuffle blocks --window 32 -o plan.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("window") && o.shuffle != string(plan.ShuffleBlocks) {
+				return usagef("--window applies only to --shuffle blocks")
+			}
+			return runPlan(g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.sources, "source", nil, "Parquet file, directory or glob (repeatable)")
+	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed; every value, 0 included, is an ordinary seed")
+	f.IntVar(&o.epochs, "epochs", 1, "number of epochs")
+	f.IntVar(&o.globalBatch, "global-batch", 0, "global batch G: samples per step over all ranks")
+	f.IntVar(&o.batchSize, "batch-size", 0, "per-rank batch b (G = b * world size); instead of --global-batch")
+	f.IntVar(&o.worldSize, "world-size", 1, "world size R (number of ranks); must divide G")
+	f.IntVar(&o.workers, "workers", 1, "data-loader workers per rank W")
+	f.StringVar(&o.shuffle, "shuffle", string(plan.ShuffleGlobal), "shuffle mode: none, global, blocks or partitioned")
+	f.IntVar(&o.window, "window", defaultWindow, "blocks mode: row groups per shuffle window K")
+	f.StringVar(&o.remainder, "remainder", string(plan.RemainderDrop), "remainder policy: drop, pad or partial")
+	f.StringVarP(&o.output, "output", "o", "plan.json", "plan file to write")
+	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
+	cmd.MarkFlagsMutuallyExclusive("global-batch", "batch-size")
+	cmd.AddCommand(newPlanShowCmd(g))
+	return cmd
+}
+
+// config turns the flags into a plan.Config; errors are usage errors.
+func (o *planOptions) config() (plan.Config, error) {
+	c := plan.Config{
+		Seed:        o.seed,
+		Epochs:      o.epochs,
+		GlobalBatch: o.globalBatch,
+		WorldSize:   o.worldSize,
+		Workers:     o.workers,
+		Shuffle:     plan.Shuffle(o.shuffle),
+		Remainder:   plan.Remainder(o.remainder),
+	}
+	if c.Shuffle == plan.ShuffleBlocks {
+		c.Window = o.window
+	}
+	switch {
+	case o.globalBatch == 0 && o.batchSize == 0:
+		return c, usagef("one of --global-batch or --batch-size is required")
+	case o.batchSize < 0:
+		return c, usagef("--batch-size must be at least 1, not %d", o.batchSize)
+	case o.batchSize > 0:
+		c.GlobalBatch = o.batchSize * o.worldSize
+	}
+	if o.globalBatch > 0 && o.worldSize > 0 && o.globalBatch%o.worldSize != 0 {
+		return c, usagef("--global-batch %d is not divisible by --world-size %d: every rank needs the same batch size b = G/R (try --global-batch %d or --batch-size)",
+			o.globalBatch, o.worldSize, (o.globalBatch/o.worldSize+1)*o.worldSize)
+	}
+	if err := c.Validate(); err != nil {
+		var pe *plan.Error
+		if errors.As(err, &pe) {
+			return c, usagef("--%s: %v", strings.ReplaceAll(pe.Field, "_", "-"), errors.Unwrap(pe))
+		}
+		return c, usageError{err}
+	}
+	return c, nil
+}
+
+// planSummary is the --json output of prep plan.
+type planSummary struct {
+	Plan              string   `json:"plan"`
+	Samples           uint64   `json:"samples"`
+	Files             int      `json:"files"`
+	EmptyFiles        []string `json:"empty_files"`
+	RowGroups         int      `json:"row_groups"`
+	Epochs            int      `json:"epochs"`
+	GlobalBatch       int      `json:"global_batch"`
+	BatchSize         int      `json:"batch_size"`
+	WorldSize         int      `json:"world_size"`
+	Workers           int      `json:"workers"`
+	Shuffle           string   `json:"shuffle"`
+	Remainder         string   `json:"remainder"`
+	StepsPerEpoch     int      `json:"steps_per_epoch"`
+	DroppedPerEpoch   uint64   `json:"dropped_per_epoch"`
+	PaddedPerEpoch    uint64   `json:"padded_per_epoch"`
+	Fingerprint       string   `json:"fingerprint"`
+	OrderFingerprint  string   `json:"order_fingerprint"`
+	SourceFingerprint string   `json:"source_fingerprint"`
+}
+
+func runPlan(g *globalOptions, o *planOptions) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	if len(o.sources) == 0 {
+		return usagef("--source is required")
+	}
+	src, err := convert.DiscoverSource(o.sources)
+	if err != nil {
+		return fmt.Errorf("reading source footers: %w", err)
+	}
+	g.log.Info("source read", "files", len(src.Files), "empty_files", len(src.EmptyFiles), "samples", src.NumSamples(), "root", src.Root)
+	p, err := plan.New(src, cfg)
+	if err != nil {
+		if errors.Is(err, plan.ErrConfig) {
+			return usageError{err}
+		}
+		return err
+	}
+	if err := p.Save(o.output); err != nil {
+		return err
+	}
+	s := planSummary{
+		Plan: o.output, Samples: p.NumSamples(), Files: len(src.Files), EmptyFiles: []string{}, RowGroups: p.Derived.Blocks,
+		Epochs: cfg.Epochs, GlobalBatch: cfg.GlobalBatch, BatchSize: p.BatchSize(), WorldSize: cfg.WorldSize, Workers: cfg.Workers,
+		Shuffle: string(cfg.Shuffle), Remainder: string(cfg.Remainder),
+		StepsPerEpoch: p.Steps(), DroppedPerEpoch: p.Derived.DroppedPerEpoch, PaddedPerEpoch: p.Derived.PaddedPerEpoch,
+		Fingerprint: p.Fingerprint, OrderFingerprint: p.OrderFingerprint, SourceFingerprint: p.SourceFingerprint,
+	}
+	for _, f := range p.Source.EmptyFiles {
+		s.EmptyFiles = append(s.EmptyFiles, f.Path)
+	}
+	if o.asJSON {
+		return json.NewEncoder(g.stdout).Encode(s)
+	}
+	w := g.stdout
+	fmt.Fprintf(w, "wrote %s\n", s.Plan)
+	fmt.Fprintf(w, "  samples          %d in %d files, %d non-empty row groups", s.Samples, s.Files, s.RowGroups)
+	if len(s.EmptyFiles) > 0 {
+		fmt.Fprintf(w, " (+%d empty files: %s)", len(s.EmptyFiles), strings.Join(s.EmptyFiles, ", "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  layout           %d epochs, global batch %d = %d ranks x %d, %d workers per rank\n", s.Epochs, s.GlobalBatch, s.WorldSize, s.BatchSize, s.Workers)
+	mode := s.Shuffle
+	if cfg.Shuffle == plan.ShuffleBlocks {
+		mode += fmt.Sprintf(" (window %d)", cfg.Window)
+	}
+	fmt.Fprintf(w, "  order            shuffle %s, seed %d, remainder %s\n", mode, cfg.Seed, s.Remainder)
+	fmt.Fprintf(w, "  steps per epoch  %d\n", s.StepsPerEpoch)
+	fmt.Fprintf(w, "  dropped          %d per epoch\n", s.DroppedPerEpoch)
+	fmt.Fprintf(w, "  padded           %d per epoch\n", s.PaddedPerEpoch)
+	if len(p.Derived.PartitionRows) > 0 {
+		fmt.Fprintf(w, "  partition rows   %v\n", p.Derived.PartitionRows)
+	}
+	fmt.Fprintf(w, "  fingerprint      %s\n", s.Fingerprint)
+	return nil
+}
+
+// planShowOptions are the flags of prep plan show.
+type planShowOptions struct {
+	epoch    int
+	rank     int
+	worker   int
+	fromStep int
+	limit    int
+	asJSON   bool
+}
+
+// shownBatch is one batch in prep plan show --json.
+type shownBatch struct {
+	Step    int      `json:"step"`   // the rank's step within the epoch
+	Worker  int      `json:"worker"` // step mod W
+	Samples []uint64 `json:"samples"`
+	Pad     []bool   `json:"pad"`
+}
+
+// shownRank is the --json output of prep plan show.
+type shownRank struct {
+	Plan      string       `json:"plan"` // plan fingerprint
+	Epoch     int          `json:"epoch"`
+	Rank      int          `json:"rank"`
+	Worker    *int         `json:"worker"`
+	BatchSize int          `json:"batch_size"`
+	Steps     int          `json:"steps"`
+	Batches   []shownBatch `json:"batches"`
+}
+
+func newPlanShowCmd(g *globalOptions) *cobra.Command {
+	o := &planShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show plan.json --epoch E --rank R [--worker W] [--from-step S] [--limit N]",
+		Short: "List a rank's sample ids in consumption order, one batch per line",
+		Long: `show prints the sample ids (global row indices in source order) of one rank
+in one epoch, one batch per line as "step K: id id ...", in the order the rank
+consumes them. Pad samples (remainder pad) are marked with a trailing '*'.
+--worker keeps only the batches that worker produces (steps K with K mod W =
+worker); --from-step starts at the rank's step S; --limit prints at most N
+batches. --json prints {"epoch", "rank", "worker" (or null), "batches":
+[{"step", "worker", "samples", "pad"}]}.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			worker := -1
+			if cmd.Flags().Changed("worker") {
+				worker = o.worker
+				if worker < 0 {
+					return usagef("--worker %d out of range: workers are numbered from 0", worker)
+				}
+			}
+			return runPlanShow(g, o, args[0], worker)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.epoch, "epoch", 0, "epoch, from 0")
+	f.IntVar(&o.rank, "rank", 0, "rank, in [0, world size)")
+	f.IntVar(&o.worker, "worker", 0, "only the batches of this worker, in [0, workers)")
+	f.IntVar(&o.fromStep, "from-step", 0, "first step of the rank to print")
+	f.IntVar(&o.limit, "limit", 0, "print at most this many batches (0: all)")
+	f.BoolVar(&o.asJSON, "json", false, "print as one JSON object on stdout")
+	return cmd
+}
+
+func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) error {
+	switch {
+	case o.rank < 0:
+		return usagef("--rank %d out of range: ranks are numbered from 0", o.rank)
+	case o.epoch < 0:
+		return usagef("--epoch %d out of range: epochs are numbered from 0", o.epoch)
+	case o.fromStep < 0:
+		return usagef("--from-step must not be negative, not %d", o.fromStep)
+	case o.limit < 0:
+		return usagef("--limit must not be negative, not %d", o.limit)
+	}
+	p, err := plan.Load(path)
+	if err != nil {
+		return err
+	}
+	c := p.Config
+	switch {
+	case o.rank >= c.WorldSize:
+		return usagef("--rank %d out of range [0, %d): the plan has world size %d", o.rank, c.WorldSize, c.WorldSize)
+	case o.epoch >= c.Epochs:
+		return usagef("--epoch %d out of range [0, %d): the plan has %d epochs", o.epoch, c.Epochs, c.Epochs)
+	case worker >= c.Workers:
+		return usagef("--worker %d out of range [0, %d): the plan has %d workers per rank", worker, c.Workers, c.Workers)
+	}
+	out := shownRank{Plan: p.Fingerprint, Epoch: o.epoch, Rank: o.rank, BatchSize: p.BatchSize(), Steps: p.Steps(), Batches: []shownBatch{}}
+	if worker >= 0 {
+		out.Worker = &worker
+	}
+	var ids []uint64
+	var line []byte
+	for k := o.fromStep; k < p.Steps(); k++ {
+		if worker >= 0 && p.Worker(k) != worker {
+			continue
+		}
+		if o.limit > 0 && len(out.Batches) == o.limit {
+			break
+		}
+		var pads int
+		ids, pads, err = p.RankBatch(o.epoch, o.rank, k, ids)
+		if err != nil {
+			return err
+		}
+		if o.asJSON {
+			b := shownBatch{Step: k, Worker: p.Worker(k), Samples: append([]uint64{}, ids...), Pad: make([]bool, len(ids))}
+			for i := len(ids) - pads; i < len(ids); i++ {
+				b.Pad[i] = true
+			}
+			out.Batches = append(out.Batches, b)
+			continue
+		}
+		out.Batches = append(out.Batches, shownBatch{})
+		line = append(line[:0], "step "...)
+		line = strconv.AppendInt(line, int64(k), 10)
+		line = append(line, ':')
+		for i, id := range ids {
+			line = append(line, ' ')
+			line = strconv.AppendUint(line, id, 10)
+			if i >= len(ids)-pads {
+				line = append(line, '*')
+			}
+		}
+		line = append(line, '\n')
+		if _, err := g.stdout.Write(line); err != nil {
+			return err
+		}
+	}
+	if o.asJSON {
+		return json.NewEncoder(g.stdout).Encode(out)
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runPlanCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestPlanCommandCaseB27(t *testing.T) {
+	dir := t.TempDir()
+	planPath := filepath.Join(dir, "plan.json")
+	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-*.parquet")
+	code, out, errs := runPlanCLI(t, "plan", "--source", src, "--seed", "7", "--global-batch", "4", "--world-size", "4",
+		"--workers", "3", "--remainder", "pad", "-o", planPath, "--json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s planSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Samples != 103 || s.StepsPerEpoch != 26 || s.PaddedPerEpoch != 1 || s.DroppedPerEpoch != 0 || s.Files != 3 {
+		t.Fatalf("summary %+v", s)
+	}
+	// Byte-identical plan on a second run.
+	first, _ := os.ReadFile(planPath)
+	again := filepath.Join(dir, "again.json")
+	if code, _, errs := runPlanCLI(t, "plan", "--source", src, "--seed", "7", "--batch-size", "1", "--world-size", "4",
+		"--workers", "3", "--remainder", "pad", "-o", again, "-q"); code != 0 {
+		t.Fatal(errs)
+	}
+	second, _ := os.ReadFile(again)
+	if !bytes.Equal(first, second) {
+		t.Fatal("two runs gave different plan bytes")
+	}
+	// Union over all (rank, worker) pairs: ids 0..102 once, one pad.
+	seen := map[uint64]int{}
+	pads := 0
+	for r := 0; r < 4; r++ {
+		for w := 0; w < 3; w++ {
+			code, out, errs := runPlanCLI(t, "plan", "show", planPath, "--epoch", "0", "--rank", string(rune('0'+r)), "--worker", string(rune('0'+w)), "--json", "-q")
+			if code != 0 {
+				t.Fatal(errs)
+			}
+			var sr struct {
+				Worker  *int `json:"worker"`
+				Batches []struct {
+					Step    int      `json:"step"`
+					Samples []uint64 `json:"samples"`
+					Pad     []bool   `json:"pad"`
+				} `json:"batches"`
+			}
+			if err := json.Unmarshal([]byte(out), &sr); err != nil {
+				t.Fatal(err)
+			}
+			if sr.Worker == nil || *sr.Worker != w {
+				t.Fatalf("worker field %v", sr.Worker)
+			}
+			for _, b := range sr.Batches {
+				if b.Step%3 != w {
+					t.Fatalf("worker %d got step %d", w, b.Step)
+				}
+				for i, id := range b.Samples {
+					if b.Pad[i] {
+						pads++
+					} else {
+						seen[id]++
+					}
+				}
+			}
+		}
+	}
+	if len(seen) != 103 || pads != 1 {
+		t.Fatalf("%d distinct ids, %d pads", len(seen), pads)
+	}
+	for id, n := range seen {
+		if id > 102 || n != 1 {
+			t.Fatalf("id %d seen %d times", id, n)
+		}
+	}
+	// Text output: one batch per line, pad marked.
+	code, out, _ = runPlanCLI(t, "plan", "show", planPath, "--rank", "3", "--from-step", "25", "-q")
+	if code != 0 || !strings.HasPrefix(out, "step 25: ") || !strings.HasSuffix(out, "*\n") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("show text: %d %q", code, out)
+	}
+	code, out, _ = runPlanCLI(t, "plan", "show", planPath, "--rank", "0", "--limit", "3", "-q")
+	if code != 0 || strings.Count(out, "\n") != 3 {
+		t.Fatalf("show --limit 3: %q", out)
+	}
+	// Rank out of range: exit 2 naming the rank.
+	for _, r := range []string{"4", "-1"} {
+		code, _, errs = runPlanCLI(t, "plan", "show", planPath, "--rank", r)
+		if code != 2 || !strings.Contains(errs, "--rank "+r) {
+			t.Fatalf("rank %s: exit %d %s", r, code, errs)
+		}
+	}
+}
+
+func TestPlanCommandRejects(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--global-batch", "10", "--world-size", "4"}, 2, "not divisible by --world-size 4"},
+		{[]string{"--world-size", "4"}, 2, "--global-batch or --batch-size"},
+		{[]string{"--global-batch", "4", "--shuffle", "random"}, 2, "unknown mode"},
+		{[]string{"--global-batch", "4", "--window", "3"}, 2, "--window"},
+		{[]string{"--global-batch", "4", "--source", filepath.Join("..", "..", "testdata", "cases", "B19-corrupt-files")}, 1, "zero_bytes.parquet"},
+	} {
+		args := append([]string{"plan", "--source", src, "-o", filepath.Join(dir, "p.json")}, c.args...)
+		code, _, errs := runPlanCLI(t, args...)
+		if code != c.code || !strings.Contains(errs, c.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.msg)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "p.json")); err == nil {
+			t.Errorf("%v: plan written despite the error", c.args)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The golden vectors pin prep-plan/v1 with algorithm feistel6-mx/v1 forever.
+// -golden-write creates testdata/golden.json only when it does not exist: a
+// change of any order needs a new Algorithm id and a new file, never a
+// regenerated one.
+var goldenWrite = flag.Bool("golden-write", false, "create testdata/golden.json if missing (never overwrites)")
+
+const goldenPath = "testdata/golden.json"
+
+type goldenPerm struct {
+	N       uint64      `json:"n"`
+	Purpose string      `json:"purpose"`
+	Seed    uint64      `json:"seed"`
+	Epoch   uint64      `json:"epoch"`
+	Index   uint64      `json:"index"`
+	Keys    []string    `json:"keys"`
+	First   []uint64    `json:"first"`
+	Probes  [][2]uint64 `json:"probes"`
+}
+
+type goldenBatch struct {
+	Epoch int      `json:"epoch"`
+	Rank  int      `json:"rank"`
+	Step  int      `json:"step"`
+	IDs   []uint64 `json:"ids"`
+	Pads  int      `json:"pads"`
+}
+
+type goldenPlan struct {
+	Name              string        `json:"name"`
+	Source            Source        `json:"source"`
+	Config            Config        `json:"config"`
+	SourceFingerprint string        `json:"source_fingerprint"`
+	OrderFingerprint  string        `json:"order_fingerprint"`
+	Fingerprint       string        `json:"fingerprint"`
+	Derived           Derived       `json:"derived"`
+	EpochDigests      []string      `json:"epoch_digests"`
+	Batches           []goldenBatch `json:"batches"`
+}
+
+type goldenFile struct {
+	Format    string       `json:"format"`
+	Algorithm string       `json:"algorithm"`
+	Perms     []goldenPerm `json:"perms"`
+	Plans     []goldenPlan `json:"plans"`
+}
+
+func goldenPermOf(n uint64, purpose string, seed, epoch, index uint64) goldenPerm {
+	p := NewPerm(n, purpose, seed, epoch, index)
+	g := goldenPerm{N: n, Purpose: purpose, Seed: seed, Epoch: epoch, Index: index, First: []uint64{}, Probes: [][2]uint64{}}
+	for _, k := range p.keys {
+		g.Keys = append(g.Keys, fmt.Sprintf("%016x", k))
+	}
+	for x := uint64(0); x < min(n, 16); x++ {
+		g.First = append(g.First, p.Apply(x))
+	}
+	if n > 0 {
+		for _, x := range []uint64{n - 1, n / 2, n / 3, n / 7 * 5} {
+			g.Probes = append(g.Probes, [2]uint64{x, p.Apply(x)})
+		}
+	}
+	return g
+}
+
+func goldenSources() map[string]Source {
+	fake := func(i int) string { return strings.Repeat(fmt.Sprintf("%x", i%16), 64) }
+	b27 := Source{Files: []SourceFile{
+		{Path: "part-0.parquet", Size: 1687, FooterSHA256: fake(1), RowGroups: []int64{16, 16, 8}},
+		{Path: "part-1.parquet", Size: 1686, FooterSHA256: fake(2), RowGroups: []int64{16, 16, 8}},
+		{Path: "part-2.parquet", Size: 1120, FooterSHA256: fake(3), RowGroups: []int64{16, 7}},
+	}}
+	skew := Source{Files: []SourceFile{
+		{Path: "b/x.parquet", Size: 500, FooterSHA256: fake(4), RowGroups: []int64{5, 0, 11}},
+		{Path: "a.parquet", Size: 400, FooterSHA256: fake(5), RowGroups: []int64{0, 7, 3}},
+		{Path: "b/empty.parquet", Size: 99, FooterSHA256: fake(6), RowGroups: []int64{}},
+		{Path: "c.parquet", Size: 300, FooterSHA256: fake(7), RowGroups: []int64{1, 1, 1, 20}},
+	}}
+	return map[string]Source{"b27": b27, "skew": skew}
+}
+
+func goldenPlans(t *testing.T) []goldenPlan {
+	type pc struct {
+		src string
+		cfg Config
+	}
+	var cases []pc
+	for _, mode := range allModes {
+		for _, rem := range allRemainders {
+			c := Config{Seed: 7, Epochs: 2, GlobalBatch: 4, WorldSize: 4, Workers: 3, Shuffle: mode, Remainder: rem}
+			if mode == ShuffleBlocks {
+				c.Window = 2
+			}
+			if !(mode == ShufflePartitioned && rem == RemainderPad) {
+				cases = append(cases, pc{"b27", c})
+			}
+			c2 := Config{Seed: 0, Epochs: 2, GlobalBatch: 6, WorldSize: 2, Workers: 2, Shuffle: mode, Remainder: rem}
+			if mode == ShuffleBlocks {
+				c2.Window = 3
+			}
+			cases = append(cases, pc{"skew", c2})
+		}
+	}
+	cases = append(cases, pc{"b27", Config{Seed: 1<<64 - 1, Epochs: 3, GlobalBatch: 10, WorldSize: 5, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderPad}})
+	srcs := goldenSources()
+	var out []goldenPlan
+	for _, c := range cases {
+		p := mustNew(t, srcs[c.src], c.cfg)
+		g := goldenPlan{
+			Name:   fmt.Sprintf("%s/%s/%s/G%dR%d", c.src, c.cfg.Shuffle, c.cfg.Remainder, c.cfg.GlobalBatch, c.cfg.WorldSize),
+			Source: srcs[c.src], Config: c.cfg,
+			SourceFingerprint: p.SourceFingerprint, OrderFingerprint: p.OrderFingerprint, Fingerprint: p.Fingerprint,
+			Derived: p.Derived,
+		}
+		for _, e := range p.Epochs {
+			g.EpochDigests = append(g.EpochDigests, e.Digest)
+		}
+		for e := 0; e < c.cfg.Epochs; e++ {
+			for r := 0; r < c.cfg.WorldSize; r++ {
+				for k := 0; k < p.Steps(); k++ {
+					ids, pads, err := p.RankBatch(e, r, k, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					g.Batches = append(g.Batches, goldenBatch{Epoch: e, Rank: r, Step: k, IDs: append([]uint64{}, ids...), Pads: pads})
+				}
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func makeGolden(t *testing.T) goldenFile {
+	g := goldenFile{Format: FormatVersion, Algorithm: Algorithm}
+	for _, n := range []uint64{1, 2, 3, 5, 10, 17, 1000, 65535, 65536, 65537, 1_000_000_007, 1<<40 + 1, 1<<63 + 1, 1<<64 - 1} {
+		g.Perms = append(g.Perms, goldenPermOf(n, purposeGlobal, 7, 0, 0))
+	}
+	for _, seed := range []uint64{0, 1, 1<<64 - 1} {
+		for _, purpose := range []string{purposeGlobal, purposeBlocks, purposeWindow, purposePartition} {
+			g.Perms = append(g.Perms, goldenPermOf(100, purpose, seed, 3, 2))
+		}
+	}
+	g.Plans = goldenPlans(t)
+	return g
+}
+
+func readGolden(t *testing.T) goldenFile {
+	b, err := os.ReadFile(goldenPath)
+	if errors.Is(err, os.ErrNotExist) && *goldenWrite {
+		out, err := json.MarshalIndent(makeGolden(t), "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(goldenPath, append(out, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b = out
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var g goldenFile
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestGoldenVectors checks the Go implementation against the committed
+// golden vectors.
+func TestGoldenVectors(t *testing.T) {
+	g := readGolden(t)
+	if g.Format != FormatVersion || g.Algorithm != Algorithm {
+		t.Fatalf("golden file is for %s %s", g.Format, g.Algorithm)
+	}
+	for _, v := range g.Perms {
+		want := v
+		got := goldenPermOf(v.N, v.Purpose, v.Seed, v.Epoch, v.Index)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("perm n=%d %s seed=%d: got %+v, want %+v", v.N, v.Purpose, v.Seed, got, want)
+		}
+		p := NewPerm(v.N, v.Purpose, v.Seed, v.Epoch, v.Index)
+		for _, pr := range v.Probes {
+			if p.Invert(pr[1]) != pr[0] {
+				t.Errorf("perm n=%d: Invert(%d) != %d", v.N, pr[1], pr[0])
+			}
+		}
+	}
+	for _, v := range g.Plans {
+		p, err := New(v.Source, v.Config)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		if p.SourceFingerprint != v.SourceFingerprint || p.OrderFingerprint != v.OrderFingerprint || p.Fingerprint != v.Fingerprint {
+			t.Errorf("%s: fingerprints changed", v.Name)
+		}
+		if fmt.Sprint(p.Derived) != fmt.Sprint(v.Derived) {
+			t.Errorf("%s: derived %+v, want %+v", v.Name, p.Derived, v.Derived)
+		}
+		for e, d := range v.EpochDigests {
+			if p.Epochs[e].Digest != d {
+				t.Errorf("%s: epoch %d digest changed", v.Name, e)
+			}
+		}
+		for _, b := range v.Batches {
+			ids, pads, err := p.RankBatch(b.Epoch, b.Rank, b.Step, nil)
+			if err != nil || !slices.Equal(ids, b.IDs) || pads != b.Pads {
+				t.Errorf("%s: batch e%d r%d s%d = %v/%d %v, want %v/%d", v.Name, b.Epoch, b.Rank, b.Step, ids, pads, err, b.IDs, b.Pads)
+			}
+		}
+	}
+	if len(g.Plans) < 20 || len(g.Perms) < 20 {
+		t.Errorf("golden file too small: %d plans, %d perms", len(g.Plans), len(g.Perms))
+	}
+}
+
+// TestReferenceImplementation runs the independent Python reference
+// (reference/plan_ref.py, standard library only) over the golden vectors:
+// the spec, not this binary, defines the order.
+func TestReferenceImplementation(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed: the reference implementation cannot run")
+	}
+	cmd := exec.Command(py, filepath.Join("reference", "plan_ref.py"), goldenPath)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("reference implementation: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), " 0 mismatches") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+	t.Logf("%s", out)
+}

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Independent reference implementation of prep-plan/v1 (plan/PLAN.md).
+
+Python 3.8+ standard library only. Written from the spec, not from the Go
+code: it recomputes every golden vector in plan/testdata/golden.json
+(permutation images, fingerprints, derived counts, epoch digests and rank
+batches) and exits non-zero on any difference.
+
+    python3 plan_ref.py ../testdata/golden.json
+"""
+import hashlib
+import json
+import struct
+import sys
+
+FORMAT = "prep-plan/v1"
+ALGORITHM = "feistel6-mx/v1"
+ROUNDS = 6
+M1 = 0x9E3779B97F4A7C15
+M2 = 0x94D049BB133111EB
+MASK64 = (1 << 64) - 1
+PAD_BIT = 1 << 63
+LEAF_SLOTS = 1 << 16
+
+
+def le64(x):
+    return struct.pack("<Q", x & MASK64)
+
+
+def derive_keys(purpose, seed, epoch, index):
+    msg = FORMAT.encode() + b"\0" + purpose.encode() + b"\0" + le64(seed) + le64(epoch) + le64(index)
+    h0 = hashlib.sha256(msg + b"\0").digest()
+    h1 = hashlib.sha256(msg + b"\1").digest()
+    words = [struct.unpack_from("<Q", h0, 8 * i)[0] for i in range(4)]
+    words += [struct.unpack_from("<Q", h1, 8 * i)[0] for i in range(2)]
+    return words
+
+
+def round_f(k, r):
+    h = ((r ^ k) * M1) & MASK64
+    h ^= h >> 29
+    h = (h * M2) & MASK64
+    h ^= h >> 32
+    return h
+
+
+class Perm:
+    def __init__(self, n, purpose, seed, epoch, index):
+        self.n = n
+        w = max(2, (n - 1).bit_length()) if n > 1 else 2
+        self.hi, self.lo = w - w // 2, w // 2
+        self.keys = derive_keys(purpose, seed, epoch, index)
+
+    def _enc(self, x):
+        wl, wr = self.hi, self.lo
+        l, r = x >> wr, x & ((1 << wr) - 1)
+        for i in range(ROUNDS):
+            l, r = r, (l ^ round_f(self.keys[i], r)) & ((1 << wl) - 1)
+            wl, wr = wr, wl
+        return (l << wr) | r
+
+    def _dec(self, y):
+        wl, wr = self.hi, self.lo
+        l, r = y >> wr, y & ((1 << wr) - 1)
+        for i in reversed(range(ROUNDS)):
+            l, r = (r ^ round_f(self.keys[i], l)) & ((1 << wr) - 1), l
+            wl, wr = wr, wl
+        return (l << wr) | r
+
+    def apply(self, x):
+        assert 0 <= x < self.n
+        while True:
+            x = self._enc(x)
+            if x < self.n:
+                return x
+
+    def invert(self, y):
+        assert 0 <= y < self.n
+        while True:
+            y = self._dec(y)
+            if y < self.n:
+                return y
+
+
+def sha_hex(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def nonempty_files(files):
+    return sorted([f for f in files if sum(f["row_groups"]) > 0], key=lambda f: f["path"].encode())
+
+
+def source_fingerprint(files):
+    text = "prep-source/v1\n"
+    for f in nonempty_files(files):
+        rg = ",".join(str(r) for r in f["row_groups"])
+        text += "%s\t%d\t%s\t%s\n" % (f["path"], f["size"], f["footer_sha256"].lower(), rg)
+    return sha_hex(text.encode())
+
+
+def blocks_of(files):
+    """Non-empty row groups in id order: (start, rows)."""
+    out, n = [], 0
+    for f in nonempty_files(files):
+        for r in f["row_groups"]:
+            if r > 0:
+                out.append((n, r))
+                n += r
+    return out, n
+
+
+class Plan:
+    def __init__(self, files, cfg):
+        self.cfg = cfg
+        self.blocks, self.n = blocks_of(files)
+        self.g = cfg["global_batch"]
+        self.r = cfg["world_size"]
+        self.b = self.g // self.r
+        self.mode = cfg["shuffle"]
+        self.rem = cfg["remainder"]
+        self.sf = source_fingerprint(files)
+        c = cfg
+        order = "prep-order/v1\nalgorithm=%s\nsource=%s\nseed=%d\nglobal_batch=%d\nshuffle=%s\nwindow=%d\nremainder=%s\n" % (
+            ALGORITHM, self.sf, c["seed"], c["global_batch"], c["shuffle"], c.get("window", 0), c["remainder"])
+        if self.mode == "partitioned":
+            order += "world_size=%d\n" % c["world_size"]
+        self.order_fp = sha_hex(order.encode())
+        self.fp = sha_hex(("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n" % (
+            FORMAT, self.order_fp, c["epochs"], c["world_size"], c["workers"])).encode())
+        self.dropped = self.padded = 0
+        self.partition_rows = []
+        if self.mode != "partitioned":
+            n, g = self.n, self.g
+            if self.rem == "drop":
+                self.steps = n // g
+                self.limit = self.steps * g
+                self.dropped = n - self.limit
+            elif self.rem == "pad":
+                self.steps = -(-n // g)
+                self.limit = self.steps * g
+                self.padded = self.limit - n
+            else:
+                self.steps = -(-n // g)
+                self.limit = n
+            return
+        # Partitioned: blocks by rows descending, index ascending; each to the
+        # rank with the fewest rows so far, then the lowest rank.
+        loads = [0] * self.r
+        owner = [0] * len(self.blocks)
+        for bi in sorted(range(len(self.blocks)), key=lambda i: (-self.blocks[i][1], i)):
+            rank = min(range(self.r), key=lambda q: (loads[q], q))
+            owner[bi] = rank
+            loads[rank] += self.blocks[bi][1]
+        self.parts = [[bi for bi in range(len(self.blocks)) if owner[bi] == q] for q in range(self.r)]
+        self.partition_rows = loads
+        lo = [nr // self.b for nr in loads]
+        hi = [-(-nr // self.b) for nr in loads]
+        self.steps = min(lo) if self.rem == "drop" else max(hi)
+        used = self.steps * self.b
+        for nr in loads:
+            if self.rem == "drop":
+                self.dropped += nr - used
+            elif self.rem == "pad":
+                assert nr > 0 or self.steps == 0, "partitioned pad with an empty rank"
+                self.padded += used - nr
+
+    # --- orders: a function from position to id, per epoch (and rank) ---
+
+    def lane(self, epoch, rank):
+        """(at, n, limit) of the sequence holding rank's batches."""
+        seed = self.cfg["seed"]
+        if self.mode == "none":
+            return (lambda q: q), self.n, self.limit
+        if self.mode == "global":
+            p = Perm(self.n, "global", seed, epoch, 0)
+            return p.apply, self.n, self.limit
+        if self.mode == "blocks":
+            k = self.cfg["window"]
+            nb = len(self.blocks)
+            bp = Perm(nb, "blocks", seed, epoch, 0)
+            seq = [self.blocks[bp.apply(q)] for q in range(nb)]
+            ids = []
+            for t in range(0, nb, k):
+                win = []
+                for start, rows in seq[t:t + k]:
+                    win.extend(range(start, start + rows))
+                wp = Perm(len(win), "window", seed, epoch, t // k)
+                ids.extend(win[wp.apply(o)] for o in range(len(win)))
+            return ids.__getitem__, self.n, self.limit
+        part = []
+        for bi in self.parts[rank]:
+            start, rows = self.blocks[bi]
+            part.extend(range(start, start + rows))
+        p = Perm(len(part), "partition", seed, epoch, rank)
+        limit = len(part) if self.rem == "partial" else self.steps * self.b
+        return (lambda q: part[p.apply(q)]), len(part), limit
+
+    def rank_batch(self, epoch, rank, step, cache):
+        key = (epoch, rank if self.mode == "partitioned" else 0)
+        if key not in cache:
+            cache[key] = self.lane(epoch, rank)
+        at, n, limit = cache[key]
+        start = step * self.b if self.mode == "partitioned" else step * self.g + rank * self.b
+        ids, pads = [], 0
+        for q in range(start, min(start + self.b, limit)):
+            if q < n:
+                ids.append(at(q))
+            else:
+                ids.append(at((q - n) % n))
+                pads += 1
+        return ids, pads
+
+    def epoch_digest(self, epoch, cache):
+        per = max(1, LEAF_SLOTS // self.g)
+        leaves = b""
+        for j in range(0, self.steps, per):
+            h = hashlib.sha256()
+            for k in range(j, min(self.steps, j + per)):
+                for r in range(self.r):
+                    ids, pads = self.rank_batch(epoch, r, k, cache)
+                    for i, x in enumerate(ids):
+                        h.update(le64(x | PAD_BIT if i >= len(ids) - pads else x))
+            leaves += h.digest()
+        return sha_hex(b"prep-epoch/v1\0" + le64(self.steps) + leaves)
+
+
+def check(golden):
+    bad = []
+
+    def expect(what, got, want):
+        if got != want:
+            bad.append("%s: got %r, want %r" % (what, got, want))
+
+    if golden["algorithm"] != ALGORITHM or golden["format"] != FORMAT:
+        bad.append("golden file is for %s/%s" % (golden["format"], golden["algorithm"]))
+    for v in golden["perms"]:
+        p = Perm(v["n"], v["purpose"], v["seed"], v["epoch"], v["index"])
+        name = "perm n=%d %s seed=%d epoch=%d index=%d" % (v["n"], v["purpose"], v["seed"], v["epoch"], v["index"])
+        expect(name + " keys", ["%016x" % k for k in p.keys], v["keys"])
+        expect(name + " first", [p.apply(x) for x in range(len(v["first"]))], v["first"])
+        for x, y in v["probes"]:
+            expect(name + " apply(%d)" % x, p.apply(x), y)
+            expect(name + " invert(%d)" % y, p.invert(y), x)
+    for i, v in enumerate(golden["plans"]):
+        pl = Plan(v["source"]["files"] + v["source"].get("empty_files", []), v["config"])
+        name = "plan %d (%s)" % (i, v["name"])
+        expect(name + " source fingerprint", pl.sf, v["source_fingerprint"])
+        expect(name + " order fingerprint", pl.order_fp, v["order_fingerprint"])
+        expect(name + " fingerprint", pl.fp, v["fingerprint"])
+        d = v["derived"]
+        expect(name + " derived", (pl.n, pl.steps, pl.dropped, pl.padded, pl.partition_rows),
+               (d["samples"], d["steps_per_epoch"], d["dropped_per_epoch"], d["padded_per_epoch"], d.get("partition_rows", [])))
+        cache = {}
+        for e, dig in enumerate(v["epoch_digests"]):
+            expect(name + " epoch %d digest" % e, pl.epoch_digest(e, cache), dig)
+        for bt in v["batches"]:
+            got = pl.rank_batch(bt["epoch"], bt["rank"], bt["step"], cache)
+            expect(name + " batch e%d r%d s%d" % (bt["epoch"], bt["rank"], bt["step"]), list(got), [bt["ids"], bt["pads"]])
+    return bad
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(sys.argv[1]) as f:
+        golden = json.load(f)
+    bad = check(golden)
+    for b in bad[:50]:
+        print(b)
+    n = len(golden["perms"]) + len(golden["plans"])
+    print("%d golden groups, %d mismatches" % (n, len(bad)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

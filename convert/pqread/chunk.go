@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -60,11 +61,14 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
 	if err != nil {
 		return fail(err)
 	}
-	buf := make([]byte, n)
-	if _, err := fd.ReadAt(buf, start); err != nil && !(err == io.EOF) {
+	buf := getBuf(int(n))
+	defer putBuf(buf)
+	if _, err := fd.ReadAt(*buf, start); err != nil && !(err == io.EOF) {
 		return fail(fmt.Errorf("reading column chunk: %w", err))
 	}
-	r := &chunkReader{
+	out := getBuf(0)
+	defer putBuf(out)
+	r := &chunkReader{out: (*out)[:0],
 		f: f, l: l, md: md, rgRows: rg.NumRows, start: start, codec: md.Codec,
 		maxDef: l.info.MaxDef, maxRep: l.info.MaxRep,
 	}
@@ -77,7 +81,7 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
 			c, err = nil, &e
 		}
 	}()
-	if err := r.read(buf); err != nil {
+	if err := r.read(*buf); err != nil {
 		e := base
 		e.Page, e.Offset = r.page, r.pageOff
 		var re *rowError
@@ -87,6 +91,7 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
 		e.Err = err
 		return nil, &e
 	}
+	*out = r.out
 	c, err = r.assemble()
 	if err != nil {
 		e := base
@@ -127,6 +132,29 @@ type chunkReader struct {
 }
 
 var thriftProto thrift.CompactProtocol
+
+// bufPool recycles column chunk and decompression buffers between
+// ReadColumn calls (decoded values are always copied out of them).
+var bufPool sync.Pool // *[]byte
+
+// getBuf returns a buffer of length n (contents unspecified).
+func getBuf(n int) *[]byte {
+	if b, ok := bufPool.Get().(*[]byte); ok {
+		if cap(*b) >= n {
+			*b = (*b)[:n]
+			return b
+		}
+		bufPool.Put(b)
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putBuf(b *[]byte) {
+	if cap(*b) > 0 && cap(*b) <= 1<<30 {
+		bufPool.Put(b)
+	}
+}
 
 func (r *chunkReader) read(buf []byte) error {
 	lim := r.f.lim

@@ -527,4 +527,3 @@ func parseCSVLine(line string) []csvCell {
 		i++ // the comma
 	}
 }
-

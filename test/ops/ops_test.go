@@ -1,0 +1,676 @@
+// Package ops holds end-to-end operations tests of the prep binary: crash and
+// rerun, concurrent runs into one directory, disk full, changed source,
+// rolling epoch windows with gc, ranks from launcher variables, metrics and
+// JSON logs. The binary is built once into a temporary directory.
+package ops
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/internal/metrics"
+	"github.com/prepml/prep/shardfmt"
+)
+
+var prepBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "prep-ops-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	prepBin = filepath.Join(dir, "prep")
+	out, err := exec.Command("go", "build", "-o", prepBin, "github.com/prepml/prep/cmd/prep").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building prep: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// row is one source row: an id and 16 float features stacked into one
+// tensor by the spec.
+type row struct {
+	ID  int64   `parquet:"id"`
+	F00 float32 `parquet:"f00"`
+	F01 float32 `parquet:"f01"`
+	F02 float32 `parquet:"f02"`
+	F03 float32 `parquet:"f03"`
+	F04 float32 `parquet:"f04"`
+	F05 float32 `parquet:"f05"`
+	F06 float32 `parquet:"f06"`
+	F07 float32 `parquet:"f07"`
+	F08 float32 `parquet:"f08"`
+	F09 float32 `parquet:"f09"`
+	F10 float32 `parquet:"f10"`
+	F11 float32 `parquet:"f11"`
+	F12 float32 `parquet:"f12"`
+	F13 float32 `parquet:"f13"`
+	F14 float32 `parquet:"f14"`
+	F15 float32 `parquet:"f15"`
+}
+
+func makeRow(id int64, salt float32) row {
+	f := func(j int) float32 { return float32(id)*0.5 + float32(j) + salt }
+	return row{id, f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7), f(8), f(9), f(10), f(11), f(12), f(13), f(14), f(15)}
+}
+
+// writeParquet writes rows [first, first+n) to path in row groups of rg rows.
+func writeParquet(t testing.TB, path string, first, n, rg int64, salt float32) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[row](f, parquet.MaxRowsPerRowGroup(rg))
+	buf := make([]row, 0, 1024)
+	for id := first; id < first+n; id++ {
+		buf = append(buf, makeRow(id, salt))
+		if len(buf) == cap(buf) || id == first+n-1 {
+			if _, err := w.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+			buf = buf[:0]
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const spec = `tensors:
+  - name: id
+    column: id
+    dtype: I64
+  - name: x
+    columns_regex: '^f\d\d$'
+    dtype: F32
+    shape: [16]
+`
+
+// dataset is a source, a plan and a spec in a temporary directory.
+type dataset struct {
+	dir, src, plan, spec string
+	epochs, world        int
+}
+
+// size of the generated source: small with -short, larger otherwise so a
+// convert runs long enough to be killed midway.
+func rowsPerFile() int64 {
+	if testing.Short() {
+		return 20000
+	}
+	return 60000
+}
+
+func newDataset(t *testing.T) *dataset {
+	t.Helper()
+	d := &dataset{dir: t.TempDir(), epochs: 4, world: 4}
+	d.src = filepath.Join(d.dir, "src")
+	if err := os.Mkdir(d.src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := rowsPerFile()
+	for i := int64(0); i < 3; i++ {
+		writeParquet(t, filepath.Join(d.src, fmt.Sprintf("part-%d.parquet", i)), i*n, n, 4096, 0)
+	}
+	d.spec = filepath.Join(d.dir, "spec.yaml")
+	if err := os.WriteFile(d.spec, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.plan = filepath.Join(d.dir, "plan.json")
+	res := prep(t, nil, "plan", "--source", d.src, "--seed", "7", "--epochs", fmt.Sprint(d.epochs),
+		"--global-batch", "256", "--world-size", fmt.Sprint(d.world), "-o", d.plan)
+	res.mustExit(t, 0)
+	return d
+}
+
+func (d *dataset) convertArgs(out string, extra ...string) []string {
+	return append([]string{"convert", "--plan", d.plan, "--spec", d.spec, "-o", out, "--progress", "never"}, extra...)
+}
+
+type result struct {
+	args           []string
+	code           int
+	stdout, stderr string
+}
+
+func (r result) mustExit(t testing.TB, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("prep %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, code, r.stdout, r.stderr)
+	}
+}
+
+// prep runs the binary to completion with extra environment variables.
+func prep(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(prepBin, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{args, code, o.String(), e.String()}
+}
+
+// cleanEnv is the test's environment without launcher variables, so a test
+// run under Slurm or torchrun does not change what --ranks auto sees.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "RANK", k == "LOCAL_RANK", k == "WORLD_SIZE", k == "LOCAL_WORLD_SIZE", k == "GROUP_RANK",
+			k == "JOB_COMPLETION_INDEX", strings.HasPrefix(k, "SLURM_"):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// tree maps every regular file under dir (relative path) to its sha256.
+func tree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		sum := sha256.Sum256(b)
+		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameTree(t testing.TB, want, got map[string]string, what string) {
+	t.Helper()
+	var diffs []string
+	for k, v := range want {
+		if got[k] != v {
+			diffs = append(diffs, fmt.Sprintf("%s: differs or missing", k))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: not in the reference output", k))
+		}
+	}
+	slices.Sort(diffs)
+	if len(diffs) > 0 {
+		t.Fatalf("%s: output differs from an uninterrupted run:\n%s", what, strings.Join(diffs, "\n"))
+	}
+}
+
+// checkManifestInvariant asserts that whatever the manifest lists exists
+// with its listed size: a crash must never leave a listing of missing or
+// half-written shards.
+func checkManifestInvariant(t testing.TB, out string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(out, shardfmt.ManifestName)); errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatalf("manifest unreadable after a crash: %v", err)
+	}
+	for _, s := range m.Shards {
+		fi, err := os.Stat(filepath.Join(out, filepath.FromSlash(s.Path)))
+		if err != nil {
+			t.Fatalf("manifest lists %s, which does not exist: %v", s.Path, err)
+		}
+		if fi.Size() != s.Size {
+			t.Fatalf("manifest lists %s with size %d, file has %d", s.Path, s.Size, fi.Size())
+		}
+	}
+}
+
+// countShards counts committed shard files (*.shard) and temporary files.
+func countShards(dir string) (committed, temp int, manifest bool) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		n := d.Name()
+		switch {
+		case strings.Contains(n, ".tmp"):
+			temp++
+		case strings.HasSuffix(n, ".shard"):
+			committed++
+		case n == shardfmt.ManifestName:
+			manifest = true
+		}
+		return nil
+	})
+	return
+}
+
+func TestCrashAndRerun(t *testing.T) {
+	d := newDataset(t)
+	ref := filepath.Join(d.dir, "ref")
+	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
+	prep(t, nil, "verify", ref, "--plan", d.plan).mustExit(t, 0)
+	want := tree(t, ref)
+	total := d.epochs * d.world
+
+	points := []struct {
+		name string
+		hit  func(committed, temp int, manifest bool) bool
+	}{
+		{"first temporary file", func(c, tmp int, m bool) bool { return tmp > 0 || c > 0 }},
+		{"first shard committed", func(c, tmp int, m bool) bool { return c >= 1 }},
+		{"half the shards committed", func(c, tmp int, m bool) bool { return c >= total/2 }},
+		{"all but one shard committed", func(c, tmp int, m bool) bool { return c >= total-1 }},
+	}
+	landed := 0
+	for _, pt := range points {
+		t.Run(pt.name, func(t *testing.T) {
+			out := filepath.Join(d.dir, "crash-"+strings.ReplaceAll(pt.name, " ", "-"))
+			cmd := exec.Command(prepBin, d.convertArgs(out)...)
+			cmd.Env = cleanEnv()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			killed := false
+		poll:
+			for {
+				select {
+				case <-done:
+					break poll
+				default:
+				}
+				if pt.hit(countShards(out)) {
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+					err := <-done
+					var ee *exec.ExitError
+					killed = errors.As(err, &ee) && !ee.Exited()
+					break poll
+				}
+				time.Sleep(200 * time.Microsecond)
+			}
+			if !killed {
+				t.Logf("convert finished before the kill point %q; checking the rerun anyway", pt.name)
+			} else {
+				landed++
+				c, tmp, m := countShards(out)
+				t.Logf("killed at %q: %d shards committed, %d temporary files, manifest %v", pt.name, c, tmp, m)
+			}
+			checkManifestInvariant(t, out)
+			prep(t, nil, d.convertArgs(out)...).mustExit(t, 0)
+			prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
+			sameTree(t, want, tree(t, out), pt.name)
+		})
+	}
+	if landed == 0 {
+		t.Logf("no kill landed before convert finished: the data set is too small for this machine")
+	}
+}
+
+func TestConcurrentRunsOneWins(t *testing.T) {
+	d := newDataset(t)
+	ref := filepath.Join(d.dir, "ref")
+	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
+	want := tree(t, ref)
+
+	t.Run("lock held", func(t *testing.T) {
+		// A lock held by a live process (this test) makes convert exit 3 at
+		// once, naming the holder, and touch nothing.
+		out := filepath.Join(d.dir, "held")
+		if err := os.Mkdir(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l, err := dirlock.Acquire(filepath.Join(out, ".prep.lock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release()
+		r := prep(t, nil, d.convertArgs(out)...)
+		r.mustExit(t, 3)
+		host, _ := os.Hostname()
+		if !strings.Contains(r.stderr, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(r.stderr, host) {
+			t.Fatalf("exit 3 does not name the holder (pid %d, host %s): %s", os.Getpid(), host, r.stderr)
+		}
+		if c, tmp, m := countShards(out); c != 0 || tmp != 0 || m {
+			t.Fatalf("locked run wrote %d shards, %d temporary files, manifest %v", c, tmp, m)
+		}
+	})
+
+	t.Run("two real runs", func(t *testing.T) {
+		out := filepath.Join(d.dir, "race")
+		a := exec.Command(prepBin, d.convertArgs(out)...)
+		a.Env = cleanEnv()
+		var aErr bytes.Buffer
+		a.Stderr = &aErr
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.Wait() }()
+		// Start the second run once the first holds the lock.
+		var aDone bool
+		for !aDone {
+			if _, err := os.Stat(filepath.Join(out, ".prep.lock")); err == nil {
+				break
+			}
+			select {
+			case err := <-done:
+				done <- err
+				aDone = true
+			default:
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		b := prep(t, nil, d.convertArgs(out)...)
+		errA := <-done
+		if errA != nil {
+			t.Fatalf("first run failed: %v\n%s", errA, aErr.String())
+		}
+		switch b.code {
+		case 3:
+			if !strings.Contains(b.stderr, fmt.Sprintf("pid %d", a.Process.Pid)) {
+				t.Errorf("second run's exit 3 does not name the first run's pid %d: %s", a.Process.Pid, b.stderr)
+			}
+		case 0:
+			t.Logf("first run finished before the second took the lock; the second found the work done")
+		default:
+			t.Fatalf("second run: exit %d, want 3 (or 0 after the first finished)\n%s", b.code, b.stderr)
+		}
+		prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
+		sameTree(t, want, tree(t, out), "after two runs")
+	})
+}
+
+// mountTmpfs mounts a tmpfs of size bytes at a new directory, or skips.
+func mountTmpfs(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot mount a size-limited tmpfs (needs root or CAP_SYS_ADMIN): %v %s", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+func TestDiskFull(t *testing.T) {
+	d := newDataset(t)
+	ref := filepath.Join(d.dir, "ref")
+	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
+	want := tree(t, ref)
+	var need int64
+	for p := range want {
+		fi, _ := os.Stat(filepath.Join(ref, p))
+		need += fi.Size()
+	}
+	// Room for the whole output plus slack for directories, then a filler
+	// that leaves only a third of what the output needs.
+	fs := mountTmpfs(t, need+need/2+1<<20)
+	filler := filepath.Join(fs, "filler")
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(fs, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if err := os.WriteFile(filler, make([]byte, free-need/3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(fs, "shards")
+	r := prep(t, nil, d.convertArgs(out)...)
+	if r.code != 1 {
+		t.Fatalf("convert on a full disk: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, out) {
+		t.Errorf("disk-full error does not name the output path %s: %s", out, r.stderr)
+	}
+	if c, tmp, _ := countShards(out); tmp != 0 {
+		t.Errorf("disk-full run left %d temporary files (and %d shards)", tmp, c)
+	}
+	checkManifestInvariant(t, out)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	prep(t, nil, d.convertArgs(out)...).mustExit(t, 0)
+	prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
+	sameTree(t, want, tree(t, out), "after freeing space")
+}
+
+func TestChangedSourceDetectedBeforeWork(t *testing.T) {
+	d := newDataset(t)
+	// Same rows and row groups, different values: only the footer hash
+	// (statistics) and contents differ.
+	changed := filepath.Join(d.src, "part-1.parquet")
+	writeParquet(t, changed, rowsPerFile(), rowsPerFile(), 4096, 0.25)
+	out := filepath.Join(d.dir, "out")
+	r := prep(t, nil, d.convertArgs(out)...)
+	if r.code != 1 {
+		t.Fatalf("convert after a source change: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "part-1.parquet") {
+		t.Errorf("error does not name the changed file: %s", r.stderr)
+	}
+	if c, tmp, m := countShards(out); c != 0 || tmp != 0 || m {
+		t.Errorf("a run on a changed source wrote %d shards, %d temporary files, manifest %v", c, tmp, m)
+	}
+}
+
+func TestRollingWindowWithGC(t *testing.T) {
+	d := newDataset(t)
+	ref := filepath.Join(d.dir, "ref")
+	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
+	want := tree(t, ref)
+
+	out := filepath.Join(d.dir, "node")
+	prep(t, nil, d.convertArgs(out, "--epochs", "0-1")...).mustExit(t, 0)
+	prep(t, nil, d.convertArgs(out, "--epochs", "2-3")...).mustExit(t, 0)
+	prep(t, nil, "gc", out, "--keep-from-epoch", "2").mustExit(t, 0)
+	prep(t, nil, "verify", out, "--plan", d.plan, "--partial").mustExit(t, 0)
+	got := tree(t, out)
+	for p, h := range got {
+		if p == shardfmt.ManifestName {
+			continue
+		}
+		if e, _, ok := strings.Cut(p, "/"); ok && (e == "epoch-00000" || e == "epoch-00001") {
+			t.Errorf("gc left %s", p)
+		}
+		if want[p] != h {
+			t.Errorf("%s differs from the full run's", p)
+		}
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, s := range m.Shards {
+		listed = append(listed, s.Path)
+	}
+	var wantListed []string
+	for e := 2; e < 4; e++ {
+		for r := 0; r < d.world; r++ {
+			wantListed = append(wantListed, shardfmt.ShardFileName(e, r))
+		}
+	}
+	if !slices.Equal(listed, wantListed) {
+		t.Fatalf("manifest lists %v, want %v", listed, wantListed)
+	}
+}
+
+func TestRanksAutoFromLaunchers(t *testing.T) {
+	d := newDataset(t)
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want []int // ranks written
+		code int
+		msg  string
+	}{
+		{name: "torchrun", env: []string{"RANK=3", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "WORLD_SIZE=4"}, want: []int{2, 3}},
+		{name: "slurm job array", env: []string{"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_MIN=0", "SLURM_ARRAY_TASK_COUNT=2"},
+			args: []string{"--ranks-per-node", "2"}, want: []int{0, 1}},
+		{name: "kubernetes", env: []string{"JOB_COMPLETION_INDEX=3"}, args: []string{"--ranks-per-node", "1"}, want: []int{3}},
+		{name: "world size disagrees", env: []string{"RANK=0", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=4", "WORLD_SIZE=8"},
+			code: 1, msg: "launcher world size 8 differs from the plan's world size 4"},
+		{name: "no launcher", code: 1, msg: "--ranks auto: none of RANK/WORLD_SIZE (torchrun), SLURM_PROCID or SLURM_ARRAY_TASK_ID (Slurm), JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			args := d.convertArgs(out, append([]string{"--ranks", "auto", "--epochs", "0"}, tc.args...)...)
+			r := prep(t, tc.env, args...)
+			r.mustExit(t, tc.code)
+			if tc.code != 0 {
+				if !strings.Contains(r.stderr, tc.msg) {
+					t.Fatalf("stderr lacks %q: %s", tc.msg, r.stderr)
+				}
+				if c, _, _ := countShards(out); c != 0 {
+					t.Fatalf("failed run wrote %d shards", c)
+				}
+				return
+			}
+			m, err := shardfmt.ReadManifest(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ranks []int
+			for _, s := range m.Shards {
+				if s.Epoch != 0 {
+					t.Errorf("shard of epoch %d written with --epochs 0", s.Epoch)
+				}
+				ranks = append(ranks, s.Rank)
+			}
+			if !slices.Equal(ranks, tc.want) {
+				t.Fatalf("ranks written %v, want %v", ranks, tc.want)
+			}
+		})
+	}
+}
+
+func TestMetricsAndJSONLogs(t *testing.T) {
+	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.stdout, "--metrics-file") {
+		t.Skip("prep convert has no --metrics-file flag yet (cmd/prep/cmd_convert.go must call addMetricsFlag and writeMetrics)")
+	}
+	d := newDataset(t)
+	out := filepath.Join(d.dir, "out")
+	prom := filepath.Join(d.dir, "textfile", "prep.prom")
+	if err := os.Mkdir(filepath.Dir(prom), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := d.convertArgs(out, "--metrics-file", prom, "--log-format", "json")
+	r := prep(t, nil, args...)
+	r.mustExit(t, 0)
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("stderr line is not JSON: %q", line)
+		}
+		for _, k := range []string{"time", "level", "msg"} {
+			if _, ok := rec[k]; !ok {
+				t.Errorf("log line lacks %q: %s", k, line)
+			}
+		}
+	}
+	// Second run skips every shard; a third into a locked directory fails.
+	prep(t, nil, args...).mustExit(t, 0)
+	l, err := dirlock.Acquire(filepath.Join(out, ".prep.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep(t, nil, args...).mustExit(t, 3)
+	l.Release()
+
+	f, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ss, err := metrics.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, s := range ss {
+		if s.Command != "convert" || s.Output != out {
+			t.Fatalf("unexpected labels %+v", s)
+		}
+		got[s.Name] = s.Value
+	}
+	// Exact counts come from the manifest of the first (only writing) run.
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantRows, wantBytes float64
+	for _, s := range m.Shards {
+		wantRows += float64(s.Batches * m.BatchSize)
+		wantBytes += float64(s.Size)
+	}
+	checks := map[string]float64{
+		metrics.RunsTotal:         3,
+		metrics.ErrorsTotal:       1,
+		metrics.ShardsWritten:     0, // the last (locked) run wrote nothing
+		metrics.ShardsSkipped:     0,
+		metrics.LastRunSuccess:    0,
+		metrics.RowsTotal:         wantRows,
+		metrics.BytesWrittenTotal: wantBytes,
+	}
+	for k, v := range checks {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if got[metrics.LastSuccessTimestamp] == 0 || got[metrics.LastSuccessTimestamp] >= got[metrics.LastRunTimestamp]+1 {
+		t.Errorf("last success %v, last run %v", got[metrics.LastSuccessTimestamp], got[metrics.LastRunTimestamp])
+	}
+}

@@ -25,7 +25,7 @@ type decoder struct {
 	files       []*sourceFile
 	plans       []*tensorPlan
 	set         *idSet
-	bufs        [][]byte
+	bufs        *records
 	jobs        int
 	memoryLimit int64
 	progress    func(rows, bytes int64) // serialised by the decoder

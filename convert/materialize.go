@@ -59,10 +59,7 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 		set.add(id)
 	}
 	set.seal()
-	staged := make([][]byte, len(tensors))
-	for t := range tensors {
-		staged[t] = make([]byte, int(set.count)*sampleBytes(tensors[t]))
-	}
+	staged := newRecords(tensors, make([]byte, int(set.count)*recordSize(tensors)))
 	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, jobs: runtime.GOMAXPROCS(0), memoryLimit: 1 << 30}
 	if err := dec.run(ctx); err != nil {
 		return nil, err
@@ -72,8 +69,7 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 		n := sampleBytes(tensors[t])
 		d := make([]byte, len(ids)*n)
 		for i, id := range ids {
-			slot := int(set.rank(id))
-			copy(d[i*n:], staged[t][slot*n:slot*n+n])
+			copy(d[i*n:], staged.at(t, int64(set.rank(id))))
 		}
 		out.Data[t] = d
 	}

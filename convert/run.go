@@ -281,13 +281,8 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if err != nil {
 		return err
 	}
-	var stageSizes []int64
-	var stageTotal int64
-	for _, t := range r.tensors {
-		n := int64(set.count) * int64(sampleBytes(t))
-		stageSizes = append(stageSizes, n)
-		stageTotal += n
-	}
+	rec := recordSize(r.tensors)
+	stageTotal := int64(set.count) * int64(rec)
 	shardSize := estimateShardSize(r.geo, r.p.Steps())
 	need := stageTotal + shardSize*int64(len(todo))
 	if free, ok := freeBytes(out); ok && free < need {
@@ -296,7 +291,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 
 	// Stage 1: decode once into staging.
 	t1 := time.Now()
-	st, err := createStaging(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid())), stageSizes)
+	st, err := createStaging(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid())), stageTotal)
 	if err != nil {
 		return err
 	}
@@ -304,7 +299,8 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.maps, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	staged := newRecords(r.tensors, st.data)
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
 		progress: func(rows, bytes int64) { r.progress(StageDecode, rows, bytes) }}
 	if err := dec.run(ctx); err != nil {
 		return err
@@ -332,7 +328,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageWrite, int64(len(todo))*int64(r.p.Steps())*int64(r.p.BatchSize()), int64(len(todo))*shardSize)
 	}
-	if err := r.writeShards(ctx, todo, set, st.maps); err != nil {
+	if err := r.writeShards(ctx, todo, set, staged); err != nil {
 		return err
 	}
 	r.sum.WriteSeconds = time.Since(t2).Seconds()
@@ -340,7 +336,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 }
 
 // writeShards writes every shard in todo with r.o.Jobs shards in parallel.
-func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, bufs [][]byte) error {
+func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, bufs *records) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := make(chan shardKey)
@@ -379,7 +375,7 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 
 // writeShard writes one (epoch, rank) shard, commits it and records it in
 // the manifest.
-func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs [][]byte) (err error) {
+func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *records) (err error) {
 	rel := shardfmt.ShardFileName(k.epoch, k.rank)
 	path := filepath.Join(r.o.Output, filepath.FromSlash(rel))
 	prov := r.prov
@@ -415,11 +411,11 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs []
 			clear(block)
 		}
 		for i, id := range ids {
-			slot := int(set.rank(id))
-			for t, buf := range bufs {
-				n := sb[t]
-				off := int(geo.SlabOffset[t]) + i*n
-				copy(block[off:off+n], buf[slot*n:slot*n+n])
+			o := int(set.rank(id)) * bufs.rec
+			rec := bufs.data[o : o+bufs.rec]
+			for t, n := range sb {
+				dst := int(geo.SlabOffset[t]) + i*n
+				copy(block[dst:dst+n], rec[bufs.off[t]:])
 			}
 		}
 		if err := w.WriteBatch(block, ids, pads); err != nil {

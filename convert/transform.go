@@ -598,10 +598,47 @@ func countFalse(v []bool) int {
 	return n
 }
 
+// records is the staging layout: one fixed-size record per staging slot
+// holding every output tensor's sample bytes back to back (tensor t at
+// off[t], size[t] bytes), so that gathering a sample touches one place.
+type records struct {
+	data []byte
+	rec  int   // bytes per record
+	off  []int // per tensor: offset in the record
+	size []int // per tensor: sample bytes
+}
+
+// newRecords lays out records for the tensors over data (which must hold
+// slots*rec bytes, see recordSize).
+func newRecords(tensors []shardfmt.TensorInfo, data []byte) *records {
+	r := &records{data: data}
+	for _, t := range tensors {
+		n := sampleBytes(t)
+		r.off = append(r.off, r.rec)
+		r.size = append(r.size, n)
+		r.rec += n
+	}
+	return r
+}
+
+// recordSize returns the bytes of one staging record for the tensors.
+func recordSize(tensors []shardfmt.TensorInfo) int {
+	n := 0
+	for _, t := range tensors {
+		n += sampleBytes(t)
+	}
+	return n
+}
+
+// at returns tensor t's bytes of staging slot slot.
+func (r *records) at(t int, slot int64) []byte {
+	o := int(slot)*r.rec + r.off[t]
+	return r.data[o : o+r.size[t] : o+r.size[t]]
+}
+
 // apply converts one decoded column chunk (value j of tensor tp, from file
-// fi) into the staging buffers bufs (one per output tensor, indexed by
-// staging slot) for the needed rows in runs.
-func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs [][]byte, loc chunkLoc) error {
+// fi) into the staging records for the needed rows in runs.
+func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs *records, loc chunkLoc) error {
 	cls := tp.classes[fi][j]
 	scale := tp.cols[fi][j].Scale
 	switch tp.mode {
@@ -619,10 +656,10 @@ func (tp *tensorPlan) nullError(col *pqread.Column, loc chunkLoc, row int) error
 	return loc.err(int64(row), -1, valueErrorf("null value (%d nulls in this column chunk; set nulls.fill to replace them)", n))
 }
 
-func (tp *tensorPlan) applyStack(col *pqread.Column, cls srcClass, scale, j int, runs []run, bufs [][]byte, loc chunkLoc) error {
+func (tp *tensorPlan) applyStack(col *pqread.Column, cls srcClass, scale, j int, runs []run, bufs *records, loc chunkLoc) error {
 	es := tp.es
-	sb := tp.perSample * es
-	buf := bufs[tp.out]
+	rec := bufs.rec
+	buf := bufs.data
 	for _, r := range runs {
 		if col.RowValid != nil && tp.fill == nil {
 			for i := r.lo; i < r.hi; i++ {
@@ -638,8 +675,8 @@ func (tp *tensorPlan) applyStack(col *pqread.Column, cls srcClass, scale, j int,
 				}
 			}
 		}
-		base := int(r.dst)*sb + j*es
-		if bad, err := tp.writeValues(buf[base:], sb, col, cls, scale, r.lo, r.hi); err != nil {
+		base := int(r.dst)*rec + bufs.off[tp.out] + j*es
+		if bad, err := tp.writeValues(buf[base:], rec, col, cls, scale, r.lo, r.hi); err != nil {
 			if col.RowValid == nil || col.RowValid[bad] {
 				return loc.err(int64(bad), -1, err)
 			}
@@ -647,46 +684,44 @@ func (tp *tensorPlan) applyStack(col *pqread.Column, cls srcClass, scale, j int,
 		if col.RowValid != nil {
 			for i := r.lo; i < r.hi; i++ {
 				if !col.RowValid[i] {
-					copy(buf[base+(i-r.lo)*sb:], tp.fill)
+					copy(buf[base+(i-r.lo)*rec:], tp.fill)
 				}
 			}
 		}
 		if tp.mask >= 0 {
-			m := bufs[tp.mask]
+			mbase := int(r.dst)*rec + bufs.off[tp.mask] + j
 			for i := r.lo; i < r.hi; i++ {
 				v := byte(1)
 				if col.RowValid != nil && !col.RowValid[i] {
 					v = 0
 				}
-				m[(int(r.dst)+i-r.lo)*tp.perSample+j] = v
+				buf[mbase+(i-r.lo)*rec] = v
 			}
 		}
 	}
 	return nil
 }
 
-func (tp *tensorPlan) putLength(bufs [][]byte, slot int64, n int64) {
+func (tp *tensorPlan) putLength(bufs *records, slot int64, n int64) {
 	if tp.lengths < 0 {
 		return
 	}
-	b := bufs[tp.lengths]
+	b := bufs.at(tp.lengths, slot)
 	if tp.lenDT == shardfmt.I64 {
-		binary.LittleEndian.PutUint64(b[slot*8:], uint64(n))
+		binary.LittleEndian.PutUint64(b, uint64(n))
 	} else {
-		binary.LittleEndian.PutUint32(b[slot*4:], uint32(n))
+		binary.LittleEndian.PutUint32(b, uint32(n))
 	}
 }
 
-func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, runs []run, bufs [][]byte, loc chunkLoc) error {
+func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, runs []run, bufs *records, loc chunkLoc) error {
 	L := tp.perSample
 	es := tp.es
-	sb := L * es
-	buf := bufs[tp.out]
 	off := col.Offsets
 	for _, r := range runs {
 		for i := r.lo; i < r.hi; i++ {
 			slot := r.dst + int64(i-r.lo)
-			dst := buf[int(slot)*sb : int(slot+1)*sb]
+			dst := bufs.at(tp.out, slot)
 			if col.RowValid != nil && !col.RowValid[i] {
 				if tp.fill == nil {
 					return tp.nullError(col, loc, i)
@@ -695,10 +730,10 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 					copy(dst[k*es:], tp.fill)
 				}
 				if tp.mask >= 0 {
-					bufs[tp.mask][slot] = 0
+					bufs.at(tp.mask, slot)[0] = 0
 				}
 				if tp.elemMask >= 0 {
-					clear(bufs[tp.elemMask][int(slot)*L : int(slot+1)*L])
+					clear(bufs.at(tp.elemMask, slot))
 				}
 				tp.putLength(bufs, slot, 0)
 				continue
@@ -746,10 +781,10 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 				copy(dst[k*es:], tp.pad)
 			}
 			if tp.mask >= 0 {
-				bufs[tp.mask][slot] = 1
+				bufs.at(tp.mask, slot)[0] = 1
 			}
 			if tp.elemMask >= 0 {
-				em := bufs[tp.elemMask][int(slot)*L : int(slot+1)*L]
+				em := bufs.at(tp.elemMask, slot)
 				for k := range em {
 					v := byte(0)
 					if k < m && (col.ElemValid == nil || col.ElemValid[s+k]) {
@@ -764,8 +799,7 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 	return nil
 }
 
-func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs [][]byte, loc chunkLoc) error {
-	buf := bufs[tp.out]
+func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs *records, loc chunkLoc) error {
 	value := func(i int) []byte {
 		if col.Kind == pqread.KindFixed {
 			return col.FixedData[i*col.Width : (i+1)*col.Width]
@@ -784,7 +818,7 @@ func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs [][]byte, 
 				if null {
 					v = 0
 				}
-				bufs[tp.mask][slot] = v
+				bufs.at(tp.mask, slot)[0] = v
 			}
 			var v []byte
 			if !null {
@@ -794,7 +828,7 @@ func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs [][]byte, 
 				}
 			}
 			if tp.mode == modeBytesHash {
-				d := buf[slot*8 : slot*8+8]
+				d := bufs.at(tp.out, slot)
 				if null {
 					copy(d, tp.fill)
 				} else {
@@ -806,7 +840,7 @@ func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs [][]byte, 
 			if int64(len(v)) > tp.maxLen && !tp.truncate {
 				return loc.err(int64(i), -1, valueErrorf("value is %d bytes long, more than max_len %d (set bytes.truncate to keep the first %d)", len(v), L, L))
 			}
-			d := buf[int(slot)*L : int(slot+1)*L]
+			d := bufs.at(tp.out, slot)
 			n := copy(d, v)
 			clear(d[n:])
 			tp.putLength(bufs, slot, int64(len(v)))

@@ -39,14 +39,18 @@ func convertRows(t *testing.T, spec TensorSpec, schema fileSchema, cols ...*pqre
 	}
 	outs := outputs(plans)
 	rows := cols[0].Rows
-	bufs := make([][]byte, len(outs))
-	for i, o := range outs {
-		bufs[i] = make([]byte, rows*sampleBytes(o))
-	}
+	recs := newRecords(outs, make([]byte, rows*recordSize(outs)))
 	for j, c := range cols {
 		loc := chunkLoc{file: schema.rel, column: plans[0].cols[0][j].Name, tensor: spec.Name, rowGroup: 0}
-		if err := plans[0].apply(c, 0, j, []run{{0, rows, 0}}, bufs, loc); err != nil {
+		if err := plans[0].apply(c, 0, j, []run{{0, rows, 0}}, recs, loc); err != nil {
 			return outs, nil, err
+		}
+	}
+	// Split the records back into one buffer per tensor.
+	bufs := make([][]byte, len(outs))
+	for t := range outs {
+		for slot := 0; slot < rows; slot++ {
+			bufs[t] = append(bufs[t], recs.at(t, int64(slot))...)
 		}
 	}
 	return outs, bufs, nil
@@ -228,7 +232,7 @@ func TestSparseRuns(t *testing.T) {
 	}
 	outs := outputs(plans)
 	buf := make([]byte, 3*sampleBytes(outs[0]))
-	if err := plans[0].apply(c, 0, 0, []run{{1, 2, 0}, {4, 6, 1}}, [][]byte{buf}, chunkLoc{}); err != nil {
+	if err := plans[0].apply(c, 0, 0, []run{{1, 2, 0}, {4, 6, 1}}, newRecords(outs, buf), chunkLoc{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(i32s(buf)); got != "[11 14 15]" {

@@ -1,0 +1,466 @@
+package pqread
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/encoding/delta"
+	"github.com/parquet-go/parquet-go/encoding/rle"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// A hand-assembled file: one INT64 leaf column (required, optional, or an
+// optional 3-level LIST of optional elements), one row group, pages laid out
+// exactly as a test asks, so every page-type and encoding transition inside
+// one column chunk can be produced, including ones no writer emits.
+
+type shape int
+
+const (
+	shapeRequired shape = iota
+	shapeOptional
+	shapeList
+)
+
+// pageKind is one data page flavour.
+type pageKind struct {
+	v2  bool
+	enc format.Encoding // Plain, RLEDictionary, PlainDictionary or DeltaBinaryPacked
+}
+
+func (k pageKind) String() string {
+	v := "V1"
+	if k.v2 {
+		v = "V2"
+	}
+	return v + "/" + k.enc.String()
+}
+
+// entry is one level entry: def/rep levels and, when def == maxDef, a value.
+type entry struct {
+	def, rep uint8
+	val      int64
+}
+
+type pageSpec struct {
+	kind    pageKind
+	entries []entry
+}
+
+type fileSpec struct {
+	shape    shape
+	codec    format.CompressionCodec
+	dict     []int64 // dictionary page values; nil = no dictionary page
+	dict2    bool    // write a second dictionary page after the first data page
+	pages    []pageSpec
+	rows     int64
+	badIndex bool // make the first dictionary index out of range
+}
+
+func maxLevels(s shape) (maxDef, maxRep int) {
+	switch s {
+	case shapeOptional:
+		return 1, 0
+	case shapeList:
+		return 3, 1
+	}
+	return 0, 0
+}
+
+func compressFor(codec format.CompressionCodec, b []byte) []byte {
+	if codec == format.Snappy {
+		return snappy.Encode(nil, b)
+	}
+	return b
+}
+
+func levelBytes(t testing.TB, lv []uint8, max int) []byte {
+	if max == 0 {
+		return nil
+	}
+	b, err := (&rle.Encoding{BitWidth: int(bitWidth(max))}).EncodeLevels(nil, lv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func marshal(t testing.TB, v any) []byte {
+	b, err := thrift.Marshal(new(thrift.CompactProtocol), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// buildFile writes spec to a file and returns its path.
+func buildFile(t testing.TB, spec fileSpec) string {
+	t.Helper()
+	maxDef, maxRep := maxLevels(spec.shape)
+	out := []byte("PAR1")
+	dictIndex := map[int64]int32{}
+	for i, v := range spec.dict {
+		dictIndex[v] = int32(i)
+	}
+	var numValues int64
+	var dictOff int64
+	writeDict := func() {
+		var raw []byte
+		for _, v := range spec.dict {
+			raw = binary.LittleEndian.AppendUint64(raw, uint64(v))
+		}
+		body := compressFor(spec.codec, raw)
+		h := format.PageHeader{Type: format.DictionaryPage, UncompressedPageSize: int32(len(raw)), CompressedPageSize: int32(len(body))}
+		h.DictionaryPageHeader.Set(format.DictionaryPageHeader{NumValues: int32(len(spec.dict)), Encoding: format.Plain})
+		out = append(out, marshal(t, &h)...)
+		out = append(out, body...)
+	}
+	if spec.dict != nil {
+		dictOff = int64(len(out))
+		writeDict()
+	}
+	dataOff := int64(len(out))
+	for pi, p := range spec.pages {
+		var defs, reps []uint8
+		var vals []int64
+		for _, e := range p.entries {
+			defs = append(defs, e.def)
+			reps = append(reps, e.rep)
+			if int(e.def) == maxDef {
+				vals = append(vals, e.val)
+			}
+		}
+		numValues += int64(len(p.entries))
+		var values []byte
+		switch p.kind.enc {
+		case format.Plain:
+			for _, v := range vals {
+				values = binary.LittleEndian.AppendUint64(values, uint64(v))
+			}
+		case format.RLEDictionary, format.PlainDictionary:
+			idx := make([]int32, len(vals))
+			for i, v := range vals {
+				j, ok := dictIndex[v]
+				if !ok {
+					t.Fatalf("value %d not in dictionary", v)
+				}
+				idx[i] = j
+			}
+			if spec.badIndex && pi == 0 && len(idx) > 0 {
+				idx[0] = int32(len(spec.dict))
+			}
+			bw := max(1, int(bitWidth(len(spec.dict))))
+			enc, err := (&rle.Encoding{BitWidth: bw}).EncodeInt32(nil, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			values = append([]byte{byte(bw)}, enc...)
+		case format.DeltaBinaryPacked:
+			enc, err := (&delta.BinaryPackedEncoding{}).EncodeInt64(nil, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			values = enc
+		}
+		var h format.PageHeader
+		var body []byte
+		if p.kind.v2 {
+			rl, dl := []byte(nil), []byte(nil)
+			if maxRep > 0 {
+				rl = levelBytes(t, reps, maxRep)
+			}
+			if maxDef > 0 {
+				dl = levelBytes(t, defs, maxDef)
+			}
+			cv := compressFor(spec.codec, values)
+			body = append(append(append(body, rl...), dl...), cv...)
+			nulls, rows := 0, 0
+			for _, e := range p.entries {
+				if int(e.def) != maxDef {
+					nulls++
+				}
+				if e.rep == 0 {
+					rows++
+				}
+			}
+			h = format.PageHeader{Type: format.DataPageV2, UncompressedPageSize: int32(len(rl) + len(dl) + len(values)), CompressedPageSize: int32(len(body))}
+			h.DataPageHeaderV2.Set(format.DataPageHeaderV2{NumValues: int32(len(p.entries)), NumNulls: int32(nulls), NumRows: int32(rows),
+				Encoding: p.kind.enc, DefinitionLevelsByteLength: int32(len(dl)), RepetitionLevelsByteLength: int32(len(rl))})
+		} else {
+			var raw []byte
+			for _, lv := range []struct {
+				l   []uint8
+				max int
+			}{{reps, maxRep}, {defs, maxDef}} {
+				if lv.max == 0 {
+					continue
+				}
+				b := levelBytes(t, lv.l, lv.max)
+				raw = binary.LittleEndian.AppendUint32(raw, uint32(len(b)))
+				raw = append(raw, b...)
+			}
+			raw = append(raw, values...)
+			body = compressFor(spec.codec, raw)
+			h = format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(raw)), CompressedPageSize: int32(len(body))}
+			h.DataPageHeader.Set(format.DataPageHeader{NumValues: int32(len(p.entries)), Encoding: p.kind.enc,
+				DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})
+		}
+		out = append(out, marshal(t, &h)...)
+		out = append(out, body...)
+		if spec.dict2 && pi == 0 {
+			writeDict()
+		}
+	}
+	chunkEnd := int64(len(out))
+
+	opt := func() thrift.Null[format.FieldRepetitionType] {
+		return thrift.New(format.Optional)
+	}
+	var schema []format.SchemaElement
+	root := format.SchemaElement{Name: "schema"}
+	root.NumChildren.Set(1)
+	leaf := format.SchemaElement{Name: "x"}
+	leaf.Type.Set(format.Int64)
+	var path []string
+	switch spec.shape {
+	case shapeRequired:
+		leaf.RepetitionType.Set(format.Required)
+		schema = []format.SchemaElement{root, leaf}
+		path = []string{"x"}
+	case shapeOptional:
+		leaf.RepetitionType = opt()
+		schema = []format.SchemaElement{root, leaf}
+		path = []string{"x"}
+	case shapeList:
+		list := format.SchemaElement{Name: "x", RepetitionType: opt()}
+		list.NumChildren.Set(1)
+		list.ConvertedType.Set(deprecated.List)
+		rep := format.SchemaElement{Name: "list"}
+		rep.RepetitionType.Set(format.Repeated)
+		rep.NumChildren.Set(1)
+		leaf.Name = "element"
+		leaf.RepetitionType = opt()
+		schema = []format.SchemaElement{root, list, rep, leaf}
+		path = []string{"x", "list", "element"}
+	}
+	md := format.ColumnMetaData{Type: format.Int64, Encoding: []format.Encoding{format.Plain, format.RLE}, PathInSchema: path,
+		Codec: spec.codec, NumValues: numValues, TotalCompressedSize: chunkEnd - 4, TotalUncompressedSize: chunkEnd - 4,
+		DataPageOffset: dataOff, DictionaryPageOffset: dictOff}
+	meta := format.FileMetaData{Version: 1, Schema: schema, NumRows: spec.rows,
+		RowGroups: []format.RowGroup{{Columns: []format.ColumnChunk{{FileOffset: 4, MetaData: md}}, TotalByteSize: chunkEnd - 4, NumRows: spec.rows}},
+		CreatedBy: "pqread pages_test"}
+	footer := marshal(t, &meta)
+	out = append(out, footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	out = append(out, "PAR1"...)
+	path2 := filepath.Join(t.TempDir(), "pages.parquet")
+	if err := os.WriteFile(path2, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path2
+}
+
+// makeEntries builds level entries for n rows of the shape; value v(i) for
+// the i-th value. Optional: every 3rd row null. List: row r has r%4 elements
+// (row%7==5 is a null list), element k of row r is null when (r+k)%5 == 4.
+func makeEntries(s shape, n int, dict []int64) (entries []entry, want []*int64, offsets []int64, rowValid []bool) {
+	next := 0
+	val := func() int64 {
+		v := dict[next%len(dict)]
+		if next%3 == 1 {
+			v = dict[(next*7)%len(dict)]
+		}
+		next++
+		return v
+	}
+	maxDef, _ := maxLevels(s)
+	for r := range n {
+		switch s {
+		case shapeRequired:
+			v := val()
+			entries = append(entries, entry{val: v})
+			want = append(want, &v)
+		case shapeOptional:
+			if r%3 == 2 {
+				entries = append(entries, entry{def: 0})
+				want = append(want, nil)
+				continue
+			}
+			v := val()
+			entries = append(entries, entry{def: 1, val: v})
+			want = append(want, &v)
+		case shapeList:
+			offsets = append(offsets, int64(len(want)))
+			if r%7 == 5 {
+				entries = append(entries, entry{def: 0})
+				rowValid = append(rowValid, false)
+				continue
+			}
+			rowValid = append(rowValid, true)
+			if r%4 == 0 {
+				entries = append(entries, entry{def: 1})
+				continue
+			}
+			for k := range r % 4 {
+				rep := uint8(0)
+				if k > 0 {
+					rep = 1
+				}
+				if (r+k)%5 == 4 {
+					entries = append(entries, entry{def: 2, rep: rep})
+					want = append(want, nil)
+					continue
+				}
+				v := val()
+				entries = append(entries, entry{def: uint8(maxDef), rep: rep, val: v})
+				want = append(want, &v)
+			}
+		}
+	}
+	if s == shapeList {
+		offsets = append(offsets, int64(len(want)))
+	}
+	return
+}
+
+var allKinds = []pageKind{
+	{false, format.Plain}, {false, format.RLEDictionary}, {false, format.PlainDictionary}, {false, format.DeltaBinaryPacked},
+	{true, format.Plain}, {true, format.RLEDictionary}, {true, format.DeltaBinaryPacked},
+}
+
+// TestEveryPageTransition lays out one column chunk whose consecutive data
+// pages go through every ordered pair of page flavours (V1/V2 x PLAIN,
+// RLE_DICTIONARY, PLAIN_DICTIONARY, DELTA_BINARY_PACKED), including
+// PLAIN -> dictionary, which writers do not produce, and checks every slot,
+// for required, optional and list columns, uncompressed and SNAPPY. List
+// pages are cut every 5 level entries, so rows continue across pages.
+func TestEveryPageTransition(t *testing.T) {
+	var seq []pageKind
+	for _, a := range allKinds {
+		for _, b := range allKinds {
+			seq = append(seq, a, b)
+		}
+	}
+	dict := []int64{-1 << 62, -7, 0, 3, 1 << 40, 1<<63 - 1, -1 << 63}
+	for _, s := range []shape{shapeRequired, shapeOptional, shapeList} {
+		for _, codec := range []format.CompressionCodec{format.Uncompressed, format.Snappy} {
+			t.Run(fmt.Sprintf("shape%d/%s", s, codec), func(t *testing.T) {
+				rows := 1000
+				entries, want, offsets, rowValid := makeEntries(s, rows, dict)
+				per := max(1, len(entries)/len(seq))
+				if s == shapeList {
+					per = 5
+				}
+				spec := fileSpec{shape: s, codec: codec, dict: dict, rows: int64(rows)}
+				for i := 0; i < len(entries); i += per {
+					spec.pages = append(spec.pages, pageSpec{kind: seq[(i/per)%len(seq)], entries: entries[i:min(i+per, len(entries))]})
+				}
+				if len(spec.pages) < len(seq) {
+					t.Fatalf("%d pages do not cover %d transitions", len(spec.pages), len(seq))
+				}
+				f := mustOpen(t, buildFile(t, spec))
+				c := mustRead(t, f, "x", 0)
+				if c.Rows != rows {
+					t.Fatalf("rows %d", c.Rows)
+				}
+				if s == shapeList {
+					if !slices.Equal(c.Offsets, offsets) {
+						t.Fatalf("offsets differ")
+					}
+					if !slices.Equal(c.RowValid, rowValid) {
+						t.Fatalf("row validity differs")
+					}
+				}
+				for i, w := range want {
+					valid := (c.RowValid == nil || s == shapeList || c.RowValid[i]) && (c.ElemValid == nil || c.ElemValid[i])
+					if (w != nil) != valid || (w != nil && c.Int64[i] != *w) || (w == nil && c.Int64[i] != 0) {
+						t.Fatalf("slot %d: valid %v value %d, want %v", i, valid, c.Int64[i], w)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestDictionaryPageFaults(t *testing.T) {
+	dict := []int64{10, 20, 30}
+	entries, _, _, _ := makeEntries(shapeRequired, 20, dict)
+	dictPage := pageSpec{kind: pageKind{false, format.RLEDictionary}, entries: entries[:10]}
+	rest := pageSpec{kind: pageKind{false, format.RLEDictionary}, entries: entries[10:]}
+	for _, tc := range []struct {
+		name  string
+		spec  fileSpec
+		parts []string
+	}{
+		{"no dictionary page", fileSpec{pages: []pageSpec{dictPage, rest}}, []string{"without a dictionary page", "page 0"}},
+		{"second dictionary page", fileSpec{dict: dict, dict2: true, pages: []pageSpec{dictPage, rest}}, []string{"second dictionary page", "page 2"}},
+		{"index out of range", fileSpec{dict: dict, badIndex: true, pages: []pageSpec{dictPage, rest}}, []string{"dictionary index 3 out of range", "page 1", "row 0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			spec.rows = 20
+			var path string
+			if spec.dict == nil {
+				spec.dict = dict // indices still refer to it; the page is dropped
+				path = buildNoDictPage(t, spec)
+			} else {
+				path = buildFile(t, spec)
+			}
+			f := mustOpen(t, path)
+			ci, _ := f.Lookup("x")
+			_, err := f.ReadColumn(0, ci)
+			wantErr(t, err, ErrCorrupt, append([]string{"pages.parquet", `column "x"`, "row group 0"}, tc.parts...)...)
+		})
+	}
+}
+
+// buildNoDictPage writes spec's data pages (indices into spec.dict) but no
+// dictionary page.
+func buildNoDictPage(t *testing.T, spec fileSpec) string {
+	t.Helper()
+	withDict := buildFile(t, spec)
+	b, err := os.ReadFile(withDict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dictionary page header and body start at byte 4; find their end by
+	// decoding the header.
+	var h format.PageHeader
+	r := thriftProto.NewReaderFromBytes(b[4:])
+	if err := thrift.NewDecoder(r).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	end := 4 + r.BytesRead() + int(h.CompressedPageSize)
+	f, err := Open(withDict, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	md := f.meta.RowGroups[0].Columns[0].MetaData
+	data := b[end : 4+md.TotalCompressedSize]
+	out := append([]byte("PAR1"), data...)
+	meta := *f.meta
+	rg := meta.RowGroups[0]
+	cc := rg.Columns[0]
+	cc.MetaData.DictionaryPageOffset = 0
+	cc.MetaData.DataPageOffset = 4
+	cc.MetaData.TotalCompressedSize = int64(len(data))
+	rg.Columns = []format.ColumnChunk{cc}
+	meta.RowGroups = []format.RowGroup{rg}
+	footer := marshal(t, &meta)
+	out = append(out, footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	out = append(out, "PAR1"...)
+	path := filepath.Join(t.TempDir(), "pages.parquet")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

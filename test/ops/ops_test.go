@@ -467,8 +467,8 @@ func TestDiskFull(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("convert on a full disk: exit %d, want 1\n%s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, out) {
-		t.Errorf("disk-full error does not name the output path %s: %s", out, r.stderr)
+	if !strings.Contains(r.stderr, out) || !strings.Contains(r.stderr, "need ") || !strings.Contains(r.stderr, " free") {
+		t.Errorf("disk-full error does not name the output path %s and the bytes needed and free: %s", out, r.stderr)
 	}
 	if c, tmp, _ := countShards(out); tmp != 0 {
 		t.Errorf("disk-full run left %d temporary files (and %d shards)", tmp, c)
@@ -673,4 +673,92 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 	if got[metrics.LastSuccessTimestamp] == 0 || got[metrics.LastSuccessTimestamp] >= got[metrics.LastRunTimestamp]+1 {
 		t.Errorf("last success %v, last run %v", got[metrics.LastSuccessTimestamp], got[metrics.LastRunTimestamp])
 	}
+}
+
+// TestDiskFillsDuringRun fills the file system while convert writes (after
+// its free-space check passed): the run must fail naming the path, leave no
+// partial shard and no listing of one, and a rerun after space is freed must
+// give the uninterrupted run's bytes.
+func TestDiskFillsDuringRun(t *testing.T) {
+	d := newDataset(t)
+	ref := filepath.Join(d.dir, "ref")
+	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
+	want := tree(t, ref)
+	var need int64
+	for p := range want {
+		fi, _ := os.Stat(filepath.Join(ref, p))
+		need += fi.Size()
+	}
+	// Staging needs about as much again as the shards.
+	fsDir := mountTmpfs(t, 3*need+1<<20)
+	out := filepath.Join(fsDir, "shards")
+	cmd := exec.Command(prepBin, d.convertArgs(out)...)
+	cmd.Env = cleanEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	filler := filepath.Join(fsDir, "filler")
+	filled := false
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		default:
+		}
+		if c, tmp, _ := countShards(out); (c >= 1 || tmp >= 1) && !filled {
+			// Fill every free byte.
+			f, err := os.Create(filler)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunk := make([]byte, 1<<20)
+			for {
+				if _, err := f.Write(chunk); err != nil {
+					if !errors.Is(err, syscall.ENOSPC) {
+						t.Fatal(err)
+					}
+					break
+				}
+			}
+			for n := 4096; n > 0; n /= 2 { // the last partial megabyte
+				for {
+					if _, err := f.Write(chunk[:n]); err != nil {
+						break
+					}
+				}
+			}
+			f.Close()
+			filled = true
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	code := cmd.ProcessState.ExitCode()
+	if !filled || code == 0 {
+		t.Skipf("convert finished (exit %d) before the file system could be filled", code)
+	}
+	if code != 1 {
+		t.Fatalf("convert on a full disk: exit %d, want 1\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), out) || !strings.Contains(stderr.String(), "no space left on device") {
+		t.Errorf("error does not name the path under %s and the cause: %s", out, stderr.String())
+	}
+	t.Logf("convert failed as expected: %s", strings.TrimSpace(stderr.String()))
+	if c, tmp, _ := countShards(out); tmp != 0 {
+		t.Errorf("failed run left %d temporary files (and %d shards)", tmp, c)
+	}
+	if ents, err := os.ReadDir(filepath.Join(out, ".prep-tmp")); err == nil && len(ents) > 0 {
+		t.Errorf("failed run left staging files: %v", ents)
+	}
+	checkManifestInvariant(t, out)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	prep(t, nil, d.convertArgs(out)...).mustExit(t, 0)
+	prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
+	sameTree(t, want, tree(t, out), "after freeing space")
 }

@@ -23,6 +23,16 @@ func needCUDA(t *testing.T) {
 	}
 }
 
+// needFake skips t unless the loaded driver is the fake one (tests that
+// inject errors or delays).
+func needFake(t *testing.T) {
+	t.Helper()
+	needCUDA(t)
+	if _, ok := cuda.FakeOutstanding(); !ok {
+		t.Skip("needs the fake CUDA driver (error injection)")
+	}
+}
+
 // assertNoLeaks checks the fake driver's count of live resources.
 func assertNoLeaks(t *testing.T) {
 	t.Helper()
@@ -148,7 +158,7 @@ func TestCUDASeekAndRingFull(t *testing.T) {
 }
 
 func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
-	needCUDA(t)
+	needFake(t)
 	dir := writeSet(t, small)
 	t.Run("async copy fails at step 2", func(t *testing.T) {
 		t.Setenv("FAKECUDA_FAIL_AT", "cuMemcpyHtoDAsync_v2:3")

@@ -37,5 +37,8 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
 	os.Exit(code)
 }

@@ -1,0 +1,226 @@
+package gpuload
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Benchmarks of host-backend delivery against a plain sequential read of the
+// same shard file, from a warm page cache:
+//
+//	go test -run '^$' -bench 'HostDelivery|PlainRead' -benchtime 5x ./gpuload/
+//
+// The shard is 256 blocks of 1 MiB (256 samples of a [1024] F32 tensor), so
+// 256 MiB; each benchmark reads it once first to warm the page cache. Every
+// consumer touches one byte per 4 KiB page of what it gets, as a trainer
+// (or a DMA) would read it all.
+
+const (
+	benchSteps   = 256
+	benchBatch   = 256
+	benchFeature = 1024
+)
+
+var (
+	benchOnce sync.Once
+	benchDir  string
+	benchPath string
+	benchErr  error
+)
+
+// benchSet writes the benchmark shard set once per process, in a directory
+// under os.TempDir that TestMain removes.
+func benchSet(b *testing.B) (dir, path string) {
+	b.Helper()
+	benchOnce.Do(func() {
+		benchDir, benchErr = os.MkdirTemp("", "gpuload-bench")
+		if benchErr != nil {
+			return
+		}
+		tensors := []shardfmt.TensorInfo{{Name: "emb", DType: shardfmt.F32, Shape: []uint64{benchFeature}}}
+		rel := shardfmt.ShardFileName(0, 0)
+		benchPath = filepath.Join(benchDir, filepath.FromSlash(rel))
+		w, err := shardfmt.Create(benchPath, shardfmt.WriterOptions{BatchSize: benchBatch, NumBatches: benchSteps, Tensors: tensors,
+			Provenance: shardfmt.Provenance{PlanFingerprint: "plan:bench"}})
+		if err != nil {
+			benchErr = err
+			return
+		}
+		block := make([]byte, w.Geometry().BlockSize)
+		ids := make([]uint64, benchBatch)
+		for k := range benchSteps {
+			for i := range block {
+				block[i] = byte(i*7 + k)
+			}
+			for j := range ids {
+				ids[j] = uint64(k*benchBatch + j)
+			}
+			if benchErr = w.WriteBatch(block, ids, 0); benchErr != nil {
+				w.Abort()
+				return
+			}
+		}
+		if benchErr = w.Commit(); benchErr != nil {
+			return
+		}
+		fi, err := os.Stat(benchPath)
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchErr = shardfmt.WriteManifest(benchDir, &shardfmt.Manifest{PlanFingerprint: "plan:bench", Tensors: tensors,
+			Shards: []shardfmt.ShardEntry{{Path: rel, Batches: benchSteps, Size: fi.Size()}}})
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchDir, benchPath
+}
+
+var sink byte
+
+// touch reads one byte per 4 KiB page.
+func touch(p []byte) {
+	var s byte
+	for i := 0; i < len(p); i += 4096 {
+		s += p[i]
+	}
+	sink += s
+}
+
+// plainRead reads the whole file sequentially in 1 MiB reads and returns the
+// bytes read.
+func plainRead(path string, buf []byte) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var n int64
+	for {
+		m, err := f.Read(buf)
+		touch(buf[:m])
+		n += int64(m)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// deliver reads every batch of the shard through a Loader and returns the
+// block bytes delivered.
+func deliver(dir string, opts Options) (int64, error) {
+	l, err := Open(dir, 0, 0, opts)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	var n int64
+	for {
+		bt, err := l.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		for i := range bt.Tensors {
+			touch(bt.Tensors[i].Bytes)
+		}
+		n += int64(l.Geometry().BlockSize)
+		bt.Release()
+	}
+}
+
+func BenchmarkPlainRead(b *testing.B) {
+	_, path := benchSet(b)
+	buf := make([]byte, 1<<20)
+	n, err := plainRead(path, buf) // warm the page cache
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(n)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := plainRead(path, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var benchModes = []struct {
+	name string
+	opts Options
+}{
+	{"pread", Options{}},
+	{"pread-verify", Options{VerifyChecksums: true}},
+	{"mmap", Options{MapBlocks: true}},
+}
+
+func BenchmarkHostDelivery(b *testing.B) {
+	dir, path := benchSet(b)
+	if _, err := plainRead(path, make([]byte, 1<<20)); err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			n, err := deliver(dir, m.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(n)
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := deliver(dir, m.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHostDeliveryRatio alternates a plain read and a delivery pass of
+// the same file in each iteration and reports delivery throughput as a
+// fraction of the plain read's ("x-plain"; target >= 0.85).
+func BenchmarkHostDeliveryRatio(b *testing.B) {
+	dir, path := benchSet(b)
+	buf := make([]byte, 1<<20)
+	if _, err := plainRead(path, buf); err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			var plain, del time.Duration
+			var bytes int64
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := plainRead(path, buf); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				n, err := deliver(dir, m.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				del += time.Since(t1)
+				plain += t1.Sub(t0)
+				bytes += n
+			}
+			fi, _ := os.Stat(path)
+			plainGBs := float64(fi.Size()) * float64(b.N) / plain.Seconds() / 1e9
+			delGBs := float64(bytes) / del.Seconds() / 1e9
+			b.ReportMetric(plainGBs, "plain-GB/s")
+			b.ReportMetric(delGBs, "delivery-GB/s")
+			b.ReportMetric(delGBs/plainGBs, "x-plain")
+		})
+	}
+}

@@ -155,6 +155,34 @@ type deepCheck struct {
 	seed     uint64
 	fraction float64
 	want     []byte
+
+	fetchedTo int   // batches below this were prefetched (Prefetcher only)
+	fetchErr  error // the error of that prefetch, reported per batch
+}
+
+// prefetch hands a Prefetcher the ids of the selected batches from k on, up
+// to PrefetchBytes of samples.
+func (d *deepCheck) prefetch(ctx context.Context, k int) {
+	pf, ok := d.src.(Prefetcher)
+	if !ok || k < d.fetchedTo {
+		return
+	}
+	var per uint64
+	for _, n := range d.g.SampleBytes {
+		per += n
+	}
+	var ids []uint64
+	j := k
+	for n := d.r.NumBatches(); j < n && uint64(len(ids))*per < PrefetchBytes; j++ {
+		if !d.selected(j) {
+			continue
+		}
+		if b, err := d.r.SampleIDs(j); err == nil {
+			ids = append(ids, b...)
+		}
+	}
+	d.fetchedTo = j
+	d.fetchErr = pf.Prefetch(ctx, ids)
 }
 
 // newDeepCheck opens the source for one shard, or reports why it cannot
@@ -202,6 +230,11 @@ func (d *deepCheck) compare(ctx context.Context, k int, bi shardfmt.BatchInfo, i
 	got, err := d.r.Block(k)
 	if err != nil {
 		d.s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading block: " + err.Error()})
+		return
+	}
+	d.prefetch(ctx, k)
+	if d.fetchErr != nil {
+		d.s.add(Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: d.fetchErr.Error()})
 		return
 	}
 	clear(d.want)

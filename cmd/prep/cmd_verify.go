@@ -60,9 +60,9 @@ func (d *deepFlag) Set(s string) error {
 
 func (d *deepFlag) Type() string { return "fraction" }
 
-// sourceOpener is the --deep value reader; convert installs it when its
-// materializer is linked in (nil: only source fingerprints are checked).
-var sourceOpener verify.SourceOpener
+// sourceOpener is the --deep value reader: convert's materializer. Tests
+// replace it.
+var sourceOpener verify.SourceOpener = verify.ConvertSource
 
 func newVerifyCmd(g *globalOptions) *cobra.Command {
 	o := &verifyOptions{}

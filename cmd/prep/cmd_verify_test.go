@@ -113,7 +113,7 @@ func TestVerifyCommandUsage(t *testing.T) {
 	}
 }
 
-func TestVerifyCommandDeepWithoutReader(t *testing.T) {
+func TestVerifyCommandDeep(t *testing.T) {
 	f := verifytest.Build(t)
 	old := sourceOpener
 	defer func() { sourceOpener = old }()

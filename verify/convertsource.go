@@ -1,0 +1,117 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Prefetcher is implemented by a SampleSource that reads many samples more
+// cheaply at once. Before comparing, verify calls Prefetch with the ids of a
+// window of upcoming batches (about PrefetchBytes of samples); FillBlock
+// must still work for ids not prefetched.
+type Prefetcher interface {
+	Prefetch(ctx context.Context, ids []uint64) error
+}
+
+// PrefetchBytes bounds the sample bytes verify asks a Prefetcher to hold.
+const PrefetchBytes = 64 << 20
+
+// ConvertSource is the SourceOpener of `prep verify --deep`: it rebuilds the
+// feature spec recorded in the manifest (checking it against the manifest's
+// spec hash) and materializes expected samples with convert.Materialize,
+// the same decode and transform code convert writes shards with, reading
+// only the row groups that hold the requested samples. Source files are
+// resolved under sourceRoot.
+func ConvertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (SampleSource, error) {
+	spec, err := specFromManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	if sourceRoot != "" && sourceRoot != p.Source.Root {
+		q := *p
+		q.Source.Root = sourceRoot
+		p = &q
+	}
+	return &convertSource{p: p, spec: spec, g: g, tensors: tensors}, nil
+}
+
+// specFromManifest decodes the manifest's spec and checks its hash.
+func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
+	if m.Spec == nil {
+		return nil, fmt.Errorf("manifest records no feature spec")
+	}
+	b, err := json.Marshal(m.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("re-encoding manifest spec: %w", err)
+	}
+	var spec convert.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("decoding manifest spec: %w", err)
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("manifest spec: %w", err)
+	}
+	if h := spec.Hash(); h != m.SpecHash {
+		return nil, fmt.Errorf("manifest spec hashes to %s, manifest says %s", h, m.SpecHash)
+	}
+	return &spec, nil
+}
+
+type convertSource struct {
+	p       *plan.Plan
+	spec    *convert.Spec
+	g       shardfmt.Geometry
+	tensors []shardfmt.TensorInfo
+
+	samples *convert.Samples
+	index   map[uint64]int // id -> position in samples
+}
+
+// Prefetch materializes ids (duplicates allowed) and keeps them, replacing
+// the previous window.
+func (s *convertSource) Prefetch(ctx context.Context, ids []uint64) error {
+	uniq := make([]uint64, 0, len(ids))
+	index := make(map[uint64]int, len(ids))
+	for _, id := range ids {
+		if _, ok := index[id]; !ok {
+			index[id] = len(uniq)
+			uniq = append(uniq, id)
+		}
+	}
+	got, err := convert.Materialize(ctx, s.p, s.spec, uniq)
+	if err != nil {
+		return err
+	}
+	if !sameTensors(got.Tensors, s.tensors) {
+		return fmt.Errorf("spec yields tensors %s, shard has %s", tensorList(got.Tensors), tensorList(s.tensors))
+	}
+	s.samples, s.index = got, index
+	return nil
+}
+
+// FillBlock lays out the samples of ids as a shard block.
+func (s *convertSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+	for _, id := range ids {
+		if _, ok := s.index[id]; !ok {
+			if err := s.Prefetch(ctx, ids); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	for t := range s.tensors {
+		n := s.g.SampleBytes[t]
+		for i, id := range ids {
+			off := s.g.SlabOffset[t] + uint64(i)*n
+			copy(block[off:off+n], s.samples.Sample(t, s.index[id]))
+		}
+	}
+	return nil
+}
+
+func (s *convertSource) Close() error { return nil }

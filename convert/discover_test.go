@@ -358,3 +358,28 @@ func FuzzFooterRowGroups(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDiscoverSource10k reads the footers of 10,000 small files (the
+// work of prep plan before the plan is derived).
+func BenchmarkDiscoverSource10k(b *testing.B) {
+	good, err := os.ReadFile(filepath.Join(caseDir("B29-order-stability"), "part-0.parquet"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := b.TempDir()
+	for k := 0; k < 10000; k++ {
+		d := filepath.Join(root, fmt.Sprintf("d%03d", k/100))
+		os.MkdirAll(d, 0o755)
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("part-%05d.parquet", k)), good, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		src, err := DiscoverSource([]string{root})
+		if err != nil || len(src.Files) != 10000 {
+			b.Fatal(err, len(src.Files))
+		}
+	}
+	b.ReportMetric(float64(b.N)*10000/b.Elapsed().Seconds(), "files/s")
+}

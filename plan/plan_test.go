@@ -661,3 +661,42 @@ func BenchmarkRankBatchGlobal(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*512/b.Elapsed().Seconds()/1e6, "Mindices/s")
 }
+
+// TestConcurrentRankBatch calls RankBatch and Position from many goroutines
+// on a fresh plan (epoch state built lazily), as convert does; run with -race.
+func TestConcurrentRankBatch(t *testing.T) {
+	src := synthSource(rowGroups(500, 13), rowGroups(300, 7))
+	for _, mode := range allModes {
+		p, err := derive(src, cfgFor(mode, RemainderPad, 8, 4, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := mustNew(t, src, cfgFor(mode, RemainderPad, 8, 4, 2))
+		want := globalSequence(t, ref, 1)
+		got := make([][]slot, 4)
+		done := make(chan int)
+		for r := 0; r < 4; r++ {
+			go func() {
+				defer func() { done <- r }()
+				for k := 0; k < p.Steps(); k++ {
+					ids, pads, _ := p.RankBatch(1, r, k, nil)
+					for i, id := range ids {
+						got[r] = append(got[r], slot{id, i >= len(ids)-pads})
+						p.Position(1, id)
+					}
+				}
+			}()
+		}
+		for range 4 {
+			<-done
+		}
+		b := p.BatchSize()
+		for k := 0; k < p.Steps(); k++ {
+			for r := 0; r < 4; r++ {
+				if !slices.Equal(got[r][k*b:(k+1)*b], want[(k*4+r)*b:(k*4+r+1)*b]) {
+					t.Fatalf("%s: concurrent rank %d step %d differs", mode, r, k)
+				}
+			}
+		}
+	}
+}

@@ -207,7 +207,11 @@ func (c *checker) loadPlan() {
 	}
 	p, err := plan.Load(path)
 	if err != nil {
-		c.add(Finding{Kind: KindPlanInvalid, Shard: path, Message: "plan conformance not checked: " + err.Error()})
+		msg := "plan conformance not checked: " + err.Error()
+		if c.opts.PlanPath == "" && errors.Is(err, fs.ErrNotExist) {
+			msg = "plan conformance not checked: the shard set holds no " + PlanFileName + "; name the plan with --plan"
+		}
+		c.add(Finding{Kind: KindPlanInvalid, Shard: path, Message: msg})
 		c.checkStepsWithoutPlan()
 		return
 	}

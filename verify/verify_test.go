@@ -456,3 +456,19 @@ func TestDeepWithoutSourceReader(t *testing.T) {
 		t.Fatalf("%s", lines(rep))
 	}
 }
+
+func TestPlanElsewhere(t *testing.T) {
+	f := verifytest.Build(t)
+	moved := filepath.Join(t.TempDir(), "the-plan.json")
+	if err := os.Rename(filepath.Join(f.Dir, verify.PlanFileName), moved); err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, verify.Options{Dir: f.Dir})
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != verify.KindPlanInvalid ||
+		rep.Findings[0].Message != "plan conformance not checked: the shard set holds no plan.json; name the plan with --plan" {
+		t.Fatalf("without plan:\n%s", lines(rep))
+	}
+	if rep := run(t, verify.Options{Dir: f.Dir, PlanPath: moved}); !rep.OK || rep.Plan != moved {
+		t.Fatalf("with --plan:\n%s", lines(rep))
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -211,7 +213,7 @@ func describe(path string) (*goldenShard, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &goldenShard{File: filepath.Base(path), Size: r.FileSize(), Digest: d, BatchSize: r.Geometry().BatchSize, Tensors: r.Tensors(), Provenance: r.Provenance()}
+	out := &goldenShard{File: filepath.Base(path), Size: r.FileSize(), Digest: d, BatchSize: r.Geometry().BatchSize, Tensors: r.Tensors(), Provenance: r.Provenance(), Batches: []goldenBatch{}}
 	for k := range r.NumBatches() {
 		bi, _ := r.Batch(k)
 		ids, err := r.SampleIDs(k)
@@ -296,5 +298,32 @@ func TestGolden(t *testing.T) {
 	}
 	if !bytes.Equal(js, want) {
 		t.Errorf("golden.json differs from what the golden shards read as")
+	}
+}
+
+// TestIndependentPythonReader runs shardfmt/tools/readshard.py, a reader
+// written from FORMAT.md alone with the Python standard library, over the
+// golden shards and requires it to see exactly golden.json, and to reject a
+// truncated shard. Skipped when python3 is not installed.
+func TestIndependentPythonReader(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	out, err := exec.Command(py, "tools/readshard.py", "--golden", filepath.Join(goldenDir, "golden.json")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("readshard.py --golden: %v\n%s", err, out)
+	}
+	img, err := os.ReadFile(filepath.Join(goldenDir, "small.shard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.shard")
+	if err := os.WriteFile(cut, img[:len(img)-4096], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(py, "tools/readshard.py", cut).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "expected size 16592 bytes, actual size 12496 bytes") {
+		t.Errorf("readshard.py on a truncated shard: %v\n%s", err, out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/internal/metrics"
@@ -137,4 +138,13 @@ func lockOutputDir(g *globalOptions, dir string) (func(), error) {
 		g.log.Warn("took over a stale lock left by a killed run", "output", dir, "stale_pid", l.Stale.PID, "stale_host", l.Stale.Host)
 	}
 	return func() { _ = l.Release() }, nil
+}
+
+// convertSummary is the metrics view of a convert run's summary (zero when
+// the run failed before producing one).
+func convertSummary(sum *convert.Summary) runSummary {
+	if sum == nil {
+		return runSummary{}
+	}
+	return runSummary{Rows: sum.Rows, Bytes: sum.Bytes, ShardsWritten: int64(sum.Shards), ShardsSkipped: int64(sum.SkippedShards)}
 }

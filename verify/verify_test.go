@@ -472,3 +472,28 @@ func TestPlanElsewhere(t *testing.T) {
 		t.Fatalf("with --plan:\n%s", lines(rep))
 	}
 }
+
+// TestPartialSet checks a set holding some of the plan's ranks: each absent
+// (epoch, rank) is a rank_missing finding unless AllowPartial (one node's
+// share) is set.
+func TestPartialSet(t *testing.T) {
+	f := verifytest.Build(t)
+	m := *f.Man
+	m.Shards = append([]shardfmt.ShardEntry(nil), f.Man.Shards[0], f.Man.Shards[2]) // rank 0 of both epochs
+	if err := shardfmt.WriteManifest(f.Dir, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 3} {
+		if err := os.Remove(f.ShardPath(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := run(t, verify.Options{Dir: f.Dir})
+	want := []string{"rank_missing " + shardfmt.ShardFileName(0, 1), "rank_missing " + shardfmt.ShardFileName(1, 1)}
+	if got := keys(rep.Findings); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if rep := run(t, verify.Options{Dir: f.Dir, AllowPartial: true}); !rep.OK || rep.Batches != 2*f.Plan.Steps() {
+		t.Fatalf("partial:\n%s", lines(rep))
+	}
+}

@@ -10,8 +10,9 @@ type Region struct {
 // Layout is the structure of an open shard, computed by the library for
 // tools such as `prep inspect` to render.
 type Layout struct {
-	Major, Minor int    `json:"-"`
-	FileSize     uint64 `json:"file_size"`
+	Major    int    `json:"major"` // format version of the file
+	Minor    int    `json:"minor"`
+	FileSize uint64 `json:"file_size"`
 	// Regions covers the file in order without gaps: "header",
 	// "tensor table", "metadata", "padding" (zero bytes up to the 4096-aligned
 	// data offset, possibly empty), "data" (all blocks), "batch table",

@@ -353,3 +353,39 @@ func TestProvenanceCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentReads reads and verifies every batch from several goroutines
+// at once over one mapped Reader (run with -race).
+func TestConcurrentReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.shard")
+	opts := testOpts(7, 16)
+	want := writeShard(t, path, opts, nil, nil, 5)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			buf := make([]byte, r.Geometry().BlockSize)
+			for k := range r.NumBatches() {
+				k = (k + 4*g) % r.NumBatches()
+				if err := r.VerifyBatch(k); err != nil {
+					errs <- err
+					return
+				}
+				if err := r.ReadBlock(k, buf); err != nil || !bytes.Equal(buf, want[k].block) {
+					errs <- fmt.Errorf("batch %d: ReadBlock differs (%v)", k, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

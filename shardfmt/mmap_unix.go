@@ -20,3 +20,8 @@ func mmapFile(f *os.File, size int64) ([]byte, error) {
 }
 
 func munmap(b []byte) error { return unix.Munmap(b) }
+
+// dontNeed tells the kernel the mapped range will not be needed soon; for a
+// read-only shared file mapping the pages are dropped from this process and
+// re-read from the page cache or disk on the next access.
+func dontNeed(b []byte) error { return unix.Madvise(b, unix.MADV_DONTNEED) }

@@ -509,6 +509,22 @@ func (r *Reader) Block(k int) ([]byte, error) {
 	return dst, nil
 }
 
+// ReleaseBlock tells the kernel that batch k's mapped block is not needed
+// soon (madvise MADV_DONTNEED), so a reader streaming a shard larger than
+// memory keeps its resident set bounded. Views of the block stay valid: the
+// pages are read again from the file on the next access. A no-op when the
+// file is not mapped. Errors wrap ErrRange or ErrClosed, or are the OS error.
+func (r *Reader) ReleaseBlock(k int) error {
+	if err := r.check(k); err != nil {
+		return err
+	}
+	if r.data == nil {
+		return nil
+	}
+	off := r.h.dataOff + uint64(k)*r.h.blockSize
+	return dontNeed(r.data[off : off+r.h.blockSize])
+}
+
 // ReadBlock copies batch k's block into dst[:BlockSize] with one positioned
 // read (pread), bypassing the mapping; dst may be pinned host memory.
 // Errors wrap ErrInvalid (dst too short), ErrRange, ErrClosed or ErrSize

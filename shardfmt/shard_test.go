@@ -389,3 +389,23 @@ func TestConcurrentReads(t *testing.T) {
 		}
 	}
 }
+
+func TestReleaseBlock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.shard")
+	want := writeShard(t, path, testOpts(3, 2), nil, nil, 8)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	blk, _ := r.Block(1)
+	if err := r.ReleaseBlock(1); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(blk, want[1].block) {
+		t.Error("block view changed after ReleaseBlock")
+	}
+	if err := r.ReleaseBlock(2); !errors.Is(err, ErrRange) {
+		t.Errorf("ReleaseBlock(2) = %v, want ErrRange", err)
+	}
+}

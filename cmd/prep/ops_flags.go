@@ -6,7 +6,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -114,9 +113,6 @@ func writeMetrics(g *globalOptions, o *opsOptions, command, output string, start
 		g.log.Warn("metrics not written", "path", o.metricsFile, "err", err.Error())
 	}
 }
-
-// getenv is the environment read by --ranks auto; tests replace it.
-var getenv = os.Getenv
 
 // formatRankList renders ascending integers compactly: [0 1 2 5] is "0-2,5".
 func formatRankList(r []int) string { return launcher.FormatList(r) }

@@ -40,11 +40,17 @@ if [[ -r $PREP_STATE ]]; then
 fi
 to=$((from + PREP_WINDOW - 1))
 
-common=(--log-format json --progress never)
+# --json: summaries on stdout are JSON objects too, one per line, so the
+# whole log is JSON lines.
+common=(--log-format json --progress never --json)
 
 run() {
-	local rc=0
-	"$PREP_BIN" "$@" "${common[@]}" || rc=$?
+	local rc=0 out
+	# stdout is one JSON summary (verify's is indented): print it on one line.
+	out=$("$PREP_BIN" "$@" "${common[@]}") || rc=$?
+	if [[ -n $out ]]; then
+		printf '%s\n' "${out//$'\n'/}"
+	fi
 	case $rc in
 	0) return 0 ;;
 	3)

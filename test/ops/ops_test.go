@@ -762,3 +762,89 @@ wait:
 	prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
 	sameTree(t, want, tree(t, out), "after freeing space")
 }
+
+// TestCronWrapperEndToEnd runs examples/cron/prep-nightly.sh with the real
+// binary on two consecutive "nights": the window slides from epochs 0-1 to
+// 2-3, gc drops epochs 0-1, verify passes, and the metrics file records both
+// runs.
+func TestCronWrapperEndToEnd(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.stdout, "--metrics-file") {
+		t.Skip("prep convert has no --metrics-file flag yet")
+	}
+	d := newDataset(t)
+	out := filepath.Join(d.dir, "node", "shards")
+	state := filepath.Join(d.dir, "node", "trainer-epoch")
+	prom := filepath.Join(d.dir, "prep.prom")
+	wrapper, err := filepath.Abs("../../examples/cron/prep-nightly.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	night := func(epoch string) string {
+		if err := os.MkdirAll(filepath.Dir(state), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(state, []byte(epoch+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("bash", wrapper)
+		cmd.Env = append(cleanEnv(), "PREP_BIN="+prepBin, "PREP_PLAN="+d.plan, "PREP_SPEC="+d.spec, "PREP_OUT="+out,
+			"PREP_STATE="+state, "PREP_METRICS="+prom, "PREP_RANKS=0-3", "PREP_WINDOW=2")
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("night at epoch %s: %v\n%s", epoch, err, b)
+		}
+		return string(b)
+	}
+	night("0")
+	logs := night("2")
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("log line is not JSON: %q", line)
+		}
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epochs := map[int]int{}
+	for _, s := range m.Shards {
+		epochs[s.Epoch]++
+	}
+	if want := map[int]int{2: 4, 3: 4}; !reflectDeepEqual(epochs, want) {
+		t.Fatalf("epochs on disk %v, want %v", epochs, want)
+	}
+	f, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ss, err := metrics.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]float64{}
+	for _, s := range ss {
+		if s.Name == metrics.RunsTotal {
+			runs[s.Command] = s.Value
+		}
+	}
+	// Two convert runs; gc runs only on the second night.
+	if runs["convert"] != 2 || runs["gc"] != 1 {
+		t.Fatalf("runs recorded %v, want convert 2, gc 1", runs)
+	}
+}
+
+func reflectDeepEqual(a, b map[int]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 )
 
 var errNoMmap = errors.New("mmap unavailable")
@@ -475,7 +476,8 @@ func (r *Reader) rawIDs(k int) ([]byte, error) {
 // SampleIDs returns the global sample ids of batch k (len = Count; the last
 // Pads are pad samples). The batch's ids are checked against their CRC-32C;
 // errors wrap ErrChecksum, ErrRange or ErrClosed.
-func (r *Reader) SampleIDs(k int) ([]uint64, error) {
+func (r *Reader) SampleIDs(k int) (_ []uint64, err error) {
+	defer r.faultGuard("sample ids", k, &err)()
 	bi, err := r.Batch(k)
 	if err != nil {
 		return nil, err
@@ -493,7 +495,10 @@ func (r *Reader) SampleIDs(k int) ([]uint64, error) {
 
 // Block returns batch k's block (BlockSize bytes). When the file is mapped it
 // is a zero-copy read-only view valid until Close; otherwise a fresh copy read
-// with ReadAt. The block is not verified; see VerifyBatch.
+// with ReadAt. The block is not verified; see VerifyBatch. Reading a view
+// faults (SIGBUS) if someone truncates the file after Open; ReadBlock (pread)
+// returns an error instead, and the Reader's own methods recover such faults
+// as ErrSize.
 func (r *Reader) Block(k int) ([]byte, error) {
 	if err := r.check(k); err != nil {
 		return nil, err
@@ -552,7 +557,8 @@ func (r *Reader) BatchSlab(block []byte, i, count int) []byte { return r.geo.Sla
 // the slabs' first Count samples is zero, the sample ids' CRC-32C, and that
 // unused id slots hold UnusedSampleID. Errors are *FormatError wrapping
 // ErrChecksum or ErrCorrupt (or ErrRange, ErrClosed, ErrSize).
-func (r *Reader) VerifyBatch(k int) error {
+func (r *Reader) VerifyBatch(k int) (err error) {
+	defer r.faultGuard("block", k, &err)()
 	bi, err := r.Batch(k)
 	if err != nil {
 		return err
@@ -582,12 +588,13 @@ func (r *Reader) VerifyBatch(k int) error {
 
 // VerifySampleIDs checks the CRC-32C of the whole sample ids section against
 // the header (I/O proportional to the sample count: 8 bytes per slot).
-func (r *Reader) VerifySampleIDs() error {
+func (r *Reader) VerifySampleIDs() (err error) {
+	defer r.faultGuard("sample ids", -1, &err)()
 	if r.closed {
 		return ferr(r.path, "reader", -1, -1, ErrClosed, "")
 	}
 	var crc uint32
-	err := r.chunks(r.h.idsOff, r.h.idsLen, func(b []byte) { crc = crc32Update(crc, b) })
+	err = r.chunks(r.h.idsOff, r.h.idsLen, func(b []byte) { crc = crc32Update(crc, b) })
 	if err != nil {
 		return ferr(r.path, "sample ids", int64(r.h.idsOff), -1, ErrSize, "reading: %v", err)
 	}
@@ -619,7 +626,8 @@ func (r *Reader) chunks(off, n uint64, fn func([]byte)) error {
 // followed by [batch_table_off, file_len): everything except the batch
 // blocks, which it covers transitively through the per-block CRC-32Cs in the
 // batch table.
-func (r *Reader) Digest() (string, error) {
+func (r *Reader) Digest() (_ string, err error) {
+	defer r.faultGuard("file", -1, &err)()
 	if r.closed {
 		return "", ferr(r.path, "reader", -1, -1, ErrClosed, "")
 	}
@@ -632,6 +640,26 @@ func (r *Reader) Digest() (string, error) {
 		return "", fmt.Errorf("digest of %s: %w", r.path, err)
 	}
 	return "sha256:" + hex.EncodeToString(d.Sum(nil)), nil
+}
+
+// faultGuard makes a memory fault on the mapping (the file was truncated
+// after it was opened and validated) an error wrapping ErrSize instead of a
+// crash, for the Reader's own accesses: use as
+// defer r.faultGuard(section, k, &err)(). Other panics propagate.
+func (r *Reader) faultGuard(section string, k int, err *error) func() {
+	if r.data == nil {
+		return func() {}
+	}
+	old := debug.SetPanicOnFault(true)
+	return func() {
+		debug.SetPanicOnFault(old)
+		if p := recover(); p != nil {
+			if _, ok := p.(interface{ Addr() uintptr }); !ok {
+				panic(p)
+			}
+			*err = ferr(r.path, section, -1, k, ErrSize, "memory fault reading the mapping (file changed after open?): %v", p)
+		}
+	}
 }
 
 // Close unmaps and closes the file. Slices returned by Block must not be used

@@ -409,3 +409,34 @@ func TestReleaseBlock(t *testing.T) {
 		t.Errorf("ReleaseBlock(2) = %v, want ErrRange", err)
 	}
 }
+
+// TestTruncatedAfterOpen pins that a shard cut short after it was opened and
+// mapped gives errors, never a SIGBUS crash, from the Reader's own methods.
+func TestTruncatedAfterOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.shard")
+	writeShard(t, path, testOpts(5, 8), nil, nil, 2)
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.Mapped() {
+		t.Skip("not mapped on this platform")
+	}
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.VerifyBatch(7); !errors.Is(err, ErrSize) {
+		t.Errorf("VerifyBatch after truncation = %v, want ErrSize", err)
+	}
+	if _, err := r.SampleIDs(7); !errors.Is(err, ErrSize) {
+		t.Errorf("SampleIDs after truncation = %v, want ErrSize", err)
+	}
+	if _, err := r.Digest(); !errors.Is(err, ErrSize) {
+		t.Errorf("Digest after truncation = %v, want ErrSize", err)
+	}
+	buf := make([]byte, r.Geometry().BlockSize)
+	if err := r.ReadBlock(7, buf); !errors.Is(err, ErrSize) {
+		t.Errorf("ReadBlock after truncation = %v, want ErrSize", err)
+	}
+}

@@ -8,7 +8,7 @@ while IFS= read -r file; do
 	pkg="./$(dirname "$file")"
 	for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)' "$file" | awk '{print $2}'); do
 		echo "== $pkg $target ($FUZZTIME)"
-		if ! go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME"; then
+		if ! go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 3s; then
 			status=1
 		fi
 	done

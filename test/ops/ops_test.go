@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +46,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	for _, d := range sharedDirs {
+		os.RemoveAll(d)
+	}
 	os.Exit(code)
 }
 
@@ -123,12 +127,56 @@ func rowsPerFile() int64 {
 	if testing.Short() {
 		return 20000
 	}
-	return 60000
+	return 40000
 }
 
+// sharedDataset returns one read-only dataset and its uninterrupted
+// reference conversion, made once for the whole package. Tests write their
+// outputs under their own t.TempDir().
+func sharedDataset(t *testing.T) (d *dataset, ref string, want map[string]string) {
+	t.Helper()
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "prep-ops-data-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		sharedDirs = append(sharedDirs, dir)
+		shared.d = buildDataset(t, dir)
+		shared.ref = filepath.Join(dir, "ref")
+		r := prep(t, nil, shared.d.convertArgs(shared.ref)...)
+		if r.code != 0 {
+			shared.err = fmt.Errorf("reference convert: exit %d: %s", r.code, r.stderr)
+			return
+		}
+		shared.want = tree(t, shared.ref)
+	})
+	if shared.err != nil || shared.d == nil {
+		t.Fatalf("shared dataset: %v", shared.err)
+	}
+	return shared.d, shared.ref, shared.want
+}
+
+var (
+	shared struct {
+		once sync.Once
+		d    *dataset
+		ref  string
+		want map[string]string
+		err  error
+	}
+	sharedDirs []string
+)
+
+// newDataset makes a private dataset, for tests that change the source.
 func newDataset(t *testing.T) *dataset {
 	t.Helper()
-	d := &dataset{dir: t.TempDir(), epochs: 4, world: 4}
+	return buildDataset(t, t.TempDir())
+}
+
+func buildDataset(t *testing.T, dir string) *dataset {
+	t.Helper()
+	d := &dataset{dir: dir, epochs: 4, world: 4}
 	d.src = filepath.Join(d.dir, "src")
 	if err := os.Mkdir(d.src, 0o755); err != nil {
 		t.Fatal(err)
@@ -288,11 +336,9 @@ func countShards(dir string) (committed, temp int, manifest bool) {
 }
 
 func TestCrashAndRerun(t *testing.T) {
-	d := newDataset(t)
-	ref := filepath.Join(d.dir, "ref")
-	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
+	d, ref, want := sharedDataset(t)
+	tmp := t.TempDir()
 	prep(t, nil, "verify", ref, "--plan", d.plan).mustExit(t, 0)
-	want := tree(t, ref)
 	total := d.epochs * d.world
 
 	points := []struct {
@@ -307,7 +353,7 @@ func TestCrashAndRerun(t *testing.T) {
 	landed := 0
 	for _, pt := range points {
 		t.Run(pt.name, func(t *testing.T) {
-			out := filepath.Join(d.dir, "crash-"+strings.ReplaceAll(pt.name, " ", "-"))
+			out := filepath.Join(tmp, "crash-"+strings.ReplaceAll(pt.name, " ", "-"))
 			cmd := exec.Command(prepBin, d.convertArgs(out)...)
 			cmd.Env = cleanEnv()
 			if err := cmd.Start(); err != nil {
@@ -351,15 +397,13 @@ func TestCrashAndRerun(t *testing.T) {
 }
 
 func TestConcurrentRunsOneWins(t *testing.T) {
-	d := newDataset(t)
-	ref := filepath.Join(d.dir, "ref")
-	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
-	want := tree(t, ref)
+	d, _, want := sharedDataset(t)
+	tmp := t.TempDir()
 
 	t.Run("lock held", func(t *testing.T) {
 		// A lock held by a live process (this test) makes convert exit 3 at
 		// once, naming the holder, and touch nothing.
-		out := filepath.Join(d.dir, "held")
+		out := filepath.Join(tmp, "held")
 		if err := os.Mkdir(out, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +424,7 @@ func TestConcurrentRunsOneWins(t *testing.T) {
 	})
 
 	t.Run("two real runs", func(t *testing.T) {
-		out := filepath.Join(d.dir, "race")
+		out := filepath.Join(tmp, "race")
 		a := exec.Command(prepBin, d.convertArgs(out)...)
 		a.Env = cleanEnv()
 		var aErr bytes.Buffer
@@ -441,10 +485,7 @@ func mountTmpfs(t *testing.T, size int64) string {
 }
 
 func TestDiskFull(t *testing.T) {
-	d := newDataset(t)
-	ref := filepath.Join(d.dir, "ref")
-	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
-	want := tree(t, ref)
+	d, ref, want := sharedDataset(t)
 	var need int64
 	for p := range want {
 		fi, _ := os.Stat(filepath.Join(ref, p))
@@ -502,12 +543,10 @@ func TestChangedSourceDetectedBeforeWork(t *testing.T) {
 }
 
 func TestRollingWindowWithGC(t *testing.T) {
-	d := newDataset(t)
-	ref := filepath.Join(d.dir, "ref")
-	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
-	want := tree(t, ref)
+	d, _, want := sharedDataset(t)
+	tmp := t.TempDir()
 
-	out := filepath.Join(d.dir, "node")
+	out := filepath.Join(tmp, "node")
 	prep(t, nil, d.convertArgs(out, "--epochs", "0-1")...).mustExit(t, 0)
 	prep(t, nil, d.convertArgs(out, "--epochs", "2-3")...).mustExit(t, 0)
 	prep(t, nil, "gc", out, "--keep-from-epoch", "2").mustExit(t, 0)
@@ -544,7 +583,7 @@ func TestRollingWindowWithGC(t *testing.T) {
 }
 
 func TestRanksAutoFromLaunchers(t *testing.T) {
-	d := newDataset(t)
+	d, _, _ := sharedDataset(t)
 	tests := []struct {
 		name string
 		env  []string
@@ -598,9 +637,10 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.stdout, "--metrics-file") {
 		t.Skip("prep convert has no --metrics-file flag yet (cmd/prep/cmd_convert.go must call addMetricsFlag and writeMetrics)")
 	}
-	d := newDataset(t)
-	out := filepath.Join(d.dir, "out")
-	prom := filepath.Join(d.dir, "textfile", "prep.prom")
+	d, _, _ := sharedDataset(t)
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "out")
+	prom := filepath.Join(tmp, "textfile", "prep.prom")
 	if err := os.Mkdir(filepath.Dir(prom), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -680,10 +720,20 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 // partial shard and no listing of one, and a rerun after space is freed must
 // give the uninterrupted run's bytes.
 func TestDiskFillsDuringRun(t *testing.T) {
-	d := newDataset(t)
-	ref := filepath.Join(d.dir, "ref")
-	prep(t, nil, d.convertArgs(ref)...).mustExit(t, 0)
-	want := tree(t, ref)
+	staging := func(out string) bool {
+		_, err := os.Stat(filepath.Join(out, ".prep-tmp"))
+		return err == nil
+	}
+	t.Run("while staging decoded columns", func(t *testing.T) {
+		diskFillsDuringRun(t, func(out string) bool { return staging(out) })
+	})
+	t.Run("while writing shards", func(t *testing.T) {
+		diskFillsDuringRun(t, func(out string) bool { c, tmp, _ := countShards(out); return c >= 1 || tmp >= 1 })
+	})
+}
+
+func diskFillsDuringRun(t *testing.T, trigger func(out string) bool) {
+	d, ref, want := sharedDataset(t)
 	var need int64
 	for p := range want {
 		fi, _ := os.Stat(filepath.Join(ref, p))
@@ -710,7 +760,7 @@ wait:
 			break wait
 		default:
 		}
-		if c, tmp, _ := countShards(out); (c >= 1 || tmp >= 1) && !filled {
+		if !filled && trigger(out) {
 			// Fill every free byte.
 			f, err := os.Create(filler)
 			if err != nil {
@@ -742,7 +792,7 @@ wait:
 		t.Skipf("convert finished (exit %d) before the file system could be filled", code)
 	}
 	if code != 1 {
-		t.Fatalf("convert on a full disk: exit %d, want 1\n%s", code, stderr.String())
+		t.Fatalf("convert on a full disk: exit %d (%v), want 1\n%s", code, cmd.ProcessState, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), out) || !strings.Contains(stderr.String(), "no space left on device") {
 		t.Errorf("error does not name the path under %s and the cause: %s", out, stderr.String())
@@ -774,10 +824,11 @@ func TestCronWrapperEndToEnd(t *testing.T) {
 	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.stdout, "--metrics-file") {
 		t.Skip("prep convert has no --metrics-file flag yet")
 	}
-	d := newDataset(t)
-	out := filepath.Join(d.dir, "node", "shards")
-	state := filepath.Join(d.dir, "node", "trainer-epoch")
-	prom := filepath.Join(d.dir, "prep.prom")
+	d, _, _ := sharedDataset(t)
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "node", "shards")
+	state := filepath.Join(tmp, "node", "trainer-epoch")
+	prom := filepath.Join(tmp, "prep.prom")
 	wrapper, err := filepath.Abs("../../examples/cron/prep-nightly.sh")
 	if err != nil {
 		t.Fatal(err)

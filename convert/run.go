@@ -489,6 +489,24 @@ func removeEmptyDirs(out string) {
 // neededIDs returns the set of sample ids the shards in todo hold.
 func neededIDs(ctx context.Context, p *plan.Plan, todo []shardKey) (*idSet, error) {
 	set := newIDSet(p.NumSamples())
+	// Shortcut: when every rank of some epoch is requested and the plan
+	// drops nothing, that epoch alone holds every id.
+	if p.Derived.DroppedPerEpoch == 0 {
+		ranks := map[int]map[int]bool{}
+		for _, k := range todo {
+			if ranks[k.epoch] == nil {
+				ranks[k.epoch] = map[int]bool{}
+			}
+			ranks[k.epoch][k.rank] = true
+		}
+		for _, rs := range ranks {
+			if len(rs) == p.Config.WorldSize {
+				set.fill()
+				set.seal()
+				return set, nil
+			}
+		}
+	}
 	var ids []uint64
 	var err error
 	for _, k := range todo {

@@ -34,6 +34,16 @@ func newIDSet(n uint64) *idSet {
 
 func (s *idSet) add(id uint64) { s.words[id>>6] |= 1 << (id & 63) }
 
+// fill adds every id in [0, n).
+func (s *idSet) fill() {
+	for i := range s.words {
+		s.words[i] = ^uint64(0)
+	}
+	if r := s.n & 63; r != 0 {
+		s.words[len(s.words)-1] = 1<<r - 1
+	}
+}
+
 func (s *idSet) has(id uint64) bool { return s.words[id>>6]&(1<<(id&63)) != 0 }
 
 // seal computes the ranks; call after the last add.

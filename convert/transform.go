@@ -423,6 +423,25 @@ func asBytes[T int32 | int64 | float32 | float64](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
+// stridedCopy stores v[k] at dst[k*stride:] in native (little-endian) byte
+// order: the identity conversion of a column into records. It checks once
+// that the last value fits, then writes without per-value bounds checks.
+func stridedCopy[T int32 | int64 | float32 | float64](dst []byte, stride int, v []T) {
+	if len(v) == 0 {
+		return
+	}
+	size := int(unsafe.Sizeof(v[0]))
+	if stride == size {
+		copy(dst, asBytes(v))
+		return
+	}
+	_ = dst[(len(v)-1)*stride+size-1] // bounds check once
+	base := unsafe.Pointer(unsafe.SliceData(dst))
+	for k, x := range v {
+		*(*T)(unsafe.Add(base, k*stride)) = x
+	}
+}
+
 // writeValues converts values [lo, hi) of col to tp's dtype, writing value i
 // at dst[(i-lo)*stride:]. On failure it returns the index of the bad value.
 func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cls srcClass, scale int, lo, hi int) (int, error) {
@@ -438,6 +457,10 @@ func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cl
 		if e.dt == shardfmt.F32 {
 			if contiguous {
 				copy(dst, asBytes(v[lo:hi]))
+				return 0, nil
+			}
+			if nativeLE {
+				stridedCopy(dst, stride, v[lo:hi])
 				return 0, nil
 			}
 			for i := lo; i < hi; i++ {
@@ -457,6 +480,10 @@ func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cl
 				copy(dst, asBytes(v[lo:hi]))
 				return 0, nil
 			}
+			if nativeLE {
+				stridedCopy(dst, stride, v[lo:hi])
+				return 0, nil
+			}
 			for i := lo; i < hi; i++ {
 				binary.LittleEndian.PutUint64(dst[(i-lo)*stride:], math.Float64bits(v[i]))
 			}
@@ -471,8 +498,8 @@ func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cl
 		switch col.Kind {
 		case pqread.KindInt32:
 			v := col.Int32
-			if e.dt == shardfmt.I32 && cls == clsInt && contiguous {
-				copy(dst, asBytes(v[lo:hi]))
+			if e.dt == shardfmt.I32 && cls == clsInt && nativeLE {
+				stridedCopy(dst, stride, v[lo:hi])
 				return 0, nil
 			}
 			for i := lo; i < hi; i++ {
@@ -488,8 +515,8 @@ func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cl
 			}
 		case pqread.KindInt64:
 			v := col.Int64
-			if e.dt == shardfmt.I64 && cls == clsInt && contiguous {
-				copy(dst, asBytes(v[lo:hi]))
+			if e.dt == shardfmt.I64 && cls == clsInt && nativeLE {
+				stridedCopy(dst, stride, v[lo:hi])
 				return 0, nil
 			}
 			for i := lo; i < hi; i++ {

@@ -21,11 +21,14 @@
 // needed id is read (the others are skipped: a partitioned plan reads only
 // its own partition); each of the spec's column chunks in it is decoded with
 // pqread, transformed (transform.go, cast.go) and written, for the needed
-// rows only, into OUT/.prep-tmp/<pid>/staging-<tensor index>.bin: one file
-// per output tensor, sized exactly (needed ids x sample bytes), mapped
-// MAP_SHARED so it lives in the page cache, not the Go heap. Column chunks
-// are decoded in parallel (Options.Jobs) with the estimated bytes of decoded
-// chunks in flight bounded by Options.MemoryLimit.
+// rows only, into OUT/.prep-tmp/<pid>/staging.bin: one fixed-size record per
+// needed id holding every output tensor's sample bytes back to back (so
+// gathering a sample later touches one place), sized exactly (needed ids x
+// record bytes) and mapped MAP_SHARED so it lives in the page cache, not the
+// Go heap. Column chunks are decoded in parallel (Options.Jobs) with the
+// estimated bytes of decoded chunks in flight bounded by Options.MemoryLimit.
+// Data errors (nulls, list lengths, ranges, NaN policy, unsupported
+// encodings, corrupt pages) all surface here, before any shard is written.
 //
 // # Stage 2: gather
 //

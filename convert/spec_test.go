@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -99,5 +100,36 @@ func TestNumberCanonical(t *testing.T) {
 		if err != nil || n.String() != want {
 			t.Errorf("ParseNumber(%q) = %v, %v; want %s", in, n, err, want)
 		}
+	}
+}
+
+// TestSpecJSONRoundTrip: the manifest records the spec as JSON; decoding it
+// must give the same spec hash (verify --deep relies on it).
+func TestSpecJSONRoundTrip(t *testing.T) {
+	s, err := ParseSpec([]byte(`
+tensors:
+  - {name: a, column: a, dtype: F32, nulls: {fill: NaN, mask: true}, nan: {policy: error}}
+  - {name: b, columns: [x, y], dtype: I16, shape: [2], nulls: {fill: -1}, cast: {round: nearest, widen: true}}
+  - {name: c, column: c, dtype: F16, shape: [3], list: {pad: 2.0, truncate: true, lengths: true, lengths_dtype: I64, element_fill: -Inf, element_mask: true}}
+  - {name: d, column: d, dtype: U8, max_value_bytes: 100, bytes: {mode: pad, max_len: 8, truncate: true, lengths: true}}
+  - {name: e, column: e, dtype: I64, bytes: {mode: hash, buckets: 4096}, nulls: {fill: 0}}
+  - {name: h, column: h, dtype: F32, cast: {from_unannotated: F16}}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Spec
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if back.Hash() != s.Hash() || string(back.CanonicalJSON()) != string(b) {
+		t.Errorf("round trip changed the spec:\n%s\n%s", b, back.CanonicalJSON())
 	}
 }

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -283,10 +284,15 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	}
 	rec := recordSize(r.tensors)
 	stageTotal := int64(set.count) * int64(rec)
-	shardSize := estimateShardSize(r.geo, r.p.Steps())
-	need := stageTotal + shardSize*int64(len(todo))
+	var shardTotal int64
+	for _, k := range todo {
+		prov := r.prov
+		prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
+		shardTotal += shardSize(r.geo, r.tensors, prov, r.p.Steps())
+	}
+	need := stageTotal + shardTotal
 	if free, ok := freeBytes(out); ok && free < need {
-		return fmt.Errorf("%s: %w: need %d bytes (%d staging + %d shards of %d), %d free", out, ErrNoSpace, need, stageTotal, len(todo), shardSize, free)
+		return fmt.Errorf("%s: %w: need %d bytes (%d staging + %d for %d shards), %d free", out, ErrNoSpace, need, stageTotal, shardTotal, len(todo), free)
 	}
 
 	// Stage 1: decode once into staging.
@@ -326,7 +332,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	// Stage 2: gather batches into shards, in parallel over shards.
 	t2 := time.Now()
 	if r.o.OnStage != nil {
-		r.o.OnStage(StageWrite, int64(len(todo))*int64(r.p.Steps())*int64(r.p.BatchSize()), int64(len(todo))*shardSize)
+		r.o.OnStage(StageWrite, int64(len(todo))*int64(r.p.Steps())*int64(r.p.BatchSize()), shardTotal)
 	}
 	if err := r.writeShards(ctx, todo, set, staged); err != nil {
 		return err
@@ -551,14 +557,21 @@ func selectRange(what string, req []int, n int) ([]int, error) {
 	return out, nil
 }
 
-// estimateShardSize is an upper bound of a shard's file size: the batch
-// blocks plus sample ids, batch table and header/tables (FORMAT.md), with
-// 64 KiB for the header, tensor table and metadata.
-func estimateShardSize(g shardfmt.Geometry, steps int) int64 {
-	blocks := int64(g.BlockSize) * int64(steps)
-	ids := int64(8*g.BatchSize) * int64(steps)
-	table := int64(64) * int64(steps)
-	return blocks + ids + table + 64<<10
+// shardSize returns the exact file size of a shard of steps batches with the
+// given geometry, tensors and provenance, by the layout of FORMAT.md v1.0:
+// header, tensor table (entries plus names, 8-aligned), metadata (the
+// provenance JSON), padding to a 4096 boundary, the blocks, the batch table,
+// the sample ids and the footer.
+func shardSize(g shardfmt.Geometry, tensors []shardfmt.TensorInfo, prov shardfmt.Provenance, steps int) int64 {
+	tt := int64(shardfmt.TensorEntryLen * len(tensors))
+	for _, t := range tensors {
+		tt += int64(len(t.Name))
+	}
+	tt = (tt + 7) &^ 7
+	meta, _ := json.Marshal(prov)
+	dataOff := (int64(shardfmt.HeaderLen) + tt + int64(len(meta)) + shardfmt.BlockAlign - 1) &^ (shardfmt.BlockAlign - 1)
+	s := int64(steps)
+	return dataOff + s*int64(g.BlockSize) + s*shardfmt.BatchEntryLen + s*8*int64(g.BatchSize) + shardfmt.FooterLen
 }
 
 // freeBytes returns the bytes available to unprivileged users on the file

@@ -1,0 +1,362 @@
+// Command benchrun is the driver of `make bench`: it runs every measurement
+// as separate child processes (at least 5 measured runs each, after an
+// untimed warm-up where it matters), reads each child's peak RSS and CPU time
+// from its rusage, computes median, min and max, and writes BENCHMARKS.md
+// with the exact command of each row and the ratios to the peers and
+// machine limits measured in the same run.
+//
+// It expects the binaries built by scripts/bench.sh under <cache>/bin (prep,
+// peers, planbench, loadbench, profbench) and the inputs written by gendata
+// under <cache>/data. A binary that did not build turns its rows into
+// "not measured" with the reason; nothing is ever estimated.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/prepml/prep/bench/internal/gen"
+	"github.com/prepml/prep/bench/internal/pages"
+)
+
+type driver struct {
+	root, cache, bin, data, work string
+	start                        time.Time
+	budget                       time.Duration
+	runs                         int
+	logf                         func(format string, args ...any)
+}
+
+func (d *driver) overBudget() bool { return time.Since(d.start) > d.budget }
+
+func (d *driver) exe(name string) string { return filepath.Join(d.bin, name) }
+
+func (d *driver) has(name string) bool {
+	_, err := os.Stat(d.exe(name))
+	return err == nil
+}
+
+func main() {
+	root := flag.String("root", ".", "repository root")
+	out := flag.String("o", "BENCHMARKS.md", "report to write")
+	runs := flag.Int("runs", 5, "measured runs per row")
+	budget := flag.Duration("budget", 13*time.Minute, "stop measuring new rows after this long")
+	only := flag.String("only", "", "comma-separated stages to run (limits,peers,convert,plan,verify,gpuload); empty = all")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("benchrun: ")
+
+	abs, err := filepath.Abs(*root)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d := &driver{root: abs, start: time.Now(), budget: *budget, runs: *runs}
+	d.cache = filepath.Join(abs, ".cache", "bench")
+	d.bin = filepath.Join(d.cache, "bin")
+	d.data = filepath.Join(d.cache, "data")
+	d.work = filepath.Join(d.cache, "work")
+	d.logf = func(format string, args ...any) {
+		log.Printf("[%5.0fs] "+format, append([]any{time.Since(d.start).Seconds()}, args...)...)
+	}
+	if err := os.MkdirAll(d.work, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	stages := map[string]bool{}
+	for s := range strings.SplitSeq(*only, ",") {
+		if s != "" {
+			stages[s] = true
+		}
+	}
+	want := func(s string) bool { return len(stages) == 0 || stages[s] }
+
+	rep := &report{d: d, inputs: map[string]pages.Info{}}
+	for _, v := range gen.Variants {
+		in, err := pages.Stat(filepath.Join(d.data, v.Name+".parquet"))
+		if err != nil {
+			log.Fatalf("input missing (run gendata first): %v", err)
+		}
+		rep.inputs[v.Name] = in
+	}
+
+	if want("limits") {
+		rep.limits = d.limitRows()
+	}
+	if want("peers") {
+		rep.peers = d.peerRows()
+	}
+	if want("plan") {
+		rep.plan = d.planRows()
+	}
+	if want("convert") {
+		rep.convert, rep.scaling = d.convertRows(rep)
+	}
+	if want("verify") {
+		rep.verify = d.verifyRows()
+	}
+	if want("gpuload") {
+		rep.gpuload = d.gpuloadRows()
+	}
+	rep.profiles = d.profiles(rep)
+	rep.elapsed = time.Since(d.start)
+
+	text := rep.render()
+	if err := os.WriteFile(filepath.Join(abs, *out), []byte(text), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	d.logf("wrote %s", *out)
+}
+
+func (d *driver) measureAll(rows []*Row) []*Row {
+	for _, r := range rows {
+		if r.Runs == 0 {
+			r.Runs = d.runs
+		}
+		if r.Err == "" {
+			d.measure(r)
+		}
+	}
+	return rows
+}
+
+func (d *driver) missing(name string) string {
+	return fmt.Sprintf("not measured: %s did not build at this commit (see make bench output)", name)
+}
+
+func (d *driver) input(v string) string { return filepath.Join(d.data, v+".parquet") }
+
+func (d *driver) limitRows() []*Row {
+	p := d.exe("peers")
+	rows := []*Row{
+		{ID: "memcpy", Label: "memory copy, 1 core (copy() of a warm 256 MiB buffer, 8 times)", Argv: []string{p, "memcpy", "-mb", "256", "-reps", "8"}, Timing: Inner},
+		{ID: "read-parquet", Label: "plain sequential read of req-plain-snappy.parquet (page cache warm)", Argv: []string{p, "readfiles", d.input("req-plain-snappy")}, Timing: Inner, Warmup: true},
+	}
+	for _, v := range gen.Variants {
+		rows = append(rows, &Row{ID: "decompress-" + v.Name, Label: fmt.Sprintf("%s decompression, 1 core, of every compressed page of %s.parquet", v.Codec, v.Name),
+			Argv: []string{p, "decompress", d.input(v.Name)}, Timing: Inner})
+	}
+	if !d.has("peers") {
+		for _, r := range rows {
+			r.Err = d.missing("bench/cmd/peers")
+		}
+	}
+	return d.measureAll(rows)
+}
+
+func (d *driver) peerRows() []*Row {
+	p := d.exe("peers")
+	var rows []*Row
+	for _, v := range gen.Variants {
+		rows = append(rows,
+			&Row{ID: "pqarrow-" + v.Name, Label: "arrow-go pqarrow ReadTable (Parallel), all columns into Arrow arrays: " + v.Name,
+				Argv: []string{p, "pqarrow", d.input(v.Name)}, Warmup: true},
+			&Row{ID: "generic-" + v.Name, Label: "parquet-go GenericReader into structs, one reader per row group on 2 goroutines: " + v.Name,
+				Argv: []string{p, "generic", d.input(v.Name)}, Warmup: true})
+	}
+	if !d.has("peers") {
+		for _, r := range rows {
+			r.Err = d.missing("bench/cmd/peers")
+		}
+	}
+	return d.measureAll(rows)
+}
+
+// planArgs is the plan every convert row uses: one epoch, world size 8 (the
+// ranks of one 8-GPU node), global batch 8192 (b = 1024), global shuffle.
+func planArgs(prep, src, out string) []string {
+	return []string{prep, "plan", "--source", src, "--seed", "1", "--epochs", "1", "--global-batch", "8192",
+		"--world-size", "8", "--workers", "1", "--shuffle", "global", "--remainder", "drop", "-o", out}
+}
+
+func (d *driver) planRows() []*Row {
+	pb := d.exe("planbench")
+	rows := []*Row{
+		{ID: "perm", Label: "plan.Perm.Apply, N = 10^9, 1 core (5·10^7 indices sampled in 50 runs spread over [0, N))",
+			Argv: []string{pb, "perm", "-n", "1000000000", "-count", "50000000"}, Timing: Inner},
+		{ID: "rankbatch", Label: "Plan.RankBatch, global shuffle, N = 10^8, G = 65536, 1 core (~2·10^7 ids sampled; N = 10^8 because plan.New hashes all N ids for the epoch digest, ~40 CPU-s at 10^9)",
+			Argv: []string{pb, "rankbatch", "-n", "100000000", "-count", "20000000"}, Timing: Inner, ShowExtra: true},
+	}
+	if !d.has("planbench") {
+		rows[0].Err, rows[1].Err = d.missing("bench/cmd/planbench"), d.missing("bench/cmd/planbench")
+	}
+	small := filepath.Join(d.data, "small")
+	out := filepath.Join(d.work, "plan-small.json")
+	pr := &Row{ID: "prep-plan-10k", Label: "`prep plan` over 10,000 small files (footers only)",
+		Argv: planArgs(d.exe("prep"), small, out), Warmup: true, Rows: 10_000}
+	if !d.has("prep") {
+		pr.Err = d.missing("cmd/prep")
+	}
+	rows = append(rows, pr)
+	return d.measureAll(rows)
+}
+
+const specReq = `# bench: Required/PLAIN layout
+tensors:
+  - {name: id, column: id, dtype: I64}
+  - {name: feat, columns: [f0, f1, f2, f3, f4, f5, f6, f7], dtype: F32}
+  - {name: emb, column: emb, dtype: F32, shape: [16]}
+  - {name: label, column: label, dtype: I64, bytes: {mode: hash, buckets: 1000}}
+`
+
+const specOpt = `# bench: Optional/dictionary layout (1 % of f0..f7 null, filled with 0)
+tensors:
+  - {name: id, column: id, dtype: I64}
+  - {name: feat, columns: [f0, f1, f2, f3, f4, f5, f6, f7], dtype: F32, nulls: {fill: 0}}
+  - {name: emb, column: emb, dtype: F32, shape: [16]}
+  - {name: label, column: label, dtype: I64, bytes: {mode: hash, buckets: 1000}}
+`
+
+// convertRow builds the row converting src (a file or folder) by a plan made
+// once, untimed, before the row runs. Every run starts from an empty output
+// folder.
+func (d *driver) convertRow(id, label, src, spec string, jobs int, rows, bytes int64) *Row {
+	prep := d.exe("prep")
+	planPath := filepath.Join(d.work, "plan-"+id+".json")
+	out := filepath.Join(d.work, "out-"+id)
+	r := &Row{ID: id, Label: label, Rows: rows, Bytes: bytes,
+		Argv: []string{prep, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--jobs", fmt.Sprint(jobs)}}
+	if !d.has("prep") {
+		r.Err = d.missing("cmd/prep")
+		return r
+	}
+	planned := false
+	r.Setup = func() error {
+		if !planned {
+			args := planArgs(prep, src, planPath)
+			if b, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: %v: %s", strings.Join(args[1:3], " "), err, oneLine(string(b)))
+			}
+			planned = true
+		}
+		return os.RemoveAll(out)
+	}
+	return r
+}
+
+func (d *driver) convertRows(rep *report) (rows, scaling []*Row) {
+	specs := map[bool]string{false: filepath.Join(d.work, "spec-req.yaml"), true: filepath.Join(d.work, "spec-opt.yaml")}
+	os.WriteFile(specs[false], []byte(specReq), 0o644)
+	os.WriteFile(specs[true], []byte(specOpt), 0o644)
+	for _, v := range gen.Variants {
+		in := rep.inputs[v.Name]
+		rows = append(rows, d.convertRow("convert-"+v.Name, "`prep convert` --jobs 2: "+v.Name, d.input(v.Name), specs[v.Optional], 2, in.Rows, in.UncompressedBytes))
+	}
+	rows = d.measureAll(rows)
+	in := rep.inputs["req-plain-snappy"]
+	j1 := d.convertRow("convert-j1", "`prep convert` --jobs 1: req-plain-snappy", d.input("req-plain-snappy"), specs[false], 1, in.Rows, in.UncompressedBytes)
+	big := d.convertRow("convert-10x", "`prep convert` --jobs 2: 10x input (10 hard links of req-plain-snappy, 20,000,000 rows)",
+		filepath.Join(d.data, "big"), specs[false], 2, 10*in.Rows, 10*in.UncompressedBytes)
+	big.Note = "the 10x row has no warm-up run"
+	scaling = d.measureAll([]*Row{j1, big})
+	// The 10x output is large; keep only what later stages read.
+	os.RemoveAll(filepath.Join(d.work, "out-convert-10x"))
+	return rows, scaling
+}
+
+// shardDir is the shard set verify and gpuload read: the output of the last
+// measured run of the req-plain-snappy convert row.
+func (d *driver) shardDir() string { return filepath.Join(d.work, "out-convert-req-plain-snappy") }
+
+func (d *driver) verifyRows() []*Row {
+	dir := d.shardDir()
+	rows := []*Row{
+		{ID: "verify", Label: "`prep verify` (structure, every batch checksum, plan conformance) of the req-plain-snappy shard set",
+			Argv: []string{d.exe("prep"), "verify", "--jobs", "2", dir}, Warmup: true},
+		{ID: "read-shards", Label: "plain sequential read of the same shard files",
+			Argv: []string{d.exe("peers"), "readfiles", dir}, Timing: Inner, Warmup: true},
+	}
+	size, err := dirSize(dir)
+	if err != nil || size == 0 {
+		for _, r := range rows {
+			r.Err = "not measured: no shard set (the req-plain-snappy convert row did not run)"
+		}
+		return rows
+	}
+	rows[0].Bytes = size
+	if !d.has("prep") {
+		rows[0].Err = d.missing("cmd/prep")
+	}
+	return d.measureAll(rows)
+}
+
+func (d *driver) gpuloadRows() []*Row {
+	dir := d.shardDir()
+	rows := []*Row{
+		{ID: "host", Label: "gpuload host backend: every batch of epoch 0, ranks 0–7, in plan order (consumer reads one word per 4 KiB)",
+			Argv: []string{d.exe("loadbench"), dir}, Timing: Inner, Warmup: true},
+		{ID: "read-shards-2", Label: "plain sequential read of the same shard files",
+			Argv: []string{d.exe("peers"), "readfiles", dir}, Timing: Inner, Warmup: true},
+		{ID: "memcpy-2", Label: "memory copy, 1 core (same probe as the limits table, rerun here)",
+			Argv: []string{d.exe("peers"), "memcpy", "-mb", "256", "-reps", "8"}, Timing: Inner},
+	}
+	if size, err := dirSize(dir); err != nil || size == 0 {
+		rows[0].Err = "not measured: no shard set (the req-plain-snappy convert row did not run)"
+		rows[1].Err = rows[0].Err
+	}
+	if !d.has("loadbench") && rows[0].Err == "" {
+		rows[0].Err = d.missing("bench/cmd/loadbench")
+	}
+	return d.measureAll(rows)
+}
+
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n, err
+}
+
+// profile is a CPU profile summary of one stage that missed its target.
+type profile struct {
+	Title   string
+	Command string
+	Top     string
+	Err     string
+}
+
+// profiles takes a CPU profile (in-process, bench/cmd/profbench) of each
+// stage that missed its target and summarizes it with `go tool pprof -top`.
+func (d *driver) profiles(rep *report) []profile {
+	var out []profile
+	for _, t := range rep.targets() {
+		if t.Met || t.Profile == nil {
+			continue
+		}
+		p := profile{Title: t.Name}
+		if !d.has("profbench") {
+			p.Err = d.missing("bench/cmd/profbench")
+			out = append(out, p)
+			continue
+		}
+		prof := filepath.Join(d.work, t.ProfileName+".prof")
+		args := append([]string{d.exe("profbench"), "-cpuprofile", prof}, t.Profile...)
+		p.Command = strings.Join(append([]string{"bench/cmd/profbench"}, args[1:]...), " ")
+		p.Command = strings.ReplaceAll(p.Command, d.root+"/", "")
+		d.logf("profile %s: %s", t.Name, p.Command)
+		if b, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			p.Err = fmt.Sprintf("profile run failed: %v: %s", err, oneLine(string(b)))
+			out = append(out, p)
+			continue
+		}
+		top, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "tool", "pprof", "-top", "-nodecount=18", d.exe("profbench"), prof).CombinedOutput()
+		if err != nil {
+			p.Err = fmt.Sprintf("pprof failed: %v: %s", err, oneLine(string(top)))
+		}
+		p.Top = string(top)
+		out = append(out, p)
+	}
+	return out
+}

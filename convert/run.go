@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"syscall"
@@ -75,6 +76,7 @@ type Summary struct {
 	WriteSeconds     float64 `json:"write_seconds"`
 	MBPerSecond      float64 `json:"throughput_mb_s"` // Bytes / Seconds / 1e6
 	PeakRSSBytes     int64   `json:"peak_rss_bytes"`  // getrusage max RSS of the process (mapped staging pages included)
+	PeakHeapBytes    int64   `json:"peak_heap_bytes"` // largest Go heap (objects) seen, sampled every 20 ms
 	StaleLock        string  `json:"stale_lock,omitempty"`
 }
 
@@ -162,6 +164,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		sum.StaleLock = lock.Stale.String()
 		log.Warn("stale lock taken over: a previous run died without releasing it", "lock", lock.Path, "previous_owner", lock.Stale.String())
 	}
+	stopSampler := sampleHeap(&sum.PeakHeapBytes)
+	defer stopSampler()
 	r := &runner{o: o, p: p, spec: spec, files: files, plans: plans, tensors: tensors, geo: geo, prov: prov,
 		log: log, sum: sum, created: created}
 	err = r.run(ctx, epochs, ranks)
@@ -180,7 +184,43 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		sum.MBPerSecond = float64(sum.Bytes) / sum.Seconds / 1e6
 	}
 	sum.PeakRSSBytes = peakRSS()
+	stopSampler()
 	return sum, nil
+}
+
+// sampleHeap records the largest Go heap object bytes into *peak every 20 ms
+// until the returned stop function is called (safe to call twice).
+func sampleHeap(peak *int64) (stop func()) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() {
+		metrics.Read(sample)
+		if v := int64(sample[0].Value.Uint64()); v > *peak {
+			*peak = v
+		}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+			read()
+		})
+	}
 }
 
 // runner is the state of one Run after the checks.

@@ -133,9 +133,9 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) error 
 	if o.asJSON {
 		return json.NewEncoder(g.stdout).Encode(sum)
 	}
-	_, err = fmt.Fprintf(g.stdout, "%s: %d shards written (%d already complete), %d rows, %s in %.2fs (%.0f MB/s); decoded %d samples from %d row groups (%d skipped); peak RSS %s\n",
+	_, err = fmt.Fprintf(g.stdout, "%s: %d shards written (%d already complete), %d rows, %s in %.2fs (%.0f MB/s); decoded %d samples from %d row groups (%d skipped); peak RSS %s, peak heap %s\n",
 		sum.Output, sum.Shards, sum.SkippedShards, sum.Rows, formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
-		sum.SamplesDecoded, sum.RowGroupsRead, sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes))
+		sum.SamplesDecoded, sum.RowGroupsRead, sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
 	return err
 }
 

@@ -26,6 +26,9 @@ import (
 //	                         (toward zero) or nearest (ties to even); BOOL takes 0 or 1
 //	int    -> integers       exact; out of the dtype's range is an error naming the value
 //	int    -> floats         round to nearest, ties to even
+//	INT(bits,false)          read as unsigned (UINT_32 4294967295 is not -1), then as int
+//	DATE, TIME, TIMESTAMP    the stored integer in its own unit (days, or the column's
+//	(INT32/INT64)            MILLIS/MICROS/NANOS); no rescaling
 //	bool   -> any            false = 0, true = 1
 //	FLOAT16 (FLBA 2)         F16: bits copied; F32/F64: exact widening, NaN payload kept
 //	                         (7E01 -> 7FC02000); other dtypes through the float rules

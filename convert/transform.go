@@ -336,6 +336,9 @@ func isDecimal(logical string) bool { return strings.HasPrefix(strings.ToUpper(l
 // classify picks the interpretation of a column and checks it converts to dt
 // under t's policies.
 func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass, error) {
+	if ci.Unsupported != "" {
+		return 0, schemaErrorf("%s column cannot be read: %s", typeSignature(ci), ci.Unsupported)
+	}
 	var cls srcClass
 	switch ci.Physical {
 	case "BOOLEAN":

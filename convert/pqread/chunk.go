@@ -120,6 +120,7 @@ type chunkReader struct {
 	pageOff int64 // file offset of its header
 
 	entries int64   // level entries (value slots incl. nulls and empty lists) so far
+	rows    int64   // rows started so far
 	defs    []uint8 // chunk-wide definition levels (nil when maxDef == 0)
 	reps    []uint8 // chunk-wide repetition levels (nil when maxRep == 0)
 	vals    *values // non-null values, in order
@@ -162,7 +163,9 @@ func (r *chunkReader) read(buf []byte) error {
 	if r.maxRep == 0 && hint > r.rgRows {
 		hint = r.rgRows
 	}
-	hint = max(0, min(hint, 1<<24))
+	// Trust the footer's counts for preallocation only as far as the chunk's
+	// size makes plausible; append grows beyond that if the data needs it.
+	hint = max(0, min(hint, 64*int64(len(buf))+1024))
 	r.vals = newValues(r.l.info.Kind, r.l.width, int(hint))
 	if r.maxDef > 0 {
 		r.defs = make([]uint8, 0, hint)
@@ -240,7 +243,7 @@ func (r *chunkReader) dictionaryPage(h *format.PageHeader, body []byte, us int) 
 	if err != nil {
 		return err
 	}
-	d := newValues(r.vals.kind, r.vals.width, int(dh.NumValues))
+	d := newValues(r.vals.kind, r.vals.width, min(int(dh.NumValues), 8*len(raw)+8))
 	if err := r.plain(d, raw, int(dh.NumValues)); err != nil {
 		return fmt.Errorf("dictionary: %w", err)
 	}
@@ -397,6 +400,26 @@ func (r *chunkReader) pageValues(enc format.Encoding, src []byte, n int) error {
 		return corruptf("page decoded %d values, levels need %d", got, count)
 	}
 	r.entries += int64(n)
+	// Stop a chunk from outgrowing its row group page by page, instead of
+	// finding out after decoding everything it declares.
+	if r.maxRep == 0 {
+		r.rows = r.entries
+	} else {
+		for _, rp := range r.reps[len(r.reps)-n:] {
+			if rp == 0 {
+				r.rows++
+			}
+		}
+	}
+	if r.rows > r.rgRows {
+		return corruptf("column chunk holds more than the row group's %d rows", r.rgRows)
+	}
+	if r.entries > r.md.NumValues {
+		return corruptf("column chunk holds more than the %d values its metadata declares", r.md.NumValues)
+	}
+	if r.entries > r.f.lim.MaxChunkValues {
+		return limitf("column chunk holds more than %d values", r.f.lim.MaxChunkValues)
+	}
 	return nil
 }
 

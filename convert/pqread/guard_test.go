@@ -149,7 +149,7 @@ func checkNoPanic(t *testing.T, dir string, b []byte) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Open(path, Limits{MaxPageBytes: 1 << 20, MaxChunkBytes: 1 << 20})
+	f, err := Open(path, Limits{MaxPageBytes: 1 << 16, MaxChunkBytes: 1 << 20, MaxChunkValues: 1 << 17})
 	if err != nil {
 		var pe *Error
 		if !errors.As(err, &pe) {

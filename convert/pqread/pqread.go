@@ -90,6 +90,10 @@ type Limits struct {
 	MaxChunkBytes int64
 	// MaxFooterBytes bounds the footer (file metadata) length.
 	MaxFooterBytes int64
+	// MaxChunkValues bounds the level entries (values, nulls and empty
+	// lists) of one column chunk; scalar chunks are also bounded by their
+	// row group's row count, which is checked page by page.
+	MaxChunkValues int64
 	// MaxValueBytes bounds the length of one BYTE_ARRAY value; 0 = no limit.
 	MaxValueBytes int64
 }
@@ -99,6 +103,7 @@ var DefaultLimits = Limits{
 	MaxPageBytes:   256 << 20,
 	MaxChunkBytes:  2 << 30,
 	MaxFooterBytes: 64 << 20,
+	MaxChunkValues: 1 << 28,
 	MaxValueBytes:  0,
 }
 
@@ -111,6 +116,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxFooterBytes <= 0 {
 		l.MaxFooterBytes = DefaultLimits.MaxFooterBytes
+	}
+	if l.MaxChunkValues <= 0 {
+		l.MaxChunkValues = DefaultLimits.MaxChunkValues
 	}
 	if l.MaxValueBytes < 0 {
 		l.MaxValueBytes = 0

@@ -87,6 +87,8 @@ type shardKey struct{ epoch, rank int }
 // run is left in Output (shards it committed are removed and the manifest
 // restored) and the returned error is an *Error, a *pqread.Error, a
 // *dirlock.HeldError (exit code 3) or wraps a sentinel of this package.
+// When ctx is cancelled, the shards already committed stay (complete and
+// listed in the manifest) so that a rerun resumes; temporaries are removed.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	t0 := time.Now()
 	log := o.Logger
@@ -169,7 +171,13 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	r := &runner{o: o, p: p, spec: spec, files: files, plans: plans, tensors: tensors, geo: geo, prov: prov,
 		log: log, sum: sum, created: created}
 	err = r.run(ctx, epochs, ranks)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Interrupted: keep the shards committed so far (they are complete
+		// and in the manifest, so a rerun resumes); drop only temporaries.
+		os.RemoveAll(filepath.Join(o.Output, TempDirName))
+		err = fmt.Errorf("convert interrupted after %d shards (rerun to resume): %w", sum.Shards, err)
+	case err != nil:
 		r.rollback()
 	}
 	lock.Release()

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -68,6 +70,10 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) error 
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Ctrl-C or SIGTERM stops cleanly: committed shards stay, temporaries
+	// and the lock go.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if o.planPath == "" || o.output == "" {
 		return usagef("--plan and -o are required")
 	}

@@ -52,6 +52,15 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
 		return fail(unsupportedf("encrypted column chunk"))
 	}
 	md := &cc.MetaData
+	if md.NumValues == 0 {
+		// Nothing to read (Open did not check this chunk's byte range).
+		r := &chunkReader{f: f, l: l, md: md, rgRows: rg.NumRows, maxDef: l.info.MaxDef, maxRep: l.info.MaxRep}
+		r.vals = newValues(l.info.Kind, l.width, 0)
+		if c, err = r.assemble(); err != nil {
+			return fail(err)
+		}
+		return c, nil
+	}
 	start, n := chunkRange(md)
 	base.Offset = start
 	if n > f.lim.MaxChunkBytes {

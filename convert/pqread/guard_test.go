@@ -242,3 +242,16 @@ func TestDescriptors(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// TestFooterListCountChecked: a footer whose first field is a list claiming
+// 2^31-1 structs in a few bytes is refused before parquet-go's decoder would
+// allocate them.
+func TestFooterListCountChecked(t *testing.T) {
+	// Field 2 (schema), type list (9): header 0x29; list of structs (12)
+	// with a long-form size: 0xfc, then varint 2^31-1.
+	b := []byte{0x29, 0xfc, 0xff, 0xff, 0xff, 0xff, 0x07, 0x00}
+	_, err := checkThrift(b)
+	if err == nil || !strings.Contains(err.Error(), "exceeds the 1 bytes left") {
+		t.Fatalf("err = %v", err)
+	}
+}

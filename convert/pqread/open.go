@@ -90,7 +90,8 @@ func Open(path string, lim Limits) (*File, error) {
 	if _, err := fd.ReadAt(buf, f.dataEnd); err != nil && err != io.EOF {
 		return fail(fmt.Errorf("reading footer: %w", err))
 	}
-	if err := checkThrift(buf); err != nil {
+	buf, err = checkThrift(buf)
+	if err != nil {
 		return fail(&Error{File: path, RowGroup: -1, Page: -1, Row: -1, Offset: f.dataEnd, Err: corruptf("decoding footer: %v", err)})
 	}
 	meta, err := decodeFooter(&f.dec, buf)
@@ -153,6 +154,9 @@ func (f *File) validate() error {
 			if md.Type != leaves[j].typ {
 				return e(name, corruptf("column chunk type %s differs from schema type %s", physicalName(md.Type), leaves[j].info.Physical))
 			}
+			if md.NumValues == 0 {
+				continue // never read
+			}
 			start, n := chunkRange(md)
 			if start < magicLen || n < 0 || start > f.dataEnd || n > f.dataEnd-start {
 				return e(name, corruptf("column chunk bytes [%d, %d+%d) outside the data region [4, %d)", start, start, n, f.dataEnd))
@@ -165,28 +169,75 @@ func (f *File) validate() error {
 // chunkRange returns the first byte and the length of a column chunk: it
 // starts at the dictionary page when there is one (some writers leave
 // dictionary_page_offset 0 or point it past the data page; both mean the
-// chunk starts at data_page_offset).
+// chunk starts at data_page_offset; a column chunk without values may have
+// data_page_offset 0).
 func chunkRange(md *format.ColumnMetaData) (start, n int64) {
 	start = md.DataPageOffset
-	if d := md.DictionaryPageOffset; d > 0 && d < start {
+	if d := md.DictionaryPageOffset; d > 0 && (d < start || start <= 0) {
 		start = d
 	}
 	return start, md.TotalCompressedSize
 }
 
-// checkThrift walks a thrift compact-protocol struct and fails if any list,
-// set, map or binary length exceeds the bytes left, or nesting is too deep,
-// so the decoder never sizes an allocation from an unchecked count.
-func checkThrift(b []byte) error {
+// checkThrift walks a thrift compact-protocol FileMetaData and fails if any
+// list, set, map or binary length exceeds the bytes left, or nesting is too
+// deep, so the decoder never sizes an allocation from an unchecked count.
+//
+// It also repairs one thing on the way: KeyValue entries (file and column
+// chunk key_value_metadata) without a value. The Parquet thrift IDL makes
+// KeyValue.value optional, but parquet-go v0.32.0 declares it required and
+// rejects the whole footer; an empty value is inserted instead (prep does
+// not use key-value metadata). It returns the bytes to decode.
+func checkThrift(b []byte) ([]byte, error) {
 	w := thriftWalker{b: b}
 	w.structure(0)
-	return w.err
+	if w.err != nil {
+		return nil, w.err
+	}
+	if w.out == nil {
+		return b, nil
+	}
+	return append(w.out, b[w.copied:]...), nil
 }
 
 type thriftWalker struct {
 	b   []byte
 	pos int
 	err error
+
+	path   []int  // field ids (-1 for list elements) from the root to the current value
+	out    []byte // repaired copy, nil while nothing was inserted
+	copied int    // bytes of b already copied to out
+}
+
+// keyValuePaths are where KeyValue structs sit in FileMetaData:
+// key_value_metadata (5) and row_groups (4) / columns (1) / meta_data (3) /
+// key_value_metadata (8).
+var keyValuePaths = [][]int{{5, -1}, {4, -1, 1, -1, 3, 8, -1}}
+
+func (w *thriftWalker) atKeyValue() bool {
+	for _, kv := range keyValuePaths {
+		if len(w.path) == len(kv) {
+			match := true
+			for i := range kv {
+				if w.path[i] != kv[i] {
+					match = false
+					break
+				}
+			}
+			if match {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// insert copies b up to at into out, then ins.
+func (w *thriftWalker) insert(at int, ins ...byte) {
+	w.out = append(w.out, w.b[w.copied:at]...)
+	w.out = append(w.out, ins...)
+	w.copied = at
 }
 
 func (w *thriftWalker) fail(format string, args ...any) {
@@ -260,6 +311,7 @@ func (w *thriftWalker) value(t byte, depth int) {
 			w.fail("list of %d elements exceeds the %d bytes left", n, len(w.b)-w.pos)
 			return
 		}
+		w.path = append(w.path, -1)
 		for i := uint64(0); i < n && w.err == nil; i++ {
 			if et == 1 || et == 2 {
 				w.skip(1)
@@ -267,6 +319,7 @@ func (w *thriftWalker) value(t byte, depth int) {
 			}
 			w.value(et, depth+1)
 		}
+		w.path = w.path[:len(w.path)-1]
 	case 11:
 		n := w.uvarint()
 		if n == 0 {
@@ -277,6 +330,7 @@ func (w *thriftWalker) value(t byte, depth int) {
 			w.fail("map of %d entries exceeds the %d bytes left", n, len(w.b)-w.pos)
 			return
 		}
+		w.path = append(w.path, -1)
 		for i := uint64(0); i < n && w.err == nil; i++ {
 			for _, et := range []byte{kv >> 4, kv & 0x0f} {
 				if et == 1 || et == 2 {
@@ -286,6 +340,7 @@ func (w *thriftWalker) value(t byte, depth int) {
 				}
 			}
 		}
+		w.path = w.path[:len(w.path)-1]
 	case 12:
 		w.structure(depth + 1)
 	default:
@@ -298,14 +353,40 @@ func (w *thriftWalker) structure(depth int) {
 		w.fail("nesting deeper than %d", maxThriftDepth)
 		return
 	}
+	last, seenValue := 0, false
 	for w.err == nil {
+		at := w.pos
 		h := w.byte1()
-		if w.err != nil || h == 0 {
+		if w.err != nil {
 			return
 		}
-		if h>>4 == 0 {
-			w.uvarint() // explicit field id
+		if h == 0 {
+			if !seenValue && w.atKeyValue() {
+				// Field 2 (value), type binary, length 0, before the stop.
+				if d := 2 - last; d >= 1 && d <= 15 {
+					w.insert(at, byte(d<<4|8), 0)
+				} else {
+					w.insert(at, 8, 4, 0) // long form: zigzag(2) = 4
+				}
+			}
+			return
 		}
+		id := last + int(h>>4)
+		if h>>4 == 0 {
+			v, n := binary.Varint(w.b[w.pos:])
+			if n <= 0 {
+				w.fail("bad field id")
+				return
+			}
+			w.pos += n
+			id = int(v)
+		}
+		last = id
+		if id == 2 {
+			seenValue = true
+		}
+		w.path = append(w.path, id)
 		w.value(h&0x0f, depth)
+		w.path = w.path[:len(w.path)-1]
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -555,5 +556,44 @@ func TestRunCancelledKeepsCommittedShards(t *testing.T) {
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out})
 	if err != nil || sum.Shards+sum.SkippedShards != 4 {
 		t.Fatalf("rerun: %+v %v", sum, err)
+	}
+}
+
+// TestRunManySmallFilesLowFDLimit (B26): many small files convert under a
+// low open-file limit; descriptors are released as files are finished.
+func TestRunManySmallFilesLowFDLimit(t *testing.T) {
+	n := 600
+	if testing.Short() {
+		n = 150
+	}
+	src := t.TempDir()
+	for i := 0; i < n; i++ {
+		writeParquet(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)), int64(3*i), 3, 3, &parquet.Snappy)
+	}
+	p := makePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Skip(err)
+	}
+	low := old
+	low.Cur = 64
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skip(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
+	s, err := Materialize(context.Background(), p, spec, []uint64{0, uint64(3*n - 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(i64s(s.Data[0])); got != fmt.Sprint([]int64{0, int64(3*n - 1)}) {
+		t.Errorf("ids %s", got)
+	}
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir(), Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.SamplesDecoded != int64(3*n) {
+		t.Errorf("decoded %d samples, want %d", sum.SamplesDecoded, 3*n)
 	}
 }

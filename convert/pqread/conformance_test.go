@@ -200,6 +200,7 @@ func eq[T comparable](t *testing.T, what string, got, want []T) {
 func sameColumn(t *testing.T, what string, a, b *Column) {
 	t.Helper()
 	if a.Kind != b.Kind || a.Rows != b.Rows || !slices.Equal(a.RowValid, b.RowValid) || !slices.Equal(a.Offsets, b.Offsets) ||
+		!slices.Equal(a.ElemValid, b.ElemValid) || a.Width != b.Width || len(a.Float32) != len(b.Float32) || len(a.Float64) != len(b.Float64) ||
 		!slices.Equal(a.Int32, b.Int32) || !slices.Equal(a.Int64, b.Int64) || !bytes.Equal(a.Data, b.Data) ||
 		!slices.Equal(a.ByteOffsets, b.ByteOffsets) || !bytes.Equal(a.FixedData, b.FixedData) || !slices.Equal(a.Bool, b.Bool) {
 		t.Errorf("%s: columns differ", what)

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -254,5 +256,69 @@ func TestWriterRoundTrip(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestConcurrentReadsMatchSequential: ReadColumn over all (row group,
+// column) pairs from many goroutines on one File gives the same columns as
+// one goroutine, whatever the interleaving.
+func TestConcurrentReadsMatchSequential(t *testing.T) {
+	rows := makeRows(900)
+	path := writeParquet(t, rows, parquet.Compression(&zstd.Codec{}), parquet.PageBufferSize(256), parquet.MaxRowsPerRowGroup(200))
+	f := mustOpen(t, path)
+	type key struct{ rg, col int }
+	seq := map[key]*Column{}
+	for rg := range f.RowGroups() {
+		for j, ci := range f.Columns() {
+			c, err := f.ReadColumn(rg, ci)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq[key{rg, j}] = c
+		}
+	}
+	g := mustOpen(t, path)
+	type res struct {
+		k   key
+		c   *Column
+		err error
+	}
+	out := make(chan res)
+	for k := range seq {
+		go func() {
+			c, err := g.ReadColumn(k.rg, g.Columns()[k.col])
+			out <- res{k, c, err}
+		}()
+	}
+	for range seq {
+		r := <-out
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		// Floats are compared by bits (the data holds NaNs).
+		sameColumn(t, fmt.Sprintf("row group %d column %d", r.k.rg, r.k.col), r.c, seq[r.k])
+		if !reflect.DeepEqual(r.c.Info, seq[r.k].Info) {
+			t.Fatalf("row group %d column %d: info differs", r.k.rg, r.k.col)
+		}
+	}
+}
+
+func TestSchemaSummary(t *testing.T) {
+	f := mustOpen(t, casePath("B04-list-layouts", "emb_list_parquet_go.parquet"))
+	var got []string
+	for _, n := range f.Schema() {
+		got = append(got, fmt.Sprintf("%d %s %s %s %s %d %d", n.Depth, n.Name, n.Repetition, n.Physical, n.Logical, n.Children, n.Leaf))
+	}
+	want := []string{
+		"0 id REQUIRED INT64 INT(64,true) 0 0",
+		"0 emb REQUIRED  LIST 1 -1",
+		"1 list REPEATED   1 -1",
+		"2 element REQUIRED FLOAT  0 1",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("schema:\n%s", strings.Join(got, "\n"))
+	}
+	if f.NumRows() != 4 || f.Path() == "" || f.CreatedBy() == "" {
+		t.Fatalf("rows %d path %q created by %q", f.NumRows(), f.Path(), f.CreatedBy())
 	}
 }

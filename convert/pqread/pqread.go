@@ -217,6 +217,8 @@ func (c *Column) Slots() int {
 // all later and concurrent ReadColumn calls, and Close releases it; a File
 // never holds more than one. ReadColumn is safe for concurrent use; Close
 // must not run concurrently with ReadColumn.
+//
+// Descriptors are opened with os.Open and so have close-on-exec set.
 type File struct {
 	path    string
 	size    int64
@@ -231,9 +233,8 @@ type File struct {
 	rows   []int64
 	total  int64
 
-	mu     sync.Mutex
-	fd     *os.File
-	closed bool
+	mu sync.Mutex
+	fd *os.File
 }
 
 // Path returns the path given to Open.
@@ -259,11 +260,12 @@ func (f *File) Columns() []ColumnInfo {
 func (f *File) CreatedBy() string { return f.meta.CreatedBy }
 
 // Close releases the file descriptor if ReadColumn opened one. It is safe to
-// call more than once.
+// call more than once, and it does not end the File: a later ReadColumn
+// opens a descriptor again (checking the size is unchanged), so a pipeline
+// may release descriptors between passes over many files.
 func (f *File) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.closed = true
 	if f.fd == nil {
 		return nil
 	}
@@ -280,9 +282,6 @@ func (f *File) Close() error {
 func (f *File) handle() (*os.File, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed {
-		return nil, fmt.Errorf("file already closed")
-	}
 	if f.fd != nil {
 		return f.fd, nil
 	}

@@ -312,6 +312,9 @@ func (r *chunkReader) dataPageV1(h *format.PageHeader, body []byte, us int) erro
 		return err
 	}
 	n := int(dh.NumValues)
+	if ok, err := r.directPlain(dh.Encoding, n, us, body); ok {
+		return err
+	}
 	raw, err := decompress(r.codec, &r.out, body, us)
 	if err != nil {
 		return err
@@ -372,6 +375,11 @@ func (r *chunkReader) dataPageV2(h *format.PageHeader, body []byte, us int) erro
 	if v, ok := dh.IsCompressed.Get(); ok {
 		compressed = v
 	}
+	if compressed && rl == 0 && dl == 0 {
+		if ok, err := r.directPlain(dh.Encoding, n, us, src); ok {
+			return err
+		}
+	}
 	if compressed {
 		raw, err := decompress(r.codec, &r.out, src, us-rl-dl)
 		if err != nil {
@@ -380,6 +388,32 @@ func (r *chunkReader) dataPageV2(h *format.PageHeader, body []byte, us int) erro
 		src = raw
 	}
 	return r.pageValues(dh.Encoding, src, n)
+}
+
+// directPlain is the fast path for the common case of a compressed PLAIN
+// page of a required fixed-width scalar column (no levels): it decompresses
+// straight into the column's value memory, saving a copy. It reports false
+// (having done nothing) when the page does not qualify or its size does not
+// match n values, leaving the general path to decode or report it.
+func (r *chunkReader) directPlain(enc format.Encoding, n, us int, src []byte) (bool, error) {
+	if r.maxDef != 0 || r.maxRep != 0 || enc != format.Plain || r.codec == format.Uncompressed || !littleEndian {
+		return false, nil
+	}
+	size := r.vals.valueSize()
+	if size == 0 || n == 0 || us != n*size {
+		return false, nil
+	}
+	tail := r.vals.growBytes(n)
+	b := tail
+	out, err := decompress(r.codec, &b, src, us)
+	if err != nil {
+		r.vals.shrink(n)
+		return true, err
+	}
+	if &out[0] != &tail[0] {
+		copy(tail, out)
+	}
+	return true, r.advance(n)
 }
 
 // pageValues decodes the values of a data page whose n level entries were
@@ -408,6 +442,12 @@ func (r *chunkReader) pageValues(enc format.Encoding, src []byte, n int) error {
 	if got := r.vals.n() - before; got != count {
 		return corruptf("page decoded %d values, levels need %d", got, count)
 	}
+	return r.advance(n)
+}
+
+// advance accounts for a decoded page of n level entries and checks the
+// chunk has not outgrown its limits.
+func (r *chunkReader) advance(n int) error {
 	r.entries += int64(n)
 	// Stop a chunk from outgrowing its row group page by page, instead of
 	// finding out after decoding everything it declares.

@@ -46,20 +46,7 @@ func decodeHybrid[T uint8 | uint32](dst []T, src []byte, bw uint) (int, error) {
 			if need > avail {
 				return p, fmt.Errorf("bit-packed run needs %d bytes, %d left", need, avail)
 			}
-			var acc uint64
-			var nb uint
-			q := p
-			out := dst[i : i+take]
-			for j := range out {
-				for nb < bw {
-					acc |= uint64(src[q]) << nb
-					q++
-					nb += 8
-				}
-				out[j] = T(acc & mask)
-				acc >>= bw
-				nb -= bw
-			}
+			unpackLSB(dst[i:i+take], src[p:p+need], bw)
 			full := groups * uint64(bw) // bytes of the whole run
 			if full > uint64(avail) {
 				p += avail
@@ -92,6 +79,32 @@ func decodeHybrid[T uint8 | uint32](dst []T, src []byte, bw uint) (int, error) {
 		i += take
 	}
 	return p, nil
+}
+
+// unpackLSB unpacks len(out) values of bw bits (1..32) packed LSB first
+// from src, which holds at least ceil(len(out)*bw/8) bytes.
+func unpackLSB[T uint8 | uint32](out []T, src []byte, bw uint) {
+	if bw == 1 {
+		// One bit per value: optional columns' definition levels.
+		for j := range out {
+			out[j] = T(src[j>>3] >> (uint(j) & 7) & 1)
+		}
+		return
+	}
+	mask := uint64(1)<<bw - 1
+	var acc uint64
+	var nb uint
+	q := 0
+	for j := range out {
+		for nb < bw {
+			acc |= uint64(src[q]) << nb
+			q++
+			nb += 8
+		}
+		out[j] = T(acc & mask)
+		acc >>= bw
+		nb -= bw
+	}
 }
 
 // decodeBitPackedLevels decodes len(dst) levels of the deprecated BIT_PACKED

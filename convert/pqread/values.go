@@ -136,6 +136,52 @@ func grow[T any](s []T, n int) []T {
 	return s[:len(s)+n]
 }
 
+// growBytes extends a fixed-width kind by n values and returns the new
+// values' memory as bytes (little-endian hosts only).
+func (v *values) growBytes(n int) []byte {
+	switch v.kind {
+	case KindInt32:
+		v.i32 = grow(v.i32, n)
+		return asBytes(v.i32[len(v.i32)-n:])
+	case KindFloat32:
+		v.f32 = grow(v.f32, n)
+		return asBytes(v.f32[len(v.f32)-n:])
+	case KindInt64:
+		v.i64 = grow(v.i64, n)
+		return asBytes(v.i64[len(v.i64)-n:])
+	case KindFloat64:
+		v.f64 = grow(v.f64, n)
+		return asBytes(v.f64[len(v.f64)-n:])
+	case KindFixed, KindInt96:
+		v.fix = grow(v.fix, n*v.width)
+		return v.fix[len(v.fix)-n*v.width:]
+	}
+	panic("growBytes on a variable-width kind")
+}
+
+// shrink drops the last n values added by growBytes.
+func (v *values) shrink(n int) {
+	switch v.kind {
+	case KindInt32:
+		v.i32 = v.i32[:len(v.i32)-n]
+	case KindFloat32:
+		v.f32 = v.f32[:len(v.f32)-n]
+	case KindInt64:
+		v.i64 = v.i64[:len(v.i64)-n]
+	case KindFloat64:
+		v.f64 = v.f64[:len(v.f64)-n]
+	case KindFixed, KindInt96:
+		v.fix = v.fix[:len(v.fix)-n*v.width]
+	}
+}
+
+func asBytes[T int32 | int64 | float32 | float64](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
 // appendBytes appends one BYTE_ARRAY value.
 func (v *values) appendBytes(b []byte) {
 	v.data = append(v.data, b...)

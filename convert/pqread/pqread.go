@@ -27,6 +27,18 @@
 //
 // Any panic inside decoding is recovered and reported as ErrCorrupt naming
 // file, column and row group.
+//
+// Column shapes decoded: REQUIRED and OPTIONAL scalars, including fields of
+// (nested, optional) structs; and one level of repetition in every layout
+// real writers produce: the 3-level LIST (optional or required list and
+// element; DuckDB's fixed-size ARRAY is written this way), the 2-level
+// legacy LIST (repeated primitive, or a repeated group named "array" or
+// "<list>_tuple" with one field, per the backward-compatibility rules of
+// the Parquet LogicalTypes.md), and a bare repeated primitive without LIST
+// annotation. List rows may continue across pages. Not decoded (ReadColumn
+// fails with ErrUnsupported and ColumnInfo.Unsupported says why): two or
+// more repetition levels (lists of lists), maps, lists of structs with more
+// than one field, encrypted files and column chunks stored in other files.
 package pqread
 
 import (

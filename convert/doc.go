@@ -25,7 +25,11 @@
 // needed id holding every output tensor's sample bytes back to back (so
 // gathering a sample later touches one place), sized exactly (needed ids x
 // record bytes) and mapped MAP_SHARED so it lives in the page cache, not the
-// Go heap. Column chunks are decoded in parallel (Options.Jobs) with the
+// Go heap. Every block of the staging file is reserved (fallocate, or
+// zeros written where the file system lacks it) before it is mapped, so a
+// disk that fills up can never turn a store into the mapping into SIGBUS:
+// the run fails with ErrNoSpace instead. Column chunks are decoded in
+// parallel (Options.Jobs) with the
 // estimated bytes of decoded chunks in flight bounded by Options.MemoryLimit.
 // Data errors (nulls, list lengths, ranges, NaN policy, unsupported
 // encodings, corrupt pages) all surface here, before any shard is written.

@@ -1,10 +1,13 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // staging is a run's stage-1 output: one file of staging records (see
@@ -16,14 +19,24 @@ type staging struct {
 	data []byte
 }
 
+// StagingFileName is the staging file inside a run's temporary directory
+// (OUT/.prep-tmp/<pid>/).
+const StagingFileName = "staging.bin"
+
 // createStaging creates dir and a mapped staging file of size bytes. A zero
 // size gets an empty, unmapped buffer.
+//
+// Every block of the file is reserved before it is mapped (reserveSpace), so
+// a file system that fills up during stage 1 can never turn a store into the
+// mapping into SIGBUS: the run fails here instead, with an error wrapping
+// ErrNoSpace that names the path, the bytes needed and the bytes free.
 func createStaging(dir string, size int64) (*staging, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating staging: %w", err)
 	}
 	s := &staging{dir: dir}
-	f, err := os.OpenFile(filepath.Join(dir, "staging.bin"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	path := filepath.Join(dir, StagingFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		s.remove()
 		return nil, fmt.Errorf("creating staging: %w", err)
@@ -32,9 +45,9 @@ func createStaging(dir string, size int64) (*staging, error) {
 	if size == 0 {
 		return s, nil
 	}
-	if err := f.Truncate(size); err != nil {
+	if err := reserveSpace(f, size); err != nil {
 		s.remove()
-		return nil, fmt.Errorf("sizing staging file: %w", err)
+		return nil, err
 	}
 	m, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
@@ -43,6 +56,57 @@ func createStaging(dir string, size int64) (*staging, error) {
 	}
 	s.data = m
 	return s, nil
+}
+
+// zeroChunk is the write size of reserveSpace's fallback.
+const zeroChunk = 1 << 20
+
+// reserveSpace makes f exactly size bytes long with every block allocated on
+// disk: fallocate(2) mode 0, or, where the file system does not support it
+// (EOPNOTSUPP), writing zeros. ENOSPC (or EDQUOT) gives an error wrapping
+// ErrNoSpace naming the path with the bytes needed and free.
+func reserveSpace(f *os.File, size int64) error {
+	err := fallocate(f, size)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err = writeZeros(f, size)
+	}
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		free, _ := freeBytes(filepath.Dir(f.Name()))
+		return fmt.Errorf("%s: %w: need %d bytes for staging, %d free: %v", f.Name(), ErrNoSpace, size, free, err)
+	}
+	return fmt.Errorf("reserving %d bytes for staging file %s: %w", size, f.Name(), err)
+}
+
+// fallocate is unix.Fallocate with mode 0 over [0, size), retried on EINTR.
+// It is a variable so tests can stand in for a file system without
+// fallocate support.
+var fallocate = func(f *os.File, size int64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+		if err != unix.EINTR {
+			if err != nil {
+				return os.NewSyscallError("fallocate", err)
+			}
+			return nil
+		}
+	}
+}
+
+// writeZeros writes size zero bytes at the start of f, so the file system
+// allocates every block.
+func writeZeros(f *os.File, size int64) error {
+	buf := make([]byte, min(size, zeroChunk))
+	for off := int64(0); off < size; {
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.WriteAt(buf[:n], off); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
 }
 
 // remove unmaps, closes and deletes everything.

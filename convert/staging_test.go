@@ -1,0 +1,121 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory, or skips the
+// test when that is not allowed (it needs root or CAP_SYS_ADMIN).
+func mountTmpfs(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot mount a size-limited tmpfs (needs root or CAP_SYS_ADMIN): %v %s", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// allocatedBytes returns the bytes the file system allocated for path.
+func allocatedBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
+}
+
+// withoutFallocate makes reserveSpace see a file system without fallocate
+// for the rest of the test.
+func withoutFallocate(t *testing.T) {
+	old := fallocate
+	fallocate = func(*os.File, int64) error { return os.NewSyscallError("fallocate", unix.EOPNOTSUPP) }
+	t.Cleanup(func() { fallocate = old })
+}
+
+// TestStagingBlocksReserved pins the fix for a SIGBUS on a full disk: a
+// staging file made with Truncate alone is sparse, so its pages only get
+// blocks when stage 1 stores into the mapping; every block must be
+// allocated before mapping.
+func TestStagingBlocksReserved(t *testing.T) {
+	const size = 3<<20 + 4096
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("zero-fill fallback %v", fallback), func(t *testing.T) {
+			if fallback {
+				withoutFallocate(t)
+			}
+			dir := filepath.Join(t.TempDir(), "stage")
+			st, err := createStaging(dir, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.remove()
+			path := filepath.Join(dir, StagingFileName)
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() != size || len(st.data) != size {
+				t.Fatalf("staging file is %d bytes, mapped %d, want %d", fi.Size(), len(st.data), size)
+			}
+			if got := allocatedBytes(t, path); got < size {
+				t.Fatalf("staging file has %d bytes allocated, want at least %d (sparse file)", got, size)
+			}
+			for _, b := range st.data[:4096] {
+				if b != 0 {
+					t.Fatal("staging is not zeroed")
+				}
+			}
+		})
+	}
+}
+
+// TestStagingDiskFull checks that staging larger than the free space fails
+// at creation with ErrNoSpace naming the path and numbers, leaving nothing
+// behind, with fallocate and with the zero-fill fallback.
+func TestStagingDiskFull(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("zero-fill fallback %v", fallback), func(t *testing.T) {
+			fs := mountTmpfs(t, 1<<20)
+			if fallback {
+				withoutFallocate(t)
+			}
+			dir := filepath.Join(fs, TempDirName, "1")
+			const size = 8 << 20
+			st, err := createStaging(dir, size)
+			if err == nil {
+				st.remove()
+				t.Fatal("8 MiB of staging on a 1 MiB file system succeeded")
+			}
+			if !errors.Is(err, ErrNoSpace) {
+				t.Fatalf("error %v does not wrap ErrNoSpace", err)
+			}
+			for _, s := range []string{filepath.Join(dir, StagingFileName), "need 8388608 bytes", " free", "no space left on device"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("staging directory left behind: %v", err)
+			}
+			if free, _ := freeBytes(fs); free < 1<<20-64<<10 {
+				t.Errorf("only %d bytes free after the failure: the partial reservation was not released", free)
+			}
+		})
+	}
+}

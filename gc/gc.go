@@ -49,7 +49,9 @@ type Error struct {
 	Err  error
 }
 
+// Error returns "OP PATH: cause".
 func (e *Error) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
+// Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Options tune Run.

@@ -108,6 +108,7 @@ type EnvError struct {
 	Err      error // one of the sentinels
 }
 
+// Error returns "LAUNCHER: reason (VAR=value ...)".
 func (e *EnvError) Error() string {
 	var b strings.Builder
 	if e.Launcher != "" {
@@ -123,6 +124,7 @@ func (e *EnvError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the sentinel this error wraps.
 func (e *EnvError) Unwrap() error { return e.Err }
 
 // Options tune Detect.

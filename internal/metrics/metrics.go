@@ -59,10 +59,12 @@ type ParseError struct {
 	Err  error  // ErrSyntax
 }
 
+// Error returns "PATH:LINE: cause: \"text\"".
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("%s:%d: %v: %q", e.Path, e.Line, e.Err, e.Text)
 }
 
+// Unwrap returns the underlying cause.
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // Run is the outcome of one command run.

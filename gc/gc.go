@@ -51,6 +51,7 @@ type Error struct {
 
 // Error returns "OP PATH: cause".
 func (e *Error) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
+
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 

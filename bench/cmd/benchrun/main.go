@@ -12,6 +12,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -49,6 +50,7 @@ func main() {
 	runs := flag.Int("runs", 5, "measured runs per row")
 	budget := flag.Duration("budget", 13*time.Minute, "stop measuring new rows after this long")
 	only := flag.String("only", "", "comma-separated stages to run (limits,peers,convert,plan,verify,gpuload); empty = all")
+	render := flag.Bool("render", false, "rewrite the report from the last saved results (.cache/bench/results.json) without measuring")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("benchrun: ")
@@ -76,35 +78,57 @@ func main() {
 	}
 	want := func(s string) bool { return len(stages) == 0 || stages[s] }
 
-	rep := &report{d: d, inputs: map[string]pages.Info{}}
+	saved := filepath.Join(d.cache, "results.json")
+	if *render {
+		b, err := os.ReadFile(saved)
+		if err != nil {
+			log.Fatal(err)
+		}
+		rep := &report{d: d}
+		if err := json.Unmarshal(b, rep); err != nil {
+			log.Fatalf("decoding %s: %v", saved, err)
+		}
+		if err := os.WriteFile(filepath.Join(abs, *out), []byte(rep.render()), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		d.logf("rendered %s from %s", *out, saved)
+		return
+	}
+
+	rep := &report{d: d, Inputs: map[string]pages.Info{}, Commit: commit(abs), Date: time.Now(), Machine: machine(), Runs: *runs}
 	for _, v := range gen.Variants {
 		in, err := pages.Stat(filepath.Join(d.data, v.Name+".parquet"))
 		if err != nil {
 			log.Fatalf("input missing (run gendata first): %v", err)
 		}
-		rep.inputs[v.Name] = in
+		rep.Inputs[v.Name] = in
 	}
 
 	if want("limits") {
-		rep.limits = d.limitRows()
+		rep.Limits = d.limitRows()
 	}
 	if want("peers") {
-		rep.peers = d.peerRows()
+		rep.Peers = d.peerRows()
 	}
 	if want("plan") {
-		rep.plan = d.planRows()
+		rep.Plan = d.planRows()
 	}
 	if want("convert") {
-		rep.convert, rep.scaling = d.convertRows(rep)
+		rep.Convert, rep.Scaling = d.convertRows(rep)
 	}
+	dir, planPath := d.shardSet()
+	rep.ShardSet, _ = filepath.Rel(abs, dir)
 	if want("verify") {
-		rep.verify = d.verifyRows()
+		rep.Verify = d.verifyRows(dir, planPath)
 	}
 	if want("gpuload") {
-		rep.gpuload = d.gpuloadRows()
+		rep.Gpuload = d.gpuloadRows(dir)
 	}
-	rep.profiles = d.profiles(rep)
-	rep.elapsed = time.Since(d.start)
+	rep.Profiles = d.profiles(rep, dir)
+	rep.Elapsed = time.Since(d.start)
+	if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
+		os.WriteFile(saved, b, 0o644)
+	}
 
 	text := rep.render()
 	if err := os.WriteFile(filepath.Join(abs, *out), []byte(text), 0o644); err != nil {
@@ -244,30 +268,36 @@ func (d *driver) convertRows(rep *report) (rows, scaling []*Row) {
 	os.WriteFile(specs[false], []byte(specReq), 0o644)
 	os.WriteFile(specs[true], []byte(specOpt), 0o644)
 	for _, v := range gen.Variants {
-		in := rep.inputs[v.Name]
+		in := rep.Inputs[v.Name]
 		rows = append(rows, d.convertRow("convert-"+v.Name, "`prep convert` --jobs 2: "+v.Name, d.input(v.Name), specs[v.Optional], 2, in.Rows, in.UncompressedBytes))
 	}
 	rows = d.measureAll(rows)
-	in := rep.inputs["req-plain-snappy"]
+	in := rep.Inputs["req-plain-snappy"]
 	j1 := d.convertRow("convert-j1", "`prep convert` --jobs 1: req-plain-snappy", d.input("req-plain-snappy"), specs[false], 1, in.Rows, in.UncompressedBytes)
 	big := d.convertRow("convert-10x", "`prep convert` --jobs 2: 10x input (10 hard links of req-plain-snappy, 20,000,000 rows)",
 		filepath.Join(d.data, "big"), specs[false], 2, 10*in.Rows, 10*in.UncompressedBytes)
 	big.Note = "the 10x row has no warm-up run"
 	scaling = d.measureAll([]*Row{j1, big})
-	// The 10x output is large; keep only what later stages read.
-	os.RemoveAll(filepath.Join(d.work, "out-convert-10x"))
 	return rows, scaling
 }
 
-// shardDir is the shard set verify and gpuload read: the output of the last
-// measured run of the req-plain-snappy convert row.
-func (d *driver) shardDir() string { return filepath.Join(d.work, "out-convert-req-plain-snappy") }
+// shardSet is the shard set verify and gpuload read, and its plan: the
+// output of the last measured run of the 10x convert row (2.2 GB, so the
+// reads take long enough to measure), else of the 1x req-plain-snappy row.
+func (d *driver) shardSet() (dir, planPath string) {
+	for _, id := range []string{"convert-10x", "convert-req-plain-snappy"} {
+		dir := filepath.Join(d.work, "out-"+id)
+		if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err == nil {
+			return dir, filepath.Join(d.work, "plan-"+id+".json")
+		}
+	}
+	return filepath.Join(d.work, "out-convert-10x"), filepath.Join(d.work, "plan-convert-10x.json")
+}
 
-func (d *driver) verifyRows() []*Row {
-	dir := d.shardDir()
+func (d *driver) verifyRows(dir, planPath string) []*Row {
 	rows := []*Row{
-		{ID: "verify", Label: "`prep verify` (structure, every batch checksum, plan conformance) of the req-plain-snappy shard set",
-			Argv: []string{d.exe("prep"), "verify", "--jobs", "2", dir}, Warmup: true},
+		{ID: "verify", Label: "`prep verify` (structure, every batch checksum, plan conformance)",
+			Argv: []string{d.exe("prep"), "verify", "--jobs", "2", "--plan", planPath, dir}, Warmup: true},
 		{ID: "read-shards", Label: "plain sequential read of the same shard files",
 			Argv: []string{d.exe("peers"), "readfiles", dir}, Timing: Inner, Warmup: true},
 	}
@@ -285,11 +315,12 @@ func (d *driver) verifyRows() []*Row {
 	return d.measureAll(rows)
 }
 
-func (d *driver) gpuloadRows() []*Row {
-	dir := d.shardDir()
+func (d *driver) gpuloadRows(dir string) []*Row {
 	rows := []*Row{
-		{ID: "host", Label: "gpuload host backend: every batch of epoch 0, ranks 0–7, in plan order (consumer reads one word per 4 KiB)",
+		{ID: "host", Label: "gpuload host backend (default options: pread into a ring, prefetch 4): every batch of epoch 0, ranks 0–7, in plan order; the consumer reads one word per 4 KiB",
 			Argv: []string{d.exe("loadbench"), dir}, Timing: Inner, Warmup: true},
+		{ID: "host-map", Label: "gpuload host backend with MapBlocks (views of the mapped shard instead of copies), same consumer",
+			Argv: []string{d.exe("loadbench"), "-map", dir}, Timing: Inner, Warmup: true},
 		{ID: "read-shards-2", Label: "plain sequential read of the same shard files",
 			Argv: []string{d.exe("peers"), "readfiles", dir}, Timing: Inner, Warmup: true},
 		{ID: "memcpy-2", Label: "memory copy, 1 core (same probe as the limits table, rerun here)",
@@ -297,10 +328,10 @@ func (d *driver) gpuloadRows() []*Row {
 	}
 	if size, err := dirSize(dir); err != nil || size == 0 {
 		rows[0].Err = "not measured: no shard set (the req-plain-snappy convert row did not run)"
-		rows[1].Err = rows[0].Err
+		rows[1].Err, rows[2].Err = rows[0].Err, rows[0].Err
 	}
 	if !d.has("loadbench") && rows[0].Err == "" {
-		rows[0].Err = d.missing("bench/cmd/loadbench")
+		rows[0].Err, rows[1].Err = d.missing("bench/cmd/loadbench"), d.missing("bench/cmd/loadbench")
 	}
 	return d.measureAll(rows)
 }
@@ -329,9 +360,9 @@ type profile struct {
 
 // profiles takes a CPU profile (in-process, bench/cmd/profbench) of each
 // stage that missed its target and summarizes it with `go tool pprof -top`.
-func (d *driver) profiles(rep *report) []profile {
+func (d *driver) profiles(rep *report, dir string) []profile {
 	var out []profile
-	for _, t := range rep.targets() {
+	for _, t := range rep.targets(dir) {
 		if t.Met || t.Profile == nil {
 			continue
 		}

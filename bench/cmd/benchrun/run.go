@@ -28,16 +28,16 @@ const (
 
 // Row is one measured command.
 type Row struct {
-	ID        string   // short key other rows refer to in ratios
-	Label     string   // what the row measures
-	Argv      []string // the command; Argv[0] is a path under the cache bin folder or a tool name
-	Runs      int      // measured runs (>= 5 unless said otherwise in Note)
-	Warmup    bool     // one untimed run first (page cache, lazy init)
-	Timing    Timing   // clock used for throughput
-	Bytes     int64    // throughput numerator; 0 = take it from the child's result line
-	Rows      int64    // rows numerator; 0 = take it from the child's result line
-	Setup     func() error
-	Note      string // shown under the table
+	ID        string       // short key other rows refer to in ratios
+	Label     string       // what the row measures
+	Argv      []string     // the command; Argv[0] is a path under the cache bin folder or a tool name
+	Runs      int          // measured runs (>= 5 unless said otherwise in Note)
+	Warmup    bool         // one untimed run first (page cache, lazy init)
+	Timing    Timing       // clock used for throughput
+	Bytes     int64        // throughput numerator; 0 = take it from the child's result line
+	Rows      int64        // rows numerator; 0 = take it from the child's result line
+	Setup     func() error `json:"-"`
+	Note      string       // shown under the table
 	Env       []string
 	Display   string // command as shown in BENCHMARKS.md; default Argv joined
 	ShowExtra bool   // append the child's extra note (first run) to the label

@@ -52,9 +52,10 @@
 // already listed in a manifest made from the same plan, source and spec
 // (present with the recorded size), and removes temporary files of killed
 // runs; a manifest from other inputs is refused (ErrOutputMismatch) unless
-// Options.Force. On any error, the shards this run committed are removed, the
-// manifest is restored, and staging is deleted; complete earlier output is
-// untouched. Free space for staging plus shards is checked before stage 1
+// Options.Force. On any error the manifest is first restored atomically (less
+// any shard this run rewrote), then the shards this run committed are
+// removed and staging is deleted, so a kill during the rollback never leaves
+// a manifest listing a missing shard; complete earlier output is untouched. Free space for staging plus shards is checked before stage 1
 // (ErrNoSpace gives the numbers).
 //
 // # Memory

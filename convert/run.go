@@ -511,23 +511,76 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	return nil
 }
 
-// rollback removes the shards this run committed and restores the manifest.
+// rollback undoes a failed run: first the manifest is put back atomically
+// (the one from before the run, less any shard this run rewrote; or none
+// when there was none or --force had replaced it), and only then are the
+// shards this run committed removed. A kill between the two steps leaves
+// shard files that no manifest lists (a rerun rewrites them; gc removes
+// them), never a manifest listing a missing file.
 func (r *runner) rollback() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.committed {
-		os.Remove(p)
-	}
-	mp := filepath.Join(r.o.Output, shardfmt.ManifestName)
+	out := r.o.Output
+	mp := filepath.Join(out, shardfmt.ManifestName)
 	if r.oldManifest != nil && !r.replaced {
 		if len(r.committed) > 0 {
-			shardfmt.WriteFileAtomic(mp, r.oldManifest, 0o644)
+			if err := r.restoreManifest(); err != nil {
+				// Keep the shards the current manifest lists: removing them
+				// would leave it listing missing files.
+				r.log.Error("rollback: manifest not restored; keeping this run's shards", "manifest", mp, "err", err.Error())
+				os.RemoveAll(filepath.Join(out, TempDirName))
+				return
+			}
 		}
-	} else {
-		os.Remove(mp)
+	} else if err := removeFile(mp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.log.Error("rollback: manifest not removed; keeping this run's shards", "manifest", mp, "err", err.Error())
+		os.RemoveAll(filepath.Join(out, TempDirName))
+		return
 	}
-	os.RemoveAll(filepath.Join(r.o.Output, TempDirName))
+	for _, p := range r.committed {
+		removeFile(p)
+	}
+	os.RemoveAll(filepath.Join(out, TempDirName))
 }
+
+// restoreManifest writes back the manifest found before the run: its bytes
+// unchanged when this run rewrote none of the shards it lists, otherwise
+// without those shards (their files are about to be removed).
+func (r *runner) restoreManifest() error {
+	mp := filepath.Join(r.o.Output, shardfmt.ManifestName)
+	var old shardfmt.Manifest
+	if err := json.Unmarshal(r.oldManifest, &old); err != nil {
+		return shardfmt.WriteFileAtomic(mp, r.oldManifest, 0o644)
+	}
+	rewritten := map[string]bool{}
+	for _, p := range r.committed {
+		rewritten[p] = true
+	}
+	touched := false
+	for _, s := range old.Shards {
+		touched = touched || rewritten[filepath.Join(r.o.Output, filepath.FromSlash(s.Path))]
+	}
+	if !touched {
+		return shardfmt.WriteFileAtomic(mp, r.oldManifest, 0o644)
+	}
+	// Same inputs (otherwise nothing was committed before replacement): the
+	// in-memory manifest is the old one plus this run's shards.
+	m := *r.manifest
+	m.Shards = nil
+	for _, s := range r.manifest.Shards {
+		if !rewritten[filepath.Join(r.o.Output, filepath.FromSlash(s.Path))] {
+			m.Shards = append(m.Shards, s)
+		}
+	}
+	if m.Shards == nil {
+		m.Shards = []shardfmt.ShardEntry{}
+	}
+	return shardfmt.WriteManifest(r.o.Output, &m)
+}
+
+// removeFile is os.Remove; a variable so tests can observe the order of
+// rollback's steps.
+var removeFile = os.Remove
 
 // removeEmptyDirs removes the epoch directories under out that are empty,
 // then out itself if empty.

@@ -1,0 +1,141 @@
+package convert
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// blockShard makes the commit (rename) of shard (epoch, rank) in out fail by
+// putting a non-empty directory at its path.
+func blockShard(t *testing.T, out string, epoch, rank int) string {
+	t.Helper()
+	p := filepath.Join(out, filepath.FromSlash(shardfmt.ShardFileName(epoch, rank)))
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "keep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// listed returns the shard paths the manifest in out lists (nil when there
+// is no manifest).
+func listed(t *testing.T, out string) []string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(out, shardfmt.ManifestName)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatalf("manifest unreadable during rollback: %v", err)
+	}
+	var ps []string
+	for _, s := range m.Shards {
+		ps = append(ps, s.Path)
+	}
+	return ps
+}
+
+// watchRemovals replaces removeFile for the test: before each removal of a
+// shard it asserts the manifest no longer lists that shard (a kill at that
+// moment must not leave a listing of a missing file), and it returns the
+// removed shard paths.
+func watchRemovals(t *testing.T, out string) *[]string {
+	var removed []string
+	old := removeFile
+	removeFile = func(p string) error {
+		if strings.HasSuffix(p, ".shard") {
+			rel, _ := filepath.Rel(out, p)
+			rel = filepath.ToSlash(rel)
+			if slices.Contains(listed(t, out), rel) {
+				t.Errorf("rollback removes %s while the manifest still lists it", rel)
+			}
+			removed = append(removed, rel)
+		}
+		return old(p)
+	}
+	t.Cleanup(func() { removeFile = old })
+	return &removed
+}
+
+// TestRollbackRestoresManifestBeforeRemovingShards pins the order of a
+// failed run's rollback: manifest first (atomically), shards after.
+func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	run := func(out string, epochs []int) error {
+		_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: epochs})
+		return err
+	}
+
+	t.Run("new output", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		blockShard(t, out, 1, 1) // the last of 4 shards with Jobs 1
+		removed := watchRemovals(t, out)
+		if err := run(out, nil); err == nil {
+			t.Fatal("run with a blocked shard path succeeded")
+		}
+		want := []string{shardfmt.ShardFileName(0, 0), shardfmt.ShardFileName(0, 1), shardfmt.ShardFileName(1, 0)}
+		if !slices.Equal(*removed, want) {
+			t.Errorf("rollback removed %v, want %v", *removed, want)
+		}
+		if _, err := os.Stat(filepath.Join(out, shardfmt.ManifestName)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("manifest left after rolling back a new output: %v", err)
+		}
+	})
+
+	t.Run("resumed output", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		if err := run(out, []int{0}); err != nil {
+			t.Fatal(err)
+		}
+		before, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blockShard(t, out, 1, 1)
+		removed := watchRemovals(t, out)
+		if err := run(out, nil); err == nil {
+			t.Fatal("run with a blocked shard path succeeded")
+		}
+		if want := []string{shardfmt.ShardFileName(1, 0)}; !slices.Equal(*removed, want) {
+			t.Errorf("rollback removed %v, want %v", *removed, want)
+		}
+		after, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName))
+		if err != nil || string(after) != string(before) {
+			t.Errorf("manifest not restored byte for byte (%v)", err)
+		}
+	})
+
+	t.Run("rewritten shard dropped from the restored manifest", func(t *testing.T) {
+		// The manifest lists (0,1), but its file was lost: the rerun writes
+		// it again, fails later, and removes it, so the restored manifest
+		// must no longer list it.
+		out := filepath.Join(t.TempDir(), "out")
+		if err := run(out, []int{0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(out, filepath.FromSlash(shardfmt.ShardFileName(0, 1)))); err != nil {
+			t.Fatal(err)
+		}
+		blockShard(t, out, 1, 0)
+		removed := watchRemovals(t, out)
+		if err := run(out, nil); err == nil {
+			t.Fatal("run with a blocked shard path succeeded")
+		}
+		if want := []string{shardfmt.ShardFileName(0, 1)}; !slices.Equal(*removed, want) {
+			t.Errorf("rollback removed %v, want %v", *removed, want)
+		}
+		if got, want := listed(t, out), []string{shardfmt.ShardFileName(0, 0)}; !slices.Equal(got, want) {
+			t.Errorf("restored manifest lists %v, want %v", got, want)
+		}
+	})
+}

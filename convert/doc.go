@@ -46,6 +46,12 @@
 //
 // # Output directory
 //
+// Beside the shards and manifest.json, OUT/plan.json holds the plan file's
+// exact bytes (Options.PlanBytes), written atomically before the first
+// shard, so `prep verify OUT` needs no --plan. A rerun whose plan bytes
+// differ from it is another plan: refused with ErrOutputMismatch unless
+// Options.Force, which replaces it.
+//
 // An advisory flock on OUT/.prep.lock (holding "pid host") keeps two runs out
 // of one directory: the second gets *dirlock.HeldError (exit code 3). A lock
 // file whose holder died is taken over with a warning. A rerun skips shards

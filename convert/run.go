@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,11 @@ import (
 // LockName is the lock file of an output directory (see package dirlock).
 const LockName = ".prep.lock"
 
+// PlanFileName is the copy of the plan file inside a shard set
+// (OUT/plan.json): byte-identical to Options.PlanBytes, written atomically
+// before the first shard. `prep verify OUT` reads it by default.
+const PlanFileName = "plan.json"
+
 // TempDirName is the directory under the output that holds a run's staging
 // files; it is removed at the end of every run and at the start of the next.
 const TempDirName = ".prep-tmp"
@@ -37,9 +43,12 @@ const (
 
 // Options configures Run.
 type Options struct {
-	Plan   *plan.Plan // the loaded plan (plan.Load)
-	Spec   *Spec      // a validated feature spec
-	Output string     // shard set directory; created if missing
+	Plan *plan.Plan // the loaded plan (plan.Load or plan.Parse)
+	// PlanBytes are the bytes of the plan file Plan was parsed from, copied
+	// to Output/plan.json; nil: Plan.Marshal().
+	PlanBytes []byte
+	Spec      *Spec  // a validated feature spec
+	Output    string // shard set directory; created if missing
 
 	Epochs []int // epochs to materialize; nil = all
 	Ranks  []int // ranks to materialize; nil = all
@@ -248,6 +257,11 @@ type runner struct {
 	mu          sync.Mutex
 	manifest    *shardfmt.Manifest
 	oldManifest []byte // manifest.json before this run, nil if none
+	planBytes   []byte // the plan file bytes, for Output/plan.json
+	planOnDisk  bool   // Output/plan.json already holds planBytes
+	oldPlan     []byte // Output/plan.json before this run, nil if none
+	wrotePlan   bool   // this run wrote Output/plan.json (rollback undoes it)
+	wroteMan    bool   // this run wrote manifest.json
 	committed   []string
 	replace     *shardfmt.Manifest // --force: the manifest of the shard set being replaced
 	replaced    bool               // its shards have been deleted
@@ -304,6 +318,12 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading manifest: %w", err)
 	}
+	// Earlier plan copy: byte-identical or another plan (refused without
+	// Force, replaced before the first shard with it).
+	if err := r.checkPlanCopy(); err != nil {
+		return err
+	}
+
 	if r.manifest == nil {
 		r.manifest = &shardfmt.Manifest{Format: shardfmt.ManifestFormat, ToolVersion: r.o.ToolVersion,
 			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.spec.Hash(),
@@ -322,7 +342,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	}
 	if len(todo) == 0 {
 		r.log.Info("every requested shard is already complete", "skipped", r.sum.SkippedShards)
-		return nil
+		return r.writePlanCopy() // a shard set made before plan.json was kept
 	}
 
 	// Needed ids, staging and shard sizes, free space.
@@ -367,7 +387,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		r.log.Warn("replacing a shard set made from other inputs (--force)", "output", out, "old_plan", r.replace.PlanFingerprint, "old_spec", r.replace.SpecHash)
 		r.mu.Lock()
 		err := shardfmt.WriteManifest(out, r.manifest)
-		r.replaced = true
+		r.replaced, r.wroteMan = true, true
 		r.mu.Unlock()
 		if err != nil {
 			return err
@@ -375,6 +395,10 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		for _, s := range r.replace.Shards {
 			os.Remove(filepath.Join(out, filepath.FromSlash(s.Path)))
 		}
+	}
+
+	if err := r.writePlanCopy(); err != nil {
+		return err
 	}
 
 	// Stage 2: gather batches into shards, in parallel over shards.
@@ -386,6 +410,51 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		return err
 	}
 	r.sum.WriteSeconds = time.Since(t2).Seconds()
+	return nil
+}
+
+// checkPlanCopy compares Output/plan.json, when present, with the plan
+// bytes of this run: any difference means another plan, refused with
+// ErrOutputMismatch unless Force (the copy is then replaced before the first
+// shard).
+func (r *runner) checkPlanCopy() error {
+	if r.planBytes = r.o.PlanBytes; r.planBytes == nil {
+		b, err := r.p.Marshal()
+		if err != nil {
+			return fmt.Errorf("encoding plan: %w", err)
+		}
+		r.planBytes = b
+	}
+	path := filepath.Join(r.o.Output, PlanFileName)
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading plan copy: %w", err)
+	}
+	r.oldPlan = old
+	switch {
+	case bytes.Equal(old, r.planBytes):
+		r.planOnDisk = true
+		return nil
+	case r.o.Force:
+		r.log.Warn("replacing the shard set's plan copy with another plan (--force)", "path", path)
+		return nil
+	}
+	return fmt.Errorf("%s: %w: its plan.json differs from this run's plan %s (use --force to replace it)", r.o.Output, ErrOutputMismatch, r.p.Fingerprint)
+}
+
+// writePlanCopy writes Output/plan.json atomically unless it already holds
+// the plan bytes.
+func (r *runner) writePlanCopy() error {
+	if r.planOnDisk {
+		return nil
+	}
+	if err := shardfmt.WriteFileAtomic(filepath.Join(r.o.Output, PlanFileName), r.planBytes, 0o644); err != nil {
+		return fmt.Errorf("writing plan copy: %w", err)
+	}
+	r.planOnDisk, r.wrotePlan = true, true
 	return nil
 }
 
@@ -502,6 +571,7 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	if !replaced {
 		r.manifest.Shards = append(r.manifest.Shards, entry)
 	}
+	r.wroteMan = true
 	if err := shardfmt.WriteManifest(r.o.Output, r.manifest); err != nil {
 		return err
 	}
@@ -521,26 +591,34 @@ func (r *runner) rollback() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.o.Output
+	defer os.RemoveAll(filepath.Join(out, TempDirName))
 	mp := filepath.Join(out, shardfmt.ManifestName)
-	if r.oldManifest != nil && !r.replaced {
-		if len(r.committed) > 0 {
-			if err := r.restoreManifest(); err != nil {
-				// Keep the shards the current manifest lists: removing them
-				// would leave it listing missing files.
-				r.log.Error("rollback: manifest not restored; keeping this run's shards", "manifest", mp, "err", err.Error())
-				os.RemoveAll(filepath.Join(out, TempDirName))
-				return
-			}
+	var err error
+	switch {
+	case r.oldManifest != nil && !r.replaced && len(r.committed) > 0:
+		err = r.restoreManifest()
+	case (r.oldManifest == nil || r.replaced) && r.wroteMan:
+		if err = removeFile(mp); errors.Is(err, fs.ErrNotExist) {
+			err = nil
 		}
-	} else if err := removeFile(mp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		r.log.Error("rollback: manifest not removed; keeping this run's shards", "manifest", mp, "err", err.Error())
-		os.RemoveAll(filepath.Join(out, TempDirName))
+	}
+	if err != nil {
+		// Keep the shards the manifest on disk lists: removing them would
+		// leave it listing missing files.
+		r.log.Error("rollback: manifest not restored; keeping this run's shards", "manifest", mp, "err", err.Error())
 		return
 	}
 	for _, p := range r.committed {
 		removeFile(p)
 	}
-	os.RemoveAll(filepath.Join(out, TempDirName))
+	if r.wrotePlan {
+		pp := filepath.Join(out, PlanFileName)
+		if r.oldPlan != nil && !r.replaced {
+			shardfmt.WriteFileAtomic(pp, r.oldPlan, 0o644)
+		} else {
+			removeFile(pp)
+		}
+	}
 }
 
 // restoreManifest writes back the manifest found before the run: its bytes

@@ -23,7 +23,7 @@ step "convert: decode once, write one shard per (epoch, rank)"
 "$PREP" convert --plan "$work/plan.json" --spec "$spec" -o "$work/shards"
 
 step "verify: structure, checksums, plan order and every value against the source"
-"$PREP" verify --deep --plan "$work/plan.json" "$work/shards"
+"$PREP" verify --deep "$work/shards"   # checks against the shard set's own plan.json
 
 step "inspect: the shard set"
 "$PREP" inspect "$work/shards"

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -39,7 +40,9 @@ func newConvertCmd(g *globalOptions) *cobra.Command {
 		Use:   "convert --plan plan.json (--spec features.yaml | --tensor ...) -o DIR",
 		Short: "Decode Parquet once and write one tensor shard per (epoch, rank)",
 		Long: `convert materializes the plan's epochs and ranks into shard files under DIR
-(DIR/epoch-NNNNN/rank-NNNNN.shard) plus DIR/manifest.json. Every source footer
+(DIR/epoch-NNNNN/rank-NNNNN.shard) plus DIR/manifest.json and DIR/plan.json
+(a byte-exact copy of the plan, so "prep verify DIR" needs no --plan; a
+rerun with another plan file is refused unless --force). Every source footer
 and schema is checked before anything is written; on error nothing from the
 run is left behind. A rerun skips shards already complete; a lock file
 DIR/.prep.lock keeps two runs apart (exit code 3).
@@ -102,7 +105,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) error 
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	p, err := plan.Load(o.planPath)
+	p, planBytes, err := loadPlanFile(o.planPath)
 	if err != nil {
 		return err
 	}
@@ -112,7 +115,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) error 
 	}
 	var bar *progress
 	opts := convert.Options{
-		Plan: p, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
+		Plan: p, PlanBytes: planBytes, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
 		Jobs: o.jobs, MemoryLimit: mem, Force: o.force,
 		ToolVersion: buildVersion().Version, Logger: g.log,
 		OnStage: func(stage string, rows, bytes int64) {
@@ -143,6 +146,26 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) error 
 		sum.Output, sum.Shards, sum.SkippedShards, sum.Rows, formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
 		sum.SamplesDecoded, sum.RowGroupsRead, sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
 	return err
+}
+
+// loadPlanFile reads and validates a plan file once, returning the plan and
+// the exact bytes convert copies to OUT/plan.json. Errors are plan.Load's:
+// a *plan.Error naming the path.
+func loadPlanFile(path string) (*plan.Plan, []byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, &plan.Error{Path: path, Err: err}
+	}
+	p, err := plan.Parse(data)
+	if err != nil {
+		var pe *plan.Error
+		if errors.As(err, &pe) && pe.Path == "" {
+			pe.Path = path
+			return nil, nil, pe
+		}
+		return nil, nil, &plan.Error{Path: path, Err: err}
+	}
+	return p, data, nil
 }
 
 // parseIndexList parses "0-2", "0,3,5" or "1-3,7" into values; "" gives nil (all).

@@ -110,3 +110,25 @@ func TestParseByteSize(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertThenBareVerify: convert copies the plan file into the shard
+// set, so `prep verify OUT` without --plan checks plan conformance and
+// passes on a fresh set.
+func TestConvertThenBareVerify(t *testing.T) {
+	pp := convertFixture(t)
+	out := filepath.Join(t.TempDir(), "shards")
+	if code, _, stderr := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	want, err := os.ReadFile(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(out, "plan.json")); err != nil || string(got) != string(want) {
+		t.Fatalf("OUT/plan.json is not a copy of the plan file (%v)", err)
+	}
+	code, stdout, stderr := runPrep("verify", out)
+	if code != 0 || !strings.HasPrefix(stdout, "0 findings (4 shards, ") {
+		t.Fatalf("bare verify: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

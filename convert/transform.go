@@ -326,10 +326,11 @@ func typeSignature(ci pqread.ColumnInfo) string {
 	return s
 }
 
-func isUnsigned(logical string) bool {
-	l := strings.ToUpper(logical)
-	return strings.HasPrefix(l, "UINT") || strings.Contains(l, "FALSE)") || strings.Contains(l, "UNSIGNED")
-}
+// isUnsigned reports whether an integer column's bits are to be read as
+// unsigned: only an INT(bits,false) annotation (or a legacy UINT_n converted
+// type, mapped to it by pqread) says so. TIME and TIMESTAMP annotations
+// whose isAdjustedToUTC flag is false are signed.
+func isUnsigned(ci pqread.ColumnInfo) bool { return ci.Unsigned && ci.BitWidth > 0 }
 
 func isDecimal(logical string) bool { return strings.HasPrefix(strings.ToUpper(logical), "DECIMAL") }
 
@@ -347,7 +348,7 @@ func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass,
 		switch {
 		case isDecimal(ci.Logical):
 			cls = clsDecimal
-		case isUnsigned(ci.Logical):
+		case isUnsigned(ci):
 			cls = clsUint
 		default:
 			cls = clsInt

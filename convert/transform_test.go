@@ -397,3 +397,37 @@ func TestTypesAcrossFiles(t *testing.T) {
 		t.Errorf("missing column: %v", err)
 	}
 }
+
+// Regression: TIME/TIMESTAMP(unit, false) columns (local time, not adjusted
+// to UTC) were read as unsigned because their logical type string contains
+// "false)"; a timestamp before 1970 then failed the I64 range check.
+func TestLocalTimestampIsSigned(t *testing.T) {
+	ts := pqread.ColumnInfo{Name: "ts", Physical: "INT64", Logical: "TIMESTAMP(MILLIS,false)", TimeUnit: "MILLIS"}
+	c := &pqread.Column{Info: ts, Kind: pqread.KindInt64, Rows: 3, Int64: []int64{-1, 0, -86_400_000}}
+	_, bufs, err := convertRows(t, TensorSpec{Name: "ts", Column: "ts", DType: "I64"}, schemaOf("t.parquet", ts), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(i64s(bufs[0])); got != "[-1 0 -86400000]" {
+		t.Errorf("TIMESTAMP(MILLIS,false) = %s", got)
+	}
+	tm := pqread.ColumnInfo{Name: "tm", Physical: "INT32", Logical: "TIME(MILLIS,false)", TimeUnit: "MILLIS"}
+	c = &pqread.Column{Info: tm, Kind: pqread.KindInt32, Rows: 2, Int32: []int32{-5, 7}}
+	_, bufs, err = convertRows(t, TensorSpec{Name: "tm", Column: "tm", DType: "I64"}, schemaOf("t.parquet", tm), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(i64s(bufs[0])); got != "[-5 7]" {
+		t.Errorf("TIME(MILLIS,false) = %s", got)
+	}
+	// INT(32,false) keeps its unsigned reading: all bits set is 2^32-1.
+	u := pqread.ColumnInfo{Name: "u", Physical: "INT32", Logical: "INT(32,false)", BitWidth: 32, Unsigned: true}
+	c = &pqread.Column{Info: u, Kind: pqread.KindInt32, Rows: 2, Int32: []int32{-1, 3}}
+	_, bufs, err = convertRows(t, TensorSpec{Name: "u", Column: "u", DType: "I64"}, schemaOf("t.parquet", u), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(i64s(bufs[0])); got != "[4294967295 3]" {
+		t.Errorf("INT(32,false) = %s", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -66,10 +67,14 @@ for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2.`,
 	f.BoolVar(&o.force, "force", false, "replace an output made from another plan, source or spec")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addRankFlags(cmd, &o.ops)
+	addMetricsFlag(cmd, &o.ops)
 	return cmd
 }
 
-func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) error {
+func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err error) {
+	start := time.Now()
+	var sum *convert.Summary
+	defer func() { writeMetrics(g, &o.ops, "convert", o.output, start, convertSummary(sum), err) }()
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -134,7 +139,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) error 
 			}
 		},
 	}
-	sum, err := convert.Run(ctx, opts)
+	sum, err = convert.Run(ctx, opts)
 	bar.Finish()
 	if err != nil {
 		return err

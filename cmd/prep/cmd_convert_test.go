@@ -13,6 +13,7 @@ import (
 
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/internal/metrics"
 	"github.com/prepml/prep/plan"
 )
 
@@ -130,5 +131,42 @@ func TestConvertThenBareVerify(t *testing.T) {
 	code, stdout, stderr := runPrep("verify", out)
 	if code != 0 || !strings.HasPrefix(stdout, "0 findings (4 shards, ") {
 		t.Fatalf("bare verify: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestConvertMetricsFile: --metrics-file records each run, a failed one
+// included.
+func TestConvertMetricsFile(t *testing.T) {
+	pp := convertFixture(t)
+	dir := t.TempDir()
+	out, prom := filepath.Join(dir, "shards"), filepath.Join(dir, "prep.prom")
+	args := []string{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--metrics-file", prom}
+	if code, _, stderr := runPrep(args...); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	if code, _, _ := runPrep(append(args, "--tensor", "z=nope:I64")...); code != 1 {
+		t.Fatalf("failing convert: exit %d, want 1", code)
+	}
+	f, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ss, err := metrics.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, s := range ss {
+		if s.Command != "convert" || s.Output != out {
+			t.Fatalf("labels %+v", s)
+		}
+		got[s.Name] = s.Value
+	}
+	for k, v := range map[string]float64{metrics.RunsTotal: 2, metrics.ErrorsTotal: 1, metrics.LastRunSuccess: 0,
+		metrics.RowsTotal: 4 * 7 * 8, metrics.ShardsWritten: 0} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
 	}
 }

@@ -96,3 +96,20 @@ func TestRunWritesPlanCopy(t *testing.T) {
 		t.Errorf("plan.json left after a rolled-back run: %v", err)
 	}
 }
+
+// TestRunRemovesPlanCopyTemporaries: a run killed while writing plan.json
+// leaves its temporary file; the next run removes it.
+func TestRunRemovesPlanCopyTemporaries(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	out := t.TempDir()
+	tmp := filepath.Join(out, PlanFileName+".tmp-123456")
+	if err := os.WriteFile(tmp, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("temporary plan copy of a killed run left: %v", err)
+	}
+}

@@ -281,7 +281,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	out := r.o.Output
 	// Leftovers of killed runs: staging and temporary shard/manifest files.
 	os.RemoveAll(filepath.Join(out, TempDirName))
-	for _, pat := range []string{"epoch-*/*.tmp-*", shardfmt.ManifestName + ".tmp-*"} {
+	for _, pat := range []string{"epoch-*/*.tmp-*", shardfmt.ManifestName + ".tmp-*", PlanFileName + ".tmp-*"} {
 		if m, _ := filepath.Glob(filepath.Join(out, pat)); m != nil {
 			for _, f := range m {
 				os.Remove(f)

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"math/bits"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prepml/prep/shardfmt"
 )
@@ -21,6 +22,17 @@ import (
 //	                         (no double rounding; shardfmt.F64ToF16/F64ToBF16); overflow ->
 //	                         ±Inf; NaN stays NaN (quiet, top payload bits kept); signed zero kept
 //	float  -> F8_E4M3/E5M2   shardfmt.F64ToF8E4M3/F64ToF8E5M2 (E4M3 saturates to ±448)
+//	int    -> F16, BF16, F8  as float64(v) through the float rules above
+//
+// Overflow of the narrow floats (F16, BF16, F8_E4M3, F8_E5M2): a finite value
+// that rounds beyond the dtype's largest finite value (65504, 3.3895314e38,
+// 448, 57344), and for F8_E4M3, which has no infinity, also ±Inf. Under
+// cast.overflow "inf" (the default) it is stored as ±Inf (±448 for F8_E4M3)
+// and counted per tensor (Summary.Overflows, and a warning on the log);
+// under cast.overflow "error" it fails the run with ErrValue naming file,
+// column, row group and row. Other dtypes never overflow silently: F32 from
+// a DOUBLE rounds to ±Inf as IEEE 754 does and is not counted; integer
+// dtypes reject out-of-range values always.
 //	float  -> integers, BOOL NaN/±Inf and values outside the dtype's range are errors; a
 //	                         non-integral value is an error unless cast.round is trunc
 //	                         (toward zero) or nearest (ties to even); BOOL takes 0 or 1
@@ -80,6 +92,36 @@ type encoder struct {
 	dt    shardfmt.DType
 	size  int
 	round string // "", "trunc", "nearest": float -> integer rounding
+
+	overflowErr bool          // cast.overflow error: a narrow-float overflow is an ErrValue
+	overflows   *atomic.Int64 // narrow-float overflows stored as ±Inf (or ±448); nil: not counted
+}
+
+// overflow handles a narrow-float overflow of x: an error under
+// cast.overflow error, otherwise one more count.
+func (e encoder) overflow(x float64) error {
+	if e.overflowErr {
+		return valueErrorf("value %s overflows %s (largest finite %s; cast.overflow is error)", fmtFloat(x), e.dt, maxFinite(e.dt))
+	}
+	if e.overflows != nil {
+		e.overflows.Add(1)
+	}
+	return nil
+}
+
+// maxFinite returns the largest finite value of a narrow float dtype, as text.
+func maxFinite(dt shardfmt.DType) string {
+	switch dt {
+	case shardfmt.F16:
+		return "65504"
+	case shardfmt.BF16:
+		return "3.3895314e38"
+	case shardfmt.F8_E4M3:
+		return "448"
+	case shardfmt.F8_E5M2:
+		return "57344"
+	}
+	return "?"
 }
 
 func newEncoder(dt shardfmt.DType, round string) encoder {
@@ -109,8 +151,8 @@ func (e encoder) putInt(dst []byte, v int64) error {
 	case shardfmt.F32:
 		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(v)))
 		return nil
-	case shardfmt.F16, shardfmt.BF16:
-		return e.putFloat(dst, float64(v)) // |v| >= 2^53 overflows F16/BF16 either way
+	case shardfmt.F16, shardfmt.BF16, shardfmt.F8_E4M3, shardfmt.F8_E5M2:
+		return e.putFloat(dst, float64(v)) // |v| >= 2^53 overflows them all either way
 	}
 	lo, hi, _ := intRange(e.dt)
 	if v < lo || (v > 0 && uint64(v) > hi) {
@@ -129,7 +171,7 @@ func (e encoder) putUint(dst []byte, v uint64) error {
 	case shardfmt.F32:
 		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(v)))
 		return nil
-	case shardfmt.F16, shardfmt.BF16:
+	case shardfmt.F16, shardfmt.BF16, shardfmt.F8_E4M3, shardfmt.F8_E5M2:
 		return e.putFloat(dst, float64(v))
 	}
 	lo, hi, _ := intRange(e.dt)
@@ -150,19 +192,39 @@ func (e encoder) putFloat(dst []byte, x float64) error {
 		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(x)))
 		return nil
 	case shardfmt.F16:
-		h, _ := shardfmt.F64ToF16(x)
+		h, ov := shardfmt.F64ToF16(x)
+		if ov {
+			if err := e.overflow(x); err != nil {
+				return err
+			}
+		}
 		binary.LittleEndian.PutUint16(dst, h)
 		return nil
 	case shardfmt.BF16:
-		h, _ := shardfmt.F64ToBF16(x)
+		h, ov := shardfmt.F64ToBF16(x)
+		if ov {
+			if err := e.overflow(x); err != nil {
+				return err
+			}
+		}
 		binary.LittleEndian.PutUint16(dst, h)
 		return nil
 	case shardfmt.F8_E4M3:
-		v, _ := shardfmt.F64ToF8E4M3(x)
+		v, ov := shardfmt.F64ToF8E4M3(x)
+		if ov {
+			if err := e.overflow(x); err != nil {
+				return err
+			}
+		}
 		dst[0] = v
 		return nil
 	case shardfmt.F8_E5M2:
-		v, _ := shardfmt.F64ToF8E5M2(x)
+		v, ov := shardfmt.F64ToF8E5M2(x)
+		if ov {
+			if err := e.overflow(x); err != nil {
+				return err
+			}
+		}
 		dst[0] = v
 		return nil
 	}

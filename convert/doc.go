@@ -33,6 +33,9 @@
 // estimated bytes of decoded chunks in flight bounded by Options.MemoryLimit.
 // Data errors (nulls, list lengths, ranges, NaN policy, unsupported
 // encodings, corrupt pages) all surface here, before any shard is written.
+// Values too large for an F16, BF16 or F8 tensor are stored as ±Inf (±448
+// for F8_E4M3), counted per tensor in Summary.Overflows and logged as a
+// warning, or refused with ErrValue under cast.overflow: error (cast.go).
 //
 // # Stage 2: gather
 //

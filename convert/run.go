@@ -87,6 +87,11 @@ type Summary struct {
 	PeakRSSBytes     int64   `json:"peak_rss_bytes"`  // getrusage max RSS of the process (mapped staging pages included)
 	PeakHeapBytes    int64   `json:"peak_heap_bytes"` // largest Go heap (objects) seen, sampled every 20 ms
 	StaleLock        string  `json:"stale_lock,omitempty"`
+	// Overflows counts, per tensor name, the source values decoded this run
+	// that were too large for the tensor's F16, BF16 or F8 dtype and were
+	// stored as ±Inf (±448 for F8_E4M3) under cast.overflow inf (see
+	// cast.go). Tensors without overflows are absent; nil when none.
+	Overflows map[string]int64 `json:"overflows,omitempty"`
 }
 
 type shardKey struct{ epoch, rank int }
@@ -374,11 +379,12 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
 	staged := newRecords(r.tensors, st.data)
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, out: st.file, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
 		progress: func(rows, bytes int64) { r.progress(StageDecode, rows, bytes) }}
 	if err := dec.run(ctx); err != nil {
 		return err
 	}
+	r.reportOverflows()
 	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
 	r.sum.SamplesDecoded, r.sum.StagingBytes = int64(set.count), stageTotal
 	r.sum.DecodeSeconds = time.Since(t1).Seconds()
@@ -411,6 +417,27 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	}
 	r.sum.WriteSeconds = time.Since(t2).Seconds()
 	return nil
+}
+
+// reportOverflows copies stage 1's narrow-float overflow counts into the
+// summary and logs one warning per tensor that had any.
+func (r *runner) reportOverflows() {
+	for _, tp := range r.plans {
+		n := tp.overflows.Load()
+		if n == 0 {
+			continue
+		}
+		if r.sum.Overflows == nil {
+			r.sum.Overflows = map[string]int64{}
+		}
+		r.sum.Overflows[tp.spec.Name] += n
+		stored := "±Inf"
+		if tp.dt == shardfmt.F8_E4M3 {
+			stored = "±448"
+		}
+		r.log.Warn("values too large for the tensor's dtype were stored as "+stored+" (set cast.overflow: error to refuse them)",
+			"tensor", tp.spec.Name, "dtype", tp.dt.String(), "count", n)
+	}
 }
 
 // checkPlanCopy compares Output/plan.json, when present, with the plan

@@ -156,10 +156,15 @@ type BytesPolicy struct {
 //     "trunc" rounds toward zero, "nearest" rounds to nearest, ties to even.
 //   - Widen: accept a column whose physical or logical type differs between
 //     source files, as long as each file's type converts to the dtype.
+//   - Overflow: what a value too large for F16, BF16, F8_E4M3 or F8_E5M2
+//     becomes (see cast.go): "inf" (default) stores ±Inf (±448 for
+//     F8_E4M3, which has no infinity) and counts it in Summary.Overflows;
+//     "error" fails the run naming file, column, row group and row.
 type CastPolicy struct {
 	FromUnannotated string `yaml:"from_unannotated,omitempty" json:"from_unannotated,omitempty"`
 	Round           string `yaml:"round,omitempty" json:"round,omitempty"`
 	Widen           bool   `yaml:"widen,omitempty" json:"widen,omitempty"`
+	Overflow        string `yaml:"overflow,omitempty" json:"overflow,omitempty"`
 }
 
 // Number is a fill or pad value from a spec: an integer (kept exact in
@@ -404,6 +409,11 @@ func (t *TensorSpec) validate() error {
 		case "", "trunc", "nearest":
 		default:
 			return specErrorf("cast.round must be trunc or nearest, not %q", c.Round)
+		}
+		switch c.Overflow {
+		case "", "inf", "error":
+		default:
+			return specErrorf("cast.overflow must be inf or error, not %q", c.Overflow)
 		}
 	}
 	if l := t.List; l != nil {

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/prepml/prep/convert/pqread"
@@ -61,6 +62,7 @@ type tensorPlan struct {
 	maxLen    int64
 	truncate  bool
 	maxValue  int64
+	overflows atomic.Int64          // narrow-float overflows stored as ±Inf (see cast.go)
 	cols      [][]pqread.ColumnInfo // [file][j]
 	classes   [][]srcClass          // [file][j]
 	signature []string              // [j]: type signature of the first file
@@ -137,6 +139,8 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	}
 	tp := &tensorPlan{spec: t, dt: dt, enc: newEncoder(dt, round), es: dt.Size(),
 		nanError: t.NaN != nil && t.NaN.Policy == "error", maxValue: t.MaxValueBytes}
+	tp.enc.overflowErr = t.Cast != nil && t.Cast.Overflow == "error"
+	tp.enc.overflows = &tp.overflows
 	terr := func(err error) error {
 		return &Error{Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1, Err: err}
 	}
@@ -270,6 +274,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	}
 	// Fill values.
 	fillEnc := tp.enc
+	fillEnc.overflows = nil // fill values are not source values
 	if tp.mode == modeBytesHash {
 		fillEnc = newEncoder(shardfmt.I64, "")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -150,7 +151,24 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	_, err = fmt.Fprintf(g.stdout, "%s: %d shards written (%d already complete), %d rows, %s in %.2fs (%.0f MB/s); decoded %d samples from %d row groups (%d skipped); peak RSS %s, peak heap %s\n",
 		sum.Output, sum.Shards, sum.SkippedShards, sum.Rows, formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
 		sum.SamplesDecoded, sum.RowGroupsRead, sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
+	if err == nil && len(sum.Overflows) > 0 {
+		_, err = fmt.Fprintf(g.stdout, "overflows (values too large for the dtype, stored as ±Inf or ±448): %s\n", formatCounts(sum.Overflows))
+	}
 	return err
+}
+
+// formatCounts renders name counts sorted by name: "a=3, b=12".
+func formatCounts(m map[string]int64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // loadPlanFile reads and validates a plan file once, returning the plan and

@@ -2,38 +2,79 @@ package convert
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/prepml/prep/convert/pqread"
 )
 
-// decodeTask is one column chunk to decode: value j of tensor t, from row
-// group rg of file fi, for the needed rows in runs.
+// decodeTask is one column chunk to decode: value j of tensor t, from the
+// row group of group g.
 type decodeTask struct {
-	seq  int
-	fi   int
-	rg   int
-	t    int
-	j    int
-	runs []run
-	rows int64 // rows in the row group
-	cost int64 // estimated bytes in flight while it runs
+	seq int // position in task order: (file, row group, tensor, value)
+	g   int // index into decoder.groups
+	k   int // column index within the group (tensor-major, then value)
+	t   int
+	j   int
 }
 
-// decoder runs stage 1: every needed column chunk decoded once and written
-// into the per-tensor staging buffers.
+// rowGroupJob is one row group holding needed ids: its column chunks are
+// decoded by decodeTasks (in parallel), and the worker that finishes the
+// last one assembles the group's staging records (assemble).
+type rowGroupJob struct {
+	fi, rg  int
+	rows    int64 // rows in the row group
+	runs    []run // needed rows and their staging slots
+	first   int   // seq of the group's first task
+	tasks   []decodeTask
+	cost    int64 // estimated bytes in flight from admission to assembly
+	cols    []*pqread.Column
+	errs    []error
+	pending atomic.Int32 // column chunks not decoded yet
+}
+
+// decoder runs stage 1: every needed column chunk decoded once, and each row
+// group's needed rows written into the staging records.
+//
+// A row group's columns are decoded in parallel; its records are then
+// assembled block by block (blockRows slots at a time, a block small enough
+// to stay in the core's cache) with every column's transform applied to the
+// block before it is stored, so each record is written while hot instead of
+// once per column. With out set, a block is built in a private buffer and
+// written to out at its staging offset (pwrite into the page cache: no page
+// fault per staging page); otherwise blocks are assembled in place in
+// bufs.data.
 type decoder struct {
 	files       []*sourceFile
 	plans       []*tensorPlan
 	set         *idSet
 	bufs        *records
+	out         *os.File // staging file behind bufs.data; nil: write bufs.data directly
 	jobs        int
 	memoryLimit int64
 	progress    func(rows, bytes int64) // serialised by the decoder
 
+	groups           []*rowGroupJob
 	rowGroupsRead    int
 	rowGroupsSkipped int
 	rowsDecoded      int64
 }
+
+// errSkipped marks a column chunk not decoded because the run was already
+// failing or cancelled.
+var errSkipped = errors.New("skipped")
+
+// notRun is the task sequence number of errors that must never be reported
+// while a real failure exists (cancellation).
+const notRun = int(^uint(0) >> 1)
+
+// blockBytes is the target size of an assembly block: a few hundred KiB,
+// well inside a core's L2 cache, and large enough that one pwrite per block
+// costs little.
+const blockBytes = 256 << 10
 
 // estimateCost is a rough upper bound of the memory one decoded column chunk
 // of rows rows takes (the decoded column plus its page buffers).
@@ -50,10 +91,12 @@ func estimateCost(tp *tensorPlan, rows int64) int64 {
 	return rows*(2*per+2) + 64<<10
 }
 
-// tasks lists the column chunks to decode, in (file, row group, tensor,
-// value) order, skipping row groups with no needed id.
-func (d *decoder) tasks() (tasks []decodeTask, perFile []int) {
+// plan lists the row groups to read and their column chunks, in (file, row
+// group, tensor, value) order, skipping row groups with no needed id. It
+// returns the number of column chunks per file.
+func (d *decoder) plan() (perFile []int) {
 	perFile = make([]int, len(d.files))
+	seq := 0
 	for fi, f := range d.files {
 		start := f.start
 		for rg, rows := range f.meta.RowGroups {
@@ -67,23 +110,32 @@ func (d *decoder) tasks() (tasks []decodeTask, perFile []int) {
 				continue
 			}
 			d.rowGroupsRead++
+			g := &rowGroupJob{fi: fi, rg: rg, rows: rows, runs: runs, first: seq}
 			for ti, tp := range d.plans {
 				for j := range tp.cols[fi] {
-					tasks = append(tasks, decodeTask{seq: len(tasks), fi: fi, rg: rg, t: ti, j: j, runs: runs, rows: rows,
-						cost: estimateCost(tp, rows)})
+					g.tasks = append(g.tasks, decodeTask{seq: seq, g: len(d.groups), k: len(g.tasks), t: ti, j: j})
+					g.cost += estimateCost(tp, rows)
+					seq++
 					perFile[fi]++
 				}
 			}
+			g.cols = make([]*pqread.Column, len(g.tasks))
+			g.errs = make([]error, len(g.tasks))
+			g.pending.Store(int32(len(g.tasks)))
+			d.groups = append(d.groups, g)
 		}
 	}
-	return tasks, perFile
+	return perFile
 }
 
-// run decodes every task with at most d.jobs column chunks and about
-// d.memoryLimit estimated bytes in flight. On failure it returns the error
-// of the earliest failing task (in task order) among those that ran.
+// run decodes every row group with at most d.jobs column chunks decoding at
+// once and about d.memoryLimit estimated bytes in flight (a row group is
+// admitted whole, and its memory counts until its records are assembled).
+// On failure it returns the error of the earliest failing column chunk (in
+// task order) among those that ran.
 func (d *decoder) run(ctx context.Context) error {
-	tasks, perFile := d.tasks()
+	perFile := d.plan()
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -92,7 +144,7 @@ func (d *decoder) run(ctx context.Context) error {
 		cond     = sync.NewCond(&mu)
 		inFlight int64
 		firstErr error
-		errSeq   = len(tasks)
+		errSeq   = notRun
 		left     = append([]int(nil), perFile...)
 	)
 	fail := func(seq int, err error) {
@@ -103,39 +155,54 @@ func (d *decoder) run(ctx context.Context) error {
 		mu.Unlock()
 		cancel()
 	}
+	release := func(cost int64) {
+		mu.Lock()
+		inFlight -= cost
+		cond.Broadcast()
+		mu.Unlock()
+	}
 	var progMu sync.Mutex
 	var rowsDone atomic.Int64
 
-	ch := make(chan decodeTask)
+	ch := make(chan decodeTask, 64)
 	var wg sync.WaitGroup
 	for w := 0; w < d.jobs; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var scratch []byte
 			for task := range ch {
-				err := ctx.Err()
-				if err == nil {
-					err = d.decodeOne(task)
+				g := d.groups[task.g]
+				err := errSkipped
+				if ctx.Err() == nil {
+					g.cols[task.k], err = d.decodeOne(g, task)
 				}
+				g.errs[task.k] = err
 				mu.Lock()
-				inFlight -= task.cost
-				left[task.fi]--
-				done := left[task.fi] == 0
-				cond.Broadcast()
+				left[g.fi]--
+				done := left[g.fi] == 0
 				mu.Unlock()
 				if done {
-					d.files[task.fi].pq.Close() // releases the descriptor ReadColumn opened
+					d.files[g.fi].pq.Close() // releases the descriptor ReadColumn opened
 				}
-				if err != nil {
-					fail(task.seq, err)
+				if g.pending.Add(-1) != 0 {
 					continue
 				}
-				if d.progress != nil && task.t == 0 && task.j == 0 {
-					var n int64
-					for _, r := range task.runs {
-						n += int64(r.hi - r.lo)
-					}
-					rowsDone.Add(n)
+				// Last column of the row group: assemble its records.
+				var seq int
+				seq, err, scratch = d.assemble(parent, g, scratch)
+				clear(g.cols) // the decoded columns are garbage now
+				release(g.cost)
+				if err != nil {
+					fail(seq, err)
+					continue
+				}
+				var n int64
+				for _, r := range g.runs {
+					n += int64(r.hi - r.lo)
+				}
+				rowsDone.Add(n)
+				if d.progress != nil {
 					progMu.Lock()
 					d.progress(n, 0)
 					progMu.Unlock()
@@ -143,22 +210,23 @@ func (d *decoder) run(ctx context.Context) error {
 			}
 		}()
 	}
-	for _, task := range tasks {
+	for _, g := range d.groups {
 		mu.Lock()
-		cost := min(task.cost, d.memoryLimit)
-		task.cost = cost
-		for inFlight > 0 && inFlight+cost > d.memoryLimit && ctx.Err() == nil {
+		g.cost = min(g.cost, d.memoryLimit)
+		for inFlight > 0 && inFlight+g.cost > d.memoryLimit && ctx.Err() == nil {
 			cond.Wait()
 		}
-		inFlight += cost
+		stop := ctx.Err() != nil
+		if !stop {
+			inFlight += g.cost
+		}
 		mu.Unlock()
-		if ctx.Err() != nil {
-			mu.Lock()
-			inFlight -= cost
-			mu.Unlock()
+		if stop {
 			break
 		}
-		ch <- task
+		for _, task := range g.tasks {
+			ch <- task
+		}
 	}
 	close(ch)
 	wg.Wait()
@@ -169,19 +237,159 @@ func (d *decoder) run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// decodeOne reads one column chunk and applies its tensor's transform.
-func (d *decoder) decodeOne(task decodeTask) error {
-	f := d.files[task.fi]
-	tp := d.plans[task.t]
-	ci := tp.cols[task.fi][task.j]
-	col, err := f.pq.ReadColumn(task.rg, ci)
+// decodeOne reads one column chunk and checks its row count.
+func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask) (*pqread.Column, error) {
+	f := d.files[g.fi]
+	ci := d.plans[task.t].cols[g.fi][task.j]
+	col, err := f.pq.ReadColumn(g.rg, ci)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if int64(col.Rows) != task.rows {
-		return &Error{File: f.rel, Column: ci.Name, RowGroup: task.rg, Row: -1, Element: -1,
-			Err: valueErrorf("decoded %d rows, footer says %d", col.Rows, task.rows)}
+	if int64(col.Rows) != g.rows {
+		return nil, &Error{File: f.rel, Column: ci.Name, RowGroup: g.rg, Row: -1, Element: -1,
+			Err: valueErrorf("decoded %d rows, footer says %d", col.Rows, g.rows)}
 	}
-	loc := chunkLoc{file: f.rel, column: ci.Name, tensor: tp.spec.Name, rowGroup: task.rg}
-	return tp.apply(col, task.fi, task.j, task.runs, d.bufs, loc)
+	return col, nil
+}
+
+// blockRows returns the staging slots per assembly block for records of rec
+// bytes.
+func blockRows(rec int) int {
+	if rec <= 0 {
+		return 1 << 20
+	}
+	return max(64, blockBytes/rec)
+}
+
+// assemble writes the needed rows of g into the staging records, block by
+// block, applying every column's transform to a block before moving on. It
+// returns the task sequence number and error of the first failure in task
+// order (a decode error, or a transform error of the earliest column that
+// has one), and the scratch buffer for reuse.
+func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte) (int, error, []byte) {
+	for k, err := range g.errs {
+		if err != nil {
+			// A column failed to decode: the error to report is the first
+			// one in task order, which may be a transform error of an
+			// earlier column.
+			return d.firstError(g, k, scratch)
+		}
+	}
+	rec := d.bufs.rec
+	if rec == 0 {
+		return 0, nil, scratch
+	}
+	bn := blockRows(rec)
+	if d.out != nil && len(scratch) < bn*rec {
+		scratch = make([]byte, bn*rec)
+	}
+	it := blockIter{runs: g.runs, n: bn}
+	for {
+		blk, base, slots, ok := it.next()
+		if !ok {
+			return 0, nil, scratch
+		}
+		if ctx.Err() != nil {
+			// Cancelled by the caller: never the error to report while a
+			// real one exists.
+			return notRun, ctx.Err(), scratch
+		}
+		target := d.bufs
+		if d.out != nil {
+			target = &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
+		} else {
+			for i := range blk {
+				blk[i].dst += base
+			}
+		}
+		for _, task := range g.tasks {
+			if err := d.applyOne(g, task, blk, target); err != nil {
+				return d.firstError(g, len(g.tasks), scratch)
+			}
+		}
+		if d.out != nil {
+			if _, err := d.out.WriteAt(target.data, base*int64(rec)); err != nil {
+				return g.first, fmt.Errorf("writing staging file: %w", err), scratch
+			}
+		}
+	}
+}
+
+// applyOne applies the column of task (decoded in g) to runs: row ranges of
+// the row group with their slots in target.
+func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, runs []run, target *records) error {
+	tp := d.plans[task.t]
+	loc := chunkLoc{file: d.files[g.fi].rel, column: tp.cols[g.fi][task.j].Name, tensor: tp.spec.Name, rowGroup: g.rg}
+	return tp.apply(g.cols[task.k], g.fi, task.j, runs, target, loc)
+}
+
+// firstError finds the error to report for g once a failure is known: the
+// first column in task order whose decode failed, or, among the columns
+// before limit, whose transform fails on a needed row. Transforms are rerun
+// column by column into scratch, and their output discarded: the run fails
+// anyway.
+func (d *decoder) firstError(g *rowGroupJob, limit int, scratch []byte) (int, error, []byte) {
+	rec := d.bufs.rec
+	bn := blockRows(rec)
+	if len(scratch) < bn*rec {
+		scratch = make([]byte, bn*rec)
+	}
+	for k, task := range g.tasks {
+		if g.errs[k] == errSkipped {
+			return notRun, context.Canceled, scratch
+		}
+		if g.errs[k] != nil {
+			return task.seq, g.errs[k], scratch
+		}
+		if k >= limit {
+			break
+		}
+		it := blockIter{runs: g.runs, n: bn}
+		for {
+			blk, _, slots, ok := it.next()
+			if !ok {
+				break
+			}
+			target := &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
+			if err := d.applyOne(g, task, blk, target); err != nil {
+				return task.seq, err, scratch
+			}
+		}
+	}
+	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
+}
+
+// blockIter walks a row group's runs (whose staging slots are consecutive)
+// in blocks of at most n slots.
+type blockIter struct {
+	runs []run
+	n    int
+	i    int // next run
+	off  int // rows of runs[i] already taken
+	buf  []run
+}
+
+// next returns the next block: its runs with slots relative to the block's
+// first staging slot base, and its number of slots. ok is false after the
+// last block.
+func (b *blockIter) next() (blk []run, base int64, slots int, ok bool) {
+	if b.i >= len(b.runs) {
+		return nil, 0, 0, false
+	}
+	b.buf = b.buf[:0]
+	base = b.runs[b.i].dst + int64(b.off)
+	for b.i < len(b.runs) && slots < b.n {
+		r := b.runs[b.i]
+		lo := r.lo + b.off
+		m := min(r.hi-lo, b.n-slots)
+		b.buf = append(b.buf, run{lo: lo, hi: lo + m, dst: r.dst + int64(b.off) - base})
+		slots += m
+		if lo+m < r.hi {
+			b.off += m
+		} else {
+			b.i++
+			b.off = 0
+		}
+	}
+	return b.buf, base, slots, true
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/convert/pqread"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -231,7 +232,11 @@ func TestCaseB21HugeString(t *testing.T) {
 	}
 	p := caseSource(t, "B21-huge-string", "hugestr.parquet")
 	_, err := materializeAll(t, p, "tensors: [{name: t, column: text, dtype: I64, max_value_bytes: 1000000, bytes: {mode: hash, buckets: 100}}]")
-	mustContainAll(t, err, "hugestr.parquet", `column "text"`, "row 1", "40000000 bytes")
+	// Refused by pqread before the value is copied out of its page.
+	mustContainAll(t, err, "hugestr.parquet", `column "text"`, "row group 0", "row 1", "value length 40000000 exceeds the limit of 1000000 bytes")
+	if !errors.Is(err, pqread.ErrLimit) {
+		t.Errorf("error %v does not wrap pqread.ErrLimit", err)
+	}
 	s, err := materializeAll(t, p, "tensors: [{name: t, column: text, dtype: U8, bytes: {mode: pad, max_len: 8, truncate: true, lengths: true}}]")
 	if err != nil {
 		t.Fatal(err)

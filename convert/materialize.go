@@ -37,7 +37,7 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, err := openSources(ctx, p, pqread.Limits{})
+	files, plans, err := openForSpec(ctx, p, spec, pqread.Limits{})
 	if err != nil {
 		return nil, err
 	}
@@ -46,10 +46,6 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 			f.pq.Close()
 		}
 	}()
-	plans, err := compileSpec(spec, schemas(files))
-	if err != nil {
-		return nil, err
-	}
 	tensors := outputs(plans)
 	set := newIDSet(p.NumSamples())
 	for _, id := range ids {

@@ -133,7 +133,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 
 	// Everything that can fail on the inputs fails here, before the output
 	// directory is touched.
-	files, err := openSources(ctx, p, o.Limits)
+	files, plans, err := openForSpec(ctx, p, spec, o.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +142,6 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			f.pq.Close()
 		}
 	}()
-	plans, err := compileSpec(spec, schemas(files))
-	if err != nil {
-		return nil, err
-	}
 	tensors := outputs(plans)
 	geo, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
 	if err != nil {

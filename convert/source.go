@@ -141,6 +141,70 @@ func openSources(ctx context.Context, p *plan.Plan, lim pqread.Limits) ([]*sourc
 	return out, nil
 }
 
+// openForSpec opens and checks p's sources (openSources) and compiles spec
+// against their schemas. The spec's max_value_bytes become the files'
+// pqread.Limits.MaxValueBytes (valueLimit), so an oversized BYTE_ARRAY value
+// fails inside pqread, naming file, column, row group, row and length,
+// before the decoder allocates it; lim.MaxValueBytes, when set, stays a cap
+// for every column. The caller closes the files.
+func openForSpec(ctx context.Context, p *plan.Plan, spec *Spec, lim pqread.Limits) ([]*sourceFile, []*tensorPlan, error) {
+	files, err := openSources(ctx, p, lim)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeAll := func() {
+		for _, f := range files {
+			f.pq.Close()
+		}
+	}
+	plans, err := compileSpec(spec, schemas(files))
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	if v := valueLimit(lim.MaxValueBytes, plans); v != lim.MaxValueBytes {
+		// The limit is per file in pqread: reopen the footers with it.
+		closeAll()
+		lim.MaxValueBytes = v
+		if files, err = openSources(ctx, p, lim); err != nil {
+			return nil, nil, err
+		}
+		if plans, err = compileSpec(spec, schemas(files)); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+	}
+	return files, plans, nil
+}
+
+// valueLimit returns the BYTE_ARRAY value limit pqread can enforce for every
+// column the plans read: the largest max_value_bytes among the tensors
+// reading a BYTE_ARRAY column, or 0 (none) when one of them sets none, then
+// capped by global (0: no cap). A tensor with a smaller limit than the
+// result is still held to its own by its transform.
+func valueLimit(global int64, plans []*tensorPlan) int64 {
+	var most int64
+	for _, tp := range plans {
+		reads := false
+		for _, cols := range tp.cols {
+			for _, ci := range cols {
+				reads = reads || ci.Kind == pqread.KindBytes
+			}
+		}
+		if !reads {
+			continue
+		}
+		if tp.maxValue <= 0 {
+			return global
+		}
+		most = max(most, tp.maxValue)
+	}
+	if global > 0 && (most == 0 || global < most) {
+		return global
+	}
+	return most
+}
+
 // checkFooter compares the file's size and footer SHA-256 (of the thrift
 // FileMetaData, its 4-byte length and "PAR1") with the plan's record.
 func checkFooter(path string, m plan.SourceFile) error {

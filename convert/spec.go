@@ -66,6 +66,15 @@ type Spec struct {
 // number of values per sample: the number of stacked columns, or the fixed
 // list length. When omitted it defaults to [] for one scalar column, [k] for k
 // stacked columns, and [max_len] for bytes in pad mode; a list needs it.
+//
+// MaxValueBytes (max_value_bytes, 0 = none) bounds the length of one
+// BYTE_ARRAY value the tensor reads. It is enforced inside pqread, before
+// the value is copied out of its page (pqread.Limits.MaxValueBytes, an error
+// wrapping pqread.ErrLimit naming file, column, row group, page, row and
+// length) whenever every tensor reading a BYTE_ARRAY column sets one (the
+// reader then uses the largest); a tensor with a smaller limit than the
+// largest, or beside an unlimited one, is held to its own after decoding
+// (ErrValue naming the row and length).
 type TensorSpec struct {
 	Name          string       `yaml:"name" json:"name"`
 	Column        string       `yaml:"column,omitempty" json:"column,omitempty"`

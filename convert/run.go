@@ -66,6 +66,10 @@ type Options struct {
 	// both are serialised (never called concurrently).
 	OnStage  func(stage string, totalRows, totalBytes int64)
 	Progress func(stage string, rows, bytes int64)
+	// OnShard is called in stage 2 when shard (epoch, rank) starts being
+	// written (done false) and once it is committed (done true); serialised
+	// with Progress. Up to Jobs shards are in flight at a time.
+	OnShard func(epoch, rank int, done bool)
 }
 
 // Summary reports a finished run. JSON field names are stable (used by
@@ -278,6 +282,16 @@ func (r *runner) progress(stage string, rows, bytes int64) {
 	r.progMu.Unlock()
 }
 
+// shardEvent reports a shard's start or commit to Options.OnShard.
+func (r *runner) shardEvent(k shardKey, done bool) {
+	if r.o.OnShard == nil {
+		return
+	}
+	r.progMu.Lock()
+	r.o.OnShard(k.epoch, k.rank, done)
+	r.progMu.Unlock()
+}
+
 func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	out := r.o.Output
 	// Leftovers of killed runs: staging and temporary shard/manifest files.
@@ -329,6 +343,16 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		r.manifest = &shardfmt.Manifest{Format: shardfmt.ManifestFormat, ToolVersion: r.o.ToolVersion,
 			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.spec.Hash(),
 			Spec: r.spec, BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
+		for _, f := range r.p.Source.EmptyFiles {
+			r.manifest.EmptyFiles = append(r.manifest.EmptyFiles, shardfmt.EmptyFile{Path: f.Path})
+		}
+		for e := 0; e < r.p.Config.Epochs && r.p.Derived.DroppedPerEpoch > 0; e++ {
+			ids, err := r.p.Dropped(e)
+			if err != nil {
+				return err
+			}
+			r.manifest.Dropped = append(r.manifest.Dropped, shardfmt.DroppedIDs{Epoch: e, IDs: ids})
+		}
 	}
 
 	var todo []shardKey
@@ -497,6 +521,7 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 				if ctx.Err() != nil {
 					continue
 				}
+				r.shardEvent(k, false)
 				if err := r.writeShard(ctx, k, set, bufs); err != nil {
 					errMu.Lock()
 					if firstErr == nil {
@@ -504,7 +529,9 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 					}
 					errMu.Unlock()
 					cancel()
+					continue
 				}
+				r.shardEvent(k, true)
 			}
 		}()
 	}
@@ -538,10 +565,7 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	}()
 	geo := w.Geometry()
 	block := make([]byte, geo.BlockSize)
-	sb := make([]int, len(r.tensors))
-	for t := range r.tensors {
-		sb[t] = int(geo.SampleBytes[t])
-	}
+	ga := newGatherer(bufs, set, geo)
 	var ids []uint64
 	var rows int64
 	for step := 0; step < steps; step++ {
@@ -556,13 +580,8 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 		if len(ids) < geo.BatchSize {
 			clear(block)
 		}
-		for i, id := range ids {
-			o := int(set.rank(id)) * bufs.rec
-			rec := bufs.data[o : o+bufs.rec]
-			for t, n := range sb {
-				dst := int(geo.SlabOffset[t]) + i*n
-				copy(block[dst:dst+n], rec[bufs.off[t]:])
-			}
+		if err := ga.gather(block, ids); err != nil {
+			return err
 		}
 		if err := w.WriteBatch(block, ids, pads); err != nil {
 			return err

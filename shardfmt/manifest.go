@@ -39,6 +39,27 @@ type Manifest struct {
 	BatchSize         int          `json:"batch_size,omitempty"` // per-rank batch size b
 	Tensors           []TensorInfo `json:"tensors"`
 	Shards            []ShardEntry `json:"shards"` // sorted by (epoch, rank)
+	// EmptyFiles lists the source files (relative paths, as in the plan)
+	// that hold zero rows: they are part of the source fingerprint but
+	// contribute no samples. Omitted when there are none.
+	EmptyFiles []EmptyFile `json:"empty_files,omitempty"`
+	// Dropped lists, per epoch of the plan, the sample ids that remainder
+	// "drop" leaves out of that epoch, in the epoch's order. Omitted when
+	// the plan drops nothing.
+	Dropped []DroppedIDs `json:"dropped,omitempty"`
+}
+
+// EmptyFile is a source file with no rows, recorded in the manifest.
+type EmptyFile struct {
+	Path string `json:"path"` // relative to the source root, slash-separated
+	Rows int64  `json:"rows"` // always 0
+}
+
+// DroppedIDs is one epoch's dropped sample ids (global row indices in
+// source order), recorded in the manifest.
+type DroppedIDs struct {
+	Epoch int      `json:"epoch"`
+	IDs   []uint64 `json:"ids"`
 }
 
 // Shard returns the entry for (epoch, rank) and whether it exists.

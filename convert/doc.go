@@ -46,6 +46,8 @@
 // bytes depend only on the plan, the spec and the source, never on Jobs.
 // After each committed shard (temporary name, fsync, rename) the manifest is
 // rewritten atomically, so it never lists a half-written shard.
+// Options.OnShard reports each shard's start and commit (the CLI labels its
+// write bar "epoch e rank r" with them).
 //
 // # Output directory
 //

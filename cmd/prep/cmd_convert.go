@@ -120,6 +120,14 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		return err
 	}
 	var bar *progress
+	// The write stage draws one bar over all shards, labelled with the
+	// shard written last started: shards are written Jobs at a time, so
+	// one bar per shard would interleave on the terminal.
+	var shardsDone, shardsTotal int
+	shardLabel := func(epoch, rank int) string {
+		return fmt.Sprintf("write epoch %d rank %d (%d/%d shards)", epoch, rank, shardsDone, shardsTotal)
+	}
+	lastEpoch, lastRank := 0, 0
 	opts := convert.Options{
 		Plan: p, PlanBytes: planBytes, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
 		Jobs: o.jobs, MemoryLimit: mem, Force: o.force,
@@ -130,7 +138,18 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 				bar = g.newProgress("decode", rows)
 			} else {
 				bar = g.newProgress("write", bytes)
+				if per := int64(p.Steps()) * int64(p.BatchSize()); per > 0 {
+					shardsTotal = int(rows / per)
+				}
 			}
+		},
+		OnShard: func(epoch, rank int, done bool) {
+			if done {
+				shardsDone++
+			} else {
+				lastEpoch, lastRank = epoch, rank
+			}
+			bar.SetLabel(shardLabel(lastEpoch, lastRank))
 		},
 		Progress: func(stage string, rows, bytes int64) {
 			if stage == convert.StageDecode {

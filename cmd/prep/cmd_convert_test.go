@@ -170,3 +170,18 @@ func TestConvertMetricsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressLabel: the write bar's description carries the shard label
+// before the rate, and keeps it as progress is added.
+func TestProgressLabel(t *testing.T) {
+	var errb strings.Builder
+	g := &globalOptions{stderr: &errb, progress: "always"}
+	bar := g.newProgress("write", 1000)
+	bar.SetLabel("write epoch 1 rank 3 (2/4 shards)")
+	bar.Add(10, 100)
+	if d := bar.bar.State().Description; !strings.HasPrefix(d, "write epoch 1 rank 3 (2/4 shards) ") || !strings.HasSuffix(d, "rows/s") {
+		t.Errorf("description %q", d)
+	}
+	var none *progress
+	none.SetLabel("x") // nil-safe like Add and Finish
+}

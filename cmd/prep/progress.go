@@ -13,6 +13,7 @@ type progress struct {
 	bar   *progressbar.ProgressBar
 	rows  int64
 	start time.Time
+	label string // shown before the rate, e.g. "epoch 0 rank 3"
 }
 
 // newProgress returns a bar for a step of totalBytes bytes, or nil when
@@ -41,10 +42,29 @@ func (p *progress) Add(rows, bytes int64) {
 		return
 	}
 	p.rows += rows
-	if el := time.Since(p.start).Seconds(); el > 0 {
-		p.bar.Describe(formatRate(p.rows, el))
-	}
+	p.describe()
 	_ = p.bar.Add64(bytes)
+}
+
+// SetLabel shows label before the rate in the bar's description ("" for
+// none). Same serialisation rule as Add.
+func (p *progress) SetLabel(label string) {
+	if p == nil {
+		return
+	}
+	p.label = label
+	p.describe()
+}
+
+func (p *progress) describe() {
+	d := p.label
+	if el := time.Since(p.start).Seconds(); el > 0 {
+		if d != "" {
+			d += " "
+		}
+		d += formatRate(p.rows, el)
+	}
+	p.bar.Describe(d)
 }
 
 // Finish completes and clears the bar.

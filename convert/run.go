@@ -565,7 +565,10 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	}()
 	geo := w.Geometry()
 	block := make([]byte, geo.BlockSize)
-	ga := newGatherer(bufs, set, geo)
+	sb := make([]int, len(r.tensors))
+	for t := range r.tensors {
+		sb[t] = int(geo.SampleBytes[t])
+	}
 	var ids []uint64
 	var rows int64
 	for step := 0; step < steps; step++ {
@@ -580,8 +583,13 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 		if len(ids) < geo.BatchSize {
 			clear(block)
 		}
-		if err := ga.gather(block, ids); err != nil {
-			return err
+		for i, id := range ids {
+			o := int(set.rank(id)) * bufs.rec
+			rec := bufs.data[o : o+bufs.rec]
+			for t, n := range sb {
+				dst := int(geo.SlabOffset[t]) + i*n
+				copy(block[dst:dst+n], rec[bufs.off[t]:])
+			}
 		}
 		if err := w.WriteBatch(block, ids, pads); err != nil {
 			return err

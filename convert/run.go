@@ -565,10 +565,7 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	}()
 	geo := w.Geometry()
 	block := make([]byte, geo.BlockSize)
-	sb := make([]int, len(r.tensors))
-	for t := range r.tensors {
-		sb[t] = int(geo.SampleBytes[t])
-	}
+	ga := newGatherer(bufs, set, geo)
 	var ids []uint64
 	var rows int64
 	for step := 0; step < steps; step++ {
@@ -583,13 +580,8 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 		if len(ids) < geo.BatchSize {
 			clear(block)
 		}
-		for i, id := range ids {
-			o := int(set.rank(id)) * bufs.rec
-			rec := bufs.data[o : o+bufs.rec]
-			for t, n := range sb {
-				dst := int(geo.SlabOffset[t]) + i*n
-				copy(block[dst:dst+n], rec[bufs.off[t]:])
-			}
+		if err := ga.gather(block, ids); err != nil {
+			return err
 		}
 		if err := w.WriteBatch(block, ids, pads); err != nil {
 			return err

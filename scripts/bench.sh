@@ -10,7 +10,8 @@
 # BENCHMARKS.md; the script goes on with the rest.
 #
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
-# list of stages: limits,peers,plan,convert,verify,gpuload).
+# list of stages: convert (with its peers and limits), plan, verify, gpuload;
+# verify and gpuload read the shard set the convert stage wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}

@@ -79,6 +79,9 @@ func main() {
 	want := func(s string) bool { return len(stages) == 0 || stages[s] }
 
 	saved := filepath.Join(d.cache, "results.json")
+	if !filepath.IsAbs(*out) {
+		*out = filepath.Join(abs, *out)
+	}
 	if *render {
 		b, err := os.ReadFile(saved)
 		if err != nil {
@@ -88,7 +91,7 @@ func main() {
 		if err := json.Unmarshal(b, rep); err != nil {
 			log.Fatalf("decoding %s: %v", saved, err)
 		}
-		if err := os.WriteFile(filepath.Join(abs, *out), []byte(rep.render()), 0o644); err != nil {
+		if err := os.WriteFile(*out, []byte(rep.render()), 0o644); err != nil {
 			log.Fatal(err)
 		}
 		d.logf("rendered %s from %s", *out, saved)
@@ -104,49 +107,50 @@ func main() {
 		rep.Inputs[v.Name] = in
 	}
 
-	if want("limits") {
+	// Measurement groups: rows compared with each other run interleaved.
+	if want("convert") {
 		rep.Limits = d.limitRows()
-	}
-	if want("peers") {
 		rep.Peers = d.peerRows()
+		rep.Convert, rep.Scaling = d.convertRows(rep)
+		byID := map[string]*Row{}
+		for _, r := range rep.all() {
+			byID[r.ID] = r
+		}
+		d.measureAll([]*Row{byID["memcpy"], byID["read-parquet"]})
+		for _, v := range gen.Variants {
+			g := []*Row{byID["decompress-"+v.Name], byID["pqarrow-"+v.Name], byID["generic-"+v.Name], byID["convert-"+v.Name]}
+			if v.Name == "req-plain-snappy" {
+				g = append(g, byID["convert-j1"])
+			}
+			d.measureAll(g)
+		}
+		d.measureAll([]*Row{byID["convert-10x"]})
 	}
 	if want("plan") {
 		rep.Plan = d.planRows()
-	}
-	if want("convert") {
-		rep.Convert, rep.Scaling = d.convertRows(rep)
+		d.measureAll(rep.Plan)
 	}
 	dir, planPath := d.shardSet()
 	rep.ShardSet, _ = filepath.Rel(abs, dir)
 	if want("verify") {
 		rep.Verify = d.verifyRows(dir, planPath)
+		d.measureAll(rep.Verify)
 	}
 	if want("gpuload") {
 		rep.Gpuload = d.gpuloadRows(dir)
+		d.measureAll(rep.Gpuload)
 	}
-	rep.Profiles = d.profiles(rep, dir)
+	rep.Profiles = d.profiles(rep, dir, planPath)
 	rep.Elapsed = time.Since(d.start)
 	if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
 		os.WriteFile(saved, b, 0o644)
 	}
 
 	text := rep.render()
-	if err := os.WriteFile(filepath.Join(abs, *out), []byte(text), 0o644); err != nil {
+	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	d.logf("wrote %s", *out)
-}
-
-func (d *driver) measureAll(rows []*Row) []*Row {
-	for _, r := range rows {
-		if r.Runs == 0 {
-			r.Runs = d.runs
-		}
-		if r.Err == "" {
-			d.measure(r)
-		}
-	}
-	return rows
 }
 
 func (d *driver) missing(name string) string {
@@ -170,7 +174,7 @@ func (d *driver) limitRows() []*Row {
 			r.Err = d.missing("bench/cmd/peers")
 		}
 	}
-	return d.measureAll(rows)
+	return rows
 }
 
 func (d *driver) peerRows() []*Row {
@@ -188,7 +192,7 @@ func (d *driver) peerRows() []*Row {
 			r.Err = d.missing("bench/cmd/peers")
 		}
 	}
-	return d.measureAll(rows)
+	return rows
 }
 
 // planArgs is the plan every convert row uses: one epoch, world size 8 (the
@@ -217,7 +221,7 @@ func (d *driver) planRows() []*Row {
 		pr.Err = d.missing("cmd/prep")
 	}
 	rows = append(rows, pr)
-	return d.measureAll(rows)
+	return rows
 }
 
 const specReq = `# bench: Required/PLAIN layout
@@ -271,14 +275,12 @@ func (d *driver) convertRows(rep *report) (rows, scaling []*Row) {
 		in := rep.Inputs[v.Name]
 		rows = append(rows, d.convertRow("convert-"+v.Name, "`prep convert` --jobs 2: "+v.Name, d.input(v.Name), specs[v.Optional], 2, in.Rows, in.UncompressedBytes))
 	}
-	rows = d.measureAll(rows)
 	in := rep.Inputs["req-plain-snappy"]
 	j1 := d.convertRow("convert-j1", "`prep convert` --jobs 1: req-plain-snappy", d.input("req-plain-snappy"), specs[false], 1, in.Rows, in.UncompressedBytes)
 	big := d.convertRow("convert-10x", "`prep convert` --jobs 2: 10x input (10 hard links of req-plain-snappy, 20,000,000 rows)",
 		filepath.Join(d.data, "big"), specs[false], 2, 10*in.Rows, 10*in.UncompressedBytes)
 	big.Note = "the 10x row has no warm-up run"
-	scaling = d.measureAll([]*Row{j1, big})
-	return rows, scaling
+	return rows, []*Row{j1, big}
 }
 
 // shardSet is the shard set verify and gpuload read, and its plan: the
@@ -312,7 +314,7 @@ func (d *driver) verifyRows(dir, planPath string) []*Row {
 	if !d.has("prep") {
 		rows[0].Err = d.missing("cmd/prep")
 	}
-	return d.measureAll(rows)
+	return rows
 }
 
 func (d *driver) gpuloadRows(dir string) []*Row {
@@ -333,7 +335,7 @@ func (d *driver) gpuloadRows(dir string) []*Row {
 	if !d.has("loadbench") && rows[0].Err == "" {
 		rows[0].Err, rows[1].Err = d.missing("bench/cmd/loadbench"), d.missing("bench/cmd/loadbench")
 	}
-	return d.measureAll(rows)
+	return rows
 }
 
 func dirSize(dir string) (int64, error) {
@@ -360,9 +362,9 @@ type profile struct {
 
 // profiles takes a CPU profile (in-process, bench/cmd/profbench) of each
 // stage that missed its target and summarizes it with `go tool pprof -top`.
-func (d *driver) profiles(rep *report, dir string) []profile {
+func (d *driver) profiles(rep *report, dir, planPath string) []profile {
 	var out []profile
-	for _, t := range rep.targets(dir) {
+	for _, t := range rep.targets(dir, planPath) {
 		if t.Met || t.Profile == nil {
 			continue
 		}

@@ -51,44 +51,74 @@ type Row struct {
 	Err     string // why the row has no figures
 }
 
-// measure runs r.Runs times (plus warm-up) and fills the figures; a failed
-// run stops the row and records the error.
-func (d *driver) measure(r *Row) {
-	if d.overBudget() {
-		r.Err = "not measured: time budget of make bench spent"
-		return
-	}
-	d.logf("%s: %s", r.ID, strings.Join(r.Argv, " "))
-	total := r.Runs
-	if r.Warmup {
-		total++
-	}
-	for i := range total {
-		if r.Setup != nil {
-			if err := r.Setup(); err != nil {
-				r.Err = "setup failed: " + err.Error()
-				return
-			}
+// measureAll measures a group of related rows with their runs interleaved
+// (run 1 of every row, then run 2 of every row, ...) after the warm-up runs,
+// so the ratios within a group compare runs taken minutes apart at most,
+// under the same background load. A failed run stops its row only.
+func (d *driver) measureAll(rows []*Row) {
+	var active []*Row
+	for _, r := range rows {
+		if r.Runs == 0 {
+			r.Runs = d.runs
 		}
-		wall, cpu, rss, res, err := d.runOnce(r)
-		if err != nil {
-			r.Err = err.Error()
-			return
-		}
-		if r.Warmup && i == 0 {
+		if r.Err != "" {
 			continue
 		}
-		t := wall
-		if r.Timing == Inner {
-			t = res.Seconds
+		if d.overBudget() {
+			r.Err = "not measured: time budget of make bench spent"
+			continue
 		}
-		r.Times = append(r.Times, t)
-		r.Walls = append(r.Walls, wall)
-		r.CPU = append(r.CPU, cpu)
-		r.RSS = append(r.RSS, rss)
-		r.Results = append(r.Results, res)
+		active = append(active, r)
 	}
-	d.logf("%s: median %.3fs, %s", r.ID, r.Median(), r.RateString())
+	for _, r := range active {
+		d.logf("%s: %s", r.ID, strings.Join(r.Argv, " "))
+		if r.Warmup {
+			d.step(r, true)
+		}
+	}
+	for more := true; more; {
+		more = false
+		for _, r := range active {
+			if r.Err == "" && len(r.Times) < r.Runs {
+				d.step(r, false)
+				more = true
+			}
+		}
+	}
+	for _, r := range active {
+		if r.OK() {
+			d.logf("%s: median %.3fs, %s", r.ID, r.Median(), r.RateString())
+		} else {
+			d.logf("%s: %s", r.ID, r.Err)
+		}
+	}
+}
+
+// step runs r once (after its Setup) and records the figures unless warm.
+func (d *driver) step(r *Row, warm bool) {
+	if r.Setup != nil {
+		if err := r.Setup(); err != nil {
+			r.Err = "setup failed: " + err.Error()
+			return
+		}
+	}
+	wall, cpu, rss, res, err := d.runOnce(r)
+	if err != nil {
+		r.Err = err.Error()
+		return
+	}
+	if warm {
+		return
+	}
+	t := wall
+	if r.Timing == Inner {
+		t = res.Seconds
+	}
+	r.Times = append(r.Times, t)
+	r.Walls = append(r.Walls, wall)
+	r.CPU = append(r.CPU, cpu)
+	r.RSS = append(r.RSS, rss)
+	r.Results = append(r.Results, res)
 }
 
 func (d *driver) runOnce(r *Row) (wall, cpu float64, rss int64, res result.Result, err error) {

@@ -2,7 +2,7 @@
 // (runtime/pprof), for the "where the time goes" section of BENCHMARKS.md:
 //
 //	profbench -cpuprofile FILE convert --plan P --spec S -o OUT [--jobs N]
-//	profbench -cpuprofile FILE verify DIR
+//	profbench -cpuprofile FILE verify DIR PLAN
 //	profbench -cpuprofile FILE load DIR
 //	profbench -cpuprofile FILE perm
 //
@@ -78,10 +78,10 @@ func run(stage string, args []string) error {
 		_, err = convert.Run(ctx, convert.Options{Plan: p, Spec: spec, Output: *out, Jobs: *jobs, ToolVersion: "profbench"})
 		return err
 	case "verify":
-		if len(args) != 1 {
-			return fmt.Errorf("verify wants DIR")
+		if len(args) != 2 {
+			return fmt.Errorf("verify wants DIR PLAN")
 		}
-		rep, err := verify.Run(ctx, verify.Options{Dir: args[0], Jobs: 2})
+		rep, err := verify.Run(ctx, verify.Options{Dir: args[0], PlanPath: args[1], Jobs: 2})
 		if err != nil {
 			return err
 		}

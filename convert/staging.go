@@ -80,20 +80,10 @@ func reserveSpace(f *os.File, size int64) error {
 	return fmt.Errorf("reserving %d bytes for staging file %s: %w", size, f.Name(), err)
 }
 
-// fallocate is unix.Fallocate with mode 0 over [0, size), retried on EINTR.
+// fallocate reserves [0, size) of f (fallocate_linux.go, fallocate_other.go).
 // It is a variable so tests can stand in for a file system without
 // fallocate support.
-var fallocate = func(f *os.File, size int64) error {
-	for {
-		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
-		if err != unix.EINTR {
-			if err != nil {
-				return os.NewSyscallError("fallocate", err)
-			}
-			return nil
-		}
-	}
-}
+var fallocate = fallocateFile
 
 // writeZeros writes size zero bytes at the start of f, so the file system
 // allocates every block.

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package convert
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// fallocateFile reports EOPNOTSUPP where fallocate(2) does not exist, so
+// reserveSpace writes zeros instead.
+func fallocateFile(f *os.File, size int64) error {
+	return os.NewSyscallError("fallocate", unix.EOPNOTSUPP)
+}

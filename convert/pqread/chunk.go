@@ -775,6 +775,9 @@ func (r *chunkReader) assemble() (*Column, error) {
 	}
 
 	dList := r.l.dList
+	if r.maxDef > dList && len(r.defs) == len(r.reps) && allLevels(r.defs, uint8(r.maxDef)) {
+		return r.assembleDense(c, nv)
+	}
 	offsets := make([]int64, 0, min(r.rgRows, int64(len(r.reps)))+1)
 	rowValid := make([]bool, 0, cap(offsets))
 	elemValid := make([]bool, 0, len(r.defs))
@@ -827,4 +830,64 @@ func (r *chunkReader) assemble() (*Column, error) {
 		r.vals.fill(c, nil)
 	}
 	return c, nil
+}
+
+// assembleDense is assemble for a list chunk whose every level entry is a
+// present element (all definition levels at the maximum: no null or empty
+// list, no null element), the common case: a row starts at each repetition
+// level 0, and no validity is kept. It checks what assemble checks.
+func (r *chunkReader) assembleDense(c *Column, nv int) (*Column, error) {
+	if len(r.reps) > 0 && r.reps[0] != 0 {
+		return nil, corruptf("column chunk starts in the middle of a list")
+	}
+	if nv != len(r.reps) {
+		return nil, corruptf("%d values for %d non-null elements", nv, len(r.reps))
+	}
+	offsets := make([]int64, 0, min(r.rgRows, int64(len(r.reps)))+1)
+	reps := r.reps
+	i := 0
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(reps); i += 8 {
+		// Skip eight continuing elements at once: w has a zero byte
+		// exactly when (w-ones) &^ w has a high bit set.
+		if w := binary.LittleEndian.Uint64(reps[i:]); (w-ones)&^w&highs == 0 {
+			continue
+		}
+		for k, rp := range reps[i : i+8] {
+			if rp == 0 {
+				offsets = append(offsets, int64(i+k))
+			}
+		}
+	}
+	for ; i < len(reps); i++ {
+		if reps[i] == 0 {
+			offsets = append(offsets, int64(i))
+		}
+	}
+	offsets = append(offsets, int64(len(reps)))
+	if rows := int64(len(offsets) - 1); rows != r.rgRows {
+		return nil, corruptf("column chunk holds %d rows, row group has %d", rows, r.rgRows)
+	}
+	c.Rows = int(r.rgRows)
+	c.Offsets = offsets
+	r.vals.fill(c, nil)
+	return c, nil
+}
+
+// allLevels reports whether every level in v equals x, comparing eight
+// levels at a time.
+func allLevels(v []uint8, x uint8) bool {
+	pat := uint64(x) * 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		if binary.LittleEndian.Uint64(v[i:]) != pat {
+			return false
+		}
+	}
+	for ; i < len(v); i++ {
+		if v[i] != x {
+			return false
+		}
+	}
+	return true
 }

@@ -59,3 +59,47 @@ func TestDeltaDecodeHandVectors(t *testing.T) {
 		t.Fatalf("wrap: %v %v", got, err)
 	}
 }
+
+type denseListRow struct {
+	V []int32 `parquet:"v,list"`
+}
+
+// A list chunk without nulls or empty lists takes the dense assembly path:
+// row starts found eight repetition levels at a time must match row
+// lengths of 1 to 19 exactly, including rows starting in every byte of a
+// word and a chunk whose length is not a multiple of eight.
+func TestDenseListAssembly(t *testing.T) {
+	var rows []denseListRow
+	var want []int32
+	var lens []int
+	x := int32(0)
+	for i := 0; i < 1001; i++ {
+		n := 1 + (i*7)%19
+		v := make([]int32, n)
+		for k := range v {
+			v[k] = x
+			x++
+		}
+		want = append(want, v...)
+		lens = append(lens, n)
+		rows = append(rows, denseListRow{V: v})
+	}
+	f := mustOpen(t, writeParquet(t, rows))
+	c, err := f.ReadColumn(0, f.Columns()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rows != len(rows) || c.RowValid != nil || c.ElemValid != nil || len(c.Int32) != len(want) {
+		t.Fatalf("rows %d, values %d, validity %v %v", c.Rows, len(c.Int32), c.RowValid != nil, c.ElemValid != nil)
+	}
+	for i, n := range lens {
+		if got := c.Offsets[i+1] - c.Offsets[i]; got != int64(n) {
+			t.Fatalf("row %d has %d elements, want %d", i, got, n)
+		}
+	}
+	for k, v := range want {
+		if c.Int32[k] != v {
+			t.Fatalf("value %d = %d, want %d", k, c.Int32[k], v)
+		}
+	}
+}

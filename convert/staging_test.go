@@ -119,3 +119,27 @@ func TestStagingDiskFull(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCreateStaging measures reserving and mapping 256 MiB of staging,
+// with fallocate and with the zero-fill fallback.
+func BenchmarkCreateStaging(b *testing.B) {
+	const size = 256 << 20
+	for _, fallback := range []bool{false, true} {
+		b.Run(fmt.Sprintf("zero-fill=%v", fallback), func(b *testing.B) {
+			if fallback {
+				old := fallocate
+				fallocate = func(*os.File, int64) error { return os.NewSyscallError("fallocate", unix.EOPNOTSUPP) }
+				defer func() { fallocate = old }()
+			}
+			b.SetBytes(size)
+			dir := b.TempDir()
+			for i := 0; i < b.N; i++ {
+				st, err := createStaging(filepath.Join(dir, "s"), size)
+				if err != nil {
+					b.Fatal(err)
+				}
+				st.remove()
+			}
+		})
+	}
+}

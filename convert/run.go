@@ -716,23 +716,47 @@ func removeEmptyDirs(out string) {
 // neededIDs returns the set of sample ids the shards in todo hold.
 func neededIDs(ctx context.Context, p *plan.Plan, todo []shardKey) (*idSet, error) {
 	set := newIDSet(p.NumSamples())
-	// Shortcut: when every rank of some epoch is requested and the plan
-	// drops nothing, that epoch alone holds every id.
-	if p.Derived.DroppedPerEpoch == 0 {
-		ranks := map[int]map[int]bool{}
-		for _, k := range todo {
-			if ranks[k.epoch] == nil {
-				ranks[k.epoch] = map[int]bool{}
-			}
-			ranks[k.epoch][k.rank] = true
+	// Shortcut: when every rank of some epoch is requested, that epoch
+	// holds every id but the ones it drops (remainder drop: fewer than a
+	// global batch, listed by Plan.Dropped), and a dropped id is needed only
+	// if another requested shard holds it (Plan.Position).
+	ranks := map[int]map[int]bool{}
+	for _, k := range todo {
+		if ranks[k.epoch] == nil {
+			ranks[k.epoch] = map[int]bool{}
 		}
-		for _, rs := range ranks {
-			if len(rs) == p.Config.WorldSize {
-				set.fill()
-				set.seal()
-				return set, nil
+		ranks[k.epoch][k.rank] = true
+	}
+	for e, rs := range ranks {
+		if len(rs) != p.Config.WorldSize {
+			continue
+		}
+		dropped, err := p.Dropped(e)
+		if err != nil {
+			return nil, err
+		}
+		set.fill()
+		for _, id := range dropped {
+			held := false
+			for e2, rs2 := range ranks {
+				if e2 == e {
+					continue
+				}
+				pos, err := p.Position(e2, id)
+				if err != nil {
+					return nil, err
+				}
+				if !pos.Dropped && rs2[pos.Rank] {
+					held = true
+					break
+				}
+			}
+			if !held {
+				set.words[id>>6] &^= 1 << (id & 63)
 			}
 		}
+		set.seal()
+		return set, nil
 	}
 	var ids []uint64
 	var err error

@@ -1,0 +1,49 @@
+package convert
+
+import (
+	"context"
+	"testing"
+
+	"github.com/prepml/prep/plan"
+)
+
+// The needed-id set taken from Plan.Dropped (every rank of an epoch
+// requested) equals the set of ids the requested shards hold, batch by
+// batch, also when another requested epoch holds an id the first one drops.
+func TestNeededIDsWithDrops(t *testing.T) {
+	cfg := plan.Config{Seed: 3, Epochs: 3, GlobalBatch: 96, WorldSize: 4, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop}
+	p, _ := fixture(t, cfg) // 1000 rows: 40 dropped per epoch
+	if p.Derived.DroppedPerEpoch == 0 {
+		t.Fatal("fixture drops nothing")
+	}
+	for _, todo := range [][]shardKey{
+		{{0, 0}, {0, 1}, {0, 2}, {0, 3}},
+		{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 2}},
+		{{1, 3}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {0, 1}},
+		{{1, 1}, {2, 2}},
+	} {
+		got, err := neededIDs(context.Background(), p, todo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := newIDSet(p.NumSamples())
+		var ids []uint64
+		for _, k := range todo {
+			for step := 0; step < p.Steps(); step++ {
+				ids, _, _ = p.RankBatch(k.epoch, k.rank, step, ids)
+				for _, id := range ids {
+					want.add(id)
+				}
+			}
+		}
+		want.seal()
+		if got.count != want.count {
+			t.Errorf("%v: %d ids, want %d", todo, got.count, want.count)
+		}
+		for id := uint64(0); id < p.NumSamples(); id++ {
+			if got.has(id) != want.has(id) {
+				t.Fatalf("%v: id %d needed = %v, want %v", todo, id, got.has(id), want.has(id))
+			}
+		}
+	}
+}

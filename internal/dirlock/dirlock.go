@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrHeld is wrapped by *HeldError.
@@ -70,7 +71,7 @@ func Acquire(path string) (*Lock, error) {
 			return nil, fmt.Errorf("opening lock file: %w", err)
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			owner := readOwner(f)
+			owner := readHolder(f)
 			f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
 				return nil, &HeldError{Path: path, Holder: owner}
@@ -92,18 +93,45 @@ func Acquire(path string) (*Lock, error) {
 		if o := readOwner(f); o.PID != 0 || o.Host != "" {
 			l.Stale = &o
 		}
+		// One write replaces the owner, then the file is cut to its length:
+		// a concurrent reader sees the old owner or the new one (followed
+		// briefly by the old tail, which readOwner ignores), never nothing.
 		host, _ := os.Hostname()
-		if err := f.Truncate(0); err != nil {
+		me := fmt.Sprintf("%d %s\n", os.Getpid(), host)
+		if _, err := f.WriteAt([]byte(me), 0); err != nil {
 			l.Release()
 			return nil, fmt.Errorf("writing lock file: %w", err)
 		}
-		if _, err := f.WriteAt([]byte(fmt.Sprintf("%d %s\n", os.Getpid(), host)), 0); err != nil {
+		if err := f.Truncate(int64(len(me))); err != nil {
 			l.Release()
 			return nil, fmt.Errorf("writing lock file: %w", err)
 		}
 		return l, nil
 	}
 	return nil, fmt.Errorf("locking %s: lock file keeps being replaced", path)
+}
+
+// holderWait bounds how long readHolder waits for a new holder to record
+// itself: the holder takes the flock first and writes its pid and host just
+// after.
+const holderWait = 200 * time.Millisecond
+
+// readHolder reads the owner of a lock that another process holds. Right
+// after taking the flock the holder has not yet written itself: the file is
+// empty (new) or names the dead owner of a stale lock. readHolder re-reads
+// until it names a process that is alive (or on another host), for at most
+// holderWait, and then returns what the file says.
+func readHolder(f *os.File) Owner {
+	host, _ := os.Hostname()
+	deadline := time.Now().Add(holderWait)
+	for {
+		o := readOwner(f)
+		settled := o.PID > 0 && (o.Host != host || syscall.Kill(o.PID, 0) != syscall.ESRCH)
+		if settled || time.Now().After(deadline) {
+			return o
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 func readOwner(f *os.File) Owner {

@@ -129,24 +129,27 @@ func (o *planOptions) config() (plan.Config, error) {
 
 // planSummary is the --json output of prep plan.
 type planSummary struct {
-	Plan              string   `json:"plan"`
-	Samples           uint64   `json:"samples"`
-	Files             int      `json:"files"`
-	EmptyFiles        []string `json:"empty_files"`
-	RowGroups         int      `json:"row_groups"`
-	Epochs            int      `json:"epochs"`
-	GlobalBatch       int      `json:"global_batch"`
-	BatchSize         int      `json:"batch_size"`
-	WorldSize         int      `json:"world_size"`
-	Workers           int      `json:"workers"`
-	Shuffle           string   `json:"shuffle"`
-	Remainder         string   `json:"remainder"`
-	StepsPerEpoch     int      `json:"steps_per_epoch"`
-	DroppedPerEpoch   uint64   `json:"dropped_per_epoch"`
-	PaddedPerEpoch    uint64   `json:"padded_per_epoch"`
-	Fingerprint       string   `json:"fingerprint"`
-	OrderFingerprint  string   `json:"order_fingerprint"`
-	SourceFingerprint string   `json:"source_fingerprint"`
+	Plan            string   `json:"plan"`
+	Samples         uint64   `json:"samples"`
+	Files           int      `json:"files"`
+	EmptyFiles      []string `json:"empty_files"`
+	RowGroups       int      `json:"row_groups"`
+	Epochs          int      `json:"epochs"`
+	GlobalBatch     int      `json:"global_batch"`
+	BatchSize       int      `json:"batch_size"`
+	WorldSize       int      `json:"world_size"`
+	Workers         int      `json:"workers"`
+	Shuffle         string   `json:"shuffle"`
+	Remainder       string   `json:"remainder"`
+	StepsPerEpoch   int      `json:"steps_per_epoch"`
+	DroppedPerEpoch uint64   `json:"dropped_per_epoch"`
+	PaddedPerEpoch  uint64   `json:"padded_per_epoch"`
+	// IdlePairs lists the (rank, worker) pairs that produce no sample in
+	// an epoch (more ranks x workers than batches): reported, not an error.
+	IdlePairs         []rankWorker `json:"idle_pairs"`
+	Fingerprint       string       `json:"fingerprint"`
+	OrderFingerprint  string       `json:"order_fingerprint"`
+	SourceFingerprint string       `json:"source_fingerprint"`
 }
 
 func runPlan(g *globalOptions, o *planOptions) error {
@@ -182,6 +185,9 @@ func runPlan(g *globalOptions, o *planOptions) error {
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)
 	}
+	if s.IdlePairs, err = idlePairs(p); err != nil {
+		return err
+	}
 	if o.asJSON {
 		return json.NewEncoder(g.stdout).Encode(s)
 	}
@@ -201,11 +207,54 @@ func runPlan(g *globalOptions, o *planOptions) error {
 	fmt.Fprintf(w, "  steps per epoch  %d\n", s.StepsPerEpoch)
 	fmt.Fprintf(w, "  dropped          %d per epoch\n", s.DroppedPerEpoch)
 	fmt.Fprintf(w, "  padded           %d per epoch\n", s.PaddedPerEpoch)
+	if n := len(s.IdlePairs); n > 0 {
+		var names []string
+		for i, rw := range s.IdlePairs {
+			if i == 8 {
+				names = append(names, "...")
+				break
+			}
+			names = append(names, fmt.Sprintf("rank %d worker %d", rw.Rank, rw.Worker))
+		}
+		fmt.Fprintf(w, "  idle workers     %d of %d (rank, worker) pairs get no samples: %s\n", n, s.WorldSize*s.Workers, strings.Join(names, ", "))
+	}
 	if len(p.Derived.PartitionRows) > 0 {
 		fmt.Fprintf(w, "  partition rows   %v\n", p.Derived.PartitionRows)
 	}
 	fmt.Fprintf(w, "  fingerprint      %s\n", s.Fingerprint)
 	return nil
+}
+
+// rankWorker names one data-loader worker of one rank.
+type rankWorker struct {
+	Rank   int `json:"rank"`
+	Worker int `json:"worker"`
+}
+
+// idlePairs returns the (rank, worker) pairs whose steps (k mod W = worker)
+// hold no real (non-pad) sample in epoch 0. Batch sizes per (rank, step) are
+// the same in every epoch, and short or empty batches are trailing, so each
+// pair usually needs one RankBatch call.
+func idlePairs(p *plan.Plan) ([]rankWorker, error) {
+	idle := []rankWorker{}
+	var ids []uint64
+	for r := 0; r < p.Config.WorldSize; r++ {
+		for w := 0; w < p.Config.Workers; w++ {
+			empty := true
+			for k := w; k < p.Steps() && empty; k += p.Config.Workers {
+				var pads int
+				var err error
+				if ids, pads, err = p.RankBatch(0, r, k, ids); err != nil {
+					return nil, err
+				}
+				empty = len(ids)-pads == 0
+			}
+			if empty {
+				idle = append(idle, rankWorker{r, w})
+			}
+		}
+	}
+	return idle, nil
 }
 
 // planShowOptions are the flags of prep plan show.

@@ -60,7 +60,6 @@ type result struct {
 	code           int
 	signal         syscall.Signal // non-zero when the process died of a signal
 	stdout, stderr string
-	maxRSSKiB      int64 // peak resident set of the process (getrusage ru_maxrss)
 }
 
 // prep runs the binary with args and returns how it ended. It fails the test
@@ -88,9 +87,6 @@ func prepCmd(t testing.TB, cmd *exec.Cmd, args []string) result {
 		}
 	default:
 		t.Fatalf("running prep %q: %v", args, err)
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSSKiB = ru.Maxrss
 	}
 	return r
 }

@@ -490,6 +490,30 @@ func TestEmptyFilesBetweenDataFiles(t *testing.T) {
 			if want := c.strs(t, "expect", "values", "empty_files"); !slices.Equal(empties, want) {
 				t.Errorf("plan lists empty files %q, want %q", empties, want)
 			}
+			// The manifest lists them with 0 rows.
+			mb, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var man struct {
+				EmptyFiles []struct {
+					Path string `json:"path"`
+					Rows *int64 `json:"rows"`
+				} `json:"empty_files"`
+			}
+			if err := json.Unmarshal(mb, &man); err != nil {
+				t.Fatal(err)
+			}
+			var listed []string
+			for _, e := range man.EmptyFiles {
+				if e.Rows == nil || *e.Rows != 0 {
+					t.Errorf("manifest lists empty file %s without rows 0", e.Path)
+				}
+				listed = append(listed, e.Path)
+			}
+			if want := c.strs(t, "expect", "values", "empty_files"); !slices.Equal(listed, want) {
+				t.Errorf("manifest lists empty files %q, want %q", listed, want)
+			}
 		}
 	}
 	if got := fmt.Sprint(plans[0]["empty_files"]); got != "[part-1.parquet part-2.parquet]" {

@@ -231,6 +231,29 @@ func TestDeltaBinaryPackedOverflowAndWideMiniblocks(t *testing.T) {
 		t.Errorf("b sha256 %s, want %s", got, want)
 	}
 
+	// A miniblock wider than 64 bits cannot be decoded by any arithmetic:
+	// refused naming the page, never decoded into numbers.
+	{
+		b, err := os.ReadFile(filepath.Join(c.dir, "delta_int32_wide_miniblocks.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The page's delta header: block size 128, 4 miniblocks, 300
+		// values, first value and minimum delta (5-byte varints), then one
+		// width byte per miniblock (33 each).
+		at := bytes.Index(b, []byte{0x80, 0x01, 0x04, 0xac, 0x02})
+		if at < 0 || b[at+15] != 33 {
+			t.Fatalf("delta header not found at %d", at)
+		}
+		b[at+15] = 65
+		x := newRun(t, c)
+		writeFile(t, filepath.Join(x.src, "delta_int32_wide_miniblocks.parquet"), string(b))
+		x.planAll(n)
+		out, res := x.convert("b.yaml")
+		res.failed(t, append(c.strs(t, "expect", "error", "must_name"), "bit width 65")...)
+		noOutput(t, out)
+	}
+
 	w := newRun(t, c, "delta_int32_wide_miniblocks.parquet")
 	w.planAll(n)
 	out, res = w.convert("b.yaml")

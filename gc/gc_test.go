@@ -260,3 +260,49 @@ func TestParseShardPath(t *testing.T) {
 		}
 	}
 }
+
+// TestRunKeepsFilesOutsideSetListedByEditedManifest pins the fault where a
+// manifest entry edited to "../canary" made gc delete a file outside the
+// shard set: the manifest is refused, nothing is deleted and the manifest
+// is left as it was.
+func TestRunKeepsFilesOutsideSetListedByEditedManifest(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "set")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	canary := filepath.Join(parent, "canary")
+	if err := os.WriteFile(canary, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel := shardfmt.ShardFileName(0, 0)
+	if err := os.MkdirAll(filepath.Join(dir, "epoch-00000"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(rel)), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &shardfmt.Manifest{Shards: []shardfmt.ShardEntry{
+		{Path: "../canary", Epoch: 0, Rank: 1, Size: 8},
+		{Path: rel, Epoch: 0, Rank: 0, Size: 1},
+	}}
+	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, shardfmt.ManifestName))
+	for _, dry := range []bool{true, false} {
+		res, err := Run(dir, Options{KeepFromEpoch: 1, DryRun: dry})
+		if !errors.Is(err, shardfmt.ErrManifest) {
+			t.Fatalf("dry run %v: Run = %+v, %v; want an error wrapping shardfmt.ErrManifest", dry, res, err)
+		}
+	}
+	if b, err := os.ReadFile(canary); err != nil || string(b) != "precious" {
+		t.Errorf("file outside the shard set: %q, %v; want it untouched", b, err)
+	}
+	if got := listFiles(t, dir); !reflect.DeepEqual(got, []string{rel, shardfmt.ManifestName}) {
+		t.Errorf("shard set holds %v after a refused gc", got)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, shardfmt.ManifestName)); string(after) != string(before) {
+		t.Error("refused gc rewrote the manifest")
+	}
+}

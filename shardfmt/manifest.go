@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,9 +81,64 @@ func ShardFileName(epoch, rank int) string {
 	return fmt.Sprintf("epoch-%05d/rank-%05d.shard", epoch, rank)
 }
 
-// ReadManifest reads and decodes dir/manifest.json. It fails if the format
-// field is not ManifestFormat. Unknown fields are ignored.
+// ErrManifest is returned (wrapped, with the manifest path and the entry
+// concerned) by ReadManifest and Manifest.Check when a manifest's shard list
+// cannot be trusted to name files inside the shard set: a path other than
+// ShardFileName(epoch, rank) (absolute, "..", unclean or merely renamed), a
+// negative epoch, rank, batch count or size, or two entries with the same
+// path or the same (epoch, rank).
+var ErrManifest = errors.New("invalid manifest")
+
+// Check validates the shard list so that callers may join each entry's Path
+// to the shard set directory and open, replace or delete the file without
+// leaving that directory: every Path must equal ShardFileName(Epoch, Rank)
+// (FORMAT.md §Shard set), Epoch, Rank, Batches and Size must not be
+// negative, and no path or (epoch, rank) may appear twice. The error wraps
+// ErrManifest and names the entry by its index.
+func (m *Manifest) Check() error {
+	paths := make(map[string]int, len(m.Shards))
+	pairs := make(map[[2]int]int, len(m.Shards))
+	for i, s := range m.Shards {
+		switch {
+		case s.Epoch < 0 || s.Rank < 0 || s.Batches < 0 || s.Size < 0:
+			return fmt.Errorf("%w: shard %d (%q): negative epoch, rank, batch count or size", ErrManifest, i, s.Path)
+		case s.Path != ShardFileName(s.Epoch, s.Rank):
+			return fmt.Errorf("%w: shard %d: path %q is not %q, the name of epoch %d rank %d", ErrManifest, i, s.Path, ShardFileName(s.Epoch, s.Rank), s.Epoch, s.Rank)
+		}
+		if j, dup := paths[s.Path]; dup {
+			return fmt.Errorf("%w: shards %d and %d both have path %q", ErrManifest, j, i, s.Path)
+		}
+		paths[s.Path] = i
+		k := [2]int{s.Epoch, s.Rank}
+		if j, dup := pairs[k]; dup {
+			return fmt.Errorf("%w: shards %d and %d are both epoch %d rank %d", ErrManifest, j, i, s.Epoch, s.Rank)
+		}
+		pairs[k] = i
+	}
+	return nil
+}
+
+// ReadManifest reads and decodes dir/manifest.json and checks it with
+// Manifest.Check, so every entry's Path names a file inside dir. It fails
+// if the format field is not ManifestFormat (wrapping ErrManifest) or the
+// shard list is invalid (wrapping ErrManifest); a missing file gives an
+// error wrapping fs.ErrNotExist. Unknown fields are ignored.
 func ReadManifest(dir string) (*Manifest, error) {
+	m, err := ReadManifestUnchecked(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Check(); err != nil {
+		return nil, fmt.Errorf("decoding manifest %s: %w", filepath.Join(dir, ManifestName), err)
+	}
+	return m, nil
+}
+
+// ReadManifestUnchecked is ReadManifest without Manifest.Check: it only
+// decodes and checks the format field. It is for checkers that report each
+// problem of the shard list themselves (prep verify); anything that opens,
+// replaces or deletes the listed files must use ReadManifest.
+func ReadManifestUnchecked(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -93,7 +149,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("decoding manifest %s: %w", p, err)
 	}
 	if m.Format != ManifestFormat {
-		return nil, fmt.Errorf("decoding manifest %s: format %q, want %q", p, m.Format, ManifestFormat)
+		return nil, fmt.Errorf("decoding manifest %s: format %q, want %q: %w", p, m.Format, ManifestFormat, ErrManifest)
 	}
 	return &m, nil
 }

@@ -2,6 +2,7 @@ package shardfmt
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,55 @@ func TestFileDigestCoversData(t *testing.T) {
 	}
 	if d1 == d2 {
 		t.Error("digest unchanged after a data change")
+	}
+}
+
+// TestReadManifestRejectsPathsOutsideSet pins the fault where a hand-edited
+// manifest entry such as "../x" or "/etc/x" made prep gc delete, and
+// convert --force replace, a file outside the shard set: ReadManifest now
+// refuses every entry whose path is not ShardFileName(epoch, rank), while
+// ReadManifestUnchecked still decodes it for prep verify to report.
+func TestReadManifestRejectsPathsOutsideSet(t *testing.T) {
+	good := ShardEntry{Path: ShardFileName(0, 0), Epoch: 0, Rank: 0, Batches: 1, Size: 10, Digest: "sha256:00"}
+	for _, tt := range []struct {
+		name string
+		edit func(*Manifest)
+		want string
+	}{
+		{"parent path", func(m *Manifest) { m.Shards[0].Path = "../canary" }, `path "../canary" is not "epoch-00000/rank-00000.shard"`},
+		{"absolute path", func(m *Manifest) { m.Shards[0].Path = "/etc/passwd" }, `path "/etc/passwd" is not`},
+		{"unclean path", func(m *Manifest) { m.Shards[0].Path = "epoch-00000/../epoch-00000/rank-00000.shard" }, "is not"},
+		{"reserved name", func(m *Manifest) { m.Shards[0].Path = "manifest.json" }, `path "manifest.json" is not`},
+		{"path of another rank", func(m *Manifest) { m.Shards[0].Rank = 1 }, `is not "epoch-00000/rank-00001.shard", the name of epoch 0 rank 1`},
+		{"negative epoch", func(m *Manifest) { m.Shards[0].Epoch = -1 }, "negative epoch"},
+		{"negative size", func(m *Manifest) { m.Shards[0].Size = -1 }, "negative epoch, rank, batch count or size"},
+		{"duplicate entry", func(m *Manifest) { m.Shards = append(m.Shards, m.Shards[0]) }, "shards 0 and 1 both have path"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := &Manifest{PlanFingerprint: "p", Shards: []ShardEntry{good}}
+			tt.edit(m)
+			if err := WriteManifest(dir, m); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadManifest(dir)
+			if !errors.Is(err, ErrManifest) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ReadManifest error = %v, want ErrManifest containing %q", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), filepath.Join(dir, ManifestName)) {
+				t.Errorf("error %q does not name the manifest", err)
+			}
+			u, err := ReadManifestUnchecked(dir)
+			if err != nil || len(u.Shards) != len(m.Shards) {
+				t.Fatalf("ReadManifestUnchecked = %v, %v; want the %d entries decoded", u, err, len(m.Shards))
+			}
+		})
+	}
+	dir := t.TempDir()
+	if err := WriteManifest(dir, &Manifest{Shards: []ShardEntry{good, {Path: ShardFileName(123456, 7), Epoch: 123456, Rank: 7}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(dir); err != nil {
+		t.Errorf("valid manifest refused: %v", err)
 	}
 }

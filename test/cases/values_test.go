@@ -564,6 +564,17 @@ func TestCorruptFilesFailCleanly(t *testing.T) {
 		for _, m := range e["must_name"].([]any) {
 			must = append(must, m.(string))
 		}
+		// The reason, in the words of the case's reason and page walk.
+		switch file {
+		case "cut_last_byte.parquet", "cut_half.parquet":
+			must = append(must, "PAR1 magic", "end of file")
+		case "footer_len_ffffffff.parquet":
+			must = append(must, c.str(t, "pages", file, "error")) // "footer length 4294967295 beyond file size 1489"
+		case "zero_bytes.parquet":
+			must = append(must, "too small", "0 bytes")
+		case "bad_page_header_rg1_x.parquet":
+			must = append(must, "page header", fmt.Sprintf("offset %d", jsonInt(t, e["page_header_offset"])))
+		}
 		for _, withGood := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/with_good=%v", file, withGood), func(t *testing.T) {
 				files := []string{file}

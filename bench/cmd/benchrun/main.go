@@ -99,6 +99,7 @@ func main() {
 	}
 
 	rep := &report{d: d, Inputs: map[string]pages.Info{}, Commit: commit(abs), Date: time.Now(), Machine: machine(), Runs: *runs}
+	rep.LoadAvg[0] = loadAvg()
 	for _, v := range gen.Variants {
 		in, err := pages.Stat(filepath.Join(d.data, v.Name+".parquet"))
 		if err != nil {
@@ -142,6 +143,7 @@ func main() {
 	}
 	rep.Profiles = d.profiles(rep, dir, planPath)
 	rep.Elapsed = time.Since(d.start)
+	rep.LoadAvg[1] = loadAvg()
 	if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
 		os.WriteFile(saved, b, 0o644)
 	}

@@ -53,6 +53,25 @@ const (
 	RemainderPartial Remainder = "partial"
 )
 
+// Upper bounds on the plan inputs, checked by Config.Validate. They keep
+// every allocation a plan makes (one digest per epoch, a batch of ids per
+// CPU, a partition per rank) small and every product of counts inside int64,
+// far above what a training job uses.
+const (
+	// MaxEpochs bounds Config.Epochs: the plan file records one digest per
+	// epoch (about 100 bytes) and New hashes every epoch.
+	MaxEpochs = 1 << 16
+	// MaxGlobalBatch bounds Config.GlobalBatch (samples per step over all
+	// ranks); a rank batch of ids is held per CPU while digesting.
+	MaxGlobalBatch = 1 << 24
+	// MaxWorldSize bounds Config.WorldSize (it must also divide G).
+	MaxWorldSize = 1 << 20
+	// MaxWorkers bounds Config.Workers, data-loader workers per rank.
+	MaxWorkers = 1 << 10
+	// MaxWindow bounds Config.Window, row groups per shuffle window.
+	MaxWindow = 1 << 30
+)
+
 // Config holds the plan inputs other than the source.
 type Config struct {
 	Seed        uint64    `json:"seed"`             // any value, 0 included
@@ -147,21 +166,32 @@ func derive(src Source, cfg Config) (*Plan, error) {
 	return p, nil
 }
 
-// Validate checks the inputs without a source: counts at least 1, G divisible
-// by R, a known shuffle mode and remainder policy, a window exactly for
-// blocks. Errors wrap ErrConfig and name the field.
+// Validate checks the inputs without a source: counts at least 1 and at
+// most MaxEpochs, MaxGlobalBatch, MaxWorldSize, MaxWorkers and MaxWindow, G
+// divisible by R, a known shuffle mode and remainder policy, a window
+// exactly for blocks. Errors wrap ErrConfig and name the field.
 func (c *Config) Validate() error {
 	switch {
 	case c.Epochs < 1:
 		return configErrorf("epochs", "must be at least 1, not %d", c.Epochs)
+	case c.Epochs > MaxEpochs:
+		return configErrorf("epochs", "%d exceeds the limit of %d epochs per plan (make one plan per run of epochs)", c.Epochs, MaxEpochs)
 	case c.GlobalBatch < 1:
 		return configErrorf("global_batch", "must be at least 1, not %d", c.GlobalBatch)
+	case c.GlobalBatch > MaxGlobalBatch:
+		return configErrorf("global_batch", "%d exceeds the limit of %d samples per step", c.GlobalBatch, MaxGlobalBatch)
 	case c.WorldSize < 1:
 		return configErrorf("world_size", "must be at least 1, not %d", c.WorldSize)
+	case c.WorldSize > MaxWorldSize:
+		return configErrorf("world_size", "%d exceeds the limit of %d ranks", c.WorldSize, MaxWorldSize)
 	case c.GlobalBatch%c.WorldSize != 0:
 		return configErrorf("global_batch", "global batch %d is not divisible by world size %d", c.GlobalBatch, c.WorldSize)
 	case c.Workers < 1:
 		return configErrorf("workers", "must be at least 1, not %d", c.Workers)
+	case c.Workers > MaxWorkers:
+		return configErrorf("workers", "%d exceeds the limit of %d workers per rank", c.Workers, MaxWorkers)
+	case c.Window > MaxWindow:
+		return configErrorf("window", "%d exceeds the limit of %d row groups", c.Window, MaxWindow)
 	}
 	switch c.Shuffle {
 	case ShuffleNone, ShuffleGlobal, ShufflePartitioned:
@@ -423,3 +453,4 @@ func (p *Plan) Resume(c Cursor) (epoch, step int, done bool, err error) {
 	}
 	return int(c.GlobalStep / s), int(c.GlobalStep % s), false, nil
 }
+

@@ -453,4 +453,3 @@ func (p *Plan) Resume(c Cursor) (epoch, step int, done bool, err error) {
 	}
 	return int(c.GlobalStep / s), int(c.GlobalStep % s), false, nil
 }
-

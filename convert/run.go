@@ -53,7 +53,7 @@ type Options struct {
 	Epochs []int // epochs to materialize; nil = all
 	Ranks  []int // ranks to materialize; nil = all
 
-	Jobs        int   // parallel column chunks (stage 1) and shards (stage 2); <= 0: GOMAXPROCS
+	Jobs        int   // parallel column chunks (stage 1); stage 2 writes 2*Jobs shards at once (1 for Jobs 1); <= 0: GOMAXPROCS
 	MemoryLimit int64 // estimated bytes of decoded column chunks in flight; <= 0: 1 GiB
 	Force       bool  // replace an output made from another plan, source or spec
 
@@ -505,7 +505,9 @@ func (r *runner) writePlanCopy() error {
 	return nil
 }
 
-// writeShards writes every shard in todo with r.o.Jobs shards in parallel.
+// writeShards writes every shard in todo, 2*r.o.Jobs shards in parallel
+// (one at a time, in order, for Jobs 1): each writer spends part of its
+// time blocked in fsync (shard commit, manifest), when another can gather.
 func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, bufs *records) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -513,7 +515,11 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
-	for w := 0; w < min(r.o.Jobs, len(todo)); w++ {
+	writers := r.o.Jobs
+	if writers > 1 {
+		writers *= 2
+	}
+	for w := 0; w < min(writers, len(todo)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -309,8 +309,17 @@ func (p *Plan) Marshal() ([]byte, error) {
 }
 
 // Save writes the plan file atomically: a temporary file in the same
-// directory, fsync, rename over path, fsync of the directory.
+// directory, fsync, rename over path, fsync of the directory. It refuses an
+// empty path and a path that exists but is not a regular file (a directory,
+// a device such as /dev/stdout or /dev/full, a FIFO), which the rename would
+// otherwise replace; the error wraps ErrConfig inside an *Error naming path.
 func (p *Plan) Save(path string) error {
+	if path == "" {
+		return &Error{Field: "output", Err: fmt.Errorf("empty plan file name: %w", ErrConfig)}
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return &Error{Path: path, Err: fmt.Errorf("exists and is not a regular file (%s); the plan file must be a regular file: %w", fi.Mode().Type(), ErrConfig)}
+	}
 	data, err := p.Marshal()
 	if err != nil {
 		return err

@@ -59,7 +59,10 @@ type ExportResult struct {
 // of a short batch are not written. The batch checksum is verified first;
 // a corrupt batch is an error (a *shardfmt.FormatError wrapping
 // shardfmt.ErrChecksum), not exported. Tensor names are used as file names
-// with '/', '\\' and NUL replaced by '_'; a clash between names is an error.
+// with '/', '\\' and NUL replaced by '_'; a clash between names is an error
+// found before any file is written. A shard whose header names another
+// (epoch, rank) than requested (renamed or swapped) is an error wrapping
+// shardfmt.ErrProvenance.
 func Export(opts ExportOptions) (*ExportResult, error) {
 	st, err := os.Stat(opts.Dir)
 	if err != nil || !st.IsDir() {
@@ -74,6 +77,14 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 		return nil, err
 	}
 	defer r.Close()
+	// A shard renamed or swapped with another rank's holds other samples:
+	// its header, not its file name, says which (epoch, rank) it is.
+	if opts.Epoch < 0 || opts.Rank < 0 || opts.Epoch > 1<<32-1 || opts.Rank > 1<<32-1 {
+		return nil, fmt.Errorf("%w: epoch %d rank %d", ErrNoShard, opts.Epoch, opts.Rank)
+	}
+	if err := r.CheckProvenance(shardfmt.Provenance{Epoch: uint32(opts.Epoch), Rank: uint32(opts.Rank)}); err != nil {
+		return nil, err
+	}
 	if opts.Step < 0 || opts.Step >= r.NumBatches() {
 		return nil, fmt.Errorf("%w: step %d of %s (it has %d steps)", ErrNoShard, opts.Step, path, r.NumBatches())
 	}
@@ -93,18 +104,25 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
-		return nil, err
-	}
-	res := &ExportResult{Shard: path, Epoch: opts.Epoch, Rank: opts.Rank, Step: k, Count: bi.Count, Pads: bi.Pads}
+	// Every file name is settled before the first file is written, so a
+	// clash leaves nothing half-exported.
 	used := map[string]string{SampleIDsFile: "sample ids", PadMaskFile: "pad mask"}
-	g := r.Geometry()
+	names := make([]string, len(r.Tensors()))
 	for t, ti := range r.Tensors() {
 		name := fileNameFor(ti.Name)
 		if other, dup := used[name]; dup {
 			return nil, fmt.Errorf("tensor %q: file name %s already used by %s", ti.Name, name, other)
 		}
 		used[name] = fmt.Sprintf("tensor %q", ti.Name)
+		names[t] = name
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	res := &ExportResult{Shard: path, Epoch: opts.Epoch, Rank: opts.Rank, Step: k, Count: bi.Count, Pads: bi.Pads}
+	g := r.Geometry()
+	for t, ti := range r.Tensors() {
+		name := names[t]
 		descr, err := npy.Descr(ti.DType)
 		if err != nil {
 			return nil, err

@@ -158,3 +158,29 @@ func TestExportErrors(t *testing.T) {
 		t.Errorf("corrupt batch exported %d files", len(ents))
 	}
 }
+
+// TestExportRefusesSwappedShard pins the fault where export of epoch 0
+// rank 0 wrote rank 1's samples, exit 0, after the two shard files were
+// swapped on disk: the shard header's (epoch, rank) is checked against the
+// request and nothing is written.
+func TestExportRefusesSwappedShard(t *testing.T) {
+	f := verifytest.Build(t)
+	a, b := f.ShardPath(0), f.ShardPath(1)
+	if f.Man.Shards[0].Epoch != 0 || f.Man.Shards[0].Rank != 0 || f.Man.Shards[1].Epoch != 0 || f.Man.Shards[1].Rank != 1 {
+		t.Fatalf("fixture order changed: %+v", f.Man.Shards[:2])
+	}
+	tmp := a + ".swap"
+	for _, mv := range [][2]string{{a, tmp}, {b, a}, {tmp, b}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "batch")
+	_, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out})
+	if !errors.Is(err, shardfmt.ErrProvenance) || !strings.Contains(err.Error(), a) {
+		t.Fatalf("export of a swapped shard: %v; want shardfmt.ErrProvenance naming %s", err, a)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("export of a swapped shard created %s (%v)", out, err)
+	}
+}

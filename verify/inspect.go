@@ -203,6 +203,9 @@ func inspectShard(path string) (*ShardView, error) {
 
 func inspectSet(dir string) (*SetView, error) {
 	m, err := shardfmt.ReadManifest(dir)
+	if errors.Is(err, shardfmt.ErrManifest) {
+		return nil, fmt.Errorf("%s: %w (run prep verify for every finding)", dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnknownKind, dir, err)
 	}
@@ -232,15 +235,24 @@ func inspectSet(dir string) (*SetView, error) {
 		switch {
 		case err != nil:
 			c.Status, c.Detail = "missing", err.Error()
+		case !st.Mode().IsRegular():
+			c.Status, c.Detail = "invalid", fmt.Sprintf("not a regular file (%s)", st.Mode().Type())
 		case st.Size() != s.Size:
 			c.Status, c.Detail = "size_mismatch", fmt.Sprintf("expected size %d, actual size %d", s.Size, st.Size())
 		default:
 			r, err := shardfmt.Open(path)
 			if err != nil {
 				c.Status, c.Detail = "invalid", err.Error()
-			} else {
-				r.Close()
+				break
 			}
+			// A renamed or swapped shard opens cleanly but holds another
+			// (epoch, rank) than its manifest entry.
+			if p := r.Provenance(); int64(p.Epoch) != int64(s.Epoch) || int64(p.Rank) != int64(s.Rank) {
+				c.Status, c.Detail = "invalid", fmt.Sprintf("shard holds epoch %d rank %d (renamed or swapped file)", p.Epoch, p.Rank)
+			} else if r.NumBatches() != s.Batches {
+				c.Status, c.Detail = "invalid", fmt.Sprintf("shard has %d batches, manifest %d", r.NumBatches(), s.Batches)
+			}
+			r.Close()
 		}
 	}
 	entries, _ := os.ReadDir(dir)

@@ -22,6 +22,11 @@ const (
 // DefaultPrefetch is the prefetch depth used when Options.Prefetch is 0.
 const DefaultPrefetch = 4
 
+// MaxPrefetch bounds Options.Prefetch: the ring allocates Prefetch+1 batch
+// blocks (pinned on cuda) at Open, so a larger value is refused with
+// ErrInvalid rather than exhausting memory.
+const MaxPrefetch = 1024
+
 // Options select the backend and pipeline of a Loader. The zero value reads
 // on the host backend from step 0 with DefaultPrefetch.
 type Options struct {
@@ -30,8 +35,8 @@ type Options struct {
 	// Device is the CUDA device ordinal (cuda backend only).
 	Device int
 	// Prefetch is how many batches are prepared ahead of the consumer
-	// (default DefaultPrefetch). The ring holds Prefetch+1 batches (at least
-	// 3 pinned host slots on cuda).
+	// (default DefaultPrefetch, at most MaxPrefetch). The ring holds
+	// Prefetch+1 batches (at least 3 pinned host slots on cuda).
 	Prefetch int
 	// StartStep is the first step delivered (resume); 0 <= StartStep <= Steps.
 	StartStep int
@@ -217,6 +222,9 @@ func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
 		}
 		return nil, where(path, err)
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, where(path, fmt.Errorf("%w: %s: not a regular file (%s)", ErrCorrupt, filepath.Base(path), fi.Mode().Type()))
+	}
 	if fi.Size() != ent.Size {
 		return nil, where(path, fmt.Errorf("%w: %s: expected size %d bytes (manifest), actual size %d", ErrCorrupt, filepath.Base(path), ent.Size, fi.Size()))
 	}
@@ -266,6 +274,9 @@ func newLoader(sh shard, path string, epoch, rank int, opts Options) (*Loader, e
 	}
 	if opts.Prefetch < 0 {
 		return nil, fail(fmt.Errorf("%w: prefetch %d is negative", ErrInvalid, opts.Prefetch))
+	}
+	if opts.Prefetch > MaxPrefetch {
+		return nil, fail(fmt.Errorf("%w: prefetch %d exceeds %d batches", ErrInvalid, opts.Prefetch, MaxPrefetch))
 	}
 	if opts.Prefetch == 0 {
 		opts.Prefetch = DefaultPrefetch

@@ -273,6 +273,28 @@ func TestOpenErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, want: ErrNoShard, mention: []string{"rank-00000.shard"}},
+		// Regression: prep load --prefetch 100000000000 died with "fatal
+		// error: runtime: out of memory" allocating the ring.
+		{name: "huge prefetch", dir: dir, opts: Options{Prefetch: 100_000_000_000}, want: ErrInvalid, mention: []string{"prefetch 100000000000 exceeds 1024"}},
+		// Regression: a directory in place of the shard was reported as a
+		// size mismatch with the directory's size.
+		{name: "directory in place of shard", dir: dir, epoch: 1, damage: func(t *testing.T) {
+			if err := os.Mkdir(shard, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, want: ErrCorrupt, mention: []string{"rank-00000.shard: not a regular file"}},
+		// Regression: a manifest entry edited to point outside the shard
+		// set made Open stat and map that file.
+		{name: "manifest path outside set", dir: dir, damage: func(t *testing.T) {
+			m, err := shardfmt.ReadManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Shards[0].Path = "../../outside.shard"
+			if err := shardfmt.WriteManifest(dir, m); err != nil {
+				t.Fatal(err)
+			}
+		}, want: shardfmt.ErrManifest, mention: []string{`"../../outside.shard"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

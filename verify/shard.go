@@ -163,6 +163,10 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 		s.add(Finding{Kind: KindShardIdentity, What: "tensors", Expected: tensorList(m.Tensors), Actual: tensorList(tensors),
 			Message: "shard's tensor table differs from the manifest"})
 	}
+	if b := r.Geometry().BatchSize; m.BatchSize != 0 && b != m.BatchSize {
+		s.add(Finding{Kind: KindShardIdentity, What: "batch size", Expected: fmt.Sprint(m.BatchSize), Actual: fmt.Sprint(b),
+			Message: "shard's per-rank batch size differs from the manifest"})
+	}
 
 	// Plan conformance is checked against the shard's own (epoch, rank):
 	// a swapped file is reported once above, not once per batch.

@@ -226,6 +226,10 @@ func (c *checker) loadPlan() {
 		c.add(Finding{Kind: KindPlanMismatch, Shard: shardfmt.ManifestName, What: "source fingerprint",
 			Expected: fp, Actual: m.SourceFingerprint, Message: "shard set was made from another source"})
 	}
+	if m.BatchSize != 0 && m.BatchSize != p.BatchSize() {
+		c.add(Finding{Kind: KindPlanMismatch, Shard: shardfmt.ManifestName, What: "batch size",
+			Expected: fmt.Sprint(p.BatchSize()), Actual: fmt.Sprint(m.BatchSize), Message: "manifest's per-rank batch size is not the plan's"})
+	}
 	cfg := p.Config
 	steps := p.Steps()
 	have := map[[2]int]bool{}

@@ -175,6 +175,26 @@ func TestCorruption(t *testing.T) {
 			}
 			return []string{"steps_unequal " + m.Shards[3].Path, "shard_identity " + m.Shards[3].Path}
 		}},
+		// Regression: a manifest whose batch_size was edited by hand
+		// verified clean (0 findings).
+		{name: "manifest batch size edited", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			m := *f.Man
+			m.BatchSize = f.Plan.BatchSize() + 1
+			if err := shardfmt.WriteManifest(f.Dir, &m); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"plan_mismatch manifest.json"}
+			for _, s := range m.Shards {
+				want = append(want, "shard_identity "+s.Path)
+			}
+			return want
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			for _, x := range rep.Findings {
+				if x.What != "batch size" || x.Actual == x.Expected {
+					t.Errorf("finding %s", x)
+				}
+			}
+		}},
 		{name: "no plan and unequal steps", damage: func(t *testing.T, f *verifytest.Fixture) []string {
 			if err := os.Remove(filepath.Join(f.Dir, verify.PlanFileName)); err != nil {
 				t.Fatal(err)

@@ -312,8 +312,10 @@ func (r *chunkReader) dataPageV1(h *format.PageHeader, body []byte, us int) erro
 		return err
 	}
 	n := int(dh.NumValues)
-	if ok, err := r.directPlain(dh.Encoding, n, us, body); ok {
-		return err
+	if r.maxDef == 0 && r.maxRep == 0 { // V1 pages compress their levels with the values
+		if ok, err := r.directPlain(dh.Encoding, n, us, body); ok {
+			return err
+		}
 	}
 	raw, err := decompress(r.codec, &r.out, body, us)
 	if err != nil {
@@ -375,8 +377,8 @@ func (r *chunkReader) dataPageV2(h *format.PageHeader, body []byte, us int) erro
 	if v, ok := dh.IsCompressed.Get(); ok {
 		compressed = v
 	}
-	if compressed && rl == 0 && dl == 0 {
-		if ok, err := r.directPlain(dh.Encoding, n, us, src); ok {
+	if compressed {
+		if ok, err := r.directPlain(dh.Encoding, n, us-rl-dl, src); ok {
 			return err
 		}
 	}
@@ -391,29 +393,66 @@ func (r *chunkReader) dataPageV2(h *format.PageHeader, body []byte, us int) erro
 }
 
 // directPlain is the fast path for the common case of a compressed PLAIN
-// page of a required fixed-width scalar column (no levels): it decompresses
-// straight into the column's value memory, saving a copy. It reports false
-// (having done nothing) when the page does not qualify or its size does not
-// match n values, leaving the general path to decode or report it.
+// page of fixed-width values: it decompresses the values section (us bytes
+// once uncompressed) straight into the column's value memory, saving a
+// copy. The page's n level entries, if the column has levels, are already
+// appended (data page V2 stores them uncompressed); the values are the
+// entries at the maximum definition level. It reports false (having done
+// nothing) when the page does not qualify or its size does not match its
+// value count, leaving the general path to decode or report it.
 func (r *chunkReader) directPlain(enc format.Encoding, n, us int, src []byte) (bool, error) {
-	if r.maxDef != 0 || r.maxRep != 0 || enc != format.Plain || r.codec == format.Uncompressed || !littleEndian {
+	if enc != format.Plain || r.codec == format.Uncompressed || !littleEndian {
 		return false, nil
 	}
 	size := r.vals.valueSize()
-	if size == 0 || n == 0 || us != n*size {
+	if size == 0 || n == 0 {
 		return false, nil
 	}
-	tail := r.vals.growBytes(n)
+	if r.maxRep > 0 && r.entries == 0 && r.reps[len(r.reps)-n] != 0 {
+		return false, nil // the general path reports it
+	}
+	count := n
+	if r.maxDef > 0 {
+		count = countLevel(r.defs[len(r.defs)-n:], uint8(r.maxDef))
+	}
+	if count == 0 || us != count*size {
+		return false, nil
+	}
+	tail := r.vals.growBytes(count)
 	b := tail
 	out, err := decompress(r.codec, &b, src, us)
 	if err != nil {
-		r.vals.shrink(n)
+		r.vals.shrink(count)
 		return true, err
 	}
 	if &out[0] != &tail[0] {
 		copy(tail, out)
 	}
 	return true, r.advance(n)
+}
+
+// countLevel returns how many levels in v equal x, skipping eight at a
+// time over stretches where all do.
+func countLevel(v []uint8, x uint8) int {
+	pat := uint64(x) * 0x0101010101010101
+	n, i := 0, 0
+	for ; i+8 <= len(v); i += 8 {
+		if binary.LittleEndian.Uint64(v[i:]) == pat {
+			n += 8
+			continue
+		}
+		for _, d := range v[i : i+8] {
+			if d == x {
+				n++
+			}
+		}
+	}
+	for _, d := range v[i:] {
+		if d == x {
+			n++
+		}
+	}
+	return n
 }
 
 // pageValues decodes the values of a data page whose n level entries were

@@ -1,6 +1,7 @@
 package shardfmt
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -355,7 +356,7 @@ func (r *Reader) readMeta() error {
 	if err := json.Unmarshal(meta, &r.prov); err != nil {
 		return r.fail("metadata", h.metaOff, ErrCorrupt, "decoding provenance: %v", err)
 	}
-	r.meta = meta
+	r.meta = bytes.Clone(meta) // a copy: valid whatever happens to the file
 	if p := firstNonZero(b[h.metaLen:]); p >= 0 {
 		return r.fail("padding", h.metaOff+h.metaLen+uint64(p), ErrCorrupt, "nonzero byte before the data section")
 	}
@@ -380,7 +381,11 @@ func (r *Reader) readBatchTable() error {
 				"count %d, pads %d for batch size %d", count, pads, h.batchSize)
 		}
 	}
-	r.bt = bt
+	// Kept as a copy, like the metadata: Batch and SampleIDs' checks read
+	// it for every step, and a view of the mapping would fault (SIGBUS) once
+	// the file is cut short after Open. It is small (one entry per batch)
+	// and already read once for its CRC.
+	r.bt = bytes.Clone(bt)
 	return nil
 }
 

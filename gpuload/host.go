@@ -3,6 +3,7 @@ package gpuload
 import (
 	"fmt"
 	"hash/crc32"
+	"runtime/debug"
 	"sync"
 	"unsafe"
 )
@@ -115,8 +116,12 @@ func (h *hostBackend) fill(s, slot int) ([]byte, error) {
 	return block, nil
 }
 
-// checkBlock compares block's CRC-32C with step s's batch table entry.
-func (l *Loader) checkBlock(s int, block []byte) error {
+// checkBlock compares block's CRC-32C with step s's batch table entry. A
+// memory fault while reading a mapped block (MapBlocks or RegisterMmap, the
+// shard cut short after Open) is returned as an error wrapping ErrCorrupt,
+// not a SIGBUS crash.
+func (l *Loader) checkBlock(s int, block []byte) (err error) {
+	defer faultGuard(&err)()
 	info, err := l.sh.Batch(s)
 	if err != nil {
 		return err
@@ -179,4 +184,19 @@ func (h *hostBackend) freeAll() error {
 	}
 	h.bufs = nil
 	return first
+}
+
+// faultGuard turns a memory fault in the calling function into an error:
+// defer faultGuard(&err)(). Other panics propagate.
+func faultGuard(err *error) func() {
+	old := debug.SetPanicOnFault(true)
+	return func() {
+		debug.SetPanicOnFault(old)
+		if p := recover(); p != nil {
+			if _, ok := p.(interface{ Addr() uintptr }); !ok {
+				panic(p)
+			}
+			*err = fmt.Errorf("%w: memory fault reading the mapped block (file cut short after open?): %v", ErrCorrupt, p)
+		}
+	}
 }

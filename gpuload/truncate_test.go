@@ -1,0 +1,54 @@
+package gpuload
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prepml/prep/gpuload/internal/testshards"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// A shard cut short while a Loader reads it gives an error at the first
+// step it can no longer read, never a SIGBUS crash: not on the pread path
+// (the failed read's error report looks up the batch table), and not when
+// verifying mapped blocks.
+func TestShardTruncatedWhileReading(t *testing.T) {
+	c := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 4, Steps: 40}
+	for _, opts := range []Options{
+		{Prefetch: 1},
+		{Prefetch: 1, VerifyChecksums: true},
+		{Prefetch: 1, VerifyChecksums: true, MapBlocks: true},
+	} {
+		dir := writeSet(t, c)
+		l, err := Open(dir, 0, 0, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+		if err := os.Truncate(filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 0))), 4096); err != nil {
+			t.Fatal(err)
+		}
+		read := 1
+		for ; read < c.Steps; read++ {
+			b, err := l.Next()
+			if err != nil {
+				var le *Error
+				if !errors.As(err, &le) || le.Step != read || !(errors.Is(err, shardfmt.ErrSize) || errors.Is(err, ErrCorrupt)) {
+					t.Errorf("%+v: step %d: %v, want a located ErrSize or ErrCorrupt", opts, read, err)
+				}
+				break
+			}
+			b.Release()
+		}
+		if read == c.Steps {
+			t.Errorf("%+v: every step read after truncation", opts)
+		}
+		l.Close()
+	}
+}

@@ -95,6 +95,9 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 		VerifyChecksums: o.verify,
 		RegisterMmap:    o.registerMmap,
 	})
+	if errors.Is(err, gpuload.ErrInvalid) {
+		return usageError{err} // --from-step or --prefetch out of range
+	}
 	if err != nil {
 		return err
 	}

@@ -66,8 +66,15 @@ func exitCode(err error, stderr io.Writer, log *slog.Logger) int {
 	return code
 }
 
-// isCobraUsage recognises cobra's own flag and argument errors.
+// isCobraUsage recognises cobra's own argument, required-flag and command
+// errors by their text. Cobra makes them without wrapping a cause, so only
+// such errors are matched: an error that wraps a cause (an I/O error reading
+// "invalid argument" for EINVAL, a package's ErrInvalid) is never taken for
+// a usage error. Flag parse errors arrive as usageError (SetFlagErrorFunc).
 func isCobraUsage(err error) bool {
+	if errors.Unwrap(err) != nil {
+		return false
+	}
 	s := err.Error()
 	for _, p := range []string{"unknown flag", "unknown command", "unknown shorthand", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "required flag", "if any flags in the group"} {
 		if strings.Contains(s, p) {

@@ -771,5 +771,44 @@ func TestTruncatedShardAndBoundedRead(t *testing.T) {
 		if peak.hwmKiB == 0 || peak.hwmKiB<<10 > limit {
 			t.Errorf("prep load of a %d MiB shard peaked at %d KiB resident, want at most %d MiB", st.Size()>>20, peak.hwmKiB, limit>>20)
 		}
+
+		// The shard cut short while prep load reads it: it finishes (if it
+		// was faster) or fails naming the shard; it never dies of SIGBUS.
+		for i, flags := range [][]string{nil, {"--verify-checksums"}, nil, {"--verify-checksums"}} {
+			delay := []time.Duration{5, 5, 40, 40}[i] * time.Millisecond
+			bak, err := os.ReadFile(shard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{"load", out, "--epoch", "0", "--rank", "0", "--prefetch", "1"}, flags...)
+			cmd := exec.Command(prepBin, args...)
+			var se bytes.Buffer
+			cmd.Stderr = &se
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(delay)
+			if err := os.Truncate(shard, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			res := result{args: args, stderr: se.String()}
+			if ee, ok := err.(*exec.ExitError); ok {
+				res.code = ee.ExitCode()
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					res.signal = ws.Signal()
+				}
+			}
+			t.Logf("load %v, truncated after %v: exit %d", flags, delay, res.code)
+			if res.code != 0 {
+				res.failed(t, "rank-00000.shard")
+				if strings.Contains(res.stderr, "SIGBUS") || strings.Contains(res.stderr, "fatal error") || res.code != 1 {
+					t.Errorf("prep load crashed on a shard truncated mid-read (exit %d):\n%.600s", res.code, res.stderr)
+				}
+			}
+			if err := os.WriteFile(shard, bak, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }

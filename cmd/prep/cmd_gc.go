@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,6 +65,13 @@ Exit status: 0 done, 1 failed, 2 usage error, 3 OUT is locked by another run.`,
 func runGC(g *globalOptions, o *gcOptions, dir string) (err error) {
 	if o.keepFrom < 0 {
 		return usagef("--keep-from-epoch E (E >= 0) is required")
+	}
+	// Name a missing or non-directory OUT plainly, before the lock file
+	// (whose open error would otherwise be the message).
+	if fi, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("shard set %s: %w", dir, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("shard set %s: not a directory", dir)
 	}
 	start := time.Now()
 	var res *gc.Result

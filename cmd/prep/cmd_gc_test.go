@@ -213,3 +213,51 @@ func TestResolveRanks(t *testing.T) {
 		})
 	}
 }
+
+// TestGCCommandNamesMissingDirectory pins the fault where gc on a missing
+// directory or a file said only "opening lock file: open X/.prep.lock: ...".
+func TestGCCommandNamesMissingDirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ dir, want string }{
+		{missing, "shard set " + missing + ": stat " + missing + ": no such file or directory"},
+		{file, "shard set " + file + ": not a directory"},
+	} {
+		code, _, errs := runCLI("gc", tt.dir, "--keep-from-epoch", "1")
+		if code != 1 || !strings.Contains(errs, tt.want) || strings.Contains(errs, ".prep.lock") {
+			t.Errorf("gc %s: exit %d, stderr %q; want exit 1 and %q", tt.dir, code, errs, tt.want)
+		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("gc created %s", missing)
+	}
+}
+
+// TestGCCommandRefusesManifestPathOutsideSet is the CLI side of the fault
+// where an edited manifest entry "../canary" made prep gc delete a file
+// outside the shard set.
+func TestGCCommandRefusesManifestPathOutsideSet(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "set")
+	canary := filepath.Join(parent, "canary")
+	if err := os.WriteFile(canary, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := &shardfmt.Manifest{Shards: []shardfmt.ShardEntry{{Path: "../canary", Epoch: 0, Rank: 0, Size: 8}}}
+	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("gc", dir, "--keep-from-epoch", "1")
+	if code != 1 || out != "" || !strings.Contains(errs, `invalid manifest: shard 0: path \"../canary\" is not`) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if b, err := os.ReadFile(canary); err != nil || string(b) != "precious" {
+		t.Errorf("canary %q, %v", b, err)
+	}
+}

@@ -39,6 +39,9 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
 
 --json prints {"kind": "shard"|"shard_set"|"plan", "shard"|"set"|"plan": {...}}
 with the fields shown in the text form.`,
+		Example: `  prep inspect /local/shards
+  prep inspect /local/shards/epoch-00000/rank-00000.shard --batches 0
+  prep inspect plan.json --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := verify.Inspect(args[0])

@@ -2,6 +2,7 @@ package shardfmt
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -68,8 +69,10 @@ func NewGeometry(b int, tensors []TensorInfo) (Geometry, error) {
 	return g, nil
 }
 
-// checkName validates a tensor name: 1 to MaxNameLen bytes of valid UTF-8.
-// Names are stored byte-exact (no Unicode normalization).
+// checkName validates a tensor name: 1 to MaxNameLen bytes of valid UTF-8
+// without a NUL byte (the C ABI and the Python binding hand names out as
+// NUL-terminated strings, so "a\x00b" would reach them as "a"). Names are
+// stored byte-exact (no Unicode normalization).
 func checkName(s string) error {
 	switch {
 	case s == "":
@@ -78,6 +81,8 @@ func checkName(s string) error {
 		return fmt.Errorf("name of %d bytes exceeds %d", len(s), MaxNameLen)
 	case !utf8.ValidString(s):
 		return fmt.Errorf("name %q is not valid UTF-8", s)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("name %q contains a NUL byte", s)
 	}
 	return nil
 }

@@ -181,3 +181,18 @@ func TestReadManifestRejectsPathsOutsideSet(t *testing.T) {
 		t.Errorf("valid manifest refused: %v", err)
 	}
 }
+
+// TestTensorNameWithNULRefused pins the fault where a feature spec tensor
+// named "a\x00b" was written, verified and loaded, while the C ABI and the
+// Python binding (NUL-terminated names) saw it as "a".
+func TestTensorNameWithNULRefused(t *testing.T) {
+	for _, name := range []string{"a\x00b", "\x00", "ab\x00"} {
+		_, err := NewGeometry(4, []TensorInfo{{Name: name, DType: F32}})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "contains a NUL byte") {
+			t.Errorf("NewGeometry(name %q) = %v; want ErrInvalid naming the NUL byte", name, err)
+		}
+	}
+	if _, err := NewGeometry(4, []TensorInfo{{Name: "features/emb-Тест.a b", DType: F32}}); err != nil {
+		t.Errorf("name with '/', '-', '.', space and Cyrillic refused: %v", err)
+	}
+}

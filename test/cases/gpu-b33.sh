@@ -65,7 +65,7 @@ for flags in "" "--verify-checksums" "--register-mmap" "--register-mmap --verify
 	cp "$D/big/epoch-00000/rank-00000.shard" "$D/big.bak"
 	"$P" load "$D/big" --epoch 0 --rank 0 --backend cuda $flags 2>"$D/err" &
 	pid=$!
-	sleep 0.1
+	sleep 0.5
 	truncate -s 1M "$D/big/epoch-00000/rank-00000.shard"
 	wait $pid; rc=$?
 	check "cuda load $flags, shard truncated during the read: clean error or finished" any $rc

@@ -110,6 +110,9 @@ func (o *planOptions) config() (plan.Config, error) {
 		return c, usagef("one of --global-batch or --batch-size is required")
 	case o.batchSize < 0:
 		return c, usagef("--batch-size must be at least 1, not %d", o.batchSize)
+	case o.batchSize > 0 && o.worldSize > 0 && o.batchSize > plan.MaxGlobalBatch/o.worldSize:
+		// b*R would exceed the limit, or wrap around int64 to a small G.
+		return c, usagef("--batch-size %d x --world-size %d exceeds the limit of %d samples per step", o.batchSize, o.worldSize, plan.MaxGlobalBatch)
 	case o.batchSize > 0:
 		c.GlobalBatch = o.batchSize * o.worldSize
 	}
@@ -343,6 +346,8 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 		return usagef("--epoch %d out of range [0, %d): the plan has %d epochs", o.epoch, c.Epochs, c.Epochs)
 	case worker >= c.Workers:
 		return usagef("--worker %d out of range [0, %d): the plan has %d workers per rank", worker, c.Workers, c.Workers)
+	case o.fromStep > p.Steps():
+		return usagef("--from-step %d out of range [0, %d]: the plan has %d steps per epoch", o.fromStep, p.Steps(), p.Steps())
 	}
 	out := shownRank{Plan: p.Fingerprint, Epoch: o.epoch, Rank: o.rank, BatchSize: p.BatchSize(), Steps: p.Steps(), Batches: []shownBatch{}}
 	if worker >= 0 {

@@ -130,3 +130,50 @@ func TestPlanCommandRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanCommandHugeCountsAreUsageErrors pins three faults: --epochs
+// 1000000000000 died with "fatal error: runtime: out of memory",
+// --global-batch 9223372036854775807 panicked ("makeslice: cap out of
+// range"), and --batch-size 4611686018427387905 --world-size 4 wrapped
+// around int64 to a plan with G = 4, b = 1 and exit 0.
+func TestPlanCommandHugeCountsAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage")
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--global-batch", "4", "--epochs", "1000000000000"}, "--epochs: 1000000000000 exceeds the limit of 65536 epochs"},
+		{[]string{"--global-batch", "9223372036854775807"}, "--global-batch: 9223372036854775807 exceeds the limit of 16777216 samples per step"},
+		{[]string{"--batch-size", "4611686018427387905", "--world-size", "4"}, "--batch-size 4611686018427387905 x --world-size 4 exceeds the limit of 16777216 samples per step"},
+		{[]string{"--global-batch", "4", "--workers", "1000000000000"}, "--workers: 1000000000000 exceeds the limit of 1024 workers per rank"},
+	} {
+		args := append([]string{"plan", "--source", src, "-o", filepath.Join(dir, "p.json")}, c.args...)
+		code, _, errs := runPlanCLI(t, args...)
+		if code != 2 || !strings.Contains(errs, c.msg) || strings.Contains(errs, "goroutine") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.msg)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "p.json")); err == nil {
+			t.Errorf("%v: plan written despite the error", c.args)
+		}
+	}
+}
+
+// TestPlanShowFromStepPastEnd pins the fault where plan show --from-step 99
+// on a 7-step plan printed nothing and exited 0; the last step + 1 (an
+// empty listing, like a resume at the end) is still accepted.
+func TestPlanShowFromStepPastEnd(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-*.parquet")
+	pf := filepath.Join(dir, "p.json")
+	if code, _, errs := runPlanCLI(t, "plan", "--source", src, "--global-batch", "8", "-o", pf); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	code, out, errs := runPlanCLI(t, "plan", "show", pf, "--from-step", "99")
+	if code != 2 || out != "" || !strings.Contains(errs, "--from-step 99 out of range [0, 12]: the plan has 12 steps per epoch") {
+		t.Errorf("--from-step 99: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs := runPlanCLI(t, "plan", "show", pf, "--from-step", "12"); code != 0 || out != "" {
+		t.Errorf("--from-step 12: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

@@ -330,6 +330,11 @@ func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 			}
 			n--
 		}
+		if n >= 3 {
+			if _, err := shardfmt.ParseDType(parts[n-1]); err != nil {
+				return nil, specErrorf("--tensor %q: bad shape %q: want positive sizes joined by x, e.g. 50 or 28x28", f, parts[n-1])
+			}
+		}
 		t.DType = parts[n-1]
 		cols := strings.Split(strings.Join(parts[:n-1], ":"), ",")
 		if len(cols) == 1 {

@@ -50,7 +50,21 @@ run is left behind. A rerun skips shards already complete; a lock file
 DIR/.prep.lock keeps two runs apart (exit code 3).
 
 --tensor NAME=COL[,COL...]:DTYPE[:SHAPE] adds a tensor without a spec file,
-for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2.`,
+for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2.
+
+The feature spec (YAML; keys in convert/doc.go) names each tensor's columns,
+dtype, per-sample shape, and the null, NaN, list, bytes and cast policies.
+Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
+		Example: `  # every epoch and rank of the plan
+  prep convert --plan plan.json --spec features.yaml -o /local/shards
+
+  # two scalar columns, no spec file, only epochs 3-4 for this node's ranks
+  prep convert --plan plan.json --tensor id=id:I64 --tensor x=x:F32 \
+    -o /local/shards --epochs 3-4 --ranks auto --ranks-per-node 8
+
+  # scripts: JSON summary on stdout, Prometheus textfile metrics
+  prep convert --plan plan.json --spec features.yaml -o /local/shards --json \
+    --metrics-file /var/lib/node_exporter/prep.prom`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runConvert(cmd.Context(), g, &o)
@@ -114,6 +128,11 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	p, planBytes, err := loadPlanFile(o.planPath)
 	if err != nil {
 		return err
+	}
+	for _, e := range epochs {
+		if e >= p.Config.Epochs {
+			return usagef("--epochs: epoch %d is not in the plan, which has epochs 0-%d", e, p.Config.Epochs-1)
+		}
 	}
 	ranks, err := resolveRanks(o.ranks, p.Config.WorldSize, os.Getenv, &o.ops)
 	if err != nil {

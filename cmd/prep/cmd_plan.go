@@ -175,6 +175,15 @@ func runPlan(g *globalOptions, o *planOptions) error {
 		}
 		return err
 	}
+	if p.Steps() == 0 {
+		// A plan whose ranks take no step would convert, verify and load
+		// as empty shards: almost always a mistake, so say why instead.
+		if p.NumSamples() == 0 {
+			return fmt.Errorf("the source has no rows (%d files, all empty): nothing to plan", len(src.Files)+len(src.EmptyFiles))
+		}
+		return fmt.Errorf("the plan has no steps: %d samples with global batch %d, shuffle %s and remainder %s leave every rank without a batch; lower --global-batch or use --remainder pad or partial",
+			p.NumSamples(), cfg.GlobalBatch, cfg.Shuffle, cfg.Remainder)
+	}
 	if err := p.Save(o.output); err != nil {
 		return err
 	}

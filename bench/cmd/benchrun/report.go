@@ -346,7 +346,16 @@ func (rep *report) render() string {
 	if r := rep.row("host"); r != nil && r.OK() {
 		fmt.Fprintf(&b, "CPU time per GB delivered (host backend, whole process): %.2f s/GB.\n\n", r.CPUMedian()/(float64(r.NumBytes())/1e9))
 	}
-	b.WriteString("### CUDA backend\n\n| measurement | result |\n|---|---|\n| shard → device throughput as a ratio to pinned cuMemcpyHtoD peak | not measured: no GPU |\n\n`scripts/gpu-check.sh` measures it on a machine with an NVIDIA GPU.\n\n")
+	b.WriteString("### CUDA backend\n\n")
+	if gpu, err := os.ReadFile(gpuResultsPath); err == nil {
+		// Recorded by hand from scripts/gpu-check.sh on a GPU machine:
+		// this machine has no GPU, so the figures are not from this run.
+		b.WriteString("Not from this run (this machine has no GPU): the last `scripts/gpu-check.sh` run on a GPU machine, recorded in `" + gpuResultsPath + "`.\n\n")
+		b.Write(gpu)
+		b.WriteString("\n")
+	} else {
+		b.WriteString("| measurement | result |\n|---|---|\n| shard → device throughput as a ratio to pinned cuMemcpyHtoD peak | not measured: no GPU |\n\n`scripts/gpu-check.sh` measures it on a machine with an NVIDIA GPU.\n\n")
+	}
 
 	if len(rep.Profiles) > 0 {
 		b.WriteString("## Where the time goes (CPU profiles of missed targets)\n\n")
@@ -410,3 +419,8 @@ func (rep *report) meaning() string {
 	}
 	return b.String()
 }
+
+// gpuResultsPath holds the figures of the last scripts/gpu-check.sh run on a
+// machine with an NVIDIA GPU, recorded by hand (relative to the repository
+// root, where make bench runs). Without it the CUDA row says "not measured".
+const gpuResultsPath = "bench/gpu-results.md"

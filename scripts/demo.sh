@@ -24,15 +24,31 @@ step "convert: decode once, write one shard per (epoch, rank)"
 
 step "verify: structure, checksums, plan order and every value against the source"
 "$PREP" verify --deep "$work/shards"   # checks against the shard set's own plan.json
+"$PREP" verify --deep --json -q "$work/shards" >"$work/verify.json"
 
 step "inspect: the shard set"
 "$PREP" inspect "$work/shards"
 
 step "load: epoch 0, rank 0 through the gpuload host reader"
 "$PREP" load "$work/shards" --epoch 0 --rank 0 --verify-checksums
+for r in 0 1; do
+	"$PREP" load "$work/shards" --epoch 0 --rank "$r" --verify-checksums --json -q >"$work/load-$r.json"
+done
 
 step "export: the first batch of epoch 0, rank 0 as .npy"
 "$PREP" export "$work/shards" --epoch 0 --rank 0 --step 0 -o "$work/batch0"
 ls -l "$work/batch0"
 
+# field NAME FILE: a number or boolean field of a prep --json object.
+field() { grep -o "\"$1\": *[^,}]*" "$2" | head -1 | sed 's/.*: *//'; }
+printf '\n== summary\n'
+printf '  %-28s %s\n' "source" "$src (100 rows)"
+printf '  %-28s %s\n' "plan" "2 epochs x 2 ranks, 7 steps per epoch, fingerprint $(field plan_fingerprint "$work/shards/manifest.json" | tr -d '"' | cut -c1-19)..."
+printf '  %-28s %s shards, %s batches, %s bytes checked\n' "verify --deep" "$(field shards "$work/verify.json")" "$(field batches "$work/verify.json")" "$(field bytes "$work/verify.json")"
+printf '  %-28s ok=%s, %s findings, %s batches compared with the source\n' "verify result" "$(field ok "$work/verify.json")" "$(field finding_count "$work/verify.json")" "$(field deep_batches "$work/verify.json")"
+for r in 0 1; do
+	printf '  %-28s %s samples (%s pad) in %s batches, %s bytes, %s GB/s\n' "load epoch 0 rank $r (host)" \
+		"$(field samples "$work/load-$r.json")" "$(field pad_samples "$work/load-$r.json")" "$(field batches "$work/load-$r.json")" \
+		"$(field bytes "$work/load-$r.json")" "$(field gb_per_s "$work/load-$r.json" | cut -c1-5)"
+done
 printf '\ndemo: all steps passed (output in %s%s)\n' "$work" "$([[ "${DEMO_KEEP:-0}" == 1 ]] && echo '' || echo ', removed on exit')"

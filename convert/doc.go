@@ -21,14 +21,21 @@
 // needed id is read (the others are skipped: a partitioned plan reads only
 // its own partition); each of the spec's column chunks in it is decoded with
 // pqread, transformed (transform.go, cast.go) and written, for the needed
-// rows only, into OUT/.prep-tmp/<pid>/staging.bin: one fixed-size record per
-// needed id holding every output tensor's sample bytes back to back (so
-// gathering a sample later touches one place), sized exactly (needed ids x
-// record bytes) and mapped MAP_SHARED so it lives in the page cache, not the
-// Go heap. Every block of the staging file is reserved (fallocate, or
-// zeros written where the file system lacks it) before it is mapped, so a
-// disk that fills up can never turn a store into the mapping into SIGBUS:
-// the run fails with ErrNoSpace instead. Column chunks are decoded in
+// rows only, into staging: one fixed-size record per needed id holding every
+// output tensor's sample bytes back to back (so gathering a sample later
+// touches one place), sized exactly (needed ids x record bytes), outside the
+// Go heap. Staging that fits Options.MemoryLimit is private anonymous memory
+// (mmap MAP_ANONYMOUS, 2 MiB aligned, madvise MADV_HUGEPAGE on Linux): rows
+// are assembled in place, with no staging file, no write system calls and,
+// with transparent huge pages, few TLB misses when stage 2 reads records at
+// random. Larger staging (or where the anonymous mapping fails) is the file
+// OUT/.prep-tmp/<pid>/staging.bin, mapped MAP_SHARED so it lives in the page
+// cache and is written block by block with pwrite. Every block of the staging
+// file is reserved (fallocate, or zeros written where the file system lacks
+// it) before it is mapped, so a disk that fills up can never turn a store
+// into the mapping into SIGBUS: the run fails with ErrNoSpace instead. Either
+// way staging holds the same bytes, so the shards do not depend on where it
+// lived. Column chunks are decoded in
 // parallel (Options.Jobs) with the
 // estimated bytes of decoded chunks in flight bounded by Options.MemoryLimit.
 // Data errors (nulls, list lengths, ranges, NaN policy, unsupported
@@ -66,15 +73,18 @@
 // Options.Force. On any error the manifest is first restored atomically (less
 // any shard this run rewrote), then the shards this run committed are
 // removed and staging is deleted, so a kill during the rollback never leaves
-// a manifest listing a missing shard; complete earlier output is untouched. Free space for staging plus shards is checked before stage 1
-// (ErrNoSpace gives the numbers).
+// a manifest listing a missing shard; complete earlier output is untouched.
+// Free space for the shards, plus staging when it goes to a file, is checked
+// before stage 1 (ErrNoSpace gives the numbers).
 //
 // # Memory
 //
 // Heap use is bounded by MemoryLimit (decoded column chunks), Jobs batch
 // blocks and the id bitmap (2 bits per source row), not by the input size.
-// Summary.PeakRSSBytes reports getrusage's peak RSS, which also counts
-// resident staging pages (reclaimable page cache).
+// Anonymous staging adds at most MemoryLimit more outside the heap (larger
+// staging goes to a file). Summary.PeakRSSBytes reports getrusage's peak
+// RSS, which also counts resident staging pages (anonymous memory, or
+// reclaimable page cache for a staging file).
 //
 // # Column names
 //

@@ -383,14 +383,19 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
 		shardTotal += shardSize(r.geo, r.tensors, prov, r.p.Steps())
 	}
-	need := stageTotal + shardTotal
+	diskStage := stageTotal
+	if anonStaging(stageTotal, r.o.MemoryLimit) {
+		diskStage = 0
+	}
+	need := diskStage + shardTotal
 	if free, ok := freeBytes(out); ok && free < need {
-		return fmt.Errorf("%s: %w: need %d bytes (%d staging + %d for %d shards), %d free", out, ErrNoSpace, need, stageTotal, shardTotal, len(todo), free)
+		return fmt.Errorf("%s: %w: need %d bytes (%d staging + %d for %d shards), %d free", out, ErrNoSpace, need, diskStage, shardTotal, len(todo), free)
 	}
 
-	// Stage 1: decode once into staging.
+	// Stage 1: decode once into staging (anonymous memory within the
+	// memory limit, else a file on the output's file system).
 	t1 := time.Now()
-	st, err := createStaging(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid())), stageTotal)
+	st, err := newStaging(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid())), stageTotal, r.o.MemoryLimit)
 	if err != nil {
 		return err
 	}
@@ -399,8 +404,11 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
 	staged := newRecords(r.tensors, st.data)
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, out: st.file, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
 		progress: func(rows, bytes int64) { r.progress(StageDecode, rows, bytes) }}
+	if st.file != nil {
+		dec.out = st.file
+	}
 	if err := dec.run(ctx); err != nil {
 		return err
 	}

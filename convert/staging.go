@@ -10,13 +10,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// staging is a run's stage-1 output: one file of staging records (see
-// records), sized exactly (slots x record bytes) and mapped MAP_SHARED so the
-// data lives in the page cache, not the Go heap.
+// staging is a run's stage-1 output: the staging records (see records),
+// sized exactly (slots x record bytes), outside the Go heap. They live either
+// in anonymous memory (newStaging, when they fit the memory limit; file is
+// nil) or in a file mapped MAP_SHARED, so the data lives in the page cache
+// (createStaging).
 type staging struct {
 	dir  string
-	file *os.File
+	file *os.File // nil for anonymous staging
 	data []byte
+	anon []byte // the whole anonymous mapping behind data, nil for a file
+}
+
+// anonStaging reports whether newStaging tries anonymous memory for size
+// bytes of staging under memoryLimit.
+func anonStaging(size, memoryLimit int64) bool {
+	return anonSupported && size > 0 && size <= memoryLimit
+}
+
+// newStaging returns size bytes of staging: anonymous memory (mapAnon:
+// huge-page aligned and advised, no file, no page cache, no write system
+// calls) when size <= memoryLimit and the mapping succeeds, otherwise the
+// file-backed staging of createStaging under dir.
+func newStaging(dir string, size, memoryLimit int64) (*staging, error) {
+	if anonStaging(size, memoryLimit) {
+		if data, whole, ok := mapAnon(size); ok {
+			return &staging{data: data, anon: whole}, nil
+		}
+	}
+	return createStaging(dir, size)
 }
 
 // StagingFileName is the staging file inside a run's temporary directory
@@ -101,6 +123,11 @@ func writeZeros(f *os.File, size int64) error {
 
 // remove unmaps, closes and deletes everything.
 func (s *staging) remove() {
+	if s.anon != nil {
+		unmapAnon(s.anon)
+		s.anon, s.data = nil, nil
+		return
+	}
 	if s.data != nil {
 		syscall.Munmap(s.data)
 		s.data = nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -141,5 +142,53 @@ func BenchmarkCreateStaging(b *testing.B) {
 				st.remove()
 			}
 		})
+	}
+}
+
+// TestStagingAnonymousWithinLimit checks newStaging's choice: staging that
+// fits the memory limit is anonymous memory (no file, no staging directory,
+// zeroed, writable, huge-page aligned where supported); staging over the
+// limit is the reserved staging file.
+func TestStagingAnonymousWithinLimit(t *testing.T) {
+	if !anonSupported {
+		t.Skip("no anonymous staging on this platform")
+	}
+	const size = 5<<20 + 112
+	dir := filepath.Join(t.TempDir(), "stage")
+	st, err := newStaging(dir, size, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.file != nil || st.anon == nil || len(st.data) != size {
+		t.Fatalf("staging within the limit: file %v, anon %v, %d bytes; want anonymous %d bytes", st.file != nil, st.anon != nil, len(st.data), size)
+	}
+	if a := uintptr(unsafe.Pointer(unsafe.SliceData(st.data))) % hugePage; a != 0 {
+		t.Errorf("anonymous staging starts %d bytes past a huge page boundary", a)
+	}
+	for i := 0; i < size; i += 4096 {
+		if st.data[i] != 0 {
+			t.Fatalf("anonymous staging byte %d is %d, want 0", i, st.data[i])
+		}
+		st.data[i] = 0xAB
+	}
+	st.data[size-1] = 0xCD
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("anonymous staging created %s: %v", dir, err)
+	}
+	st.remove()
+	if st.data != nil || st.anon != nil {
+		t.Error("remove left the anonymous mapping referenced")
+	}
+
+	st, err = newStaging(dir, size, size-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.remove()
+	if st.file == nil || st.anon != nil {
+		t.Fatalf("staging one byte over the limit: file %v, anon %v; want a staging file", st.file != nil, st.anon != nil)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, StagingFileName)); err != nil || fi.Size() != size {
+		t.Fatalf("staging file: %v, %v; want %d bytes", fi, err, size)
 	}
 }

@@ -606,18 +606,11 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	if err := w.Commit(); err != nil {
 		return err
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	digest, err := shardfmt.FileDigest(path)
-	if err != nil {
-		return err
-	}
+	size := w.Size()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.committed = append(r.committed, path)
-	entry := shardfmt.ShardEntry{Path: rel, Epoch: k.epoch, Rank: k.rank, Batches: steps, Size: st.Size(), Digest: digest}
+	entry := shardfmt.ShardEntry{Path: rel, Epoch: k.epoch, Rank: k.rank, Batches: steps, Size: size, Digest: w.Digest()}
 	replaced := false
 	for i, s := range r.manifest.Shards {
 		if s.Epoch == k.epoch && s.Rank == k.rank {
@@ -633,7 +626,7 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	}
 	r.sum.Shards++
 	r.sum.Rows += rows
-	r.sum.Bytes += st.Size()
+	r.sum.Bytes += size
 	return nil
 }
 

@@ -1,9 +1,12 @@
 package shardfmt
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -81,10 +84,18 @@ type Writer struct {
 	prefix    []byte // header placeholder, tensor table, metadata, zero padding: [0, data_off)
 	batches   []byte // batch table, filled as batches arrive
 	ids       []byte // scratch: one batch's sample ids
+	allIDs    []byte // the whole sample ids section, when it is at most idsBufferMax bytes; nil: written per batch
 	idsCRC    uint32 // running CRC-32C of the sample ids section
 	next      int    // index of the next batch
 	done      bool
+	digest    string // set by Commit
 }
+
+// idsBufferMax is the largest sample ids section (8 bytes per sample slot)
+// a Writer keeps in memory and writes in one piece at Commit, where it also
+// feeds the digest; a larger one is written batch by batch and read back
+// once at Commit for the digest. A variable so tests can cover both paths.
+var idsBufferMax uint64 = 64 << 20
 
 // Create starts a shard at path. It creates path's directory if needed and a
 // temporary file beside path; nothing appears at path until Commit. Options
@@ -121,6 +132,9 @@ func Create(path string, opts WriterOptions) (*Writer, error) {
 		path: path, tmp: f.Name(), f: f, opts: opts, geo: geo, h: h, prefix: prefix,
 		batches: make([]byte, 0, h.btLen),
 		ids:     make([]byte, 8*opts.BatchSize),
+	}
+	if h.idsLen <= idsBufferMax {
+		w.allIDs = make([]byte, h.idsLen)
 	}
 	if err := f.Chmod(0o644); err != nil {
 		w.abort()
@@ -234,28 +248,34 @@ func (w *Writer) WriteBatch(block []byte, ids []uint64, pads int) error {
 	if p := w.geo.firstNonZeroPadding(block, len(ids)); p >= 0 {
 		return fmt.Errorf("writing batch %d to %s: %w: nonzero padding byte at block offset %d", k, w.path, ErrInvalid, p)
 	}
+	idb := w.ids
+	if w.allIDs != nil {
+		idb = w.allIDs[uint64(k)*uint64(len(w.ids)):][:len(w.ids)]
+	}
 	for j := range w.geo.BatchSize {
 		id := unusedID
 		if j < len(ids) {
 			id = ids[j]
 		}
-		le.PutUint64(w.ids[8*j:], id)
+		le.PutUint64(idb[8*j:], id)
 	}
 	off := w.h.dataOff + uint64(k)*w.h.blockSize
 	if _, err := w.f.WriteAt(block, int64(off)); err != nil {
 		return fmt.Errorf("writing batch %d to %s: %w", k, w.path, err)
 	}
-	idsOff := w.h.idsOff + uint64(k)*uint64(len(w.ids))
-	if _, err := w.f.WriteAt(w.ids, int64(idsOff)); err != nil {
-		return fmt.Errorf("writing sample ids of batch %d to %s: %w", k, w.path, err)
+	if w.allIDs == nil {
+		idsOff := w.h.idsOff + uint64(k)*uint64(len(w.ids))
+		if _, err := w.f.WriteAt(idb, int64(idsOff)); err != nil {
+			return fmt.Errorf("writing sample ids of batch %d to %s: %w", k, w.path, err)
+		}
 	}
 	var e [BatchEntryLen]byte
 	le.PutUint32(e[bCount:], uint32(len(ids)))
 	le.PutUint32(e[bPads:], uint32(pads))
 	le.PutUint32(e[bBlockCRC:], crc32c(block))
-	le.PutUint32(e[bIDsCRC:], crc32c(w.ids))
+	le.PutUint32(e[bIDsCRC:], crc32c(idb))
 	w.batches = append(w.batches, e[:]...)
-	w.idsCRC = crc32Update(w.idsCRC, w.ids)
+	w.idsCRC = crc32Update(w.idsCRC, idb)
 	w.next++
 	return nil
 }
@@ -288,6 +308,11 @@ func (w *Writer) commit() error {
 	if _, err := w.f.WriteAt(w.batches, int64(h.btOff)); err != nil {
 		return err
 	}
+	if w.allIDs != nil {
+		if _, err := w.f.WriteAt(w.allIDs, int64(h.idsOff)); err != nil {
+			return err
+		}
+	}
 	h.encode(w.prefix[:h.headerLen])
 	var foot [FooterLen]byte
 	h.encodeFooter(foot[:])
@@ -297,6 +322,18 @@ func (w *Writer) commit() error {
 	if _, err := w.f.WriteAt(w.prefix[:h.headerLen], 0); err != nil {
 		return err
 	}
+	// The digest of Reader.Digest, from the bytes just written: the prefix
+	// (header included), the batch table, the sample ids and the footer.
+	d := sha256.New()
+	d.Write(w.prefix)
+	d.Write(w.batches)
+	if w.allIDs != nil {
+		d.Write(w.allIDs)
+	} else if _, err := io.Copy(d, io.NewSectionReader(w.f, int64(h.idsOff), int64(h.idsLen))); err != nil {
+		return fmt.Errorf("reading back sample ids for the digest: %w", err)
+	}
+	d.Write(foot[:])
+	w.digest = "sha256:" + hex.EncodeToString(d.Sum(nil))
 	if err := w.f.Sync(); err != nil {
 		return err
 	}
@@ -309,6 +346,15 @@ func (w *Writer) commit() error {
 	}
 	return syncDir(filepath.Dir(w.path))
 }
+
+// Digest returns the committed shard's digest, "sha256:<hex>", equal to what
+// Reader.Digest and FileDigest compute from the file (every byte except the
+// batch blocks, which it covers through their CRC-32Cs in the batch table),
+// without reading the file back. It is "" before a successful Commit.
+func (w *Writer) Digest() string { return w.digest }
+
+// Size returns the shard's file length in bytes (fixed by WriterOptions).
+func (w *Writer) Size() int64 { return int64(w.h.fileLen) }
 
 // Abort discards the shard: it closes and removes the temporary file. It is
 // safe to call more than once and after Commit (then a no-op).

@@ -1,0 +1,71 @@
+package shardfmt
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestWriterDigestMatchesFile checks that the digest the Writer computes at
+// Commit, from the bytes it wrote, is the one FileDigest reads back from the
+// file, and Size the file's length: with the sample ids kept in memory and
+// with them written batch by batch and read back (idsBufferMax 0), for full,
+// short and empty shards.
+func TestWriterDigestMatchesFile(t *testing.T) {
+	for _, buffered := range []bool{true, false} {
+		for _, nb := range []int{0, 1, 5} {
+			t.Run(fmt.Sprintf("buffered=%v/batches=%d", buffered, nb), func(t *testing.T) {
+				if !buffered {
+					old := idsBufferMax
+					idsBufferMax = 0
+					t.Cleanup(func() { idsBufferMax = old })
+				}
+				opts := testOpts(4, nb)
+				path := filepath.Join(t.TempDir(), "s.shard")
+				w, err := Create(path, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if nb > 0 && (w.allIDs != nil) != buffered {
+					t.Fatalf("ids buffered %v, want %v", w.allIDs != nil, buffered)
+				}
+				rng := rand.New(rand.NewPCG(uint64(nb), 9))
+				for k := range nb {
+					count, pads := 4, 0
+					if k == nb-1 {
+						count, pads = 3, 1 // a short last batch with a pad
+					}
+					ids := make([]uint64, count)
+					for j := range ids {
+						ids[j] = rng.Uint64N(1 << 40)
+					}
+					if err := w.WriteBatch(fillBlock(w.Geometry(), count, rng), ids, pads); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if w.Digest() != "" {
+					t.Fatal("digest before Commit")
+				}
+				if err := w.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				want, err := FileDigest(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := w.Digest(); got != want {
+					t.Errorf("Writer.Digest %s, FileDigest %s", got, want)
+				}
+				st, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w.Size() != st.Size() {
+					t.Errorf("Writer.Size %d, file has %d bytes", w.Size(), st.Size())
+				}
+			})
+		}
+	}
+}

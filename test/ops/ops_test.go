@@ -5,9 +5,6 @@
 package ops
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,30 +23,18 @@ import (
 
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/metrics"
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
 )
 
 var prepBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "prep-ops-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	prepBin = filepath.Join(dir, "prep")
-	out, err := exec.Command("go", "build", "-o", prepBin, "github.com/prepml/prep/cmd/prep").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building prep: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	for _, d := range sharedDirs {
-		os.RemoveAll(d)
-	}
-	os.Exit(code)
+	testutil.MainWithPrep(m, "prep-ops-bin-", &prepBin, func() {
+		for _, d := range sharedDirs {
+			os.RemoveAll(d)
+		}
+	})
 }
 
 // row is one source row: an id and 16 float features stacked into one
@@ -145,8 +130,8 @@ func sharedDataset(t *testing.T) (d *dataset, ref string, want map[string]string
 		shared.d = buildDataset(t, dir)
 		shared.ref = filepath.Join(dir, "ref")
 		r := prep(t, nil, shared.d.convertArgs(shared.ref)...)
-		if r.code != 0 {
-			shared.err = fmt.Errorf("reference convert: exit %d: %s", r.code, r.stderr)
+		if r.Code != 0 {
+			shared.err = fmt.Errorf("reference convert: exit %d: %s", r.Code, r.Stderr)
 			return
 		}
 		shared.want = tree(t, shared.ref)
@@ -192,7 +177,7 @@ func buildDataset(t *testing.T, dir string) *dataset {
 	d.plan = filepath.Join(d.dir, "plan.json")
 	res := prep(t, nil, "plan", "--source", d.src, "--seed", "7", "--epochs", fmt.Sprint(d.epochs),
 		"--global-batch", "256", "--world-size", fmt.Sprint(d.world), "-o", d.plan)
-	res.mustExit(t, 0)
+	res.MustExit(t, 0)
 	return d
 }
 
@@ -200,35 +185,23 @@ func (d *dataset) convertArgs(out string, extra ...string) []string {
 	return append([]string{"convert", "--plan", d.plan, "--spec", d.spec, "-o", out, "--progress", "never"}, extra...)
 }
 
-type result struct {
-	args           []string
-	code           int
-	stdout, stderr string
-}
-
-func (r result) mustExit(t testing.TB, code int) {
-	t.Helper()
-	if r.code != code {
-		t.Fatalf("prep %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.args, " "), r.code, code, r.stdout, r.stderr)
-	}
-}
+// result is one finished prep command.
+type result = testutil.Result
 
 // prep runs the binary to completion with extra environment variables.
 func prep(t testing.TB, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(prepBin, args...)
 	cmd.Env = append(cleanEnv(), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{args, code, o.String(), e.String()}
+	return testutil.Run(t, cmd, args)
+}
+
+// startPrep starts the binary with the test's clean environment.
+func startPrep(t testing.TB, args ...string) *testutil.Running {
+	t.Helper()
+	cmd := exec.Command(prepBin, args...)
+	cmd.Env = cleanEnv()
+	return testutil.Start(t, cmd, args)
 }
 
 // cleanEnv is the test's environment without launcher variables, so a test
@@ -250,27 +223,7 @@ func cleanEnv() []string {
 // tree maps every regular file under dir (relative path) to its sha256.
 func tree(t testing.TB, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		sum := sha256.Sum256(b)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testutil.TreeDigests(t, dir)
 }
 
 func sameTree(t testing.TB, want, got map[string]string, what string) {
@@ -338,7 +291,7 @@ func countShards(dir string) (committed, temp int, manifest bool) {
 func TestCrashAndRerun(t *testing.T) {
 	d, ref, want := sharedDataset(t)
 	tmp := t.TempDir()
-	prep(t, nil, "verify", ref, "--plan", d.plan).mustExit(t, 0)
+	prep(t, nil, "verify", ref, "--plan", d.plan).MustExit(t, 0)
 	total := d.epochs * d.world
 
 	points := []struct {
@@ -354,30 +307,11 @@ func TestCrashAndRerun(t *testing.T) {
 	for _, pt := range points {
 		t.Run(pt.name, func(t *testing.T) {
 			out := filepath.Join(tmp, "crash-"+strings.ReplaceAll(pt.name, " ", "-"))
-			cmd := exec.Command(prepBin, d.convertArgs(out)...)
-			cmd.Env = cleanEnv()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+			run := startPrep(t, d.convertArgs(out)...)
+			if run.Poll(200*time.Microsecond, func() bool { return pt.hit(countShards(out)) }) {
+				run.Kill()
 			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			killed := false
-		poll:
-			for {
-				select {
-				case <-done:
-					break poll
-				default:
-				}
-				if pt.hit(countShards(out)) {
-					_ = cmd.Process.Signal(syscall.SIGKILL)
-					err := <-done
-					var ee *exec.ExitError
-					killed = errors.As(err, &ee) && !ee.Exited()
-					break poll
-				}
-				time.Sleep(200 * time.Microsecond)
-			}
+			killed := run.Wait().Signal != 0
 			if !killed {
 				t.Logf("convert finished before the kill point %q; checking the rerun anyway", pt.name)
 			} else {
@@ -386,8 +320,8 @@ func TestCrashAndRerun(t *testing.T) {
 				t.Logf("killed at %q: %d shards committed, %d temporary files, manifest %v", pt.name, c, tmp, m)
 			}
 			checkManifestInvariant(t, out)
-			prep(t, nil, d.convertArgs(out)...).mustExit(t, 0)
-			prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
+			prep(t, nil, d.convertArgs(out)...).MustExit(t, 0)
+			prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
 			sameTree(t, want, tree(t, out), pt.name)
 		})
 	}
@@ -413,10 +347,10 @@ func TestConcurrentRunsOneWins(t *testing.T) {
 		}
 		defer l.Release()
 		r := prep(t, nil, d.convertArgs(out)...)
-		r.mustExit(t, 3)
+		r.MustExit(t, 3)
 		host, _ := os.Hostname()
-		if !strings.Contains(r.stderr, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(r.stderr, host) {
-			t.Fatalf("exit 3 does not name the holder (pid %d, host %s): %s", os.Getpid(), host, r.stderr)
+		if !strings.Contains(r.Stderr, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(r.Stderr, host) {
+			t.Fatalf("exit 3 does not name the holder (pid %d, host %s): %s", os.Getpid(), host, r.Stderr)
 		}
 		if c, tmp, m := countShards(out); c != 0 || tmp != 0 || m {
 			t.Fatalf("locked run wrote %d shards, %d temporary files, manifest %v", c, tmp, m)
@@ -425,63 +359,27 @@ func TestConcurrentRunsOneWins(t *testing.T) {
 
 	t.Run("two real runs", func(t *testing.T) {
 		out := filepath.Join(tmp, "race")
-		a := exec.Command(prepBin, d.convertArgs(out)...)
-		a.Env = cleanEnv()
-		var aErr bytes.Buffer
-		a.Stderr = &aErr
-		if err := a.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- a.Wait() }()
+		a := startPrep(t, d.convertArgs(out)...)
 		// Start the second run once the first holds the lock.
-		var aDone bool
-		for !aDone {
-			if _, err := os.Stat(filepath.Join(out, ".prep.lock")); err == nil {
-				break
-			}
-			select {
-			case err := <-done:
-				done <- err
-				aDone = true
-			default:
-				time.Sleep(100 * time.Microsecond)
-			}
-		}
+		a.Poll(100*time.Microsecond, func() bool {
+			_, err := os.Stat(filepath.Join(out, ".prep.lock"))
+			return err == nil
+		})
 		b := prep(t, nil, d.convertArgs(out)...)
-		errA := <-done
-		if errA != nil {
-			t.Fatalf("first run failed: %v\n%s", errA, aErr.String())
-		}
-		switch b.code {
+		a.Wait().MustExit(t, 0)
+		switch b.Code {
 		case 3:
-			if !strings.Contains(b.stderr, fmt.Sprintf("pid %d", a.Process.Pid)) {
-				t.Errorf("second run's exit 3 does not name the first run's pid %d: %s", a.Process.Pid, b.stderr)
+			if !strings.Contains(b.Stderr, fmt.Sprintf("pid %d", a.Cmd.Process.Pid)) {
+				t.Errorf("second run's exit 3 does not name the first run's pid %d: %s", a.Cmd.Process.Pid, b.Stderr)
 			}
 		case 0:
 			t.Logf("first run finished before the second took the lock; the second found the work done")
 		default:
-			t.Fatalf("second run: exit %d, want 3 (or 0 after the first finished)\n%s", b.code, b.stderr)
+			t.Fatalf("second run: exit %d, want 3 (or 0 after the first finished)\n%s", b.Code, b.Stderr)
 		}
-		prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
+		prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
 		sameTree(t, want, tree(t, out), "after two runs")
 	})
-}
-
-// mountTmpfs mounts a tmpfs of size bytes at a new directory, or skips.
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot mount a size-limited tmpfs (needs root or CAP_SYS_ADMIN): %v %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
 }
 
 func TestDiskFull(t *testing.T) {
@@ -493,7 +391,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	// Room for the whole output plus slack for directories, then a filler
 	// that leaves only a third of what the output needs.
-	fs := mountTmpfs(t, need+need/2+1<<20)
+	fs := testutil.MountTmpfs(t, need+need/2+1<<20)
 	filler := filepath.Join(fs, "filler")
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(fs, &st); err != nil {
@@ -505,11 +403,11 @@ func TestDiskFull(t *testing.T) {
 	}
 	out := filepath.Join(fs, "shards")
 	r := prep(t, nil, d.convertArgs(out)...)
-	if r.code != 1 {
-		t.Fatalf("convert on a full disk: exit %d, want 1\n%s", r.code, r.stderr)
+	if r.Code != 1 {
+		t.Fatalf("convert on a full disk: exit %d, want 1\n%s", r.Code, r.Stderr)
 	}
-	if !strings.Contains(r.stderr, out) || !strings.Contains(r.stderr, "need ") || !strings.Contains(r.stderr, " free") {
-		t.Errorf("disk-full error does not name the output path %s and the bytes needed and free: %s", out, r.stderr)
+	if !strings.Contains(r.Stderr, out) || !strings.Contains(r.Stderr, "need ") || !strings.Contains(r.Stderr, " free") {
+		t.Errorf("disk-full error does not name the output path %s and the bytes needed and free: %s", out, r.Stderr)
 	}
 	if c, tmp, _ := countShards(out); tmp != 0 {
 		t.Errorf("disk-full run left %d temporary files (and %d shards)", tmp, c)
@@ -518,8 +416,8 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	prep(t, nil, d.convertArgs(out)...).mustExit(t, 0)
-	prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
+	prep(t, nil, d.convertArgs(out)...).MustExit(t, 0)
+	prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
 	sameTree(t, want, tree(t, out), "after freeing space")
 }
 
@@ -531,11 +429,11 @@ func TestChangedSourceDetectedBeforeWork(t *testing.T) {
 	writeParquet(t, changed, rowsPerFile(), rowsPerFile(), 4096, 0.25)
 	out := filepath.Join(d.dir, "out")
 	r := prep(t, nil, d.convertArgs(out)...)
-	if r.code != 1 {
-		t.Fatalf("convert after a source change: exit %d, want 1\n%s", r.code, r.stderr)
+	if r.Code != 1 {
+		t.Fatalf("convert after a source change: exit %d, want 1\n%s", r.Code, r.Stderr)
 	}
-	if !strings.Contains(r.stderr, "part-1.parquet") {
-		t.Errorf("error does not name the changed file: %s", r.stderr)
+	if !strings.Contains(r.Stderr, "part-1.parquet") {
+		t.Errorf("error does not name the changed file: %s", r.Stderr)
 	}
 	if c, tmp, m := countShards(out); c != 0 || tmp != 0 || m {
 		t.Errorf("a run on a changed source wrote %d shards, %d temporary files, manifest %v", c, tmp, m)
@@ -547,10 +445,10 @@ func TestRollingWindowWithGC(t *testing.T) {
 	tmp := t.TempDir()
 
 	out := filepath.Join(tmp, "node")
-	prep(t, nil, d.convertArgs(out, "--epochs", "0-1")...).mustExit(t, 0)
-	prep(t, nil, d.convertArgs(out, "--epochs", "2-3")...).mustExit(t, 0)
-	prep(t, nil, "gc", out, "--keep-from-epoch", "2").mustExit(t, 0)
-	prep(t, nil, "verify", out, "--plan", d.plan, "--partial").mustExit(t, 0)
+	prep(t, nil, d.convertArgs(out, "--epochs", "0-1")...).MustExit(t, 0)
+	prep(t, nil, d.convertArgs(out, "--epochs", "2-3")...).MustExit(t, 0)
+	prep(t, nil, "gc", out, "--keep-from-epoch", "2").MustExit(t, 0)
+	prep(t, nil, "verify", out, "--plan", d.plan, "--partial").MustExit(t, 0)
 	got := tree(t, out)
 	for p, h := range got {
 		if p == shardfmt.ManifestName {
@@ -605,10 +503,10 @@ func TestRanksAutoFromLaunchers(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			args := d.convertArgs(out, append([]string{"--ranks", "auto", "--epochs", "0"}, tc.args...)...)
 			r := prep(t, tc.env, args...)
-			r.mustExit(t, tc.code)
+			r.MustExit(t, tc.code)
 			if tc.code != 0 {
-				if !strings.Contains(r.stderr, tc.msg) {
-					t.Fatalf("stderr lacks %q: %s", tc.msg, r.stderr)
+				if !strings.Contains(r.Stderr, tc.msg) {
+					t.Fatalf("stderr lacks %q: %s", tc.msg, r.Stderr)
 				}
 				if c, _, _ := countShards(out); c != 0 {
 					t.Fatalf("failed run wrote %d shards", c)
@@ -634,7 +532,7 @@ func TestRanksAutoFromLaunchers(t *testing.T) {
 }
 
 func TestMetricsAndJSONLogs(t *testing.T) {
-	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.stdout, "--metrics-file") {
+	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.Stdout, "--metrics-file") {
 		t.Skip("prep convert has no --metrics-file flag yet (cmd/prep/cmd_convert.go must call addMetricsFlag and writeMetrics)")
 	}
 	d, _, _ := sharedDataset(t)
@@ -646,8 +544,8 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 	}
 	args := d.convertArgs(out, "--metrics-file", prom, "--log-format", "json")
 	r := prep(t, nil, args...)
-	r.mustExit(t, 0)
-	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+	r.MustExit(t, 0)
+	for _, line := range strings.Split(strings.TrimSpace(r.Stderr), "\n") {
 		if line == "" {
 			continue
 		}
@@ -662,30 +560,15 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 		}
 	}
 	// Second run skips every shard; a third into a locked directory fails.
-	prep(t, nil, args...).mustExit(t, 0)
+	prep(t, nil, args...).MustExit(t, 0)
 	l, err := dirlock.Acquire(filepath.Join(out, ".prep.lock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	prep(t, nil, args...).mustExit(t, 3)
+	prep(t, nil, args...).MustExit(t, 3)
 	l.Release()
 
-	f, err := os.Open(prom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ss, err := metrics.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, s := range ss {
-		if s.Command != "convert" || s.Output != out {
-			t.Fatalf("unexpected labels %+v", s)
-		}
-		got[s.Name] = s.Value
-	}
+	got := testutil.ReadMetrics(t, prom, "convert", out)
 	// Exact counts come from the manifest of the first (only writing) run.
 	m, err := shardfmt.ReadManifest(out)
 	if err != nil {
@@ -740,64 +623,49 @@ func diskFillsDuringRun(t *testing.T, trigger func(out string) bool) {
 		need += fi.Size()
 	}
 	// Staging needs about as much again as the shards.
-	fsDir := mountTmpfs(t, 3*need+1<<20)
+	fsDir := testutil.MountTmpfs(t, 3*need+1<<20)
 	out := filepath.Join(fsDir, "shards")
-	cmd := exec.Command(prepBin, d.convertArgs(out)...)
-	cmd.Env = cleanEnv()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	run := startPrep(t, d.convertArgs(out)...)
 	filler := filepath.Join(fsDir, "filler")
-	filled := false
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		default:
+	filled := run.Poll(200*time.Microsecond, func() bool {
+		if !trigger(out) {
+			return false
 		}
-		if !filled && trigger(out) {
-			// Fill every free byte.
-			f, err := os.Create(filler)
-			if err != nil {
-				t.Fatal(err)
+		// Fill every free byte.
+		f, err := os.Create(filler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := make([]byte, 1<<20)
+		for {
+			if _, err := f.Write(chunk); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatal(err)
+				}
+				break
 			}
-			chunk := make([]byte, 1<<20)
+		}
+		for n := 4096; n > 0; n /= 2 { // the last partial megabyte
 			for {
-				if _, err := f.Write(chunk); err != nil {
-					if !errors.Is(err, syscall.ENOSPC) {
-						t.Fatal(err)
-					}
+				if _, err := f.Write(chunk[:n]); err != nil {
 					break
 				}
 			}
-			for n := 4096; n > 0; n /= 2 { // the last partial megabyte
-				for {
-					if _, err := f.Write(chunk[:n]); err != nil {
-						break
-					}
-				}
-			}
-			f.Close()
-			filled = true
 		}
-		time.Sleep(200 * time.Microsecond)
+		f.Close()
+		return true
+	})
+	res := run.Wait()
+	if !filled || res.Code == 0 {
+		t.Skipf("convert finished (exit %d) before the file system could be filled", res.Code)
 	}
-	code := cmd.ProcessState.ExitCode()
-	if !filled || code == 0 {
-		t.Skipf("convert finished (exit %d) before the file system could be filled", code)
+	if res.Code != 1 {
+		t.Fatalf("convert on a full disk: exit %d (signal %v), want 1\n%s", res.Code, res.Signal, res.Stderr)
 	}
-	if code != 1 {
-		t.Fatalf("convert on a full disk: exit %d (%v), want 1\n%s", code, cmd.ProcessState, stderr.String())
+	if !strings.Contains(res.Stderr, out) || !strings.Contains(res.Stderr, "no space left on device") {
+		t.Errorf("error does not name the path under %s and the cause: %s", out, res.Stderr)
 	}
-	if !strings.Contains(stderr.String(), out) || !strings.Contains(stderr.String(), "no space left on device") {
-		t.Errorf("error does not name the path under %s and the cause: %s", out, stderr.String())
-	}
-	t.Logf("convert failed as expected: %s", strings.TrimSpace(stderr.String()))
+	t.Logf("convert failed as expected: %s", strings.TrimSpace(res.Stderr))
 	if c, tmp, _ := countShards(out); tmp != 0 {
 		t.Errorf("failed run left %d temporary files (and %d shards)", tmp, c)
 	}
@@ -808,8 +676,8 @@ wait:
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	prep(t, nil, d.convertArgs(out)...).mustExit(t, 0)
-	prep(t, nil, "verify", out, "--plan", d.plan).mustExit(t, 0)
+	prep(t, nil, d.convertArgs(out)...).MustExit(t, 0)
+	prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
 	sameTree(t, want, tree(t, out), "after freeing space")
 }
 
@@ -821,7 +689,7 @@ func TestCronWrapperEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}
-	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.stdout, "--metrics-file") {
+	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.Stdout, "--metrics-file") {
 		t.Skip("prep convert has no --metrics-file flag yet")
 	}
 	d, _, _ := sharedDataset(t)
@@ -867,17 +735,8 @@ func TestCronWrapperEndToEnd(t *testing.T) {
 	if want := map[int]int{2: 4, 3: 4}; !reflectDeepEqual(epochs, want) {
 		t.Fatalf("epochs on disk %v, want %v", epochs, want)
 	}
-	f, err := os.Open(prom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ss, err := metrics.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	runs := map[string]float64{}
-	for _, s := range ss {
+	for _, s := range testutil.ParseMetrics(t, prom) {
 		if s.Name == metrics.RunsTotal {
 			runs[s.Command] = s.Value
 		}

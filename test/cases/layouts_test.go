@@ -83,7 +83,7 @@ func TestListLayoutsOfOlderWriters(t *testing.T) {
 			}
 			r.planAll(4)
 			out, res := r.convert(l.spec)
-			res.ok(t)
+			res.OK(t)
 			emb := tensor(t, r.export(out, 0, 0, 0), "emb", "<f4")
 			if got := sha256Hex(emb.data); got != want {
 				t.Errorf("emb sha256 %s, want %s (B04's)", got, want)

@@ -25,96 +25,29 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/prepml/prep/internal/npy"
+	"github.com/prepml/prep/internal/testutil"
 )
 
 var prepBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "prep-cases-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	prepBin = filepath.Join(dir, "prep")
-	out, err := exec.Command("go", "build", "-o", prepBin, "github.com/prepml/prep/cmd/prep").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building prep: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testutil.MainWithPrep(m, "prep-cases-bin-", &prepBin, nil)
 }
 
 // casesDir is the repository's copy of the field cases.
 const casesDir = "../../testdata/cases"
 
 // result is one finished prep command.
-type result struct {
-	args           []string
-	code           int
-	signal         syscall.Signal // non-zero when the process died of a signal
-	stdout, stderr string
-}
+type result = testutil.Result
 
 // prep runs the binary with args and returns how it ended. It fails the test
 // only when the binary cannot be started.
 func prep(t testing.TB, args ...string) result {
 	t.Helper()
-	return prepCmd(t, exec.Command(prepBin, args...), args)
-}
-
-// prepCmd runs a prepared command (for example a bash wrapper) and returns
-// how it ended.
-func prepCmd(t testing.TB, cmd *exec.Cmd, args []string) result {
-	t.Helper()
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	r := result{args: args, stdout: so.String(), stderr: se.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.signal = ws.Signal()
-		}
-	default:
-		t.Fatalf("running prep %q: %v", args, err)
-	}
-	return r
-}
-
-// ok fails the test unless the command exited 0.
-func (r result) ok(t testing.TB) result {
-	t.Helper()
-	if r.code != 0 {
-		t.Fatalf("prep %s: exit %d (signal %v)\nstdout: %s\nstderr: %s", strings.Join(r.args, " "), r.code, r.signal, r.stdout, r.stderr)
-	}
-	return r
-}
-
-// failed checks the error contract of a failing run: a non-zero exit that
-// is not a death by signal, and stderr naming every string of mustName.
-func (r result) failed(t testing.TB, mustName ...string) {
-	t.Helper()
-	if r.code == 0 {
-		t.Fatalf("prep %s: exit 0, want a failure naming %q\nstdout: %s\nstderr: %s", strings.Join(r.args, " "), mustName, r.stdout, r.stderr)
-	}
-	if r.signal != 0 {
-		t.Errorf("prep %s: killed by %v, want a clean error", strings.Join(r.args, " "), r.signal)
-	}
-	for _, s := range mustName {
-		if !strings.Contains(r.stderr, s) {
-			t.Errorf("prep %s: stderr does not name %q:\n%s", strings.Join(r.args, " "), s, r.stderr)
-		}
-	}
+	return testutil.Run(t, exec.Command(prepBin, args...), args)
 }
 
 // noOutput fails the test when dir holds anything at all: no shard,
@@ -290,7 +223,7 @@ func copyFile(t testing.TB, from, to string) {
 func (r *caseRun) planAll(samples int) {
 	r.t.Helper()
 	prep(r.t, "plan", "--source", r.src, "--global-batch", strconv.Itoa(samples), "--shuffle", "none",
-		"--remainder", "partial", "-o", r.plan).ok(r.t)
+		"--remainder", "partial", "-o", r.plan).OK(r.t)
 }
 
 // spec returns the path of a spec file of this case.
@@ -331,7 +264,7 @@ func (r *caseRun) export(out string, epoch, rank, step int) map[string]array {
 		r.t.Fatal(err)
 	}
 	prep(r.t, "export", out, "--epoch", strconv.Itoa(epoch), "--rank", strconv.Itoa(rank),
-		"--step", strconv.Itoa(step), "-o", dst).ok(r.t)
+		"--step", strconv.Itoa(step), "-o", dst).OK(r.t)
 	return readNPYDir(r.t, dst)
 }
 
@@ -545,21 +478,5 @@ func writeFile(t testing.TB, path, text string) {
 // path.
 func fileDigests(t testing.TB, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[rel] = sha256Hex(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testutil.TreeDigests(t, dir)
 }

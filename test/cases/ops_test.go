@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/internal/testutil"
 )
 
 // shownBatch and shownRank are the --json output of prep plan show.
@@ -41,10 +43,10 @@ func planShow(t testing.TB, planPath string, epoch, rank, worker int) shownRank 
 	if worker >= 0 {
 		args = append(args, "--worker", strconv.Itoa(worker))
 	}
-	res := prep(t, args...).ok(t)
+	res := prep(t, args...).OK(t)
 	var s shownRank
-	if err := json.Unmarshal([]byte(res.stdout), &s); err != nil {
-		t.Fatalf("plan show --json: %v\n%s", err, res.stdout)
+	if err := json.Unmarshal([]byte(res.Stdout), &s); err != nil {
+		t.Fatalf("plan show --json: %v\n%s", err, res.Stdout)
 	}
 	return s
 }
@@ -90,24 +92,11 @@ func watch(pid int, done <-chan struct{}) <-chan procPeak {
 // during the run.
 func runWatched(t *testing.T, cmd *exec.Cmd, args []string) (result, procPeak) {
 	t.Helper()
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	run := testutil.Start(t, cmd, args)
 	done := make(chan struct{})
 	peak := watch(cmd.Process.Pid, done)
-	err := cmd.Wait()
+	r := run.Wait()
 	close(done)
-	r := result{args: args, stdout: so.String(), stderr: se.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.signal = ws.Signal()
-		}
-	} else if err != nil {
-		t.Fatal(err)
-	}
 	return r, <-peak
 }
 
@@ -176,7 +165,7 @@ func TestManySmallFilesUnderLowDescriptorLimit(t *testing.T) {
 	t.Logf("%d files written in %v", files, time.Since(start))
 	planPath := filepath.Join(dir, "plan.json")
 	res, peak := underFDLimit(t, 256, "plan", "--source", src, "--seed", "3", "--global-batch", strconv.Itoa(samples), "-o", planPath)
-	res.ok(t)
+	res.OK(t)
 	if peak >= 64 {
 		t.Errorf("plan: %d descriptors open at peak, want well below 256", peak)
 	}
@@ -184,13 +173,13 @@ func TestManySmallFilesUnderLowDescriptorLimit(t *testing.T) {
 	writeFile(t, spec, "tensors: [{name: id, column: id, dtype: I64}]\n")
 	out := filepath.Join(dir, "out")
 	res, peak = underFDLimit(t, 256, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--progress", "never")
-	res.ok(t)
+	res.OK(t)
 	if peak >= 64 {
 		t.Errorf("convert: %d descriptors open at peak, want well below 256", peak)
 	}
 	t.Logf("peak descriptors during convert: %d; plan and convert done %v after start", peak, time.Since(start))
 	exp := filepath.Join(dir, "export")
-	prep(t, "export", out, "--epoch", "0", "--rank", "0", "--step", "0", "-o", exp).ok(t)
+	prep(t, "export", out, "--epoch", "0", "--rank", "0", "--step", "0", "-o", exp).OK(t)
 	ids := tensor(t, readNPYDir(t, exp), "id", "<i8").i64()
 	slices.Sort(ids)
 	var sum int64
@@ -227,10 +216,10 @@ func TestRanksAndWorkersCoverEverySample(t *testing.T) {
 			planPath := filepath.Join(r.dir, remainder+".json")
 			prep(t, "plan", "--source", r.src, "--seed", strconv.FormatInt(seed, 10), "--global-batch", strconv.Itoa(ranks),
 				"--world-size", strconv.Itoa(ranks), "--workers", strconv.Itoa(workers), "--shuffle", "global",
-				"--remainder", remainder, "-o", planPath).ok(t)
+				"--remainder", remainder, "-o", planPath).OK(t)
 			out := filepath.Join(r.dir, "out-"+remainder)
-			prep(t, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--progress", "never").ok(t)
-			prep(t, "verify", "--plan", planPath, out).ok(t)
+			prep(t, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--progress", "never").OK(t)
+			prep(t, "verify", "--plan", planPath, out).OK(t)
 
 			seen := make([]int, n)
 			slots, pads := 0, 0
@@ -299,10 +288,10 @@ func TestRanksAndWorkersCoverEverySample(t *testing.T) {
 		ranks, workers := int(jsonInt(t, opts["ranks"])), int(jsonInt(t, opts["workers"]))
 		r := newRun(t, c, "five.parquet")
 		res := prep(t, "plan", "--source", r.src, "--global-batch", strconv.Itoa(ranks), "--world-size", strconv.Itoa(ranks),
-			"--workers", strconv.Itoa(workers), "--remainder", "partial", "-o", r.plan).ok(t)
+			"--workers", strconv.Itoa(workers), "--remainder", "partial", "-o", r.plan).OK(t)
 		out := filepath.Join(r.dir, "out")
-		prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").ok(t)
-		prep(t, "verify", "--plan", r.plan, out).ok(t)
+		prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").OK(t)
+		prep(t, "verify", "--plan", r.plan, out).OK(t)
 		seen := map[uint64]int{}
 		empty := 0
 		for rank := 0; rank < ranks; rank++ {
@@ -326,8 +315,8 @@ func TestRanksAndWorkersCoverEverySample(t *testing.T) {
 			t.Errorf("%d empty (rank, worker) pairs, case says at least 7", empty)
 		}
 		// The empty pairs are reported by the plan, not an error.
-		if !strings.Contains(res.stdout, fmt.Sprintf("%d of %d (rank, worker) pairs", empty, ranks*workers)) {
-			t.Errorf("plan summary does not report the %d empty (rank, worker) pairs:\n%s", empty, res.stdout)
+		if !strings.Contains(res.Stdout, fmt.Sprintf("%d of %d (rank, worker) pairs", empty, ranks*workers)) {
+			t.Errorf("plan summary does not report the %d empty (rank, worker) pairs:\n%s", empty, res.Stdout)
 		}
 	})
 
@@ -345,12 +334,12 @@ func TestRanksAndWorkersCoverEverySample(t *testing.T) {
 			{"load", out, "--epoch", "0", "--rank", "-1"},
 		} {
 			res := prep(t, args...)
-			res.failed(t, c.strs(t, "expect", "plans", 2, "error", "must_name")...)
+			res.Failed(t, c.strs(t, "expect", "plans", 2, "error", "must_name")...)
 			// Where the plan gives the world size, the rank is refused as a
 			// usage error (exit 2) before any source file is read; export and
 			// load learn it from the shard set's manifest.
-			if (args[0] == "plan" || args[0] == "convert" || strings.Contains(strings.Join(args, " "), "-1")) && res.code != 2 {
-				t.Errorf("prep %s: exit %d, want 2 (usage)", strings.Join(args, " "), res.code)
+			if (args[0] == "plan" || args[0] == "convert" || strings.Contains(strings.Join(args, " "), "-1")) && res.Code != 2 {
+				t.Errorf("prep %s: exit %d, want 2 (usage)", strings.Join(args, " "), res.Code)
 			}
 			noOutput(t, filepath.Join(r.dir, "never"))
 		}
@@ -415,9 +404,9 @@ func TestOrderStableAcrossRunsAndWorkers(t *testing.T) {
 				tag := fmt.Sprintf("%s-w%d-run%d", shuffle, cfg.workers, run)
 				planPath := filepath.Join(r.dir, tag+".json")
 				prep(t, "plan", "--source", r.src, "--seed", seed, "--epochs", strconv.Itoa(epochs), "--global-batch", "200",
-					"--world-size", strconv.Itoa(ranks), "--workers", strconv.Itoa(cfg.workers), "--shuffle", shuffle, "-o", planPath).ok(t)
+					"--world-size", strconv.Itoa(ranks), "--workers", strconv.Itoa(cfg.workers), "--shuffle", shuffle, "-o", planPath).OK(t)
 				out := filepath.Join(r.dir, "out-"+tag)
-				prep(t, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--progress", "never", "--jobs", strconv.Itoa(1+run)).ok(t)
+				prep(t, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--progress", "never", "--jobs", strconv.Itoa(1+run)).OK(t)
 				pb, err := os.ReadFile(planPath)
 				if err != nil {
 					t.Fatal(err)
@@ -425,7 +414,7 @@ func TestOrderStableAcrossRunsAndWorkers(t *testing.T) {
 				d := fileDigests(t, out)
 				if run == 0 {
 					planBytes, digests = pb, d
-					prep(t, "verify", "--plan", planPath, out).ok(t)
+					prep(t, "verify", "--plan", planPath, out).OK(t)
 					orders[cfg] = rankOrders(t, planPath, epochs, ranks)
 					data[cfg] = shardRegions(t, out, epochs, ranks)
 					continue
@@ -499,7 +488,7 @@ func shardRegions(t *testing.T, out string, epochs, ranks int) map[string][]byte
 	for e := 0; e < epochs; e++ {
 		for rank := 0; rank < ranks; rank++ {
 			p := filepath.Join(out, fmt.Sprintf("epoch-%05d", e), fmt.Sprintf("rank-%05d.shard", rank))
-			res := prep(t, "inspect", p, "--json").ok(t)
+			res := prep(t, "inspect", p, "--json").OK(t)
 			var doc struct {
 				Shard struct {
 					Regions []struct {
@@ -509,7 +498,7 @@ func shardRegions(t *testing.T, out string, epochs, ranks int) map[string][]byte
 					} `json:"regions"`
 				} `json:"shard"`
 			}
-			if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil {
+			if err := json.Unmarshal([]byte(res.Stdout), &doc); err != nil {
 				t.Fatal(err)
 			}
 			b, err := os.ReadFile(p)
@@ -537,7 +526,7 @@ func b31Setup(t *testing.T, seed string) (r *caseRun, spec string) {
 	spec = filepath.Join(r.dir, "spec.yaml")
 	writeFile(t, spec, "tensors: [{name: id, column: id, dtype: I64}, {name: x, column: x, dtype: F32}]\n")
 	prep(t, "plan", "--source", r.src, "--seed", seed, "--epochs", "12", "--global-batch", "8", "--world-size", "4",
-		"--workers", "2", "-o", r.plan).ok(t)
+		"--workers", "2", "-o", r.plan).OK(t)
 	return r, spec
 }
 
@@ -547,7 +536,7 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 	loadCase(t, "B31")
 	r, spec := b31Setup(t, "7")
 	ref := filepath.Join(r.dir, "ref")
-	prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", ref, "--progress", "never").ok(t)
+	prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", ref, "--progress", "never").OK(t)
 	want := fileDigests(t, ref)
 
 	// concurrent runs each either finish or fail fast with exit 3 naming
@@ -564,8 +553,8 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 		}
 		wg.Wait()
 		for _, x := range res {
-			if x.code == 3 {
-				x.failed(t, out, "held by", "pid ")
+			if x.Code == 3 {
+				x.Failed(t, out, "held by", "pid ")
 			}
 		}
 		return res
@@ -575,17 +564,17 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 		out := filepath.Join(r.dir, "same")
 		res := concurrent(t, out, r.plan, r.plan)
 		for _, x := range res {
-			if x.code != 0 && x.code != 3 {
-				t.Errorf("exit %d: %s", x.code, x.stderr)
+			if x.Code != 0 && x.Code != 3 {
+				t.Errorf("exit %d: %s", x.Code, x.Stderr)
 			}
 		}
-		if res[0].code != 0 && res[1].code != 0 {
+		if res[0].Code != 0 && res[1].Code != 0 {
 			t.Fatalf("neither run finished")
 		}
 		if got := fileDigests(t, out); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("final directory differs from one run:\n%v\n%v", got, want)
 		}
-		prep(t, "verify", "--plan", r.plan, out).ok(t)
+		prep(t, "verify", "--plan", r.plan, out).OK(t)
 	})
 
 	t.Run("different seeds", func(t *testing.T) {
@@ -594,16 +583,16 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 		res := concurrent(t, out, r.plan, other.plan)
 		winner := ""
 		for i, x := range res {
-			if x.code == 0 {
+			if x.Code == 0 {
 				winner = []string{r.plan, other.plan}[i]
 			}
 		}
 		if winner == "" {
-			t.Fatalf("neither run finished: %d %s / %d %s", res[0].code, res[0].stderr, res[1].code, res[1].stderr)
+			t.Fatalf("neither run finished: %d %s / %d %s", res[0].Code, res[0].Stderr, res[1].Code, res[1].Stderr)
 		}
 		// The directory is exactly one run's, never a manifest of one next
 		// to shards of the other: verify against the winner's plan.
-		prep(t, "verify", "--plan", winner, out).ok(t)
+		prep(t, "verify", "--plan", winner, out).OK(t)
 		if winner == r.plan {
 			if got := fileDigests(t, out); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("final directory differs from one run")
@@ -626,10 +615,10 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 		}
 		fmt.Fprintf(f, "%d testhost\n", os.Getpid())
 		res := prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never")
-		if res.code != 3 {
-			t.Fatalf("exit %d with the lock held, want 3: %s", res.code, res.stderr)
+		if res.Code != 3 {
+			t.Fatalf("exit %d with the lock held, want 3: %s", res.Code, res.Stderr)
 		}
-		res.failed(t, out, fmt.Sprintf("pid %d", os.Getpid()), "testhost")
+		res.Failed(t, out, fmt.Sprintf("pid %d", os.Getpid()), "testhost")
 		if m, _ := filepath.Glob(filepath.Join(out, "*")); len(m) != 1 || filepath.Base(m[0]) != ".prep.lock" {
 			t.Errorf("run that found the lock held wrote %q", m)
 		}
@@ -637,38 +626,26 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 
 	t.Run("killed then restarted", func(t *testing.T) {
 		out := filepath.Join(r.dir, "killed")
-		cmd := exec.Command(prepBin, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never", "--jobs", "1")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		args := []string{"convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never", "--jobs", "1"}
+		run := testutil.Start(t, exec.Command(prepBin, args...), args)
 		// Kill it as soon as the first shard is committed (or it ends).
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		killed := false
-	poll:
-		for {
-			select {
-			case <-exited:
-				break poll
-			default:
-			}
-			if m, _ := filepath.Glob(filepath.Join(out, "epoch-*", "*.shard")); len(m) > 0 {
-				cmd.Process.Signal(syscall.SIGKILL)
-				<-exited
-				killed = true
-				break
-			}
-			time.Sleep(200 * time.Microsecond)
+		killed := run.Poll(200*time.Microsecond, func() bool {
+			m, _ := filepath.Glob(filepath.Join(out, "epoch-*", "*.shard"))
+			return len(m) > 0
+		})
+		if killed {
+			run.Kill()
 		}
+		run.Wait()
 		t.Logf("killed midway: %v", killed)
-		res := prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").ok(t)
-		if killed && !strings.Contains(res.stderr, "stale lock") {
-			t.Errorf("rerun after a kill did not report the stale lock:\n%s", res.stderr)
+		res := prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").OK(t)
+		if killed && !strings.Contains(res.Stderr, "stale lock") {
+			t.Errorf("rerun after a kill did not report the stale lock:\n%s", res.Stderr)
 		}
 		if got := fileDigests(t, out); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("restarted build differs from one run:\n%v\n%v", got, want)
 		}
-		prep(t, "verify", "--plan", r.plan, out).ok(t)
+		prep(t, "verify", "--plan", r.plan, out).OK(t)
 	})
 
 	t.Run("stale lock and temporaries", func(t *testing.T) {
@@ -685,10 +662,10 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 		}
 		writeFile(t, filepath.Join(out, ".prep-tmp", strconv.Itoa(pid), "staging.bin"), "partial")
 		writeFile(t, filepath.Join(out, ".prep.lock"), fmt.Sprintf("%d deadhost\n", pid))
-		res := prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").ok(t)
+		res := prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").OK(t)
 		for _, s := range []string{"stale lock", fmt.Sprintf("pid %d", pid), "deadhost"} {
-			if !strings.Contains(res.stderr, s) {
-				t.Errorf("stale lock not reported (%q missing):\n%s", s, res.stderr)
+			if !strings.Contains(res.Stderr, s) {
+				t.Errorf("stale lock not reported (%q missing):\n%s", s, res.Stderr)
 			}
 		}
 		if got := fileDigests(t, out); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -706,9 +683,9 @@ func TestTruncatedShardAndBoundedRead(t *testing.T) {
 	r := newRun(t, d, "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
 	spec := filepath.Join(r.dir, "spec.yaml")
 	writeFile(t, spec, "tensors: [{name: id, column: id, dtype: I64}, {name: x, column: x, dtype: F32}]\n")
-	prep(t, "plan", "--source", r.src, "--seed", "1", "--global-batch", "20", "--world-size", "2", "-o", r.plan).ok(t)
+	prep(t, "plan", "--source", r.src, "--seed", "1", "--global-batch", "20", "--world-size", "2", "-o", r.plan).OK(t)
 	out := filepath.Join(r.dir, "out")
-	prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").ok(t)
+	prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").OK(t)
 	shard := filepath.Join(out, "epoch-00000", "rank-00001.shard")
 	st, err := os.Stat(shard)
 	if err != nil {
@@ -718,10 +695,10 @@ func TestTruncatedShardAndBoundedRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := prep(t, "verify", "--plan", r.plan, out)
-	res.stderr += res.stdout // findings may be on either stream
+	res.Stderr += res.Stdout // findings may be on either stream
 	must := c.strs(t, "expect", "error", "must_name")
 	must[0] = "rank-00001.shard"
-	res.failed(t, append(must, strconv.FormatInt(st.Size(), 10), strconv.FormatInt(st.Size()-4096, 10))...)
+	res.Failed(t, append(must, strconv.FormatInt(st.Size(), 10), strconv.FormatInt(st.Size()-4096, 10))...)
 
 	for _, args := range [][]string{
 		{"load", out, "--epoch", "0", "--rank", "1"},
@@ -730,20 +707,20 @@ func TestTruncatedShardAndBoundedRead(t *testing.T) {
 		{"inspect", shard},
 	} {
 		res := prep(t, args...)
-		res.failed(t, "rank-00001.shard")
+		res.Failed(t, "rank-00001.shard")
 	}
 	// The untouched rank still loads.
-	prep(t, "load", out, "--epoch", "0", "--rank", "0", "--verify-checksums").ok(t)
+	prep(t, "load", out, "--epoch", "0", "--rank", "0", "--verify-checksums").OK(t)
 
 	t.Run("bounded memory", func(t *testing.T) {
 		// 6,000 strings padded to 24 KiB: a 141 MiB shard from a 40 KB file.
 		b10 := loadCase(t, "B10")
 		r := newRun(t, b10, "strings_plain.parquet")
-		prep(t, "plan", "--source", r.src, "--global-batch", "256", "--shuffle", "none", "-o", r.plan).ok(t)
+		prep(t, "plan", "--source", r.src, "--global-batch", "256", "--shuffle", "none", "-o", r.plan).OK(t)
 		spec := filepath.Join(r.dir, "spec.yaml")
 		writeFile(t, spec, "tensors: [{name: s, column: s, dtype: U8, bytes: {mode: pad, max_len: 24576}}]\n")
 		out := filepath.Join(r.dir, "out")
-		prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").ok(t)
+		prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").OK(t)
 		shard := filepath.Join(out, "epoch-00000", "rank-00000.shard")
 		st, err := os.Stat(shard)
 		if err != nil {
@@ -754,7 +731,7 @@ func TestTruncatedShardAndBoundedRead(t *testing.T) {
 				BlockSize int64 `json:"block_size"`
 			} `json:"shard"`
 		}
-		if err := json.Unmarshal([]byte(prep(t, "inspect", shard, "--json").ok(t).stdout), &doc); err != nil {
+		if err := json.Unmarshal([]byte(prep(t, "inspect", shard, "--json").OK(t).Stdout), &doc); err != nil {
 			t.Fatal(err)
 		}
 		// The reader's memory is its ring (prefetch + 1 blocks) plus a
@@ -766,7 +743,7 @@ func TestTruncatedShardAndBoundedRead(t *testing.T) {
 		}
 		args := []string{"load", out, "--epoch", "0", "--rank", "0", "--verify-checksums", "--prefetch", strconv.Itoa(prefetch)}
 		res, peak := runWatched(t, exec.Command(prepBin, args...), args)
-		res.ok(t)
+		res.OK(t)
 		t.Logf("shard %d MiB, blocks %d MiB, load peak RSS %d MiB", st.Size()>>20, doc.Shard.BlockSize>>20, peak.hwmKiB>>10)
 		if peak.hwmKiB == 0 || peak.hwmKiB<<10 > limit {
 			t.Errorf("prep load of a %d MiB shard peaked at %d KiB resident, want at most %d MiB", st.Size()>>20, peak.hwmKiB, limit>>20)
@@ -781,29 +758,17 @@ func TestTruncatedShardAndBoundedRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			args := append([]string{"load", out, "--epoch", "0", "--rank", "0", "--prefetch", "1"}, flags...)
-			cmd := exec.Command(prepBin, args...)
-			var se bytes.Buffer
-			cmd.Stderr = &se
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			run := testutil.Start(t, exec.Command(prepBin, args...), args)
 			time.Sleep(delay)
 			if err := os.Truncate(shard, 1<<20); err != nil {
 				t.Fatal(err)
 			}
-			err = cmd.Wait()
-			res := result{args: args, stderr: se.String()}
-			if ee, ok := err.(*exec.ExitError); ok {
-				res.code = ee.ExitCode()
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					res.signal = ws.Signal()
-				}
-			}
-			t.Logf("load %v, truncated after %v: exit %d", flags, delay, res.code)
-			if res.code != 0 {
-				res.failed(t, "rank-00000.shard")
-				if strings.Contains(res.stderr, "SIGBUS") || strings.Contains(res.stderr, "fatal error") || res.code != 1 {
-					t.Errorf("prep load crashed on a shard truncated mid-read (exit %d):\n%.600s", res.code, res.stderr)
+			res := run.Wait()
+			t.Logf("load %v, truncated after %v: exit %d", flags, delay, res.Code)
+			if res.Code != 0 {
+				res.Failed(t, "rank-00000.shard")
+				if strings.Contains(res.Stderr, "SIGBUS") || strings.Contains(res.Stderr, "fatal error") || res.Code != 1 {
+					t.Errorf("prep load crashed on a shard truncated mid-read (exit %d):\n%.600s", res.Code, res.Stderr)
 				}
 			}
 			if err := os.WriteFile(shard, bak, 0o644); err != nil {

@@ -85,7 +85,7 @@ func TestDictionaryFallbackEveryType(t *testing.T) {
 			}
 			r.planAll(n)
 			out, res := r.convert("every_type.yaml")
-			res.ok(t)
+			res.OK(t)
 			a := r.export(out, 0, 0, 0)
 			i32 := tensor(t, a, "i32", "<i4").i32()
 			i64 := tensor(t, a, "i64", "<i8").i64()

@@ -23,12 +23,12 @@ func TestNullsFromDefinitionLevelsNotZeros(t *testing.T) {
 	r.planAll(4)
 
 	out, res := r.convert("default.yaml")
-	res.failed(t, c.strs(t, "expect", "error", "must_name")...)
-	res.failed(t, "2 nulls") // should_also_report: the number of nulls
+	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
+	res.Failed(t, "2 nulls") // should_also_report: the number of nulls
 	noOutput(t, out)
 
 	out, res = r.convert("fill.yaml")
-	res.ok(t)
+	res.OK(t)
 	a := r.export(out, 0, 0, 0)
 	v := c.get(t, "expect", "values")
 	_ = v
@@ -53,11 +53,11 @@ func TestListNullElementKeepsItsSlot(t *testing.T) {
 	r.planAll(2)
 
 	out, res := r.convert("default.yaml")
-	res.failed(t, c.strs(t, "expect", "error", "must_name")...)
+	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
 	noOutput(t, out)
 
 	out, res = r.convert("element_fill.yaml")
-	res.ok(t)
+	res.OK(t)
 	a := r.export(out, 0, 0, 0)
 	checkInts(t, "id", i32to64(tensor(t, a, "id", "<i4").i32()), c.ints(t, "expect", "values", "id", "values"))
 	v := tensor(t, a, "v", "<f4")
@@ -100,7 +100,7 @@ func TestListLayoutsOfEveryWriter(t *testing.T) {
 		r := newRun(t, c, f)
 		r.planAll(4)
 		out, res := r.convert("emb.yaml")
-		res.ok(t)
+		res.OK(t)
 		emb := tensor(t, r.export(out, 0, 0, 0), "emb", "<f4")
 		if want := jsonShape(t, c, "expect", "values", "emb", "shape"); !slices.Equal(emb.shape, want) {
 			t.Errorf("%s: emb shape %v, want %v", f, emb.shape, want)
@@ -134,17 +134,17 @@ func TestRaggedListsNeedPadPolicy(t *testing.T) {
 			// reason "row 0 has length 3, not 4": the row is named above,
 			// the lengths here; and the count of bad rows.
 			_, lengths, _ := strings.Cut(c.str(t, "expect", "error", "reason"), " has ")
-			res.failed(t, append(must, lengths, fmt.Sprintf("%d rows", c.int(t, "expect", "error", "bad_rows")))...)
+			res.Failed(t, append(must, lengths, fmt.Sprintf("%d rows", c.int(t, "expect", "error", "bad_rows")))...)
 			noOutput(t, out)
 
 			out, res = r.convert("padded.yaml")
-			res.ok(t)
+			res.OK(t)
 			a := r.export(out, 0, 0, 0)
 			checkFloats(t, "v", widen32(tensor(t, a, "v", "<f4").u32()), true, flatten(c.get(t, "expect", "values", "padded", "values")), nil)
 			checkInts(t, "v_lengths", tensor(t, a, "v_lengths", "<i8").i64(), c.ints(t, "expect", "values", "padded", "lengths"))
 
 			out, res = r.convert("full.yaml")
-			res.ok(t)
+			res.OK(t)
 			a = r.export(out, 0, 0, 0)
 			vals := tensor(t, a, "v", "<f4").u32()
 			lens := tensor(t, a, "v_lengths", "<i8").i64()
@@ -167,7 +167,7 @@ func TestDictionaryToPlainFallbackInOneChunk(t *testing.T) {
 	n := int(c.int(t, "expect", "values", "x", "count"))
 	r.planAll(n)
 	out, res := r.convert("x.yaml")
-	res.ok(t)
+	res.OK(t)
 	x := tensor(t, r.export(out, 0, 0, 0), "x", "<i8").i64()
 	if len(x) != n {
 		t.Fatalf("%d values, want %d", len(x), n)
@@ -208,7 +208,7 @@ func TestDeltaBinaryPackedOverflowAndWideMiniblocks(t *testing.T) {
 	n := int(c.int(t, "expect", "values", "a", "count"))
 	r.planAll(n)
 	out, res := r.convert("ab.yaml")
-	res.ok(t)
+	res.OK(t)
 	ex := r.export(out, 0, 0, 0)
 	a := tensor(t, ex, "a", "<i8")
 	b := tensor(t, ex, "b", "<i4")
@@ -250,15 +250,15 @@ func TestDeltaBinaryPackedOverflowAndWideMiniblocks(t *testing.T) {
 		writeFile(t, filepath.Join(x.src, "delta_int32_wide_miniblocks.parquet"), string(b))
 		x.planAll(n)
 		out, res := x.convert("b.yaml")
-		res.failed(t, append(c.strs(t, "expect", "error", "must_name"), "bit width 65")...)
+		res.Failed(t, append(c.strs(t, "expect", "error", "must_name"), "bit width 65")...)
 		noOutput(t, out)
 	}
 
 	w := newRun(t, c, "delta_int32_wide_miniblocks.parquet")
 	w.planAll(n)
 	out, res = w.convert("b.yaml")
-	if res.code != 0 {
-		res.failed(t, c.strs(t, "expect", "error", "must_name")...)
+	if res.Code != 0 {
+		res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
 		noOutput(t, out)
 		return
 	}
@@ -279,14 +279,14 @@ func TestDeltaByteArrayMatchesPlain(t *testing.T) {
 		n := int(c.int(t, "expect", "values", "s", "count"))
 		r.planAll(n)
 		out, res := r.convert("strings.yaml")
-		if res.code != 0 && strings.Contains(f, "delta") {
+		if res.Code != 0 && strings.Contains(f, "delta") {
 			// Unsupported encoding: the documented error, before any shard.
-			res.failed(t, c.strs(t, "expect", "error", "must_name")...)
+			res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
 			noOutput(t, out)
 			t.Errorf("%s: DELTA_BYTE_ARRAY not converted", f)
 			continue
 		}
-		res.ok(t)
+		res.OK(t)
 		a := r.export(out, 0, 0, 0)
 		s := tensor(t, a, "s", "|u1")
 		lens := tensor(t, a, "s_lengths", "<i8").i64()
@@ -332,7 +332,7 @@ func TestByteStreamSplitWithNulls(t *testing.T) {
 	r := newRun(t, c, "bss_nullable.parquet")
 	r.planAll(100)
 	out, res := r.convert("masked.yaml")
-	res.ok(t)
+	res.OK(t)
 	a := r.export(out, 0, 0, 0)
 	nullRows := c.ints(t, "expect", "values", "null_rows")
 	if int64(len(nullRows)) != c.int(t, "expect", "values", "null_count") {
@@ -373,7 +373,7 @@ func TestNegativeDecimalsEveryPhysicalType(t *testing.T) {
 		r := newRun(t, c, file)
 		r.planAll(5)
 		out, res := r.convert(spec)
-		res.ok(t)
+		res.OK(t)
 		a := r.export(out, 0, 0, 0)
 		cols := []string{"b"}
 		if spec == "duckdb.yaml" {
@@ -408,7 +408,7 @@ func TestFloat16InputAnnotatedOrDeclared(t *testing.T) {
 			r := newRun(t, c, f)
 			r.planAll(8)
 			out, res := r.convert("annotated.yaml")
-			res.ok(t)
+			res.OK(t)
 			check(t, r.export(out, 0, 0, 0))
 		})
 	}
@@ -416,10 +416,10 @@ func TestFloat16InputAnnotatedOrDeclared(t *testing.T) {
 		r := newRun(t, c, "f16_unannotated_flba2.parquet")
 		r.planAll(8)
 		out, res := r.convert("undeclared.yaml")
-		res.failed(t, c.strs(t, "expect", "error", "must_name")...)
+		res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
 		noOutput(t, out)
 		out, res = r.convert("declared.yaml")
-		res.ok(t)
+		res.OK(t)
 		check(t, r.export(out, 0, 0, 0))
 	})
 }
@@ -431,12 +431,12 @@ func TestNaNAndInfinityPassBitExact(t *testing.T) {
 	r := newRun(t, c, "nan_inf_two_row_groups.parquet")
 	r.planAll(10)
 	out, res := r.convert("pass.yaml")
-	res.ok(t)
+	res.OK(t)
 	x := tensor(t, r.export(out, 0, 0, 0), "x", "<f8").u64()
 	checkFloats(t, "x", x, false, c.list(t, "expect", "values", "x", "values"), c.list(t, "expect", "values", "x", "bits"))
 
 	out, res = r.convert("nan_error.yaml")
-	res.failed(t, c.strs(t, "expect", "error", "must_name")...)
+	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
 	noOutput(t, out)
 }
 
@@ -450,13 +450,13 @@ func TestEmptyFilesBetweenDataFiles(t *testing.T) {
 	var shards [2]map[string]string
 	for i, r := range []*caseRun{all, some} {
 		res := prep(t, "plan", "--source", r.src, "--seed", "5", "--epochs", "2", "--global-batch", "16",
-			"--world-size", "2", "--remainder", "pad", "-o", r.plan, "--json").ok(t)
-		if err := json.Unmarshal([]byte(res.stdout), &plans[i]); err != nil {
-			t.Fatalf("plan --json: %v: %s", err, res.stdout)
+			"--world-size", "2", "--remainder", "pad", "-o", r.plan, "--json").OK(t)
+		if err := json.Unmarshal([]byte(res.Stdout), &plans[i]); err != nil {
+			t.Fatalf("plan --json: %v: %s", err, res.Stdout)
 		}
 		out, cres := r.convert("id.yaml")
-		cres.ok(t)
-		prep(t, "verify", "--plan", r.plan, out).ok(t)
+		cres.OK(t)
+		prep(t, "verify", "--plan", r.plan, out).OK(t)
 		shards[i] = fileDigests(t, out)
 		delete(shards[i], "manifest.json") // names the plan and source
 		delete(shards[i], "plan.json")     // the plan's copy: its source lists the empty files
@@ -585,18 +585,18 @@ func TestCorruptFilesFailCleanly(t *testing.T) {
 				res := prep(t, "plan", "--source", r.src, "--global-batch", "10", "--shuffle", "none", "-o", r.plan)
 				if file == "bad_page_header_rg1_x.parquet" {
 					// The footer is intact: the damage shows when the page is decoded.
-					res.ok(t)
+					res.OK(t)
 					out, cres := r.convert("idx.yaml")
-					cres.failed(t, must...)
+					cres.Failed(t, must...)
 					noOutput(t, out)
 					return
 				}
-				res.failed(t, must...)
+				res.Failed(t, must...)
 				if _, err := os.Stat(r.plan); err == nil {
 					t.Errorf("failed plan left %s", r.plan)
 				}
 				if withGood {
-					res.failed(t, file) // all footers checked, the bad one named
+					res.Failed(t, file) // all footers checked, the bad one named
 				}
 			})
 		}
@@ -605,7 +605,7 @@ func TestCorruptFilesFailCleanly(t *testing.T) {
 		r := newRun(t, c, "good.parquet")
 		r.planAll(30)
 		out, res := r.convert("idx.yaml")
-		res.ok(t)
+		res.OK(t)
 		a := r.export(out, 0, 0, 0)
 		for i, id := range tensor(t, a, "id", "<i8").i64() {
 			x := math.Float32frombits(tensor(t, a, "x", "<f4").u32()[i])
@@ -624,10 +624,10 @@ func TestListRowsAcrossPageBoundaries(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			r := newRun(t, c, f)
 			prep(t, "plan", "--source", r.src, "--seed", "11", "--global-batch", "240", "--world-size", "3",
-				"--workers", "2", "--shuffle", "global", "--remainder", "pad", "-o", r.plan).ok(t)
+				"--workers", "2", "--shuffle", "global", "--remainder", "pad", "-o", r.plan).OK(t)
 			out, res := r.convert("emb.yaml")
-			res.ok(t)
-			prep(t, "verify", "--plan", r.plan, out).ok(t)
+			res.OK(t)
+			prep(t, "verify", "--plan", r.plan, out).OK(t)
 			byID := map[int64][]uint32{}
 			mismatches := 0
 			for rank := 0; rank < 3; rank++ {
@@ -694,12 +694,12 @@ func TestHugeStringValue(t *testing.T) {
 	r.planAll(3)
 
 	out, res := r.convert("max_value.yaml")
-	res.failed(t, c.strs(t, "expect", "error", "must_name")...)
-	res.failed(t, strconv.FormatInt(c.int(t, "expect", "error", "at", "length"), 10))
+	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
+	res.Failed(t, strconv.FormatInt(c.int(t, "expect", "error", "at", "length"), 10))
 	noOutput(t, out)
 
 	out, res = r.convert("text.yaml")
-	res.ok(t)
+	res.OK(t)
 	a := r.export(out, 0, 0, 0)
 	checkInts(t, "id", tensor(t, a, "id", "<i8").i64(), c.ints(t, "expect", "values", "id", "values"))
 	lens := tensor(t, a, "head_lengths", "<i8").i64()
@@ -745,7 +745,7 @@ func TestColumnsMatchedByNameNotPosition(t *testing.T) {
 	r := newRun(t, c, "f1.parquet", "f2.parquet")
 	r.planAll(6)
 	out, res := r.convert("xy.yaml")
-	res.ok(t)
+	res.OK(t)
 	a := r.export(out, 0, 0, 0)
 	checkInts(t, "id", tensor(t, a, "id", "<i8").i64(), c.ints(t, "expect", "values", "id", "values"))
 	checkFloats(t, "x", widen32(tensor(t, a, "x", "<f4").u32()), true, c.list(t, "expect", "values", "x", "values"), nil)
@@ -760,7 +760,7 @@ func TestColumnNamesUnicodeAndDots(t *testing.T) {
 	r := newRun(t, c, "names.parquet")
 	r.planAll(1)
 	out, res := r.convert("names.yaml")
-	res.ok(t)
+	res.OK(t)
 	a := r.export(out, 0, 0, 0)
 	for _, name := range []string{"Тест", "ест", "région", "Creation-Time"} {
 		checkInts(t, name, i32to64(tensor(t, a, name, "<i4").i32()), c.ints(t, "expect", "values", name, "values"))
@@ -783,6 +783,6 @@ func TestColumnNamesUnicodeAndDots(t *testing.T) {
 	}
 
 	out, res = r.convert("ambiguous.yaml")
-	res.failed(t, c.strs(t, "expect", "error", "must_name")...)
+	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
 	noOutput(t, out)
 }

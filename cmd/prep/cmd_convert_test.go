@@ -14,6 +14,7 @@ import (
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/metrics"
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 )
 
@@ -147,28 +148,9 @@ func TestConvertMetricsFile(t *testing.T) {
 	if code, _, _ := runPrep(append(args, "--tensor", "z=nope:I64")...); code != 1 {
 		t.Fatalf("failing convert: exit %d, want 1", code)
 	}
-	f, err := os.Open(prom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ss, err := metrics.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, s := range ss {
-		if s.Command != "convert" || s.Output != out {
-			t.Fatalf("labels %+v", s)
-		}
-		got[s.Name] = s.Value
-	}
-	for k, v := range map[string]float64{metrics.RunsTotal: 2, metrics.ErrorsTotal: 1, metrics.LastRunSuccess: 0,
-		metrics.RowsTotal: 4 * 7 * 8, metrics.ShardsWritten: 0} {
-		if got[k] != v {
-			t.Errorf("%s = %v, want %v", k, got[k], v)
-		}
-	}
+	got := testutil.ReadMetrics(t, prom, "convert", out)
+	testutil.CheckMetrics(t, got, map[string]float64{metrics.RunsTotal: 2, metrics.ErrorsTotal: 1, metrics.LastRunSuccess: 0,
+		metrics.RowsTotal: 4 * 7 * 8, metrics.ShardsWritten: 0})
 }
 
 // TestProgressLabel: the write bar's description carries the shard label

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/internal/metrics"
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -66,22 +67,7 @@ func TestGCCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, lockFileName)); !os.IsNotExist(err) {
 		t.Fatalf("lock file left behind: %v", err)
 	}
-	f, err := os.Open(prom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ss, err := metrics.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, s := range ss {
-		if s.Command != "gc" || s.Output != dir {
-			t.Fatalf("labels %+v", s)
-		}
-		got[s.Name] = s.Value
-	}
+	got := testutil.ReadMetrics(t, prom, "gc", dir)
 	if got[metrics.RunsTotal] != 1 || got[metrics.LastRunSuccess] != 1 || got[metrics.ErrorsTotal] != 0 || got[metrics.LastSuccessTimestamp] == 0 {
 		t.Fatalf("metrics %v", got)
 	}

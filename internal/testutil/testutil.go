@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -235,6 +237,17 @@ func ReadMetrics(t testing.TB, path, command, output string) map[string]float64 
 		got[s.Name] = s.Value
 	}
 	return got
+}
+
+// CheckMetrics reports (t.Errorf) every metric of want whose value in got
+// differs; a metric missing from got counts as 0.
+func CheckMetrics(t testing.TB, got, want map[string]float64) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if got[k] != want[k] {
+			t.Errorf("%s = %v, want %v", k, got[k], want[k])
+		}
+	}
 }
 
 // MountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts

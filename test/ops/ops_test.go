@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -588,11 +589,7 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 		metrics.RowsTotal:         wantRows,
 		metrics.BytesWrittenTotal: wantBytes,
 	}
-	for k, v := range checks {
-		if got[k] != v {
-			t.Errorf("%s = %v, want %v", k, got[k], v)
-		}
-	}
+	testutil.CheckMetrics(t, got, checks)
 	if got[metrics.LastSuccessTimestamp] == 0 || got[metrics.LastSuccessTimestamp] >= got[metrics.LastRunTimestamp]+1 {
 		t.Errorf("last success %v, last run %v", got[metrics.LastSuccessTimestamp], got[metrics.LastRunTimestamp])
 	}
@@ -732,7 +729,7 @@ func TestCronWrapperEndToEnd(t *testing.T) {
 	for _, s := range m.Shards {
 		epochs[s.Epoch]++
 	}
-	if want := map[int]int{2: 4, 3: 4}; !reflectDeepEqual(epochs, want) {
+	if want := map[int]int{2: 4, 3: 4}; !maps.Equal(epochs, want) {
 		t.Fatalf("epochs on disk %v, want %v", epochs, want)
 	}
 	runs := map[string]float64{}
@@ -745,16 +742,4 @@ func TestCronWrapperEndToEnd(t *testing.T) {
 	if runs["convert"] != 2 || runs["gc"] != 1 {
 		t.Fatalf("runs recorded %v, want convert 2, gc 1", runs)
 	}
-}
-
-func reflectDeepEqual(a, b map[int]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -270,6 +270,9 @@ type runner struct {
 	committed   []string
 	replace     *shardfmt.Manifest // --force: the manifest of the shard set being replaced
 	replaced    bool               // its shards have been deleted
+	manVersion  int                // in-memory manifest changes by committed shards (under mu)
+	manWriteMu  sync.Mutex         // serialises manifest writes in syncManifest
+	manWritten  int                // manVersion last written to disk (under manWriteMu)
 	progMu      sync.Mutex
 }
 
@@ -608,7 +611,6 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	}
 	size := w.Size()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.committed = append(r.committed, path)
 	entry := shardfmt.ShardEntry{Path: rel, Epoch: k.epoch, Rank: k.rank, Batches: steps, Size: size, Digest: w.Digest()}
 	replaced := false
@@ -621,12 +623,44 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 		r.manifest.Shards = append(r.manifest.Shards, entry)
 	}
 	r.wroteMan = true
-	if err := shardfmt.WriteManifest(r.o.Output, r.manifest); err != nil {
+	r.manVersion++
+	mine := r.manVersion
+	r.mu.Unlock()
+	if err := r.syncManifest(mine); err != nil {
 		return err
 	}
+	r.mu.Lock()
 	r.sum.Shards++
 	r.sum.Rows += rows
 	r.sum.Bytes += size
+	r.mu.Unlock()
+	return nil
+}
+
+// syncManifest makes sure manifest.json on disk holds version v of the
+// in-memory manifest or a later one. Writers take turns (manWriteMu) and
+// each writes the latest version, encoded under r.mu, so the fsyncs of the
+// manifest run outside the lock that guards the in-memory state and a
+// writer whose shard a later manifest already lists writes nothing: commits
+// that pile up behind one fsync share the next. The manifest on disk only
+// ever lists committed shards.
+func (r *runner) syncManifest(v int) error {
+	r.manWriteMu.Lock()
+	defer r.manWriteMu.Unlock()
+	if r.manWritten >= v {
+		return nil
+	}
+	r.mu.Lock()
+	b, err := r.manifest.Encode()
+	latest := r.manVersion
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := shardfmt.WriteManifestBytes(r.o.Output, b); err != nil {
+		return err
+	}
+	r.manWritten = latest
 	return nil
 }
 

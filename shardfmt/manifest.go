@@ -159,6 +159,19 @@ func ReadManifestUnchecked(dir string) (*Manifest, error) {
 // m.Shards by (epoch, rank) in place; the output is indented JSON ending in a
 // newline, deterministic for equal inputs.
 func WriteManifest(dir string, m *Manifest) error {
+	b, err := m.Encode()
+	if err != nil {
+		return err
+	}
+	return WriteManifestBytes(dir, b)
+}
+
+// Encode returns the bytes WriteManifest writes for m: it sets an empty
+// Format to ManifestFormat and sorts m.Shards by (epoch, rank) in place, then
+// encodes indented JSON ending in a newline, deterministic for equal inputs.
+// It lets a caller snapshot the manifest under its own lock and write it
+// (WriteManifestBytes) outside.
+func (m *Manifest) Encode() ([]byte, error) {
 	if m.Format == "" {
 		m.Format = ManifestFormat
 	}
@@ -170,9 +183,15 @@ func WriteManifest(dir string, m *Manifest) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(m); err != nil {
-		return fmt.Errorf("encoding manifest: %w", err)
+		return nil, fmt.Errorf("encoding manifest: %w", err)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, ManifestName), buf.Bytes(), 0o644); err != nil {
+	return buf.Bytes(), nil
+}
+
+// WriteManifestBytes writes b (from Manifest.Encode) to dir/manifest.json
+// atomically, as WriteManifest does.
+func WriteManifestBytes(dir string, b []byte) error {
+	if err := WriteFileAtomic(filepath.Join(dir, ManifestName), b, 0o644); err != nil {
 		return fmt.Errorf("writing manifest: %w", err)
 	}
 	return nil

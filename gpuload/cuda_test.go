@@ -56,10 +56,7 @@ func TestCUDADeliversEveryByteToTheDevice(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("FAKECUDA_DELAY_US", c.delay)
-			l, err := Open(dir, 1, 1, c.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := openLoader(t, dir, 1, 1, c.opts)
 			for k := range small.Steps {
 				b, err := l.Next()
 				if err != nil {
@@ -90,10 +87,7 @@ func TestCUDASlotRecyclingUnderSlowCopies(t *testing.T) {
 	cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 8, Steps: 40}
 	dir := writeSet(t, cfg)
 	t.Setenv("FAKECUDA_DELAY_US", "700")
-	l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, Prefetch: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA, Prefetch: 2})
 	defer assertNoLeaks(t)
 	defer l.Close()
 	if l.Ring() != 3 {
@@ -122,32 +116,16 @@ func TestCUDASeekAndRingFull(t *testing.T) {
 	needCUDA(t)
 	dir := writeSet(t, small)
 	t.Setenv("FAKECUDA_DELAY_US", "500")
-	l, err := Open(dir, 0, 1, Options{Backend: BackendCUDA, Prefetch: 1, StartStep: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := l.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := l.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openLoader(t, dir, 0, 1, Options{Backend: BackendCUDA, Prefetch: 1, StartStep: 1})
+	a := mustNext(t, l)
+	b := mustNext(t, l)
 	if _, err := l.Next(); !errors.Is(err, ErrRingFull) {
 		t.Fatalf("Next with both device buffers held = %v, want ErrRingFull", err)
 	}
 	checkBatch(t, l, small, 0, 1, 1, a)
 	checkBatch(t, l, small, 0, 1, 2, b)
 	a.Release()
-	if err := l.Seek(4); err != nil {
-		t.Fatal(err)
-	}
-	c, err := l.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkBatch(t, l, small, 0, 1, 4, c)
+	c := seekAndCheck(t, l, small, 0, 1, 4)
 	checkBatch(t, l, small, 0, 1, 2, b)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -163,10 +141,7 @@ func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
 	t.Run("async copy fails at step 2", func(t *testing.T) {
 		t.Setenv("FAKECUDA_FAIL_AT", "cuMemcpyHtoDAsync_v2:3")
 		t.Setenv("FAKECUDA_DELAY_US", "200")
-		l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA})
 		for k := range 2 {
 			b, err := l.Next()
 			if err != nil {
@@ -175,7 +150,7 @@ func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
 			checkBatch(t, l, small, 0, 0, k, b)
 			b.Release()
 		}
-		_, err = l.Next()
+		_, err := l.Next()
 		var ce *CUDAError
 		var le *Error
 		if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_OUT_OF_MEMORY" || !errors.As(err, &le) || le.Step != 2 {
@@ -185,14 +160,7 @@ func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
 			t.Errorf("error %q lacks the driver's message", err)
 		}
 		// Seek restarts the pipeline past the failure.
-		if err := l.Seek(2); err != nil {
-			t.Fatal(err)
-		}
-		b, err := l.Next()
-		if err != nil {
-			t.Fatalf("after Seek: %v", err)
-		}
-		checkBatch(t, l, small, 0, 0, 2, b)
+		seekAndCheck(t, l, small, 0, 0, 2)
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -200,11 +168,8 @@ func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
 	})
 	t.Run("event wait fails", func(t *testing.T) {
 		t.Setenv("FAKECUDA_FAIL_AT", "cuEventSynchronize:1:999")
-		l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = l.Next()
+		l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA})
+		_, err := l.Next()
 		var ce *CUDAError
 		if !errors.As(err, &ce) || ce.Op != "cuEventSynchronize" || ce.Message != "unknown error" {
 			t.Fatalf("Next = %v, want cuEventSynchronize: unknown error", err)
@@ -258,14 +223,8 @@ func TestCUDACloseWithBatchesInFlight(t *testing.T) {
 	dir := writeSet(t, cfg)
 	t.Setenv("FAKECUDA_DELAY_US", "5000")
 	for _, register := range []bool{false, true} {
-		l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, Prefetch: 5, RegisterMmap: register})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := l.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA, Prefetch: 5, RegisterMmap: register})
+		b := mustNext(t, l)
 		// Copies are queued behind b; Close must wait for the stream, then
 		// free every slot, buffer, event, stream and the context.
 		if err := l.Close(); err != nil {

@@ -28,6 +28,43 @@ func writeSet(t testing.TB, c testshards.Config) string {
 	return dir
 }
 
+// openLoader opens the loader of (epoch, rank) over dir and fails the test
+// when Open returns an error.
+func openLoader(t testing.TB, dir string, epoch, rank int, o Options) *Loader {
+	t.Helper()
+	l, err := Open(dir, epoch, rank, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// mustNext returns l's next batch and fails the test when Next returns an
+// error.
+func mustNext(t testing.TB, l *Loader) *Batch {
+	t.Helper()
+	b, err := l.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// seekAndCheck seeks l to step k, reads the batch there and checks its
+// bytes against c (see checkBatch).
+func seekAndCheck(t *testing.T, l *Loader, c testshards.Config, epoch, rank, k int) *Batch {
+	t.Helper()
+	if err := l.Seek(k); err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Next()
+	if err != nil {
+		t.Fatalf("Next after Seek(%d): %v", k, err)
+	}
+	checkBatch(t, l, c, epoch, rank, k, b)
+	return b
+}
+
 // checkBatch asserts that b is step k of shard (epoch, rank) of set c, byte
 // for byte, reading tensors through l.CopyToHost (so it works on cuda too).
 func checkBatch(t *testing.T, l *Loader, c testshards.Config, epoch, rank, k int, b *Batch) {
@@ -80,10 +117,7 @@ func TestHostDeliversEveryBatchInOrder(t *testing.T) {
 		{MapBlocks: true, VerifyChecksums: true, Prefetch: 7},
 	} {
 		t.Run(fmt.Sprintf("map=%v,verify=%v,prefetch=%d", o.MapBlocks, o.VerifyChecksums, o.Prefetch), func(t *testing.T) {
-			l, err := Open(dir, 1, 1, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := openLoader(t, dir, 1, 1, o)
 			defer l.Close()
 			if l.Steps() != small.Steps {
 				t.Fatalf("Steps() = %d, want %d", l.Steps(), small.Steps)
@@ -111,15 +145,9 @@ func TestHostDeliversEveryBatchInOrder(t *testing.T) {
 
 func TestHostTensorLayout(t *testing.T) {
 	dir := writeSet(t, small)
-	l, err := Open(dir, 0, 0, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openLoader(t, dir, 0, 0, Options{})
 	defer l.Close()
-	b, err := l.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustNext(t, l)
 	x := b.Tensor("x")
 	if x == nil || !slices.Equal(x.Strides, []int64{3, 1}) || x.Size() != 48 {
 		t.Fatalf("x = %+v, want strides [3 1] and 48 bytes", x)
@@ -147,15 +175,9 @@ func TestHostTensorLayout(t *testing.T) {
 
 func TestResumeAndSeek(t *testing.T) {
 	dir := writeSet(t, small)
-	l, err := Open(dir, 0, 1, Options{StartStep: 3, Prefetch: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openLoader(t, dir, 0, 1, Options{StartStep: 3, Prefetch: 2})
 	defer l.Close()
-	b, err := l.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustNext(t, l)
 	checkBatch(t, l, small, 0, 1, 3, b)
 	// A batch held across Seek stays valid until released.
 	if err := l.Seek(1); err != nil {
@@ -187,23 +209,17 @@ func TestResumeAndSeek(t *testing.T) {
 
 func TestHeldBatchesStayIntactAndBoundTheRing(t *testing.T) {
 	dir := writeSet(t, small)
-	l, err := Open(dir, 1, 0, Options{Prefetch: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openLoader(t, dir, 1, 0, Options{Prefetch: 2})
 	defer l.Close()
 	if l.Ring() != 3 {
 		t.Fatalf("Ring() = %d with Prefetch 2, want 3", l.Ring())
 	}
 	var held []*Batch
 	for range l.Ring() {
-		b, err := l.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := mustNext(t, l)
 		held = append(held, b)
 	}
-	_, err = l.Next()
+	_, err := l.Next()
 	if !errors.Is(err, ErrRingFull) {
 		t.Fatalf("Next with the whole ring held = %v, want ErrRingFull", err)
 	}
@@ -219,14 +235,8 @@ func TestHeldBatchesStayIntactAndBoundTheRing(t *testing.T) {
 
 func TestCloseInvalidatesBatches(t *testing.T) {
 	dir := writeSet(t, small)
-	l, err := Open(dir, 0, 0, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := l.Next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openLoader(t, dir, 0, 0, Options{})
+	b := mustNext(t, l)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -352,10 +362,7 @@ func TestChecksumMismatchSurfacesAtItsStep(t *testing.T) {
 	dir := writeSet(t, small)
 	flipBlockByte(t, filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 1))), 2)
 	for _, mapBlocks := range []bool{false, true} {
-		l, err := Open(dir, 0, 1, Options{VerifyChecksums: true, MapBlocks: mapBlocks})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := openLoader(t, dir, 0, 1, Options{VerifyChecksums: true, MapBlocks: mapBlocks})
 		for k := range 2 {
 			b, err := l.Next()
 			if err != nil {
@@ -363,7 +370,7 @@ func TestChecksumMismatchSurfacesAtItsStep(t *testing.T) {
 			}
 			b.Release()
 		}
-		_, err = l.Next()
+		_, err := l.Next()
 		var le *Error
 		if !errors.Is(err, ErrChecksum) || !errors.As(err, &le) || le.Step != 2 || le.Offset <= 0 || !strings.Contains(err.Error(), "rank-00001.shard step 2") {
 			t.Fatalf("Next at the damaged step = %v, want ErrChecksum located at step 2", err)
@@ -372,21 +379,11 @@ func TestChecksumMismatchSurfacesAtItsStep(t *testing.T) {
 			t.Fatalf("error not sticky: %v", err2)
 		}
 		// Seek clears the error; a later good step reads fine.
-		if err := l.Seek(3); err != nil {
-			t.Fatal(err)
-		}
-		b, err := l.Next()
-		if err != nil {
-			t.Fatalf("after Seek past the damage: %v", err)
-		}
-		checkBatch(t, l, small, 0, 1, 3, b)
+		seekAndCheck(t, l, small, 0, 1, 3)
 		l.Close()
 	}
 	// Without verification the damaged block is delivered as is.
-	l, err := Open(dir, 0, 1, Options{StartStep: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openLoader(t, dir, 0, 1, Options{StartStep: 2})
 	defer l.Close()
 	if _, err := l.Next(); err != nil {
 		t.Fatalf("unverified read of the damaged step: %v", err)

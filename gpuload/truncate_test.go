@@ -22,14 +22,8 @@ func TestShardTruncatedWhileReading(t *testing.T) {
 		{Prefetch: 1, VerifyChecksums: true, MapBlocks: true},
 	} {
 		dir := writeSet(t, c)
-		l, err := Open(dir, 0, 0, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := l.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := openLoader(t, dir, 0, 0, opts)
+		b := mustNext(t, l)
 		b.Release()
 		if err := os.Truncate(filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 0))), 4096); err != nil {
 			t.Fatal(err)

@@ -109,3 +109,36 @@ func BenchmarkPermGlobal1e9(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/1e6, "Mindices/s")
 	_ = sink
 }
+
+// TestApplyRangeMatchesApply checks the batch-wise, unrolled evaluation
+// against Apply, element by element, on sizes around powers of two (where a
+// wrong half width breaks bijectivity) and odd widths, for partial ranges.
+func TestApplyRangeMatchesApply(t *testing.T) {
+	for _, n := range []uint64{1, 2, 3, 4, 5, 7, 8, 9, 17, 255, 256, 257, 1000, 1 << 12, 1<<12 + 1, 65537, 1_000_003} {
+		p := NewPerm(n, purposeGlobal, 42, 3, 0)
+		lo, hi := n/3, n-n/5
+		if n > 5000 {
+			lo, hi = n/2, n/2+3000
+		}
+		got := p.applyRange(lo, hi, []uint64{99})
+		if uint64(len(got)) != 1+hi-lo || got[0] != 99 {
+			t.Fatalf("n=%d: applyRange returned %d values (prefix %v), want 99 then %d", n, len(got), got[:min(1, len(got))], hi-lo)
+		}
+		for i, y := range got[1:] {
+			if want := p.Apply(lo + uint64(i)); y != want {
+				t.Fatalf("n=%d: applyRange at %d = %d, Apply = %d", n, lo+uint64(i), y, want)
+			}
+		}
+	}
+}
+
+func BenchmarkApplyRange1e9(b *testing.B) {
+	p := NewPerm(1_000_000_000, purposeGlobal, 7, 0, 0)
+	dst := make([]uint64, 0, 1024)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		lo := uint64(i) * 1024 % (1_000_000_000 - 1024)
+		dst = p.applyRange(lo, lo+1024, dst[:0])
+	}
+	b.ReportMetric(float64(b.N)*1024/b.Elapsed().Seconds()/1e6, "Mindices/s")
+}

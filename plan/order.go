@@ -2,6 +2,7 @@ package plan
 
 import (
 	"container/heap"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -28,6 +29,19 @@ func (l *lane) fill(start, b uint64, dst []uint64) ([]uint64, int) {
 		end = l.limit
 	}
 	pads := 0
+	if rf, ok := l.ord.(rangeOrder); ok && start < end {
+		// Batch-wise: the non-pad positions in one call, pads one by one.
+		dst = slices.Grow(dst, int(end-start))
+		m := min(end, l.n)
+		if start < m {
+			dst = rf.appendRange(start, m, dst)
+		}
+		for q := max(start, l.n); q < end; q++ {
+			dst = append(dst, l.ord.at((q-l.n)%l.n))
+			pads++
+		}
+		return dst, pads
+	}
 	for q := start; q < end; q++ {
 		if q < l.n {
 			dst = append(dst, l.ord.at(q))
@@ -39,8 +53,22 @@ func (l *lane) fill(start, b uint64, dst []uint64) ([]uint64, int) {
 	return dst, pads
 }
 
+// rangeOrder is an order that can evaluate consecutive positions at once
+// (no per-position interface call), with the same ids as at.
+type rangeOrder interface {
+	order
+	appendRange(lo, hi uint64, dst []uint64) []uint64 // ids at positions [lo, hi), hi <= n
+}
+
 // identity is the order of shuffle mode none.
 type identity struct{}
+
+func (identity) appendRange(lo, hi uint64, dst []uint64) []uint64 {
+	for q := lo; q < hi; q++ {
+		dst = append(dst, q)
+	}
+	return dst
+}
 
 func (identity) at(q uint64) uint64   { return q }
 func (identity) pos(id uint64) uint64 { return id }
@@ -50,6 +78,9 @@ type permOrder struct{ p Perm }
 
 func (o permOrder) at(q uint64) uint64   { return o.p.Apply(q) }
 func (o permOrder) pos(id uint64) uint64 { return o.p.Invert(id) }
+func (o permOrder) appendRange(lo, hi uint64, dst []uint64) []uint64 {
+	return o.p.applyRange(lo, hi, dst)
+}
 
 // blocksOrder is one epoch's order in shuffle mode blocks. Memory: 16 bytes
 // per block plus 56 bytes per window.

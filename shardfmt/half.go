@@ -117,30 +117,14 @@ func (f minifloat) nan(p uint64, pbits uint) uint64 {
 	return maxField<<f.mbits | quiet | (p>>(pbits-f.mbits))&(quiet-1)
 }
 
-// from32 narrows a float32 to format f; the result holds 1+ebits+mbits bits.
-func (f minifloat) from32(x float32) (uint64, bool) {
-	b := math.Float32bits(x)
-	sign := uint64(b>>31) << (f.ebits + f.mbits)
-	field := int(b >> 23 & 0xFF)
-	frac := uint64(b & (1<<23 - 1))
-	var mag uint64
-	var ov bool
-	switch {
-	case field == 0xFF && frac != 0:
-		mag = f.nan(frac, 23)
-	case field == 0xFF:
-		mag, ov = f.inf()
-	case field == 0 && frac == 0:
-		mag = 0
-	case field == 0:
-		mag, ov = f.round(frac, -126-23)
-	default:
-		mag, ov = f.round(frac|1<<23, field-127-23)
-	}
-	return sign | mag, ov
-}
+// from32 narrows a float32 to format f. Widening to float64 is exact
+// (payload and quiet bit of a NaN included: the quiet bit is set either way
+// and only the payload bits below it are kept), so this is still a single
+// rounding of x.
+func (f minifloat) from32(x float32) (uint64, bool) { return f.from64(float64(x)) }
 
-// from64 narrows a float64 to format f with a single rounding.
+// from64 narrows a float64 to format f with a single rounding; the result
+// holds 1+ebits+mbits bits.
 func (f minifloat) from64(x float64) (uint64, bool) {
 	b := math.Float64bits(x)
 	sign := (b >> 63) << (f.ebits + f.mbits)

@@ -395,3 +395,19 @@ func BenchmarkF32ToF16(b *testing.B) {
 	}
 	_ = sink
 }
+
+func BenchmarkF64ToBF16(b *testing.B) {
+	xs := make([]float64, 4096)
+	for i := range xs {
+		xs[i] = float64(i)*0.37 - 700
+	}
+	b.SetBytes(int64(len(xs) * 8))
+	var sink uint16
+	for b.Loop() {
+		for _, x := range xs {
+			h, _ := F64ToBF16(x)
+			sink ^= h
+		}
+	}
+	_ = sink
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"runtime/debug"
 	"sync"
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -66,14 +67,23 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
 	if n > f.lim.MaxChunkBytes {
 		return fail(limitf("column chunk of %d bytes exceeds the limit of %d", n, f.lim.MaxChunkBytes))
 	}
-	fd, err := f.handle()
+	fd, mapped, err := f.handle()
 	if err != nil {
 		return fail(err)
 	}
-	buf := getBuf(int(n))
-	defer putBuf(buf)
-	if _, err := fd.ReadAt(*buf, start); err != nil && !(err == io.EOF) {
-		return fail(fmt.Errorf("reading column chunk: %w", err))
+	var src []byte
+	if mapped != nil && start >= 0 && start+n <= int64(len(mapped)) {
+		// Straight from the mapping. A fault there (the file shrank since it
+		// was mapped) becomes a panic, reported as ErrCorrupt below.
+		src = mapped[start : start+n : start+n]
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	} else {
+		buf := getBuf(int(n))
+		defer putBuf(buf)
+		if _, err := fd.ReadAt(*buf, start); err != nil && !(err == io.EOF) {
+			return fail(fmt.Errorf("reading column chunk: %w", err))
+		}
+		src = *buf
 	}
 	out := getBuf(0)
 	defer putBuf(out)
@@ -90,7 +100,7 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
 			c, err = nil, &e
 		}
 	}()
-	if err := r.read(*buf); err != nil {
+	if err := r.read(src); err != nil {
 		e := base
 		e.Page, e.Offset = r.page, r.pageOff
 		var re *rowError

@@ -260,3 +260,35 @@ func TestFooterListCountChecked(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestTruncatedWhileMapped: ReadColumn takes column chunks from a mapping of
+// the file; a file cut short after it was mapped must fail with ErrCorrupt
+// naming the file (the memory fault on the vanished pages is caught), never
+// crash with SIGBUS, and the File must still close.
+func TestTruncatedWhileMapped(t *testing.T) {
+	b, err := os.ReadFile(casePath("B19-corrupt-files", "good.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "shrinks.parquet")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := mustOpen(t, path)
+	defer f.Close()
+	cols := f.Columns()
+	if _, err := f.ReadColumn(0, cols[0]); err != nil {
+		t.Fatal(err)
+	}
+	if f.data == nil {
+		t.Skip("file not mapped on this platform")
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.ReadColumn(len(f.RowGroups())-1, cols[len(cols)-1])
+	wantErr(t, err, ErrCorrupt, "shrinks.parquet")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

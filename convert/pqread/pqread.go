@@ -2,7 +2,8 @@
 // Arrow-like columns: one Column per (row group, leaf column).
 //
 // It is the correctness core of prep convert, so it owns the page loop
-// itself: it reads each column chunk's bytes with one ReadAt, parses every
+// itself: it takes each column chunk's bytes from a read-only mapping of the
+// file (or, where the file cannot be mapped, with one ReadAt), parses every
 // page header with parquet-go's format and thrift packages, checks sizes
 // against Limits before allocating, verifies page CRCs when present,
 // decompresses with exact expected output sizes (SNAPPY, GZIP, ZSTD, BROTLI,
@@ -230,7 +231,11 @@ func (c *Column) Slots() int {
 // never holds more than one. ReadColumn is safe for concurrent use; Close
 // must not run concurrently with ReadColumn.
 //
-// Descriptors are opened with os.Open and so have close-on-exec set.
+// Descriptors are opened with os.Open and so have close-on-exec set. With
+// the descriptor, the file is mapped read-only (MAP_SHARED: the page cache's
+// pages, no copy into the process) once its size is checked against Open's,
+// and unmapped by Close. A file truncated while mapped makes ReadColumn fail
+// with ErrCorrupt (the memory fault is caught), never crash the process.
 type File struct {
 	path    string
 	size    int64
@@ -245,8 +250,9 @@ type File struct {
 	rows   []int64
 	total  int64
 
-	mu sync.Mutex
-	fd *os.File
+	mu   sync.Mutex
+	fd   *os.File
+	data []byte // read-only mapping of [0, size) while fd is open; nil: use ReadAt
 }
 
 // Path returns the path given to Open.
@@ -281,7 +287,14 @@ func (f *File) Close() error {
 	if f.fd == nil {
 		return nil
 	}
-	err := f.fd.Close()
+	var err error
+	if f.data != nil {
+		err = unmapFile(f.data)
+		f.data = nil
+	}
+	if cerr := f.fd.Close(); err == nil {
+		err = cerr
+	}
 	f.fd = nil
 	if err != nil {
 		return &Error{File: f.path, RowGroup: -1, Page: -1, Row: -1, Offset: -1, Err: err}
@@ -289,27 +302,31 @@ func (f *File) Close() error {
 	return nil
 }
 
-// handle returns the shared descriptor, opening it on first use and
-// checking the file still has the size it had at Open.
-func (f *File) handle() (*os.File, error) {
+// handle returns the shared descriptor and the file's mapping (nil when it
+// could not be mapped), opening and mapping on first use after checking the
+// file still has the size it had at Open.
+func (f *File) handle() (*os.File, []byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fd != nil {
-		return f.fd, nil
+		return f.fd, f.data, nil
 	}
 	fd, err := os.Open(f.path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st, err := fd.Stat()
 	if err != nil {
 		fd.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if st.Size() != f.size {
 		fd.Close()
-		return nil, corruptf("file size changed since open: %d bytes, was %d", st.Size(), f.size)
+		return nil, nil, corruptf("file size changed since open: %d bytes, was %d", st.Size(), f.size)
 	}
 	f.fd = fd
-	return fd, nil
+	if st.Mode().IsRegular() {
+		f.data, _ = mapFile(fd, f.size)
+	}
+	return fd, f.data, nil
 }

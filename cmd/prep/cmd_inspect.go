@@ -61,20 +61,27 @@ with the fields shown in the text form.`,
 	return cmd
 }
 
+// renderInspection writes the text form of in: a two-column "name value"
+// header, then the tables of its kind; at most maxBatches rows of a shard's
+// batch table (0: all).
 func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(name, format string, args ...any) { fmt.Fprintf(tw, name+"\t"+format+"\n", args...) }
+	fingerprints := func(plan, source, spec string) {
+		row("plan", "%s", plan)
+		row("source", "%s", source)
+		row("spec", "%s", spec)
+	}
 	switch in.Kind {
 	case verify.InspectShard:
 		s := in.Shard
 		p := s.Provenance
-		fmt.Fprintf(tw, "shard\t%s\n", s.Path)
-		fmt.Fprintf(tw, "size\t%d bytes\n", s.Size)
-		fmt.Fprintf(tw, "epoch, rank\t%d, %d (world size %d, %d workers)\n", p.Epoch, p.Rank, p.WorldSize, p.Workers)
-		fmt.Fprintf(tw, "plan\t%s\n", p.PlanFingerprint)
-		fmt.Fprintf(tw, "source\t%s\n", p.SourceFingerprint)
-		fmt.Fprintf(tw, "spec\t%s\n", p.SpecHash)
-		fmt.Fprintf(tw, "tool\t%s\n", p.ToolVersion)
-		fmt.Fprintf(tw, "batches\t%d, each %d sample slots in a %d-byte block\n", s.NumBatches, s.BatchSize, s.BlockSize)
+		row("shard", "%s", s.Path)
+		row("size", "%d bytes", s.Size)
+		row("epoch, rank", "%d, %d (world size %d, %d workers)", p.Epoch, p.Rank, p.WorldSize, p.Workers)
+		fingerprints(p.PlanFingerprint, p.SourceFingerprint, p.SpecHash)
+		row("tool", "%s", p.ToolVersion)
+		row("batches", "%d, each %d sample slots in a %d-byte block", s.NumBatches, s.BatchSize, s.BlockSize)
 		fmt.Fprintln(tw, "\nREGION\tOFFSET\tSIZE")
 		for _, r := range s.Regions {
 			fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Name, r.Offset, r.Size)
@@ -93,17 +100,15 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		}
 	case verify.InspectShardSet:
 		s := in.Set
-		fmt.Fprintf(tw, "shard set\t%s\n", s.Dir)
-		fmt.Fprintf(tw, "format\t%s (tool %s)\n", s.Format, s.ToolVersion)
-		fmt.Fprintf(tw, "plan\t%s\n", s.PlanFingerprint)
-		fmt.Fprintf(tw, "source\t%s\n", s.SourceFingerprint)
-		fmt.Fprintf(tw, "spec\t%s\n", s.SpecHash)
+		row("shard set", "%s", s.Dir)
+		row("format", "%s (tool %s)", s.Format, s.ToolVersion)
+		fingerprints(s.PlanFingerprint, s.SourceFingerprint, s.SpecHash)
 		var ts []string
 		for _, t := range s.Tensors {
 			ts = append(ts, fmt.Sprintf("%s %v %v", t.Name, t.DType, t.Shape))
 		}
-		fmt.Fprintf(tw, "tensors\t%s\n", strings.Join(ts, ", "))
-		fmt.Fprintf(tw, "total\t%d bytes in %d epochs x %d ranks\n", s.TotalBytes, len(s.Epochs), len(s.Ranks))
+		row("tensors", "%s", strings.Join(ts, ", "))
+		row("total", "%d bytes in %d epochs x %d ranks", s.TotalBytes, len(s.Epochs), len(s.Ranks))
 		fmt.Fprint(tw, "\nEPOCH")
 		for _, r := range s.Ranks {
 			fmt.Fprintf(tw, "\tRANK %d", r)
@@ -123,30 +128,30 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		for i, e := range s.Epochs {
 			for j, c := range s.Cells[i] {
 				if c.Detail != "" {
-					fmt.Fprintf(tw, "epoch %d rank %d\t%s: %s\n", e, s.Ranks[j], c.Path, c.Detail)
+					row(fmt.Sprintf("epoch %d rank %d", e, s.Ranks[j]), "%s: %s", c.Path, c.Detail)
 				}
 			}
 		}
 		for _, x := range s.Extra {
-			fmt.Fprintf(tw, "not in manifest\t%s\n", x)
+			row("not in manifest", "%s", x)
 		}
 	case verify.InspectPlan:
 		p := in.Plan
 		c := p.Config
-		fmt.Fprintf(tw, "plan\t%s\n", p.Path)
-		fmt.Fprintf(tw, "fingerprint\t%s\n", p.Fingerprint)
-		fmt.Fprintf(tw, "source\t%s (%d files, %d row groups, %d samples)\n", p.SourceRoot, p.Files, p.RowGroups, p.Samples)
-		fmt.Fprintf(tw, "source fingerprint\t%s\n", p.SourceFP)
-		fmt.Fprintf(tw, "seed\t%d\n", c.Seed)
-		fmt.Fprintf(tw, "epochs\t%d\n", c.Epochs)
-		fmt.Fprintf(tw, "global batch\t%d (world size %d, %d per rank, %d workers per rank)\n", c.GlobalBatch, c.WorldSize, p.BatchSize, c.Workers)
-		fmt.Fprintf(tw, "shuffle\t%s", c.Shuffle)
+		row("plan", "%s", p.Path)
+		row("fingerprint", "%s", p.Fingerprint)
+		row("source", "%s (%d files, %d row groups, %d samples)", p.SourceRoot, p.Files, p.RowGroups, p.Samples)
+		row("source fingerprint", "%s", p.SourceFP)
+		row("seed", "%d", c.Seed)
+		row("epochs", "%d", c.Epochs)
+		row("global batch", "%d (world size %d, %d per rank, %d workers per rank)", c.GlobalBatch, c.WorldSize, p.BatchSize, c.Workers)
+		shuffle := string(c.Shuffle)
 		if c.Window > 0 {
-			fmt.Fprintf(tw, " (window %d)", c.Window)
+			shuffle += fmt.Sprintf(" (window %d)", c.Window)
 		}
-		fmt.Fprintln(tw)
-		fmt.Fprintf(tw, "remainder\t%s\n", c.Remainder)
-		fmt.Fprintf(tw, "steps\t%d per rank per epoch\n", p.Steps)
+		row("shuffle", "%s", shuffle)
+		row("remainder", "%s", c.Remainder)
+		row("steps", "%d per rank per epoch", p.Steps)
 	}
 	return tw.Flush()
 }

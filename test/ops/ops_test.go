@@ -227,6 +227,31 @@ func tree(t testing.TB, dir string) map[string]string {
 	return testutil.TreeDigests(t, dir)
 }
 
+// rerunMatches runs convert into out again (after a crash or a failure),
+// verifies out against the plan and compares its files with want, the
+// uninterrupted run's.
+func (d *dataset) rerunMatches(t testing.TB, out string, want map[string]string, what string) {
+	t.Helper()
+	prep(t, nil, d.convertArgs(out)...).MustExit(t, 0)
+	prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
+	sameTree(t, want, tree(t, out), what)
+}
+
+// treeBytes sums the sizes of the files of files (relative paths, as tree
+// returns them) under dir.
+func treeBytes(t testing.TB, dir string, files map[string]string) int64 {
+	t.Helper()
+	var n int64
+	for p := range files {
+		fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
 func sameTree(t testing.TB, want, got map[string]string, what string) {
 	t.Helper()
 	var diffs []string
@@ -321,9 +346,7 @@ func TestCrashAndRerun(t *testing.T) {
 				t.Logf("killed at %q: %d shards committed, %d temporary files, manifest %v", pt.name, c, tmp, m)
 			}
 			checkManifestInvariant(t, out)
-			prep(t, nil, d.convertArgs(out)...).MustExit(t, 0)
-			prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
-			sameTree(t, want, tree(t, out), pt.name)
+			d.rerunMatches(t, out, want, pt.name)
 		})
 	}
 	if landed == 0 {
@@ -385,11 +408,7 @@ func TestConcurrentRunsOneWins(t *testing.T) {
 
 func TestDiskFull(t *testing.T) {
 	d, ref, want := sharedDataset(t)
-	var need int64
-	for p := range want {
-		fi, _ := os.Stat(filepath.Join(ref, p))
-		need += fi.Size()
-	}
+	need := treeBytes(t, ref, want)
 	// Room for the whole output plus slack for directories, then a filler
 	// that leaves only a third of what the output needs.
 	fs := testutil.MountTmpfs(t, need+need/2+1<<20)
@@ -417,9 +436,7 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	prep(t, nil, d.convertArgs(out)...).MustExit(t, 0)
-	prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
-	sameTree(t, want, tree(t, out), "after freeing space")
+	d.rerunMatches(t, out, want, "after freeing space")
 }
 
 func TestChangedSourceDetectedBeforeWork(t *testing.T) {
@@ -614,11 +631,7 @@ func TestDiskFillsDuringRun(t *testing.T) {
 
 func diskFillsDuringRun(t *testing.T, trigger func(out string) bool) {
 	d, ref, want := sharedDataset(t)
-	var need int64
-	for p := range want {
-		fi, _ := os.Stat(filepath.Join(ref, p))
-		need += fi.Size()
-	}
+	need := treeBytes(t, ref, want)
 	// Staging needs about as much again as the shards.
 	fsDir := testutil.MountTmpfs(t, 3*need+1<<20)
 	out := filepath.Join(fsDir, "shards")
@@ -673,9 +686,7 @@ func diskFillsDuringRun(t *testing.T, trigger func(out string) bool) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	prep(t, nil, d.convertArgs(out)...).MustExit(t, 0)
-	prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
-	sameTree(t, want, tree(t, out), "after freeing space")
+	d.rerunMatches(t, out, want, "after freeing space")
 }
 
 // TestCronWrapperEndToEnd runs examples/cron/prep-nightly.sh with the real

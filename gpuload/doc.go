@@ -6,10 +6,15 @@
 //
 // # Backends
 //
-// "host" (the reference, and the path CI tests) reads each batch block with
-// one pread into a ring of page-aligned buffers allocated once (anonymous
-// mappings, so C code may hold their addresses), on a background goroutine
-// that stays Options.Prefetch batches ahead of the consumer. Options.MapBlocks
+// "host" (the reference, and the path CI tests) reads batch blocks into a
+// ring of page-aligned buffers allocated once (anonymous mappings, so C code
+// may hold their addresses), on a background goroutine that stays
+// Options.Prefetch batches ahead of the consumer. It fills every ring slot
+// free at the time with the next consecutive blocks in one vectored read
+// (preadv) and hands them to the consumer as one group, so the goroutine
+// hand-off is paid per group rather than per batch. Sample ids are read with
+// pread into a buffer per ring slot and checked against their CRC-32C batch
+// by batch, as they are delivered. Options.MapBlocks
 // switches it to handing out read-only views of the mapped shard instead,
 // with madvise(MADV_WILLNEED) ahead.
 //
@@ -40,7 +45,10 @@
 //
 // Batches are released explicitly: a Batch's memory (Tensor.Ptr and
 // Tensor.Bytes) stays valid and unchanged until Batch.Release, and the next
-// call to Next does not release it. The ring bounds how many batches may be
+// call to Next does not release it. The same holds for the Go slices of a
+// Batch (SampleIDs, Tensors and their Shape and Strides): they belong to
+// the batch's ring slot and are reused by a later batch once it is
+// released, so copy them to keep them longer. The ring bounds how many batches may be
 // held at once (Loader.Ring); Next returns ErrRingFull rather than block
 // forever when all of them are held. On the cuda backend, release a batch
 // only after the GPU work reading it has completed (synchronize the stream

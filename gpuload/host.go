@@ -23,21 +23,44 @@ type pipeRun struct {
 	out  chan delivery
 }
 
+// hostRun is one run of the host pipeline: it hands over groups of
+// deliveries of consecutive steps, in step order.
+type hostRun struct {
+	quit chan struct{}
+	wg   sync.WaitGroup
+	out  chan []delivery
+}
+
+// maxGroupBytes bounds the blocks one vectored read fetches (and one
+// hand-off to the consumer carries).
+const maxGroupBytes = 4 << 20
+
 // hostBackend reads blocks into a ring of page-aligned buffers (or hands out
 // views of the mapped shard) on a background goroutine.
+//
+// The producer takes every ring slot free at the moment (at least one) and
+// fills them with the next consecutive blocks using one vectored read
+// (preadv), then hands the whole group to the consumer at once. From a warm
+// page cache the copy costs the same per byte whatever the read size; what
+// a group saves is the goroutine hand-off per batch (a wake-up of the
+// parked consumer), which made delivery run well below a plain sequential
+// read of the same files.
 type hostBackend struct {
 	l         *Loader
 	verify    bool
 	mapBlocks bool
 	prefetch  int
+	maxGroup  int      // most blocks per group
 	bufs      [][]byte // ring buffers (nil with mapBlocks)
 	free      chan int // ring slots not held by anyone
-	cur       *pipeRun
+	cur       *hostRun
+	queue     []delivery // consumer side: received from cur.out, not yet taken by next
 }
 
 func newHostBackend(l *Loader, opts Options) (*hostBackend, error) {
 	n := opts.Prefetch + 1
 	h := &hostBackend{l: l, verify: opts.VerifyChecksums, mapBlocks: opts.MapBlocks, prefetch: opts.Prefetch, free: make(chan int, n)}
+	h.maxGroup = max(1, min(n, int(maxGroupBytes/max(l.geo.BlockSize, 1))))
 	if !opts.MapBlocks {
 		for range n {
 			b, err := allocBuffer(int(l.geo.BlockSize))
@@ -58,35 +81,93 @@ func (h *hostBackend) ring() int   { return cap(h.free) }
 func (h *hostBackend) device() int { return -1 }
 
 func (h *hostBackend) start(step int) {
-	r := &pipeRun{quit: make(chan struct{}), out: make(chan delivery, cap(h.free))}
+	r := &hostRun{quit: make(chan struct{}), out: make(chan []delivery, cap(h.free))}
 	h.cur = r
 	r.wg.Add(1)
 	go h.produce(r, step)
 }
 
-// produce reads steps [step, NumBatches) into free slots in order.
-func (h *hostBackend) produce(r *pipeRun, step int) {
+// produce reads steps [step, NumBatches) into free slots in order, in groups
+// of consecutive steps.
+func (h *hostBackend) produce(r *hostRun, step int) {
 	defer r.wg.Done()
 	l := h.l
-	for s := step; s < l.steps; s++ {
+	for s := step; s < l.steps; {
 		var slot int
 		select {
 		case slot = <-h.free:
 		case <-r.quit:
 			return
 		}
-		d := delivery{step: s, slot: slot}
-		d.host, d.err = h.fill(s, slot)
+		slots := []int{slot}
+	more:
+		for len(slots) < h.maxGroup && s+len(slots) < l.steps {
+			select {
+			case slot = <-h.free:
+				slots = append(slots, slot)
+			default:
+				break more
+			}
+		}
+		g := h.fillGroup(s, slots)
 		select {
-		case r.out <- d:
+		case r.out <- g:
 		case <-r.quit:
-			h.free <- slot
+			for _, d := range g {
+				h.releaseSlot(d.slot)
+			}
 			return
 		}
-		if d.err != nil {
+		if g[len(g)-1].err != nil {
 			return
+		}
+		s += len(g)
+	}
+}
+
+// fillGroup fills slots with the blocks of steps s, s+1, ... and returns one
+// delivery per step, in order. It stops at the first failing step: that
+// delivery carries the error and no slot (-1), and the slots of it and of
+// the steps after it go back to the free list.
+func (h *hostBackend) fillGroup(s int, slots []int) []delivery {
+	g := make([]delivery, len(slots))
+	if !h.mapBlocks && len(slots) > 1 {
+		dst := make([][]byte, len(slots))
+		for i, slot := range slots {
+			dst[i] = h.bufs[slot]
+		}
+		// On a read error fall through to one read per block, which names
+		// the failing block as a single read would.
+		if h.l.sh.ReadBlocks(s, dst) == nil {
+			for i, slot := range slots {
+				g[i] = delivery{step: s + i, slot: slot, host: dst[i]}
+				if h.verify {
+					if err := h.l.checkBlock(s+i, dst[i]); err != nil {
+						return h.failAt(g, s, i, slots, h.l.blockError("verifying block", s+i, err))
+					}
+				}
+			}
+			return g
 		}
 	}
+	for i, slot := range slots {
+		block, err := h.fill(s+i, slot)
+		if err != nil {
+			return h.failAt(g, s, i, slots, err)
+		}
+		g[i] = delivery{step: s + i, slot: slot, host: block}
+	}
+	return g
+}
+
+// failAt ends group g (of steps s, s+1, ...) at index i with err, returning slots[i:] to the free
+// list.
+func (h *hostBackend) failAt(g []delivery, s, i int, slots []int, err error) []delivery {
+	for _, slot := range slots[i:] {
+		h.free <- slot
+	}
+	g[i] = delivery{step: s + i, slot: -1, err: err}
+	return g[:i+1]
 }
 
 // fill makes step s's block available in slot and returns it.
@@ -142,15 +223,27 @@ func (l *Loader) blockError(op string, s int, err error) error {
 }
 
 func (h *hostBackend) next() delivery {
-	select {
-	case d := <-h.cur.out:
-		return d
-	case <-h.cur.quit:
-		return delivery{err: ErrClosed}
+	if len(h.queue) == 0 {
+		select {
+		case g := <-h.cur.out:
+			h.queue = g
+		case <-h.cur.quit:
+			return delivery{err: ErrClosed}
+		}
 	}
+	d := h.queue[0]
+	h.queue = h.queue[1:]
+	return d
 }
 
 func (h *hostBackend) release(slot int) { h.free <- slot }
+
+// releaseSlot returns slot to the free list unless it is -1 (none).
+func (h *hostBackend) releaseSlot(slot int) {
+	if slot >= 0 {
+		h.free <- slot
+	}
+}
 
 func (h *hostBackend) stop() {
 	r := h.cur
@@ -160,10 +253,16 @@ func (h *hostBackend) stop() {
 	h.cur = nil
 	close(r.quit)
 	r.wg.Wait()
+	for _, d := range h.queue {
+		h.releaseSlot(d.slot)
+	}
+	h.queue = nil
 	for {
 		select {
-		case d := <-r.out:
-			h.free <- d.slot
+		case g := <-r.out:
+			for _, d := range g {
+				h.releaseSlot(d.slot)
+			}
 		default:
 			return
 		}

@@ -64,8 +64,10 @@ type shard interface {
 	NumBatches() int
 	Batch(k int) (shardfmt.BatchInfo, error)
 	SampleIDs(k int) ([]uint64, error)
+	ReadSampleIDs(k int, dst []uint64) ([]uint64, error)
 	Block(k int) ([]byte, error)
 	ReadBlock(k int, dst []byte) error
+	ReadBlocks(k int, dst [][]byte) error
 	Close() error
 }
 
@@ -179,6 +181,17 @@ type Loader struct {
 
 	mu     sync.Mutex // guards closed against Release
 	closed bool
+
+	slots []slotMeta // per ring slot, reused by every batch delivered in it
+}
+
+// slotMeta is the Go memory a Batch in one ring slot points to: its sample
+// ids and its tensor descriptors. Reusing it per slot keeps Next free of
+// per-batch allocations beyond the Batch itself; like the block, it stays
+// unchanged until the batch is released.
+type slotMeta struct {
+	ids     []uint64
+	tensors []Tensor
 }
 
 // Open opens the shard of (epoch, rank) in the shard set dir (a directory
@@ -357,43 +370,68 @@ func (l *Loader) Next() (*Batch, error) {
 
 // batch describes delivery d as a Batch.
 func (l *Loader) batch(d delivery) (*Batch, error) {
+	if l.slots == nil {
+		l.slots = make([]slotMeta, l.be.ring())
+	}
+	sm := &l.slots[d.slot]
 	info, err := l.sh.Batch(d.step)
 	if err == nil && (info.Count < 0 || info.Count > l.geo.BatchSize || info.Pads < 0 || info.Pads > info.Count) {
 		err = fmt.Errorf("batch table entry count %d pads %d outside batch size %d", info.Count, info.Pads, l.geo.BatchSize)
 	}
-	var ids []uint64
 	if err == nil {
-		ids, err = l.sh.SampleIDs(d.step)
+		var ids []uint64
+		ids, err = l.sh.ReadSampleIDs(d.step, sm.ids)
+		sm.ids = ids
 	}
 	if err != nil {
 		return nil, &Error{Op: "reading batch table", Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: d.step, Offset: -1, Err: err}
 	}
-	b := &Batch{Step: d.step, Count: info.Count, Pads: info.Pads, Device: l.be.device(), SampleIDs: ids, l: l, slot: d.slot}
-	b.Tensors = make([]Tensor, len(l.tinfo))
-	for i, ti := range l.tinfo {
+	if sm.tensors == nil {
+		sm.tensors = l.newTensors()
+	}
+	b := &Batch{Step: d.step, Count: info.Count, Pads: info.Pads, Device: l.be.device(), SampleIDs: sm.ids, Tensors: sm.tensors, l: l, slot: d.slot}
+	for i := range b.Tensors {
+		t := &b.Tensors[i]
 		off := l.geo.SlabOffset[i]
 		n := uint64(info.Count) * l.geo.SampleBytes[i]
-		t := Tensor{Name: ti.Name, DType: ti.DType}
-		t.Shape = make([]int64, 1+len(ti.Shape))
-		t.Strides = make([]int64, len(t.Shape))
 		t.Shape[0] = int64(info.Count)
-		for j, s := range ti.Shape {
-			t.Shape[j+1] = int64(s)
-		}
-		stride := int64(1)
-		for j := len(t.Shape) - 1; j >= 0; j-- {
-			t.Strides[j] = stride
-			stride *= t.Shape[j]
-		}
 		if d.host != nil {
 			t.Bytes = d.host[off : off+n : off+n]
 			t.Ptr = addr(d.host) + uintptr(off)
 		} else {
+			t.Bytes = nil
 			t.Ptr = d.dev + uintptr(off)
 		}
-		b.Tensors[i] = t
 	}
 	return b, nil
+}
+
+// newTensors returns the shard's tensor descriptors with Shape[0] (the
+// count) left to fill in: names, dtypes, per-sample shapes and C-contiguous
+// strides, which no batch changes. Shapes and strides share one allocation.
+func (l *Loader) newTensors() []Tensor {
+	ts := make([]Tensor, len(l.tinfo))
+	dims := 0
+	for _, ti := range l.tinfo {
+		dims += 1 + len(ti.Shape)
+	}
+	mem := make([]int64, 2*dims)
+	for i, ti := range l.tinfo {
+		nd := 1 + len(ti.Shape)
+		t := Tensor{Name: ti.Name, DType: ti.DType}
+		t.Shape, mem = mem[:nd:nd], mem[nd:]
+		t.Strides, mem = mem[:nd:nd], mem[nd:]
+		for j, s := range ti.Shape {
+			t.Shape[j+1] = int64(s)
+		}
+		stride := int64(1)
+		for j := nd - 1; j >= 0; j-- {
+			t.Strides[j] = stride
+			stride *= t.Shape[j]
+		}
+		ts[i] = t
+	}
+	return ts
 }
 
 // release is Batch.Release's half on the loader side.

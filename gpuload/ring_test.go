@@ -1,0 +1,101 @@
+package gpuload
+
+import (
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prepml/prep/gpuload/internal/testshards"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// TestGroupedReadsOutOfOrderReleases reads a shard whose steps span many
+// read groups, holding batches and releasing them out of order, and checks
+// every batch byte for byte, including held ones after later deliveries
+// reused the other ring slots (their ids and tensor descriptors too).
+func TestGroupedReadsOutOfOrderReleases(t *testing.T) {
+	c := testshards.Config{Epochs: 1, Ranks: 2, BatchSize: 5, Steps: 37, LastCount: 2, Pads: 1}
+	dir := writeSet(t, c)
+	for _, o := range []Options{{Prefetch: 6}, {Prefetch: 6, VerifyChecksums: true}, {Prefetch: 1}, {Prefetch: 6, MapBlocks: true}} {
+		l := openLoader(t, dir, 0, 1, o)
+		var held []*Batch
+		for k := 0; ; k++ {
+			b, err := l.Next()
+			if errors.Is(err, io.EOF) {
+				if k != c.Steps {
+					t.Fatalf("%+v: EOF after %d steps, want %d", o, k, c.Steps)
+				}
+				break
+			}
+			if err != nil {
+				t.Fatalf("%+v: step %d: %v", o, k, err)
+			}
+			checkBatch(t, l, c, 0, 1, k, b)
+			held = append(held, b)
+			// Keep up to Ring()-1 batches; release the newest but one first.
+			if len(held) == l.Ring() {
+				for _, h := range held[:len(held)-1] {
+					checkBatch(t, l, c, 0, 1, h.Step, h)
+				}
+				held[len(held)-2].Release()
+				held = append(held[:len(held)-2], held[len(held)-1])
+				held[0].Release()
+				held = held[1:]
+			}
+		}
+		for _, h := range held {
+			checkBatch(t, l, c, 0, 1, h.Step, h)
+			h.Release()
+		}
+		l.Close()
+	}
+}
+
+// TestErrorsDoNotLeakRingSlots is the regression test for a ring slot lost
+// with every pipeline error: the failing step's slot was never given back,
+// so after Ring() errors and Seeks the pipeline had no slot left and Next
+// waited forever.
+func TestErrorsDoNotLeakRingSlots(t *testing.T) {
+	dir := writeSet(t, small)
+	flipBlockByte(t, filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 1))), 2)
+	for _, mapBlocks := range []bool{false, true} {
+		l := openLoader(t, dir, 0, 1, Options{Prefetch: 2, VerifyChecksums: true, MapBlocks: mapBlocks})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 2 * l.Ring() {
+				if err := l.Seek(1); err != nil {
+					t.Error(err)
+					return
+				}
+				mustNext(t, l).Release()
+				if _, err := l.Next(); !errors.Is(err, ErrChecksum) {
+					t.Errorf("Next at the damaged step = %v, want ErrChecksum", err)
+					return
+				}
+			}
+			// The whole ring is still there: hold Ring() batches.
+			if err := l.Seek(0); err != nil {
+				t.Error(err)
+				return
+			}
+			mustNext(t, l).Release()
+			mustNext(t, l).Release()
+			if err := l.Seek(3); err != nil {
+				t.Error(err)
+				return
+			}
+			b3, b4 := mustNext(t, l), mustNext(t, l)
+			checkBatch(t, l, small, 0, 1, 3, b3)
+			checkBatch(t, l, small, 0, 1, 4, b4)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second): // a hang, not a speed check
+			t.Fatalf("MapBlocks %v: Next never returned: ring slots leaked", mapBlocks)
+		}
+		l.Close()
+	}
+}

@@ -82,9 +82,7 @@ func TestListLayoutsOfOlderWriters(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.planAll(4)
-			out, res := r.convert(l.spec)
-			res.OK(t)
-			emb := tensor(t, r.export(out, 0, 0, 0), "emb", "<f4")
+			emb := tensor(t, r.converted(l.spec), "emb", "<f4")
 			if got := sha256Hex(emb.data); got != want {
 				t.Errorf("emb sha256 %s, want %s (B04's)", got, want)
 				checkFloats(t, "emb", widen32(emb.u32()), true, flatten(c.get(t, "expect", "values", "emb", "values")), nil)

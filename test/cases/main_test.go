@@ -249,6 +249,26 @@ func (r *caseRun) convert(spec string, extra ...string) (string, result) {
 	return out, prep(r.t, args...)
 }
 
+// converted runs convert with the named spec, requires it to succeed and
+// exports step 0 of epoch 0, rank 0 (after planAll: every row in file
+// order).
+func (r *caseRun) converted(spec string, extra ...string) map[string]array {
+	r.t.Helper()
+	out, res := r.convert(spec, extra...)
+	res.OK(r.t)
+	return r.export(out, 0, 0, 0)
+}
+
+// convertFails runs convert with the named spec and checks the error
+// contract: a clean failure whose stderr names every string of mustName, and
+// nothing left in the output folder.
+func (r *caseRun) convertFails(spec string, mustName ...string) {
+	r.t.Helper()
+	out, res := r.convert(spec)
+	res.Failed(r.t, mustName...)
+	noOutput(r.t, out)
+}
+
 // array is one exported .npy file.
 type array struct {
 	descr string
@@ -312,42 +332,19 @@ func tensor(t testing.TB, a map[string]array, name, descr string) array {
 
 func (a array) u8() []uint8 { return a.data }
 
-func (a array) i32() []int32 {
-	out := make([]int32, len(a.data)/4)
-	for i := range out {
-		out[i] = int32(binary.LittleEndian.Uint32(a.data[4*i:]))
-	}
-	return out
-}
+func (a array) i32() []int32  { return littleEndian[int32](a.data) }
+func (a array) i64() []int64  { return littleEndian[int64](a.data) }
+func (a array) u16() []uint16 { return littleEndian[uint16](a.data) }
+func (a array) u32() []uint32 { return littleEndian[uint32](a.data) }
+func (a array) u64() []uint64 { return littleEndian[uint64](a.data) }
 
-func (a array) i64() []int64 {
-	out := make([]int64, len(a.data)/8)
-	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(a.data[8*i:]))
-	}
-	return out
-}
-
-func (a array) u16() []uint16 {
-	out := make([]uint16, len(a.data)/2)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint16(a.data[2*i:])
-	}
-	return out
-}
-
-func (a array) u32() []uint32 {
-	out := make([]uint32, len(a.data)/4)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(a.data[4*i:])
-	}
-	return out
-}
-
-func (a array) u64() []uint64 {
-	out := make([]uint64, len(a.data)/8)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint64(a.data[8*i:])
+// littleEndian decodes data as a little-endian array of T; trailing bytes
+// too few for one more T are ignored.
+func littleEndian[T int32 | int64 | uint16 | uint32 | uint64](data []byte) []T {
+	size := binary.Size(T(0))
+	out := make([]T, len(data)/size)
+	if _, err := binary.Decode(data[:len(out)*size], binary.LittleEndian, out); err != nil {
+		panic(err) // cannot happen: the length is exact
 	}
 	return out
 }

@@ -84,9 +84,7 @@ func TestDictionaryFallbackEveryType(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.planAll(n)
-			out, res := r.convert("every_type.yaml")
-			res.OK(t)
-			a := r.export(out, 0, 0, 0)
+			a := r.converted("every_type.yaml")
 			i32 := tensor(t, a, "i32", "<i4").i32()
 			i64 := tensor(t, a, "i64", "<i8").i64()
 			i64m := tensor(t, a, "i64_mask", "|u1").u8()

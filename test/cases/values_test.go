@@ -22,14 +22,10 @@ func TestNullsFromDefinitionLevelsNotZeros(t *testing.T) {
 	r := newRun(t, c, "zeros_and_nulls.parquet")
 	r.planAll(4)
 
-	out, res := r.convert("default.yaml")
-	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
-	res.Failed(t, "2 nulls") // should_also_report: the number of nulls
-	noOutput(t, out)
+	// should_also_report: the number of nulls.
+	r.convertFails("default.yaml", append(c.strs(t, "expect", "error", "must_name"), "2 nulls")...)
 
-	out, res = r.convert("fill.yaml")
-	res.OK(t)
-	a := r.export(out, 0, 0, 0)
+	a := r.converted("fill.yaml")
 	v := c.get(t, "expect", "values")
 	_ = v
 	checkFloats(t, "x", widen32(tensor(t, a, "x", "<f4").u32()), true, c.list(t, "expect", "values", "x", "values"), nil)
@@ -52,13 +48,9 @@ func TestListNullElementKeepsItsSlot(t *testing.T) {
 	r := newRun(t, c, "list_null_elem.parquet")
 	r.planAll(2)
 
-	out, res := r.convert("default.yaml")
-	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
-	noOutput(t, out)
+	r.convertFails("default.yaml", c.strs(t, "expect", "error", "must_name")...)
 
-	out, res = r.convert("element_fill.yaml")
-	res.OK(t)
-	a := r.export(out, 0, 0, 0)
+	a := r.converted("element_fill.yaml")
 	checkInts(t, "id", i32to64(tensor(t, a, "id", "<i4").i32()), c.ints(t, "expect", "values", "id", "values"))
 	v := tensor(t, a, "v", "<f4")
 	if want := jsonShape(t, c, "expect", "values", "v", "shape"); !slices.Equal(v.shape, want) {
@@ -99,9 +91,7 @@ func TestListLayoutsOfEveryWriter(t *testing.T) {
 	for _, f := range files {
 		r := newRun(t, c, f)
 		r.planAll(4)
-		out, res := r.convert("emb.yaml")
-		res.OK(t)
-		emb := tensor(t, r.export(out, 0, 0, 0), "emb", "<f4")
+		emb := tensor(t, r.converted("emb.yaml"), "emb", "<f4")
 		if want := jsonShape(t, c, "expect", "values", "emb", "shape"); !slices.Equal(emb.shape, want) {
 			t.Errorf("%s: emb shape %v, want %v", f, emb.shape, want)
 		}
@@ -137,15 +127,11 @@ func TestRaggedListsNeedPadPolicy(t *testing.T) {
 			res.Failed(t, append(must, lengths, fmt.Sprintf("%d rows", c.int(t, "expect", "error", "bad_rows")))...)
 			noOutput(t, out)
 
-			out, res = r.convert("padded.yaml")
-			res.OK(t)
-			a := r.export(out, 0, 0, 0)
+			a := r.converted("padded.yaml")
 			checkFloats(t, "v", widen32(tensor(t, a, "v", "<f4").u32()), true, flatten(c.get(t, "expect", "values", "padded", "values")), nil)
 			checkInts(t, "v_lengths", tensor(t, a, "v_lengths", "<i8").i64(), c.ints(t, "expect", "values", "padded", "lengths"))
 
-			out, res = r.convert("full.yaml")
-			res.OK(t)
-			a = r.export(out, 0, 0, 0)
+			a = r.converted("full.yaml")
 			vals := tensor(t, a, "v", "<f4").u32()
 			lens := tensor(t, a, "v_lengths", "<i8").i64()
 			offsets := []int64{0}
@@ -166,9 +152,7 @@ func TestDictionaryToPlainFallbackInOneChunk(t *testing.T) {
 	r := newRun(t, c, "dict_then_plain.parquet")
 	n := int(c.int(t, "expect", "values", "x", "count"))
 	r.planAll(n)
-	out, res := r.convert("x.yaml")
-	res.OK(t)
-	x := tensor(t, r.export(out, 0, 0, 0), "x", "<i8").i64()
+	x := tensor(t, r.converted("x.yaml"), "x", "<i8").i64()
 	if len(x) != n {
 		t.Fatalf("%d values, want %d", len(x), n)
 	}
@@ -207,9 +191,7 @@ func TestDeltaBinaryPackedOverflowAndWideMiniblocks(t *testing.T) {
 	r := newRun(t, c, "delta_extremes.parquet")
 	n := int(c.int(t, "expect", "values", "a", "count"))
 	r.planAll(n)
-	out, res := r.convert("ab.yaml")
-	res.OK(t)
-	ex := r.export(out, 0, 0, 0)
+	ex := r.converted("ab.yaml")
 	a := tensor(t, ex, "a", "<i8")
 	b := tensor(t, ex, "b", "<i4")
 	cycle64 := []int64{math.MinInt64, math.MaxInt64, 0, -1, math.MaxInt64, math.MinInt64}
@@ -249,14 +231,12 @@ func TestDeltaBinaryPackedOverflowAndWideMiniblocks(t *testing.T) {
 		x := newRun(t, c)
 		writeFile(t, filepath.Join(x.src, "delta_int32_wide_miniblocks.parquet"), string(b))
 		x.planAll(n)
-		out, res := x.convert("b.yaml")
-		res.Failed(t, append(c.strs(t, "expect", "error", "must_name"), "bit width 65")...)
-		noOutput(t, out)
+		x.convertFails("b.yaml", append(c.strs(t, "expect", "error", "must_name"), "bit width 65")...)
 	}
 
 	w := newRun(t, c, "delta_int32_wide_miniblocks.parquet")
 	w.planAll(n)
-	out, res = w.convert("b.yaml")
+	out, res := w.convert("b.yaml")
 	if res.Code != 0 {
 		res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
 		noOutput(t, out)
@@ -331,9 +311,7 @@ func TestByteStreamSplitWithNulls(t *testing.T) {
 	c := loadCase(t, "B11")
 	r := newRun(t, c, "bss_nullable.parquet")
 	r.planAll(100)
-	out, res := r.convert("masked.yaml")
-	res.OK(t)
-	a := r.export(out, 0, 0, 0)
+	a := r.converted("masked.yaml")
 	nullRows := c.ints(t, "expect", "values", "null_rows")
 	if int64(len(nullRows)) != c.int(t, "expect", "values", "null_count") {
 		t.Fatalf("case.json: null_rows and null_count disagree")
@@ -372,9 +350,7 @@ func TestNegativeDecimalsEveryPhysicalType(t *testing.T) {
 	for file, spec := range map[string]string{"decimals_duckdb.parquet": "duckdb.yaml", "decimal_flba13.parquet": "flba13.yaml"} {
 		r := newRun(t, c, file)
 		r.planAll(5)
-		out, res := r.convert(spec)
-		res.OK(t)
-		a := r.export(out, 0, 0, 0)
+		a := r.converted(spec)
 		cols := []string{"b"}
 		if spec == "duckdb.yaml" {
 			cols = []string{"s", "m", "b"}
@@ -407,20 +383,14 @@ func TestFloat16InputAnnotatedOrDeclared(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			r := newRun(t, c, f)
 			r.planAll(8)
-			out, res := r.convert("annotated.yaml")
-			res.OK(t)
-			check(t, r.export(out, 0, 0, 0))
+			check(t, r.converted("annotated.yaml"))
 		})
 	}
 	t.Run("f16_unannotated_flba2.parquet", func(t *testing.T) {
 		r := newRun(t, c, "f16_unannotated_flba2.parquet")
 		r.planAll(8)
-		out, res := r.convert("undeclared.yaml")
-		res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
-		noOutput(t, out)
-		out, res = r.convert("declared.yaml")
-		res.OK(t)
-		check(t, r.export(out, 0, 0, 0))
+		r.convertFails("undeclared.yaml", c.strs(t, "expect", "error", "must_name")...)
+		check(t, r.converted("declared.yaml"))
 	})
 }
 
@@ -430,14 +400,10 @@ func TestNaNAndInfinityPassBitExact(t *testing.T) {
 	c := loadCase(t, "B16")
 	r := newRun(t, c, "nan_inf_two_row_groups.parquet")
 	r.planAll(10)
-	out, res := r.convert("pass.yaml")
-	res.OK(t)
-	x := tensor(t, r.export(out, 0, 0, 0), "x", "<f8").u64()
+	x := tensor(t, r.converted("pass.yaml"), "x", "<f8").u64()
 	checkFloats(t, "x", x, false, c.list(t, "expect", "values", "x", "values"), c.list(t, "expect", "values", "x", "bits"))
 
-	out, res = r.convert("nan_error.yaml")
-	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
-	noOutput(t, out)
+	r.convertFails("nan_error.yaml", c.strs(t, "expect", "error", "must_name")...)
 }
 
 // B17: files with zero rows and zero row groups between data files change
@@ -586,9 +552,7 @@ func TestCorruptFilesFailCleanly(t *testing.T) {
 				if file == "bad_page_header_rg1_x.parquet" {
 					// The footer is intact: the damage shows when the page is decoded.
 					res.OK(t)
-					out, cres := r.convert("idx.yaml")
-					cres.Failed(t, must...)
-					noOutput(t, out)
+					r.convertFails("idx.yaml", must...)
 					return
 				}
 				res.Failed(t, must...)
@@ -604,9 +568,7 @@ func TestCorruptFilesFailCleanly(t *testing.T) {
 	t.Run("good.parquet", func(t *testing.T) {
 		r := newRun(t, c, "good.parquet")
 		r.planAll(30)
-		out, res := r.convert("idx.yaml")
-		res.OK(t)
-		a := r.export(out, 0, 0, 0)
+		a := r.converted("idx.yaml")
 		for i, id := range tensor(t, a, "id", "<i8").i64() {
 			x := math.Float32frombits(tensor(t, a, "x", "<f4").u32()[i])
 			if id != int64(i) || x != float32(i)*0.5 {
@@ -693,14 +655,10 @@ func TestHugeStringValue(t *testing.T) {
 	r := newRun(t, c, "hugestr.parquet")
 	r.planAll(3)
 
-	out, res := r.convert("max_value.yaml")
-	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
-	res.Failed(t, strconv.FormatInt(c.int(t, "expect", "error", "at", "length"), 10))
-	noOutput(t, out)
+	r.convertFails("max_value.yaml", append(c.strs(t, "expect", "error", "must_name"),
+		strconv.FormatInt(c.int(t, "expect", "error", "at", "length"), 10))...)
 
-	out, res = r.convert("text.yaml")
-	res.OK(t)
-	a := r.export(out, 0, 0, 0)
+	a := r.converted("text.yaml")
 	checkInts(t, "id", tensor(t, a, "id", "<i8").i64(), c.ints(t, "expect", "values", "id", "values"))
 	lens := tensor(t, a, "head_lengths", "<i8").i64()
 	checkInts(t, "lengths", lens, c.ints(t, "expect", "values", "text", "lengths"))
@@ -744,9 +702,7 @@ func TestColumnsMatchedByNameNotPosition(t *testing.T) {
 	c := loadCase(t, "B23")
 	r := newRun(t, c, "f1.parquet", "f2.parquet")
 	r.planAll(6)
-	out, res := r.convert("xy.yaml")
-	res.OK(t)
-	a := r.export(out, 0, 0, 0)
+	a := r.converted("xy.yaml")
 	checkInts(t, "id", tensor(t, a, "id", "<i8").i64(), c.ints(t, "expect", "values", "id", "values"))
 	checkFloats(t, "x", widen32(tensor(t, a, "x", "<f4").u32()), true, c.list(t, "expect", "values", "x", "values"), nil)
 	checkFloats(t, "y", widen32(tensor(t, a, "y", "<f4").u32()), true, c.list(t, "expect", "values", "y", "values"), c.list(t, "expect", "values", "y", "bits"))
@@ -782,7 +738,5 @@ func TestColumnNamesUnicodeAndDots(t *testing.T) {
 		}
 	}
 
-	out, res = r.convert("ambiguous.yaml")
-	res.Failed(t, c.strs(t, "expect", "error", "must_name")...)
-	noOutput(t, out)
+	r.convertFails("ambiguous.yaml", c.strs(t, "expect", "error", "must_name")...)
 }

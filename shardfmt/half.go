@@ -179,20 +179,21 @@ func (f minifloat) to32(h uint64) float32 {
 	}
 }
 
+// narrowTo narrows x (float32 or float64, widened exactly to float64) to
+// format f and returns the bits in T, the unsigned type of f's width.
+func narrowTo[T uint8 | uint16, F float32 | float64](f minifloat, x F) (T, bool) {
+	v, ov := f.from64(float64(x))
+	return T(v), ov
+}
+
 // F32ToF16 rounds x to IEEE 754 binary16 (round to nearest, ties to even) and
 // returns its bits. overflow is true when finite x rounded beyond 65504 and
 // the result is ±Inf. NaN stays NaN (quiet, top payload bits kept).
-func F32ToF16(x float32) (h uint16, overflow bool) {
-	v, ov := fmtF16.from32(x)
-	return uint16(v), ov
-}
+func F32ToF16(x float32) (h uint16, overflow bool) { return narrowTo[uint16](fmtF16, x) }
 
 // F64ToF16 rounds x to binary16 directly from float64 (a single rounding;
 // see the package notes on double rounding). Results as for F32ToF16.
-func F64ToF16(x float64) (h uint16, overflow bool) {
-	v, ov := fmtF16.from64(x)
-	return uint16(v), ov
-}
+func F64ToF16(x float64) (h uint16, overflow bool) { return narrowTo[uint16](fmtF16, x) }
 
 // F16ToF32 widens binary16 bits h to float32. It is exact for every input,
 // subnormals and NaN payloads included.
@@ -202,17 +203,11 @@ func F16ToF32(h uint16) float32 { return fmtF16.to32(uint64(h)) }
 // nearest, ties to even) and returns its bits. overflow is true when finite x
 // rounded beyond 3.3895314e38 and the result is ±Inf. NaN stays NaN (quiet,
 // top payload bits kept).
-func F32ToBF16(x float32) (b uint16, overflow bool) {
-	v, ov := fmtBF16.from32(x)
-	return uint16(v), ov
-}
+func F32ToBF16(x float32) (b uint16, overflow bool) { return narrowTo[uint16](fmtBF16, x) }
 
 // F64ToBF16 rounds x to bfloat16 directly from float64 (a single rounding).
 // Results as for F32ToBF16.
-func F64ToBF16(x float64) (b uint16, overflow bool) {
-	v, ov := fmtBF16.from64(x)
-	return uint16(v), ov
-}
+func F64ToBF16(x float64) (b uint16, overflow bool) { return narrowTo[uint16](fmtBF16, x) }
 
 // BF16ToF32 widens bfloat16 bits b to float32 exactly (b << 16).
 func BF16ToF32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
@@ -221,16 +216,10 @@ func BF16ToF32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) 
 // pattern 0x7F/0xFF, largest finite 448) with round to nearest, ties to even.
 // Out-of-range values and ±Inf saturate to ±448 with overflow true; NaN maps
 // to NaN.
-func F32ToF8E4M3(x float32) (v uint8, overflow bool) {
-	r, ov := fmtE4M3.from32(x)
-	return uint8(r), ov
-}
+func F32ToF8E4M3(x float32) (v uint8, overflow bool) { return narrowTo[uint8](fmtE4M3, x) }
 
 // F64ToF8E4M3 is F32ToF8E4M3 for a float64 input, rounded once.
-func F64ToF8E4M3(x float64) (v uint8, overflow bool) {
-	r, ov := fmtE4M3.from64(x)
-	return uint8(r), ov
-}
+func F64ToF8E4M3(x float64) (v uint8, overflow bool) { return narrowTo[uint8](fmtE4M3, x) }
 
 // F8E4M3ToF32 widens E4M3FN bits to float32 exactly (NaN to a quiet NaN).
 func F8E4M3ToF32(v uint8) float32 { return fmtE4M3.to32(uint64(v)) }
@@ -238,16 +227,10 @@ func F8E4M3ToF32(v uint8) float32 { return fmtE4M3.to32(uint64(v)) }
 // F32ToF8E5M2 rounds x to OCP FP8 E5M2 (IEEE-like: bias 15, ±Inf, largest
 // finite 57344) with round to nearest, ties to even. Finite values rounding
 // beyond 57344 become ±Inf with overflow true; NaN maps to a quiet NaN.
-func F32ToF8E5M2(x float32) (v uint8, overflow bool) {
-	r, ov := fmtE5M2.from32(x)
-	return uint8(r), ov
-}
+func F32ToF8E5M2(x float32) (v uint8, overflow bool) { return narrowTo[uint8](fmtE5M2, x) }
 
 // F64ToF8E5M2 is F32ToF8E5M2 for a float64 input, rounded once.
-func F64ToF8E5M2(x float64) (v uint8, overflow bool) {
-	r, ov := fmtE5M2.from64(x)
-	return uint8(r), ov
-}
+func F64ToF8E5M2(x float64) (v uint8, overflow bool) { return narrowTo[uint8](fmtE5M2, x) }
 
 // F8E5M2ToF32 widens E5M2 bits to float32 exactly.
 func F8E5M2ToF32(v uint8) float32 { return fmtE5M2.to32(uint64(v)) }

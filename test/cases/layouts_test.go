@@ -2,6 +2,7 @@ package cases
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,20 @@ func (listGroup) Type() parquet.Type { return parquet.List(parquet.Leaf(parquet.
 // layouts (2-level lists of Hive, parquet-thrift and parquet-avro; 3-level
 // lists with other names, as Hive and Impala write them) and required lists,
 // written here with parquet-go and hand-chosen levels.
+// closeAndOpen closes w, the writer of the Parquet file held in buf, and
+// opens that file for inspection.
+func closeAndOpen(t testing.TB, w io.Closer, buf *bytes.Buffer) *parquet.File {
+	t.Helper()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func TestListLayoutsOfOlderWriters(t *testing.T) {
 	c := loadCase(t, "B04")
 	float := parquet.Leaf(parquet.FloatType)
@@ -65,14 +80,8 @@ func TestListLayoutsOfOlderWriters(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
 			// The file holds the intended layout, LIST annotation included.
-			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := closeAndOpen(t, w, &buf)
 			if got := f.Schema().String(); !strings.Contains(got, "(LIST)") {
 				t.Fatalf("schema without LIST annotation:\n%s", got)
 			}

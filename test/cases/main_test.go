@@ -471,6 +471,19 @@ func writeFile(t testing.TB, path, text string) {
 	}
 }
 
+// readJSON decodes the JSON file at path into v, failing the test when it
+// cannot be read or decoded.
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
 // fileDigests returns the sha256 of every regular file under dir by relative
 // path.
 func fileDigests(t testing.TB, dir string) map[string]string {

@@ -350,19 +350,13 @@ func TestRanksAndWorkersCoverEverySample(t *testing.T) {
 // the shard set's manifest.
 func checkListedDropped(t *testing.T, out string, want []int) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(out, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var m struct {
 		Dropped []struct {
 			Epoch int   `json:"epoch"`
 			IDs   []int `json:"ids"`
 		} `json:"dropped"`
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(out, "manifest.json"), &m)
 	if len(m.Dropped) == 1 {
 		slices.Sort(m.Dropped[0].IDs) // listed in the epoch's order
 	}

@@ -62,14 +62,8 @@ func TestDictionaryFallbackEveryType(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
 			// Each dictionary column chunk holds both encodings.
-			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := closeAndOpen(t, w, &buf)
 			for _, cc := range f.Metadata().RowGroups[0].Columns {
 				if cc.MetaData.PathInSchema[0] == "b" {
 					continue

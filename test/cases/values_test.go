@@ -454,10 +454,6 @@ func TestEmptyFilesBetweenDataFiles(t *testing.T) {
 			}
 			// The shard set's own record of its inputs (OUT/plan.json, named
 			// by the manifest's plan fingerprint) lists the empty files.
-			m, err := os.ReadFile(filepath.Join(out, "plan.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			var doc struct {
 				Source struct {
 					EmptyFiles []struct {
@@ -466,9 +462,7 @@ func TestEmptyFilesBetweenDataFiles(t *testing.T) {
 					} `json:"empty_files"`
 				} `json:"source"`
 			}
-			if err := json.Unmarshal(m, &doc); err != nil {
-				t.Fatal(err)
-			}
+			readJSON(t, filepath.Join(out, "plan.json"), &doc)
 			var empties []string
 			for _, e := range doc.Source.EmptyFiles {
 				if len(e.RowGroups) != 0 {
@@ -480,19 +474,13 @@ func TestEmptyFilesBetweenDataFiles(t *testing.T) {
 				t.Errorf("plan lists empty files %q, want %q", empties, want)
 			}
 			// The manifest lists them with 0 rows.
-			mb, err := os.ReadFile(filepath.Join(out, "manifest.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			var man struct {
 				EmptyFiles []struct {
 					Path string `json:"path"`
 					Rows *int64 `json:"rows"`
 				} `json:"empty_files"`
 			}
-			if err := json.Unmarshal(mb, &man); err != nil {
-				t.Fatal(err)
-			}
+			readJSON(t, filepath.Join(out, "manifest.json"), &man)
 			var listed []string
 			for _, e := range man.EmptyFiles {
 				if e.Rows == nil || *e.Rows != 0 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -39,12 +38,6 @@ func fakeSet(t *testing.T, epochs, ranks int) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-func runPrep(args ...string) (code int, stdout, stderr string) {
-	var o, e bytes.Buffer
-	code = run(args, &o, &e)
-	return code, o.String(), e.String()
 }
 
 func TestGCCommand(t *testing.T) {

@@ -24,7 +24,7 @@ func TestPlanReportsIdleWorkers(t *testing.T) {
 		// 4 samples in 1 step: workers 1 and 2 of every rank are idle.
 		{"drop", "[{0 1} {0 2} {1 1} {1 2} {2 1} {2 2} {3 1} {3 2}]"},
 	} {
-		code, out, errs := runPlanCLI(t, "plan", "--source", src, "--global-batch", "4", "--world-size", "4", "--workers", "3",
+		code, out, errs := runPrep("plan", "--source", src, "--global-batch", "4", "--world-size", "4", "--workers", "3",
 			"--remainder", tc.remainder, "-o", filepath.Join(dir, tc.remainder+".json"), "--json", "-q")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", tc.remainder, code, errs)
@@ -37,13 +37,13 @@ func TestPlanReportsIdleWorkers(t *testing.T) {
 			t.Errorf("%s: idle pairs %s, want %s", tc.remainder, got, tc.want)
 		}
 	}
-	code, out, errs := runPlanCLI(t, "plan", "--source", src, "--global-batch", "4", "--world-size", "4", "--workers", "3",
+	code, out, errs := runPrep("plan", "--source", src, "--global-batch", "4", "--world-size", "4", "--workers", "3",
 		"--remainder", "partial", "-o", filepath.Join(dir, "text.json"), "-q")
 	if code != 0 || !strings.Contains(out, "idle workers     7 of 12 (rank, worker) pairs get no samples: rank 0 worker 2, rank 1 worker 1,") {
 		t.Errorf("exit %d, summary:\n%s%s", code, out, errs)
 	}
 	// Enough batches for every worker: none idle, no line.
-	code, out, _ = runPlanCLI(t, "plan", "--source", src, "--global-batch", "1", "-o", filepath.Join(dir, "busy.json"), "-q")
+	code, out, _ = runPrep("plan", "--source", src, "--global-batch", "1", "-o", filepath.Join(dir, "busy.json"), "-q")
 	if code != 0 || strings.Contains(out, "idle") {
 		t.Errorf("exit %d, summary:\n%s", code, out)
 	}

@@ -9,18 +9,11 @@ import (
 	"testing"
 )
 
-func runPlanCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 func TestPlanCommandCaseB27(t *testing.T) {
 	dir := t.TempDir()
 	planPath := filepath.Join(dir, "plan.json")
 	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-*.parquet")
-	code, out, errs := runPlanCLI(t, "plan", "--source", src, "--seed", "7", "--global-batch", "4", "--world-size", "4",
+	code, out, errs := runPrep("plan", "--source", src, "--seed", "7", "--global-batch", "4", "--world-size", "4",
 		"--workers", "3", "--remainder", "pad", "-o", planPath, "--json", "-q")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -35,7 +28,7 @@ func TestPlanCommandCaseB27(t *testing.T) {
 	// Byte-identical plan on a second run.
 	first, _ := os.ReadFile(planPath)
 	again := filepath.Join(dir, "again.json")
-	if code, _, errs := runPlanCLI(t, "plan", "--source", src, "--seed", "7", "--batch-size", "1", "--world-size", "4",
+	if code, _, errs := runPrep("plan", "--source", src, "--seed", "7", "--batch-size", "1", "--world-size", "4",
 		"--workers", "3", "--remainder", "pad", "-o", again, "-q"); code != 0 {
 		t.Fatal(errs)
 	}
@@ -48,7 +41,7 @@ func TestPlanCommandCaseB27(t *testing.T) {
 	pads := 0
 	for r := 0; r < 4; r++ {
 		for w := 0; w < 3; w++ {
-			code, out, errs := runPlanCLI(t, "plan", "show", planPath, "--epoch", "0", "--rank", string(rune('0'+r)), "--worker", string(rune('0'+w)), "--json", "-q")
+			code, out, errs := runPrep("plan", "show", planPath, "--epoch", "0", "--rank", string(rune('0'+r)), "--worker", string(rune('0'+w)), "--json", "-q")
 			if code != 0 {
 				t.Fatal(errs)
 			}
@@ -89,17 +82,17 @@ func TestPlanCommandCaseB27(t *testing.T) {
 		}
 	}
 	// Text output: one batch per line, pad marked.
-	code, out, _ = runPlanCLI(t, "plan", "show", planPath, "--rank", "3", "--from-step", "25", "-q")
+	code, out, _ = runPrep("plan", "show", planPath, "--rank", "3", "--from-step", "25", "-q")
 	if code != 0 || !strings.HasPrefix(out, "step 25: ") || !strings.HasSuffix(out, "*\n") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("show text: %d %q", code, out)
 	}
-	code, out, _ = runPlanCLI(t, "plan", "show", planPath, "--rank", "0", "--limit", "3", "-q")
+	code, out, _ = runPrep("plan", "show", planPath, "--rank", "0", "--limit", "3", "-q")
 	if code != 0 || strings.Count(out, "\n") != 3 {
 		t.Fatalf("show --limit 3: %q", out)
 	}
 	// Rank out of range: exit 2 naming the rank.
 	for _, r := range []string{"4", "-1"} {
-		code, _, errs = runPlanCLI(t, "plan", "show", planPath, "--rank", r)
+		code, _, errs = runPrep("plan", "show", planPath, "--rank", r)
 		if code != 2 || !strings.Contains(errs, "--rank "+r) {
 			t.Fatalf("rank %s: exit %d %s", r, code, errs)
 		}
@@ -121,7 +114,7 @@ func TestPlanCommandRejects(t *testing.T) {
 		{[]string{"--global-batch", "4", "--source", filepath.Join("..", "..", "testdata", "cases", "B19-corrupt-files")}, 1, "zero_bytes.parquet"},
 	} {
 		args := append([]string{"plan", "--source", src, "-o", filepath.Join(dir, "p.json")}, c.args...)
-		code, _, errs := runPlanCLI(t, args...)
+		code, _, errs := runPrep(args...)
 		if code != c.code || !strings.Contains(errs, c.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.msg)
 		}
@@ -149,7 +142,7 @@ func TestPlanCommandHugeCountsAreUsageErrors(t *testing.T) {
 		{[]string{"--global-batch", "4", "--workers", "1000000000000"}, "--workers: 1000000000000 exceeds the limit of 1024 workers per rank"},
 	} {
 		args := append([]string{"plan", "--source", src, "-o", filepath.Join(dir, "p.json")}, c.args...)
-		code, _, errs := runPlanCLI(t, args...)
+		code, _, errs := runPrep(args...)
 		if code != 2 || !strings.Contains(errs, c.msg) || strings.Contains(errs, "goroutine") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.msg)
 		}
@@ -166,14 +159,14 @@ func TestPlanShowFromStepPastEnd(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-*.parquet")
 	pf := filepath.Join(dir, "p.json")
-	if code, _, errs := runPlanCLI(t, "plan", "--source", src, "--global-batch", "8", "-o", pf); code != 0 {
+	if code, _, errs := runPrep("plan", "--source", src, "--global-batch", "8", "-o", pf); code != 0 {
 		t.Fatalf("plan: exit %d: %s", code, errs)
 	}
-	code, out, errs := runPlanCLI(t, "plan", "show", pf, "--from-step", "99")
+	code, out, errs := runPrep("plan", "show", pf, "--from-step", "99")
 	if code != 2 || out != "" || !strings.Contains(errs, "--from-step 99 out of range [0, 12]: the plan has 12 steps per epoch") {
 		t.Errorf("--from-step 99: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if code, out, errs := runPlanCLI(t, "plan", "show", pf, "--from-step", "12"); code != 0 || out != "" {
+	if code, out, errs := runPrep("plan", "show", pf, "--from-step", "12"); code != 0 || out != "" {
 		t.Errorf("--from-step 12: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,12 +11,6 @@ import (
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify/verifytest"
 )
-
-func runCLI(args ...string) (code int, stdout, stderr string) {
-	var out, errb bytes.Buffer
-	code = run(append([]string{"--progress", "never"}, args...), &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestVerifyCommandClean(t *testing.T) {
 	f := verifytest.Build(t)

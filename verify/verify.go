@@ -131,6 +131,9 @@ type checker struct {
 	rep  *Report
 	man  *shardfmt.Manifest
 	plan *plan.Plan
+	// conforming holds the epochs whose shards match the plan's epoch
+	// digest and batch counts (planfast.go): no per-batch plan comparison.
+	conforming map[int]bool
 
 	mu sync.Mutex // guards rep counters and Progress calls
 }
@@ -155,6 +158,7 @@ func (c *checker) run(ctx context.Context) {
 	if c.opts.Deep {
 		c.checkSourceFingerprints()
 	}
+	c.conforming = c.conformingEpochs(ctx)
 	c.checkShards(ctx)
 }
 

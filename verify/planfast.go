@@ -1,0 +1,193 @@
+package verify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Plan conformance by epoch digest.
+//
+// Recomputing every rank batch of the plan (plan.RankBatch) costs one
+// permutation evaluation per sample, which dominated verify's CPU time. The
+// plan file already records each epoch's digest (PLAN.md §8, "Epoch
+// digest"): a two-level SHA-256 over the slot stream of the epoch, step by
+// step and rank by rank, each slot LE64(id) with bit 63 set on pads. When a
+// shard set holds every rank of an epoch, that stream can be hashed from the
+// sample ids stored in the shards at SHA-256 speed (8 bytes per sample) and
+// compared with the recorded digest.
+//
+// The stream does not encode batch boundaries, so the per-batch counts are
+// checked too: every batch holding fewer than BatchSize samples or any pad
+// is compared with plan.RankBatch (in the usual plan that is the last step
+// only). Since every epoch has the same number of slots in the plan and in
+// an equal stream, a batch holding more samples than the plan implies
+// another holding fewer, which that comparison catches; with equal counts an
+// equal stream means equal ids and pad flags in every batch.
+//
+// An epoch whose digest, counts or shards do not allow this (a rank missing,
+// a shard that fails to open, ids failing their CRC, any difference) is
+// checked batch by batch as before, so the findings are the same either way.
+// What the fast path trusts is the digest recorded in the plan file, which
+// the plan fingerprint does not cover: a plan file edited so that its digest
+// matches wrongly ordered shards would pass.
+
+// padBit flags a pad slot in the epoch digest's slot encoding (PLAN.md §8).
+const padBit = 1 << 63
+
+// digestLeafSlots is the epoch digest's target number of slots per leaf:
+// leaves group max(1, 65536/G) steps (PLAN.md §8).
+const digestLeafSlots = 1 << 16
+
+// planDigestPath enables the epoch digest path; tests turn it off to
+// compare findings with the batch-by-batch path.
+var planDigestPath = true
+
+// conformingEpochs returns the epochs whose shards provably match the plan
+// (see above); checkShard skips the per-batch plan comparison for them.
+func (c *checker) conformingEpochs(ctx context.Context) map[int]bool {
+	p, m := c.plan, c.man
+	ok := map[int]bool{}
+	if !planDigestPath || p == nil || p.Fingerprint != m.PlanFingerprint || len(p.Epochs) != p.Config.Epochs {
+		return ok
+	}
+	byEpoch := map[int][]*shardfmt.ShardEntry{}
+	for i := range m.Shards {
+		e := &m.Shards[i]
+		byEpoch[e.Epoch] = append(byEpoch[e.Epoch], e)
+	}
+	for e := 0; e < p.Config.Epochs; e++ {
+		if ctx.Err() != nil {
+			break
+		}
+		if c.epochConforms(ctx, e, byEpoch[e]) {
+			ok[e] = true
+		}
+	}
+	return ok
+}
+
+// epochConforms opens the shards of epoch e (entries from the manifest) and
+// reports whether their sample ids, counts and pads are the plan's.
+func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.ShardEntry) bool {
+	p := c.plan
+	R, steps, b := p.Config.WorldSize, p.Steps(), p.BatchSize()
+	if len(entries) != R || p.Epochs[e].Digest == "" {
+		return false
+	}
+	readers := make([]*shardfmt.Reader, R)
+	defer func() {
+		for _, r := range readers {
+			if r != nil {
+				r.Close()
+			}
+		}
+	}()
+	for _, ent := range entries {
+		if ent.Rank < 0 || ent.Rank >= R || readers[ent.Rank] != nil || ent.Batches != steps {
+			return false
+		}
+		path := filepath.Join(c.opts.Dir, filepath.FromSlash(ent.Path))
+		// The size is compared before Open maps the file, as checkShard does.
+		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() || st.Size() != ent.Size {
+			return false
+		}
+		r, err := shardfmt.Open(path)
+		if err != nil {
+			return false
+		}
+		readers[ent.Rank] = r
+		prov := r.Provenance()
+		if int(prov.Epoch) != e || int(prov.Rank) != ent.Rank || r.NumBatches() != steps || r.Geometry().BatchSize != b {
+			return false
+		}
+	}
+	per := max(1, digestLeafSlots/p.Config.GlobalBatch)
+	leaves := (steps + per - 1) / per
+	sums := make([][32]byte, leaves)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	next := make(chan int)
+	for w := 0; w < c.opts.Jobs; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids := make([]uint64, b)
+			var want []uint64
+			buf := make([]byte, 0, 8*b)
+			for j := range next {
+				if failed.Load() {
+					continue // drain: the sender stops soon
+				}
+				h := sha256.New()
+			leaf:
+				for k := j * per; k < min(steps, (j+1)*per); k++ {
+					for rank, r := range readers {
+						ok := false
+						ids, want, buf, ok = leafBatch(p, r, e, rank, k, ids, want, buf)
+						if !ok {
+							failed.Store(true)
+							break leaf
+						}
+						h.Write(buf)
+					}
+				}
+				h.Sum(sums[j][:0])
+			}
+		}()
+	}
+	for j := 0; j < leaves && !failed.Load() && ctx.Err() == nil; j++ {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	if failed.Load() || ctx.Err() != nil {
+		return false
+	}
+	h := sha256.New()
+	h.Write([]byte("prep-epoch/v1\x00"))
+	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(steps)))
+	for j := range sums {
+		h.Write(sums[j][:])
+	}
+	return "sha256:"+hex.EncodeToString(h.Sum(nil)) == p.Epochs[e].Digest
+}
+
+// leafBatch encodes rank batch k of shard r into buf as digest slots,
+// comparing it with plan.RankBatch when it is not a full batch without pads.
+// It reports false when the batch cannot be read or differs from the plan.
+func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uint64, buf []byte) ([]uint64, []uint64, []byte, bool) {
+	bi, err := r.Batch(k)
+	if err != nil {
+		return ids, want, buf, false
+	}
+	got, err := r.ReadSampleIDs(k, ids)
+	if err != nil {
+		return ids, want, buf, false
+	}
+	ids = got
+	if bi.Count != p.BatchSize() || bi.Pads != 0 {
+		var pads int
+		want, pads, err = p.RankBatch(e, rank, k, want)
+		if err != nil || pads != bi.Pads || !slices.Equal(want, ids) {
+			return ids, want, buf, false
+		}
+	}
+	buf = buf[:0]
+	for i, id := range ids {
+		if i >= bi.Count-bi.Pads {
+			id |= padBit
+		}
+		buf = binary.LittleEndian.AppendUint64(buf, id)
+	}
+	return ids, want, buf, true
+}

@@ -1,0 +1,163 @@
+package verify_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/verify"
+	"github.com/prepml/prep/verify/verifytest"
+)
+
+// rewriteShard rewrites manifest shard i of f with edit applied to each
+// batch's sample ids and pad count (blocks unchanged), as a well-formed
+// shard with valid checksums, and records its new digest in the manifest,
+// so that only plan conformance can tell.
+func rewriteShard(t *testing.T, f *verifytest.Fixture, i int, edit func(k int, ids []uint64, pads int) ([]uint64, int)) {
+	t.Helper()
+	path := f.ShardPath(i)
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := shardfmt.WriterOptions{BatchSize: r.Geometry().BatchSize, NumBatches: r.NumBatches(), Tensors: r.Tensors(), Provenance: r.Provenance()}
+	type batch struct {
+		block []byte
+		ids   []uint64
+		pads  int
+	}
+	var bs []batch
+	for k := range r.NumBatches() {
+		bi, _ := r.Batch(k)
+		blk, err := r.Block(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := r.SampleIDs(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, pads := edit(k, slices.Clone(ids), bi.Pads)
+		bs = append(bs, batch{slices.Clone(blk), ids, pads})
+	}
+	r.Close()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	w, err := shardfmt.Create(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if err := w.WriteBatch(b.block, b.ids, b.pads); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := shardfmt.FileDigest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Man.Shards[i].Digest = d
+	if err := shardfmt.WriteManifest(f.Dir, f.Man); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// findingsJSON runs verify over dir with the epoch digest path on or off.
+func findingsJSON(t *testing.T, dir string, digestPath bool) string {
+	t.Helper()
+	defer verify.SetPlanDigestPath(digestPath)()
+	rep, err := verify.Run(context.Background(), verify.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(rep.Findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// fixturePlan is the plan of the fixture the current case edits.
+var fixturePlan *plan.Plan
+
+// TestPlanDigestPathSameFindings pins that checking plan conformance by
+// epoch digest reports exactly what the batch-by-batch comparison reports,
+// for shards that differ from the plan in ways only the plan can tell.
+func TestPlanDigestPathSameFindings(t *testing.T) {
+	swap := func(ids []uint64, i, j int) []uint64 { ids[i], ids[j] = ids[j], ids[i]; return ids }
+	cases := []struct {
+		name     string
+		shard    int
+		edit     func(k int, ids []uint64, pads int) ([]uint64, int)
+		accepted map[int]bool // epochs the digest path takes
+		findings int
+	}{
+		{name: "clean", accepted: map[int]bool{0: true, 1: true}},
+		{name: "two ids swapped in a batch", shard: 1, edit: func(k int, ids []uint64, pads int) ([]uint64, int) {
+			if k == 1 {
+				return swap(ids, 0, 1), pads
+			}
+			return ids, pads
+		}, accepted: map[int]bool{1: true}, findings: 1},
+		// Shard 2 is epoch 1 rank 0: its batches 0 and 1 (both full)
+		// exchange their ids, each batch still well-formed.
+		{name: "two batches swapped", shard: 2, edit: func(k int, ids []uint64, pads int) ([]uint64, int) {
+			if k < 2 {
+				other, _, _ := fixturePlan.RankBatch(1, 0, 1-k, nil)
+				return other, pads
+			}
+			return ids, pads
+		}, accepted: map[int]bool{0: true}, findings: 2},
+		{name: "one id replaced", shard: 3, edit: func(k int, ids []uint64, pads int) ([]uint64, int) {
+			if k == 2 {
+				ids[1] = 12345
+			}
+			return ids, pads
+		}, accepted: map[int]bool{0: true}, findings: 1},
+		// The last step of the fixture ends the epoch with pads: drop a pad
+		// flag (the id stays), which only the pad count tells.
+		{name: "pad flag dropped", shard: 0, edit: func(k int, ids []uint64, pads int) ([]uint64, int) {
+			if pads > 0 {
+				return ids, pads - 1
+			}
+			return ids, pads
+		}, accepted: map[int]bool{1: true}, findings: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := verifytest.Build(t)
+			fixturePlan = f.Plan
+			if c.edit != nil {
+				rewriteShard(t, f, c.shard, c.edit)
+			}
+			got := verify.ConformingEpochs(verify.Options{Dir: f.Dir})
+			for e := range 2 {
+				if got[e] != c.accepted[e] {
+					t.Errorf("digest path accepts epoch %d: %v, want %v", e, got[e], c.accepted[e])
+				}
+			}
+			fast, slow := findingsJSON(t, f.Dir, true), findingsJSON(t, f.Dir, false)
+			if fast != slow {
+				t.Errorf("findings differ:\ndigest path %s\nbatch path  %s", fast, slow)
+			}
+			var fs []verify.Finding
+			json.Unmarshal([]byte(fast), &fs)
+			if len(fs) != c.findings {
+				t.Errorf("%d findings, want %d: %s", len(fs), c.findings, fast)
+			}
+			for _, x := range fs {
+				if x.Kind != verify.KindPlanMismatch {
+					t.Errorf("finding %+v, want plan_mismatch", x)
+				}
+			}
+		})
+	}
+}

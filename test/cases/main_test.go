@@ -451,6 +451,20 @@ func checkInts(t testing.TB, what string, got []int64, want []int64) {
 	}
 }
 
+// checkEachIDOnce sorts ids in place and fails the test unless they are
+// 0, 1, ..., len(ids)-1, each once; it returns their sum.
+func checkEachIDOnce(t testing.TB, ids []int64) (sum int64) {
+	t.Helper()
+	slices.Sort(ids)
+	for i, id := range ids {
+		sum += id
+		if id != int64(i) {
+			t.Fatalf("sorted ids[%d] = %d: not ids 0..%d once each", i, id, len(ids)-1)
+		}
+	}
+	return sum
+}
+
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])

@@ -181,14 +181,7 @@ func TestManySmallFilesUnderLowDescriptorLimit(t *testing.T) {
 	exp := filepath.Join(dir, "export")
 	prep(t, "export", out, "--epoch", "0", "--rank", "0", "--step", "0", "-o", exp).OK(t)
 	ids := tensor(t, readNPYDir(t, exp), "id", "<i8").i64()
-	slices.Sort(ids)
-	var sum int64
-	for i, id := range ids {
-		sum += id
-		if id != int64(i) {
-			t.Fatalf("sorted ids[%d] = %d: not each id once", i, id)
-		}
-	}
+	sum := checkEachIDOnce(t, ids)
 	if len(ids) != samples {
 		t.Errorf("%d samples, want %d", len(ids), samples)
 	}

@@ -441,14 +441,7 @@ func TestEmptyFilesBetweenDataFiles(t *testing.T) {
 					}
 				}
 			}
-			slices.Sort(ids)
-			var sum int64
-			for k, id := range ids {
-				sum += id
-				if id != int64(k) {
-					t.Fatalf("sorted ids[%d] = %d: not ids 0..149 once each", k, id)
-				}
-			}
+			sum := checkEachIDOnce(t, ids)
 			if int64(len(ids)) != c.int(t, "expect", "values", "samples") || sum != c.int(t, "expect", "values", "id", "sum") {
 				t.Errorf("%d samples summing to %d", len(ids), sum)
 			}

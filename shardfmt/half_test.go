@@ -11,13 +11,34 @@ import (
 
 func f32(bits uint32) float32 { return math.Float32frombits(bits) }
 
+// narrowCase is one narrowing input with its expected bits and overflow
+// flag.
+type narrowCase[T uint8 | uint16] struct {
+	name string
+	in   float32
+	want T
+	ov   bool
+}
+
+// checkNarrow checks every case through the float32 function n32 (named
+// name32) and, as float32 -> float64 is exact (NaN payloads: the conversion
+// keeps the top bits), through n64 too.
+func checkNarrow[T uint8 | uint16](t *testing.T, name32 string, n32 func(float32) (T, bool), n64 func(float64) (T, bool), cases []narrowCase[T]) {
+	t.Helper()
+	for _, tt := range cases {
+		got, ov := n32(tt.in)
+		if got != tt.want || ov != tt.ov {
+			t.Errorf("%s: %s(%g [%08x]) = %#x, %v; want %#x, %v", tt.name, name32, tt.in, math.Float32bits(tt.in), got, ov, tt.want, tt.ov)
+		}
+		got64, ov64 := n64(float64(tt.in))
+		if got64 != tt.want || ov64 != tt.ov {
+			t.Errorf("%s: float64 variant of %s(%g [%08x]) = %#x, %v; want %#x, %v", tt.name, name32, tt.in, math.Float32bits(tt.in), got64, ov64, tt.want, tt.ov)
+		}
+	}
+}
+
 func TestF32ToF16Cases(t *testing.T) {
-	tests := []struct {
-		name string
-		in   float32
-		want uint16
-		ov   bool
-	}{
+	checkNarrow(t, "F32ToF16", F32ToF16, F64ToF16, []narrowCase[uint16]{
 		{"one", 1, 0x3C00, false},
 		{"minus two", -2, 0xC000, false},
 		{"zero", 0, 0x0000, false},
@@ -51,28 +72,11 @@ func TestF32ToF16Cases(t *testing.T) {
 		{"negative nan low payload", f32(0xFF800001), 0xFE00, false},
 		{"quiet nan payload kept", f32(0x7FC02000), 0x7E01, false},
 		{"signalling nan high payload", f32(0x7F802000), 0x7E01, false},
-	}
-	for _, tt := range tests {
-		got, ov := F32ToF16(tt.in)
-		if got != tt.want || ov != tt.ov {
-			t.Errorf("%s: F32ToF16(%g [%08x]) = %04x, %v; want %04x, %v", tt.name, tt.in, math.Float32bits(tt.in), got, ov, tt.want, tt.ov)
-		}
-		got64, ov64 := F64ToF16(float64(tt.in))
-		if got64 != tt.want || ov64 != tt.ov {
-			// float32 -> float64 is exact, so the float64 path must agree
-			// (NaN payloads: float64 conversion keeps the top bits).
-			t.Errorf("%s: F64ToF16(%g) = %04x, %v; want %04x, %v", tt.name, tt.in, got64, ov64, tt.want, tt.ov)
-		}
-	}
+	})
 }
 
 func TestF32ToBF16Cases(t *testing.T) {
-	tests := []struct {
-		name string
-		in   float32
-		want uint16
-		ov   bool
-	}{
+	checkNarrow(t, "F32ToBF16", F32ToBF16, F64ToBF16, []narrowCase[uint16]{
 		{"one", 1, 0x3F80, false},
 		{"negative zero", float32(math.Copysign(0, -1)), 0x8000, false},
 		{"tie down to even", f32(0x3F808000), 0x3F80, false},
@@ -94,65 +98,37 @@ func TestF32ToBF16Cases(t *testing.T) {
 		{"nan low payload", f32(0x7F800001), 0x7FC0, false},
 		{"negative nan low payload", f32(0xFF800001), 0xFFC0, false},
 		{"nan payload kept", f32(0x7FC10000), 0x7FC1, false},
-	}
-	for _, tt := range tests {
-		got, ov := F32ToBF16(tt.in)
-		if got != tt.want || ov != tt.ov {
-			t.Errorf("%s: F32ToBF16(%08x) = %04x, %v; want %04x, %v", tt.name, math.Float32bits(tt.in), got, ov, tt.want, tt.ov)
-		}
-		got64, ov64 := F64ToBF16(float64(tt.in))
-		if got64 != tt.want || ov64 != tt.ov {
-			t.Errorf("%s: F64ToBF16(%08x) = %04x, %v; want %04x, %v", tt.name, math.Float32bits(tt.in), got64, ov64, tt.want, tt.ov)
-		}
-	}
+	})
 }
 
 func TestF8Cases(t *testing.T) {
-	e4 := []struct {
-		in   float32
-		want uint8
-		ov   bool
-	}{
-		{1, 0x38, false},
-		{-1, 0xB8, false},
-		{448, 0x7E, false},
-		{464, 0x7E, false}, // tie between 448 (even) and 480 (the NaN slot): to even
-		{465, 0x7E, true},  // would round to 480: saturates
-		{1e9, 0x7E, true},
-		{-1e9, 0xFE, true},
-		{float32(math.Inf(1)), 0x7E, true},
-		{float32(math.Inf(-1)), 0xFE, true},
-		{float32(math.NaN()), 0x7F, false},
-		{0x1p-9, 0x01, false},  // smallest subnormal
-		{0x1p-10, 0x00, false}, // tie to even zero
-		{0x3p-10, 0x02, false}, // tie to even 2*2^-9
-		{0x1p-6, 0x08, false},  // smallest normal
-		{float32(math.Copysign(0, -1)), 0x80, false},
-	}
-	for _, tt := range e4 {
-		if got, ov := F32ToF8E4M3(tt.in); got != tt.want || ov != tt.ov {
-			t.Errorf("F32ToF8E4M3(%g) = %02x, %v; want %02x, %v", tt.in, got, ov, tt.want, tt.ov)
-		}
-	}
-	e5 := []struct {
-		in   float32
-		want uint8
-		ov   bool
-	}{
-		{1, 0x3C, false},
-		{57344, 0x7B, false},
-		{61440, 0x7C, true}, // tie between 57344 (odd) and Inf: to even = Inf
-		{61439, 0x7B, false},
-		{float32(math.Inf(-1)), 0xFC, false},
-		{f32(0x7F800001), 0x7E, false}, // NaN with low payload stays NaN
-		{0x1p-16, 0x01, false},         // smallest subnormal
-		{0x1p-17, 0x00, false},
-	}
-	for _, tt := range e5 {
-		if got, ov := F32ToF8E5M2(tt.in); got != tt.want || ov != tt.ov {
-			t.Errorf("F32ToF8E5M2(%g) = %02x, %v; want %02x, %v", tt.in, got, ov, tt.want, tt.ov)
-		}
-	}
+	checkNarrow(t, "F32ToF8E4M3", F32ToF8E4M3, F64ToF8E4M3, []narrowCase[uint8]{
+		{"one", 1, 0x38, false},
+		{"minus one", -1, 0xB8, false},
+		{"largest finite", 448, 0x7E, false},
+		{"tie between 448 (even) and 480 (the NaN slot): to even", 464, 0x7E, false},
+		{"would round to 480: saturates", 465, 0x7E, true},
+		{"overflow", 1e9, 0x7E, true},
+		{"negative overflow", -1e9, 0xFE, true},
+		{"inf saturates", float32(math.Inf(1)), 0x7E, true},
+		{"-inf saturates", float32(math.Inf(-1)), 0xFE, true},
+		{"nan", float32(math.NaN()), 0x7F, false},
+		{"smallest subnormal", 0x1p-9, 0x01, false},
+		{"tie to even zero", 0x1p-10, 0x00, false},
+		{"tie to even 2*2^-9", 0x3p-10, 0x02, false},
+		{"smallest normal", 0x1p-6, 0x08, false},
+		{"negative zero", float32(math.Copysign(0, -1)), 0x80, false},
+	})
+	checkNarrow(t, "F32ToF8E5M2", F32ToF8E5M2, F64ToF8E5M2, []narrowCase[uint8]{
+		{"one", 1, 0x3C, false},
+		{"largest finite", 57344, 0x7B, false},
+		{"tie between 57344 (odd) and Inf: to even = Inf", 61440, 0x7C, true},
+		{"just below the tie", 61439, 0x7B, false},
+		{"-inf", float32(math.Inf(-1)), 0xFC, false},
+		{"nan with low payload stays nan", f32(0x7F800001), 0x7E, false},
+		{"smallest subnormal", 0x1p-16, 0x01, false},
+		{"half the smallest subnormal: tie to even zero", 0x1p-17, 0x00, false},
+	})
 }
 
 // TestWidenValues pins the widening of a few bit patterns to exact values.

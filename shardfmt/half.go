@@ -117,12 +117,6 @@ func (f minifloat) nan(p uint64, pbits uint) uint64 {
 	return maxField<<f.mbits | quiet | (p>>(pbits-f.mbits))&(quiet-1)
 }
 
-// from32 narrows a float32 to format f. Widening to float64 is exact
-// (payload and quiet bit of a NaN included: the quiet bit is set either way
-// and only the payload bits below it are kept), so this is still a single
-// rounding of x.
-func (f minifloat) from32(x float32) (uint64, bool) { return f.from64(float64(x)) }
-
 // from64 narrows a float64 to format f with a single rounding; the result
 // holds 1+ebits+mbits bits.
 func (f minifloat) from64(x float64) (uint64, bool) {
@@ -179,8 +173,10 @@ func (f minifloat) to32(h uint64) float32 {
 	}
 }
 
-// narrowTo narrows x (float32 or float64, widened exactly to float64) to
-// format f and returns the bits in T, the unsigned type of f's width.
+// narrowTo narrows x to format f and returns the bits in T, the unsigned
+// type of f's width. A float32 is first widened to float64, which is exact
+// (for a NaN the quiet bit is set either way and only the payload bits below
+// it are kept), so every input is still rounded once.
 func narrowTo[T uint8 | uint16, F float32 | float64](f minifloat, x F) (T, bool) {
 	v, ov := f.from64(float64(x))
 	return T(v), ov

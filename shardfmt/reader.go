@@ -524,25 +524,52 @@ func (r *Reader) ReadSampleIDs(k int, dst []uint64) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := int(r.h.batchSize)
-	if cap(dst) < b {
-		dst = make([]uint64, b)
+	dst, err = r.ReadSampleIDSlots(k, 1, dst)
+	if err != nil {
+		return nil, err
 	}
-	dst = dst[:b]
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), 8*b)
+	return dst[:bi.Count], nil
+}
+
+// ReadSampleIDSlots reads the BatchSize id slots of each of the n batches
+// k, k+1, ..., k+n-1 with one positioned read (pread) into dst's memory and
+// returns dst[:n*BatchSize] (reallocated first when too small): batch k+i's
+// ids are [i*BatchSize, i*BatchSize+Count), its unused slots hold
+// UnusedSampleID. Each batch is checked against its CRC-32C. Errors wrap
+// ErrChecksum (naming the first failing batch), ErrSize (short read),
+// ErrRange or ErrClosed.
+func (r *Reader) ReadSampleIDSlots(k, n int, dst []uint64) ([]uint64, error) {
+	if err := r.check(k); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return dst[:0], nil
+	}
+	if err := r.check(k + n - 1); err != nil {
+		return nil, err
+	}
+	b := int(r.h.batchSize)
+	if cap(dst) < n*b {
+		dst = make([]uint64, n*b)
+	}
+	dst = dst[:n*b]
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), 8*n*b)
 	off := r.h.idsOff + uint64(k)*uint64(8*b)
 	if _, err := r.ra.ReadAt(raw, int64(off)); err != nil {
 		return nil, ferr(r.path, "sample ids", int64(off), k, ErrSize, "reading: %v", err)
 	}
-	if got, want := crc32c(raw), le.Uint32(r.entry(k)[bIDsCRC:]); got != want {
-		return nil, ferr(r.path, "sample ids", int64(off), k, ErrChecksum, "CRC-32C %08x, stored %08x", got, want)
+	for i := range n {
+		one := raw[8*b*i : 8*b*(i+1)]
+		if got, want := crc32c(one), le.Uint32(r.entry(k + i)[bIDsCRC:]); got != want {
+			return nil, ferr(r.path, "sample ids", int64(off)+int64(8*b*i), k+i, ErrChecksum, "CRC-32C %08x, stored %08x", got, want)
+		}
 	}
 	if !nativeLE {
-		for j := range bi.Count {
+		for j := range dst {
 			dst[j] = le.Uint64(raw[8*j:])
 		}
 	}
-	return dst[:bi.Count], nil
+	return dst, nil
 }
 
 // nativeLE reports whether this machine stores integers little-endian, as

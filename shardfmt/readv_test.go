@@ -67,6 +67,29 @@ func TestReadBlocksAndReadSampleIDs(t *testing.T) {
 					t.Fatalf("AppendSampleIDs(%d) = %v, %v", k, app, err)
 				}
 			}
+			for k := range 9 {
+				for n := 1; k+n <= 9; n++ {
+					slots, err := r.ReadSampleIDSlots(k, n, nil)
+					if err != nil || len(slots) != 7*n {
+						t.Fatalf("ReadSampleIDSlots(%d, %d) = %d slots, %v", k, n, len(slots), err)
+					}
+					for i := range n {
+						got := slots[7*i : 7*(i+1)]
+						c := len(want[k+i].ids)
+						if !slices.Equal(got[:c], want[k+i].ids) {
+							t.Fatalf("ReadSampleIDSlots(%d, %d): batch %d ids %v, want %v", k, n, k+i, got[:c], want[k+i].ids)
+						}
+						for _, id := range got[c:] {
+							if id != UnusedSampleID {
+								t.Fatalf("ReadSampleIDSlots(%d, %d): batch %d unused slot holds %d", k, n, k+i, id)
+							}
+						}
+					}
+				}
+			}
+			if _, err := r.ReadSampleIDSlots(7, 3, nil); !errors.Is(err, ErrRange) {
+				t.Errorf("ReadSampleIDSlots past the last batch = %v, want ErrRange", err)
+			}
 			if ids, err := r.ReadSampleIDs(8, nil); err != nil || !slices.Equal(ids, []uint64{56, 57, 58, 59}) {
 				t.Fatalf("ReadSampleIDs(8, nil) = %v, %v; want [56 57 58 59]", ids, err)
 			}
@@ -110,6 +133,10 @@ func TestReadSampleIDsDetectsDamage(t *testing.T) {
 		var fe *FormatError
 		if _, err := r.ReadSampleIDs(3, nil); !errors.Is(err, ErrChecksum) || !errors.As(err, &fe) || fe.Batch != 3 {
 			t.Errorf("slot %d: ReadSampleIDs(3) = %v, want ErrChecksum at batch 3", slot, err)
+		}
+		var fe2 *FormatError
+		if _, err := r.ReadSampleIDSlots(1, 4, nil); !errors.Is(err, ErrChecksum) || !errors.As(err, &fe2) || fe2.Batch != 3 {
+			t.Errorf("slot %d: ReadSampleIDSlots(1, 4) = %v, want ErrChecksum at batch 3", slot, err)
 		}
 		if ids, err := r.ReadSampleIDs(2, nil); err != nil || len(ids) != 7 {
 			t.Errorf("slot %d: ReadSampleIDs(2) = %v, %v", slot, ids, err)

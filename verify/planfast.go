@@ -121,25 +121,35 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ids := make([]uint64, b)
+			slots := make([][]uint64, R) // per rank: the id slots of the leaf's steps
 			var want []uint64
 			buf := make([]byte, 0, 8*b)
 			for j := range next {
 				if failed.Load() {
 					continue // drain: the sender stops soon
 				}
+				k0, k1 := j*per, min(steps, (j+1)*per)
+				ok := true
+				for rank, r := range readers {
+					var err error
+					if slots[rank], err = r.ReadSampleIDSlots(k0, k1-k0, slots[rank]); err != nil {
+						ok = false
+						break
+					}
+				}
 				h := sha256.New()
-			leaf:
-				for k := j * per; k < min(steps, (j+1)*per); k++ {
+				for k := k0; k < k1 && ok; k++ {
 					for rank, r := range readers {
-						ok := false
-						ids, want, buf, ok = leafBatch(p, r, e, rank, k, ids, want, buf)
-						if !ok {
-							failed.Store(true)
-							break leaf
+						ids := slots[rank][(k-k0)*b : (k-k0+1)*b]
+						if buf, want, ok = leafBatch(p, r, e, rank, k, ids, want, buf); !ok {
+							break
 						}
 						h.Write(buf)
 					}
+				}
+				if !ok {
+					failed.Store(true)
+					continue
 				}
 				h.Sum(sums[j][:0])
 			}
@@ -162,24 +172,21 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 	return "sha256:"+hex.EncodeToString(h.Sum(nil)) == p.Epochs[e].Digest
 }
 
-// leafBatch encodes rank batch k of shard r into buf as digest slots,
-// comparing it with plan.RankBatch when it is not a full batch without pads.
-// It reports false when the batch cannot be read or differs from the plan.
-func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uint64, buf []byte) ([]uint64, []uint64, []byte, bool) {
+// leafBatch encodes rank batch k of shard r, whose id slots are ids, into
+// buf as digest slots, comparing it with plan.RankBatch when it is not a
+// full batch without pads. It reports false when the batch table cannot be
+// read or the batch differs from the plan.
+func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uint64, buf []byte) ([]byte, []uint64, bool) {
 	bi, err := r.Batch(k)
 	if err != nil {
-		return ids, want, buf, false
+		return buf, want, false
 	}
-	got, err := r.ReadSampleIDs(k, ids)
-	if err != nil {
-		return ids, want, buf, false
-	}
-	ids = got
+	ids = ids[:bi.Count]
 	if bi.Count != p.BatchSize() || bi.Pads != 0 {
 		var pads int
 		want, pads, err = p.RankBatch(e, rank, k, want)
 		if err != nil || pads != bi.Pads || !slices.Equal(want, ids) {
-			return ids, want, buf, false
+			return buf, want, false
 		}
 	}
 	buf = buf[:0]
@@ -189,5 +196,5 @@ func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uin
 		}
 		buf = binary.LittleEndian.AppendUint64(buf, id)
 	}
-	return ids, want, buf, true
+	return buf, want, true
 }

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
+	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -182,66 +184,142 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 			defer deep.close()
 		}
 	}
-	g := r.Geometry()
-	var want []uint64
-	for k := 0; k < n; k++ {
-		if ctx.Err() != nil {
-			break
-		}
-		bi, err := r.Batch(k)
-		if err != nil {
-			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + errDetail(err)})
-			continue
-		}
-		verr := r.VerifyBatch(k)
-		if err := verr; err != nil {
-			f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(err)}
-			if got := actualCRC(r, k); got != fmt.Sprintf("%08x", bi.CRC) {
-				f.What, f.Expected, f.Actual = "crc32c", fmt.Sprintf("%08x", bi.CRC), got
-				f.Message = "batch block does not match its checksum"
+	bc := batchCheck{c: c, r: r, p: p, checkPlan: checkPlan && !c.conforming[pe], epoch: pe, rank: pr}
+	// Sample ids are read only where something compares them: the plan
+	// (when the epoch digest did not settle it) or the source. VerifyBatch
+	// has checked their CRC already.
+	bc.needIDs = bc.checkPlan || deep != nil
+	workers := 1
+	if deep == nil {
+		workers = c.batchWorkers()
+	}
+	if workers <= 1 || n < 2*workers*batchChunk {
+		for k := 0; k < n && ctx.Err() == nil; k++ {
+			ids := bc.check(k, s.add, &s.res)
+			if deep != nil && ids != nil && deep.selected(k) {
+				bi, _ := r.Batch(k)
+				deep.compare(ctx, k, bi, ids)
 			}
+		}
+		return s.finish()
+	}
+	// A large shard with cores to spare: chunks of batches on several
+	// goroutines, findings merged back in batch order so that the per-kind
+	// cap and the report order are those of the sequential loop.
+	chunks := (n + batchChunk - 1) / batchChunk
+	found := make([][]Finding, chunks)
+	res := make([]shardResult, chunks)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bc := bc
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= chunks || ctx.Err() != nil {
+					return
+				}
+				add := func(f Finding) { found[j] = append(found[j], f) }
+				for k := j * batchChunk; k < min(n, (j+1)*batchChunk); k++ {
+					bc.check(k, add, &res[j])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for j := range chunks {
+		for _, f := range found[j] {
 			s.add(f)
 		}
-		s.res.batches++
-		s.res.bytes += int64(g.BlockSize)
-		c.progress(int64(g.BlockSize))
-		ids, err := r.SampleIDs(k)
-		if err != nil {
-			if verr != nil {
-				continue // the same damage, reported above
-			}
-			s.add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + errDetail(err)})
-			continue
-		}
-		if checkPlan && k < p.Steps() && !c.conforming[pe] {
-			var pads int
-			want, pads, err = p.RankBatch(pe, pr, k, want)
-			if err != nil {
-				s.add(Finding{Kind: KindPlanInvalid, Batch: intp(k), Message: "plan: " + err.Error()})
-			} else {
-				comparePlan(s, k, bi, ids, want, pads)
-			}
-		}
-		if deep != nil && deep.selected(k) {
-			deep.compare(ctx, k, bi, ids)
-		}
+		s.res.batches += res[j].batches
+		s.res.bytes += res[j].bytes
 	}
 	return s.finish()
 }
 
+// batchChunk is the number of consecutive batches one goroutine checks at
+// a time when a shard's batches are split across goroutines.
+const batchChunk = 64
+
+// batchWorkers returns how many goroutines check the batches of one shard:
+// the jobs left over when there are fewer shards than jobs.
+func (c *checker) batchWorkers() int {
+	shards := max(1, len(c.man.Shards))
+	return max(1, c.opts.Jobs/min(shards, c.opts.Jobs))
+}
+
+// batchCheck checks single batches of one shard: block checksum, padding
+// and id slots, and plan conformance. Copies of it may run concurrently;
+// each keeps its own id buffer.
+type batchCheck struct {
+	c           *checker
+	r           *shardfmt.Reader
+	p           *plan.Plan
+	checkPlan   bool // compare with plan.RankBatch
+	needIDs     bool // read the sample ids
+	epoch, rank int
+	want        []uint64
+}
+
+// check checks batch k, reporting findings to add and counting into res,
+// and returns its sample ids when they were read and are valid.
+func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 {
+	r, p := b.r, b.p
+	bi, err := r.Batch(k)
+	if err != nil {
+		add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + errDetail(err)})
+		return nil
+	}
+	bs := int64(r.Geometry().BlockSize)
+	verr := r.VerifyBatch(k)
+	if err := verr; err != nil {
+		f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(err)}
+		if got := actualCRC(r, k); got != fmt.Sprintf("%08x", bi.CRC) {
+			f.What, f.Expected, f.Actual = "crc32c", fmt.Sprintf("%08x", bi.CRC), got
+			f.Message = "batch block does not match its checksum"
+		}
+		add(f)
+	}
+	res.batches++
+	res.bytes += bs
+	b.c.progress(bs)
+	if !b.needIDs {
+		return nil
+	}
+	ids, err := r.SampleIDs(k)
+	if err != nil {
+		if verr == nil { // else the same damage, reported above
+			add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + errDetail(err)})
+		}
+		return nil
+	}
+	if b.checkPlan && k < p.Steps() {
+		var pads int
+		b.want, pads, err = p.RankBatch(b.epoch, b.rank, k, b.want)
+		if err != nil {
+			add(Finding{Kind: KindPlanInvalid, Batch: intp(k), Message: "plan: " + err.Error()})
+		} else {
+			comparePlan(add, k, bi, ids, b.want, pads)
+		}
+	}
+	return ids
+}
+
 // comparePlan reports how batch k's table entry and ids differ from the plan.
-func comparePlan(s *shardCheck, k int, bi shardfmt.BatchInfo, ids, want []uint64, pads int) {
+func comparePlan(add func(Finding), k int, bi shardfmt.BatchInfo, ids, want []uint64, pads int) {
 	if bi.Count != len(want) {
-		s.add(Finding{Kind: KindPlanMismatch, Batch: intp(k), What: "count", Expected: fmt.Sprint(len(want)), Actual: fmt.Sprint(bi.Count),
+		add(Finding{Kind: KindPlanMismatch, Batch: intp(k), What: "count", Expected: fmt.Sprint(len(want)), Actual: fmt.Sprint(bi.Count),
 			Message: "batch holds another number of samples than the plan"})
 	}
 	if bi.Pads != pads {
-		s.add(Finding{Kind: KindPlanMismatch, Batch: intp(k), What: "pads", Expected: fmt.Sprint(pads), Actual: fmt.Sprint(bi.Pads),
+		add(Finding{Kind: KindPlanMismatch, Batch: intp(k), What: "pads", Expected: fmt.Sprint(pads), Actual: fmt.Sprint(bi.Pads),
 			Message: "batch flags another number of pad samples than the plan"})
 	}
 	for i := 0; i < len(ids) && i < len(want); i++ {
 		if ids[i] != want[i] {
-			s.add(Finding{Kind: KindPlanMismatch, Batch: intp(k), SampleID: u64p(ids[i]), What: "sample_id",
+			add(Finding{Kind: KindPlanMismatch, Batch: intp(k), SampleID: u64p(ids[i]), What: "sample_id",
 				Expected: fmt.Sprint(want[i]), Actual: fmt.Sprint(ids[i]),
 				Message: fmt.Sprintf("slot %d holds another sample than the plan", i)})
 			return // one per batch: a shifted batch differs everywhere

@@ -240,8 +240,13 @@ func (d *decoder) run(ctx context.Context) error {
 // decodeOne reads one column chunk and checks its row count.
 func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask) (*pqread.Column, error) {
 	f := d.files[g.fi]
-	ci := d.plans[task.t].cols[g.fi][task.j]
-	col, err := f.pq.ReadColumn(g.rg, ci)
+	tp := d.plans[task.t]
+	ci := tp.cols[g.fi][task.j]
+	read := f.pq.ReadColumn
+	if tp.mode == modeBytesHash {
+		read = f.pq.ReadColumnDict // strings hashed once per dictionary entry
+	}
+	col, err := read(g.rg, ci)
 	if err != nil {
 		return nil, err
 	}

@@ -836,6 +836,9 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 }
 
 func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs *records, loc chunkLoc) error {
+	if col.DictIndex != nil {
+		return tp.applyBytesDict(col, runs, bufs, loc)
+	}
 	value := func(i int) []byte {
 		if col.Kind == pqread.KindFixed {
 			return col.FixedData[i*col.Width : (i+1)*col.Width]
@@ -880,6 +883,50 @@ func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs *records, 
 			n := copy(d, v)
 			clear(d[n:])
 			tp.putLength(bufs, slot, int64(len(v)))
+		}
+	}
+	return nil
+}
+
+// applyBytesDict is applyBytes for a column in dictionary form
+// (pqread.Column.DictIndex, read for hash mode only): each dictionary entry
+// is hashed once, then every row takes its entry's bucket. Rows are checked
+// in the same order with the same errors as applyBytes.
+func (tp *tensorPlan) applyBytesDict(col *pqread.Column, runs []run, bufs *records, loc chunkLoc) error {
+	if tp.mode != modeBytesHash {
+		return fmt.Errorf("internal: dictionary-form column for tensor %s outside hash mode", tp.spec.Name)
+	}
+	ne := len(col.DictOffsets) - 1
+	hash := make([]uint64, ne)
+	size := make([]int64, ne)
+	for e := range ne {
+		v := col.DictData[col.DictOffsets[e]:col.DictOffsets[e+1]]
+		hash[e], size[e] = FNV1a64(v)%tp.buckets, int64(len(v))
+	}
+	for _, r := range runs {
+		for i := r.lo; i < r.hi; i++ {
+			slot := r.dst + int64(i-r.lo)
+			null := col.RowValid != nil && !col.RowValid[i]
+			if null && tp.fill == nil {
+				return tp.nullError(col, loc, i)
+			}
+			if tp.mask >= 0 {
+				v := byte(1)
+				if null {
+					v = 0
+				}
+				bufs.at(tp.mask, slot)[0] = v
+			}
+			d := bufs.at(tp.out, slot)
+			if null {
+				copy(d, tp.fill)
+				continue
+			}
+			e := col.DictIndex[i]
+			if tp.maxValue > 0 && size[e] > tp.maxValue {
+				return loc.err(int64(i), -1, valueErrorf("value is %d bytes long, more than max_value_bytes %d", size[e], tp.maxValue))
+			}
+			binary.LittleEndian.PutUint64(d, hash[e])
 		}
 	}
 	return nil

@@ -431,3 +431,32 @@ func TestLocalTimestampIsSigned(t *testing.T) {
 		t.Errorf("INT(32,false) = %s", got)
 	}
 }
+
+// A hash-mode column read in dictionary form (pqread.ReadColumnDict) gives
+// the buckets, fill values, mask and errors of the same column with its
+// values copied out (TestBytesPolicies).
+func TestBytesHashDictForm(t *testing.T) {
+	ci := pqread.ColumnInfo{Name: "text", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true}
+	c := &pqread.Column{Info: ci, Kind: pqread.KindBytes, Rows: 3, RowValid: []bool{true, true, false},
+		DictIndex: []uint32{1, 0, 0}, DictData: []byte("foobara"), DictOffsets: []int64{0, 6, 7}}
+	sch := schemaOf("s.parquet", ci)
+	outs, bufs, err := convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64",
+		Bytes: &BytesPolicy{Mode: "hash", Buckets: 1000}, Nulls: &NullPolicy{Fill: mustNum("-1"), Mask: true}}, sch, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint([]int64{int64(0xaf63dc4c8601ec8c % 1000), int64(0x85944171f73967e8 % 1000), -1})
+	if got := fmt.Sprint(i64s(bufs[0])); got != want || len(outs) != 2 || fmt.Sprint(bufs[1]) != "[1 1 0]" {
+		t.Errorf("hash = %s mask %v, want %s [1 1 0]", got, bufs[1:], want)
+	}
+	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64", MaxValueBytes: 5,
+		Bytes: &BytesPolicy{Mode: "hash", Buckets: 7}, Nulls: &NullPolicy{Fill: mustNum("0")}}, sch, c)
+	if err == nil || !strings.Contains(err.Error(), "row 1: value is 6 bytes long") {
+		t.Errorf("max value: %v", err)
+	}
+	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64",
+		Bytes: &BytesPolicy{Mode: "hash", Buckets: 7}}, sch, c)
+	if err == nil || !strings.Contains(err.Error(), "row 2: null value") {
+		t.Errorf("null without fill: %v", err)
+	}
+}

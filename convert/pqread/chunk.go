@@ -27,6 +27,22 @@ import (
 // Limits.MaxValueBytes (naming the row); the rows decoded equal the row
 // group's row count. ReadColumn is safe for concurrent use.
 func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
+	return f.readColumn(rowGroup, col, false)
+}
+
+// ReadColumnDict is ReadColumn, except that a non-repeated BYTE_ARRAY
+// column chunk whose data pages are all dictionary encoded comes back in
+// dictionary form (Column.DictIndex, DictData, DictOffsets; Data and
+// ByteOffsets nil): the values are not copied out of the dictionary once per
+// row, so a consumer can work per dictionary entry (hash each string once).
+// Other chunks, including one that falls back from dictionary to PLAIN
+// pages part way, come back exactly as from ReadColumn. Checks and errors
+// are ReadColumn's.
+func (f *File) ReadColumnDict(rowGroup int, col ColumnInfo) (c *Column, err error) {
+	return f.readColumn(rowGroup, col, true)
+}
+
+func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Column, err error) {
 	base := Error{File: f.path, Column: col.Name, RowGroup: rowGroup, Page: -1, Row: -1, Offset: -1}
 	fail := func(err error) (*Column, error) {
 		e := base
@@ -89,7 +105,7 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
 	defer putBuf(out)
 	r := &chunkReader{out: (*out)[:0],
 		f: f, l: l, md: md, rgRows: rg.NumRows, start: start, codec: md.Codec,
-		maxDef: l.info.MaxDef, maxRep: l.info.MaxRep,
+		maxDef: l.info.MaxDef, maxRep: l.info.MaxRep, dictForm: dictForm,
 	}
 	r.page = -1
 	defer func() {
@@ -145,6 +161,8 @@ type chunkReader struct {
 	vals    *values // non-null values, in order
 	dict    *values // dictionary page values, nil until one is read
 
+	dictForm bool // keep dictionary indices of BYTE_ARRAY values (ReadColumnDict)
+
 	out   []byte   // decompression buffer, reused per page
 	idx   []uint32 // dictionary indices, reused per page
 	lens  []int64  // delta lengths, reused per page
@@ -186,6 +204,7 @@ func (r *chunkReader) read(buf []byte) error {
 	// size makes plausible; append grows beyond that if the data needs it.
 	hint = max(0, min(hint, 64*int64(len(buf))+1024))
 	r.vals = newValues(r.l.info.Kind, r.l.width, int(hint))
+	r.vals.indexed = r.dictForm && r.vals.kind == KindBytes && r.maxRep == 0
 	if r.maxDef > 0 {
 		r.defs = make([]uint8, 0, hint)
 	}
@@ -555,6 +574,9 @@ func (r *chunkReader) rowOfValue(k int) int64 {
 func (r *chunkReader) decodeValues(enc format.Encoding, src []byte, count int) error {
 	v := r.vals
 	typ := r.l.typ
+	if v.indexed && count > 0 && enc != format.PlainDictionary && enc != format.RLEDictionary {
+		v.unindex() // a fallback page: back to values copied out
+	}
 	bad := func() error {
 		return unsupportedf("unsupported encoding %s for %s", enc, physicalName(typ))
 	}
@@ -587,6 +609,11 @@ func (r *chunkReader) decodeValues(enc format.Encoding, src []byte, count int) e
 			if i >= dn {
 				return &valueError{k: j, err: corruptf("dictionary index %d out of range (dictionary has %d values)", i, dn)}
 			}
+		}
+		if v.indexed {
+			v.idx = append(v.idx, idx...)
+			v.dict = r.dict
+			return nil
 		}
 		v.gather(r.dict, idx)
 		return nil

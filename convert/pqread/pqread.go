@@ -212,6 +212,14 @@ type Column struct {
 	ByteOffsets []int64 // KindBytes: len slots+1, value k is Data[ByteOffsets[k]:ByteOffsets[k+1]]
 	FixedData   []byte  // KindFixed / KindInt96: slots*Width bytes
 	Width       int     // KindFixed / KindInt96: bytes per value (12 for INT96)
+
+	// Dictionary form of a KindBytes column, only from ReadColumnDict: slot
+	// k holds dictionary entry DictIndex[k] (0 for a null slot), entry e is
+	// DictData[DictOffsets[e]:DictOffsets[e+1]], and Data and ByteOffsets
+	// are nil. Every index is checked to be in range.
+	DictIndex   []uint32
+	DictData    []byte
+	DictOffsets []int64
 }
 
 // Slots returns the number of value slots: Rows for scalar columns, the

@@ -19,6 +19,21 @@ type values struct {
 	data []byte
 	offs []int64 // KindBytes: len n+1, starts with 0
 	fix  []byte
+
+	// indexed: KindBytes values are kept as indices into dict (which is set
+	// by the first dictionary-encoded page) instead of copied into data.
+	indexed bool
+	idx     []uint32
+	dict    *values
+}
+
+// unindex turns indexed values into copied ones (data, offs) and leaves
+// indexed mode.
+func (v *values) unindex() {
+	if v.indexed && len(v.idx) > 0 {
+		v.gather(v.dict, v.idx)
+	}
+	v.indexed, v.idx, v.dict = false, nil, nil
 }
 
 func newValues(kind Kind, width int, capHint int) *values {
@@ -56,6 +71,9 @@ func (v *values) n() int {
 	case KindFloat64:
 		return len(v.f64)
 	case KindBytes:
+		if v.indexed {
+			return len(v.idx)
+		}
 		return len(v.offs) - 1
 	case KindFixed, KindInt96:
 		return len(v.fix) / v.width
@@ -244,6 +262,20 @@ func scatter[T any](vals []T, valid []bool) []T {
 // valid is not nil.
 func (v *values) fill(c *Column, valid []bool) {
 	c.Kind = v.kind
+	if v.indexed && v.dict == nil {
+		v.unindex() // no dictionary-encoded value at all
+	}
+	if v.indexed {
+		c.DictIndex = v.idx
+		if valid != nil {
+			c.DictIndex = scatter(v.idx, valid)
+		}
+		c.DictData, c.DictOffsets = v.dict.data, v.dict.offs
+		if c.DictData == nil {
+			c.DictData = []byte{}
+		}
+		return
+	}
 	switch v.kind {
 	case KindBool:
 		c.Bool = v.b

@@ -131,7 +131,9 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 	}
 	defer r.Close()
 
-	if d, err := shardfmt.FileDigest(path); err != nil {
+	// The digest through the Reader already open: a second Open would map
+	// the file again and fault in the tables and ids a second time.
+	if d, err := r.Digest(); err != nil {
 		s.add(Finding{Kind: KindHeaderInvalid, Message: "computing digest: " + errDetail(err)})
 	} else if d != e.Digest {
 		s.add(Finding{Kind: KindDigestMismatch, What: "digest", Expected: e.Digest, Actual: d,

@@ -85,7 +85,19 @@ func decodeHybrid[T uint8 | uint32](dst []T, src []byte, bw uint) (int, error) {
 // from src, which holds at least ceil(len(out)*bw/8) bytes.
 func unpackLSB[T uint8 | uint32](out []T, src []byte, bw uint) {
 	if bw == 1 {
-		// One bit per value: optional columns' definition levels.
+		// One bit per value: optional columns' definition levels, the
+		// repetition levels of simple lists.
+		if o8, ok := any(out).([]uint8); ok {
+			// Eight levels per source byte, one 8-byte store each.
+			n := len(o8) &^ 7
+			for j := 0; j < n; j += 8 {
+				binary.LittleEndian.PutUint64(o8[j:j+8], spreadBits[src[j>>3]])
+			}
+			for j := n; j < len(o8); j++ {
+				o8[j] = src[j>>3] >> (uint(j) & 7) & 1
+			}
+			return
+		}
 		for j := range out {
 			out[j] = T(src[j>>3] >> (uint(j) & 7) & 1)
 		}
@@ -125,3 +137,14 @@ func decodeBitPackedLevels(dst []uint8, src []byte, bw uint) (int, error) {
 	}
 	return need, nil
 }
+
+// spreadBits[b] holds bit i of b in byte i (little-endian): the eight 1-bit
+// values packed LSB first in b, one per byte.
+var spreadBits = func() (t [256]uint64) {
+	for b := range t {
+		for i := range 8 {
+			t[b] |= uint64(b>>i&1) << (8 * i)
+		}
+	}
+	return t
+}()

@@ -150,3 +150,21 @@ func TestDirectPlainWithLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackLSBOneBit checks the eight-at-a-time path for 1-bit levels
+// against bit-by-bit extraction, for lengths around multiples of eight.
+func TestUnpackLSBOneBit(t *testing.T) {
+	src := []byte{0xA5, 0x01, 0xFF, 0x00, 0x3C, 0x80, 0x7E, 0x99, 0x42}
+	for n := 0; n <= 8*len(src); n++ {
+		out := make([]uint8, n)
+		unpackLSB(out, src, 1)
+		wide := make([]uint32, n)
+		unpackLSB(wide, src, 1)
+		for j := range n {
+			want := src[j/8] >> (j % 8) & 1
+			if out[j] != want || wide[j] != uint32(want) {
+				t.Fatalf("n=%d: level %d is %d (uint32 path %d), want %d", n, j, out[j], wide[j], want)
+			}
+		}
+	}
+}

@@ -19,14 +19,17 @@
 // with madvise(MADV_WILLNEED) ahead.
 //
 // Why pread is the default although views are faster from a warm page cache
-// (BenchmarkHostDeliveryRatio on a 2-core VM: views 4-6x a plain read, since
-// nothing is copied; pread 0.7-1.0x, noisy, it costs one kernel copy like the
-// plain read does): a view of a file truncated after Open kills the process
-// with SIGBUS, in C and Python trainers too, while pread returns an error; a
-// view's first touch of a cold page stalls the trainer's thread rather than
-// the prefetch goroutine; and the ring keeps resident memory at
-// (Prefetch+1) blocks whatever the shard size. Use MapBlocks when the shards
-// are known to stay put and sit in the page cache.
+// (BenchmarkHostDeliveryRatio on a 2-core VM: views 3-6x a plain read, since
+// nothing is copied; pread 0.75-0.92x with 1 MiB blocks, and 0.86x against
+// 0.77x before grouped reads on the bench set's 120 KB blocks; it costs one
+// kernel copy like the plain read does, which bounds it near 1x): a view of a
+// file truncated after Open kills the process with SIGBUS, in C and Python
+// trainers too, while pread returns an error (Go callers could recover the
+// fault with debug.SetPanicOnFault, but the views are handed to C and
+// Python, where nothing can); a view's first touch of a cold page stalls the
+// trainer's thread rather than the prefetch goroutine; and the ring keeps
+// resident memory at (Prefetch+1) blocks whatever the shard size. Use
+// MapBlocks when the shards are known to stay put and sit in the page cache.
 //
 // "cuda" loads the CUDA driver (libcuda.so.1, or $PREP_LIBCUDA) at run time.
 // A reader goroutine preads blocks into a ring of pinned host slots (at

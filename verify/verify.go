@@ -1,6 +1,8 @@
 // Package verify checks a shard set before training: structure (manifest,
 // files, shard headers and tables), integrity (every batch checksum), plan
-// conformance (sample ids, counts and pads recomputed from plan.json) and,
+// conformance (sample ids, counts and pads against plan.json: through the
+// plan's epoch digests where the set holds every rank of an epoch, else
+// recomputed batch by batch; see planfast.go) and,
 // on request, source conformance (values re-read from the source Parquet).
 //
 // Run reports every finding, not just the first; a finding is data, not an
@@ -54,7 +56,9 @@ type Options struct {
 	Source SourceOpener
 	// SourceRoot overrides the plan's Source.Root (for a source that moved).
 	SourceRoot string
-	// Jobs is the number of shards checked at once; <= 0 means GOMAXPROCS.
+	// Jobs is the number of shards checked at once; when there are fewer
+	// shards than jobs, each shard's batches are split across the jobs left
+	// over. <= 0 means GOMAXPROCS.
 	Jobs int
 	// AllowPartial accepts a shard set holding only some of the plan's
 	// (epoch, rank) pairs (a node that materialized its own ranks).

@@ -104,10 +104,28 @@ func unpackLSB[T uint8 | uint32](out []T, src []byte, bw uint) {
 		return
 	}
 	mask := uint64(1)<<bw - 1
+	// Values whose 8-byte window lies inside src: one unaligned load each.
+	fast := 0
+	if len(src) >= 8 {
+		fast = min(len(out), ((len(src)-8)*8)/int(bw)+1)
+	}
+	for j := 0; j < fast; j++ {
+		p := uint(j) * bw
+		out[j] = T(binary.LittleEndian.Uint64(src[p>>3:]) >> (p & 7) & mask)
+	}
+	if fast == len(out) {
+		return
+	}
 	var acc uint64
 	var nb uint
-	q := 0
-	for j := range out {
+	p := uint(fast) * bw
+	q := int(p >> 3)
+	if r := p & 7; r != 0 {
+		acc = uint64(src[q]) >> r
+		nb = 8 - r
+		q++
+	}
+	for j := fast; j < len(out); j++ {
 		for nb < bw {
 			acc |= uint64(src[q]) << nb
 			q++

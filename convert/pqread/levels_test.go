@@ -168,3 +168,42 @@ func TestUnpackLSBOneBit(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackLSBWidths checks unpackLSB (word-load fast path and byte-wise
+// tail) against bit-by-bit extraction for every width 1..32 and lengths
+// whose packed bytes end just inside, at and past an 8-byte window.
+func TestUnpackLSBWidths(t *testing.T) {
+	src := make([]byte, 300)
+	for i := range src {
+		src[i] = byte(i*131 + i>>3 + 7)
+	}
+	ref := func(j int, bw uint) uint32 {
+		var v uint32
+		for b := uint(0); b < bw; b++ {
+			p := uint(j)*bw + b
+			v |= uint32(src[p>>3]>>(p&7)&1) << b
+		}
+		return v
+	}
+	for bw := uint(1); bw <= 32; bw++ {
+		for n := 0; n <= 60; n++ {
+			need := (n*int(bw) + 7) / 8
+			wide := make([]uint32, n)
+			unpackLSB(wide, src[:need], bw)
+			for j := range n {
+				if w := ref(j, bw); wide[j] != w {
+					t.Fatalf("bw %d n %d: value %d is %d, want %d", bw, n, j, wide[j], w)
+				}
+			}
+			if bw <= 8 {
+				narrow := make([]uint8, n)
+				unpackLSB(narrow, src[:need], bw)
+				for j := range n {
+					if w := ref(j, bw); uint32(narrow[j]) != w {
+						t.Fatalf("bw %d n %d: uint8 value %d is %d, want %d", bw, n, j, narrow[j], w)
+					}
+				}
+			}
+		}
+	}
+}

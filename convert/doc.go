@@ -35,7 +35,9 @@
 // it) before it is mapped, so a disk that fills up can never turn a store
 // into the mapping into SIGBUS: the run fails with ErrNoSpace instead. Either
 // way staging holds the same bytes, so the shards do not depend on where it
-// lived. Column chunks are decoded in
+// lived. A string column hashed into buckets (bytes.mode hash) is read in
+// dictionary form where its pages allow (pqread.ReadColumnDict), so each
+// distinct string is hashed once per column chunk. Column chunks are decoded in
 // parallel (Options.Jobs) with the
 // estimated bytes of decoded chunks in flight bounded by Options.MemoryLimit.
 // Data errors (nulls, list lengths, ranges, NaN policy, unsupported

@@ -403,7 +403,7 @@ func (rep *report) meaning() string {
 	if host > 0 {
 		const perGPU = 1e9 // bytes/s one GPU consumes, a stated assumption
 		const sample = 112 // bytes of the benchmark's tensors per sample (I64 + 8 F32 + 16 F32 + I64)
-		fmt.Fprintf(&b, "- Feeding GPUs: the host backend delivered %s from page cache on this machine. A GPU training on batches of tabular features and embeddings rarely consumes more than 1 GB/s of input (for this benchmark's 112-byte samples that would be %.1f M samples/s per GPU), so at the measured rate one node's prep output can feed about %.0f such GPU(s) from page cache with this machine's 2 cores (host delivery costs the CPU time per GB given above, so more GPUs need proportionally more cores or the CUDA backend's DMA path). A cold read is bounded by the local disk instead, and with the CUDA backend by the host-to-device copy (not measured here: no GPU).\n",
+		fmt.Fprintf(&b, "- Feeding GPUs: the host backend delivered %s from page cache on this machine. A GPU training on batches of tabular features and embeddings rarely consumes more than 1 GB/s of input (for this benchmark's 112-byte samples that would be %.1f M samples/s per GPU), so at the measured rate one node's prep output can feed about %.0f such GPU(s) from page cache with this machine's 2 cores (host delivery costs the CPU time per GB given above, so more GPUs need proportionally more cores or the CUDA backend's DMA path). A cold read is bounded by the local disk instead, and with the CUDA backend by the host-to-device path (on an H200, see the CUDA backend section: 8.1 GB/s by default, 53 GB/s with RegisterMmap).\n",
 			fmtRate(host), perGPU/sample/1e6, math.Floor(host/perGPU))
 	}
 	if conv > 0 {

@@ -32,7 +32,9 @@ import (
 // only). Since every epoch has the same number of slots in the plan and in
 // an equal stream, a batch holding more samples than the plan implies
 // another holding fewer, which that comparison catches; with equal counts an
-// equal stream means equal ids and pad flags in every batch.
+// equal stream means equal ids and pad flags in every batch, provided no
+// stored id has bit 63 set (the stream's pad flag), so such an id sends the
+// epoch to the batch-by-batch path.
 //
 // An epoch whose digest, counts or shards do not allow this (a rank missing,
 // a shard that fails to open, ids failing their CRC, any difference) is
@@ -175,7 +177,8 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 // leafBatch encodes rank batch k of shard r, whose id slots are ids, into
 // buf as digest slots, comparing it with plan.RankBatch when it is not a
 // full batch without pads. It reports false when the batch table cannot be
-// read or the batch differs from the plan.
+// read, the batch differs from the plan, or an id has bit 63 (padBit) set,
+// which no sample id has and which would alias a pad slot in the stream.
 func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uint64, buf []byte) ([]byte, []uint64, bool) {
 	bi, err := r.Batch(k)
 	if err != nil {
@@ -191,6 +194,11 @@ func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uin
 	}
 	buf = buf[:0]
 	for i, id := range ids {
+		if id&padBit != 0 {
+			// Bit 63 is the digest's pad flag: such an id could make the
+			// stream equal the plan's while the pad count differs.
+			return buf, want, false
+		}
 		if i >= bi.Count-bi.Pads {
 			id |= padBit
 		}

@@ -130,6 +130,15 @@ func TestPlanDigestPathSameFindings(t *testing.T) {
 			}
 			return ids, pads
 		}, accepted: map[int]bool{1: true}, findings: 1},
+		// The pad flags moved into the ids: the pad count says none, and
+		// the ids of the plan's pads carry bit 63, the digest's pad bit.
+		// The slot stream is the plan's, yet count and ids are not.
+		{name: "pad flag in id bit 63", shard: 0, edit: func(k int, ids []uint64, pads int) ([]uint64, int) {
+			for i := len(ids) - pads; i < len(ids); i++ {
+				ids[i] |= 1 << 63
+			}
+			return ids, 0
+		}, accepted: map[int]bool{1: true}, findings: 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

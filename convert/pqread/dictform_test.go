@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // dictValue returns slot k of a KindBytes column in either form, and
@@ -97,5 +98,82 @@ func TestValuesUnindex(t *testing.T) {
 	v.fill(c, nil)
 	if c.DictIndex != nil || string(c.Data) != "cccabbcccplain" || fmt.Sprint(c.ByteOffsets) != "[0 3 4 6 9 14]" {
 		t.Fatalf("after unindex: index %v, data %q, offsets %v", c.DictIndex, c.Data, c.ByteOffsets)
+	}
+}
+
+// TestReadColumnDictStringFallback reads string column chunks that start
+// dictionary encoded and fall back to PLAIN pages when the dictionary
+// outgrows its limit (required, and optional with nulls): ReadColumnDict must
+// return them in ReadColumn's form with exactly ReadColumn's values.
+func TestReadColumnDictStringFallback(t *testing.T) {
+	type row struct {
+		Req string  `parquet:"req,dict"`
+		Opt *string `parquet:"opt,optional,dict"`
+	}
+	rows := make([]row, 6000)
+	for i := range rows {
+		// Few distinct values first, then all distinct: the dictionary
+		// fills and the writer switches to PLAIN part way through.
+		v := fmt.Sprintf("v%d", i%5)
+		if i >= 2000 {
+			v = fmt.Sprintf("unique-%06d", i)
+		}
+		rows[i].Req = v
+		if i%4 != 1 {
+			s := "o" + v
+			rows[i].Opt = &s
+		}
+	}
+	path := writeParquet(t, rows, parquet.PageBufferSize(2048), parquet.DictionaryMaxBytes(4096))
+	f := mustOpen(t, path)
+	defer f.Close()
+	for _, ci := range f.Columns() {
+		var plainPages, dictPages int
+		for _, st := range f.meta.RowGroups[0].Columns[ci.Index].MetaData.EncodingStats {
+			if st.PageType == format.DataPage || st.PageType == format.DataPageV2 {
+				switch st.Encoding {
+				case format.Plain:
+					plainPages += int(st.Count)
+				case format.RLEDictionary, format.PlainDictionary:
+					dictPages += int(st.Count)
+				}
+			}
+		}
+		if plainPages == 0 || dictPages == 0 {
+			t.Fatalf("%s: %d PLAIN and %d dictionary data pages, want both", ci.Name, plainPages, dictPages)
+		}
+		want, err := f.ReadColumn(0, ci)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.ReadColumnDict(0, ci)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.DictIndex != nil {
+			t.Fatalf("%s: chunk with PLAIN pages came back in dictionary form", ci.Name)
+		}
+		if got.Rows != 6000 || want.Rows != 6000 {
+			t.Fatalf("%s: %d and %d rows, want 6000", ci.Name, got.Rows, want.Rows)
+		}
+		for k := 0; k < want.Rows; k++ {
+			g, gok := dictValue(got, k)
+			w, wok := dictValue(want, k)
+			if gok != wok || !bytes.Equal(g, w) {
+				t.Fatalf("%s slot %d: %q (%v), want %q (%v)", ci.Name, k, g, gok, w, wok)
+			}
+			r := rows[k]
+			exp, ok := []byte(r.Req), true
+			if ci.Name == "opt" {
+				ok = r.Opt != nil
+				exp = nil
+				if ok {
+					exp = []byte(*r.Opt)
+				}
+			}
+			if gok != ok || !bytes.Equal(g, exp) {
+				t.Fatalf("%s slot %d: %q (%v), written %q (%v)", ci.Name, k, g, gok, exp, ok)
+			}
+		}
 	}
 }

@@ -1,13 +1,17 @@
 package pqread
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // TestPageSizeLimitBeforeAllocation pins the memory-bomb guard: the 4 KB
@@ -169,9 +173,36 @@ func checkNoPanic(t *testing.T, dir string, b []byte) {
 				if strings.Contains(err.Error(), "panic") {
 					t.Fatalf("decoder panicked: %v", err)
 				}
+				if _, derr := f.ReadColumnDict(rg, ci); derr == nil {
+					t.Fatalf("ReadColumn fails (%v) but ReadColumnDict does not", err)
+				}
 				continue
 			}
 			checkInvariants(t, c)
+			checkDictForm(t, f, rg, ci, c)
+		}
+	}
+}
+
+// checkDictForm reads column ci of row group rg with ReadColumnDict and
+// checks it holds want's values (from ReadColumn), slot by slot.
+func checkDictForm(t *testing.T, f *File, rg int, ci ColumnInfo, want *Column) {
+	t.Helper()
+	got, err := f.ReadColumnDict(rg, ci)
+	if err != nil {
+		t.Fatalf("ReadColumn succeeds but ReadColumnDict fails: %v", err)
+	}
+	if got.DictIndex == nil || want.Kind != KindBytes {
+		return
+	}
+	if got.Rows != want.Rows || len(got.DictIndex) != want.Slots() || (got.RowValid == nil) != (want.RowValid == nil) {
+		t.Fatalf("dictionary form: %d rows, %d indices; ReadColumn has %d rows, %d slots", got.Rows, len(got.DictIndex), want.Rows, want.Slots())
+	}
+	for k := range want.Slots() {
+		g, gok := dictValue(got, k)
+		w, wok := dictValue(want, k)
+		if gok != wok || !bytes.Equal(g, w) {
+			t.Fatalf("slot %d: dictionary form %q (%v), ReadColumn %q (%v)", k, g, gok, w, wok)
 		}
 	}
 }
@@ -188,6 +219,26 @@ func FuzzReadFile(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// A string column read in dictionary form by ReadColumnDict, falling
+	// back to PLAIN pages part way.
+	type row struct {
+		S *string `parquet:"s,optional,dict"`
+	}
+	rows := make([]row, 300)
+	for i := range rows {
+		if i%5 != 0 {
+			v := fmt.Sprintf("v%d", i%3)
+			if i >= 150 {
+				v = fmt.Sprintf("u%d", i)
+			}
+			rows[i].S = &v
+		}
+	}
+	b, err := os.ReadFile(writeParquet(f, rows, parquet.PageBufferSize(256), parquet.DictionaryMaxBytes(300)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkNoPanic(t, dir, b)

@@ -94,8 +94,12 @@ type Writer struct {
 // idsBufferMax is the largest sample ids section (8 bytes per sample slot)
 // a Writer keeps in memory and writes in one piece at Commit, where it also
 // feeds the digest; a larger one is written batch by batch and read back
-// once at Commit for the digest. A variable so tests can cover both paths.
-var idsBufferMax uint64 = 64 << 20
+// once at Commit for the digest (from the page cache it was just written
+// to). It is small because it is per Writer: convert runs 2*Jobs Writers at
+// once, outside its --memory-limit, and 64 MiB each took a run limited to
+// 64 MiB to 245 MB of heap. 1 MiB is 131,072 sample slots. A variable so
+// tests can cover both paths.
+var idsBufferMax uint64 = 1 << 20
 
 // Create starts a shard at path. It creates path's directory if needed and a
 // temporary file beside path; nothing appears at path until Commit. Options

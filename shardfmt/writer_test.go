@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -67,5 +68,33 @@ func TestWriterDigestMatchesFile(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWriterIDsMemoryBounded is the regression test for Writers holding
+// whole sample id sections in memory: convert runs 2*Jobs Writers at once,
+// and with sections of up to 64 MiB each kept until Commit, a run under
+// --memory-limit 64MiB peaked at 245 MB of heap instead of 23 MB. A Writer
+// for a shard of 4M sample slots (a 32 MiB ids section) must hold a small,
+// fixed amount of memory whatever the shard's length.
+func TestWriterIDsMemoryBounded(t *testing.T) {
+	opts := WriterOptions{BatchSize: 64, NumBatches: 1 << 16, Tensors: []TensorInfo{{Name: "x", DType: U8}}}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	w, err := Create(filepath.Join(t.TempDir(), "big.shard"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// The batch table (16 B per batch, 1 MiB) and one batch's ids are held
+	// in any case; the ids section is 32 MiB.
+	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 4<<20 {
+		t.Errorf("Writer holds %d bytes of heap for a shard of %d sample slots, want at most %d", held, 64<<16, 4<<20)
+	}
+	if w.allIDs != nil && uint64(len(w.allIDs)) > idsBufferMax {
+		t.Errorf("ids buffer of %d bytes above idsBufferMax %d", len(w.allIDs), idsBufferMax)
 	}
 }

@@ -310,6 +310,14 @@ consumes them. Pad samples (remainder pad) are marked with a trailing '*'.
 worker); --from-step starts at the rank's step S; --limit prints at most N
 batches. --json prints {"epoch", "rank", "worker" (or null), "batches":
 [{"step", "worker", "samples", "pad"}]}.`,
+		Example: `  # the first three batches rank 1 consumes in epoch 0
+  prep plan show plan.json --epoch 0 --rank 1 --limit 3
+
+  # what data-loader worker 2 of rank 0 produces, resuming at step 100
+  prep plan show plan.json --epoch 1 --rank 0 --worker 2 --from-step 100
+
+  # for scripts
+  prep plan show plan.json --epoch 0 --rank 0 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			worker := -1

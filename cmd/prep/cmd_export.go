@@ -44,6 +44,9 @@ name becomes '_' in its file name. The batch checksum is verified first.`,
 			if o.epoch < 0 || o.rank < 0 || o.step < 0 {
 				return usagef("--epoch, --rank and --step must be >= 0")
 			}
+			if err := checkSetRange(args[0], o.epoch, o.rank); err != nil {
+				return err
+			}
 			res, err := verify.Export(verify.ExportOptions{Dir: args[0], Epoch: o.epoch, Rank: o.rank, Step: o.step, OutDir: o.outDir})
 			if err != nil {
 				return err

@@ -85,6 +85,9 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	if o.epoch < 0 || o.rank < 0 {
 		return usagef("--epoch and --rank must be >= 0")
 	}
+	if err := checkSetRange(dir, o.epoch, o.rank); err != nil {
+		return err
+	}
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	l, err := gpuload.Open(dir, o.epoch, o.rank, gpuload.Options{

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/prepml/prep/plan"
+)
+
+// checkSetRange checks epoch and rank against the plan a shard set carries
+// (OUT/plan.json, written by convert), so an out-of-range request is a usage
+// error (exit 2) like in `prep plan show`, not a missing-shard failure. A set
+// without a readable plan.json is left to the reader's own errors.
+func checkSetRange(dir string, epoch, rank int) error {
+	p, err := plan.Load(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return nil // no or unreadable plan.json: the reader reports what is wrong
+	}
+	if epoch >= p.Config.Epochs {
+		return usagef("--epoch %d out of range: the shard set's plan has epochs 0-%d", epoch, p.Config.Epochs-1)
+	}
+	if rank >= p.Config.WorldSize {
+		return usagef("--rank %d out of range: the shard set's plan has world size %d (ranks 0-%d)", rank, p.Config.WorldSize, p.Config.WorldSize-1)
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadExportOutOfRangeAreUsageErrors: an epoch or rank outside the shard
+// set's plan exits 2 naming the valid range, as `prep plan show` does, rather
+// than failing as a missing shard (exit 1).
+func TestLoadExportOutOfRangeAreUsageErrors(t *testing.T) {
+	pp := convertFixture(t) // 2 epochs, world size 2
+	out := filepath.Join(t.TempDir(), "shards")
+	if code, _, stderr := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"load", out, "--epoch", "0", "--rank", "2"}, "--rank 2 out of range: the shard set's plan has world size 2 (ranks 0-1)"},
+		{[]string{"load", out, "--epoch", "2", "--rank", "0"}, "--epoch 2 out of range: the shard set's plan has epochs 0-1"},
+		{[]string{"export", out, "--epoch", "0", "--rank", "7", "--step", "0", "-o", t.TempDir()}, "--rank 7 out of range"},
+		{[]string{"export", out, "--epoch", "9", "--rank", "0", "--step", "0", "-o", t.TempDir()}, "--epoch 9 out of range"},
+	} {
+		code, _, stderr := runPrep(tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("prep %s: exit %d, stderr %q; want exit 2 naming %q", strings.Join(tc.args[:1], " "), code, stderr, tc.want)
+		}
+	}
+	// In range still works.
+	if code, _, stderr := runPrep("load", out, "--epoch", "1", "--rank", "1", "-q"); code != 0 {
+		t.Fatalf("load in range: exit %d: %s", code, stderr)
+	}
+}

@@ -41,7 +41,8 @@ import (
 // checked batch by batch as before, so the findings are the same either way.
 // What the fast path trusts is the digest recorded in the plan file, which
 // the plan fingerprint does not cover: a plan file edited so that its digest
-// matches wrongly ordered shards would pass.
+// matches wrongly ordered shards would pass. Options.RecomputePlan (and
+// Deep, the thorough mode) turn the fast path off.
 
 // padBit flags a pad slot in the epoch digest's slot encoding (PLAN.md §8).
 const padBit = 1 << 63
@@ -59,7 +60,7 @@ var planDigestPath = true
 func (c *checker) conformingEpochs(ctx context.Context) map[int]bool {
 	p, m := c.plan, c.man
 	ok := map[int]bool{}
-	if !planDigestPath || p == nil || p.Fingerprint != m.PlanFingerprint || len(p.Epochs) != p.Config.Epochs {
+	if !planDigestPath || c.opts.RecomputePlan || c.opts.Deep || p == nil || p.Fingerprint != m.PlanFingerprint || len(p.Epochs) != p.Config.Epochs {
 		return ok
 	}
 	byEpoch := map[int][]*shardfmt.ShardEntry{}

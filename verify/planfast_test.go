@@ -170,3 +170,19 @@ func TestPlanDigestPathSameFindings(t *testing.T) {
 		})
 	}
 }
+
+// TestRecomputePlanSkipsDigestPath pins that --recompute-plan and --deep
+// never trust the epoch digests recorded in the plan file: on a clean set
+// the digest path would accept both epochs, and with either option it
+// accepts none, so every batch is compared with plan.RankBatch.
+func TestRecomputePlanSkipsDigestPath(t *testing.T) {
+	f := verifytest.Build(t)
+	if got := verify.ConformingEpochs(verify.Options{Dir: f.Dir}); !got[0] || !got[1] {
+		t.Fatalf("digest path accepts %v on a clean set, want epochs 0 and 1", got)
+	}
+	for _, o := range []verify.Options{{Dir: f.Dir, RecomputePlan: true}, {Dir: f.Dir, Deep: true}} {
+		if got := verify.ConformingEpochs(o); len(got) != 0 {
+			t.Errorf("RecomputePlan=%v Deep=%v: digest path accepts %v, want none", o.RecomputePlan, o.Deep, got)
+		}
+	}
+}

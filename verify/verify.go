@@ -69,6 +69,12 @@ type Options struct {
 	// Progress, when set, is called with the number of block bytes checked
 	// since the last call. Calls are serialized.
 	Progress func(bytes int64)
+	// RecomputePlan recomputes every batch's sample ids from the plan's
+	// inputs (plan.RankBatch) instead of hashing the stored ids against the
+	// epoch digests recorded in the plan file (planfast.go), which the plan
+	// fingerprint does not cover. Slower; set it when the plan file itself
+	// may have been edited. Deep implies it.
+	RecomputePlan bool
 }
 
 // DeepAllBytes is the shard set size (bytes) up to which --deep compares

@@ -22,6 +22,7 @@ type verifyOptions struct {
 	partial    bool
 	maxPer     int
 	asJSON     bool
+	recompute  bool
 }
 
 // deepFlag is --deep[=FRACTION]: off, on with the default fraction, or a
@@ -116,6 +117,7 @@ source_unreadable, value_mismatch.`,
 	f.IntVar(&o.jobs, "jobs", 0, "shards checked at once (default GOMAXPROCS)")
 	f.BoolVar(&o.partial, "partial", false, "accept a set holding only some of the plan's ranks (one node's share)")
 	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
+	f.BoolVar(&o.recompute, "recompute-plan", false, "recompute every batch's ids from the plan's inputs instead of trusting the epoch digests in the plan file (slower; implied by --deep)")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
 	return cmd
 }
@@ -131,7 +133,8 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	opts := verify.Options{
 		Dir: dir, PlanPath: o.planPath, Deep: o.deep.on, DeepFraction: o.deep.fraction, Seed: o.seed,
 		Source: sourceOpener, SourceRoot: o.sourceRoot, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
-		Progress: func(n int64) { bar.Add(0, n) },
+		Progress:      func(n int64) { bar.Add(0, n) },
+		RecomputePlan: o.recompute,
 	}
 	rep, err := verify.Run(cmd.Context(), opts)
 	bar.Finish()

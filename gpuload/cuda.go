@@ -89,7 +89,11 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 				return fmt.Errorf("allocating %d device buffers of %d bytes: %w", nDev, c.size, err)
 			}
 			c.devBufs = append(c.devBufs, p)
-			ev, err := cur.EventCreate(cuda.EventDisableTiming)
+			// Blocking-sync events: the copy goroutine waits on each
+			// batch's event, and a spinning wait would keep a core busy
+			// for the whole transfer (the pipeline keeps the stream fed
+			// with the next copies meanwhile).
+			ev, err := cur.EventCreate(cuda.EventDisableTiming | cuda.EventBlockingSync)
 			if err != nil {
 				return err
 			}

@@ -43,6 +43,7 @@ const (
 // Flags passed to the driver (values from cuda.h).
 const (
 	StreamNonBlocking     = 0x1 // CU_STREAM_NON_BLOCKING: no implicit sync with the legacy default stream
+	EventBlockingSync     = 0x1 // CU_EVENT_BLOCKING_SYNC: cuEventSynchronize sleeps instead of spinning a core
 	EventDisableTiming    = 0x2 // CU_EVENT_DISABLE_TIMING: cheaper events, no cuEventElapsedTime
 	HostRegisterReadOnly  = 0x8 // CU_MEMHOSTREGISTER_READ_ONLY: the device only reads the range
 	HostAllocDefault      = 0x0 // cuMemHostAlloc flags: plain page-locked memory

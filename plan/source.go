@@ -157,16 +157,6 @@ func (s *Source) Locate(id uint64) (file, rowGroup int, row int64, err error) {
 	return int(b.file), int(b.rowGroup), int64(id - b.start), nil
 }
 
-// FileStart returns the first sample id of Files[i] (the number of rows in
-// the files before it).
-func (s *Source) FileStart(i int) uint64 {
-	var n uint64
-	for j := 0; j < i && j < len(s.Files); j++ {
-		n += uint64(s.Files[j].Rows())
-	}
-	return n
-}
-
 // Fingerprint returns the source fingerprint "sha256:<hex>": SHA-256 of the
 // canonical text of PLAN.md §Source fingerprint, over Files sorted by path
 // (not Root, not EmptyFiles, not the listing order).

@@ -16,7 +16,6 @@ package plan
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -221,13 +220,13 @@ func orderFingerprint(source string, c Config) string {
 	if c.Shuffle == ShufflePartitioned {
 		fmt.Fprintf(&b, "world_size=%d\n", c.WorldSize)
 	}
-	return "sha256:" + hex.EncodeToString(sha256Text(b.String()))
+	return sha256Digest(b.String())
 }
 
 // planFingerprint is "sha256:" + SHA-256 of PLAN.md §Fingerprints' plan text.
 func planFingerprint(order string, c Config) string {
 	s := fmt.Sprintf("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n", FormatVersion, order, c.Epochs, c.WorldSize, c.Workers)
-	return "sha256:" + hex.EncodeToString(sha256Text(s))
+	return sha256Digest(s)
 }
 
 // Load reads and validates a plan file: format and algorithm ids, inputs,

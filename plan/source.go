@@ -161,7 +161,7 @@ func (s *Source) Locate(id uint64) (file, rowGroup int, row int64, err error) {
 // canonical text of PLAN.md §Source fingerprint, over Files sorted by path
 // (not Root, not EmptyFiles, not the listing order).
 func (s *Source) Fingerprint() string {
-	return "sha256:" + hex.EncodeToString(sha256Text(s.canonical()))
+	return sha256Digest(s.canonical())
 }
 
 // canonical returns the source's canonical text:
@@ -187,7 +187,8 @@ func (s *Source) canonical() string {
 	return b.String()
 }
 
-func sha256Text(s string) []byte {
+// sha256Digest returns "sha256:<hex>" of the SHA-256 of s.
+func sha256Digest(s string) string {
 	h := sha256.Sum256([]byte(s))
-	return h[:]
+	return "sha256:" + hex.EncodeToString(h[:])
 }

@@ -40,11 +40,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prepml/prep/shardfmt"
 )
 
 // ErrSyntax is returned (wrapped in a *ParseError) when a metrics file is not
@@ -185,7 +186,11 @@ func WriteFile(path string, r Run) error {
 
 	var buf bytes.Buffer
 	format(&buf, series)
-	return writeAtomic(path, buf.Bytes())
+	// 0644: the collector may run as another user.
+	if err := shardfmt.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing metrics %s: %w", path, err)
+	}
+	return nil
 }
 
 // format writes series in the text exposition format: families in a fixed
@@ -312,46 +317,4 @@ func parseSample(name, rest string) (Sample, bool) {
 	}
 	s.Value = v
 	return s, true
-}
-
-// writeAtomic replaces path with data: temporary file in the same directory,
-// fsync, chmod 0644 (the collector may run as another user), rename, fsync
-// of the directory.
-func writeAtomic(path string, data []byte) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing metrics: %w", err)
-	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(name)
-		return fmt.Errorf("writing metrics %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("writing metrics %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("writing metrics %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }

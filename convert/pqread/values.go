@@ -244,9 +244,13 @@ func gatherT[T any](dst, dict []T, idx []uint32) []T {
 }
 
 // scatter returns a slice of len(valid) where slot k holds the next value of
-// vals when valid[k], else the zero value. The caller has checked that vals
-// has exactly as many values as valid has true entries.
+// vals when valid[k], else the zero value; with valid nil it returns vals
+// itself. The caller has checked that vals has exactly as many values as
+// valid has true entries.
 func scatter[T any](vals []T, valid []bool) []T {
+	if valid == nil {
+		return vals
+	}
 	out := make([]T, len(valid))
 	j := 0
 	for k, ok := range valid {
@@ -266,10 +270,7 @@ func (v *values) fill(c *Column, valid []bool) {
 		v.unindex() // no dictionary-encoded value at all
 	}
 	if v.indexed {
-		c.DictIndex = v.idx
-		if valid != nil {
-			c.DictIndex = scatter(v.idx, valid)
-		}
+		c.DictIndex = scatter(v.idx, valid)
 		c.DictData, c.DictOffsets = v.dict.data, v.dict.offs
 		if c.DictData == nil {
 			c.DictData = []byte{}
@@ -278,30 +279,15 @@ func (v *values) fill(c *Column, valid []bool) {
 	}
 	switch v.kind {
 	case KindBool:
-		c.Bool = v.b
-		if valid != nil {
-			c.Bool = scatter(v.b, valid)
-		}
+		c.Bool = scatter(v.b, valid)
 	case KindInt32:
-		c.Int32 = v.i32
-		if valid != nil {
-			c.Int32 = scatter(v.i32, valid)
-		}
+		c.Int32 = scatter(v.i32, valid)
 	case KindInt64:
-		c.Int64 = v.i64
-		if valid != nil {
-			c.Int64 = scatter(v.i64, valid)
-		}
+		c.Int64 = scatter(v.i64, valid)
 	case KindFloat32:
-		c.Float32 = v.f32
-		if valid != nil {
-			c.Float32 = scatter(v.f32, valid)
-		}
+		c.Float32 = scatter(v.f32, valid)
 	case KindFloat64:
-		c.Float64 = v.f64
-		if valid != nil {
-			c.Float64 = scatter(v.f64, valid)
-		}
+		c.Float64 = scatter(v.f64, valid)
 	case KindBytes:
 		c.Data = v.data
 		if c.Data == nil {

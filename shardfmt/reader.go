@@ -654,15 +654,15 @@ func (r *Reader) ReadBlocks(k int, dst [][]byte) error {
 			return ferr(r.path, "block", -1, k+i, ErrInvalid, "buffer of %d bytes, block is %d", len(d), bs)
 		}
 	}
-	off := r.h.dataOff + uint64(k)*bs
 	if r.f == nil {
 		for i, d := range dst {
-			if _, err := r.ra.ReadAt(d[:bs], int64(off)+int64(i)*int64(bs)); err != nil {
-				return ferr(r.path, "block", int64(off)+int64(i)*int64(bs), k+i, ErrSize, "reading: %v", err)
+			if err := r.ReadBlock(k+i, d); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
+	off := r.h.dataOff + uint64(k)*bs
 	bufs := make([][]byte, len(dst))
 	for i, d := range dst {
 		bufs[i] = d[:bs]

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,24 +11,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-)
 
-// mountTmpfs mounts a tmpfs of size bytes on a new directory, or skips the
-// test when that is not allowed (it needs root or CAP_SYS_ADMIN).
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot mount a size-limited tmpfs (needs root or CAP_SYS_ADMIN): %v %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
-}
+	"github.com/prepml/prep/internal/testutil"
+)
 
 // allocatedBytes returns the bytes the file system allocated for path.
 func allocatedBytes(t *testing.T, path string) int64 {
@@ -92,7 +76,7 @@ func TestStagingBlocksReserved(t *testing.T) {
 func TestStagingDiskFull(t *testing.T) {
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("zero-fill fallback %v", fallback), func(t *testing.T) {
-			fs := mountTmpfs(t, 1<<20)
+			fs := testutil.MountTmpfs(t, 1<<20)
 			if fallback {
 				withoutFallocate(t)
 			}

@@ -26,8 +26,6 @@ func TestNullsFromDefinitionLevelsNotZeros(t *testing.T) {
 	r.convertFails("default.yaml", append(c.strs(t, "expect", "error", "must_name"), "2 nulls")...)
 
 	a := r.converted("fill.yaml")
-	v := c.get(t, "expect", "values")
-	_ = v
 	checkFloats(t, "x", widen32(tensor(t, a, "x", "<f4").u32()), true, c.list(t, "expect", "values", "x", "values"), nil)
 	checkInts(t, "x_mask", u8s(tensor(t, a, "x_mask", "|u1").u8()), c.ints(t, "expect", "values", "x", "mask"))
 	checkInts(t, "y", tensor(t, a, "y", "<i8").i64(), c.ints(t, "expect", "values", "y", "values"))
@@ -128,7 +126,11 @@ func TestRaggedListsNeedPadPolicy(t *testing.T) {
 			noOutput(t, out)
 
 			a := r.converted("padded.yaml")
-			checkFloats(t, "v", widen32(tensor(t, a, "v", "<f4").u32()), true, flatten(c.get(t, "expect", "values", "padded", "values")), nil)
+			v := tensor(t, a, "v", "<f4")
+			if want := jsonShape(t, c, "expect", "values", "padded", "shape"); !slices.Equal(v.shape, want) {
+				t.Errorf("v shape %v, want %v", v.shape, want)
+			}
+			checkFloats(t, "v", widen32(v.u32()), true, flatten(c.get(t, "expect", "values", "padded", "values")), nil)
 			checkInts(t, "v_lengths", tensor(t, a, "v_lengths", "<i8").i64(), c.ints(t, "expect", "values", "padded", "lengths"))
 
 			a = r.converted("full.yaml")
@@ -373,7 +375,11 @@ func TestFloat16InputAnnotatedOrDeclared(t *testing.T) {
 	check := func(t *testing.T, a map[string]array) {
 		checkFloats(t, "h", widen32(tensor(t, a, "h", "<f4").u32()), true, want, bits)
 		checkInts(t, "h_mask", u8s(tensor(t, a, "h_mask", "|u1").u8()), mask)
-		for i, h := range tensor(t, a, "h16", "<f2").u16() {
+		h16 := tensor(t, a, "h16", "<f2").u16()
+		if len(h16) != len(halves) {
+			t.Fatalf("h16: %d values, want %d", len(h16), len(halves))
+		}
+		for i, h := range h16 {
 			if halves[i] != nil && !strings.EqualFold(fmt.Sprintf("%04x", h), halves[i].(string)) {
 				t.Errorf("h16[%d] = %04x, want %s", i, h, halves[i])
 			}

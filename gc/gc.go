@@ -95,10 +95,10 @@ func Run(dir string, opts Options) (*Result, error) {
 	}
 	res := &Result{Dir: dir, KeepFromEpoch: opts.KeepFromEpoch, DryRun: opts.DryRun, Removed: []Shard{}, RemovedDirs: []string{}, KeptEpochs: []int{}}
 	manPath := filepath.Join(dir, shardfmt.ManifestName)
-	if _, err := os.Stat(manPath); errors.Is(err, fs.ErrNotExist) {
+	m, err := shardfmt.ReadManifest(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{Op: "reading manifest", Path: manPath, Err: ErrNoManifest}
 	}
-	m, err := shardfmt.ReadManifest(dir)
 	if err != nil {
 		return nil, &Error{Op: "reading manifest", Path: manPath, Err: err}
 	}

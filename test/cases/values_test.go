@@ -556,8 +556,13 @@ func TestCorruptFilesFailCleanly(t *testing.T) {
 		r := newRun(t, c, "good.parquet")
 		r.planAll(30)
 		a := r.converted("idx.yaml")
-		for i, id := range tensor(t, a, "id", "<i8").i64() {
-			x := math.Float32frombits(tensor(t, a, "x", "<f4").u32()[i])
+		ids := tensor(t, a, "id", "<i8").i64()
+		xs := tensor(t, a, "x", "<f4").u32()
+		if n := c.int(t, "expect", "values", "id", "count"); int64(len(ids)) != n || int64(len(xs)) != n {
+			t.Fatalf("%d ids and %d x values, want %d", len(ids), len(xs), n)
+		}
+		for i, id := range ids {
+			x := math.Float32frombits(xs[i])
 			if id != int64(i) || x != float32(i)*0.5 {
 				t.Errorf("row %d: id %d x %v", i, id, x)
 			}

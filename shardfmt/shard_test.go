@@ -119,8 +119,12 @@ func checkShard(t *testing.T, path string, opts WriterOptions, want []batchData)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if bi.Count != len(bd.ids) || bi.Pads != bd.pads || bi.Offset%BlockAlign != 0 {
-				t.Errorf("batch %d: %+v, want count %d pads %d", k, bi, len(bd.ids), bd.pads)
+			if bi.Count != len(bd.ids) || bi.Pads != bd.pads || bi.CRC != crc32c(bd.block) || bi.Offset%BlockAlign != 0 {
+				t.Errorf("batch %d: %+v, want count %d pads %d crc %08x", k, bi, len(bd.ids), bd.pads, crc32c(bd.block))
+			}
+			// Offset locates the block in the file.
+			if _, err := f.ReadAt(buf, int64(bi.Offset)); err != nil || !bytes.Equal(buf, bd.block) {
+				t.Errorf("batch %d: the %d bytes at Offset %d are not its block (err %v)", k, len(buf), bi.Offset, err)
 			}
 			blk, err := r.Block(k)
 			if err != nil {

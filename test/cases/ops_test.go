@@ -199,7 +199,7 @@ func TestRanksAndWorkersCoverEverySample(t *testing.T) {
 	a := plans[0].(map[string]any)
 	opts := a["options"].(map[string]any)
 	ranks, workers, seed := int(jsonInt(t, opts["ranks"])), int(jsonInt(t, opts["workers"])), jsonInt(t, opts["seed"])
-	n := 103
+	n := int(c.int(t, "expect", "dataset", "samples"))
 	r := newRun(t, c, "part-0.parquet", "part-1.parquet", "part-2.parquet")
 	spec := filepath.Join(r.dir, "spec.yaml")
 	writeFile(t, spec, "tensors: [{name: id, column: id, dtype: I64}, {name: x, column: x, dtype: F32}]\n")
@@ -377,7 +377,7 @@ func TestOrderStableAcrossRunsAndWorkers(t *testing.T) {
 	r := newRun(t, c, "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
 	spec := filepath.Join(r.dir, "spec.yaml")
 	writeFile(t, spec, "tensors: [{name: id, column: id, dtype: I64}, {name: x, column: x, dtype: F32}]\n")
-	const samples = 1000
+	samples := int(c.int(t, "expect", "dataset", "samples"))
 
 	// orders[shuffle][workers][epoch][rank] = sample ids in the rank's order.
 	orders := map[b29Config][][][]uint64{}

@@ -34,7 +34,7 @@ type cudaBackend struct {
 
 // cudaRun is one run of the cuda pipeline.
 type cudaRun struct {
-	pipeRun
+	pipeRun[delivery]
 	filled chan filled
 }
 
@@ -133,7 +133,7 @@ func (c *cudaBackend) ring() int   { return cap(c.devFree) }
 func (c *cudaBackend) device() int { return c.dev }
 
 func (c *cudaBackend) start(step int) {
-	r := &cudaRun{pipeRun: pipeRun{quit: make(chan struct{}), out: make(chan delivery, cap(c.devFree))},
+	r := &cudaRun{pipeRun: pipeRun[delivery]{quit: make(chan struct{}), out: make(chan delivery, cap(c.devFree))},
 		filled: make(chan filled, max(cap(c.hostFree), 1))}
 	c.cur = r
 	r.wg.Add(2)

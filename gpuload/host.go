@@ -16,20 +16,17 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // mapping).
 func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
-// pipeRun is one run of a pipeline, from start to stop.
-type pipeRun struct {
+// pipeRun is one run of a pipeline, from start to stop, handing its
+// consumer values of type T on out: single deliveries (cuda) or groups of
+// deliveries of consecutive steps in step order (host).
+type pipeRun[T any] struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
-	out  chan delivery
+	out  chan T
 }
 
-// hostRun is one run of the host pipeline: it hands over groups of
-// deliveries of consecutive steps, in step order.
-type hostRun struct {
-	quit chan struct{}
-	wg   sync.WaitGroup
-	out  chan []delivery
-}
+// hostRun is one run of the host pipeline.
+type hostRun = pipeRun[[]delivery]
 
 // maxGroupBytes bounds the blocks one vectored read fetches (and one
 // hand-off to the consumer carries).

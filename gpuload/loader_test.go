@@ -199,11 +199,12 @@ func TestResumeAndSeek(t *testing.T) {
 	if _, err := l.Next(); err != io.EOF {
 		t.Fatalf("Next after Seek(Steps) = %v, want io.EOF", err)
 	}
-	if err := l.Seek(small.Steps + 1); err == nil {
-		t.Fatal("Seek past the end succeeded")
+	var ge *Error
+	if err := l.Seek(small.Steps + 1); !errors.Is(err, ErrInvalid) || !errors.As(err, &ge) || ge.Op != "seeking" || ge.Step != small.Steps+1 {
+		t.Fatalf("Seek past the end = %v, want a seeking *Error at step %d wrapping ErrInvalid", err, small.Steps+1)
 	}
-	if _, err := Open(dir, 0, 1, Options{StartStep: -1}); err == nil {
-		t.Fatal("Open with StartStep -1 succeeded")
+	if _, err := Open(dir, 0, 1, Options{StartStep: -1}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "start step -1 outside") {
+		t.Fatalf("Open with StartStep -1 = %v, want ErrInvalid naming start step -1", err)
 	}
 }
 

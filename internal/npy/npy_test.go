@@ -90,8 +90,11 @@ func TestWriteRejectsWrongLength(t *testing.T) {
 	if buf.Len() != 0 {
 		t.Fatalf("wrote %d bytes before failing", buf.Len())
 	}
-	if err := Write(&buf, "f4", []int{1}, make([]byte, 4)); err == nil {
-		t.Fatal("accepted descr without byte order")
+	if err := Write(&buf, "f4", []int{1}, make([]byte, 4)); err == nil || err.Error() != `npy: unsupported descr "f4"` {
+		t.Fatalf("descr without byte order: err = %v, want unsupported descr", err)
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("wrote %d bytes before rejecting the descr", buf.Len())
 	}
 }
 
@@ -127,8 +130,8 @@ func TestDescrTable(t *testing.T) {
 			t.Errorf("%v: descr %s item size %d, dtype size %d", d, got, itemSize(got), d.Size())
 		}
 	}
-	if _, err := Descr(0); err == nil {
-		t.Error("Descr(0) succeeded")
+	if got, err := Descr(0); err == nil || got != "" || !strings.Contains(err.Error(), "npy: no descr for dtype") {
+		t.Errorf("Descr(0) = %q, %v; want no descr", got, err)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -276,8 +276,8 @@ func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 
 	}
 	bs := int64(r.Geometry().BlockSize)
 	verr := r.VerifyBatch(k)
-	if err := verr; err != nil {
-		f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(err)}
+	if verr != nil {
+		f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(verr)}
 		if got := actualCRC(r, k); got != fmt.Sprintf("%08x", bi.CRC) {
 			f.What, f.Expected, f.Actual = "crc32c", fmt.Sprintf("%08x", bi.CRC), got
 			f.Message = "batch block does not match its checksum"
@@ -353,18 +353,12 @@ func sameTensors(a, b []shardfmt.TensorInfo) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].DType != b[i].DType || !reflect.DeepEqual(normShape(a[i].Shape), normShape(b[i].Shape)) {
+		// slices.Equal: a nil and an empty shape (a scalar) are the same.
+		if a[i].Name != b[i].Name || a[i].DType != b[i].DType || !slices.Equal(a[i].Shape, b[i].Shape) {
 			return false
 		}
 	}
 	return true
-}
-
-func normShape(s []uint64) []uint64 {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }
 
 func tensorList(ts []shardfmt.TensorInfo) string {

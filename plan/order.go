@@ -24,31 +24,24 @@ type lane struct {
 // fill appends the ids of positions [start, start+b) ∩ [0, limit); a
 // position q >= n is a pad taking the id at (q-n) mod n.
 func (l *lane) fill(start, b uint64, dst []uint64) ([]uint64, int) {
-	end := start + b
-	if end > l.limit {
-		end = l.limit
+	end := min(start+b, l.limit)
+	if start >= end {
+		return dst, 0
+	}
+	dst = slices.Grow(dst, int(end-start))
+	if m := min(end, l.n); start < m {
+		if rf, ok := l.ord.(rangeOrder); ok {
+			dst = rf.appendRange(start, m, dst) // batch-wise, no per-position call
+		} else {
+			for q := start; q < m; q++ {
+				dst = append(dst, l.ord.at(q))
+			}
+		}
 	}
 	pads := 0
-	if rf, ok := l.ord.(rangeOrder); ok && start < end {
-		// Batch-wise: the non-pad positions in one call, pads one by one.
-		dst = slices.Grow(dst, int(end-start))
-		m := min(end, l.n)
-		if start < m {
-			dst = rf.appendRange(start, m, dst)
-		}
-		for q := max(start, l.n); q < end; q++ {
-			dst = append(dst, l.ord.at((q-l.n)%l.n))
-			pads++
-		}
-		return dst, pads
-	}
-	for q := start; q < end; q++ {
-		if q < l.n {
-			dst = append(dst, l.ord.at(q))
-		} else {
-			dst = append(dst, l.ord.at((q-l.n)%l.n))
-			pads++
-		}
+	for q := max(start, l.n); q < end; q++ {
+		dst = append(dst, l.ord.at((q-l.n)%l.n))
+		pads++
 	}
 	return dst, pads
 }

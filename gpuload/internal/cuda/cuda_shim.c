@@ -10,34 +10,40 @@
 
 static void *lib;
 
-#define FN(name, ret, params) static ret (*p_##name) params;
-FN(cuInit, CUresult, (unsigned int))
-FN(cuDriverGetVersion, CUresult, (int *))
-FN(cuDeviceGetCount, CUresult, (int *))
-FN(cuDeviceGet, CUresult, (CUdevice *, int))
-FN(cuDeviceGetName, CUresult, (char *, int, CUdevice))
-FN(cuDevicePrimaryCtxRetain, CUresult, (CUcontext *, CUdevice))
-FN(cuDevicePrimaryCtxRelease, CUresult, (CUdevice))
-FN(cuCtxSetCurrent, CUresult, (CUcontext))
-FN(cuMemAlloc, CUresult, (CUdeviceptr *, size_t))
-FN(cuMemFree, CUresult, (CUdeviceptr))
-FN(cuMemHostAlloc, CUresult, (void **, size_t, unsigned int))
-FN(cuMemFreeHost, CUresult, (void *))
-FN(cuMemHostRegister, CUresult, (void *, size_t, unsigned int))
-FN(cuMemHostUnregister, CUresult, (void *))
-FN(cuMemcpyHtoD, CUresult, (CUdeviceptr, const void *, size_t))
-FN(cuMemcpyHtoDAsync, CUresult, (CUdeviceptr, const void *, size_t, CUstream))
-FN(cuMemcpyDtoH, CUresult, (void *, CUdeviceptr, size_t))
-FN(cuStreamCreate, CUresult, (CUstream *, unsigned int))
-FN(cuStreamSynchronize, CUresult, (CUstream))
-FN(cuStreamDestroy, CUresult, (CUstream))
-FN(cuEventCreate, CUresult, (CUevent *, unsigned int))
-FN(cuEventRecord, CUresult, (CUevent, CUstream))
-FN(cuEventSynchronize, CUresult, (CUevent))
-FN(cuEventQuery, CUresult, (CUevent))
-FN(cuEventDestroy, CUresult, (CUevent))
-FN(cuGetErrorName, CUresult, (CUresult, const char **))
-FN(cuGetErrorString, CUresult, (CUresult, const char **))
+// CUDA_FUNCS lists each driver entry point once: X(name, return type,
+// parameter types, exported symbol, fallback symbol or NULL). The _v2 symbols
+// are the ones the driver's headers bind the plain names to.
+#define CUDA_FUNCS(X) \
+	X(cuInit, CUresult, (unsigned int), "cuInit", NULL) \
+	X(cuDriverGetVersion, CUresult, (int *), "cuDriverGetVersion", NULL) \
+	X(cuDeviceGetCount, CUresult, (int *), "cuDeviceGetCount", NULL) \
+	X(cuDeviceGet, CUresult, (CUdevice *, int), "cuDeviceGet", NULL) \
+	X(cuDeviceGetName, CUresult, (char *, int, CUdevice), "cuDeviceGetName", NULL) \
+	X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext *, CUdevice), "cuDevicePrimaryCtxRetain", NULL) \
+	X(cuDevicePrimaryCtxRelease, CUresult, (CUdevice), "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease") \
+	X(cuCtxSetCurrent, CUresult, (CUcontext), "cuCtxSetCurrent", NULL) \
+	X(cuMemAlloc, CUresult, (CUdeviceptr *, size_t), "cuMemAlloc_v2", NULL) \
+	X(cuMemFree, CUresult, (CUdeviceptr), "cuMemFree_v2", NULL) \
+	X(cuMemHostAlloc, CUresult, (void **, size_t, unsigned int), "cuMemHostAlloc", NULL) \
+	X(cuMemFreeHost, CUresult, (void *), "cuMemFreeHost", NULL) \
+	X(cuMemHostRegister, CUresult, (void *, size_t, unsigned int), "cuMemHostRegister_v2", "cuMemHostRegister") \
+	X(cuMemHostUnregister, CUresult, (void *), "cuMemHostUnregister", NULL) \
+	X(cuMemcpyHtoD, CUresult, (CUdeviceptr, const void *, size_t), "cuMemcpyHtoD_v2", NULL) \
+	X(cuMemcpyHtoDAsync, CUresult, (CUdeviceptr, const void *, size_t, CUstream), "cuMemcpyHtoDAsync_v2", NULL) \
+	X(cuMemcpyDtoH, CUresult, (void *, CUdeviceptr, size_t), "cuMemcpyDtoH_v2", NULL) \
+	X(cuStreamCreate, CUresult, (CUstream *, unsigned int), "cuStreamCreate", NULL) \
+	X(cuStreamSynchronize, CUresult, (CUstream), "cuStreamSynchronize", NULL) \
+	X(cuStreamDestroy, CUresult, (CUstream), "cuStreamDestroy_v2", "cuStreamDestroy") \
+	X(cuEventCreate, CUresult, (CUevent *, unsigned int), "cuEventCreate", NULL) \
+	X(cuEventRecord, CUresult, (CUevent, CUstream), "cuEventRecord", NULL) \
+	X(cuEventSynchronize, CUresult, (CUevent), "cuEventSynchronize", NULL) \
+	X(cuEventQuery, CUresult, (CUevent), "cuEventQuery", NULL) \
+	X(cuEventDestroy, CUresult, (CUevent), "cuEventDestroy_v2", "cuEventDestroy") \
+	X(cuGetErrorName, CUresult, (CUresult, const char **), "cuGetErrorName", NULL) \
+	X(cuGetErrorString, CUresult, (CUresult, const char **), "cuGetErrorString", NULL)
+
+#define FN(name, ret, params, a, b) static ret (*p_##name) params;
+CUDA_FUNCS(FN)
 #undef FN
 
 static int (*p_fake_outstanding)(void);
@@ -59,7 +65,7 @@ int gl_cuda_load(const char *path, char *err, size_t errlen) {
 		return -1;
 	}
 	lib = h;
-#define LOAD(name, a, b)                                                         \
+#define LOAD(name, ret, params, a, b)                                           \
 	p_##name = sym(a, b);                                                    \
 	if (p_##name == NULL) {                                                  \
 		snprintf(err, errlen, "%s: missing symbol %s", path, a);         \
@@ -67,33 +73,7 @@ int gl_cuda_load(const char *path, char *err, size_t errlen) {
 		lib = NULL;                                                      \
 		return -1;                                                       \
 	}
-	LOAD(cuInit, "cuInit", NULL)
-	LOAD(cuDriverGetVersion, "cuDriverGetVersion", NULL)
-	LOAD(cuDeviceGetCount, "cuDeviceGetCount", NULL)
-	LOAD(cuDeviceGet, "cuDeviceGet", NULL)
-	LOAD(cuDeviceGetName, "cuDeviceGetName", NULL)
-	LOAD(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL)
-	LOAD(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease")
-	LOAD(cuCtxSetCurrent, "cuCtxSetCurrent", NULL)
-	LOAD(cuMemAlloc, "cuMemAlloc_v2", NULL)
-	LOAD(cuMemFree, "cuMemFree_v2", NULL)
-	LOAD(cuMemHostAlloc, "cuMemHostAlloc", NULL)
-	LOAD(cuMemFreeHost, "cuMemFreeHost", NULL)
-	LOAD(cuMemHostRegister, "cuMemHostRegister_v2", "cuMemHostRegister")
-	LOAD(cuMemHostUnregister, "cuMemHostUnregister", NULL)
-	LOAD(cuMemcpyHtoD, "cuMemcpyHtoD_v2", NULL)
-	LOAD(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL)
-	LOAD(cuMemcpyDtoH, "cuMemcpyDtoH_v2", NULL)
-	LOAD(cuStreamCreate, "cuStreamCreate", NULL)
-	LOAD(cuStreamSynchronize, "cuStreamSynchronize", NULL)
-	LOAD(cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy")
-	LOAD(cuEventCreate, "cuEventCreate", NULL)
-	LOAD(cuEventRecord, "cuEventRecord", NULL)
-	LOAD(cuEventSynchronize, "cuEventSynchronize", NULL)
-	LOAD(cuEventQuery, "cuEventQuery", NULL)
-	LOAD(cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy")
-	LOAD(cuGetErrorName, "cuGetErrorName", NULL)
-	LOAD(cuGetErrorString, "cuGetErrorString", NULL)
+	CUDA_FUNCS(LOAD)
 #undef LOAD
 	p_fake_outstanding = (int (*)(void))dlsym(lib, "fakecuda_outstanding");
 	return 0;

@@ -23,13 +23,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
 
 // PlanFileName is the name of the plan copy convert keeps in a shard set
 // directory; Run loads it unless Options.PlanPath names another file.
-const PlanFileName = "plan.json"
+const PlanFileName = convert.PlanFileName
 
 // ErrNotShardSet is returned by Run and Export when the directory does not
 // exist or is not a directory. Any other problem is a Finding.

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/verify"
 )
 
 // checkSetRange checks epoch and rank against the plan a shard set carries
@@ -11,7 +12,7 @@ import (
 // error (exit 2) like in `prep plan show`, not a missing-shard failure. A set
 // without a readable plan.json is left to the reader's own errors.
 func checkSetRange(dir string, epoch, rank int) error {
-	p, err := plan.Load(filepath.Join(dir, "plan.json"))
+	p, err := plan.Load(filepath.Join(dir, verify.PlanFileName))
 	if err != nil {
 		return nil // no or unreadable plan.json: the reader reports what is wrong
 	}

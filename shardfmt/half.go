@@ -159,14 +159,9 @@ func (f minifloat) to32(h uint64) float32 {
 		return math.Float32frombits(sign | 0xFF<<23)
 	case field == 0:
 		// Subnormal: frac * 2^(emin - mbits), exact in float32 for all targets.
+		// The magnitude is >= 0, so or-ing in the sign also gives -0.
 		v := float32(frac) * float32(math.Ldexp(1, 1-f.bias-int(f.mbits)))
-		if sign != 0 {
-			v = -v
-		}
-		if v == 0 && sign != 0 {
-			return math.Float32frombits(sign)
-		}
-		return v
+		return math.Float32frombits(sign | math.Float32bits(v))
 	default:
 		e := uint32(int(field) - f.bias + 127)
 		return math.Float32frombits(sign | e<<23 | uint32(frac)<<(23-f.mbits))

@@ -78,9 +78,12 @@ finding, not just the first:
                digest; no unlisted, temporary or lock files; every shard's
                header, tables and footer valid
   integrity    every batch block's CRC-32C, shards checked --jobs at a time
-  plan         the plan (OUT/plan.json or --plan) recomputed: each batch's
+  plan         against the plan (OUT/plan.json or --plan): each batch's
                sample ids, count and pads are the plan's for that (epoch,
-               rank); every rank has the plan's number of steps
+               rank); every rank has the plan's number of steps. An epoch
+               whose every rank is present is checked against the epoch
+               digest the plan file records; --recompute-plan (implied by
+               --deep) recomputes every batch from the plan's inputs instead
   source       with --deep[=FRACTION]: source files unchanged since the plan
                (size and footer hash), and for a seeded sample of batches
                (all when the set is at most 1 GiB, else 1 GiB's worth, or

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prepml/prep/gc"
+	"github.com/prepml/prep/internal/launcher"
 )
 
 func init() { subcommands = append(subcommands, newGCCmd) }
@@ -121,5 +122,5 @@ func formatEpochs(e []int) string {
 	if len(e) == 0 {
 		return "none"
 	}
-	return formatRankList(e)
+	return launcher.FormatList(e)
 }

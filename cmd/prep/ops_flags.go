@@ -114,9 +114,6 @@ func writeMetrics(g *globalOptions, o *opsOptions, command, output string, start
 	}
 }
 
-// formatRankList renders ascending integers compactly: [0 1 2 5] is "0-2,5".
-func formatRankList(r []int) string { return launcher.FormatList(r) }
-
 // lockFileName is the output directory's advisory lock, shared by every
 // command that writes a shard set (convert, gc).
 const lockFileName = ".prep.lock"

@@ -3,12 +3,14 @@ package shardfmt
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -325,5 +327,20 @@ func TestIndependentPythonReader(t *testing.T) {
 	out, err = exec.Command(py, "tools/readshard.py", cut).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "expected size 16592 bytes, actual size 12496 bytes") {
 		t.Errorf("readshard.py on a truncated shard: %v\n%s", err, out)
+	}
+	// A NUL byte in a tensor name, checksums resealed: both readers refuse it.
+	nul := slices.Clone(img)
+	nul[HeaderLen+le.Uint64(nul[HeaderLen+tNameOff:])] = 0
+	reseal(nul)
+	if _, err := OpenReaderAt(bytes.NewReader(nul), int64(len(nul)), "nul"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Go reader on a NUL in a name: %v, want ErrCorrupt", err)
+	}
+	path := filepath.Join(t.TempDir(), "nul.shard")
+	if err := os.WriteFile(path, nul, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(py, "tools/readshard.py", path).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "tensor 0 name contains a NUL byte") {
+		t.Errorf("readshard.py on a NUL in a name: %v\n%s", err, out)
 	}
 }

@@ -109,6 +109,7 @@ def read_shard(data):
         check(rank <= 8 and all(d == 0 for d in dims[rank:]) and all(d >= 1 for d in dims[:rank]), "tensor %d shape" % i)
         check(1 <= name_len <= 4096 and name_off >= ntensors * tel and name_off + name_len <= tt_len, "tensor %d name" % i)
         name = tt[name_off:name_off + name_len].decode("utf-8")  # raises on invalid UTF-8
+        check("\x00" not in name, "tensor %d name contains a NUL byte" % i)
         check(name not in seen, "duplicate tensor name")
         seen.add(name)
         want = DTYPES[code][1]

@@ -76,7 +76,7 @@ func (o permOrder) appendRange(lo, hi uint64, dst []uint64) []uint64 {
 }
 
 // blocksOrder is one epoch's order in shuffle mode blocks. Memory: 16 bytes
-// per block plus 56 bytes per window.
+// per block plus 72 bytes per window (a Perm).
 type blocksOrder struct {
 	idx    *sourceIndex
 	k      int

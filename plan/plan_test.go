@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -394,7 +395,7 @@ func TestFingerprints(t *testing.T) {
 		"window":       func(c *Config) { c.Shuffle, c.Window = ShuffleBlocks, 2 },
 		"remainder":    func(c *Config) { c.Remainder = RemainderPad },
 	}
-	for _, name := range slices.Sorted(mapKeys(mutCfg)) {
+	for _, name := range slices.Sorted(maps.Keys(mutCfg)) {
 		c := cfg
 		mutCfg[name](&c)
 		add(name, src, c)
@@ -406,7 +407,7 @@ func TestFingerprints(t *testing.T) {
 		"rowgroups": func(s *Source) { s.Files[0].RowGroups = []int64{5, 10} },
 		"dropfile":  func(s *Source) { s.Files = s.Files[:1] },
 	}
-	for _, name := range slices.Sorted(mapKeys(mutSrc)) {
+	for _, name := range slices.Sorted(maps.Keys(mutSrc)) {
 		s := synthSource([]int64{10, 5}, []int64{7})
 		mutSrc[name](&s)
 		add(name, s, cfg)
@@ -426,16 +427,6 @@ func TestFingerprints(t *testing.T) {
 	}
 	if p.Epochs[1].Digest != base.Epochs[1].Digest {
 		t.Errorf("epoch digest changed")
-	}
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 

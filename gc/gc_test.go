@@ -203,12 +203,19 @@ func TestStrayAfterCrash(t *testing.T) {
 func TestKeepEverythingAndNothing(t *testing.T) {
 	dir := makeSet(t, 2, 1)
 	res, err := Run(dir, Options{KeepFromEpoch: 0})
-	if err != nil || len(res.Removed) != 0 || res.Kept != 2 {
-		t.Fatalf("keep from 0: %+v, %v", res, err)
+	want := &Result{Dir: dir, Removed: []Shard{}, RemovedDirs: []string{}, Kept: 2, KeptEpochs: []int{0, 1}}
+	if err != nil || !reflect.DeepEqual(res, want) {
+		t.Fatalf("keep from 0: %+v, %v\nwant %+v", res, err, want)
 	}
 	res, err = Run(dir, Options{KeepFromEpoch: 9})
-	if err != nil || len(res.Removed) != 2 || res.Kept != 0 || len(res.KeptEpochs) != 0 {
-		t.Fatalf("keep from 9: %+v, %v", res, err)
+	want = &Result{Dir: dir, KeepFromEpoch: 9,
+		Removed: []Shard{
+			{Path: "epoch-00000/rank-00000.shard", Epoch: 0, Rank: 0, Size: 1, Listed: true},
+			{Path: "epoch-00001/rank-00000.shard", Epoch: 1, Rank: 0, Size: 101, Listed: true},
+		},
+		RemovedDirs: []string{"epoch-00000", "epoch-00001"}, FreedBytes: 102, KeptEpochs: []int{}}
+	if err != nil || !reflect.DeepEqual(res, want) {
+		t.Fatalf("keep from 9: %+v, %v\nwant %+v", res, err, want)
 	}
 	if got := listFiles(t, dir); !reflect.DeepEqual(got, []string{"manifest.json"}) {
 		t.Fatalf("files %v", got)

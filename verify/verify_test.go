@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
@@ -91,9 +92,24 @@ func TestCorruption(t *testing.T) {
 			flipByte(t, f.ShardPath(1), off+5)
 			return []string{"batch_checksum " + f.Man.Shards[1].Path + " b2"}
 		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			// Expected: the batch table's CRC; actual: the damaged block's.
+			r, err := shardfmt.Open(f.ShardPath(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			bi, err := r.Batch(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			block, err := r.Block(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, got := fmt.Sprintf("%08x", bi.CRC), fmt.Sprintf("%08x", crc32.Checksum(block, crc32.MakeTable(crc32.Castagnoli)))
 			x := rep.Findings[0]
-			if x.What != "crc32c" || len(x.Expected) != 8 || len(x.Actual) != 8 || x.Expected == x.Actual {
-				t.Errorf("crc finding %+v", x)
+			if x.What != "crc32c" || x.Expected != want || x.Actual != got || want == got {
+				t.Errorf("crc finding %+v, want expected %s actual %s", x, want, got)
 			}
 		}},
 		{name: "truncate a shard", damage: func(t *testing.T, f *verifytest.Fixture) []string {
@@ -189,9 +205,16 @@ func TestCorruption(t *testing.T) {
 			}
 			return want
 		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			// The manifest's edited size against the plan's, and each
+			// shard's own (the plan's) against the manifest's.
+			planned, edited := fmt.Sprint(f.Plan.BatchSize()), fmt.Sprint(f.Plan.BatchSize()+1)
 			for _, x := range rep.Findings {
-				if x.What != "batch size" || x.Actual == x.Expected {
-					t.Errorf("finding %s", x)
+				exp, act := planned, edited
+				if x.Kind == verify.KindShardIdentity {
+					exp, act = edited, planned
+				}
+				if x.What != "batch size" || x.Expected != exp || x.Actual != act {
+					t.Errorf("finding %s, want expected %s actual %s", x, exp, act)
 				}
 			}
 		}},

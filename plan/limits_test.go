@@ -23,11 +23,11 @@ func TestHugeCountsRejectedBeforeAllocation(t *testing.T) {
 		want  string
 	}{
 		{"epochs 1e12", func(c *Config) { c.Epochs = 1_000_000_000_000 }, "epochs", "1000000000000 exceeds the limit of 65536 epochs"},
-		{"epochs max int", func(c *Config) { c.Epochs = math.MaxInt }, "epochs", "exceeds the limit"},
+		{"epochs max int", func(c *Config) { c.Epochs = math.MaxInt }, "epochs", "9223372036854775807 exceeds the limit of 65536 epochs"},
 		{"global batch max int", func(c *Config) { c.GlobalBatch = math.MaxInt }, "global_batch", "9223372036854775807 exceeds the limit of 16777216 samples per step"},
-		{"world size max int", func(c *Config) { c.GlobalBatch, c.WorldSize = 1<<24, math.MaxInt }, "world_size", "exceeds the limit of 1048576 ranks"},
+		{"world size max int", func(c *Config) { c.GlobalBatch, c.WorldSize = 1<<24, math.MaxInt }, "world_size", "9223372036854775807 exceeds the limit of 1048576 ranks"},
 		{"workers 1e12", func(c *Config) { c.Workers = 1_000_000_000_000 }, "workers", "1000000000000 exceeds the limit of 1024 workers"},
-		{"window max int", func(c *Config) { c.Shuffle, c.Window = ShuffleBlocks, math.MaxInt }, "window", "exceeds the limit"},
+		{"window max int", func(c *Config) { c.Shuffle, c.Window = ShuffleBlocks, math.MaxInt }, "window", "9223372036854775807 exceeds the limit of 1073741824 row groups"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := base

@@ -38,8 +38,8 @@ go build ./...
 go build -buildmode=c-shared -o gpuload/capi/libgpuload.so ./gpuload/capi
 
 echo "== CUDA backend tests against the real driver ($PREP_LIBCUDA)"
-go test -count=1 -run 'CUDA' -v ./gpuload/ 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|SKIP' || true
-go test -count=1 -run 'CUDA' ./gpuload/
+# One run: the filtered -v listing, and (pipefail) go test's own status.
+go test -count=1 -run 'CUDA' -v ./gpuload/ 2>&1 | { grep -E '^(=== RUN|--- |ok|FAIL|PASS)|SKIP' || true; }
 
 echo "== throughput (shard set in $dir, ${gib} GiB, device $device)"
 go run ./gpuload/internal/gpubench -dir "$dir" -gib "$gib" -device "$device"

@@ -210,6 +210,9 @@ func TestGoldenVectors(t *testing.T) {
 		if fmt.Sprint(p.Derived) != fmt.Sprint(v.Derived) {
 			t.Errorf("%s: derived %+v, want %+v", v.Name, p.Derived, v.Derived)
 		}
+		if len(v.EpochDigests) != v.Config.Epochs {
+			t.Errorf("%s: %d epoch digests for %d epochs", v.Name, len(v.EpochDigests), v.Config.Epochs)
+		}
 		for e, d := range v.EpochDigests {
 			if p.Epochs[e].Digest != d {
 				t.Errorf("%s: epoch %d digest changed", v.Name, e)
@@ -222,8 +225,8 @@ func TestGoldenVectors(t *testing.T) {
 			}
 		}
 	}
-	if len(g.Plans) < 20 || len(g.Perms) < 20 {
-		t.Errorf("golden file too small: %d plans, %d perms", len(g.Plans), len(g.Perms))
+	if len(g.Plans) != 24 || len(g.Perms) != 26 {
+		t.Errorf("golden file holds %d plans and %d perms, want the 24 and 26 it was written with", len(g.Plans), len(g.Perms))
 	}
 }
 

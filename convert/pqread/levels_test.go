@@ -207,3 +207,34 @@ func TestUnpackLSBWidths(t *testing.T) {
 		}
 	}
 }
+
+// countLevel counts eight levels at a time; every length, position and byte
+// value must give the plain count.
+func TestCountLevel(t *testing.T) {
+	if got := countLevel([]uint8{1, 0, 1, 1, 2, 1, 1, 1, 1, 0, 1}, 1); got != 8 {
+		t.Fatalf("countLevel = %d, want 8", got)
+	}
+	for n := 0; n <= 24; n++ {
+		for _, x := range []uint8{0, 1, 2, 0x7f, 0x80, 0xff} {
+			for _, other := range []uint8{0, 1, 0x80, 0xfe, 0xff} {
+				if other == x {
+					continue
+				}
+				for miss := -1; miss < n; miss++ {
+					v := make([]uint8, n)
+					for i := range v {
+						v[i] = x
+					}
+					want := n
+					if miss >= 0 {
+						v[miss] = other
+						want--
+					}
+					if got := countLevel(v, x); got != want {
+						t.Fatalf("countLevel(%v, %d) = %d, want %d", v, x, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -98,9 +98,11 @@ func TestManifestRoundTrip(t *testing.T) {
 	if len(ents) != 1 {
 		t.Errorf("directory holds %v", ents)
 	}
-	os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"format":"other"}`), 0o644)
-	if _, err := ReadManifest(dir); err == nil {
-		t.Error("foreign manifest format accepted")
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"format":"other"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(dir); !errors.Is(err, ErrManifest) || !strings.Contains(err.Error(), `format "other", want "prep-manifest/v1"`) {
+		t.Errorf("foreign manifest format: %v, want ErrManifest naming both formats", err)
 	}
 }
 

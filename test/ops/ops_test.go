@@ -550,9 +550,6 @@ func TestRanksAutoFromLaunchers(t *testing.T) {
 }
 
 func TestMetricsAndJSONLogs(t *testing.T) {
-	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.Stdout, "--metrics-file") {
-		t.Skip("prep convert has no --metrics-file flag yet (cmd/prep/cmd_convert.go must call addMetricsFlag and writeMetrics)")
-	}
 	d, _, _ := sharedDataset(t)
 	tmp := t.TempDir()
 	out := filepath.Join(tmp, "out")
@@ -696,9 +693,6 @@ func diskFillsDuringRun(t *testing.T, trigger func(out string) bool) {
 func TestCronWrapperEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
-	}
-	if h := prep(t, nil, "convert", "--help"); !strings.Contains(h.Stdout, "--metrics-file") {
-		t.Skip("prep convert has no --metrics-file flag yet")
 	}
 	d, _, _ := sharedDataset(t)
 	tmp := t.TempDir()

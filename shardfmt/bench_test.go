@@ -25,7 +25,7 @@ func buildSparse(tb testing.TB, path string, nb, b int) {
 	blockCRC := crc32c(make([]byte, geo.BlockSize))
 	ids := make([]byte, 8*b)
 	for j := range b {
-		le.PutUint64(ids[8*j:], unusedID)
+		le.PutUint64(ids[8*j:], UnusedSampleID)
 	}
 	idsCRC := crc32c(ids)
 	bt := make([]byte, h.btLen)

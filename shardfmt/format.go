@@ -51,12 +51,11 @@ const (
 	MaxMetaLen     = 1 << 20
 	MaxHeaderLen   = 1 << 16
 	byteOrderMark  = 0x01020304
-	unusedID       = uint64(math.MaxUint64) // sample id stored in unused slots
 )
 
 // UnusedSampleID is the sample id stored for slots [Count, BatchSize) of a
 // batch, which hold no sample.
-const UnusedSampleID uint64 = unusedID
+const UnusedSampleID uint64 = math.MaxUint64
 
 // Header field offsets (v1.0).
 const (

@@ -708,7 +708,7 @@ func (r *Reader) VerifyBatch(k int) (err error) {
 		return err
 	}
 	for j := bi.Count; j < r.geo.BatchSize; j++ {
-		if id := le.Uint64(ids[8*j:]); id != unusedID {
+		if id := le.Uint64(ids[8*j:]); id != UnusedSampleID {
 			off := r.h.idsOff + uint64(k)*r.h.batchSize*8 + uint64(8*j)
 			return ferr(r.path, "sample ids", int64(off), k, ErrCorrupt, "unused slot %d holds id %d", j, id)
 		}

@@ -257,7 +257,7 @@ func (w *Writer) WriteBatch(block []byte, ids []uint64, pads int) error {
 		idb = w.allIDs[uint64(k)*uint64(len(w.ids)):][:len(w.ids)]
 	}
 	for j := range w.geo.BatchSize {
-		id := unusedID
+		id := UnusedSampleID
 		if j < len(ids) {
 			id = ids[j]
 		}

@@ -290,15 +290,10 @@ func (r *chunkReader) dictionaryPage(h *format.PageHeader, body []byte, us int) 
 	return nil
 }
 
-// levels decodes n levels with maximum max from src in the given encoding
+// levelsV1 decodes n levels with maximum max from src in the given encoding
 // (V1: RLE with a 4-byte length prefix, or BIT_PACKED), appends them to
 // *dst and returns the bytes used.
-func (r *chunkReader) levelsV1(dst *[]uint8, src []byte, enc format.Encoding, max, n int, what string) (int, error) {
-	start := len(*dst)
-	*dst = grow(*dst, n)
-	out := (*dst)[start:]
-	bw := bitWidth(max)
-	var used int
+func levelsV1(dst *[]uint8, src []byte, enc format.Encoding, max, n int, what string) (int, error) {
 	switch enc {
 	case format.RLE:
 		if len(src) < 4 {
@@ -308,20 +303,30 @@ func (r *chunkReader) levelsV1(dst *[]uint8, src []byte, enc format.Encoding, ma
 		if ln > int64(len(src)-4) {
 			return 0, corruptf("%s levels: length %d exceeds the %d bytes left", what, ln, len(src)-4)
 		}
-		if _, err := decodeHybrid(out, src[4:4+ln], bw); err != nil {
-			return 0, corruptf("%s levels: %v", what, err)
-		}
-		used = 4 + int(ln)
+		return 4 + int(ln), levelsHybrid(dst, src[4:4+ln], max, n, what)
 	case format.BitPacked:
-		u, err := decodeBitPackedLevels(out, src, bw)
+		start := len(*dst)
+		*dst = grow(*dst, n)
+		out := (*dst)[start:]
+		used, err := decodeBitPackedLevels(out, src, bitWidth(max))
 		if err != nil {
 			return 0, corruptf("%s levels: %v", what, err)
 		}
-		used = u
-	default:
-		return 0, unsupportedf("unsupported %s level encoding %s", what, enc)
+		return used, checkLevels(out, max, what)
 	}
-	return used, checkLevels(out, max, what)
+	return 0, unsupportedf("unsupported %s level encoding %s", what, enc)
+}
+
+// levelsHybrid decodes n RLE/bit-packed hybrid levels with maximum max from
+// src (no length prefix), appends them to *dst and checks them.
+func levelsHybrid(dst *[]uint8, src []byte, max, n int, what string) error {
+	start := len(*dst)
+	*dst = grow(*dst, n)
+	out := (*dst)[start:]
+	if _, err := decodeHybrid(out, src, bitWidth(max)); err != nil {
+		return corruptf("%s levels: %v", what, err)
+	}
+	return checkLevels(out, max, what)
 }
 
 func checkLevels(lv []uint8, max int, what string) error {
@@ -353,14 +358,14 @@ func (r *chunkReader) dataPageV1(h *format.PageHeader, body []byte, us int) erro
 	}
 	p := 0
 	if r.maxRep > 0 {
-		u, err := r.levelsV1(&r.reps, raw, dh.RepetitionLevelEncoding, r.maxRep, n, "repetition")
+		u, err := levelsV1(&r.reps, raw, dh.RepetitionLevelEncoding, r.maxRep, n, "repetition")
 		if err != nil {
 			return err
 		}
 		p += u
 	}
 	if r.maxDef > 0 {
-		u, err := r.levelsV1(&r.defs, raw[p:], dh.DefinitionLevelEncoding, r.maxDef, n, "definition")
+		u, err := levelsV1(&r.defs, raw[p:], dh.DefinitionLevelEncoding, r.maxDef, n, "definition")
 		if err != nil {
 			return err
 		}
@@ -383,22 +388,12 @@ func (r *chunkReader) dataPageV2(h *format.PageHeader, body []byte, us int) erro
 		return corruptf("level lengths %d+%d do not fit a page of %d bytes", rl, dl, len(body))
 	}
 	if r.maxRep > 0 {
-		start := len(r.reps)
-		r.reps = grow(r.reps, n)
-		if _, err := decodeHybrid(r.reps[start:], body[:rl], bitWidth(r.maxRep)); err != nil {
-			return corruptf("repetition levels: %v", err)
-		}
-		if err := checkLevels(r.reps[start:], r.maxRep, "repetition"); err != nil {
+		if err := levelsHybrid(&r.reps, body[:rl], r.maxRep, n, "repetition"); err != nil {
 			return err
 		}
 	}
 	if r.maxDef > 0 {
-		start := len(r.defs)
-		r.defs = grow(r.defs, n)
-		if _, err := decodeHybrid(r.defs[start:], body[rl:rl+dl], bitWidth(r.maxDef)); err != nil {
-			return corruptf("definition levels: %v", err)
-		}
-		if err := checkLevels(r.defs[start:], r.maxDef, "definition"); err != nil {
+		if err := levelsHybrid(&r.defs, body[rl:rl+dl], r.maxDef, n, "definition"); err != nil {
 			return err
 		}
 	}
@@ -411,8 +406,6 @@ func (r *chunkReader) dataPageV2(h *format.PageHeader, body []byte, us int) erro
 		if ok, err := r.directPlain(dh.Encoding, n, us-rl-dl, src); ok {
 			return err
 		}
-	}
-	if compressed {
 		raw, err := decompress(r.codec, &r.out, src, us-rl-dl)
 		if err != nil {
 			return err

@@ -163,7 +163,8 @@ func TestInspectCommand(t *testing.T) {
 	}
 	s := in.Shard
 	if in.Kind != "shard" || s.Size != f.Man.Shards[1].Size || s.NumBatches != 4 || s.BatchSize != 2 ||
-		len(s.Tensors) != 2 || s.Tensors[0].SampleBytes != 12 || s.Tensors[1].SampleBytes != 8 || s.Provenance.Rank != 1 {
+		len(s.Tensors) != 2 || s.Tensors[0].SampleBytes != 12 || s.Tensors[1].SampleBytes != 8 ||
+		len(s.Batches) != 4 || s.Provenance.Epoch != 0 || s.Provenance.Rank != 1 {
 		t.Errorf("shard view %+v", in)
 	}
 	var end uint64

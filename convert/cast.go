@@ -191,41 +191,31 @@ func (e encoder) putFloat(dst []byte, x float64) error {
 	case shardfmt.F32:
 		binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(x)))
 		return nil
-	case shardfmt.F16:
-		h, ov := shardfmt.F64ToF16(x)
+	case shardfmt.F16, shardfmt.BF16, shardfmt.F8_E4M3, shardfmt.F8_E5M2:
+		var v uint16 // an F8 in the low byte
+		var ov bool
+		switch e.dt {
+		case shardfmt.F16:
+			v, ov = shardfmt.F64ToF16(x)
+		case shardfmt.BF16:
+			v, ov = shardfmt.F64ToBF16(x)
+		case shardfmt.F8_E4M3:
+			b, o := shardfmt.F64ToF8E4M3(x)
+			v, ov = uint16(b), o
+		default:
+			b, o := shardfmt.F64ToF8E5M2(x)
+			v, ov = uint16(b), o
+		}
 		if ov {
 			if err := e.overflow(x); err != nil {
 				return err
 			}
 		}
-		binary.LittleEndian.PutUint16(dst, h)
-		return nil
-	case shardfmt.BF16:
-		h, ov := shardfmt.F64ToBF16(x)
-		if ov {
-			if err := e.overflow(x); err != nil {
-				return err
-			}
+		if e.size == 1 {
+			dst[0] = byte(v)
+		} else {
+			binary.LittleEndian.PutUint16(dst, v)
 		}
-		binary.LittleEndian.PutUint16(dst, h)
-		return nil
-	case shardfmt.F8_E4M3:
-		v, ov := shardfmt.F64ToF8E4M3(x)
-		if ov {
-			if err := e.overflow(x); err != nil {
-				return err
-			}
-		}
-		dst[0] = v
-		return nil
-	case shardfmt.F8_E5M2:
-		v, ov := shardfmt.F64ToF8E5M2(x)
-		if ov {
-			if err := e.overflow(x); err != nil {
-				return err
-			}
-		}
-		dst[0] = v
 		return nil
 	}
 	if math.IsNaN(x) || math.IsInf(x, 0) {

@@ -47,6 +47,10 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Colum
 	base := Error{File: f.path, Column: col.Name, RowGroup: rowGroup, Page: -1, Row: -1, Offset: -1}
 	fail := func(err error) (*Column, error) {
 		e := base
+		var re *rowError
+		if errors.As(err, &re) {
+			e.Row = re.row
+		}
 		e.Err = err
 		return nil, &e
 	}
@@ -97,7 +101,7 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Colum
 	} else {
 		buf := getBuf(int(n))
 		defer putBuf(buf)
-		if _, err := fd.ReadAt(*buf, start); err != nil && !(err == io.EOF) {
+		if _, err := fd.ReadAt(*buf, start); err != nil && err != io.EOF {
 			return fail(fmt.Errorf("reading column chunk: %w", err))
 		}
 		src = *buf
@@ -118,25 +122,12 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Colum
 		}
 	}()
 	if err := r.read(src); err != nil {
-		e := base
-		e.Page, e.Offset = r.page, r.pageOff
-		var re *rowError
-		if errors.As(err, &re) {
-			e.Row = re.row
-		}
-		e.Err = err
-		return nil, &e
+		base.Page, base.Offset = r.page, r.pageOff
+		return fail(err)
 	}
 	*out = r.out
-	c, err = r.assemble()
-	if err != nil {
-		e := base
-		var re *rowError
-		if errors.As(err, &re) {
-			e.Row = re.row
-		}
-		e.Err = err
-		return nil, &e
+	if c, err = r.assemble(); err != nil {
+		return fail(err)
 	}
 	return c, nil
 }

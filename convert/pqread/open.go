@@ -91,14 +91,12 @@ func Open(path string, lim Limits) (*File, error) {
 		return fail(fmt.Errorf("reading footer: %w", err))
 	}
 	buf, err = checkThrift(buf)
+	if err == nil {
+		f.meta, err = decodeFooter(&f.dec, buf)
+	}
 	if err != nil {
 		return fail(&Error{File: path, RowGroup: -1, Page: -1, Row: -1, Offset: f.dataEnd, Err: corruptf("decoding footer: %v", err)})
 	}
-	meta, err := decodeFooter(&f.dec, buf)
-	if err != nil {
-		return fail(&Error{File: path, RowGroup: -1, Page: -1, Row: -1, Offset: f.dataEnd, Err: corruptf("decoding footer: %v", err)})
-	}
-	f.meta = meta
 	if err := f.validate(); err != nil {
 		return fail(err)
 	}

@@ -183,20 +183,17 @@ func jsonInt(t testing.TB, v any) int64 {
 // caseRun is one user session over a case: a private source folder holding
 // copies of the case's files, a plan, and output folders.
 type caseRun struct {
-	t             *testing.T
-	c             *fieldCase
-	dir, src      string
-	plan          string
-	specDir       string // testdata/<case folder>/ in this package
-	convertExtra  []string
-	planSucceeded bool
+	t        *testing.T
+	dir, src string
+	plan     string
+	specDir  string // testdata/<case folder>/ in this package
 }
 
 // newRun copies the named files of case c into a fresh source folder.
 func newRun(t *testing.T, c *fieldCase, files ...string) *caseRun {
 	t.Helper()
 	dir := t.TempDir()
-	r := &caseRun{t: t, c: c, dir: dir, src: filepath.Join(dir, "src"), plan: filepath.Join(dir, "plan.json"),
+	r := &caseRun{t: t, dir: dir, src: filepath.Join(dir, "src"), plan: filepath.Join(dir, "plan.json"),
 		specDir: filepath.Join("testdata", filepath.Base(c.dir))}
 	if err := os.Mkdir(r.src, 0o755); err != nil {
 		t.Fatal(err)

@@ -20,8 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/prepml/prep/shardfmt"
 )
 
 // Shuffle is a shuffle mode (PLAN.md §Shuffle modes).
@@ -307,8 +308,9 @@ func (p *Plan) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Save writes the plan file atomically: a temporary file in the same
-// directory, fsync, rename over path, fsync of the directory. It refuses an
+// Save writes the plan file atomically, mode 0644, with
+// shardfmt.WriteFileAtomic: a temporary file in the same directory, fsync,
+// rename over path, fsync of the directory. It refuses an
 // empty path and a path that exists but is not a regular file (a directory,
 // a device such as /dev/stdout or /dev/full, a FIFO), which the rename would
 // otherwise replace; the error wraps ErrConfig inside an *Error naming path.
@@ -323,29 +325,8 @@ func (p *Plan) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("saving plan: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	if err := shardfmt.WriteFileAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("saving plan %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving plan %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving plan %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("saving plan %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -58,4 +58,10 @@ func TestSaveRefusesNonRegularTarget(t *testing.T) {
 	if q, err := Load(reg); err != nil || q.Fingerprint != p.Fingerprint {
 		t.Errorf("Load after Save = %v, %v", q, err)
 	}
+	// Mode 0644, as convert writes its copy of the plan (not CreateTemp's 0600).
+	if fi, err := os.Stat(reg); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o644 {
+		t.Errorf("saved plan file has mode %v, want 0644", fi.Mode().Perm())
+	}
 }

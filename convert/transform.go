@@ -455,19 +455,13 @@ func stridedCopy[T int32 | int64 | float32 | float64](dst []byte, stride int, v 
 // at dst[(i-lo)*stride:]. On failure it returns the index of the bad value.
 func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cls srcClass, scale int, lo, hi int) (int, error) {
 	e := tp.enc
-	es := tp.es
 	if lo >= hi {
 		return 0, nil
 	}
-	contiguous := stride == es && nativeLE
 	switch cls {
 	case clsF32:
 		v := col.Float32
 		if e.dt == shardfmt.F32 {
-			if contiguous {
-				copy(dst, asBytes(v[lo:hi]))
-				return 0, nil
-			}
 			if nativeLE {
 				stridedCopy(dst, stride, v[lo:hi])
 				return 0, nil
@@ -485,10 +479,6 @@ func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cl
 	case clsF64:
 		v := col.Float64
 		if e.dt == shardfmt.F64 {
-			if contiguous {
-				copy(dst, asBytes(v[lo:hi]))
-				return 0, nil
-			}
 			if nativeLE {
 				stridedCopy(dst, stride, v[lo:hi])
 				return 0, nil

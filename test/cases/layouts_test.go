@@ -86,7 +86,6 @@ func TestListLayoutsOfOlderWriters(t *testing.T) {
 				t.Fatalf("schema without LIST annotation:\n%s", got)
 			}
 			r := newRun(t, c)
-			r.specDir = filepath.Join("testdata", "B04-list-layouts")
 			if err := os.WriteFile(filepath.Join(r.src, "emb.parquet"), buf.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -14,9 +14,9 @@ var (
 	// that has none.
 	ErrConfig = errors.New("invalid plan configuration")
 
-	// ErrRange is returned when an epoch, rank, worker, step or sample id
-	// lies outside the plan ([0, Epochs), [0, WorldSize), [0, Workers),
-	// [0, Steps), [0, N)).
+	// ErrRange is returned when an epoch, rank, step or sample id lies
+	// outside the plan ([0, Epochs), [0, WorldSize), [0, Steps), [0, N)).
+	// (WorkerSteps returns nil for a worker outside [0, Workers).)
 	ErrRange = errors.New("out of range")
 
 	// ErrFormat is returned by Load when a plan file is not valid
@@ -25,7 +25,8 @@ var (
 	ErrFormat = errors.New("bad plan file")
 
 	// ErrMismatch is returned by Resume when a cursor was made for a
-	// different order (its fingerprint differs) or points past the plan.
+	// different order (its fingerprint differs). A cursor at or past the
+	// end of the plan is not an error: Resume reports it as done.
 	ErrMismatch = errors.New("cursor does not match plan")
 )
 

@@ -129,15 +129,10 @@ func repetition(el *format.SchemaElement) string {
 	if !ok {
 		return "REQUIRED"
 	}
-	switch r {
-	case format.Required:
-		return "REQUIRED"
-	case format.Optional:
-		return "OPTIONAL"
-	case format.Repeated:
-		return "REPEATED"
+	if r < format.Required || r > format.Repeated {
+		return fmt.Sprintf("REPETITION(%d)", int(r))
 	}
-	return fmt.Sprintf("REPETITION(%d)", int(r))
+	return r.String()
 }
 
 func repOf(el *format.SchemaElement) format.FieldRepetitionType {
@@ -172,25 +167,10 @@ func groupAnnotation(el *format.SchemaElement) string {
 }
 
 func physicalName(t format.Type) string {
-	switch t {
-	case format.Boolean:
-		return "BOOLEAN"
-	case format.Int32:
-		return "INT32"
-	case format.Int64:
-		return "INT64"
-	case format.Int96:
-		return "INT96"
-	case format.Float:
-		return "FLOAT"
-	case format.Double:
-		return "DOUBLE"
-	case format.ByteArray:
-		return "BYTE_ARRAY"
-	case format.FixedLenByteArray:
-		return "FIXED_LEN_BYTE_ARRAY"
+	if kindOf(t) == 0 {
+		return fmt.Sprintf("TYPE(%d)", int(t))
 	}
-	return fmt.Sprintf("TYPE(%d)", int(t))
+	return t.String()
 }
 
 func kindOf(t format.Type) Kind {

@@ -44,11 +44,11 @@ func TestDTypeJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.DType != BF16 {
 		t.Errorf("Unmarshal = %+v, %v", back, err)
 	}
-	if err := json.Unmarshal([]byte(`{"dtype":"bf16"}`), &back); err == nil {
-		t.Error("lower-case dtype name accepted")
+	if err := json.Unmarshal([]byte(`{"dtype":"bf16"}`), &back); err == nil || !strings.Contains(err.Error(), `unknown dtype "bf16"`) {
+		t.Errorf("lower-case dtype name: %v, want unknown dtype \"bf16\"", err)
 	}
-	if _, err := json.Marshal(TensorInfo{DType: 99}); err == nil {
-		t.Error("invalid dtype marshalled")
+	if _, err := json.Marshal(TensorInfo{DType: 99}); err == nil || !strings.Contains(err.Error(), "invalid dtype code 99") {
+		t.Errorf("invalid dtype marshalled: %v, want invalid dtype code 99", err)
 	}
 }
 

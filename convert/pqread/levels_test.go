@@ -28,9 +28,17 @@ func TestLevelEncodingsSpecVectors(t *testing.T) {
 	if err != nil || n != 5 || lv[0] != 5 || lv[299] != 5 || lv[300] != 0 || lv[301] != 1 {
 		t.Fatalf("runs: %v... %d %v", lv[295:], n, err)
 	}
-	for _, bad := range [][]byte{{}, {0x06}, {0x03}, {0x02, 0x08}} {
-		if _, err := decodeHybrid(make([]uint8, 2), bad, 3); err == nil {
-			t.Fatalf("decodeHybrid(%x) did not fail", bad)
+	for _, bad := range []struct {
+		src  []byte
+		want string
+	}{
+		{[]byte{}, "run header at byte 0: 0 of 2 values decoded"},
+		{[]byte{0x06}, "repeated run needs 1 bytes, 0 left"},
+		{[]byte{0x03}, "bit-packed run needs 1 bytes, 0 left"},
+		{[]byte{0x02, 0x08}, "repeated value 8 wider than 3 bits"},
+	} {
+		if _, err := decodeHybrid(make([]uint8, 2), bad.src, 3); err == nil || err.Error() != bad.want {
+			t.Fatalf("decodeHybrid(%x) error %v, want %q", bad.src, err, bad.want)
 		}
 	}
 }
@@ -47,13 +55,13 @@ func TestDeltaDecodeHandVectors(t *testing.T) {
 		t.Fatalf("got %v n %d err %v", got, n, err)
 	}
 	// Header value count must match the page's; widths above 64 fail.
-	if _, _, err := deltaDecode(nil, src, 9, 64); err == nil {
-		t.Fatal("count mismatch accepted")
+	if _, _, err := deltaDecode(nil, src, 9, 64); err == nil || err.Error() != "delta header holds 8 values, the page needs 9" {
+		t.Fatalf("count mismatch: error %v", err)
 	}
 	wide := append([]byte{}, src...)
 	wide[6] = 65
-	if _, _, err := deltaDecode(nil, wide, 8, 64); err == nil {
-		t.Fatal("width 65 accepted")
+	if _, _, err := deltaDecode(nil, wide, 8, 64); err == nil || err.Error() != "delta miniblock bit width 65 exceeds 64" {
+		t.Fatalf("width 65: error %v", err)
 	}
 	// INT32 wraps: 2^31-1 then -2^31 is a delta of 1 modulo 2^32.
 	w32 := []byte{0x80, 0x01, 0x04, 0x02, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0x02, 0, 0, 0, 0}

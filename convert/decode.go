@@ -55,12 +55,11 @@ type decoder struct {
 	out         *os.File // staging file behind bufs.data; nil: write bufs.data directly
 	jobs        int
 	memoryLimit int64
-	progress    func(rows, bytes int64) // serialised by the decoder
+	progress    func(rows int64) // rows assembled; serialised by the decoder
 
 	groups           []*rowGroupJob
 	rowGroupsRead    int
 	rowGroupsSkipped int
-	rowsDecoded      int64
 }
 
 // errSkipped marks a column chunk not decoded because the run was already
@@ -162,7 +161,6 @@ func (d *decoder) run(ctx context.Context) error {
 		mu.Unlock()
 	}
 	var progMu sync.Mutex
-	var rowsDone atomic.Int64
 
 	ch := make(chan decodeTask, 64)
 	var wg sync.WaitGroup
@@ -197,14 +195,13 @@ func (d *decoder) run(ctx context.Context) error {
 					fail(seq, err)
 					continue
 				}
-				var n int64
-				for _, r := range g.runs {
-					n += int64(r.hi - r.lo)
-				}
-				rowsDone.Add(n)
 				if d.progress != nil {
+					var n int64
+					for _, r := range g.runs {
+						n += int64(r.hi - r.lo)
+					}
 					progMu.Lock()
-					d.progress(n, 0)
+					d.progress(n)
 					progMu.Unlock()
 				}
 			}
@@ -230,7 +227,6 @@ func (d *decoder) run(ctx context.Context) error {
 	}
 	close(ch)
 	wg.Wait()
-	d.rowsDecoded = rowsDone.Load()
 	if firstErr != nil {
 		return firstErr
 	}

@@ -183,7 +183,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	stopSampler := sampleHeap(&sum.PeakHeapBytes)
 	defer stopSampler()
 	r := &runner{o: o, p: p, spec: spec, files: files, plans: plans, tensors: tensors, geo: geo, prov: prov,
-		log: log, sum: sum, created: created}
+		log: log, sum: sum}
 	err = r.run(ctx, epochs, ranks)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -257,7 +257,6 @@ type runner struct {
 	prov    shardfmt.Provenance
 	log     *slog.Logger
 	sum     *Summary
-	created bool
 
 	mu          sync.Mutex
 	manifest    *shardfmt.Manifest
@@ -408,7 +407,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	}
 	staged := newRecords(r.tensors, st.data)
 	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
-		progress: func(rows, bytes int64) { r.progress(StageDecode, rows, bytes) }}
+		progress: func(rows int64) { r.progress(StageDecode, rows, 0) }}
 	if st.file != nil {
 		dec.out = st.file
 	}

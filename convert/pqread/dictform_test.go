@@ -3,6 +3,7 @@ package pqread
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -24,8 +25,8 @@ func dictValue(c *Column, k int) ([]byte, bool) {
 
 // TestReadColumnDict reads dictionary-encoded string columns (required, and
 // optional with nulls; several pages per chunk) with ReadColumnDict and
-// checks the dictionary form holds exactly the values ReadColumn copies out,
-// slot by slot; a PLAIN string column comes back in ReadColumn's form.
+// checks the dictionary form holds exactly the values ReadColumn copies out
+// and the test wrote, slot by slot; a PLAIN string column comes back in ReadColumn's form.
 func TestReadColumnDict(t *testing.T) {
 	type row struct {
 		Req   string  `parquet:"req,dict"`
@@ -44,7 +45,21 @@ func TestReadColumnDict(t *testing.T) {
 	path := writeParquet(t, rows, parquet.PageBufferSize(1024), parquet.MaxRowsPerRowGroup(2000))
 	f := mustOpen(t, path)
 	defer f.Close()
-	for rg := range f.RowGroups() {
+	// written returns the value the test wrote at row i of column name.
+	written := func(name string, i int) ([]byte, bool) {
+		switch name {
+		case "req":
+			return []byte(rows[i].Req), true
+		case "opt":
+			if rows[i].Opt == nil {
+				return nil, false
+			}
+			return []byte(*rows[i].Opt), true
+		}
+		return []byte(rows[i].Plain), true
+	}
+	first := 0
+	for rg, n := range f.RowGroups() {
 		for _, ci := range f.Columns() {
 			want, err := f.ReadColumn(rg, ci)
 			if err != nil {
@@ -55,25 +70,30 @@ func TestReadColumnDict(t *testing.T) {
 				t.Fatal(err)
 			}
 			if ci.Name == "plain" {
-				if got.DictIndex != nil || !bytes.Equal(got.Data, want.Data) {
+				if got.DictIndex != nil || !bytes.Equal(got.Data, want.Data) || !slices.Equal(got.ByteOffsets, want.ByteOffsets) {
 					t.Fatalf("rg %d plain: dictionary form %v, or data differs", rg, got.DictIndex != nil)
 				}
-				continue
-			}
-			if got.DictIndex == nil || got.Data != nil || got.ByteOffsets != nil {
+			} else if got.DictIndex == nil || got.Data != nil || got.ByteOffsets != nil {
 				t.Fatalf("rg %d %s: not in dictionary form (index %v, data %v)", rg, ci.Name, got.DictIndex != nil, got.Data != nil)
+			} else if len(got.DictIndex) != int(n) {
+				t.Fatalf("rg %d %s: %d indices, want %d", rg, ci.Name, len(got.DictIndex), n)
 			}
-			if got.Rows != want.Rows || len(got.DictIndex) != want.Rows || (got.RowValid == nil) != (want.RowValid == nil) {
-				t.Fatalf("rg %d %s: %d rows, %d indices, nulls %v; want %d rows, nulls %v", rg, ci.Name, got.Rows, len(got.DictIndex), got.RowValid != nil, want.Rows, want.RowValid != nil)
+			if got.Rows != int(n) || want.Rows != int(n) || (got.RowValid == nil) != (want.RowValid == nil) {
+				t.Fatalf("rg %d %s: %d rows, nulls %v; ReadColumn %d rows, nulls %v; want %d rows", rg, ci.Name, got.Rows, got.RowValid != nil, want.Rows, want.RowValid != nil, n)
 			}
-			for k := 0; k < want.Rows; k++ {
+			for k := 0; k < int(n); k++ {
 				g, gok := dictValue(got, k)
-				w, wok := dictValue(want, k)
-				if gok != wok || !bytes.Equal(g, w) {
-					t.Fatalf("rg %d %s slot %d: %q (%v), want %q (%v)", rg, ci.Name, k, g, gok, w, wok)
+				r, rok := dictValue(want, k)
+				w, wok := written(ci.Name, first+k)
+				if gok != wok || !bytes.Equal(g, w) || rok != wok || !bytes.Equal(r, w) {
+					t.Fatalf("rg %d %s slot %d: ReadColumnDict %q (%v), ReadColumn %q (%v), want %q (%v)", rg, ci.Name, k, g, gok, r, rok, w, wok)
 				}
 			}
 		}
+		first += int(n)
+	}
+	if first != len(rows) {
+		t.Fatalf("row groups hold %d rows, wrote %d", first, len(rows))
 	}
 }
 

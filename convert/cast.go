@@ -286,26 +286,16 @@ func (e encoder) putBig(dst []byte, r *big.Rat) error {
 	return valueErrorf("decimal %s out of range for %s", n.String(), e.dt)
 }
 
-var pow10f64 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// DecimalToF64 returns the float64 nearest (ties to even) to unscaled/10^scale.
-// When |unscaled| < 2^53 and scale <= 22 both operands are exact doubles and
-// one IEEE division is correctly rounded; otherwise it uses exact rationals.
-func DecimalToF64(unscaled int64, scale int) float64 {
-	if scale >= 0 && scale < len(pow10f64) && unscaled > -(1<<53) && unscaled < 1<<53 {
-		return float64(unscaled) / pow10f64[scale]
-	}
-	f, _ := decimalRat(big.NewInt(unscaled), scale).Float64()
-	return f
-}
+// pow10f32 holds the powers of ten that are exact in float32 (10^0 .. 10^10).
+var pow10f32 = [...]float32{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10}
 
 // DecimalToF32 returns the float32 nearest (ties to even) to
-// unscaled/10^scale, rounded once from the exact value.
+// unscaled/10^scale, rounded once from the exact value (the float32
+// counterpart of pqread.DecimalInt64ToFloat64).
 func DecimalToF32(unscaled int64, scale int) float32 {
-	if scale >= 0 && scale <= 10 && unscaled > -(1<<24) && unscaled < 1<<24 {
+	if scale >= 0 && scale < len(pow10f32) && unscaled > -(1<<24) && unscaled < 1<<24 {
 		// 10^s = 2^s * 5^s with 5^10 < 2^24: both operands exact float32.
-		return float32(unscaled) / float32(pow10f64[scale])
+		return float32(unscaled) / pow10f32[scale]
 	}
 	f, _ := decimalRat(big.NewInt(unscaled), scale).Float32()
 	return f

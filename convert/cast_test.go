@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/prepml/prep/convert/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -227,8 +228,8 @@ func TestDecimal(t *testing.T) {
 		{-1234567, 2, -12345.67}, {-1, 2, -0.01}, {1, 2, 0.01}, {0, 2, 0}, {123456789, 2, 1234567.89},
 		{1, 30, 1e-30}, {-(1 << 60), 3, -1152921504606846.976}, {7, -2, 700},
 	} {
-		if got := DecimalToF64(c.unscaled, c.scale); got != c.want {
-			t.Errorf("DecimalToF64(%d, %d) = %v, want %v", c.unscaled, c.scale, got, c.want)
+		if got := pqread.DecimalInt64ToFloat64(c.unscaled, c.scale); got != c.want {
+			t.Errorf("DecimalInt64ToFloat64(%d, %d) = %v, want %v", c.unscaled, c.scale, got, c.want)
 		}
 		want32, _ := strconv.ParseFloat(decimalRat(big.NewInt(c.unscaled), c.scale).FloatString(40), 32)
 		if got := DecimalToF32(c.unscaled, c.scale); got != float32(want32) {

@@ -26,7 +26,8 @@ func dictValue(c *Column, k int) ([]byte, bool) {
 // TestReadColumnDict reads dictionary-encoded string columns (required, and
 // optional with nulls; several pages per chunk) with ReadColumnDict and
 // checks the dictionary form holds exactly the values ReadColumn copies out
-// and the test wrote, slot by slot; a PLAIN string column comes back in ReadColumn's form.
+// and the test wrote, slot by slot; a PLAIN string column comes back in
+// ReadColumn's form.
 func TestReadColumnDict(t *testing.T) {
 	type row struct {
 		Req   string  `parquet:"req,dict"`

@@ -57,8 +57,8 @@ func TestGatherMatchesPlainCopy(t *testing.T) {
 			t.Errorf("ids %v: block differs from a plain copy", ids)
 		}
 	}
-	if err := ga.gather(make([]byte, geo.BlockSize), []uint64{1}); err == nil {
-		t.Errorf("an id outside the staged set was gathered")
+	if err := ga.gather(make([]byte, geo.BlockSize), []uint64{1}); err == nil || err.Error() != "internal: sample 1 is not staged" {
+		t.Errorf("gathering an id outside the staged set: %v, want internal: sample 1 is not staged", err)
 	}
 }
 

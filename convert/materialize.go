@@ -41,11 +41,7 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, f := range files {
-			f.pq.Close()
-		}
-	}()
+	defer closeSources(files)
 	tensors := outputs(plans)
 	set := newIDSet(p.NumSamples())
 	for _, id := range ids {

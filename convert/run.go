@@ -141,11 +141,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, f := range files {
-			f.pq.Close()
-		}
-	}()
+	defer closeSources(files)
 	tensors := outputs(plans)
 	geo, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
 	if err != nil {

@@ -107,11 +107,7 @@ type sourceFile struct {
 // file is closed.
 func openSources(ctx context.Context, p *plan.Plan, lim pqread.Limits) ([]*sourceFile, error) {
 	var out []*sourceFile
-	closeAll := func() {
-		for _, f := range out {
-			f.pq.Close()
-		}
-	}
+	closeAll := func() { closeSources(out) }
 	var start uint64
 	for _, m := range p.Source.Files {
 		if err := ctx.Err(); err != nil {
@@ -141,6 +137,13 @@ func openSources(ctx context.Context, p *plan.Plan, lim pqread.Limits) ([]*sourc
 	return out, nil
 }
 
+// closeSources closes the pqread files of files.
+func closeSources(files []*sourceFile) {
+	for _, f := range files {
+		f.pq.Close()
+	}
+}
+
 // openForSpec opens and checks p's sources (openSources) and compiles spec
 // against their schemas. The spec's max_value_bytes become the files'
 // pqread.Limits.MaxValueBytes (valueLimit), so an oversized BYTE_ARRAY value
@@ -152,11 +155,7 @@ func openForSpec(ctx context.Context, p *plan.Plan, spec *Spec, lim pqread.Limit
 	if err != nil {
 		return nil, nil, err
 	}
-	closeAll := func() {
-		for _, f := range files {
-			f.pq.Close()
-		}
-	}
+	closeAll := func() { closeSources(files) }
 	plans, err := compileSpec(spec, schemas(files))
 	if err != nil {
 		closeAll()

@@ -63,7 +63,7 @@ func ratFloat(n *big.Int, scale int) float64 {
 	digits := n.BitLen()*30103/100000 + 1
 	if e := digits - scale; e < -400 {
 		return math.Copysign(0, float64(n.Sign()))
-	} else if e-digits > 400 || e > 400 {
+	} else if e > 400 {
 		return math.Inf(n.Sign())
 	}
 	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(scale))), nil)

@@ -295,10 +295,9 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	// Leftovers of killed runs: staging and temporary shard/manifest files.
 	os.RemoveAll(filepath.Join(out, TempDirName))
 	for _, pat := range []string{"epoch-*/*.tmp-*", shardfmt.ManifestName + ".tmp-*", PlanFileName + ".tmp-*"} {
-		if m, _ := filepath.Glob(filepath.Join(out, pat)); m != nil {
-			for _, f := range m {
-				os.Remove(f)
-			}
+		m, _ := filepath.Glob(filepath.Join(out, pat))
+		for _, f := range m {
+			os.Remove(f)
 		}
 	}
 
@@ -402,11 +401,8 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
 	staged := newRecords(r.tensors, st.data)
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, out: st.file, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
 		progress: func(rows int64) { r.progress(StageDecode, rows, 0) }}
-	if st.file != nil {
-		dec.out = st.file
-	}
 	if err := dec.run(ctx); err != nil {
 		return err
 	}
@@ -741,10 +737,9 @@ var removeFile = os.Remove
 // removeEmptyDirs removes the epoch directories under out that are empty,
 // then out itself if empty.
 func removeEmptyDirs(out string) {
-	if m, _ := filepath.Glob(filepath.Join(out, "epoch-*")); m != nil {
-		for _, d := range m {
-			os.Remove(d) // fails unless empty
-		}
+	m, _ := filepath.Glob(filepath.Join(out, "epoch-*"))
+	for _, d := range m {
+		os.Remove(d) // fails unless empty
 	}
 	os.Remove(out)
 }

@@ -278,8 +278,8 @@ func TestBytesPolicies(t *testing.T) {
 	// B21: a max value size names row and length.
 	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64", MaxValueBytes: 5,
 		Bytes: &BytesPolicy{Mode: "hash", Buckets: 7}, Nulls: &NullPolicy{Fill: mustNum("0")}}, sch, c)
-	if err == nil || !strings.Contains(err.Error(), "row 1: value is 6 bytes long") {
-		t.Errorf("max value: %v", err)
+	if want := `s.parquet: column "text", row group 0, row 1: value is 6 bytes long, more than max_value_bytes 5`; err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("max value: %v\nwant %s", err, want)
 	}
 }
 
@@ -451,12 +451,12 @@ func TestBytesHashDictForm(t *testing.T) {
 	}
 	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64", MaxValueBytes: 5,
 		Bytes: &BytesPolicy{Mode: "hash", Buckets: 7}, Nulls: &NullPolicy{Fill: mustNum("0")}}, sch, c)
-	if err == nil || !strings.Contains(err.Error(), "row 1: value is 6 bytes long") {
-		t.Errorf("max value: %v", err)
+	if want := `s.parquet: column "text", row group 0, row 1: value is 6 bytes long, more than max_value_bytes 5`; err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("max value: %v\nwant %s", err, want)
 	}
 	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64",
 		Bytes: &BytesPolicy{Mode: "hash", Buckets: 7}}, sch, c)
-	if err == nil || !strings.Contains(err.Error(), "row 2: null value") {
-		t.Errorf("null without fill: %v", err)
+	if want := `s.parquet: column "text", row group 0, row 2: null value (1 nulls in this column chunk; set nulls.fill to replace them)`; err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("null without fill: %v\nwant %s", err, want)
 	}
 }

@@ -263,15 +263,20 @@ func TestDescriptors(t *testing.T) {
 	}
 	f := files[0]
 	done := make(chan error)
-	for rg := range 3 {
+	reads := 0
+	for rg := range f.RowGroups() {
 		for _, ci := range f.Columns() {
+			reads++
 			go func() {
 				_, err := f.ReadColumn(rg, ci)
 				done <- err
 			}()
 		}
 	}
-	for range 6 {
+	if reads != 6 {
+		t.Fatalf("%d column chunks, want 3 row groups of 2 columns", reads)
+	}
+	for range reads {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}

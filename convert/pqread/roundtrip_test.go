@@ -277,6 +277,9 @@ func TestConcurrentReadsMatchSequential(t *testing.T) {
 			seq[key{rg, j}] = c
 		}
 	}
+	if n := len(f.RowGroups()); n != 5 || len(seq) != 5*len(f.Columns()) {
+		t.Fatalf("%d row groups, %d column chunks; want 5 row groups of 200 rows", n, len(seq))
+	}
 	g := mustOpen(t, path)
 	type res struct {
 		k   key

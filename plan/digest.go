@@ -11,8 +11,41 @@ import (
 // digestLeafSlots is the target number of slots hashed per digest leaf.
 const digestLeafSlots = 1 << 16
 
-// padBit flags a pad slot in the epoch digest's slot encoding.
-const padBit = 1 << 63
+// DigestPadBit flags a pad slot in the epoch digest's slot encoding
+// (PLAN.md §8): a slot is LE64(id), with this bit set on pad samples. No
+// sample id has it set.
+const DigestPadBit = 1 << 63
+
+// DigestLeafSteps returns how many steps one leaf of the epoch digest
+// covers: max(1, 65536/G) (PLAN.md §8).
+func (p *Plan) DigestLeafSteps() int { return max(1, digestLeafSlots/p.Config.GlobalBatch) }
+
+// AppendDigestSlots appends the digest slot encoding of one rank batch
+// (PLAN.md §8) to buf: each id as LE64, the last pads of them with
+// DigestPadBit set.
+func AppendDigestSlots(buf []byte, ids []uint64, pads int) []byte {
+	for i, id := range ids {
+		if i >= len(ids)-pads {
+			id |= DigestPadBit
+		}
+		buf = binary.LittleEndian.AppendUint64(buf, id)
+	}
+	return buf
+}
+
+// EpochDigestRoot returns "sha256:<hex>" of an epoch of steps steps whose
+// leaves (in order) hash to leaves (PLAN.md §8).
+func EpochDigestRoot(steps int, leaves [][32]byte) string {
+	h := sha256.New()
+	h.Write([]byte("prep-epoch/v1\x00"))
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], uint64(steps))
+	h.Write(hdr[:])
+	for j := range leaves {
+		h.Write(leaves[j][:])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
 
 // EpochDigest returns epoch e's digest "sha256:<hex>" (PLAN.md §Epoch
 // digest): a two-level SHA-256 over every rank batch of every step, so two
@@ -26,7 +59,7 @@ func (p *Plan) EpochDigest(e int) string {
 		return ""
 	}
 	steps := p.Steps()
-	per := max(1, digestLeafSlots/p.Config.GlobalBatch)
+	per := p.DigestLeafSteps()
 	leaves := (steps + per - 1) / per
 	sums := make([][32]byte, leaves)
 	var wg sync.WaitGroup
@@ -43,13 +76,7 @@ func (p *Plan) EpochDigest(e int) string {
 					for r := 0; r < p.Config.WorldSize; r++ {
 						var pads int
 						ids, pads, _ = p.RankBatch(e, r, k, ids)
-						buf = buf[:0]
-						for i, id := range ids {
-							if i >= len(ids)-pads {
-								id |= padBit
-							}
-							buf = binary.LittleEndian.AppendUint64(buf, id)
-						}
+						buf = AppendDigestSlots(buf[:0], ids, pads)
 						h.Write(buf)
 					}
 				}
@@ -62,13 +89,5 @@ func (p *Plan) EpochDigest(e int) string {
 	}
 	close(next)
 	wg.Wait()
-	h := sha256.New()
-	h.Write([]byte("prep-epoch/v1\x00"))
-	var hdr [8]byte
-	binary.LittleEndian.PutUint64(hdr[:], uint64(steps))
-	h.Write(hdr[:])
-	for j := range sums {
-		h.Write(sums[j][:])
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return EpochDigestRoot(steps, sums)
 }

@@ -3,8 +3,6 @@ package verify
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,13 +41,6 @@ import (
 // the plan fingerprint does not cover: a plan file edited so that its digest
 // matches wrongly ordered shards would pass. Options.RecomputePlan (and
 // Deep, the thorough mode) turn the fast path off.
-
-// padBit flags a pad slot in the epoch digest's slot encoding (PLAN.md §8).
-const padBit = 1 << 63
-
-// digestLeafSlots is the epoch digest's target number of slots per leaf:
-// leaves group max(1, 65536/G) steps (PLAN.md §8).
-const digestLeafSlots = 1 << 16
 
 // planDigestPath enables the epoch digest path; tests turn it off to
 // compare findings with the batch-by-batch path.
@@ -114,7 +105,7 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 			return false
 		}
 	}
-	per := max(1, digestLeafSlots/p.Config.GlobalBatch)
+	per := p.DigestLeafSteps()
 	leaves := (steps + per - 1) / per
 	sums := make([][32]byte, leaves)
 	var wg sync.WaitGroup
@@ -166,19 +157,13 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 	if failed.Load() || ctx.Err() != nil {
 		return false
 	}
-	h := sha256.New()
-	h.Write([]byte("prep-epoch/v1\x00"))
-	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(steps)))
-	for j := range sums {
-		h.Write(sums[j][:])
-	}
-	return "sha256:"+hex.EncodeToString(h.Sum(nil)) == p.Epochs[e].Digest
+	return plan.EpochDigestRoot(steps, sums) == p.Epochs[e].Digest
 }
 
 // leafBatch encodes rank batch k of shard r, whose id slots are ids, into
 // buf as digest slots, comparing it with plan.RankBatch when it is not a
 // full batch without pads. It reports false when the batch table cannot be
-// read, the batch differs from the plan, or an id has bit 63 (padBit) set,
+// read, the batch differs from the plan, or an id has bit 63 (plan.DigestPadBit) set,
 // which no sample id has and which would alias a pad slot in the stream.
 func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uint64, buf []byte) ([]byte, []uint64, bool) {
 	bi, err := r.Batch(k)
@@ -193,17 +178,12 @@ func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uin
 			return buf, want, false
 		}
 	}
-	buf = buf[:0]
-	for i, id := range ids {
-		if id&padBit != 0 {
+	for _, id := range ids {
+		if id&plan.DigestPadBit != 0 {
 			// Bit 63 is the digest's pad flag: such an id could make the
 			// stream equal the plan's while the pad count differs.
 			return buf, want, false
 		}
-		if i >= bi.Count-bi.Pads {
-			id |= padBit
-		}
-		buf = binary.LittleEndian.AppendUint64(buf, id)
 	}
-	return buf, want, true
+	return plan.AppendDigestSlots(buf[:0], ids, bi.Pads), want, true
 }

@@ -2,15 +2,12 @@ package gpuload
 
 import (
 	"fmt"
-	"hash/crc32"
 	"runtime/debug"
 	"sync"
 	"unsafe"
-)
 
-// castagnoli is the CRC-32C table; the batch table's CRC is CRC-32C of the
-// whole block (shardfmt/FORMAT.md).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	"github.com/prepml/prep/shardfmt"
+)
 
 // addr is the address of b's first byte (b must be non-empty or from a
 // mapping).
@@ -204,7 +201,7 @@ func (l *Loader) checkBlock(s int, block []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	if got := crc32.Checksum(block[:l.geo.BlockSize], castagnoli); got != info.CRC {
+	if got := shardfmt.CRC32C(block[:l.geo.BlockSize]); got != info.CRC {
 		return fmt.Errorf("%w: CRC-32C %08x, batch table %08x", ErrChecksum, got, info.CRC)
 	}
 	return nil

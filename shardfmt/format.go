@@ -131,6 +131,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
+// CRC32C returns the CRC-32C (Castagnoli) of b: the checksum every block,
+// table and header of a shard carries (FORMAT.md, "Checksums").
+func CRC32C(b []byte) uint32 { return crc32c(b) }
+
 // header is the decoded v1 header.
 type header struct {
 	major, minor     uint16

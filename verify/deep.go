@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"math"
@@ -309,8 +308,3 @@ func FormatValue(d shardfmt.DType, b []byte) string {
 	}
 	return fmt.Sprintf("0x%02x", b[0])
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// crc32c is CRC-32C (Castagnoli), the batch checksum of the shard format.
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -336,7 +336,7 @@ func actualCRC(r *shardfmt.Reader, k int) string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%08x", crc32c(b))
+	return fmt.Sprintf("%08x", shardfmt.CRC32C(b))
 }
 
 func (c *checker) progress(n int64) {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -340,10 +341,8 @@ func (c *checker) checkFiles() {
 			msg := "temporary file left by an unfinished or running write"
 			if strings.HasSuffix(d.Name(), ".lock") {
 				msg = "output-directory lock of a running or killed convert or gc"
-				if b, err := os.ReadFile(path); err == nil {
-					if f := strings.Fields(string(b)); len(f) >= 2 {
-						msg += fmt.Sprintf(" (pid %s on host %s)", f[0], f[1])
-					}
+				if o, err := dirlock.ReadOwner(path); err == nil && (o.PID != 0 || o.Host != "") {
+					msg += " (" + o.String() + ")"
 				}
 			}
 			c.add(Finding{Kind: KindTempFile, Shard: rel, Message: msg})

@@ -134,6 +134,18 @@ func readHolder(f *os.File) Owner {
 	}
 }
 
+// ReadOwner returns the owner a lock file at path names (its first two
+// fields: pid and host), without taking the lock. A file that names no owner
+// gives the zero Owner; errors are those of opening the file.
+func ReadOwner(path string) (Owner, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Owner{}, err
+	}
+	defer f.Close()
+	return readOwner(f), nil
+}
+
 func readOwner(f *os.File) Owner {
 	b := make([]byte, 512)
 	n, _ := f.ReadAt(b, 0)

@@ -56,3 +56,25 @@ func TestStaleLockTakenOver(t *testing.T) {
 		t.Errorf("stale = %v", l.Stale)
 	}
 }
+
+// TestReadOwner reads the holder a lock file names without taking the lock.
+func TestReadOwner(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".prep.lock")
+	if err := os.WriteFile(p, []byte("4242 node-7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := ReadOwner(p)
+	if err != nil || o != (Owner{PID: 4242, Host: "node-7"}) {
+		t.Fatalf("ReadOwner = %+v, %v; want pid 4242 on node-7", o, err)
+	}
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := ReadOwner(p); err != nil || o != (Owner{}) {
+		t.Fatalf("empty lock file: ReadOwner = %+v, %v; want zero owner", o, err)
+	}
+	if _, err := ReadOwner(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: err = %v, want ErrNotExist", err)
+	}
+}

@@ -207,41 +207,61 @@ func valueLimit(global int64, plans []*tensorPlan) int64 {
 // checkFooter compares the file's size and footer SHA-256 (of the thrift
 // FileMetaData, its 4-byte length and "PAR1") with the plan's record.
 func checkFooter(path string, m plan.SourceFile) error {
-	f, err := os.Open(path)
-	if err != nil {
+	got, size, err := FooterSHA256(path)
+	if size < 0 {
 		return fmt.Errorf("%w: %v", ErrSourceChanged, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if st.Size() != m.Size {
-		return fmt.Errorf("%w: size %d bytes, plan has %d", ErrSourceChanged, st.Size(), m.Size)
+	if size != m.Size {
+		return fmt.Errorf("%w: size %d bytes, plan has %d", ErrSourceChanged, size, m.Size)
 	}
 	if m.FooterSHA256 == "" {
 		return nil
 	}
-	if st.Size() < 12 {
-		return fmt.Errorf("%w: %d bytes is too short for parquet", ErrSourceChanged, st.Size())
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrSourceChanged, err)
 	}
-	var tail [8]byte
-	if _, err := f.ReadAt(tail[:], st.Size()-8); err != nil {
-		return fmt.Errorf("reading footer: %w", err)
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4])) + 8
-	if n > st.Size()-4 {
-		return fmt.Errorf("%w: footer length %d exceeds the file", ErrSourceChanged, n-8)
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, st.Size()-n, n)); err != nil {
-		return fmt.Errorf("reading footer: %w", err)
-	}
-	got := hex.EncodeToString(h.Sum(nil))
 	if !strings.EqualFold(got, strings.TrimPrefix(m.FooterSHA256, "sha256:")) {
 		return fmt.Errorf("%w: footer sha256 %s, plan has %s", ErrSourceChanged, got, m.FooterSHA256)
 	}
 	return nil
+}
+
+// FooterSHA256 returns the hex SHA-256 of a Parquet file's footer: the thrift
+// FileMetaData, its 4-byte little-endian length and the "PAR1" magic, i.e.
+// the last len+8 bytes (the definition plan.SourceFile.FooterSHA256 uses),
+// and the file's size in bytes (-1 when the file cannot be opened or
+// stat'ed). It returns an error when the file does not end in a plausible
+// footer.
+func FooterSHA256(path string) (sum string, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", -1, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", -1, err
+	}
+	size = st.Size()
+	if size < 12 {
+		return "", size, fmt.Errorf("%s: %d bytes is too short for parquet", path, size)
+	}
+	var tail [8]byte
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return "", size, fmt.Errorf("%s: reading footer: %w", path, err)
+	}
+	if string(tail[4:]) != "PAR1" {
+		return "", size, fmt.Errorf("%s: no PAR1 magic at the end", path)
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if n+12 > size {
+		return "", size, fmt.Errorf("%s: footer length %d exceeds file size %d", path, n, size)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, size-8-n, n+8)); err != nil {
+		return "", size, fmt.Errorf("%s: reading footer: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), size, nil
 }
 
 // schemas returns the fileSchema of each opened file.

@@ -3,18 +3,16 @@ package verify
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -77,7 +75,7 @@ func (c *checker) checkSourceFingerprints() {
 			c.add(f)
 			continue
 		}
-		h, err := FooterSHA256(path)
+		h, _, err := convert.FooterSHA256(path)
 		if err != nil {
 			f.Message = "reading footer: " + err.Error()
 			c.add(f)
@@ -89,42 +87,6 @@ func (c *checker) checkSourceFingerprints() {
 			c.add(f)
 		}
 	}
-}
-
-// FooterSHA256 returns the hex SHA-256 of a Parquet file's footer: the thrift
-// FileMetaData, its 4-byte little-endian length and the "PAR1" magic, i.e.
-// the last len+8 bytes (the definition plan.SourceFile.FooterSHA256 uses).
-// It returns an error when the file does not end in a plausible footer.
-func FooterSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	size := st.Size()
-	if size < 12 {
-		return "", fmt.Errorf("%s: %d bytes is too short for parquet", path, size)
-	}
-	var tail [8]byte
-	if _, err := f.ReadAt(tail[:], size-8); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	if string(tail[4:]) != "PAR1" {
-		return "", fmt.Errorf("%s: no PAR1 magic at the end", path)
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if n+12 > size {
-		return "", fmt.Errorf("%s: footer length %d exceeds file size %d", path, n, size)
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, size-8-n, n+8)); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // deepFraction returns the fraction of batches compared.

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/plan"
 )
 
@@ -107,7 +108,10 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if err != nil {
 		return usagef("--memory-limit: %v", err)
 	}
-	epochs, err := parseIndexList(o.epochs)
+	var epochs []int // nil: every epoch
+	if strings.TrimSpace(o.epochs) != "" {
+		epochs, err = launcher.ParseList(o.epochs, 0)
+	}
 	if err != nil {
 		return usagef("--epochs: %v", err)
 	}
@@ -227,34 +231,6 @@ func loadPlanFile(path string) (*plan.Plan, []byte, error) {
 		return nil, nil, &plan.Error{Path: path, Err: err}
 	}
 	return p, data, nil
-}
-
-// parseIndexList parses "0-2", "0,3,5" or "1-3,7" into values; "" gives nil (all).
-func parseIndexList(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("bad number %q", lo)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return nil, fmt.Errorf("bad number %q", hi)
-			}
-		}
-		if a < 0 || b < a {
-			return nil, fmt.Errorf("bad range %q", part)
-		}
-		for v := a; v <= b; v++ {
-			out = append(out, v)
-		}
-	}
-	return out, nil
 }
 
 // parseByteSize parses a byte size: a number with an optional unit B, KB, MB,

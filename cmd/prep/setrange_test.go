@@ -34,3 +34,21 @@ func TestLoadExportOutOfRangeAreUsageErrors(t *testing.T) {
 		t.Fatalf("load in range: exit %d: %s", code, stderr)
 	}
 }
+
+// TestConvertEpochListIsBounded: --epochs goes through the same bounded list
+// parser as --ranks, so a huge range is a usage error instead of a list of
+// 10^12 epochs built in memory, and a list is deduplicated and sorted.
+func TestConvertEpochListIsBounded(t *testing.T) {
+	pp := convertFixture(t)
+	out := filepath.Join(t.TempDir(), "shards")
+	code, _, stderr := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--epochs", "0-1000000000000")
+	if code != exitUsage || !strings.Contains(stderr, `--epochs: bad list \"0-1000000000000\": range \"0-1000000000000\" too large`) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--epochs", "1,0,1", "--json"); code != 0 {
+		t.Fatalf("--epochs 1,0,1: exit %d: %s", code, stderr)
+	}
+	if code, stdout, stderr := runPrep("verify", out); code != 0 || !strings.HasPrefix(stdout, "0 findings (4 shards, ") {
+		t.Fatalf("verify after --epochs 1,0,1: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

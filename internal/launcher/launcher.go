@@ -473,8 +473,9 @@ func ParseTasksPerNode(s string) ([]int, error) {
 	return out, nil
 }
 
-// ParseList parses an explicit rank list such as "0,2,5-7" into ascending,
-// distinct ranks. Every rank must be below worldSize when worldSize > 0.
+// ParseList parses an explicit index list such as "0,2,5-7" (ranks, or
+// epochs for --epochs) into ascending, distinct values. Every value must be
+// below worldSize when worldSize > 0; one range spans at most 2^20 values.
 func ParseList(s string, worldSize int) ([]int, error) {
 	seen := map[int]bool{}
 	var out []int
@@ -488,13 +489,13 @@ func ParseList(s string, worldSize int) ([]int, error) {
 			b, err2 = strconv.Atoi(hi)
 		}
 		if part == "" || err1 != nil || err2 != nil || a < 0 || b < a {
-			return nil, fmt.Errorf("bad rank list %q: entry %q is not N or N-M with 0 <= N <= M", s, part)
+			return nil, fmt.Errorf("bad list %q: entry %q is not N or N-M with 0 <= N <= M", s, part)
 		}
 		if worldSize > 0 && b >= worldSize {
-			return nil, fmt.Errorf("bad rank list %q: rank %d is not below the world size %d", s, b, worldSize)
+			return nil, fmt.Errorf("bad list %q: rank %d is not below the world size %d", s, b, worldSize)
 		}
 		if b-a > 1<<20 {
-			return nil, fmt.Errorf("bad rank list %q: range %q too large", s, part)
+			return nil, fmt.Errorf("bad list %q: range %q too large", s, part)
 		}
 		for v := a; v <= b; v++ {
 			if !seen[v] {

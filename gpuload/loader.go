@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -254,7 +253,7 @@ func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
 		bad = fmt.Sprintf("shard is epoch %d rank %d", p.Epoch, p.Rank)
 	case r.NumBatches() != ent.Batches:
 		bad = fmt.Sprintf("shard has %d batches, manifest %d", r.NumBatches(), ent.Batches)
-	case len(m.Tensors) > 0 && !sameTensors(r.Tensors(), m.Tensors):
+	case len(m.Tensors) > 0 && !shardfmt.SameTensors(r.Tensors(), m.Tensors):
 		bad = "shard tensor table differs from the manifest's"
 	}
 	if bad != "" {
@@ -267,12 +266,6 @@ func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
 		return nil, err
 	}
 	return l, nil
-}
-
-func sameTensors(a, b []shardfmt.TensorInfo) bool {
-	return slices.EqualFunc(a, b, func(x, y shardfmt.TensorInfo) bool {
-		return x.Name == y.Name && x.DType == y.DType && slices.Equal(x.Shape, y.Shape)
-	})
 }
 
 // newLoader starts a backend over an opened shard. On error the caller

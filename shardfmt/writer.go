@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // TensorInfo describes one tensor of a shard: its name (UTF-8, stored
@@ -19,6 +20,15 @@ type TensorInfo struct {
 	Name  string   `json:"name"`
 	DType DType    `json:"dtype"`
 	Shape []uint64 `json:"shape"`
+}
+
+// SameTensors reports whether a and b describe the same tensors in the same
+// order: equal names (byte-exact), dtypes and shapes, a nil and an empty
+// shape (a scalar) being the same.
+func SameTensors(a, b []TensorInfo) bool {
+	return slices.EqualFunc(a, b, func(x, y TensorInfo) bool {
+		return x.Name == y.Name && x.DType == y.DType && slices.Equal(x.Shape, y.Shape)
+	})
 }
 
 // Provenance ties a shard to the plan and feature spec that made it. It is

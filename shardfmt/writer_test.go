@@ -98,3 +98,24 @@ func TestWriterIDsMemoryBounded(t *testing.T) {
 		t.Errorf("ids buffer of %d bytes above idsBufferMax %d", len(w.allIDs), idsBufferMax)
 	}
 }
+
+// TestSameTensors: order, name bytes, dtype and shape all count; a nil and
+// an empty shape (a scalar) are the same.
+func TestSameTensors(t *testing.T) {
+	a := []TensorInfo{{Name: "x", DType: F32, Shape: []uint64{4}}, {Name: "y", DType: I64}}
+	cases := []struct {
+		b    []TensorInfo
+		want bool
+	}{
+		{[]TensorInfo{{Name: "x", DType: F32, Shape: []uint64{4}}, {Name: "y", DType: I64, Shape: []uint64{}}}, true},
+		{[]TensorInfo{{Name: "y", DType: I64}, {Name: "x", DType: F32, Shape: []uint64{4}}}, false},
+		{[]TensorInfo{{Name: "x", DType: F16, Shape: []uint64{4}}, {Name: "y", DType: I64}}, false},
+		{[]TensorInfo{{Name: "x", DType: F32, Shape: []uint64{2, 2}}, {Name: "y", DType: I64}}, false},
+		{[]TensorInfo{{Name: "x", DType: F32, Shape: []uint64{4}}}, false},
+	}
+	for i, c := range cases {
+		if got := SameTensors(a, c.b); got != c.want {
+			t.Errorf("case %d: SameTensors = %v, want %v", i, got, c.want)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func (s *convertSource) Prefetch(ctx context.Context, ids []uint64) error {
 	if err != nil {
 		return err
 	}
-	if !sameTensors(got.Tensors, s.tensors) {
+	if !shardfmt.SameTensors(got.Tensors, s.tensors) {
 		return fmt.Errorf("spec yields tensors %s, shard has %s", tensorList(got.Tensors), tensorList(s.tensors))
 	}
 	s.samples, s.index = got, index

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -163,7 +162,7 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 			Message: "shard holds another number of batches than the manifest says"})
 	}
 	tensors := r.Tensors()
-	if len(m.Tensors) > 0 && !sameTensors(tensors, m.Tensors) {
+	if len(m.Tensors) > 0 && !shardfmt.SameTensors(tensors, m.Tensors) {
 		s.add(Finding{Kind: KindShardIdentity, What: "tensors", Expected: tensorList(m.Tensors), Actual: tensorList(tensors),
 			Message: "shard's tensor table differs from the manifest"})
 	}
@@ -346,19 +345,6 @@ func (c *checker) progress(n int64) {
 	c.mu.Lock()
 	c.opts.Progress(n)
 	c.mu.Unlock()
-}
-
-func sameTensors(a, b []shardfmt.TensorInfo) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		// slices.Equal: a nil and an empty shape (a scalar) are the same.
-		if a[i].Name != b[i].Name || a[i].DType != b[i].DType || !slices.Equal(a[i].Shape, b[i].Shape) {
-			return false
-		}
-	}
-	return true
 }
 
 func tensorList(ts []shardfmt.TensorInfo) string {

@@ -235,20 +235,27 @@ func planFingerprint(order string, c Config) string {
 // Epoch digests are not recomputed (see EpochDigest). Errors wrap ErrFormat
 // or ErrConfig, or the I/O error, inside an *Error naming path.
 func Load(path string) (*Plan, error) {
+	p, _, err := LoadBytes(path)
+	return p, err
+}
+
+// LoadBytes is Load that also returns the file's bytes, for a caller that
+// copies the plan file exactly (convert keeps one in its output).
+func LoadBytes(path string) (*Plan, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Path: path, Err: err}
+		return nil, nil, &Error{Path: path, Err: err}
 	}
 	p, err := Parse(data)
 	if err != nil {
 		var pe *Error
 		if errors.As(err, &pe) && pe.Path == "" {
 			pe.Path = path
-			return nil, pe
+			return nil, nil, pe
 		}
-		return nil, &Error{Path: path, Err: err}
+		return nil, nil, &Error{Path: path, Err: err}
 	}
-	return p, nil
+	return p, data, nil
 }
 
 // Parse decodes and validates plan file bytes as Load does.

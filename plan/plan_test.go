@@ -529,6 +529,9 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		if !bytes.Equal(b1, b3) {
 			t.Fatalf("%s: load + marshal changed the bytes", mode)
 		}
+		if q2, raw, err := LoadBytes(path); err != nil || !bytes.Equal(raw, b1) || q2.Fingerprint != q.Fingerprint {
+			t.Fatalf("%s: LoadBytes returned other bytes or plan (%v)", mode, err)
+		}
 		if !slices.Equal(globalSequence(t, p, 1), globalSequence(t, q, 1)) {
 			t.Fatalf("%s: loaded plan gives another order", mode)
 		}

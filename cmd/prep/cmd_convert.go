@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -129,7 +128,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	p, planBytes, err := loadPlanFile(o.planPath)
+	p, planBytes, err := plan.LoadBytes(o.planPath)
 	if err != nil {
 		return err
 	}
@@ -211,26 +210,6 @@ func formatCounts(m map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// loadPlanFile reads and validates a plan file once, returning the plan and
-// the exact bytes convert copies to OUT/plan.json. Errors are plan.Load's:
-// a *plan.Error naming the path.
-func loadPlanFile(path string) (*plan.Plan, []byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, &plan.Error{Path: path, Err: err}
-	}
-	p, err := plan.Parse(data)
-	if err != nil {
-		var pe *plan.Error
-		if errors.As(err, &pe) && pe.Path == "" {
-			pe.Path = path
-			return nil, nil, pe
-		}
-		return nil, nil, &plan.Error{Path: path, Err: err}
-	}
-	return p, data, nil
 }
 
 // parseByteSize parses a byte size: a number with an optional unit B, KB, MB,

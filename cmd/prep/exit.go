@@ -10,11 +10,10 @@ import (
 
 // Exit codes of the prep command. Documented in README.md; never renumbered.
 const (
-	exitOK       = 0
-	exitFailed   = 1
-	exitUsage    = 2
-	exitLocked   = 3
-	exitInternal = 1
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+	exitLocked = 3 // returned through dirlock.HeldError's ExitCode
 )
 
 // usageError marks an error caused by bad flags or arguments (exit 2).

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/verify/verifytest"
 )
 
@@ -48,5 +49,14 @@ func TestLoadOutOfRangeOptionsAreUsageErrors(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errs, tt.want) {
 			t.Errorf("load %v: exit %d, stderr %q, stdout %q; want exit 2 naming %q", tt.args, code, errs, out, tt.want)
 		}
+	}
+}
+
+// TestHeldLockExitsLocked pins the documented exit code 3: the lock error
+// convert and gc return maps to exitLocked, even wrapped.
+func TestHeldLockExitsLocked(t *testing.T) {
+	err := fmt.Errorf("converting: %w", &dirlock.HeldError{Path: "/out/.prep.lock", Holder: dirlock.Owner{PID: 7, Host: "n1"}})
+	if got := exitCode(err, io.Discard, nil); got != exitLocked || exitLocked != 3 {
+		t.Fatalf("exitCode = %d, want exitLocked = 3", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -26,9 +25,10 @@ type decodeTask struct {
 // last one assembles the group's staging records (assemble).
 type rowGroupJob struct {
 	fi, rg  int
-	rows    int64 // rows in the row group
-	runs    []run // needed rows and their staging slots
-	first   int   // seq of the group's first task
+	start   uint64 // sample id of the row group's first row
+	rows    int64  // rows in the row group
+	runs    []run  // needed rows and their staging slots
+	first   int    // seq of the group's first task
 	tasks   []decodeTask
 	cost    int64 // estimated bytes in flight from admission to assembly
 	cols    []*pqread.Column
@@ -43,16 +43,15 @@ type rowGroupJob struct {
 // assembled block by block (blockRows slots at a time, a block small enough
 // to stay in the core's cache) with every column's transform applied to the
 // block before it is stored, so each record is written while hot instead of
-// once per column. With out set, a block is built in a private buffer and
-// written to out at its staging offset (pwrite into the page cache: no page
-// fault per staging page); otherwise blocks are assembled in place in
-// bufs.data.
+// once per column. Blocks are assembled in place in bufs.data, or, with
+// spill set, in a private buffer whose records are then routed to their
+// spill windows.
 type decoder struct {
 	files       []*sourceFile
 	plans       []*tensorPlan
 	set         *idSet
 	bufs        *records
-	out         *os.File // staging file behind bufs.data; nil: write bufs.data directly
+	spill       *spiller // records are routed to spill windows instead of bufs.data
 	jobs        int
 	memoryLimit int64
 	progress    func(rows int64) // rows assembled; serialised by the decoder
@@ -103,13 +102,14 @@ func (d *decoder) plan() (perFile []int) {
 				continue
 			}
 			runs := d.set.runs(start, rows)
+			first := start
 			start += uint64(rows)
 			if len(runs) == 0 {
 				d.rowGroupsSkipped++
 				continue
 			}
 			d.rowGroupsRead++
-			g := &rowGroupJob{fi: fi, rg: rg, rows: rows, runs: runs, first: seq}
+			g := &rowGroupJob{fi: fi, rg: rg, start: first, rows: rows, runs: runs, first: seq}
 			for ti, tp := range d.plans {
 				for j := range tp.cols[fi] {
 					g.tasks = append(g.tasks, decodeTask{seq: seq, g: len(d.groups), k: len(g.tasks), t: ti, j: j})
@@ -169,6 +169,17 @@ func (d *decoder) run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			var scratch []byte
+			var rb *routeBuffers
+			if d.spill != nil {
+				rb = d.spill.newRouteBuffers()
+				defer func() {
+					if ctx.Err() == nil {
+						if err := d.spill.flushAll(rb); err != nil {
+							fail(0, err)
+						}
+					}
+				}()
+			}
 			for task := range ch {
 				g := d.groups[task.g]
 				err := errSkipped
@@ -188,7 +199,7 @@ func (d *decoder) run(ctx context.Context) error {
 				}
 				// Last column of the row group: assemble its records.
 				var seq int
-				seq, err, scratch = d.assemble(parent, g, scratch)
+				seq, err, scratch = d.assemble(parent, g, scratch, rb)
 				clear(g.cols) // the decoded columns are garbage now
 				release(g.cost)
 				if err != nil {
@@ -263,11 +274,12 @@ func blockRows(rec int) int {
 }
 
 // assemble writes the needed rows of g into the staging records, block by
-// block, applying every column's transform to a block before moving on. It
+// block, applying every column's transform to a block before moving on
+// (with a spiller, each block is routed to its spill windows through rb). It
 // returns the task sequence number and error of the first failure in task
 // order (a decode error, or a transform error of the earliest column that
 // has one), and the scratch buffer for reuse.
-func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte) (int, error, []byte) {
+func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers) (int, error, []byte) {
 	for k, err := range g.errs {
 		if err != nil {
 			// A column failed to decode: the error to report is the first
@@ -281,7 +293,8 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte) 
 		return 0, nil, scratch
 	}
 	bn := blockRows(rec)
-	if d.out != nil && len(scratch) < bn*rec {
+	private := d.spill != nil // blocks built in scratch
+	if private && len(scratch) < bn*rec {
 		scratch = make([]byte, bn*rec)
 	}
 	it := blockIter{runs: g.runs, n: bn}
@@ -296,7 +309,7 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte) 
 			return notRun, ctx.Err(), scratch
 		}
 		target := d.bufs
-		if d.out != nil {
+		if private {
 			target = &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
 		} else {
 			for i := range blk {
@@ -308,9 +321,9 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte) 
 				return d.firstError(g, len(g.tasks), scratch)
 			}
 		}
-		if d.out != nil {
-			if _, err := d.out.WriteAt(target.data, base*int64(rec)); err != nil {
-				return g.first, fmt.Errorf("writing staging file: %w", err), scratch
+		if d.spill != nil {
+			if err := d.spill.route(rb, g.start, blk, target.data); err != nil {
+				return g.first, err, scratch
 			}
 		}
 	}

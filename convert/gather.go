@@ -59,43 +59,65 @@ func (g *gatherer) gather(block []byte, ids []uint64) error {
 		}
 		g.src = append(g.src, o)
 	}
-	base := unsafe.Pointer(unsafe.SliceData(g.data))
-	g.touch(base)
+	return g.copySlabs(g.data, block, g.src)
+}
+
+// gatherAt copies the records at byte offsets src of data into block at
+// slots 0..len(src)-1, like gather. It returns an error (an internal fault)
+// when a record or a slab would fall outside its buffer.
+func (g *gatherer) gatherAt(data, block []byte, src []int) error {
+	if len(src) == 0 || g.rec == 0 {
+		return nil
+	}
+	limit := len(data) - g.rec
+	for _, o := range src {
+		if o < 0 || o > limit {
+			return fmt.Errorf("internal: record at %d beyond %d bytes", o, len(data))
+		}
+	}
+	return g.copySlabs(data, block, src)
+}
+
+// copySlabs copies tensor by tensor from the records at offsets src of data
+// (bounds already checked) into block's slabs.
+func (g *gatherer) copySlabs(data, block []byte, offs []int) error {
+	base := unsafe.Pointer(unsafe.SliceData(data))
+	g.touch(base, offs)
 	for t, n := range g.size {
 		if n == 0 {
 			continue
 		}
-		if end := g.slab[t] + len(ids)*n; end > len(block) || g.slab[t] < 0 {
+		if end := g.slab[t] + len(offs)*n; end > len(block) || g.slab[t] < 0 {
 			return fmt.Errorf("internal: slab %d ends at %d, block has %d bytes", t, end, len(block))
 		}
 		dst := unsafe.Pointer(unsafe.SliceData(block[g.slab[t]:]))
 		src := unsafe.Add(base, g.off[t])
 		switch {
 		case n == 8:
-			for i, o := range g.src {
+			for i, o := range offs {
 				*(*uint64)(unsafe.Add(dst, i*8)) = *(*uint64)(unsafe.Add(src, o))
 			}
 		case n == 4:
-			for i, o := range g.src {
+			for i, o := range offs {
 				*(*uint32)(unsafe.Add(dst, i*4)) = *(*uint32)(unsafe.Add(src, o))
 			}
 		case n == 2:
-			for i, o := range g.src {
+			for i, o := range offs {
 				*(*uint16)(unsafe.Add(dst, i*2)) = *(*uint16)(unsafe.Add(src, o))
 			}
 		case n == 1:
-			for i, o := range g.src {
+			for i, o := range offs {
 				*(*byte)(unsafe.Add(dst, i)) = *(*byte)(unsafe.Add(src, o))
 			}
 		case n%8 == 0 && n <= 256:
-			for i, o := range g.src {
+			for i, o := range offs {
 				d, s := unsafe.Add(dst, i*n), unsafe.Add(src, o)
 				for k := 0; k < n; k += 8 {
 					*(*uint64)(unsafe.Add(d, k)) = *(*uint64)(unsafe.Add(s, k))
 				}
 			}
 		default:
-			for i, o := range g.src {
+			for i, o := range offs {
 				copy(unsafe.Slice((*byte)(unsafe.Add(dst, i*n)), n), unsafe.Slice((*byte)(unsafe.Add(src, o)), n))
 			}
 		}
@@ -108,10 +130,10 @@ func (g *gatherer) gather(block []byte, ids []uint64) error {
 // once, so the per-tensor copies that follow find the records in cache
 // instead of each taking its own round of misses. The sum only keeps the
 // loads from being optimised away.
-func (g *gatherer) touch(base unsafe.Pointer) {
+func (g *gatherer) touch(base unsafe.Pointer, src []int) {
 	var sum byte
 	last := g.rec - 1
-	for _, o := range g.src {
+	for _, o := range src {
 		p := unsafe.Add(base, o)
 		for k := 0; k < last; k += 64 {
 			sum += *(*byte)(unsafe.Add(p, k))

@@ -80,9 +80,9 @@ func BenchmarkGather(b *testing.B) {
 	set.fill()
 	set.seal()
 	rec := recordSize(tensors)
-	st, err := newStaging(b.TempDir(), int64(n)*int64(rec), 1<<40)
-	if err != nil {
-		b.Fatal(err)
+	st := newStaging(int64(n) * int64(rec))
+	if st == nil {
+		st = &staging{data: make([]byte, int64(n)*int64(rec))}
 	}
 	defer st.remove()
 	for i := range st.data {

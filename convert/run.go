@@ -81,6 +81,8 @@ type Summary struct {
 	SkippedShards    int     `json:"skipped_shards"` // shards already complete in the manifest
 	Bytes            int64   `json:"bytes"`          // shard bytes written this run
 	StagingBytes     int64   `json:"staging_bytes"`  // bytes of decoded samples staged
+	SpillBytes       int64   `json:"spill_bytes"`    // bytes written to the spill file (0: staging fit the memory limit)
+	SpillWindows     int     `json:"spill_windows"`  // output windows of a spilled run
 	RowGroupsRead    int     `json:"row_groups_read"`
 	RowGroupsSkipped int     `json:"row_groups_skipped"` // row groups without a needed sample
 	SamplesDecoded   int64   `json:"samples_decoded"`    // distinct sample ids decoded
@@ -380,31 +382,57 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
 		shardTotal += shardSize(r.geo, r.tensors, prov, r.p.Steps())
 	}
-	diskStage := stageTotal
+	// Staging: anonymous memory when the records fit the memory limit,
+	// otherwise spilled to disk by output window (spill.go), so memory
+	// stays bounded by the limit whatever the input size.
+	tmp := filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid()))
+	st := &staging{}
 	if anonStaging(stageTotal, r.o.MemoryLimit) {
-		diskStage = 0
+		if st = newStaging(stageTotal); st == nil {
+			st = &staging{}
+		}
+	}
+	defer st.remove()
+	var sp *spiller
+	if stageTotal > 0 && st.data == nil {
+		if sp, err = newSpiller(ctx, r.p, todo, rec, r.o.MemoryLimit, r.o.Jobs); err != nil {
+			return err
+		}
+	}
+	var diskStage int64
+	if sp != nil {
+		diskStage = sp.spillBytes()
 	}
 	need := diskStage + shardTotal
 	if free, ok := freeBytes(out); ok && free < need {
-		return fmt.Errorf("%s: %w: need %d bytes (%d staging + %d for %d shards), %d free", out, ErrNoSpace, need, diskStage, shardTotal, len(todo), free)
+		return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d for %d shards), %d free", out, ErrNoSpace, need, diskStage, shardTotal, len(todo), free)
+	}
+	if sp != nil {
+		defer removeTemp(tmp)
+		if err := sp.create(tmp); err != nil {
+			return err
+		}
+		defer sp.close()
+		r.sum.SpillBytes, r.sum.SpillWindows = diskStage, len(sp.windows)
+		r.log.Info("staging exceeds the memory limit: spilling to disk by output window",
+			"staging_bytes", stageTotal, "memory_limit", r.o.MemoryLimit, "spill_bytes", diskStage, "windows", len(sp.windows))
 	}
 
-	// Stage 1: decode once into staging (anonymous memory within the
-	// memory limit, else a file on the output's file system).
+	// Stage 1: decode once into staging.
 	t1 := time.Now()
-	st, err := newStaging(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid())), stageTotal, r.o.MemoryLimit)
-	if err != nil {
-		return err
-	}
-	defer st.remove()
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
 	staged := newRecords(r.tensors, st.data)
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, out: st.file, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, spill: sp, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
 		progress: func(rows int64) { r.progress(StageDecode, rows, 0) }}
 	if err := dec.run(ctx); err != nil {
 		return err
+	}
+	if sp != nil {
+		if err := sp.checkFull(); err != nil {
+			return err
+		}
 	}
 	r.reportOverflows()
 	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
@@ -434,7 +462,12 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageWrite, int64(len(todo))*int64(r.p.Steps())*int64(r.p.BatchSize()), shardTotal)
 	}
-	if err := r.writeShards(ctx, todo, set, staged); err != nil {
+	if sp != nil {
+		err = r.writeSpilled(ctx, sp)
+	} else {
+		err = r.writeShards(ctx, todo, set, staged)
+	}
+	if err != nil {
 		return err
 	}
 	r.sum.WriteSeconds = time.Since(t2).Seconds()
@@ -554,56 +587,92 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 	return ctx.Err()
 }
 
-// writeShard writes one (epoch, rank) shard, commits it and records it in
-// the manifest.
-func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *records) (err error) {
+// shardOut is one shard being written: its writer, a reusable batch block
+// and the rows written so far.
+type shardOut struct {
+	k     shardKey
+	rel   string // path under Output, slash-separated
+	path  string
+	w     *shardfmt.Writer
+	geo   shardfmt.Geometry
+	block []byte
+	ids   []uint64
+	rows  int64
+}
+
+// openShard creates the (temporary) shard file of k.
+func (r *runner) openShard(k shardKey) (*shardOut, error) {
 	rel := shardfmt.ShardFileName(k.epoch, k.rank)
 	path := filepath.Join(r.o.Output, filepath.FromSlash(rel))
 	prov := r.prov
 	prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
-	steps := r.p.Steps()
-	w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: r.p.BatchSize(), NumBatches: steps, Tensors: r.tensors, Provenance: prov})
+	w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: r.p.BatchSize(), NumBatches: r.p.Steps(), Tensors: r.tensors, Provenance: prov})
+	if err != nil {
+		return nil, err
+	}
+	geo := w.Geometry()
+	return &shardOut{k: k, rel: rel, path: path, w: w, geo: geo, block: make([]byte, geo.BlockSize)}, nil
+}
+
+// writeStep writes the batch of step: fill copies its samples (ids, the
+// last pads of them pad samples) into block slots 0..len(ids)-1; the slots
+// after them are zero.
+func (r *runner) writeStep(o *shardOut, step int, fill func(block []byte, ids []uint64, pads int) error) error {
+	ids, pads, err := r.p.RankBatch(o.k.epoch, o.k.rank, step, o.ids)
+	o.ids = ids
+	if err != nil {
+		return fmt.Errorf("epoch %d, rank %d, step %d: %w", o.k.epoch, o.k.rank, step, err)
+	}
+	if len(ids) < o.geo.BatchSize {
+		clear(o.block)
+	}
+	if err := fill(o.block, ids, pads); err != nil {
+		return err
+	}
+	if err := o.w.WriteBatch(o.block, ids, pads); err != nil {
+		return err
+	}
+	o.rows += int64(len(ids))
+	r.progress(StageWrite, int64(len(ids)), int64(o.geo.BlockSize))
+	return nil
+}
+
+// writeShard writes one (epoch, rank) shard from the staging records,
+// commits it and records it in the manifest.
+func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *records) (err error) {
+	o, err := r.openShard(k)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			w.Abort()
+			o.w.Abort()
 		}
 	}()
-	geo := w.Geometry()
-	block := make([]byte, geo.BlockSize)
-	ga := newGatherer(bufs, set, geo)
-	var ids []uint64
-	var rows int64
-	for step := 0; step < steps; step++ {
+	ga := newGatherer(bufs, set, o.geo)
+	fill := func(block []byte, ids []uint64, _ int) error { return ga.gather(block, ids) }
+	for step := 0; step < r.p.Steps(); step++ {
 		if step%64 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var pads int
-		ids, pads, err = r.p.RankBatch(k.epoch, k.rank, step, ids)
-		if err != nil {
-			return fmt.Errorf("epoch %d, rank %d, step %d: %w", k.epoch, k.rank, step, err)
-		}
-		if len(ids) < geo.BatchSize {
-			clear(block)
-		}
-		if err := ga.gather(block, ids); err != nil {
+		if err := r.writeStep(o, step, fill); err != nil {
 			return err
 		}
-		if err := w.WriteBatch(block, ids, pads); err != nil {
-			return err
-		}
-		rows += int64(len(ids))
-		r.progress(StageWrite, int64(len(ids)), int64(geo.BlockSize))
 	}
-	if err := w.Commit(); err != nil {
+	return r.commitShard(o)
+}
+
+// commitShard commits o and records it in the manifest.
+func (r *runner) commitShard(o *shardOut) error {
+	if err := o.w.Commit(); err != nil {
 		return err
 	}
-	size := w.Size()
+	k := o.k
+	steps := r.p.Steps()
+	size := o.w.Size()
 	r.mu.Lock()
-	r.committed = append(r.committed, path)
-	entry := shardfmt.ShardEntry{Path: rel, Epoch: k.epoch, Rank: k.rank, Batches: steps, Size: size, Digest: w.Digest()}
+	r.committed = append(r.committed, o.path)
+	entry := shardfmt.ShardEntry{Path: o.rel, Epoch: k.epoch, Rank: k.rank, Batches: steps, Size: size, Digest: o.w.Digest()}
 	replaced := false
 	for i, s := range r.manifest.Shards {
 		if s.Epoch == k.epoch && s.Rank == k.rank {
@@ -622,7 +691,7 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	}
 	r.mu.Lock()
 	r.sum.Shards++
-	r.sum.Rows += rows
+	r.sum.Rows += o.rows
 	r.sum.Bytes += size
 	r.mu.Unlock()
 	return nil

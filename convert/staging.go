@@ -5,79 +5,34 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// staging is a run's stage-1 output: the staging records (see records),
-// sized exactly (slots x record bytes), outside the Go heap. They live either
-// in anonymous memory (newStaging, when they fit the memory limit; file is
-// nil) or in a file mapped MAP_SHARED, so the data lives in the page cache
-// (createStaging).
+// staging is a run's stage-1 output when it fits the memory limit: the
+// staging records (see records), sized exactly (slots x record bytes), in
+// private anonymous memory outside the Go heap (huge-page aligned and
+// advised). A run whose records do not fit spills them to disk instead
+// (spill.go).
 type staging struct {
-	dir  string
-	file *os.File // nil for anonymous staging
 	data []byte
-	anon []byte // the whole anonymous mapping behind data, nil for a file
+	anon []byte // the whole anonymous mapping behind data
 }
 
-// anonStaging reports whether newStaging tries anonymous memory for size
-// bytes of staging under memoryLimit.
+// anonStaging reports whether size bytes of staging go to anonymous memory
+// under memoryLimit.
 func anonStaging(size, memoryLimit int64) bool {
 	return anonSupported && size > 0 && size <= memoryLimit
 }
 
-// newStaging returns size bytes of staging: anonymous memory (mapAnon:
-// huge-page aligned and advised, no file, no page cache, no write system
-// calls) when size <= memoryLimit and the mapping succeeds, otherwise the
-// file-backed staging of createStaging under dir.
-func newStaging(dir string, size, memoryLimit int64) (*staging, error) {
-	if anonStaging(size, memoryLimit) {
-		if data, whole, ok := mapAnon(size); ok {
-			return &staging{data: data, anon: whole}, nil
-		}
+// newStaging returns size bytes of zeroed anonymous staging, or nil when the
+// mapping fails (the run then spills).
+func newStaging(size int64) *staging {
+	data, whole, ok := mapAnon(size)
+	if !ok {
+		return nil
 	}
-	return createStaging(dir, size)
-}
-
-// StagingFileName is the staging file inside a run's temporary directory
-// (OUT/.prep-tmp/<pid>/).
-const StagingFileName = "staging.bin"
-
-// createStaging creates dir and a mapped staging file of size bytes. A zero
-// size gets an empty, unmapped buffer.
-//
-// Every block of the file is reserved before it is mapped (reserveSpace), so
-// a file system that fills up during stage 1 can never turn a store into the
-// mapping into SIGBUS: the run fails here instead, with an error wrapping
-// ErrNoSpace that names the path, the bytes needed and the bytes free.
-func createStaging(dir string, size int64) (*staging, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating staging: %w", err)
-	}
-	s := &staging{dir: dir}
-	path := filepath.Join(dir, StagingFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		s.remove()
-		return nil, fmt.Errorf("creating staging: %w", err)
-	}
-	s.file = f
-	if size == 0 {
-		return s, nil
-	}
-	if err := reserveSpace(f, size); err != nil {
-		s.remove()
-		return nil, err
-	}
-	m, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
-	if err != nil {
-		s.remove()
-		return nil, fmt.Errorf("mapping staging file: %w", err)
-	}
-	s.data = m
-	return s, nil
+	return &staging{data: data, anon: whole}
 }
 
 // zeroChunk is the write size of reserveSpace's fallback.
@@ -121,21 +76,17 @@ func writeZeros(f *os.File, size int64) error {
 	return nil
 }
 
-// remove unmaps, closes and deletes everything.
+// remove unmaps the staging.
 func (s *staging) remove() {
 	if s.anon != nil {
 		unmapAnon(s.anon)
-		s.anon, s.data = nil, nil
-		return
 	}
-	if s.data != nil {
-		syscall.Munmap(s.data)
-		s.data = nil
-	}
-	if s.file != nil {
-		s.file.Close()
-		s.file = nil
-	}
-	os.RemoveAll(s.dir)
-	os.Remove(filepath.Dir(s.dir)) // the run's parent temp directory, if now empty
+	s.anon, s.data = nil, nil
+}
+
+// removeTemp deletes a run's temporary directory, then its parent (OUT/.prep-tmp)
+// if now empty.
+func removeTemp(dir string) {
+	os.RemoveAll(dir)
+	os.Remove(filepath.Dir(dir))
 }

@@ -1,0 +1,526 @@
+package convert
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prepml/prep/plan"
+)
+
+// Spilled staging: the path for runs whose staging records do not fit
+// Options.MemoryLimit. Memory stays bounded by the limit whatever the input
+// size, at the cost of writing every record to disk once and reading it back
+// once (an external bucket shuffle, as in the two-pass shuffles of MapReduce
+// and Spark's sort-based shuffle):
+//
+//   - The output of each requested epoch is cut into windows of consecutive
+//     steps, every requested rank of the epoch in each, so that a window's
+//     records fit the memory limit. Each window owns one region of the spill
+//     file, sized exactly in advance from the plan (countRecords).
+//   - Stage 1 decodes and assembles records as usual, then routes each
+//     record, for every requested epoch that holds it (plan.Position), to
+//     its window: an 8-byte little-endian header (the record's slot in the
+//     window, see spillWindow) followed by the record, appended to the
+//     decode worker's buffer for that window and written with one pwrite
+//     when full. Appends claim space with an atomic add, so their order
+//     inside a region varies from run to run while the slots they carry do
+//     not.
+//   - Stage 2 takes the windows in order: it reads a region back in chunks,
+//     puts each record at the slot its header names, then writes the
+//     window's batches to the epoch's shards with the same gather as the
+//     in-memory path, and commits the epoch's shards after its last window.
+//
+// Pad samples (remainder pad) repeat ids from the start of the epoch at its
+// end, in another window: their records are kept aside in memory (at most a
+// global batch per epoch) while routing.
+
+// spillEpoch is one requested epoch of a spilled run.
+type spillEpoch struct {
+	epoch int
+	ranks []int   // requested ranks, ascending
+	local []int32 // per plan rank: index in ranks, or -1 when not requested
+	sw    int     // steps per window
+	first int     // index of the epoch's first window in spiller.windows
+}
+
+// spillWindow is steps [s0, s1) of every requested rank of one epoch. The
+// record of rank ranks[u], step s, batch slot i sits at window slot
+// (u*(s1-s0) + s-s0)*b + i.
+type spillWindow struct {
+	ep     int   // index into spiller.epochs
+	s0, s1 int   // steps
+	count  int64 // records routed to the window (pads excluded)
+	base   int64 // byte offset of the window's region in the spill file
+	fill   atomic.Int64
+}
+
+// spiller holds a spilled run's windows, spill file and pad records.
+type spiller struct {
+	p       *plan.Plan
+	b       int // batch size
+	rec     int // record bytes
+	ent     int // entry bytes: 8-byte header + record
+	file    *os.File
+	epochs  []spillEpoch
+	windows []*spillWindow
+	bufCap  int // bytes per route buffer
+
+	// Pad records: padIdx maps a pad sample id to its record in padRecs;
+	// padBits is a filter over ids (bit padBit(id) set for every pad id) so
+	// that most records skip the map lookup.
+	padIdx  map[uint64]int
+	padBits []uint64
+	padRecs []byte
+}
+
+// padBit returns the filter bit of id in a filter of bits bits (a power of
+// two): the top bits of a Fibonacci hash (Knuth, TAOCP vol. 3, §6.4).
+func padBit(id uint64, bits int) uint64 {
+	return (id * 0x9E3779B97F4A7C15) >> (64 - uint(trailingZeros(bits)))
+}
+
+func trailingZeros(n int) int {
+	z := 0
+	for n > 1 {
+		n >>= 1
+		z++
+	}
+	return z
+}
+
+// spillChunk is the read size of stage 2 (rounded down to whole entries).
+const spillChunk = 4 << 20
+
+// spillBufMax is the largest route buffer of one decode worker for one
+// window.
+const spillBufMax = 256 << 10
+
+// newSpiller plans the windows of todo for records of rec bytes under a
+// memory limit of limit bytes and counts each window's records. The spill
+// file is made by create.
+func newSpiller(ctx context.Context, p *plan.Plan, todo []shardKey, rec int, limit int64, jobs int) (*spiller, error) {
+	s := &spiller{p: p, b: p.BatchSize(), rec: rec, ent: 8 + rec}
+	byEpoch := map[int][]int{}
+	var order []int
+	for _, k := range todo {
+		if byEpoch[k.epoch] == nil {
+			order = append(order, k.epoch)
+		}
+		byEpoch[k.epoch] = append(byEpoch[k.epoch], k.rank)
+	}
+	slices.Sort(order)
+	steps := p.Steps()
+	for _, e := range order {
+		ranks := slices.Clone(byEpoch[e])
+		slices.Sort(ranks)
+		ep := spillEpoch{epoch: e, ranks: ranks, local: make([]int32, p.Config.WorldSize), first: len(s.windows)}
+		for i := range ep.local {
+			ep.local[i] = -1
+		}
+		for u, k := range ranks {
+			ep.local[k] = int32(u)
+		}
+		perStep := int64(len(ranks)) * int64(s.b) * int64(rec)
+		ep.sw = int(max(1, min(int64(steps), limit/max(1, perStep))))
+		for s0 := 0; s0 < steps; s0 += ep.sw {
+			s.windows = append(s.windows, &spillWindow{ep: len(s.epochs), s0: s0, s1: min(steps, s0+ep.sw)})
+		}
+		s.epochs = append(s.epochs, ep)
+	}
+	if err := s.countRecords(ctx); err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, w := range s.windows {
+		w.base = total
+		total += w.count * int64(s.ent)
+	}
+	per := limit / int64(4*max(1, jobs)*max(1, len(s.windows)))
+	s.bufCap = int(max(int64(s.ent), min(spillBufMax, per)/int64(s.ent)*int64(s.ent)))
+	return s, nil
+}
+
+// create makes the spill file under dir with every block reserved (see
+// reserveSpace): a full disk fails here, with ErrNoSpace, not midway.
+func (s *spiller) create(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating spill file: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, SpillFileName), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating spill file: %w", err)
+	}
+	s.file = f
+	if total := s.spillBytes(); total > 0 {
+		if err := reserveSpace(f, total); err != nil {
+			s.close()
+			return err
+		}
+	}
+	return nil
+}
+
+// SpillFileName is the spill file inside a run's temporary directory
+// (OUT/.prep-tmp/<pid>/), present while a run whose staging exceeds the
+// memory limit is in progress.
+const SpillFileName = "spill.bin"
+
+// spillBytes returns the size of the spill file.
+func (s *spiller) spillBytes() int64 {
+	if len(s.windows) == 0 {
+		return 0
+	}
+	w := s.windows[len(s.windows)-1]
+	return w.base + w.count*int64(s.ent)
+}
+
+// close closes the spill file (the caller removes the temporary directory).
+func (s *spiller) close() {
+	if s.file != nil {
+		s.file.Close()
+		s.file = nil
+	}
+}
+
+// countRecords sets each window's record count and collects the pad
+// samples. Only a rank's last batches can be short or padded (a batch covers
+// consecutive positions of its lane), so each rank's steps are read from the
+// last one back until a full batch without pads.
+func (s *spiller) countRecords(ctx context.Context) error {
+	steps := s.p.Steps()
+	var ids []uint64
+	var err error
+	var padIDs []uint64
+	for ei := range s.epochs {
+		ep := &s.epochs[ei]
+		full := make([]int, len(ep.ranks)) // per rank: steps before this are full
+		for u, k := range ep.ranks {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			full[u] = 0
+			for step := steps - 1; step >= 0; step-- {
+				var pads int
+				ids, pads, err = s.p.RankBatch(ep.epoch, k, step, ids)
+				if err != nil {
+					return err
+				}
+				if len(ids) == s.b && pads == 0 {
+					full[u] = step + 1
+					break
+				}
+				w := s.windows[ep.first+step/ep.sw]
+				w.count += int64(len(ids) - pads)
+				padIDs = append(padIDs, ids[len(ids)-pads:]...)
+			}
+		}
+		for wi := ep.first; wi < len(s.windows) && s.windows[wi].ep == ei; wi++ {
+			w := s.windows[wi]
+			for _, f := range full {
+				w.count += int64(max(0, min(f, w.s1)-w.s0)) * int64(s.b)
+			}
+		}
+	}
+	if len(padIDs) == 0 {
+		return nil
+	}
+	s.padIdx = map[uint64]int{}
+	for _, id := range padIDs {
+		if _, ok := s.padIdx[id]; !ok {
+			s.padIdx[id] = len(s.padIdx)
+		}
+	}
+	bits := 1 << 16
+	for bits < 8*len(s.padIdx) {
+		bits <<= 1
+	}
+	s.padBits = make([]uint64, bits/64)
+	for id := range s.padIdx {
+		h := padBit(id, bits)
+		s.padBits[h>>6] |= 1 << (h & 63)
+	}
+	s.padRecs = make([]byte, len(s.padIdx)*s.rec)
+	return nil
+}
+
+// routeBuffers is one decode worker's append buffers, one per window.
+type routeBuffers struct {
+	bufs [][]byte
+}
+
+func (s *spiller) newRouteBuffers() *routeBuffers {
+	return &routeBuffers{bufs: make([][]byte, len(s.windows))}
+}
+
+// route sends the records of one assembled block to their windows: blk's
+// runs give rows of a row group whose first sample id is start, and their
+// records at slot dst.. of data.
+func (s *spiller) route(rb *routeBuffers, start uint64, blk []run, data []byte) error {
+	rec := s.rec
+	padFilter := len(s.padBits) * 64
+	for _, r := range blk {
+		for row := r.lo; row < r.hi; row++ {
+			id := start + uint64(row)
+			o := (int(r.dst) + row - r.lo) * rec
+			record := data[o : o+rec : o+rec]
+			if padFilter > 0 {
+				if h := padBit(id, padFilter); s.padBits[h>>6]&(1<<(h&63)) != 0 {
+					if i, ok := s.padIdx[id]; ok {
+						copy(s.padRecs[i*rec:], record)
+					}
+				}
+			}
+			for ei := range s.epochs {
+				ep := &s.epochs[ei]
+				pos, err := s.p.Position(ep.epoch, id)
+				if err != nil {
+					return err
+				}
+				if pos.Dropped {
+					continue
+				}
+				u := ep.local[pos.Rank]
+				if u < 0 {
+					continue
+				}
+				wi := ep.first + pos.Step/ep.sw
+				w := s.windows[wi]
+				slot := (uint64(u)*uint64(w.s1-w.s0)+uint64(pos.Step-w.s0))*uint64(s.b) + uint64(pos.Slot)
+				buf := rb.bufs[wi]
+				if buf == nil {
+					buf = make([]byte, 0, s.bufCap)
+				}
+				buf = binary.LittleEndian.AppendUint64(buf, slot)
+				buf = append(buf, record...)
+				if len(buf)+s.ent > s.bufCap {
+					if err := s.flush(wi, buf); err != nil {
+						return err
+					}
+					buf = buf[:0]
+				}
+				rb.bufs[wi] = buf
+			}
+		}
+	}
+	return nil
+}
+
+// flushAll writes out what is left in rb.
+func (s *spiller) flushAll(rb *routeBuffers) error {
+	for wi, buf := range rb.bufs {
+		if len(buf) > 0 {
+			if err := s.flush(wi, buf); err != nil {
+				return err
+			}
+			rb.bufs[wi] = buf[:0]
+		}
+	}
+	return nil
+}
+
+// flush appends buf (whole entries) to window wi's region.
+func (s *spiller) flush(wi int, buf []byte) error {
+	w := s.windows[wi]
+	n := int64(len(buf))
+	off := w.fill.Add(n) - n
+	if off+n > w.count*int64(s.ent) {
+		return fmt.Errorf("internal: spill window %d overflows its %d records", wi, w.count)
+	}
+	if _, err := s.file.WriteAt(buf, w.base+off); err != nil {
+		return fmt.Errorf("writing spill file: %w", err)
+	}
+	return nil
+}
+
+// checkFull reports an internal error unless every window received exactly
+// the records counted for it: with a bijective plan that means every slot
+// of every window is written exactly once.
+func (s *spiller) checkFull() error {
+	for wi, w := range s.windows {
+		if got, want := w.fill.Load(), w.count*int64(s.ent); got != want {
+			return fmt.Errorf("internal: spill window %d (epoch %d, steps %d-%d) holds %d bytes, want %d",
+				wi, s.epochs[w.ep].epoch, w.s0, w.s1-1, got, want)
+		}
+	}
+	return nil
+}
+
+// load reads window wi's region back and puts each record at its window
+// slot in dst (which holds len(ranks)*(s1-s0)*b records), reading in chunks
+// on jobs goroutines.
+func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error {
+	w := s.windows[wi]
+	total := w.count
+	per := (total + int64(jobs) - 1) / int64(max(1, jobs))
+	slots := uint64(len(dst) / max(1, s.rec))
+	var wg sync.WaitGroup
+	errs := make([]error, jobs)
+	for j := 0; j < jobs; j++ {
+		lo, hi := int64(j)*per, min(total, int64(j+1)*per)
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chunkEnt := int64(max(1, spillChunk/s.ent))
+			buf := make([]byte, min(hi-lo, chunkEnt)*int64(s.ent))
+			for e := lo; e < hi; e += chunkEnt {
+				if ctx.Err() != nil {
+					errs[j] = ctx.Err()
+					return
+				}
+				n := min(hi-e, chunkEnt)
+				b := buf[:n*int64(s.ent)]
+				if _, err := s.file.ReadAt(b, w.base+e*int64(s.ent)); err != nil {
+					errs[j] = fmt.Errorf("reading spill file: %w", err)
+					return
+				}
+				for o := 0; o < len(b); o += s.ent {
+					slot := binary.LittleEndian.Uint64(b[o:])
+					if slot >= slots {
+						errs[j] = fmt.Errorf("internal: spill record slot %d beyond window %d's %d", slot, wi, slots)
+						return
+					}
+					copy(dst[int(slot)*s.rec:], b[o+8:o+s.ent])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSpilled is stage 2 of a spilled run: for each window in order, its
+// records are loaded into one window buffer and its batches written to the
+// epoch's shards (on Jobs goroutines, one shard each at a time); an epoch's
+// shards are committed after its last window.
+func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
+	rec := s.rec
+	slots := 0
+	for _, w := range s.windows {
+		slots = max(slots, len(s.epochs[w.ep].ranks)*(w.s1-w.s0)*s.b)
+	}
+	padBase := slots * rec
+	win := make([]byte, padBase+len(s.padRecs))
+	copy(win[padBase:], s.padRecs)
+	layout := newRecords(r.tensors, nil)
+	jobs := max(1, r.o.Jobs)
+
+	for ei := range s.epochs {
+		ep := &s.epochs[ei]
+		outs := make([]*shardOut, len(ep.ranks))
+		abort := func() {
+			for _, o := range outs {
+				if o != nil {
+					o.w.Abort()
+				}
+			}
+		}
+		for u, k := range ep.ranks {
+			key := shardKey{ep.epoch, k}
+			r.shardEvent(key, false)
+			o, err := r.openShard(key)
+			if err != nil {
+				abort()
+				return err
+			}
+			outs[u] = o
+		}
+		for wi := ep.first; wi < len(s.windows) && s.windows[wi].ep == ei; wi++ {
+			w := s.windows[wi]
+			if err := s.load(ctx, wi, win[:padBase], jobs); err != nil {
+				abort()
+				return err
+			}
+			err := forEach(ctx, len(outs), jobs, func(u int) error {
+				o := outs[u]
+				ga := newGatherer(layout, nil, o.geo)
+				var src []int
+				var step int
+				fill := func(block []byte, ids []uint64, pads int) error {
+					src = src[:0]
+					first := (u*(w.s1-w.s0) + step - w.s0) * s.b
+					for i := range len(ids) - pads {
+						src = append(src, (first+i)*rec)
+					}
+					for _, id := range ids[len(ids)-pads:] {
+						src = append(src, padBase+s.padIdx[id]*rec)
+					}
+					return ga.gatherAt(win, block, src)
+				}
+				for step = w.s0; step < w.s1; step++ {
+					if err := r.writeStep(o, step, fill); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				abort()
+				return err
+			}
+		}
+		err := forEach(ctx, len(outs), 2*jobs, func(u int) error {
+			if err := r.commitShard(outs[u]); err != nil {
+				return err
+			}
+			outs[u] = nil
+			r.shardEvent(shardKey{ep.epoch, ep.ranks[u]}, true)
+			return nil
+		})
+		if err != nil {
+			abort()
+			return err
+		}
+	}
+	return nil
+}
+
+// forEach calls fn(0..n-1) on at most par goroutines and returns the first
+// error (by index) of the calls that ran; after an error or cancellation of
+// ctx no new call starts.
+func forEach(ctx context.Context, n, par int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(n, max(1, par)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || failed.Load() {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					failed.Store(true)
+					return
+				}
+				if errs[i] = fn(i); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

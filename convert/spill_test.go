@@ -1,0 +1,108 @@
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// routedRecords returns the records a spilled run of the shards of epochs
+// x ranks routes to its windows: every valid sample of every batch, pads
+// excluded (their records are kept in memory).
+func routedRecords(t *testing.T, p *plan.Plan, epochs, ranks []int) int64 {
+	t.Helper()
+	var n int64
+	var ids []uint64
+	for _, e := range epochs {
+		for _, k := range ranks {
+			for step := 0; step < p.Steps(); step++ {
+				var pads int
+				var err error
+				ids, pads, err = p.RankBatch(e, k, step, ids)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += int64(len(ids) - pads)
+			}
+		}
+	}
+	return n
+}
+
+// TestSpillMatchesInMemory runs every shuffle mode with every remainder
+// policy, over all shards and over subsets of epochs and ranks, once with
+// the staging in memory and spilled (a memory limit of 1 byte: windows of
+// one step; and one of a few steps' records, which spills only the larger
+// sets), with 1 and 2 jobs, and requires byte-identical output trees,
+// the exact spill size, and no temporary file left.
+func TestSpillMatchesInMemory(t *testing.T) {
+	subsets := []struct{ epochs, ranks []int }{
+		{nil, nil},
+		{[]int{0, 2}, []int{1}},
+		{[]int{1}, []int{0, 2}},
+	}
+	for _, sh := range []plan.Shuffle{plan.ShuffleNone, plan.ShuffleGlobal, plan.ShuffleBlocks, plan.ShufflePartitioned} {
+		for _, rm := range []plan.Remainder{plan.RemainderDrop, plan.RemainderPad, plan.RemainderPartial} {
+			t.Run(fmt.Sprintf("%s/%s", sh, rm), func(t *testing.T) {
+				cfg := plan.Config{Seed: 11, Epochs: 3, GlobalBatch: 48, WorldSize: 3, Workers: 2, Shuffle: sh, Remainder: rm}
+				if sh == plan.ShuffleBlocks {
+					cfg.Window = 2
+				}
+				p, spec := fixture(t, cfg)
+				for si, sub := range subsets {
+					ref := filepath.Join(t.TempDir(), "mem")
+					sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2, Epochs: sub.epochs, Ranks: sub.ranks})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if sum.SpillBytes != 0 || sum.SpillWindows != 0 {
+						t.Fatalf("subset %d: staging of %d bytes spilled under the default limit: %+v", si, sum.StagingBytes, sum)
+					}
+					want := snapshot(t, ref)
+					m, err := shardfmt.ReadManifest(ref)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rec := int64(recordSize(m.Tensors))
+					epochs, ranks := sub.epochs, sub.ranks
+					if epochs == nil {
+						epochs = []int{0, 1, 2}
+					}
+					if ranks == nil {
+						ranks = []int{0, 1, 2}
+					}
+					wantSpill := routedRecords(t, p, epochs, ranks) * (8 + rec)
+					for _, limit := range []int64{1, 3 * 48 * rec * 3} {
+						for _, jobs := range []int{1, 2} {
+							out := filepath.Join(t.TempDir(), "spill")
+							sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: jobs, MemoryLimit: limit, Epochs: sub.epochs, Ranks: sub.ranks})
+							if err != nil {
+								t.Fatalf("subset %d, limit %d, jobs %d: %v", si, limit, jobs, err)
+							}
+							switch {
+							case sum.StagingBytes <= limit:
+								if sum.SpillBytes != 0 || sum.SpillWindows != 0 {
+									t.Errorf("subset %d, limit %d: %d bytes of staging spilled: %+v", si, limit, sum.StagingBytes, sum)
+								}
+							case sum.SpillBytes != wantSpill || sum.SpillWindows < 2:
+								t.Errorf("subset %d, limit %d: spilled %d bytes in %d windows, want %d bytes in 2 or more", si, limit, sum.SpillBytes, sum.SpillWindows, wantSpill)
+							}
+							if got := snapshot(t, out); got != want {
+								t.Fatalf("subset %d, limit %d, jobs %d: spilled output differs from the in-memory output", si, limit, jobs)
+							}
+							if _, err := os.Stat(filepath.Join(out, TempDirName)); !errors.Is(err, os.ErrNotExist) {
+								t.Errorf("subset %d: temporary directory left after a spilled run: %v", si, err)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}

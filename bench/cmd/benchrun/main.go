@@ -125,7 +125,7 @@ func main() {
 			}
 			d.measureAll(g)
 		}
-		d.measureAll([]*Row{byID["convert-10x"]})
+		d.measureAll([]*Row{byID["convert-1x-m256"], byID["convert-10x-m256"], byID["convert-10x"]})
 	}
 	if want("plan") {
 		rep.Plan = d.planRows()
@@ -243,14 +243,14 @@ tensors:
 `
 
 // convertRow builds the row converting src (a file or folder) by a plan made
-// once, untimed, before the row runs. Every run starts from an empty output
-// folder.
-func (d *driver) convertRow(id, label, src, spec string, jobs int, rows, bytes int64) *Row {
+// once, untimed, before the row runs, with extra flags after the others.
+// Every run starts from an empty output folder.
+func (d *driver) convertRow(id, label, src, spec string, jobs int, rows, bytes int64, extra ...string) *Row {
 	prep := d.exe("prep")
 	planPath := filepath.Join(d.work, "plan-"+id+".json")
 	out := filepath.Join(d.work, "out-"+id)
 	r := &Row{ID: id, Label: label, Rows: rows, Bytes: bytes,
-		Argv: []string{prep, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--jobs", fmt.Sprint(jobs)}}
+		Argv: append([]string{prep, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--jobs", fmt.Sprint(jobs)}, extra...)}
 	if !d.has("prep") {
 		r.Err = d.missing("cmd/prep")
 		return r
@@ -282,7 +282,13 @@ func (d *driver) convertRows(rep *report) (rows, scaling []*Row) {
 	big := d.convertRow("convert-10x", "`prep convert` --jobs 2: 10x input (10 hard links of req-plain-snappy, 20,000,000 rows)",
 		filepath.Join(d.data, "big"), specs[false], 2, 10*in.Rows, 10*in.UncompressedBytes)
 	big.Note = "the 10x row has no warm-up run"
-	return rows, []*Row{j1, big}
+	// The memory bound: the same --memory-limit for 1x and 10x input. At
+	// 256 MiB the 1x staging (224 MB) stays in memory and the 10x staging
+	// spills to disk by output window.
+	one256 := d.convertRow("convert-1x-m256", "`prep convert` --jobs 2 --memory-limit 256MiB: req-plain-snappy", d.input("req-plain-snappy"), specs[false], 2, in.Rows, in.UncompressedBytes, "--memory-limit", "256MiB")
+	big256 := d.convertRow("convert-10x-m256", "`prep convert` --jobs 2 --memory-limit 256MiB: 10x input", filepath.Join(d.data, "big"), specs[false], 2, 10*in.Rows, 10*in.UncompressedBytes, "--memory-limit", "256MiB")
+	big256.Note = big.Note
+	return rows, []*Row{j1, big, one256, big256}
 }
 
 // shardSet is the shard set verify and gpuload read, and its plan: the

@@ -129,8 +129,8 @@ func (rep *report) targets(dir, planPath string) []target {
 	}
 	ts = append(ts, t)
 
-	t = target{Name: "convert peak RSS, 10x input vs 1x", Goal: "flat (<= 1.25x)"}
-	one, ten := rep.row("convert-req-plain-snappy"), rep.row("convert-10x")
+	t = target{Name: "convert peak RSS, 10x input vs 1x (both --memory-limit 256MiB)", Goal: "flat (<= 1.25x)"}
+	one, ten := rep.row("convert-1x-m256"), rep.row("convert-10x-m256")
 	if one != nil && ten != nil && one.OK() && ten.OK() {
 		t.Known = true
 		x := float64(ten.PeakRSS()) / float64(one.PeakRSS())
@@ -160,8 +160,11 @@ type ref struct{ id, name string }
 
 func (rep *report) refs(id string) []ref {
 	if v, ok := strings.CutPrefix(id, "convert-"); ok {
-		if v == "j1" || v == "10x" {
+		switch v {
+		case "j1", "10x", "1x-m256":
 			return []ref{{"convert-req-plain-snappy", "--jobs 2 on 1x"}}
+		case "10x-m256":
+			return []ref{{"convert-1x-m256", "1x at the same limit"}, {"convert-10x", "10x at the default limit"}}
 		}
 		return []ref{{"pqarrow-" + v, "pqarrow"}, {"generic-" + v, "GenericReader"},
 			{"decompress-" + v, "1-core decompression"}, {"memcpy", "1-core memcpy"}}

@@ -61,6 +61,7 @@ func run(stage string, args []string) error {
 		specPath := fl.String("spec", "", "feature spec")
 		out := fl.String("o", "", "output folder")
 		jobs := fl.Int("jobs", 0, "jobs")
+		memLimit := fl.Int64("memory-limit", 0, "memory limit in bytes (0: the default)")
 		if err := fl.Parse(args); err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func run(stage string, args []string) error {
 		if err := os.RemoveAll(*out); err != nil {
 			return err
 		}
-		_, err = convert.Run(ctx, convert.Options{Plan: p, Spec: spec, Output: *out, Jobs: *jobs, ToolVersion: "profbench"})
+		_, err = convert.Run(ctx, convert.Options{Plan: p, Spec: spec, Output: *out, Jobs: *jobs, MemoryLimit: *memLimit, ToolVersion: "profbench"})
 		return err
 	case "verify":
 		if len(args) != 2 {

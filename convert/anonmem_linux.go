@@ -17,8 +17,8 @@ const hugePage = 2 << 20
 // hugePage and advised MADV_HUGEPAGE so that the kernel backs it with
 // transparent huge pages where it can (a 2 MiB page per TLB entry instead of
 // 512 4 KiB ones: stage 2 reads records at random). whole is the mapping to
-// pass to unmapAnon. ok is false when the mapping fails (the caller falls
-// back to a staging file); a refused madvise is ignored.
+// pass to unmapAnon. ok is false when the mapping fails (the run then
+// spills its staging to disk); a refused madvise is ignored.
 func mapAnon(size int64) (data, whole []byte, ok bool) {
 	if size <= 0 || size > 1<<62 {
 		return nil, nil, false

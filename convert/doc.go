@@ -28,13 +28,16 @@
 // (mmap MAP_ANONYMOUS, 2 MiB aligned, madvise MADV_HUGEPAGE on Linux): rows
 // are assembled in place, with no staging file, no write system calls and,
 // with transparent huge pages, few TLB misses when stage 2 reads records at
-// random. Larger staging (or where the anonymous mapping fails) is the file
-// OUT/.prep-tmp/<pid>/staging.bin, mapped MAP_SHARED so it lives in the page
-// cache and is written block by block with pwrite. Every block of the staging
-// file is reserved (fallocate, or zeros written where the file system lacks
-// it) before it is mapped, so a disk that fills up can never turn a store
-// into the mapping into SIGBUS: the run fails with ErrNoSpace instead. Either
-// way staging holds the same bytes, so the shards do not depend on where it
+// random. Larger staging (or where the anonymous mapping fails) is spilled
+// to disk by output window (spill.go): the requested epochs' steps are cut
+// into windows whose records fit MemoryLimit, stage 1 appends each record,
+// tagged with its slot, to its window's region of OUT/.prep-tmp/<pid>/spill.bin
+// (pwrite), and stage 2 reads one window back at a time, so memory stays
+// bounded by the limit whatever the input size, for one more write and read
+// of the records. Every block of the spill file is reserved (fallocate, or
+// zeros written where the file system lacks it) before stage 1, so a disk
+// that fills up fails the run at the start with ErrNoSpace. Either way the
+// shards hold the same bytes, so they do not depend on where staging
 // lived. A string column hashed into buckets (bytes.mode hash) is read in
 // dictionary form where its pages allow (pqread.ReadColumnDict), so each
 // distinct string is hashed once per column chunk. Column chunks are decoded in
@@ -49,8 +52,8 @@
 // # Stage 2: gather
 //
 // For each requested shard, for each step, the plan's RankBatch gives the
-// sample ids; each sample's bytes are copied from staging into a zeroed batch
-// block at the slab offsets of shardfmt's geometry and written with
+// sample ids; each sample's bytes are copied from staging (or from the
+// window's records of a spilled run) into a zeroed batch block at the slab offsets of shardfmt's geometry and written with
 // shardfmt.Writer. Shards are written in parallel (Options.Jobs); each shard's
 // bytes depend only on the plan, the spec and the source, never on Jobs.
 // After each committed shard (temporary name, fsync, rename) the manifest is
@@ -76,17 +79,19 @@
 // any shard this run rewrote), then the shards this run committed are
 // removed and staging is deleted, so a kill during the rollback never leaves
 // a manifest listing a missing shard; complete earlier output is untouched.
-// Free space for the shards, plus staging when it goes to a file, is checked
-// before stage 1 (ErrNoSpace gives the numbers).
+// Free space for the shards, plus the spill file of a spilled run, is
+// checked before stage 1 (ErrNoSpace gives the numbers).
 //
 // # Memory
 //
 // Heap use is bounded by MemoryLimit (decoded column chunks), Jobs batch
 // blocks and the id bitmap (2 bits per source row), not by the input size.
-// Anonymous staging adds at most MemoryLimit more outside the heap (larger
-// staging goes to a file). Summary.PeakRSSBytes reports getrusage's peak
-// RSS, which also counts resident staging pages (anonymous memory, or
-// reclaimable page cache for a staging file).
+// Staging adds at most MemoryLimit more: anonymous memory when it fits, else
+// one spill window at a time (plus, under remainder pad, the records of the
+// pad samples: fewer than a global batch per epoch). Summary.PeakRSSBytes
+// reports getrusage's peak RSS, which also counts the pages of source files
+// mapped while their column chunks are read; Summary.SpillBytes and
+// SpillWindows say whether and how a run spilled.
 //
 // # Column names
 //

@@ -54,7 +54,7 @@ type Options struct {
 	Ranks  []int // ranks to materialize; nil = all
 
 	Jobs        int   // parallel column chunks (stage 1); stage 2 writes 2*Jobs shards at once (1 for Jobs 1); <= 0: GOMAXPROCS
-	MemoryLimit int64 // estimated bytes of decoded column chunks in flight; <= 0: 1 GiB
+	MemoryLimit int64 // bytes of decoded column chunks in flight (estimated), and of staging held in memory (larger staging spills to disk); <= 0: 1 GiB
 	Force       bool  // replace an output made from another plan, source or spec
 
 	ToolVersion string       // recorded in shards and manifest

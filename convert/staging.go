@@ -54,7 +54,7 @@ func reserveSpace(f *os.File, size int64) error {
 		free, _ := freeBytes(filepath.Dir(f.Name()))
 		return fmt.Errorf("%s: %w: need %d bytes for staging, %d free: %v", f.Name(), ErrNoSpace, size, free, err)
 	}
-	return fmt.Errorf("reserving %d bytes for staging file %s: %w", size, f.Name(), err)
+	return fmt.Errorf("reserving %d bytes for %s: %w", size, f.Name(), err)
 }
 
 // fallocate reserves [0, size) of f (fallocate_linux.go, fallocate_other.go).

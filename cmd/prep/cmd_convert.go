@@ -78,7 +78,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
 	f.StringVar(&o.ranks, "ranks", "", "ranks to write, e.g. 0-7 or 2,5; auto reads the launcher's rank variables (default all)")
 	f.IntVar(&o.jobs, "jobs", 0, "parallel column chunks and shards (default: number of CPUs)")
-	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on decoded column chunks in flight, e.g. 512MiB, 4GiB")
+	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on decoded column chunks in flight and on staging kept in memory (larger staging spills to DIR/.prep-tmp by output window), e.g. 512MiB, 4GiB")
 	f.BoolVar(&o.force, "force", false, "replace an output made from another plan, source or spec")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addRankFlags(cmd, &o.ops)
@@ -192,6 +192,10 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	_, err = fmt.Fprintf(g.stdout, "%s: %d shards written (%d already complete), %d rows, %s in %.2fs (%.0f MB/s); decoded %d samples from %d row groups (%d skipped); peak RSS %s, peak heap %s\n",
 		sum.Output, sum.Shards, sum.SkippedShards, sum.Rows, formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
 		sum.SamplesDecoded, sum.RowGroupsRead, sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
+	if err == nil && sum.SpillWindows > 0 {
+		_, err = fmt.Fprintf(g.stdout, "staging (%s) exceeded --memory-limit: spilled %s to disk in %d output windows\n",
+			formatBytes(sum.StagingBytes), formatBytes(sum.SpillBytes), sum.SpillWindows)
+	}
 	if err == nil && len(sum.Overflows) > 0 {
 		_, err = fmt.Fprintf(g.stdout, "overflows (values too large for the dtype, stored as ±Inf or ±448): %s\n", formatCounts(sum.Overflows))
 	}

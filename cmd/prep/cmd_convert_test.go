@@ -167,3 +167,56 @@ func TestProgressLabel(t *testing.T) {
 	var none *progress
 	none.SetLabel("x") // nil-safe like Add and Finish
 }
+
+// TestConvertSpillsOverMemoryLimit checks that --memory-limit below the
+// staging size makes convert spill by output window, says so in its
+// summary, and writes the same shards as a run that stages in memory.
+func TestConvertSpillsOverMemoryLimit(t *testing.T) {
+	pp := convertFixture(t)
+	mem, spill := filepath.Join(t.TempDir(), "mem"), filepath.Join(t.TempDir(), "spill")
+	args := []string{"convert", "--plan", pp, "--tensor", "id=id:I64", "--tensor", "ab=a,b:F32:2", "--jobs", "2"}
+	if code, _, stderr := runPrep(append(args, "-o", mem)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// 100 samples x 16 bytes = 1600 bytes of staging; a 1 KiB limit holds
+	// four steps (2 ranks x 8 samples x 16 bytes each) per window: 7 steps
+	// make 2 windows per epoch, 4 in all; every record of both epochs is
+	// spilled with an 8-byte header (pads excepted: 112 slots per epoch, 100
+	// samples): 2 x 100 x 24 bytes.
+	code, stdout, stderr := runPrep(append(args, "-o", spill, "--memory-limit", "1KiB")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "staging (1.6 KiB) exceeded --memory-limit: spilled 4.7 KiB to disk in 4 output windows"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("summary %q lacks %q", stdout, want)
+	}
+	m, s := readTree(t, mem), readTree(t, spill)
+	if len(m) == 0 || len(m) != len(s) {
+		t.Fatalf("in memory %d files, spilled %d files", len(m), len(s))
+	}
+	for name, data := range m {
+		if s[name] != data {
+			t.Errorf("%s differs between the in-memory and the spilled run", name)
+		}
+	}
+}
+
+// readTree returns every regular file under dir by slash path.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(dir, path)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

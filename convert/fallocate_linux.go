@@ -19,3 +19,13 @@ func fallocateFile(f *os.File, size int64) error {
 		}
 	}
 }
+
+// dropRange discards [off, off+n) of f (fallocate PUNCH_HOLE, keeping the
+// size): a spill window already read back, whose dirty pages then never
+// need writing to disk. Failure is harmless and ignored (the pages are
+// written back and freed with the file).
+func dropRange(f *os.File, off, n int64) {
+	if n > 0 {
+		unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+	}
+}

@@ -13,3 +13,7 @@ import (
 func fallocateFile(f *os.File, size int64) error {
 	return os.NewSyscallError("fallocate", unix.EOPNOTSUPP)
 }
+
+// dropRange does nothing where fallocate(2) does not exist (the spill file's
+// pages are freed with the file).
+func dropRange(f *os.File, off, n int64) {}

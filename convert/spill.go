@@ -353,7 +353,7 @@ func (s *spiller) checkFull() error {
 
 // load reads window wi's region back and puts each record at its window
 // slot in dst (which holds len(ranks)*(s1-s0)*b records), reading in chunks
-// on jobs goroutines.
+// on jobs goroutines, then discards the region (dropRange).
 func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error {
 	w := s.windows[wi]
 	total := w.count
@@ -399,6 +399,7 @@ func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error 
 			return err
 		}
 	}
+	dropRange(s.file, w.base, total*int64(s.ent))
 	return nil
 }
 

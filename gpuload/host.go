@@ -29,16 +29,24 @@ type hostRun = pipeRun[[]delivery]
 // hand-off to the consumer carries).
 const maxGroupBytes = 4 << 20
 
+// groupLimit is the most blocks of blockSize bytes one group may take from
+// a ring of n slots: at most maxGroupBytes, and at most half the ring
+// (rounded up), so that while the producer reads one half the consumer can
+// take and release the other and the producer finds free slots when it is
+// done instead of waiting for them. It is at least 1.
+func groupLimit(n int, blockSize uint64) int {
+	return max(1, min((n+1)/2, int(maxGroupBytes/max(blockSize, 1))))
+}
+
 // hostBackend reads blocks into a ring of page-aligned buffers (or hands out
 // views of the mapped shard) on a background goroutine.
 //
-// The producer takes every ring slot free at the moment (at least one) and
-// fills them with the next consecutive blocks using one vectored read
-// (preadv), then hands the whole group to the consumer at once. From a warm
-// page cache the copy costs the same per byte whatever the read size; what
-// a group saves is the goroutine hand-off per batch (a wake-up of the
-// parked consumer), which made delivery run well below a plain sequential
-// read of the same files.
+// The producer takes the ring slots free at the moment (at least one, at
+// most groupLimit) and fills them with the next consecutive blocks using one
+// vectored read (preadv), then hands the whole group to the consumer at
+// once. From a warm page cache the copy costs the same per byte whatever the
+// read size; what a group saves is the goroutine hand-off per batch (a
+// wake-up of the parked consumer).
 type hostBackend struct {
 	l         *Loader
 	verify    bool
@@ -54,7 +62,7 @@ type hostBackend struct {
 func newHostBackend(l *Loader, opts Options) (*hostBackend, error) {
 	n := opts.Prefetch + 1
 	h := &hostBackend{l: l, verify: opts.VerifyChecksums, mapBlocks: opts.MapBlocks, prefetch: opts.Prefetch, free: make(chan int, n)}
-	h.maxGroup = max(1, min(n, int(maxGroupBytes/max(l.geo.BlockSize, 1))))
+	h.maxGroup = groupLimit(n, l.geo.BlockSize)
 	if !opts.MapBlocks {
 		for range n {
 			b, err := allocBuffer(int(l.geo.BlockSize))

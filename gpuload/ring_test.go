@@ -99,3 +99,26 @@ func TestErrorsDoNotLeakRingSlots(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestGroupLimit pins how many ring slots one vectored read may fill: half
+// the ring rounded up, at most maxGroupBytes of blocks, at least one.
+func TestGroupLimit(t *testing.T) {
+	for _, c := range []struct {
+		ring  int
+		block uint64
+		want  int
+	}{
+		{ring: 5, block: 122_880, want: 3},   // the default ring, small blocks
+		{ring: 2, block: 4096, want: 1},      // Prefetch 1
+		{ring: 1, block: 4096, want: 1},      // never below one
+		{ring: 1025, block: 4096, want: 513}, // MaxPrefetch: half the ring
+		{ring: 1025, block: 8192, want: 512}, // 4 MiB of 8 KiB blocks
+		{ring: 5, block: 3 << 20, want: 1},   // one block over half the byte bound
+		{ring: 5, block: 8 << 20, want: 1},   // blocks larger than the byte bound
+		{ring: 9, block: 0, want: 5},         // zero-size blocks: only the ring bounds
+	} {
+		if got := groupLimit(c.ring, c.block); got != c.want {
+			t.Errorf("groupLimit(%d, %d) = %d, want %d", c.ring, c.block, got, c.want)
+		}
+	}
+}

@@ -2,8 +2,11 @@ package gpuload
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/prepml/prep/shardfmt"
@@ -29,6 +32,13 @@ type hostRun = pipeRun[[]delivery]
 // hand-off to the consumer carries).
 const maxGroupBytes = 4 << 20
 
+// maxSpin bounds how long the consumer polls for the producer's next group
+// before parking. It is a few times the cost of parking and waking a
+// goroutine (tens of microseconds when the wake needs an idle CPU started),
+// so when the producer's reads take longer than this the consumer parks at
+// once: the wait dwarfs the wake.
+const maxSpin = 100 * time.Microsecond
+
 // groupLimit is the most blocks of blockSize bytes one group may take from
 // a ring of n slots: at most maxGroupBytes, and at most half the ring
 // (rounded up), so that while the producer reads one half the consumer can
@@ -45,16 +55,24 @@ func groupLimit(n int, blockSize uint64) int {
 // most groupLimit) and fills them with the next consecutive blocks using one
 // vectored read (preadv), then hands the whole group to the consumer at
 // once. From a warm page cache the copy costs the same per byte whatever the
-// read size; what a group saves is the goroutine hand-off per batch (a
-// wake-up of the parked consumer).
+// read size; what a group saves is the goroutine hand-off per batch.
+//
+// A hand-off to a parked consumer costs the producer a wake-up (starting an
+// idle thread, a futex call that is slow on virtual machines), paid on the
+// critical path of a reader that is otherwise only copying. So a consumer
+// that finds no group ready polls for one for up to maxSpin, yielding the
+// processor between polls, while the producer's recent groups took no
+// longer than that; then the group lands in the channel's buffer and nobody
+// is woken.
 type hostBackend struct {
 	l         *Loader
 	verify    bool
 	mapBlocks bool
 	prefetch  int
-	maxGroup  int      // most blocks per group
-	bufs      [][]byte // ring buffers (nil with mapBlocks)
-	free      chan int // ring slots not held by anyone
+	maxGroup  int          // most blocks per group
+	readNanos atomic.Int64 // how long the producer's last group read took
+	bufs      [][]byte     // ring buffers (nil with mapBlocks)
+	free      chan int     // ring slots not held by anyone
 	cur       *hostRun
 	queue     []delivery // consumer side: received from cur.out, not yet taken by next
 }
@@ -111,7 +129,9 @@ func (h *hostBackend) produce(r *hostRun, step int) {
 				break more
 			}
 		}
+		t0 := time.Now()
 		g := h.fillGroup(s, slots)
+		h.readNanos.Store(int64(time.Since(t0)))
 		select {
 		case r.out <- g:
 		case <-r.quit:
@@ -226,16 +246,46 @@ func (l *Loader) blockError(op string, s int, err error) error {
 
 func (h *hostBackend) next() delivery {
 	if len(h.queue) == 0 {
-		select {
-		case g := <-h.cur.out:
-			h.queue = g
-		case <-h.cur.quit:
+		g, ok := h.receive()
+		if !ok {
 			return delivery{err: ErrClosed}
 		}
+		h.queue = g
 	}
 	d := h.queue[0]
 	h.queue = h.queue[1:]
 	return d
+}
+
+// receive waits for the current run's next group: polling for up to maxSpin
+// first when the producer's last group read took no longer than that, then
+// parked. ok is false once the run is stopped.
+func (h *hostBackend) receive() (g []delivery, ok bool) {
+	r := h.cur
+	if time.Duration(h.readNanos.Load()) <= maxSpin {
+		var start time.Time
+		for i := 0; ; i++ {
+			select {
+			case g := <-r.out:
+				return g, true
+			case <-r.quit:
+				return nil, false
+			default:
+			}
+			if i == 0 {
+				start = time.Now()
+			} else if time.Since(start) > maxSpin {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	select {
+	case g := <-r.out:
+		return g, true
+	case <-r.quit:
+		return nil, false
+	}
 }
 
 func (h *hostBackend) release(slot int) { h.free <- slot }

@@ -29,8 +29,9 @@
 // are assembled in place, with no staging file, no write system calls and,
 // with transparent huge pages, few TLB misses when stage 2 reads records at
 // random. Larger staging (or where the anonymous mapping fails) is spilled
-// to disk by output window (spill.go): the requested epochs' steps are cut
-// into windows whose records fit MemoryLimit, stage 1 appends each record,
+// to disk by output window (spill.go): the requested epochs' steps are cut,
+// for groups of as many ranks as stage 2 writes shards at once, into
+// windows whose records fit MemoryLimit, stage 1 appends each record,
 // tagged with its slot, to its window's region of OUT/.prep-tmp/<pid>/spill.bin
 // (pwrite), and stage 2 reads one window back at a time, so memory stays
 // bounded by the limit whatever the input size, for one more write and read

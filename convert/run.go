@@ -395,7 +395,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	defer st.remove()
 	var sp *spiller
 	if stageTotal > 0 && st.data == nil {
-		if sp, err = newSpiller(ctx, r.p, todo, rec, r.o.MemoryLimit, r.o.Jobs); err != nil {
+		if sp, err = newSpiller(ctx, r.p, todo, rec, r.o.MemoryLimit, r.o.Jobs, shardWriters(r.o.Jobs)); err != nil {
 			return err
 		}
 	}
@@ -550,10 +550,7 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
-	writers := r.o.Jobs
-	if writers > 1 {
-		writers *= 2
-	}
+	writers := shardWriters(r.o.Jobs)
 	for w := 0; w < min(writers, len(todo)); w++ {
 		wg.Add(1)
 		go func() {
@@ -585,6 +582,15 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 		return firstErr
 	}
 	return ctx.Err()
+}
+
+// shardWriters returns how many shards stage 2 writes at once for jobs:
+// 2*jobs, or 1 for jobs 1.
+func shardWriters(jobs int) int {
+	if jobs > 1 {
+		return 2 * jobs
+	}
+	return max(1, jobs)
 }
 
 // shardOut is one shard being written: its writer, a reusable batch block

@@ -19,10 +19,12 @@ import (
 // once (an external bucket shuffle, as in the two-pass shuffles of MapReduce
 // and Spark's sort-based shuffle):
 //
-//   - The output of each requested epoch is cut into windows of consecutive
-//     steps, every requested rank of the epoch in each, so that a window's
-//     records fit the memory limit. Each window owns one region of the spill
-//     file, sized exactly in advance from the plan (countRecords).
+//   - The requested ranks of each requested epoch are cut into groups of as
+//     many ranks as stage 2 writes shards at once (shardWriters), and each
+//     group's output into windows of consecutive steps, every rank of the
+//     group in each, so that a window's records fit the memory limit. Each
+//     window owns one region of the spill file, sized exactly in advance
+//     from the plan (countRecords).
 //   - Stage 1 decodes and assembles records as usual, then routes each
 //     record, for every requested epoch that holds it (plan.Position), to
 //     its window: an 8-byte little-endian header (the record's slot in the
@@ -33,23 +35,31 @@ import (
 //     not.
 //   - Stage 2 takes the windows in order: it reads a region back in chunks,
 //     puts each record at the slot its header names, then writes the
-//     window's batches to the epoch's shards with the same gather as the
-//     in-memory path, and commits the epoch's shards after its last window.
+//     window's batches to the group's shards with the same gather as the
+//     in-memory path, and commits the group's shards after its last window.
 //
 // Pad samples (remainder pad) repeat ids from the start of the epoch at its
 // end, in another window: their records are kept aside in memory (at most a
 // global batch per epoch) while routing.
 
-// spillEpoch is one requested epoch of a spilled run.
+// spillEpoch is one group of requested ranks of one requested epoch of a
+// spilled run: at most spillGroup ranks, whose shards stage 2 keeps open
+// together from the group's first window to its last.
 type spillEpoch struct {
 	epoch int
-	ranks []int   // requested ranks, ascending
-	local []int32 // per plan rank: index in ranks, or -1 when not requested
-	sw    int     // steps per window
-	first int     // index of the epoch's first window in spiller.windows
+	ranks []int // requested ranks of the group, ascending
+	sw    int   // steps per window
+	first int   // index of the group's first window in spiller.windows
 }
 
-// spillWindow is steps [s0, s1) of every requested rank of one epoch. The
+// spillRoute maps the ranks of one requested epoch to their groups.
+type spillRoute struct {
+	epoch int
+	group []int32 // per plan rank: index in spiller.epochs, or -1 when not requested
+	local []int32 // per plan rank: index in that group's ranks
+}
+
+// spillWindow is steps [s0, s1) of every rank of one group. The
 // record of rank ranks[u], step s, batch slot i sits at window slot
 // (u*(s1-s0) + s-s0)*b + i.
 type spillWindow struct {
@@ -68,6 +78,7 @@ type spiller struct {
 	ent     int // entry bytes: 8-byte header + record
 	file    *os.File
 	epochs  []spillEpoch
+	routes  []spillRoute // one per requested epoch, ascending
 	windows []*spillWindow
 	bufCap  int // bytes per route buffer
 
@@ -102,9 +113,10 @@ const spillChunk = 4 << 20
 const spillBufMax = 256 << 10
 
 // newSpiller plans the windows of todo for records of rec bytes under a
-// memory limit of limit bytes and counts each window's records. The spill
-// file is made by create.
-func newSpiller(ctx context.Context, p *plan.Plan, todo []shardKey, rec int, limit int64, jobs int) (*spiller, error) {
+// memory limit of limit bytes and counts each window's records. Each
+// epoch's ranks are cut into groups of at most group ranks (stage 2 has a
+// group's shards open at once). The spill file is made by create.
+func newSpiller(ctx context.Context, p *plan.Plan, todo []shardKey, rec int, limit int64, jobs, group int) (*spiller, error) {
 	s := &spiller{p: p, b: p.BatchSize(), rec: rec, ent: 8 + rec}
 	byEpoch := map[int][]int{}
 	var order []int
@@ -116,22 +128,27 @@ func newSpiller(ctx context.Context, p *plan.Plan, todo []shardKey, rec int, lim
 	}
 	slices.Sort(order)
 	steps := p.Steps()
+	group = max(1, group)
 	for _, e := range order {
 		ranks := slices.Clone(byEpoch[e])
 		slices.Sort(ranks)
-		ep := spillEpoch{epoch: e, ranks: ranks, local: make([]int32, p.Config.WorldSize), first: len(s.windows)}
-		for i := range ep.local {
-			ep.local[i] = -1
+		rt := spillRoute{epoch: e, group: make([]int32, p.Config.WorldSize), local: make([]int32, p.Config.WorldSize)}
+		for i := range rt.group {
+			rt.group[i] = -1
 		}
-		for u, k := range ranks {
-			ep.local[k] = int32(u)
+		for g0 := 0; g0 < len(ranks); g0 += group {
+			ep := spillEpoch{epoch: e, ranks: ranks[g0:min(len(ranks), g0+group)], first: len(s.windows)}
+			for u, k := range ep.ranks {
+				rt.group[k], rt.local[k] = int32(len(s.epochs)), int32(u)
+			}
+			perStep := int64(len(ep.ranks)) * int64(s.b) * int64(rec)
+			ep.sw = int(max(1, min(int64(steps), limit/max(1, perStep))))
+			for s0 := 0; s0 < steps; s0 += ep.sw {
+				s.windows = append(s.windows, &spillWindow{ep: len(s.epochs), s0: s0, s1: min(steps, s0+ep.sw)})
+			}
+			s.epochs = append(s.epochs, ep)
 		}
-		perStep := int64(len(ranks)) * int64(s.b) * int64(rec)
-		ep.sw = int(max(1, min(int64(steps), limit/max(1, perStep))))
-		for s0 := 0; s0 < steps; s0 += ep.sw {
-			s.windows = append(s.windows, &spillWindow{ep: len(s.epochs), s0: s0, s1: min(steps, s0+ep.sw)})
-		}
-		s.epochs = append(s.epochs, ep)
+		s.routes = append(s.routes, rt)
 	}
 	if err := s.countRecords(ctx); err != nil {
 		return nil, err
@@ -276,19 +293,20 @@ func (s *spiller) route(rb *routeBuffers, start uint64, blk []run, data []byte) 
 					}
 				}
 			}
-			for ei := range s.epochs {
-				ep := &s.epochs[ei]
-				pos, err := s.p.Position(ep.epoch, id)
+			for ri := range s.routes {
+				rt := &s.routes[ri]
+				pos, err := s.p.Position(rt.epoch, id)
 				if err != nil {
 					return err
 				}
 				if pos.Dropped {
 					continue
 				}
-				u := ep.local[pos.Rank]
-				if u < 0 {
+				gi := rt.group[pos.Rank]
+				if gi < 0 {
 					continue
 				}
+				ep, u := &s.epochs[gi], rt.local[pos.Rank]
 				wi := ep.first + pos.Step/ep.sw
 				w := s.windows[wi]
 				slot := (uint64(u)*uint64(w.s1-w.s0)+uint64(pos.Step-w.s0))*uint64(s.b) + uint64(pos.Slot)
@@ -405,7 +423,7 @@ func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error 
 
 // writeSpilled is stage 2 of a spilled run: for each window in order, its
 // records are loaded into one window buffer and its batches written to the
-// epoch's shards (on Jobs goroutines, one shard each at a time); an epoch's
+// group's shards (on Jobs goroutines, one shard each at a time); a group's
 // shards are committed after its last window.
 func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 	rec := s.rec

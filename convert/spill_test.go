@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/prepml/prep/plan"
@@ -103,6 +104,66 @@ func TestSpillMatchesInMemory(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestSpillManyRanksKeepsFewShardsOpen: a spilled run of 64 ranks keeps at
+// most as many shards open as the in-memory path (2*Jobs), so it converts
+// under an open-file limit of 64 like the in-memory run, with the same
+// output and with every shard's start and commit reported once.
+func TestSpillManyRanksKeepsFewShardsOpen(t *testing.T) {
+	p, spec := fixture(t, plan.Config{Seed: 2, Epochs: 2, GlobalBatch: 128, WorldSize: 64, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Skip(err)
+	}
+	low := old
+	low.Cur = 64
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skip(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	mem := filepath.Join(t.TempDir(), "mem")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: mem, Jobs: 2}); err != nil {
+		t.Fatalf("in memory: %v", err)
+	}
+	for _, jobs := range []int{1, 2} {
+		open, most := 0, 0
+		events := map[shardKey][2]int{}
+		out := filepath.Join(t.TempDir(), "spill")
+		sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: jobs, MemoryLimit: 1,
+			OnShard: func(epoch, rank int, done bool) {
+				k, e := shardKey{epoch, rank}, events[shardKey{epoch, rank}]
+				if done {
+					open--
+					e[1]++
+				} else {
+					open++
+					e[0]++
+				}
+				events[k] = e
+				most = max(most, open)
+			}})
+		if err != nil {
+			t.Fatalf("jobs %d: spilled: %v", jobs, err)
+		}
+		// 1000 samples in 8 steps of 128: each window is one step of one
+		// group of 2*jobs ranks (1 for jobs 1).
+		groups := 64 / shardWriters(jobs)
+		if most != shardWriters(jobs) || sum.SpillWindows != 2*groups*8 {
+			t.Errorf("jobs %d: %d shards open at once, %d windows; want %d and %d", jobs, most, sum.SpillWindows, shardWriters(jobs), 2*groups*8)
+		}
+		if len(events) != 128 {
+			t.Errorf("jobs %d: events for %d shards, want 128", jobs, len(events))
+		}
+		for k, e := range events {
+			if e != [2]int{1, 1} {
+				t.Errorf("jobs %d: shard %v started %d and committed %d times", jobs, k, e[0], e[1])
+			}
+		}
+		if snapshot(t, out) != snapshot(t, mem) {
+			t.Errorf("jobs %d: spilled output differs from the in-memory output", jobs)
 		}
 	}
 }

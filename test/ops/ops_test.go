@@ -354,6 +354,51 @@ func TestCrashAndRerun(t *testing.T) {
 	}
 }
 
+// TestCrashDuringSpilledRunAndRerun kills a run whose staging spills to
+// disk (--memory-limit under the staging size) while its spill file exists
+// and after some shards are committed: what the manifest lists must exist,
+// and a rerun (which finds the dead run's spill file) must give the
+// uninterrupted run's bytes and leave no temporary directory.
+func TestCrashDuringSpilledRunAndRerun(t *testing.T) {
+	d, _, want := sharedDataset(t)
+	tmp := t.TempDir()
+	total := d.epochs * d.world
+	spill := func(out string) bool {
+		m, _ := filepath.Glob(filepath.Join(out, ".prep-tmp", "*", "spill.bin"))
+		return len(m) > 0
+	}
+	points := []struct {
+		name string
+		hit  func(out string) bool
+	}{
+		{"spill file created", spill},
+		{"first shard committed", func(out string) bool { c, _, _ := countShards(out); return c >= 1 }},
+		{"half the shards committed", func(out string) bool { c, _, _ := countShards(out); return c >= total/2 }},
+	}
+	for _, pt := range points {
+		t.Run(pt.name, func(t *testing.T) {
+			out := filepath.Join(tmp, "crash-"+strings.ReplaceAll(pt.name, " ", "-"))
+			run := startPrep(t, d.convertArgs(out, "--memory-limit", "1MiB")...)
+			if run.Poll(200*time.Microsecond, func() bool { return pt.hit(out) }) {
+				run.Kill()
+			}
+			if run.Wait().Signal == 0 {
+				t.Logf("convert finished before the kill point %q; checking the rerun anyway", pt.name)
+			} else {
+				c, tmp, m := countShards(out)
+				t.Logf("killed at %q: %d shards committed, %d temporary files, manifest %v, spill file %v", pt.name, c, tmp, m, spill(out))
+			}
+			checkManifestInvariant(t, out)
+			prep(t, nil, d.convertArgs(out, "--memory-limit", "1MiB")...).MustExit(t, 0)
+			if _, err := os.Stat(filepath.Join(out, ".prep-tmp")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("rerun left its temporary directory: %v", err)
+			}
+			prep(t, nil, "verify", out, "--plan", d.plan).MustExit(t, 0)
+			sameTree(t, want, tree(t, out), pt.name)
+		})
+	}
+}
+
 func TestConcurrentRunsOneWins(t *testing.T) {
 	d, _, want := sharedDataset(t)
 	tmp := t.TempDir()
@@ -624,15 +669,20 @@ func TestDiskFillsDuringRun(t *testing.T) {
 	t.Run("while writing shards", func(t *testing.T) {
 		diskFillsDuringRun(t, func(out string) bool { c, tmp, _ := countShards(out); return c >= 1 || tmp >= 1 })
 	})
+	// A spilled run (staging over --memory-limit) reserved its spill file
+	// before stage 1, so the disk fills while it writes shards.
+	t.Run("while writing shards of a spilled run", func(t *testing.T) {
+		diskFillsDuringRun(t, func(out string) bool { c, tmp, _ := countShards(out); return c >= 1 || tmp >= 1 }, "--memory-limit", "1MiB")
+	})
 }
 
-func diskFillsDuringRun(t *testing.T, trigger func(out string) bool) {
+func diskFillsDuringRun(t *testing.T, trigger func(out string) bool, extra ...string) {
 	d, ref, want := sharedDataset(t)
 	need := treeBytes(t, ref, want)
 	// Staging needs about as much again as the shards.
 	fsDir := testutil.MountTmpfs(t, 3*need+1<<20)
 	out := filepath.Join(fsDir, "shards")
-	run := startPrep(t, d.convertArgs(out)...)
+	run := startPrep(t, d.convertArgs(out, extra...)...)
 	filler := filepath.Join(fsDir, "filler")
 	filled := run.Poll(200*time.Microsecond, func() bool {
 		if !trigger(out) {

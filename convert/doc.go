@@ -89,7 +89,9 @@
 // blocks and the id bitmap (2 bits per source row), not by the input size.
 // Staging adds at most MemoryLimit more: anonymous memory when it fits, else
 // one spill window at a time (plus, under remainder pad, the records of the
-// pad samples: fewer than a global batch per epoch). Summary.PeakRSSBytes
+// pad samples: fewer than a global batch per epoch; a partitioned plan's
+// pads, which can be most of a rank's slots, are spilled like every other
+// sample). Summary.PeakRSSBytes
 // reports getrusage's peak RSS, which also counts the pages of source files
 // mapped while their column chunks are read; Summary.SpillBytes and
 // SpillWindows say whether and how a run spilled.

@@ -38,9 +38,13 @@ import (
 //     window's batches to the group's shards with the same gather as the
 //     in-memory path, and commits the group's shards after its last window.
 //
-// Pad samples (remainder pad) repeat ids from the start of the epoch at its
-// end, in another window: their records are kept aside in memory (at most a
-// global batch per epoch) while routing.
+// Pad samples (remainder pad) repeat ids from the start of a lane at its
+// end, in another window. With one lane per epoch (every mode but
+// partitioned) an epoch has fewer pads than a global batch: their records
+// are kept aside in memory while routing. A partitioned plan pads each
+// rank's lane up to the longest partition, which can be most of a rank's
+// samples: each pad occurrence is routed to its window like any record
+// (routePads), so memory stays bounded by the limit.
 
 // spillEpoch is one group of requested ranks of one requested epoch of a
 // spilled run: at most spillGroup ranks, whose shards stage 2 keeps open
@@ -65,7 +69,7 @@ type spillRoute struct {
 type spillWindow struct {
 	ep     int   // index into spiller.epochs
 	s0, s1 int   // steps
-	count  int64 // records routed to the window (pads excluded)
+	count  int64 // records routed to the window (pads excluded unless routePads)
 	base   int64 // byte offset of the window's region in the spill file
 	fill   atomic.Int64
 }
@@ -81,6 +85,13 @@ type spiller struct {
 	routes  []spillRoute // one per requested epoch, ascending
 	windows []*spillWindow
 	bufCap  int // bytes per route buffer
+
+	// routePads: pad occurrences are routed to their windows (partitioned
+	// plans under remainder pad: rank r's lane is its partition of
+	// laneRows[r] = Derived.PartitionRows[r] samples, padded up to Steps*b
+	// positions, position q >= n holding the id at (q-n) mod n).
+	routePads bool
+	laneRows  []uint64
 
 	// Pad records: padIdx maps a pad sample id to its record in padRecs;
 	// padBits is a filter over ids (bit padBit(id) set for every pad id) so
@@ -118,6 +129,9 @@ const spillBufMax = 256 << 10
 // group's shards open at once). The spill file is made by create.
 func newSpiller(ctx context.Context, p *plan.Plan, todo []shardKey, rec int, limit int64, jobs, group int) (*spiller, error) {
 	s := &spiller{p: p, b: p.BatchSize(), rec: rec, ent: 8 + rec}
+	if p.Config.Shuffle == plan.ShufflePartitioned && p.Config.Remainder == plan.RemainderPad {
+		s.routePads, s.laneRows = true, p.Derived.PartitionRows
+	}
 	byEpoch := map[int][]int{}
 	var order []int
 	for _, k := range todo {
@@ -233,6 +247,10 @@ func (s *spiller) countRecords(ctx context.Context) error {
 					break
 				}
 				w := s.windows[ep.first+step/ep.sw]
+				if s.routePads {
+					w.count += int64(len(ids))
+					continue
+				}
 				w.count += int64(len(ids) - pads)
 				padIDs = append(padIDs, ids[len(ids)-pads:]...)
 			}
@@ -307,25 +325,45 @@ func (s *spiller) route(rb *routeBuffers, start uint64, blk []run, data []byte) 
 					continue
 				}
 				ep, u := &s.epochs[gi], rt.local[pos.Rank]
-				wi := ep.first + pos.Step/ep.sw
-				w := s.windows[wi]
-				slot := (uint64(u)*uint64(w.s1-w.s0)+uint64(pos.Step-w.s0))*uint64(s.b) + uint64(pos.Slot)
-				buf := rb.bufs[wi]
-				if buf == nil {
-					buf = make([]byte, 0, s.bufCap)
+				if err := s.add(rb, ep, u, pos.Step, pos.Slot, record); err != nil {
+					return err
 				}
-				buf = binary.LittleEndian.AppendUint64(buf, slot)
-				buf = append(buf, record...)
-				if len(buf)+s.ent > s.bufCap {
-					if err := s.flush(wi, buf); err != nil {
+				if !s.routePads {
+					continue
+				}
+				// Pad occurrences: lane positions q + n, q + 2n, ... below
+				// the lane's Steps*b positions.
+				b, n := uint64(s.b), s.laneRows[pos.Rank]
+				for q := uint64(pos.Step)*b + uint64(pos.Slot) + n; q < uint64(s.p.Steps())*b; q += n {
+					if err := s.add(rb, ep, u, int(q/b), int(q%b), record); err != nil {
 						return err
 					}
-					buf = buf[:0]
 				}
-				rb.bufs[wi] = buf
 			}
 		}
 	}
+	return nil
+}
+
+// add appends record to rb's buffer for the window of group ep holding
+// step of its rank u, at batch slot slot, writing the buffer out when full.
+func (s *spiller) add(rb *routeBuffers, ep *spillEpoch, u int32, step, slot int, record []byte) error {
+	wi := ep.first + step/ep.sw
+	w := s.windows[wi]
+	ws := (uint64(u)*uint64(w.s1-w.s0)+uint64(step-w.s0))*uint64(s.b) + uint64(slot)
+	buf := rb.bufs[wi]
+	if buf == nil {
+		buf = make([]byte, 0, s.bufCap)
+	}
+	buf = binary.LittleEndian.AppendUint64(buf, ws)
+	buf = append(buf, record...)
+	if len(buf)+s.ent > s.bufCap {
+		if err := s.flush(wi, buf); err != nil {
+			return err
+		}
+		buf = buf[:0]
+	}
+	rb.bufs[wi] = buf
 	return nil
 }
 
@@ -471,6 +509,9 @@ func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 				fill := func(block []byte, ids []uint64, pads int) error {
 					src = src[:0]
 					first := (u*(w.s1-w.s0) + step - w.s0) * s.b
+					if s.routePads {
+						pads = 0 // in the window like every record
+					}
 					for i := range len(ids) - pads {
 						src = append(src, (first+i)*rec)
 					}

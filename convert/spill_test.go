@@ -9,13 +9,16 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
 
 // routedRecords returns the records a spilled run of the shards of epochs
 // x ranks routes to its windows: every valid sample of every batch, pads
-// excluded (their records are kept in memory).
+// excluded (their records are kept in memory) except in a partitioned plan,
+// whose pads are routed too.
 func routedRecords(t *testing.T, p *plan.Plan, epochs, ranks []int) int64 {
 	t.Helper()
 	var n int64
@@ -28,6 +31,9 @@ func routedRecords(t *testing.T, p *plan.Plan, epochs, ranks []int) int64 {
 				ids, pads, err = p.RankBatch(e, k, step, ids)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if p.Config.Shuffle == plan.ShufflePartitioned {
+					pads = 0
 				}
 				n += int64(len(ids) - pads)
 			}
@@ -161,6 +167,53 @@ func TestSpillManyRanksKeepsFewShardsOpen(t *testing.T) {
 			if e != [2]int{1, 1} {
 				t.Errorf("jobs %d: shard %v started %d and committed %d times", jobs, k, e[0], e[1])
 			}
+		}
+		if snapshot(t, out) != snapshot(t, mem) {
+			t.Errorf("jobs %d: spilled output differs from the in-memory output", jobs)
+		}
+	}
+}
+
+// TestSpillPartitionedPadsNotHeldInMemory: a partitioned plan pads each
+// rank up to the longest partition (here 1000 of the 2000 slots of ranks
+// 1-3 are pads). A spilled run routes those pad occurrences to their
+// windows instead of holding their records in memory, whose size would
+// depend on the input and not on the memory limit; the output is the
+// in-memory run's.
+func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
+	src := t.TempDir()
+	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 5000, 1000, &parquet.Snappy)
+	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad})
+	if got := fmt.Sprint(p.Derived.PartitionRows, p.Steps()); got != "[2000 1000 1000 1000] 200" {
+		t.Fatalf("partitions and steps %s", got)
+	}
+	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}, {Name: "x", Column: "x", DType: "F32"}}}
+	var todo []shardKey
+	for e := range 2 {
+		for k := range 4 {
+			todo = append(todo, shardKey{e, k})
+		}
+	}
+	s, err := newSpiller(context.Background(), p, todo, 12, 4800, 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 epochs x 4 ranks x 200 steps x 10 slots, 20-byte entries.
+	if len(s.padRecs) != 0 || len(s.padIdx) != 0 || s.spillBytes() != 16000*20 {
+		t.Errorf("%d pad records (%d bytes) in memory, spill of %d bytes; want none and %d", len(s.padIdx), len(s.padRecs), s.spillBytes(), 16000*20)
+	}
+	mem := filepath.Join(t.TempDir(), "mem")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: mem, Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, jobs := range []int{1, 3} {
+		out := filepath.Join(t.TempDir(), "spill")
+		sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: jobs, MemoryLimit: 4800})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.SpillBytes != 16000*20 {
+			t.Errorf("jobs %d: spilled %d bytes, want %d", jobs, sum.SpillBytes, 16000*20)
 		}
 		if snapshot(t, out) != snapshot(t, mem) {
 			t.Errorf("jobs %d: spilled output differs from the in-memory output", jobs)

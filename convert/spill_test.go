@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -217,6 +218,208 @@ func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 		}
 		if snapshot(t, out) != snapshot(t, mem) {
 			t.Errorf("jobs %d: spilled output differs from the in-memory output", jobs)
+		}
+	}
+}
+
+// matrixSpecYAML adds a padded bytes tensor (with lengths) to the test spec,
+// so the records hold every kind of tensor: integers, an F16 cast, a list
+// with lengths, hashed and padded bytes, a null mask.
+const matrixSpecYAML = testSpecYAML + `
+  - name: lab_pad
+    column: label
+    dtype: U8
+    bytes: {mode: pad, max_len: 3, truncate: true, lengths: true}
+`
+
+// TestSpillEdgePlansMatchInMemory covers plans at the edges of the window
+// arithmetic: world size 1, a single step, fewer samples than a global
+// batch (a rank of pads only), unequal partitions, three source files with
+// a one-row file, workers over 1, epoch and rank subsets given out of
+// order. Each is spilled at a limit of 1 byte, exactly one step of the
+// requested ranks, one byte under the staging size, and run in memory at
+// exactly the staging size; the outputs must be byte-identical and a
+// spilled run must write exactly its routed records.
+func TestSpillEdgePlansMatchInMemory(t *testing.T) {
+	cases := []struct {
+		name          string
+		rows          []int64 // rows per file
+		rg            int64
+		cfg           plan.Config
+		epochs, ranks []int
+	}{
+		{"world size 1", []int64{700, 300}, 128, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 32, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}, nil, nil},
+		{"one step", []int64{40}, 16, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 48, WorldSize: 3, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}, nil, nil},
+		{"N under G pad", []int64{5}, 16, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 48, WorldSize: 3, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}, nil, nil},
+		{"N under G pad rank of pads", []int64{5}, 16, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 48, WorldSize: 3, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}, nil, []int{2}},
+		{"N under G partial", []int64{5}, 16, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 48, WorldSize: 3, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial}, nil, nil},
+		{"unequal partitions pad", []int64{700, 300}, 100, plan.Config{Seed: 5, Epochs: 3, GlobalBatch: 40, WorldSize: 4, Workers: 2, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad}, []int{2, 0}, []int{3, 1}},
+		{"unequal partitions partial", []int64{700, 300}, 100, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 2, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPartial}, nil, nil},
+		{"partitioned drop one shard", []int64{700, 300}, 100, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 2, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderDrop}, []int{1}, []int{2}},
+		{"blocks drop three files", []int64{333, 400, 1}, 50, plan.Config{Seed: 5, Epochs: 3, GlobalBatch: 30, WorldSize: 3, Workers: 3, Shuffle: plan.ShuffleBlocks, Window: 3, Remainder: plan.RemainderDrop}, []int{2, 0}, nil},
+		{"none pad five ranks", []int64{333, 400, 1}, 50, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 200, WorldSize: 5, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad}, nil, nil},
+	}
+	spec, err := ParseSpec([]byte(matrixSpecYAML), "features.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := t.TempDir()
+			var first int64
+			for i, n := range c.rows {
+				writeParquet(t, filepath.Join(src, fmt.Sprintf("part-%d.parquet", i)), first, n, c.rg, &parquet.Snappy)
+				first += n
+			}
+			p := makePlan(t, src, c.cfg)
+			ref := filepath.Join(t.TempDir(), "mem")
+			sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2, Epochs: c.epochs, Ranks: c.ranks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := snapshot(t, ref)
+			m, err := shardfmt.ReadManifest(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := int64(recordSize(m.Tensors))
+			epochs, ranks := c.epochs, c.ranks
+			if epochs == nil {
+				epochs = []int{0, 1, 2}[:c.cfg.Epochs]
+			}
+			if ranks == nil {
+				for k := range c.cfg.WorldSize {
+					ranks = append(ranks, k)
+				}
+			}
+			wantSpill := routedRecords(t, p, epochs, ranks) * (8 + rec)
+			staging := sum.StagingBytes
+			step := int64(len(ranks)) * int64(p.BatchSize()) * rec
+			for _, limit := range []int64{1, step, staging - 1, staging} {
+				for _, jobs := range []int{1, 3} {
+					out := filepath.Join(t.TempDir(), "spill")
+					s2, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: jobs, MemoryLimit: limit, Epochs: c.epochs, Ranks: c.ranks})
+					if err != nil {
+						t.Fatalf("limit %d, jobs %d: %v", limit, jobs, err)
+					}
+					spilled := s2.SpillWindows > 0
+					if spilled != (limit < staging) || spilled && s2.SpillBytes != wantSpill {
+						t.Errorf("limit %d, jobs %d, staging %d: spilled %d bytes in %d windows, want %d bytes when the limit is under the staging",
+							limit, jobs, staging, s2.SpillBytes, s2.SpillWindows, wantSpill)
+					}
+					if got := snapshot(t, out); got != want {
+						t.Fatalf("limit %d, jobs %d: output differs from the in-memory output:\n%s", limit, jobs, firstDiff(want, got))
+					}
+					if _, err := os.Stat(filepath.Join(out, TempDirName)); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("limit %d, jobs %d: temporary directory left: %v", limit, jobs, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSpillTransformErrorLeavesNothing: a value error found during a
+// spilled run's stage 1 (a null in a column without a null policy, in the
+// first row group; an out-of-range value in the second, after the first
+// was routed) fails with the in-memory run's exact error, leaves no new
+// output directory, and leaves an existing shard set it was to replace
+// (--force) byte for byte as it was.
+func TestSpillTransformErrorLeavesNothing(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	good := filepath.Join(t.TempDir(), "good")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: good, MemoryLimit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, good)
+	for _, c := range []struct{ yaml, err string }{
+		{"tensors:\n  - {name: id, column: id, dtype: I64}\n  - {name: opt, column: opt, dtype: I32}\n",
+			`part-0.parquet: column "opt", row group 0, row 0: null value (26 nulls in this column chunk; set nulls.fill to replace them)`},
+		{"tensors:\n  - {name: x, column: x, dtype: F32}\n  - {name: id, column: id, dtype: I8}\n",
+			`part-0.parquet: column "id", row group 1, row 0: value 128 out of range for I8 [-128, 127]`},
+	} {
+		bad, err := ParseSpec([]byte(c.yaml), "bad.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int64{0, 1, 2000} { // 0: in memory
+			for _, jobs := range []int{1, 3} {
+				out := filepath.Join(t.TempDir(), "new")
+				_, err := Run(context.Background(), Options{Plan: p, Spec: bad, Output: out, MemoryLimit: limit, Jobs: jobs})
+				if !errors.Is(err, ErrValue) || err.Error() != c.err {
+					t.Errorf("limit %d, jobs %d: err = %v, want %s", limit, jobs, err, c.err)
+				}
+				if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("limit %d, jobs %d: output directory left after failure: %v", limit, jobs, listTree(t, out))
+				}
+				_, err = Run(context.Background(), Options{Plan: p, Spec: bad, Output: good, MemoryLimit: limit, Jobs: jobs, Force: true})
+				if err == nil || err.Error() != c.err {
+					t.Errorf("limit %d, jobs %d, --force over a shard set: err = %v, want %s", limit, jobs, err, c.err)
+				}
+				if after := snapshot(t, good); after != before {
+					t.Fatalf("limit %d, jobs %d: failed run changed the existing output:\n%s", limit, jobs, firstDiff(before, after))
+				}
+			}
+		}
+	}
+}
+
+// TestSpillCancelledKeepsCommittedShards cancels spilled runs during stage
+// 1 and after the first, second and third of four shard commits (with Jobs
+// 1 each shard is a group of its own, written and committed before the
+// next): the run reports the cancellation, the manifest lists exactly the
+// shards committed, each complete, no temporary is left, and a rerun
+// completes to the bytes of an uninterrupted run.
+func TestSpillCancelledKeepsCommittedShards(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	clean := filepath.Join(t.TempDir(), "clean")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: clean}); err != nil {
+		t.Fatal(err)
+	}
+	want := snapshot(t, clean)
+	for _, at := range []int{0, 1, 2, 3} {
+		out := filepath.Join(t.TempDir(), "o")
+		ctx, cancel := context.WithCancel(context.Background())
+		commits := 0
+		_, err := Run(ctx, Options{Plan: p, Spec: spec, Output: out, Jobs: 1, MemoryLimit: 3000,
+			OnShard: func(e, r int, done bool) {
+				if done {
+					if commits++; commits == at {
+						cancel()
+					}
+				}
+			},
+			Progress: func(stage string, rows, bytes int64) {
+				if at == 0 && stage == StageDecode {
+					cancel()
+				}
+			}})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled at commit %d: err = %v", at, err)
+		}
+		for _, e := range listTree(t, out) {
+			if strings.Contains(e, ".tmp") || strings.Contains(e, TempDirName) || strings.Contains(e, LockName) {
+				t.Errorf("cancelled at commit %d: left behind: %s", at, e)
+			}
+		}
+		if m, err := shardfmt.ReadManifest(out); err == nil {
+			if len(m.Shards) != at {
+				t.Errorf("cancelled at commit %d: manifest lists %d shards", at, len(m.Shards))
+			}
+			for _, s := range m.Shards {
+				if _, err := shardfmt.FileDigest(filepath.Join(out, s.Path)); err != nil {
+					t.Errorf("cancelled at commit %d: listed shard %s: %v", at, s.Path, err)
+				}
+			}
+		} else if at > 0 {
+			t.Errorf("cancelled at commit %d: %v", at, err)
+		}
+		if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, MemoryLimit: 3000}); err != nil {
+			t.Fatal(err)
+		}
+		if got := snapshot(t, out); got != want {
+			t.Errorf("cancelled at commit %d: rerun differs from an uninterrupted run:\n%s", at, firstDiff(want, got))
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"log"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/prepml/prep/bench/internal/hostload"
 	"github.com/prepml/prep/convert"
@@ -29,6 +30,7 @@ import (
 
 func main() {
 	cpu := flag.String("cpuprofile", "", "write a CPU profile here")
+	tr := flag.String("trace", "", "also write an execution trace here (go tool trace)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("profbench: ")
@@ -42,7 +44,20 @@ func main() {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		log.Fatal(err)
 	}
+	if *tr != "" {
+		tf, err := os.Create(*tr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer tf.Close()
+		if err := trace.Start(tf); err != nil {
+			log.Fatal(err)
+		}
+	}
 	err = run(flag.Arg(0), flag.Args()[1:])
+	if *tr != "" {
+		trace.Stop()
+	}
 	pprof.StopCPUProfile()
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -9,25 +9,30 @@
 // "host" (the reference, and the path CI tests) reads batch blocks into a
 // ring of page-aligned buffers allocated once (anonymous mappings, so C code
 // may hold their addresses), on a background goroutine that stays
-// Options.Prefetch batches ahead of the consumer. It fills every ring slot
-// free at the time with the next consecutive blocks in one vectored read
-// (preadv) and hands them to the consumer as one group, so the goroutine
-// hand-off is paid per group rather than per batch. Sample ids are read with
-// pread into a buffer per ring slot and checked against their CRC-32C batch
-// by batch, as they are delivered. Options.MapBlocks
-// switches it to handing out read-only views of the mapped shard instead,
-// with madvise(MADV_WILLNEED) ahead.
+// Options.Prefetch batches ahead of the consumer. It fills the ring slots
+// free at the time, up to half the ring, with the next consecutive blocks in
+// one vectored read (preadv) and hands them to the consumer as one group, so
+// the goroutine hand-off is paid per group rather than per batch and the
+// consumer can release the other half while the read runs. A consumer that
+// finds no batch ready polls for up to 100 µs before parking (when the reads
+// are that short), so the reader does not pay a thread wake-up per group
+// (10-20 µs on a VM); the wait costs that CPU time instead. Sample ids are
+// read with pread into a buffer per ring slot and checked against their
+// CRC-32C batch by batch, as they are delivered. Options.MapBlocks switches
+// it to handing out read-only views of the mapped shard instead, with
+// madvise(MADV_WILLNEED) ahead.
 //
 // Why pread is the default although views are faster from a warm page cache
-// (BenchmarkHostDeliveryRatio on a 2-core VM: views 3-6x a plain read, since
-// nothing is copied; pread 0.75-0.92x with 1 MiB blocks, and 0.86x against
-// 0.77x before grouped reads on the bench set's 120 KB blocks; it costs one
-// kernel copy like the plain read does, which bounds it near 1x): a view of a
-// file truncated after Open kills the process with SIGBUS, in C and Python
-// trainers too, while pread returns an error (Go callers could recover the
-// fault with debug.SetPanicOnFault, but the views are handed to C and
-// Python, where nothing can); a view's first touch of a cold page stalls the
-// trainer's thread rather than the prefetch goroutine; and the ring keeps
+// (on a 2-core VM, BenchmarkHostDeliveryRatio: views 3-6x a plain read, since
+// nothing is copied, pread 0.75-0.92x with 1 MiB blocks; bench/cmd/loadbench
+// on the bench set's 120 KB blocks: pread about 0.95x, 0.80x before the
+// half-ring groups and the polling wait; it costs one kernel copy like the
+// plain read does, which bounds it near 1x): a view of a file truncated
+// after Open kills the process with SIGBUS, in C and Python trainers too,
+// while pread returns an error (Go callers could recover the fault with
+// debug.SetPanicOnFault, but the views are handed to C and Python, where
+// nothing can); a view's first touch of a cold page stalls the trainer's
+// thread rather than the prefetch goroutine; and the ring keeps
 // resident memory at (Prefetch+1) blocks whatever the shard size. Use
 // MapBlocks when the shards are known to stay put and sit in the page cache.
 //

@@ -234,7 +234,8 @@ const matrixSpecYAML = testSpecYAML + `
 
 // TestSpillEdgePlansMatchInMemory covers plans at the edges of the window
 // arithmetic: world size 1, a single step, fewer samples than a global
-// batch (a rank of pads only), unequal partitions, three source files with
+// batch (a rank of pads only), unequal partitions (one of 290 samples
+// padded to 700, its ids repeated twice), three source files with
 // a one-row file, workers over 1, epoch and rank subsets given out of
 // order. Each is spilled at a limit of 1 byte, exactly one step of the
 // requested ranks, one byte under the staging size, and run in memory at
@@ -257,6 +258,7 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 		{"unequal partitions partial", []int64{700, 300}, 100, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 2, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPartial}, nil, nil},
 		{"partitioned drop one shard", []int64{700, 300}, 100, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 2, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderDrop}, []int{1}, []int{2}},
 		{"blocks drop three files", []int64{333, 400, 1}, 50, plan.Config{Seed: 5, Epochs: 3, GlobalBatch: 30, WorldSize: 3, Workers: 3, Shuffle: plan.ShuffleBlocks, Window: 3, Remainder: plan.RemainderDrop}, []int{2, 0}, nil},
+		{"partition padded past its length", []int64{700, 250, 40}, 700, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 20, WorldSize: 2, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad}, nil, nil},
 		{"none pad five ranks", []int64{333, 400, 1}, 50, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 200, WorldSize: 5, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad}, nil, nil},
 	}
 	spec, err := ParseSpec([]byte(matrixSpecYAML), "features.yaml")

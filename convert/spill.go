@@ -47,7 +47,7 @@ import (
 // (routePads), so memory stays bounded by the limit.
 
 // spillEpoch is one group of requested ranks of one requested epoch of a
-// spilled run: at most spillGroup ranks, whose shards stage 2 keeps open
+// spilled run: at most shardWriters(Jobs) ranks, whose shards stage 2 keeps open
 // together from the group's first window to its last.
 type spillEpoch struct {
 	epoch int

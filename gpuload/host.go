@@ -36,8 +36,9 @@ const maxGroupBytes = 4 << 20
 // before parking. It is several times the cost of waking a parked
 // goroutine (10-20 µs of the waker's time on a 2-vCPU VM, where the wake
 // starts an idle CPU), so when the producer's reads take longer than this
-// the consumer parks at once: the wait dwarfs the wake.
-const maxSpin = 100 * time.Microsecond
+// the consumer parks at once: the wait dwarfs the wake. Tests set it to 0 to
+// take the parking path.
+var maxSpin = 100 * time.Microsecond
 
 // groupLimit is the most blocks of blockSize bytes one group may take from
 // a ring of n slots: at most maxGroupBytes, and at most half the ring

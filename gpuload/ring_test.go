@@ -122,3 +122,34 @@ func TestGroupLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveryWhenTheConsumerParks runs a whole shard, a Seek back and the
+// rest of it with polling off (maxSpin 0), so every wait for a group parks
+// the consumer, and checks every batch byte for byte.
+func TestDeliveryWhenTheConsumerParks(t *testing.T) {
+	old := maxSpin
+	maxSpin = 0
+	defer func() { maxSpin = old }()
+	c := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 3, Steps: 23, LastCount: 1}
+	dir := writeSet(t, c)
+	for _, o := range []Options{{}, {Prefetch: 1}, {Prefetch: 6, VerifyChecksums: true}, {MapBlocks: true}} {
+		l := openLoader(t, dir, 0, 0, o)
+		for _, from := range []int{0, 7} {
+			if err := l.Seek(from); err != nil {
+				t.Fatalf("%+v: Seek(%d): %v", o, from, err)
+			}
+			for k := from; k < c.Steps; k++ {
+				b, err := l.Next()
+				if err != nil {
+					t.Fatalf("%+v: from %d, step %d: %v", o, from, k, err)
+				}
+				checkBatch(t, l, c, 0, 0, k, b)
+				b.Release()
+			}
+			if b, err := l.Next(); !errors.Is(err, io.EOF) {
+				t.Fatalf("%+v: Next after the last step = %v, %v; want io.EOF", o, b, err)
+			}
+		}
+		l.Close()
+	}
+}

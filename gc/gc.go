@@ -12,7 +12,9 @@
 // changed; after it, some unlisted shard files of old epochs may remain on
 // disk. Those strays, and unfinished temporary shard files ("<shard>.tmp-*")
 // of old epochs left by a killed convert, are found and deleted by the next
-// Run.
+// Run. So is the temporary directory of a killed convert (TempDirName: its
+// staging spill file can be as large as the decoded input), which no live
+// convert can be using while the caller holds the directory's lock.
 //
 // Run does not lock the directory: the caller holds the output directory's
 // lock (the same one convert takes) for the duration of the call, so no
@@ -40,6 +42,10 @@ var (
 	// ErrInvalid is returned for invalid options, such as a negative epoch.
 	ErrInvalid = errors.New("invalid gc options")
 )
+
+// TempDirName is convert's temporary directory under a shard set
+// (convert.TempDirName), removed by Run.
+const TempDirName = ".prep-tmp"
 
 // Error locates a failure of Run: the operation, the path it concerned and
 // the cause.
@@ -80,9 +86,10 @@ type Result struct {
 	DryRun        bool     `json:"dry_run"`
 	Removed       []Shard  `json:"removed"`      // in path order
 	RemovedDirs   []string `json:"removed_dirs"` // empty epoch directories, relative
-	FreedBytes    int64    `json:"freed_bytes"`
-	Kept          int      `json:"kept"`        // shards still listed in the manifest
-	KeptEpochs    []int    `json:"kept_epochs"` // distinct epochs still listed, ascending
+	TempBytes     int64    `json:"temp_bytes"`   // bytes in TempDirName, left by killed converts
+	FreedBytes    int64    `json:"freed_bytes"`  // shards, strays and temporary files
+	Kept          int      `json:"kept"`         // shards still listed in the manifest
+	KeptEpochs    []int    `json:"kept_epochs"`  // distinct epochs still listed, ascending
 }
 
 // Run deletes, from the shard set in dir, every shard of an epoch below
@@ -125,6 +132,9 @@ func Run(dir string, opts Options) (*Result, error) {
 			res.FreedBytes += fi.Size()
 		}
 	}
+	tmp := filepath.Join(dir, TempDirName)
+	res.TempBytes = treeBytes(tmp)
+	res.FreedBytes += res.TempBytes
 	res.Kept = len(kept)
 	for _, s := range kept {
 		if !slices.Contains(res.KeptEpochs, s.Epoch) {
@@ -154,6 +164,9 @@ func Run(dir string, opts Options) (*Result, error) {
 			return res, &Error{Op: "removing shard", Path: p, Err: err}
 		}
 	}
+	if err := os.RemoveAll(tmp); err != nil {
+		return res, &Error{Op: "removing temporary files", Path: tmp, Err: err}
+	}
 	// 3. Epoch directories left empty, deepest first.
 	for _, d := range parentDirs(res.Removed) {
 		p := filepath.Join(dir, filepath.FromSlash(d))
@@ -166,6 +179,21 @@ func Run(dir string, opts Options) (*Result, error) {
 		d.Close()
 	}
 	return res, nil
+}
+
+// treeBytes returns the bytes of the regular files under dir (0 when it
+// does not exist).
+func treeBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // findStrays walks dir for files the manifest does not list that are shard

@@ -313,3 +313,41 @@ func TestRunKeepsFilesOutsideSetListedByEditedManifest(t *testing.T) {
 		t.Error("refused gc rewrote the manifest")
 	}
 }
+
+// TestRemovesKilledConvertTemporaries checks that Run deletes the temporary
+// directory a killed convert leaves (its spill file can be as large as the
+// decoded input), counts its bytes, and that a dry run only reports them.
+func TestRemovesKilledConvertTemporaries(t *testing.T) {
+	dir := makeSet(t, 2, 1)
+	spill := filepath.Join(dir, TempDirName, "4242", "spill.bin")
+	if err := os.MkdirAll(filepath.Dir(spill), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spill, make([]byte, 5000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(dir, Options{KeepFromEpoch: 0, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TempBytes != 5000 || res.FreedBytes != 5000 || len(res.Removed) != 0 {
+		t.Fatalf("dry run: temp %d, freed %d, removed %v; want 5000, 5000, none", res.TempBytes, res.FreedBytes, res.Removed)
+	}
+	if _, err := os.Stat(spill); err != nil {
+		t.Fatalf("dry run removed the temporary file: %v", err)
+	}
+	res, err = Run(dir, Options{KeepFromEpoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Epoch 0's shard (1 byte) and the temporaries.
+	if res.TempBytes != 5000 || res.FreedBytes != 5001 || len(res.Removed) != 1 {
+		t.Fatalf("run: temp %d, freed %d, removed %v; want 5000, 5001, one shard", res.TempBytes, res.FreedBytes, res.Removed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, TempDirName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temporary directory still there: %v", err)
+	}
+	if got, want := listFiles(t, dir), []string{"epoch-00001/rank-00000.shard", shardfmt.ManifestName}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("files left %v, want %v", got, want)
+	}
+}

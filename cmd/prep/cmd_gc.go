@@ -108,6 +108,9 @@ func runGC(g *globalOptions, o *gcOptions, dir string) (err error) {
 	for _, d := range res.RemovedDirs {
 		fmt.Fprintf(g.stdout, "%s %s/\n", verb, d)
 	}
+	if res.TempBytes > 0 {
+		fmt.Fprintf(g.stdout, "%s %s/ (%d bytes left by a killed convert)\n", verb, gc.TempDirName, res.TempBytes)
+	}
 	fmt.Fprintf(g.stdout, "%s %d files, %d bytes; %d shards kept (epochs %s)\n",
 		verb, len(res.Removed), res.FreedBytes, res.Kept, formatEpochs(res.KeptEpochs))
 	if g.log != nil {

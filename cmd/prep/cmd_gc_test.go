@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/gc"
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/internal/metrics"
 	"github.com/prepml/prep/internal/testutil"
@@ -238,5 +240,13 @@ func TestGCCommandRefusesManifestPathOutsideSet(t *testing.T) {
 	}
 	if b, err := os.ReadFile(canary); err != nil || string(b) != "precious" {
 		t.Errorf("canary %q, %v", b, err)
+	}
+}
+
+// TestGCTempDirIsConverts pins that gc removes the directory convert writes
+// its temporaries to.
+func TestGCTempDirIsConverts(t *testing.T) {
+	if gc.TempDirName != convert.TempDirName {
+		t.Fatalf("gc removes %q, convert writes %q", gc.TempDirName, convert.TempDirName)
 	}
 }

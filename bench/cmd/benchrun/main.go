@@ -281,7 +281,7 @@ func (d *driver) convertRows(rep *report) (rows, scaling []*Row) {
 	j1 := d.convertRow("convert-j1", "`prep convert` --jobs 1: req-plain-snappy", d.input("req-plain-snappy"), specs[false], 1, in.Rows, in.UncompressedBytes)
 	big := d.convertRow("convert-10x", "`prep convert` --jobs 2: 10x input (10 hard links of req-plain-snappy, 20,000,000 rows)",
 		filepath.Join(d.data, "big"), specs[false], 2, 10*in.Rows, 10*in.UncompressedBytes)
-	big.Note = "the 10x row has no warm-up run"
+	big.Note = "the 10x rows have no warm-up run"
 	// The memory bound: the same --memory-limit for 1x and 10x input. At
 	// 256 MiB the 1x staging (224 MB) stays in memory and the 10x staging
 	// spills to disk by output window.

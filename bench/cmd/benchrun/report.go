@@ -227,8 +227,10 @@ func (rep *report) table(b *strings.Builder, rows []*Row, rowsCol bool) {
 				rateOrDash(r), fmtBytes(r.PeakRSS()), r.CPUMedian(), rep.ratioText(r))
 		}
 	}
+	noted := map[string]bool{}
 	for _, r := range rows {
-		if r.Note != "" {
+		if r.Note != "" && !noted[r.Note] {
+			noted[r.Note] = true
 			fmt.Fprintf(b, "\nNote: %s.\n", r.Note)
 		}
 	}

@@ -329,20 +329,42 @@ func (st *state) lane(epoch, rank, step int) (*lane, uint64) {
 }
 
 func (st *state) position(epoch int, id uint64) Position {
+	l, r := st.laneOf(epoch, id)
+	q := l.ord.pos(id)
+	if q >= l.limit {
+		return Position{Dropped: true}
+	}
+	return st.at(q, r)
+}
+
+// laneOf returns the lane of epoch holding id, and the rank owning it in
+// partitioned mode (else 0).
+func (st *state) laneOf(epoch int, id uint64) (*lane, int) {
 	ls := st.epoch(epoch)
 	if st.cfg.Shuffle == ShufflePartitioned {
 		r := int(st.owner[st.idx.blockOf(id)])
-		q := ls[r].ord.pos(id)
-		if q >= ls[r].limit {
-			return Position{Dropped: true}
-		}
+		return &ls[r], r
+	}
+	return &ls[0], 0
+}
+
+// at returns the position of lane position q (of rank r's lane in
+// partitioned mode).
+func (st *state) at(q uint64, r int) Position {
+	if st.cfg.Shuffle == ShufflePartitioned {
 		return Position{Step: int(q / st.b), Rank: r, Slot: int(q % st.b)}
 	}
-	q := ls[0].ord.pos(id)
-	if q >= ls[0].limit {
-		return Position{Dropped: true}
-	}
 	return Position{Step: int(q / st.g), Rank: int(q % st.g / st.b), Slot: int(q % st.b)}
+}
+
+// occurrences appends the positions of id in epoch: lane position q and the
+// pad positions q+n, q+2n, ... below the lane's limit (see lane.fill).
+func (st *state) occurrences(epoch int, id uint64, dst []Position) []Position {
+	l, r := st.laneOf(epoch, id)
+	for q := l.ord.pos(id); q < l.limit; q += l.n {
+		dst = append(dst, st.at(q, r))
+	}
+	return dst
 }
 
 func (st *state) dropped(epoch int) []uint64 {

@@ -413,6 +413,24 @@ func (p *Plan) Position(epoch int, id uint64) (Position, error) {
 	return p.st.position(epoch, id), nil
 }
 
+// Occurrences appends to dst[:0] every position of sample id in epoch e,
+// in increasing step order: its non-pad position (Position), then each pad
+// slot that repeats it (remainder pad: the pads at the end of a lane repeat
+// its first samples, once or, in partitioned mode, where a rank's partition
+// is shorter than its padded length, several times). A sample dropped from
+// the epoch (remainder drop) has none. Together over all ids, the
+// occurrences are exactly the slots RankBatch returns. Errors wrap
+// ErrRange.
+func (p *Plan) Occurrences(epoch int, id uint64, dst []Position) ([]Position, error) {
+	if epoch < 0 || epoch >= p.Config.Epochs {
+		return dst[:0], rangeErrorf("epoch %d not in [0, %d)", epoch, p.Config.Epochs)
+	}
+	if id >= p.NumSamples() {
+		return dst[:0], rangeErrorf("sample id %d not in [0, %d)", id, p.NumSamples())
+	}
+	return p.st.occurrences(epoch, id, dst[:0]), nil
+}
+
 // Dropped returns the ids left out of epoch e (remainder drop), in the
 // epoch's order; nil when none are. Errors wrap ErrRange.
 func (p *Plan) Dropped(epoch int) ([]uint64, error) {

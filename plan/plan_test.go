@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -165,6 +166,27 @@ func checkCoverage(t *testing.T, p *Plan) {
 				if p.Config.Remainder != RemainderPartial && len(bs) != p.BatchSize() {
 					t.Fatalf("rank %d step %d: %d samples, want b=%d", r, k, len(bs), p.BatchSize())
 				}
+			}
+		}
+		// Occurrences lists every slot holding an id, pads included, in
+		// (step, rank, slot) order.
+		occ := make([][]Position, n)
+		for r, steps := range batches {
+			for k, bs := range steps {
+				for i, s := range bs {
+					occ[s.id] = append(occ[s.id], Position{Step: k, Rank: r, Slot: i})
+				}
+			}
+		}
+		var got []Position
+		for id := range occ {
+			want := occ[id]
+			slices.SortFunc(want, func(a, b Position) int {
+				return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Slot, b.Slot))
+			})
+			got, err := p.Occurrences(e, uint64(id), got)
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("Occurrences(%d, %d) = %+v, %v; want %+v", e, id, got, err, want)
 			}
 		}
 		dropped, err := p.Dropped(e)

@@ -26,8 +26,8 @@ import (
 //     window owns one region of the spill file, sized exactly in advance
 //     from the plan (countRecords).
 //   - Stage 1 decodes and assembles records as usual, then routes each
-//     record, for every requested epoch that holds it (plan.Position), to
-//     its window: an 8-byte little-endian header (the record's slot in the
+//     record, for every slot of a requested shard that holds it
+//     (plan.Occurrences), to that slot's window: an 8-byte little-endian header (the record's slot in the
 //     window, see spillWindow) followed by the record, appended to the
 //     decode worker's buffer for that window and written with one pwrite
 //     when full. Appends claim space with an atomic add, so their order
@@ -38,13 +38,12 @@ import (
 //     window's batches to the group's shards with the same gather as the
 //     in-memory path, and commits the group's shards after its last window.
 //
-// Pad samples (remainder pad) repeat ids from the start of a lane at its
-// end, in another window. With one lane per epoch (every mode but
-// partitioned) an epoch has fewer pads than a global batch: their records
-// are kept aside in memory while routing. A partitioned plan pads each
-// rank's lane up to the longest partition, which can be most of a rank's
-// samples: each pad occurrence is routed to its window like any record
-// (routePads), so memory stays bounded by the limit.
+// Pad slots (remainder pad) repeat samples from the start of a lane, in
+// another window and, in a partitioned plan whose partitions differ in
+// length, possibly many times (most of a short partition's slots can be
+// pads). Each occurrence of a sample (plan.Occurrences) is routed to its
+// window like any record, so memory stays bounded by the limit whatever the
+// plan.
 
 // spillEpoch is one group of requested ranks of one requested epoch of a
 // spilled run: at most shardWriters(Jobs) ranks, whose shards stage 2 keeps open
@@ -69,12 +68,12 @@ type spillRoute struct {
 type spillWindow struct {
 	ep     int   // index into spiller.epochs
 	s0, s1 int   // steps
-	count  int64 // records routed to the window (pads excluded unless routePads)
+	count  int64 // records routed to the window, one per sample slot (pads included)
 	base   int64 // byte offset of the window's region in the spill file
 	fill   atomic.Int64
 }
 
-// spiller holds a spilled run's windows, spill file and pad records.
+// spiller holds a spilled run's windows and spill file.
 type spiller struct {
 	p       *plan.Plan
 	b       int // batch size
@@ -85,35 +84,6 @@ type spiller struct {
 	routes  []spillRoute // one per requested epoch, ascending
 	windows []*spillWindow
 	bufCap  int // bytes per route buffer
-
-	// routePads: pad occurrences are routed to their windows (partitioned
-	// plans under remainder pad: rank r's lane is its partition of
-	// laneRows[r] = Derived.PartitionRows[r] samples, padded up to Steps*b
-	// positions, position q >= n holding the id at (q-n) mod n).
-	routePads bool
-	laneRows  []uint64
-
-	// Pad records: padIdx maps a pad sample id to its record in padRecs;
-	// padBits is a filter over ids (bit padBit(id) set for every pad id) so
-	// that most records skip the map lookup.
-	padIdx  map[uint64]int
-	padBits []uint64
-	padRecs []byte
-}
-
-// padBit returns the filter bit of id in a filter of bits bits (a power of
-// two): the top bits of a Fibonacci hash (Knuth, TAOCP vol. 3, §6.4).
-func padBit(id uint64, bits int) uint64 {
-	return (id * 0x9E3779B97F4A7C15) >> (64 - uint(trailingZeros(bits)))
-}
-
-func trailingZeros(n int) int {
-	z := 0
-	for n > 1 {
-		n >>= 1
-		z++
-	}
-	return z
 }
 
 // spillChunk is the read size of stage 2 (rounded down to whole entries).
@@ -129,9 +99,6 @@ const spillBufMax = 256 << 10
 // group's shards open at once). The spill file is made by create.
 func newSpiller(ctx context.Context, p *plan.Plan, todo []shardKey, rec int, limit int64, jobs, group int) (*spiller, error) {
 	s := &spiller{p: p, b: p.BatchSize(), rec: rec, ent: 8 + rec}
-	if p.Config.Shuffle == plan.ShufflePartitioned && p.Config.Remainder == plan.RemainderPad {
-		s.routePads, s.laneRows = true, p.Derived.PartitionRows
-	}
 	byEpoch := map[int][]int{}
 	var order []int
 	for _, k := range todo {
@@ -219,15 +186,14 @@ func (s *spiller) close() {
 	}
 }
 
-// countRecords sets each window's record count and collects the pad
-// samples. Only a rank's last batches can be short or padded (a batch covers
-// consecutive positions of its lane), so each rank's steps are read from the
-// last one back until a full batch without pads.
+// countRecords sets each window's record count: every slot of its batches
+// holding a sample, pads included. Only a rank's last batches can be short
+// (a batch covers consecutive positions of its lane), so each rank's steps
+// are read from the last one back until a full batch.
 func (s *spiller) countRecords(ctx context.Context) error {
 	steps := s.p.Steps()
 	var ids []uint64
 	var err error
-	var padIDs []uint64
 	for ei := range s.epochs {
 		ep := &s.epochs[ei]
 		full := make([]int, len(ep.ranks)) // per rank: steps before this are full
@@ -237,22 +203,15 @@ func (s *spiller) countRecords(ctx context.Context) error {
 			}
 			full[u] = 0
 			for step := steps - 1; step >= 0; step-- {
-				var pads int
-				ids, pads, err = s.p.RankBatch(ep.epoch, k, step, ids)
+				ids, _, err = s.p.RankBatch(ep.epoch, k, step, ids)
 				if err != nil {
 					return err
 				}
-				if len(ids) == s.b && pads == 0 {
+				if len(ids) == s.b {
 					full[u] = step + 1
 					break
 				}
-				w := s.windows[ep.first+step/ep.sw]
-				if s.routePads {
-					w.count += int64(len(ids))
-					continue
-				}
-				w.count += int64(len(ids) - pads)
-				padIDs = append(padIDs, ids[len(ids)-pads:]...)
+				s.windows[ep.first+step/ep.sw].count += int64(len(ids))
 			}
 		}
 		for wi := ep.first; wi < len(s.windows) && s.windows[wi].ep == ei; wi++ {
@@ -262,25 +221,6 @@ func (s *spiller) countRecords(ctx context.Context) error {
 			}
 		}
 	}
-	if len(padIDs) == 0 {
-		return nil
-	}
-	s.padIdx = map[uint64]int{}
-	for _, id := range padIDs {
-		if _, ok := s.padIdx[id]; !ok {
-			s.padIdx[id] = len(s.padIdx)
-		}
-	}
-	bits := 1 << 16
-	for bits < 8*len(s.padIdx) {
-		bits <<= 1
-	}
-	s.padBits = make([]uint64, bits/64)
-	for id := range s.padIdx {
-		h := padBit(id, bits)
-		s.padBits[h>>6] |= 1 << (h & 63)
-	}
-	s.padRecs = make([]byte, len(s.padIdx)*s.rec)
 	return nil
 }
 
@@ -298,44 +238,24 @@ func (s *spiller) newRouteBuffers() *routeBuffers {
 // records at slot dst.. of data.
 func (s *spiller) route(rb *routeBuffers, start uint64, blk []run, data []byte) error {
 	rec := s.rec
-	padFilter := len(s.padBits) * 64
+	var occ []plan.Position
 	for _, r := range blk {
 		for row := r.lo; row < r.hi; row++ {
 			id := start + uint64(row)
 			o := (int(r.dst) + row - r.lo) * rec
 			record := data[o : o+rec : o+rec]
-			if padFilter > 0 {
-				if h := padBit(id, padFilter); s.padBits[h>>6]&(1<<(h&63)) != 0 {
-					if i, ok := s.padIdx[id]; ok {
-						copy(s.padRecs[i*rec:], record)
-					}
-				}
-			}
 			for ri := range s.routes {
 				rt := &s.routes[ri]
-				pos, err := s.p.Position(rt.epoch, id)
-				if err != nil {
+				var err error
+				if occ, err = s.p.Occurrences(rt.epoch, id, occ); err != nil {
 					return err
 				}
-				if pos.Dropped {
-					continue
-				}
-				gi := rt.group[pos.Rank]
-				if gi < 0 {
-					continue
-				}
-				ep, u := &s.epochs[gi], rt.local[pos.Rank]
-				if err := s.add(rb, ep, u, pos.Step, pos.Slot, record); err != nil {
-					return err
-				}
-				if !s.routePads {
-					continue
-				}
-				// Pad occurrences: lane positions q + n, q + 2n, ... below
-				// the lane's Steps*b positions.
-				b, n := uint64(s.b), s.laneRows[pos.Rank]
-				for q := uint64(pos.Step)*b + uint64(pos.Slot) + n; q < uint64(s.p.Steps())*b; q += n {
-					if err := s.add(rb, ep, u, int(q/b), int(q%b), record); err != nil {
+				for _, pos := range occ { // none when dropped
+					gi := rt.group[pos.Rank]
+					if gi < 0 {
+						continue
+					}
+					if err := s.add(rb, &s.epochs[gi], rt.local[pos.Rank], pos.Step, pos.Slot, record); err != nil {
 						return err
 					}
 				}
@@ -469,9 +389,7 @@ func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 	for _, w := range s.windows {
 		slots = max(slots, len(s.epochs[w.ep].ranks)*(w.s1-w.s0)*s.b)
 	}
-	padBase := slots * rec
-	win := make([]byte, padBase+len(s.padRecs))
-	copy(win[padBase:], s.padRecs)
+	win := make([]byte, slots*rec)
 	layout := newRecords(r.tensors, nil)
 	jobs := max(1, r.o.Jobs)
 
@@ -497,7 +415,7 @@ func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 		}
 		for wi := ep.first; wi < len(s.windows) && s.windows[wi].ep == ei; wi++ {
 			w := s.windows[wi]
-			if err := s.load(ctx, wi, win[:padBase], jobs); err != nil {
+			if err := s.load(ctx, wi, win, jobs); err != nil {
 				abort()
 				return err
 			}
@@ -506,17 +424,11 @@ func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 				ga := newGatherer(layout, nil, o.geo)
 				var src []int
 				var step int
-				fill := func(block []byte, ids []uint64, pads int) error {
+				fill := func(block []byte, ids []uint64, _ int) error {
 					src = src[:0]
 					first := (u*(w.s1-w.s0) + step - w.s0) * s.b
-					if s.routePads {
-						pads = 0 // in the window like every record
-					}
-					for i := range len(ids) - pads {
+					for i := range ids { // pads too: routed like every record
 						src = append(src, (first+i)*rec)
-					}
-					for _, id := range ids[len(ids)-pads:] {
-						src = append(src, padBase+s.padIdx[id]*rec)
 					}
 					return ga.gatherAt(win, block, src)
 				}

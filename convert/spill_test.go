@@ -17,9 +17,8 @@ import (
 )
 
 // routedRecords returns the records a spilled run of the shards of epochs
-// x ranks routes to its windows: every valid sample of every batch, pads
-// excluded (their records are kept in memory) except in a partitioned plan,
-// whose pads are routed too.
+// x ranks routes to its windows: one per sample slot of every batch, pads
+// included.
 func routedRecords(t *testing.T, p *plan.Plan, epochs, ranks []int) int64 {
 	t.Helper()
 	var n int64
@@ -27,16 +26,12 @@ func routedRecords(t *testing.T, p *plan.Plan, epochs, ranks []int) int64 {
 	for _, e := range epochs {
 		for _, k := range ranks {
 			for step := 0; step < p.Steps(); step++ {
-				var pads int
 				var err error
-				ids, pads, err = p.RankBatch(e, k, step, ids)
+				ids, _, err = p.RankBatch(e, k, step, ids)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if p.Config.Shuffle == plan.ShufflePartitioned {
-					pads = 0
-				}
-				n += int64(len(ids) - pads)
+				n += int64(len(ids))
 			}
 		}
 	}
@@ -177,9 +172,9 @@ func TestSpillManyRanksKeepsFewShardsOpen(t *testing.T) {
 
 // TestSpillPartitionedPadsNotHeldInMemory: a partitioned plan pads each
 // rank up to the longest partition (here 1000 of the 2000 slots of ranks
-// 1-3 are pads). A spilled run routes those pad occurrences to their
-// windows instead of holding their records in memory, whose size would
-// depend on the input and not on the memory limit; the output is the
+// 1-3 are pads). A spilled run routes every pad occurrence to its window,
+// like any record, instead of holding pad records in memory, whose size
+// would depend on the input and not on the memory limit; the output is the
 // in-memory run's.
 func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 	src := t.TempDir()
@@ -200,8 +195,8 @@ func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 2 epochs x 4 ranks x 200 steps x 10 slots, 20-byte entries.
-	if len(s.padRecs) != 0 || len(s.padIdx) != 0 || s.spillBytes() != 16000*20 {
-		t.Errorf("%d pad records (%d bytes) in memory, spill of %d bytes; want none and %d", len(s.padIdx), len(s.padRecs), s.spillBytes(), 16000*20)
+	if s.spillBytes() != 16000*20 {
+		t.Errorf("spill of %d bytes, want %d (every pad slot routed)", s.spillBytes(), 16000*20)
 	}
 	mem := filepath.Join(t.TempDir(), "mem")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: mem, Jobs: 2}); err != nil {

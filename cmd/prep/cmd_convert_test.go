@@ -180,14 +180,14 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 	}
 	// 100 samples x 16 bytes = 1600 bytes of staging; a 1 KiB limit holds
 	// four steps (2 ranks x 8 samples x 16 bytes each) per window: 7 steps
-	// make 2 windows per epoch, 4 in all; every record of both epochs is
-	// spilled with an 8-byte header (pads excepted: 112 slots per epoch, 100
-	// samples): 2 x 100 x 24 bytes.
+	// make 2 windows per epoch, 4 in all; every sample slot of both epochs
+	// (pads included: 112 slots per epoch) is spilled with an 8-byte header:
+	// 2 x 112 x 24 bytes.
 	code, stdout, stderr := runPrep(append(args, "-o", spill, "--memory-limit", "1KiB")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	want := "staging (1.6 KiB) exceeded --memory-limit: spilled 4.7 KiB to disk in 4 output windows"
+	want := "staging (1.6 KiB) exceeded --memory-limit: spilled 5.2 KiB to disk in 4 output windows"
 	if !strings.Contains(stdout, want) {
 		t.Errorf("summary %q lacks %q", stdout, want)
 	}

@@ -151,6 +151,12 @@ func TestConvertMetricsFile(t *testing.T) {
 	got := testutil.ReadMetrics(t, prom, "convert", out)
 	testutil.CheckMetrics(t, got, map[string]float64{metrics.RunsTotal: 2, metrics.ErrorsTotal: 1, metrics.LastRunSuccess: 0,
 		metrics.RowsTotal: 4 * 7 * 8, metrics.ShardsWritten: 0})
+	// The failed run reported no memory figures: its gauges are absent.
+	for _, name := range []string{metrics.PeakRSSBytes, metrics.SpillBytes} {
+		if v, ok := got[name]; ok {
+			t.Errorf("%s = %v after a failed run, want no series", name, v)
+		}
+	}
 }
 
 // TestProgressLabel: the write bar's description carries the shard label
@@ -183,9 +189,15 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 	// make 2 windows per epoch, 4 in all; every sample slot of both epochs
 	// (pads included: 112 slots per epoch) is spilled with an 8-byte header:
 	// 2 x 112 x 24 bytes.
-	code, stdout, stderr := runPrep(append(args, "-o", spill, "--memory-limit", "1KiB")...)
+	prom := filepath.Join(t.TempDir(), "prep.prom")
+	code, stdout, stderr := runPrep(append(args, "-o", spill, "--memory-limit", "1KiB", "--metrics-file", prom)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := testutil.ReadMetrics(t, prom, "convert", spill)
+	testutil.CheckMetrics(t, got, map[string]float64{metrics.SpillBytes: 2 * 112 * 24})
+	if got[metrics.PeakRSSBytes] < 1<<20 {
+		t.Errorf("%s = %v, want the process's peak RSS (over 1 MiB)", metrics.PeakRSSBytes, got[metrics.PeakRSSBytes])
 	}
 	want := "staging (1.6 KiB) exceeded --memory-limit: spilled 5.2 KiB to disk in 4 output windows"
 	if !strings.Contains(stdout, want) {

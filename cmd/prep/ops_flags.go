@@ -93,6 +93,8 @@ type runSummary struct {
 	Bytes         int64
 	ShardsWritten int64
 	ShardsSkipped int64
+	PeakRSSBytes  int64 // 0: not reported
+	SpillBytes    int64
 }
 
 // writeMetrics records a finished run in o.metricsFile (nothing when unset).
@@ -107,6 +109,7 @@ func writeMetrics(g *globalOptions, o *opsOptions, command, output string, start
 	err := metrics.WriteFile(o.metricsFile, metrics.Run{
 		Command: command, Output: output,
 		Rows: s.Rows, Bytes: s.Bytes, ShardsWritten: s.ShardsWritten, ShardsSkipped: s.ShardsSkipped,
+		PeakRSSBytes: s.PeakRSSBytes, SpillBytes: s.SpillBytes,
 		Duration: end.Sub(start), End: end, Success: runErr == nil,
 	})
 	if err != nil && g.log != nil {
@@ -139,5 +142,6 @@ func convertSummary(sum *convert.Summary) runSummary {
 	if sum == nil {
 		return runSummary{}
 	}
-	return runSummary{Rows: sum.Rows, Bytes: sum.Bytes, ShardsWritten: int64(sum.Shards), ShardsSkipped: int64(sum.SkippedShards)}
+	return runSummary{Rows: sum.Rows, Bytes: sum.Bytes, ShardsWritten: int64(sum.Shards), ShardsSkipped: int64(sum.SkippedShards),
+		PeakRSSBytes: sum.PeakRSSBytes, SpillBytes: sum.SpillBytes}
 }

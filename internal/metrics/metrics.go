@@ -25,6 +25,13 @@
 //	prep_last_run_timestamp_seconds       gauge    Unix time the last run ended
 //	prep_last_run_success                 gauge    1 if the last run succeeded, else 0
 //	prep_last_success_timestamp_seconds   gauge    Unix time the last successful run ended; 0 if none
+//	prep_peak_rss_bytes                   gauge    peak resident set size of the last run (convert)
+//	prep_spill_bytes                      gauge    staging bytes the last run spilled to disk (convert; 0: none)
+//
+// The last two are written only for runs that report them (a convert that
+// got as far as its summary): an alert on memory near a node's limit, or on
+// spilling (a --memory-limit too small for the input, which costs one more
+// write and read of the staged samples), needs them.
 //
 // Counters accumulate across runs by reading the previous file: they restart
 // from zero only when the file is deleted, which Prometheus treats as an
@@ -78,6 +85,12 @@ type Run struct {
 	ShardsWritten int64
 	ShardsSkipped int64
 
+	// PeakRSSBytes is the run's peak resident set size in bytes; 0 when the
+	// command does not report memory (then neither it nor SpillBytes is
+	// written).
+	PeakRSSBytes int64
+	SpillBytes   int64 // staging bytes spilled to disk (convert)
+
 	Duration time.Duration // wall time of the run
 	End      time.Time     // when the run ended
 	Success  bool
@@ -95,6 +108,8 @@ const (
 	LastRunTimestamp     = "prep_last_run_timestamp_seconds"
 	LastRunSuccess       = "prep_last_run_success"
 	LastSuccessTimestamp = "prep_last_success_timestamp_seconds"
+	PeakRSSBytes         = "prep_peak_rss_bytes"
+	SpillBytes           = "prep_spill_bytes"
 )
 
 type family struct {
@@ -112,6 +127,8 @@ var families = []family{
 	{LastRunTimestamp, "gauge", "Unix time in seconds when the last run ended."},
 	{LastRunSuccess, "gauge", "1 if the last run succeeded, 0 if it failed."},
 	{LastSuccessTimestamp, "gauge", "Unix time in seconds when the last successful run ended; 0 if none."},
+	{PeakRSSBytes, "gauge", "Peak resident set size of the last run in bytes."},
+	{SpillBytes, "gauge", "Bytes of staging the last run spilled to disk for exceeding its memory limit; 0 if none."},
 }
 
 // Sample is one series value: a metric name, its command and output labels,
@@ -175,6 +192,10 @@ func WriteFile(path string, r Run) error {
 		LastRunTimestamp:     end,
 		LastRunSuccess:       0,
 		LastSuccessTimestamp: old[LastSuccessTimestamp],
+	}
+	if r.PeakRSSBytes > 0 {
+		cur[PeakRSSBytes] = float64(r.PeakRSSBytes)
+		cur[SpillBytes] = float64(r.SpillBytes)
 	}
 	if r.Success {
 		cur[LastRunSuccess] = 1

@@ -19,7 +19,7 @@ func TestWriteFileFirstSuccess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "prep.prom")
 	err := WriteFile(path, Run{
 		Command: "convert", Output: "/local/shards",
-		Rows: 103, Bytes: 1 << 20, ShardsWritten: 8, ShardsSkipped: 0,
+		Rows: 103, Bytes: 1 << 20, ShardsWritten: 8, ShardsSkipped: 0, PeakRSSBytes: 300 << 20, SpillBytes: 4096,
 		Duration: 2500 * time.Millisecond, End: time.Unix(1700000000, 250e6), Success: true,
 	})
 	if err != nil {
@@ -49,7 +49,11 @@ func TestWriteFileFirstSuccess(t *testing.T) {
 		"# HELP prep_last_run_success 1 if the last run succeeded, 0 if it failed.\n# TYPE prep_last_run_success gauge\n" +
 		"prep_last_run_success" + l + " 1\n" +
 		"# HELP prep_last_success_timestamp_seconds Unix time in seconds when the last successful run ended; 0 if none.\n# TYPE prep_last_success_timestamp_seconds gauge\n" +
-		"prep_last_success_timestamp_seconds" + l + " 1700000000.25\n"
+		"prep_last_success_timestamp_seconds" + l + " 1700000000.25\n" +
+		"# HELP prep_peak_rss_bytes Peak resident set size of the last run in bytes.\n# TYPE prep_peak_rss_bytes gauge\n" +
+		"prep_peak_rss_bytes" + l + " 314572800\n" +
+		"# HELP prep_spill_bytes Bytes of staging the last run spilled to disk for exceeding its memory limit; 0 if none.\n# TYPE prep_spill_bytes gauge\n" +
+		"prep_spill_bytes" + l + " 4096\n"
 	if string(got) != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
 	}

@@ -12,12 +12,12 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 )
 
@@ -263,16 +263,7 @@ func TestDiscoverCaseB26ManySmallFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
-	lim := old
-	lim.Cur = 256
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Skipf("cannot lower the open-file limit: %v", err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	testutil.LowerFDLimit(t, 256)
 
 	base := countFDs()
 	var peak atomic.Int64

@@ -13,13 +13,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 
 	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -571,16 +571,7 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 		writeParquet(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)), int64(3*i), 3, 3, &parquet.Snappy)
 	}
 	p := makePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Skip(err)
-	}
-	low := old
-	low.Cur = 64
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Skip(err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	testutil.LowerFDLimit(t, 64)
 	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
 	s, err := Materialize(context.Background(), p, spec, []uint64{0, uint64(3*n - 1)})
 	if err != nil {

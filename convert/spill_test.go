@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -116,16 +116,7 @@ func TestSpillMatchesInMemory(t *testing.T) {
 // output and with every shard's start and commit reported once.
 func TestSpillManyRanksKeepsFewShardsOpen(t *testing.T) {
 	p, spec := fixture(t, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 128, WorldSize: 64, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Skip(err)
-	}
-	low := old
-	low.Cur = 64
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Skip(err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	testutil.LowerFDLimit(t, 64)
 	mem := filepath.Join(t.TempDir(), "mem")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: mem, Jobs: 2}); err != nil {
 		t.Fatalf("in memory: %v", err)

@@ -203,7 +203,7 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 	if !strings.Contains(stdout, want) {
 		t.Errorf("summary %q lacks %q", stdout, want)
 	}
-	m, s := readTree(t, mem), readTree(t, spill)
+	m, s := testutil.TreeDigests(t, mem), testutil.TreeDigests(t, spill)
 	if len(m) == 0 || len(m) != len(s) {
 		t.Fatalf("in memory %d files, spilled %d files", len(m), len(s))
 	}
@@ -212,23 +212,4 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 			t.Errorf("%s differs between the in-memory and the spilled run", name)
 		}
 	}
-}
-
-// readTree returns every regular file under dir by slash path.
-func readTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		rel, _ := filepath.Rel(dir, path)
-		out[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -250,6 +250,24 @@ func CheckMetrics(t testing.TB, got, want map[string]float64) {
 	}
 }
 
+// LowerFDLimit lowers the process's soft open-file limit (RLIMIT_NOFILE) to
+// n for the rest of the test, restoring it at cleanup, or skips the test
+// when the limit cannot be changed. Tests using it must not run in
+// parallel with others: the limit is process-wide.
+func LowerFDLimit(t testing.TB, n uint64) {
+	t.Helper()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Skipf("cannot read the open-file limit: %v", err)
+	}
+	low := old
+	low.Cur = n
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skipf("cannot lower the open-file limit: %v", err)
+	}
+	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
+}
+
 // MountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts
 // it when the test ends, or skips the test when mounting is not allowed
 // (it needs root or CAP_SYS_ADMIN).

@@ -45,10 +45,10 @@ import (
 // window like any record, so memory stays bounded by the limit whatever the
 // plan.
 
-// spillEpoch is one group of requested ranks of one requested epoch of a
+// spillGroup is one group of requested ranks of one requested epoch of a
 // spilled run: at most shardWriters(Jobs) ranks, whose shards stage 2 keeps open
 // together from the group's first window to its last.
-type spillEpoch struct {
+type spillGroup struct {
 	epoch int
 	ranks []int // requested ranks of the group, ascending
 	sw    int   // steps per window
@@ -58,7 +58,7 @@ type spillEpoch struct {
 // spillRoute maps the ranks of one requested epoch to their groups.
 type spillRoute struct {
 	epoch int
-	group []int32 // per plan rank: index in spiller.epochs, or -1 when not requested
+	group []int32 // per plan rank: index in spiller.groups, or -1 when not requested
 	local []int32 // per plan rank: index in that group's ranks
 }
 
@@ -66,7 +66,7 @@ type spillRoute struct {
 // record of rank ranks[u], step s, batch slot i sits at window slot
 // (u*(s1-s0) + s-s0)*b + i.
 type spillWindow struct {
-	ep     int   // index into spiller.epochs
+	group  int   // index into spiller.groups
 	s0, s1 int   // steps
 	count  int64 // records routed to the window, one per sample slot (pads included)
 	base   int64 // byte offset of the window's region in the spill file
@@ -80,7 +80,7 @@ type spiller struct {
 	rec     int // record bytes
 	ent     int // entry bytes: 8-byte header + record
 	file    *os.File
-	epochs  []spillEpoch
+	groups  []spillGroup
 	routes  []spillRoute // one per requested epoch, ascending
 	windows []*spillWindow
 	bufCap  int // bytes per route buffer
@@ -118,16 +118,16 @@ func newSpiller(ctx context.Context, p *plan.Plan, todo []shardKey, rec int, lim
 			rt.group[i] = -1
 		}
 		for g0 := 0; g0 < len(ranks); g0 += group {
-			ep := spillEpoch{epoch: e, ranks: ranks[g0:min(len(ranks), g0+group)], first: len(s.windows)}
-			for u, k := range ep.ranks {
-				rt.group[k], rt.local[k] = int32(len(s.epochs)), int32(u)
+			grp := spillGroup{epoch: e, ranks: ranks[g0:min(len(ranks), g0+group)], first: len(s.windows)}
+			for u, k := range grp.ranks {
+				rt.group[k], rt.local[k] = int32(len(s.groups)), int32(u)
 			}
-			perStep := int64(len(ep.ranks)) * int64(s.b) * int64(rec)
-			ep.sw = int(max(1, min(int64(steps), limit/max(1, perStep))))
-			for s0 := 0; s0 < steps; s0 += ep.sw {
-				s.windows = append(s.windows, &spillWindow{ep: len(s.epochs), s0: s0, s1: min(steps, s0+ep.sw)})
+			perStep := int64(len(grp.ranks)) * int64(s.b) * int64(rec)
+			grp.sw = int(max(1, min(int64(steps), limit/max(1, perStep))))
+			for s0 := 0; s0 < steps; s0 += grp.sw {
+				s.windows = append(s.windows, &spillWindow{group: len(s.groups), s0: s0, s1: min(steps, s0+grp.sw)})
 			}
-			s.epochs = append(s.epochs, ep)
+			s.groups = append(s.groups, grp)
 		}
 		s.routes = append(s.routes, rt)
 	}
@@ -194,16 +194,16 @@ func (s *spiller) countRecords(ctx context.Context) error {
 	steps := s.p.Steps()
 	var ids []uint64
 	var err error
-	for ei := range s.epochs {
-		ep := &s.epochs[ei]
-		full := make([]int, len(ep.ranks)) // per rank: steps before this are full
-		for u, k := range ep.ranks {
+	for gi := range s.groups {
+		grp := &s.groups[gi]
+		full := make([]int, len(grp.ranks)) // per rank: steps before this are full
+		for u, k := range grp.ranks {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			full[u] = 0
 			for step := steps - 1; step >= 0; step-- {
-				ids, _, err = s.p.RankBatch(ep.epoch, k, step, ids)
+				ids, _, err = s.p.RankBatch(grp.epoch, k, step, ids)
 				if err != nil {
 					return err
 				}
@@ -211,10 +211,10 @@ func (s *spiller) countRecords(ctx context.Context) error {
 					full[u] = step + 1
 					break
 				}
-				s.windows[ep.first+step/ep.sw].count += int64(len(ids))
+				s.windows[grp.first+step/grp.sw].count += int64(len(ids))
 			}
 		}
-		for wi := ep.first; wi < len(s.windows) && s.windows[wi].ep == ei; wi++ {
+		for wi := grp.first; wi < len(s.windows) && s.windows[wi].group == gi; wi++ {
 			w := s.windows[wi]
 			for _, f := range full {
 				w.count += int64(max(0, min(f, w.s1)-w.s0)) * int64(s.b)
@@ -255,7 +255,7 @@ func (s *spiller) route(rb *routeBuffers, start uint64, blk []run, data []byte) 
 					if gi < 0 {
 						continue
 					}
-					if err := s.add(rb, &s.epochs[gi], rt.local[pos.Rank], pos.Step, pos.Slot, record); err != nil {
+					if err := s.add(rb, &s.groups[gi], rt.local[pos.Rank], pos.Step, pos.Slot, record); err != nil {
 						return err
 					}
 				}
@@ -265,10 +265,10 @@ func (s *spiller) route(rb *routeBuffers, start uint64, blk []run, data []byte) 
 	return nil
 }
 
-// add appends record to rb's buffer for the window of group ep holding
+// add appends record to rb's buffer for the window of group grp holding
 // step of its rank u, at batch slot slot, writing the buffer out when full.
-func (s *spiller) add(rb *routeBuffers, ep *spillEpoch, u int32, step, slot int, record []byte) error {
-	wi := ep.first + step/ep.sw
+func (s *spiller) add(rb *routeBuffers, grp *spillGroup, u int32, step, slot int, record []byte) error {
+	wi := grp.first + step/grp.sw
 	w := s.windows[wi]
 	ws := (uint64(u)*uint64(w.s1-w.s0)+uint64(step-w.s0))*uint64(s.b) + uint64(slot)
 	buf := rb.bufs[wi]
@@ -321,7 +321,7 @@ func (s *spiller) checkFull() error {
 	for wi, w := range s.windows {
 		if got, want := w.fill.Load(), w.count*int64(s.ent); got != want {
 			return fmt.Errorf("internal: spill window %d (epoch %d, steps %d-%d) holds %d bytes, want %d",
-				wi, s.epochs[w.ep].epoch, w.s0, w.s1-1, got, want)
+				wi, s.groups[w.group].epoch, w.s0, w.s1-1, got, want)
 		}
 	}
 	return nil
@@ -387,15 +387,15 @@ func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 	rec := s.rec
 	slots := 0
 	for _, w := range s.windows {
-		slots = max(slots, len(s.epochs[w.ep].ranks)*(w.s1-w.s0)*s.b)
+		slots = max(slots, len(s.groups[w.group].ranks)*(w.s1-w.s0)*s.b)
 	}
 	win := make([]byte, slots*rec)
 	layout := newRecords(r.tensors, nil)
 	jobs := max(1, r.o.Jobs)
 
-	for ei := range s.epochs {
-		ep := &s.epochs[ei]
-		outs := make([]*shardOut, len(ep.ranks))
+	for gi := range s.groups {
+		grp := &s.groups[gi]
+		outs := make([]*shardOut, len(grp.ranks))
 		abort := func() {
 			for _, o := range outs {
 				if o != nil {
@@ -403,8 +403,8 @@ func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 				}
 			}
 		}
-		for u, k := range ep.ranks {
-			key := shardKey{ep.epoch, k}
+		for u, k := range grp.ranks {
+			key := shardKey{grp.epoch, k}
 			r.shardEvent(key, false)
 			o, err := r.openShard(key)
 			if err != nil {
@@ -413,7 +413,7 @@ func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 			}
 			outs[u] = o
 		}
-		for wi := ep.first; wi < len(s.windows) && s.windows[wi].ep == ei; wi++ {
+		for wi := grp.first; wi < len(s.windows) && s.windows[wi].group == gi; wi++ {
 			w := s.windows[wi]
 			if err := s.load(ctx, wi, win, jobs); err != nil {
 				abort()
@@ -449,7 +449,7 @@ func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
 				return err
 			}
 			outs[u] = nil
-			r.shardEvent(shardKey{ep.epoch, ep.ranks[u]}, true)
+			r.shardEvent(shardKey{grp.epoch, grp.ranks[u]}, true)
 			return nil
 		})
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -550,6 +551,7 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
+	var skipped atomic.Bool // a shard not started because ctx was done
 	writers := shardWriters(r.o.Jobs)
 	for w := 0; w < min(writers, len(todo)); w++ {
 		wg.Add(1)
@@ -557,6 +559,7 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 			defer wg.Done()
 			for k := range ch {
 				if ctx.Err() != nil {
+					skipped.Store(true)
 					continue
 				}
 				r.shardEvent(k, false)
@@ -581,7 +584,10 @@ func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, b
 	if firstErr != nil {
 		return firstErr
 	}
-	return ctx.Err()
+	if skipped.Load() {
+		return ctx.Err()
+	}
+	return nil // every shard committed, even if ctx ended after the last
 }
 
 // shardWriters returns how many shards stage 2 writes at once for jobs:

@@ -418,3 +418,35 @@ func TestSpillCancelledKeepsCommittedShards(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelAfterLastCommitIsSuccess: a run cancelled after its last shard
+// committed has done all its work, so it reports success, in memory and
+// spilled alike, and its output equals an uncancelled run's.
+func TestCancelAfterLastCommitIsSuccess(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	clean := filepath.Join(t.TempDir(), "clean")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: clean}); err != nil {
+		t.Fatal(err)
+	}
+	want := snapshot(t, clean)
+	for _, limit := range []int64{0, 3000} { // in memory; spilled
+		out := filepath.Join(t.TempDir(), "o")
+		ctx, cancel := context.WithCancel(context.Background())
+		commits := 0
+		sum, err := Run(ctx, Options{Plan: p, Spec: spec, Output: out, Jobs: 1, MemoryLimit: limit,
+			OnShard: func(e, r int, done bool) {
+				if done {
+					if commits++; commits == 4 {
+						cancel()
+					}
+				}
+			}})
+		cancel()
+		if err != nil || sum.Shards != 4 || (limit > 0) != (sum.SpillWindows > 0) {
+			t.Fatalf("limit %d: cancelled after the last of 4 commits: %+v, %v; want success with 4 shards", limit, sum, err)
+		}
+		if got := snapshot(t, out); got != want {
+			t.Errorf("limit %d: output differs from an uncancelled run:\n%s", limit, firstDiff(want, got))
+		}
+	}
+}

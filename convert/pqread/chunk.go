@@ -98,6 +98,10 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Colum
 		// was mapped) becomes a panic, reported as ErrCorrupt below.
 		src = mapped[start : start+n : start+n]
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		// Once decoded, the chunk's pages leave the resident set (the page
+		// cache keeps them), so a large file read chunk by chunk does not
+		// grow the process by its size.
+		defer dropMapped(mapped, start, n)
 	} else {
 		buf := getBuf(int(n))
 		defer putBuf(buf)

@@ -157,7 +157,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		OnStage: func(stage string, rows, bytes int64) {
 			bar.Finish()
 			if stage == convert.StageDecode {
-				bar = g.newProgress("decode", rows)
+				bar = g.newRowProgress("decode", rows)
 			} else {
 				bar = g.newProgress("write", bytes)
 				if per := int64(p.Steps()) * int64(p.BatchSize()); per > 0 {
@@ -175,7 +175,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		},
 		Progress: func(stage string, rows, bytes int64) {
 			if stage == convert.StageDecode {
-				bar.Add(rows, rows)
+				bar.Add(rows, rows) // the decode bar counts rows
 			} else {
 				bar.Add(rows, bytes)
 			}

@@ -172,6 +172,16 @@ func TestProgressLabel(t *testing.T) {
 	}
 	var none *progress
 	none.SetLabel("x") // nil-safe like Add and Finish
+
+	// The decode bar keeps its name before the rate and counts rows.
+	rows := g.newRowProgress("decode", 1000)
+	rows.Add(250, 250)
+	if d := rows.bar.State().Description; !strings.HasPrefix(d, "decode ") || !strings.HasSuffix(d, "rows/s") {
+		t.Errorf("decode description %q", d)
+	}
+	if st := rows.bar.State(); st.CurrentNum != 250 || st.Max != 1000 {
+		t.Errorf("decode bar at %d of %d, want 250 of 1000", st.CurrentNum, st.Max)
+	}
 }
 
 // TestConvertSpillsOverMemoryLimit checks that --memory-limit below the

@@ -18,21 +18,36 @@ type progress struct {
 
 // newProgress returns a bar for a step of totalBytes bytes, or nil when
 // progress is off (--quiet, --progress never, or auto without a terminal).
+// desc labels the bar until SetLabel replaces it.
 func (g *globalOptions) newProgress(desc string, totalBytes int64) *progress {
+	return g.newBar(desc, totalBytes, true)
+}
+
+// newRowProgress is newProgress for a step counted in rows only (its
+// total is totalRows; it shows the row count, not bytes).
+func (g *globalOptions) newRowProgress(desc string, totalRows int64) *progress {
+	return g.newBar(desc, totalRows, false)
+}
+
+func (g *globalOptions) newBar(desc string, total int64, bytes bool) *progress {
 	if !g.showProgress() {
 		return nil
 	}
-	bar := progressbar.NewOptions64(totalBytes,
+	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(g.stderr),
 		progressbar.OptionSetDescription(desc),
-		progressbar.OptionShowBytes(true),
 		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionThrottle(100 * time.Millisecond),
 		progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionClearOnFinish(),
-	)
-	return &progress{bar: bar, start: time.Now()}
+	}
+	if bytes {
+		opts = append(opts, progressbar.OptionShowBytes(true))
+	} else {
+		opts = append(opts, progressbar.OptionShowCount())
+	}
+	return &progress{bar: progressbar.NewOptions64(total, opts...), start: time.Now(), label: desc}
 }
 
 // Add records rows and bytes done. Safe for use from one goroutine at a time;

@@ -173,6 +173,13 @@ func TestProgressLabel(t *testing.T) {
 	var none *progress
 	none.SetLabel("x") // nil-safe like Add and Finish
 
+	// A bar that counts only bytes (verify) shows no rows rate.
+	vb := g.newProgress("verify", -1)
+	vb.Add(0, 4096)
+	if d := vb.bar.State().Description; d != "verify" {
+		t.Errorf("verify description %q, want %q", d, "verify")
+	}
+
 	// The decode bar keeps its name before the rate and counts rows.
 	rows := g.newRowProgress("decode", 1000)
 	rows.Add(250, 250)

@@ -73,7 +73,7 @@ func (p *progress) SetLabel(label string) {
 
 func (p *progress) describe() {
 	d := p.label
-	if el := time.Since(p.start).Seconds(); el > 0 {
+	if el := time.Since(p.start).Seconds(); el > 0 && p.rows > 0 { // no rows: the bar's byte rate says it
 		if d != "" {
 			d += " "
 		}

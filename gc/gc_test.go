@@ -351,3 +351,85 @@ func TestRemovesKilledConvertTemporaries(t *testing.T) {
 		t.Fatalf("files left %v, want %v", got, want)
 	}
 }
+
+// TestTempDirSymlinksNotFollowed checks that removing the temporary
+// directory never reaches through a symbolic link: links inside it (to a
+// directory and to a file outside the shard set) and a temporary directory
+// that is itself a link go, their targets stay and are not counted; a
+// temporary path that is a plain file is removed and counted.
+func TestTempDirSymlinksNotFollowed(t *testing.T) {
+	outside := t.TempDir()
+	keepFile := filepath.Join(outside, "keep.bin")
+	if err := os.MkdirAll(filepath.Join(outside, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keepFile, make([]byte, 700), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "sub", "keep2.bin"), make([]byte, 900), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outsideFiles := listFiles(t, outside)
+
+	// Links inside the temporary directory.
+	dir := makeSet(t, 1, 1)
+	tmp := filepath.Join(dir, TempDirName, "4242")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "spill.bin"), make([]byte, 300), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "sub"), filepath.Join(tmp, "dirlink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(keepFile, filepath.Join(tmp, "filelink")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(dir, Options{KeepFromEpoch: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TempBytes != 300 {
+		t.Errorf("links inside: temp bytes %d, want 300 (link targets not counted)", res.TempBytes)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, TempDirName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("links inside: temporary directory still there: %v", err)
+	}
+	if got := listFiles(t, outside); !reflect.DeepEqual(got, outsideFiles) {
+		t.Fatalf("links inside: files outside the set %v, want %v", got, outsideFiles)
+	}
+
+	// The temporary directory itself a link to a directory outside.
+	dir = makeSet(t, 1, 1)
+	if err := os.Symlink(outside, filepath.Join(dir, TempDirName)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = Run(dir, Options{KeepFromEpoch: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if res.TempBytes != 0 {
+		t.Errorf("linked directory: temp bytes %d, want 0", res.TempBytes)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, TempDirName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("linked directory: link still there: %v", err)
+	}
+	if got := listFiles(t, outside); !reflect.DeepEqual(got, outsideFiles) {
+		t.Fatalf("linked directory: files outside the set %v, want %v", got, outsideFiles)
+	}
+
+	// A plain file where the directory would be.
+	dir = makeSet(t, 1, 1)
+	if err := os.WriteFile(filepath.Join(dir, TempDirName), make([]byte, 50), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = Run(dir, Options{KeepFromEpoch: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if res.TempBytes != 50 || res.FreedBytes != 50 {
+		t.Errorf("plain file: temp bytes %d, freed %d; want 50, 50", res.TempBytes, res.FreedBytes)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, TempDirName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("plain file: still there: %v", err)
+	}
+}

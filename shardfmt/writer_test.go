@@ -119,3 +119,57 @@ func TestSameTensors(t *testing.T) {
 		}
 	}
 }
+
+// TestWritebackEveryBlock runs the Writer with writeback started after every
+// block (writebackChunk 1), on the test's disk and on a tmpfs (/dev/shm,
+// where sync_file_range does nothing) when there is one: the shard reads
+// back exactly as written, writeback has been started up to the end of the
+// last block, and a Writer aborted after starting writeback leaves no file.
+func TestWritebackEveryBlock(t *testing.T) {
+	old := writebackChunk
+	writebackChunk = 1
+	t.Cleanup(func() { writebackChunk = old })
+	dirs := []string{t.TempDir()}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "shardfmt-test-")
+		if err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			dirs = append(dirs, d)
+		}
+	}
+	for _, dir := range dirs {
+		opts := testOpts(4, 9)
+		path := filepath.Join(dir, "s.shard")
+		want := writeShard(t, path, opts, nil, nil, 3)
+		checkShard(t, path, opts, want)
+
+		w, err := Create(filepath.Join(dir, "a.shard"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for k := range 5 {
+			ids := []uint64{uint64(4 * k), uint64(4*k + 1), uint64(4*k + 2), uint64(4*k + 3)}
+			if err := w.WriteBatch(fillBlock(w.Geometry(), 4, rng), ids, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if end := w.h.dataOff + 5*w.h.blockSize; w.kicked != end {
+			t.Errorf("%s: writeback started up to %d, want %d (the end of the fifth block)", dir, w.kicked, end)
+		}
+		if err := w.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if len(names) != 1 || names[0] != "s.shard" {
+			t.Errorf("%s: files after Abort %v, want only s.shard", dir, names)
+		}
+	}
+}

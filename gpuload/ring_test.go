@@ -153,3 +153,81 @@ func TestDeliveryWhenTheConsumerParks(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestReleaseFromAnotherGoroutine hands every batch to a second goroutine
+// that releases it, so the producer often waits for a slot that a
+// Release, not the consumer, gives back while the consumer polls or parks
+// for the next group. Every batch's step, count and pads are checked
+// before it is handed over, with polling on and off, small and large rings
+// and a Seek back midway; then the whole ring is held again and checked
+// byte for byte. A lost wake-up or a leaked slot would hang (bounded by the
+// timeout, which is a hang check, not a speed check).
+func TestReleaseFromAnotherGoroutine(t *testing.T) {
+	c := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 3, Steps: 41, LastCount: 2, Pads: 1}
+	dir := writeSet(t, c)
+	old := maxSpin
+	defer func() { maxSpin = old }()
+	for _, spin := range []time.Duration{old, 0} {
+		maxSpin = spin
+		for _, o := range []Options{{Prefetch: 1}, {Prefetch: 2}, {Prefetch: 6}, {Prefetch: 2, MapBlocks: true}} {
+			l := openLoader(t, dir, 0, 0, o)
+			tokens := make(chan struct{}, l.Ring()) // batches not yet released, at most the ring
+			handed := make(chan *Batch, l.Ring())
+			released := make(chan struct{})
+			go func() {
+				defer close(released)
+				for b := range handed {
+					b.Release()
+					<-tokens
+				}
+			}()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for _, from := range []int{0, 17} {
+					if err := l.Seek(from); err != nil {
+						t.Errorf("Seek(%d): %v", from, err)
+						return
+					}
+					for k := from; k < c.Steps; k++ {
+						tokens <- struct{}{}
+						b, err := l.Next()
+						if err != nil {
+							t.Errorf("%+v spin %v: step %d: %v", o, spin, k, err)
+							return
+						}
+						if b.Step != k || b.Count != c.Count(k) || b.Pads != c.Pad(k) {
+							t.Errorf("%+v spin %v: step %d: got step %d count %d pads %d", o, spin, k, b.Step, b.Count, b.Pads)
+						}
+						handed <- b
+					}
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second): // a hang, not a speed check
+				t.Fatalf("%+v spin %v: Next never returned", o, spin)
+			}
+			close(handed)
+			<-released
+			if t.Failed() {
+				l.Close()
+				return
+			}
+			// Every slot came back: the whole ring can be held again.
+			if err := l.Seek(0); err != nil {
+				t.Fatal(err)
+			}
+			var held []*Batch
+			for k := range l.Ring() {
+				b := mustNext(t, l)
+				checkBatch(t, l, c, 0, 0, k, b)
+				held = append(held, b)
+			}
+			for _, b := range held {
+				b.Release()
+			}
+			l.Close()
+		}
+	}
+}

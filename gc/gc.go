@@ -86,7 +86,7 @@ type Result struct {
 	DryRun        bool     `json:"dry_run"`
 	Removed       []Shard  `json:"removed"`      // in path order
 	RemovedDirs   []string `json:"removed_dirs"` // empty epoch directories, relative
-	TempBytes     int64    `json:"temp_bytes"`   // bytes in TempDirName, left by killed converts
+	TempBytes     int64    `json:"temp_bytes"`   // bytes removing TempDirName frees (left by killed converts)
 	FreedBytes    int64    `json:"freed_bytes"`  // shards, strays and temporary files
 	Kept          int      `json:"kept"`         // shards still listed in the manifest
 	KeptEpochs    []int    `json:"kept_epochs"`  // distinct epochs still listed, ascending
@@ -181,14 +181,15 @@ func Run(dir string, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// treeBytes returns the bytes of the regular files under dir (0 when it
-// does not exist).
+// treeBytes returns the bytes removing the regular files under dir frees
+// (diskBytes: a punched-out spill file counts its remaining blocks), 0 when
+// dir does not exist.
 func treeBytes(dir string) int64 {
 	var n int64
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+				n += diskBytes(fi)
 			}
 		}
 		return nil

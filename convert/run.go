@@ -947,5 +947,5 @@ func peakRSS() int64 {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return ru.Maxrss * 1024 // Linux reports KiB
+	return ru.Maxrss * maxrssUnit
 }

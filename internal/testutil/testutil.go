@@ -261,7 +261,7 @@ func LowerFDLimit(t testing.TB, n uint64) {
 		t.Skipf("cannot read the open-file limit: %v", err)
 	}
 	low := old
-	low.Cur = n
+	setSoftLimit(&low, n)
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
 		t.Skipf("cannot lower the open-file limit: %v", err)
 	}

@@ -1,0 +1,7 @@
+//go:build !darwin
+
+package convert
+
+// maxrssUnit is the unit of getrusage's ru_maxrss in bytes: Linux and the
+// BSDs report KiB (getrusage(2)).
+const maxrssUnit = 1024

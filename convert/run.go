@@ -309,7 +309,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	skip := map[shardKey]bool{}
 	if b, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName)); err == nil {
 		r.oldManifest = b
-		old, err := shardfmt.ReadManifest(out)
+		old, err := shardfmt.ParseManifest(b, out)
 		if err != nil {
 			return err
 		}

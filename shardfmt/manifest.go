@@ -124,7 +124,18 @@ func (m *Manifest) Check() error {
 // shard list is invalid (wrapping ErrManifest); a missing file gives an
 // error wrapping fs.ErrNotExist. Unknown fields are ignored.
 func ReadManifest(dir string) (*Manifest, error) {
-	m, err := ReadManifestUnchecked(dir)
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest: %w", err)
+	}
+	return ParseManifest(b, dir)
+}
+
+// ParseManifest is ReadManifest for the bytes of dir/manifest.json already
+// read (dir only names the file in errors), so a caller that keeps the bytes
+// (convert, to restore them on failure) reads the file once.
+func ParseManifest(data []byte, dir string) (*Manifest, error) {
+	m, err := parseManifest(data, filepath.Join(dir, ManifestName))
 	if err != nil {
 		return nil, err
 	}
@@ -144,12 +155,18 @@ func ReadManifestUnchecked(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
+	return parseManifest(b, p)
+}
+
+// parseManifest decodes a manifest (read from path) and checks its format
+// field.
+func parseManifest(b []byte, path string) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("decoding manifest %s: %w", p, err)
+		return nil, fmt.Errorf("decoding manifest %s: %w", path, err)
 	}
 	if m.Format != ManifestFormat {
-		return nil, fmt.Errorf("decoding manifest %s: format %q, want %q: %w", p, m.Format, ManifestFormat, ErrManifest)
+		return nil, fmt.Errorf("decoding manifest %s: format %q, want %q: %w", path, m.Format, ManifestFormat, ErrManifest)
 	}
 	return &m, nil
 }

@@ -162,15 +162,8 @@ func openForSpec(ctx context.Context, p *plan.Plan, spec *Spec, lim pqread.Limit
 		return nil, nil, err
 	}
 	if v := valueLimit(lim.MaxValueBytes, plans); v != lim.MaxValueBytes {
-		// The limit is per file in pqread: reopen the footers with it.
-		closeAll()
-		lim.MaxValueBytes = v
-		if files, err = openSources(ctx, p, lim); err != nil {
-			return nil, nil, err
-		}
-		if plans, err = compileSpec(spec, schemas(files)); err != nil {
-			closeAll()
-			return nil, nil, err
+		for _, f := range files {
+			f.pq.SetMaxValueBytes(v)
 		}
 	}
 	return files, plans, nil

@@ -266,6 +266,11 @@ type File struct {
 // Path returns the path given to Open.
 func (f *File) Path() string { return f.path }
 
+// SetMaxValueBytes sets Limits.MaxValueBytes for the reads that follow
+// (n <= 0: no limit), for a caller that learns the bound only after reading
+// the schema. It must not run concurrently with a read of f.
+func (f *File) SetMaxValueBytes(n int64) { f.lim.MaxValueBytes = max(0, n) }
+
 // Size returns the file size in bytes at Open.
 func (f *File) Size() int64 { return f.size }
 

@@ -379,9 +379,11 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	stageTotal := int64(set.count) * int64(rec)
 	var shardTotal int64
 	for _, k := range todo {
-		prov := r.prov
-		prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
-		shardTotal += shardSize(r.geo, r.tensors, prov, r.p.Steps())
+		n, err := shardfmt.FileSize(r.writerOptions(k))
+		if err != nil {
+			return err
+		}
+		shardTotal += n
 	}
 	// Staging: anonymous memory when the records fit the memory limit,
 	// otherwise spilled to disk by output window (spill.go), so memory
@@ -612,13 +614,18 @@ type shardOut struct {
 	rows  int64
 }
 
+// writerOptions returns the shard writer options of k.
+func (r *runner) writerOptions(k shardKey) shardfmt.WriterOptions {
+	prov := r.prov
+	prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
+	return shardfmt.WriterOptions{BatchSize: r.p.BatchSize(), NumBatches: r.p.Steps(), Tensors: r.tensors, Provenance: prov}
+}
+
 // openShard creates the (temporary) shard file of k.
 func (r *runner) openShard(k shardKey) (*shardOut, error) {
 	rel := shardfmt.ShardFileName(k.epoch, k.rank)
 	path := filepath.Join(r.o.Output, filepath.FromSlash(rel))
-	prov := r.prov
-	prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
-	w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: r.p.BatchSize(), NumBatches: r.p.Steps(), Tensors: r.tensors, Provenance: prov})
+	w, err := shardfmt.Create(path, r.writerOptions(k))
 	if err != nil {
 		return nil, err
 	}
@@ -912,23 +919,6 @@ func selectRange(what string, req []int, n int) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// shardSize returns the exact file size of a shard of steps batches with the
-// given geometry, tensors and provenance, by the layout of FORMAT.md v1.0:
-// header, tensor table (entries plus names, 8-aligned), metadata (the
-// provenance JSON), padding to a 4096 boundary, the blocks, the batch table,
-// the sample ids and the footer.
-func shardSize(g shardfmt.Geometry, tensors []shardfmt.TensorInfo, prov shardfmt.Provenance, steps int) int64 {
-	tt := int64(shardfmt.TensorEntryLen * len(tensors))
-	for _, t := range tensors {
-		tt += int64(len(t.Name))
-	}
-	tt = (tt + 7) &^ 7
-	meta, _ := json.Marshal(prov)
-	dataOff := (int64(shardfmt.HeaderLen) + tt + int64(len(meta)) + shardfmt.BlockAlign - 1) &^ (shardfmt.BlockAlign - 1)
-	s := int64(steps)
-	return dataOff + s*int64(g.BlockSize) + s*shardfmt.BatchEntryLen + s*8*int64(g.BatchSize) + shardfmt.FooterLen
 }
 
 // freeBytes returns the bytes available to unprivileged users on the file

@@ -182,9 +182,9 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("%s digest %s, manifest %s (%v)", e.Path, d, e.Digest, err)
 		}
 		geo := r.Geometry()
-		prov := r.Provenance()
-		if want := shardSize(geo, m.Tensors, prov, p.Steps()); want != e.Size || r.FileSize() != e.Size {
-			t.Errorf("%s: size %d, computed %d, manifest %d", e.Path, r.FileSize(), want, e.Size)
+		size, err := shardfmt.FileSize(shardfmt.WriterOptions{BatchSize: p.BatchSize(), NumBatches: p.Steps(), Tensors: m.Tensors, Provenance: r.Provenance()})
+		if err != nil || size != e.Size || r.FileSize() != e.Size {
+			t.Errorf("%s: size %d, computed %d (%v), manifest %d", e.Path, r.FileSize(), size, err, e.Size)
 		}
 		if r.NumBatches() != p.Steps() {
 			t.Fatalf("%s: %d batches, want %d", e.Path, r.NumBatches(), p.Steps())

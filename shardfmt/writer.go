@@ -119,6 +119,30 @@ var idsBufferMax uint64 = 1 << 20
 // so benchmarks can compare.
 var writebackChunk uint64 = 8 << 20
 
+// FileSize returns the exact length in bytes of the shard Create would
+// write with opts (FORMAT.md: header, tensor table, metadata, padding to a
+// block boundary, the blocks, the batch table, the sample ids and the
+// footer), for a caller that checks free space before writing. Errors are
+// Create's for invalid options.
+func FileSize(opts WriterOptions) (int64, error) {
+	geo, err := NewGeometry(opts.BatchSize, opts.Tensors)
+	if err != nil {
+		return 0, err
+	}
+	if opts.NumBatches < 0 {
+		return 0, fmt.Errorf("%w: %d batches", ErrInvalid, opts.NumBatches)
+	}
+	meta, err := json.Marshal(opts.Provenance)
+	if err != nil {
+		return 0, fmt.Errorf("encoding metadata: %w", err)
+	}
+	h, _, err := planLayout(geo, opts, meta)
+	if err != nil {
+		return 0, err
+	}
+	return int64(h.fileLen), nil
+}
+
 // Create starts a shard at path. It creates path's directory if needed and a
 // temporary file beside path; nothing appears at path until Commit. Options
 // are validated as by NewGeometry; NumBatches must be >= 0. Errors wrap

@@ -1,6 +1,7 @@
 package shardfmt
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -171,5 +172,37 @@ func TestWritebackEveryBlock(t *testing.T) {
 		if len(names) != 1 || names[0] != "s.shard" {
 			t.Errorf("%s: files after Abort %v, want only s.shard", dir, names)
 		}
+	}
+}
+
+// TestFileSizeIsCommittedSize: FileSize predicts the committed file's
+// length exactly, for empty and non-empty shards, one or several tensors,
+// and provenance metadata of different lengths; it refuses what Create
+// refuses.
+func TestFileSizeIsCommittedSize(t *testing.T) {
+	for _, nb := range []int{0, 1, 7} {
+		for _, bs := range []int{1, 4, 33} {
+			opts := testOpts(bs, nb)
+			opts.Provenance.Epoch, opts.Provenance.Rank = uint32(nb*1000), uint32(bs)
+			path := filepath.Join(t.TempDir(), "s.shard")
+			writeShard(t, path, opts, nil, nil, 1)
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := FileSize(opts)
+			if err != nil || got != fi.Size() {
+				t.Errorf("batch size %d, %d batches: FileSize = %d, %v; the file has %d bytes", bs, nb, got, err, fi.Size())
+			}
+		}
+	}
+	bad := testOpts(4, 2)
+	bad.NumBatches = -1
+	if _, err := FileSize(bad); !errors.Is(err, ErrInvalid) {
+		t.Errorf("FileSize with -1 batches: %v, want ErrInvalid", err)
+	}
+	bad = testOpts(0, 2)
+	if _, err := FileSize(bad); !errors.Is(err, ErrInvalid) {
+		t.Errorf("FileSize with batch size 0: %v, want ErrInvalid", err)
 	}
 }

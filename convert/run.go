@@ -389,10 +389,10 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	// otherwise spilled to disk by output window (spill.go), so memory
 	// stays bounded by the limit whatever the input size.
 	tmp := filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid()))
-	st := &staging{}
+	st := &staging{} // none: nothing staged, or spilled
 	if anonStaging(stageTotal, r.o.MemoryLimit) {
-		if st = newStaging(stageTotal); st == nil {
-			st = &staging{}
+		if a := newStaging(stageTotal); a != nil {
+			st = a
 		}
 	}
 	defer st.remove()

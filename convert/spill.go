@@ -201,7 +201,6 @@ func (s *spiller) countRecords(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			full[u] = 0
 			for step := steps - 1; step >= 0; step-- {
 				ids, _, err = s.p.RankBatch(grp.epoch, k, step, ids)
 				if err != nil {
@@ -328,52 +327,40 @@ func (s *spiller) checkFull() error {
 }
 
 // load reads window wi's region back and puts each record at its window
-// slot in dst (which holds len(ranks)*(s1-s0)*b records), reading in chunks
-// on jobs goroutines, then discards the region (dropRange).
+// slot in dst, reading in chunks on jobs goroutines, then discards the
+// region (dropRange).
 func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error {
 	w := s.windows[wi]
 	total := w.count
-	per := (total + int64(jobs) - 1) / int64(max(1, jobs))
-	slots := uint64(len(dst) / max(1, s.rec))
-	var wg sync.WaitGroup
-	errs := make([]error, jobs)
-	for j := 0; j < jobs; j++ {
+	slots := uint64(len(s.groups[w.group].ranks)*(w.s1-w.s0)) * uint64(s.b)
+	per := (total + int64(jobs) - 1) / int64(jobs)
+	chunkEnt := int64(max(1, spillChunk/s.ent))
+	err := forEach(ctx, jobs, jobs, func(j int) error {
 		lo, hi := int64(j)*per, min(total, int64(j+1)*per)
 		if lo >= hi {
-			break
+			return nil
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			chunkEnt := int64(max(1, spillChunk/s.ent))
-			buf := make([]byte, min(hi-lo, chunkEnt)*int64(s.ent))
-			for e := lo; e < hi; e += chunkEnt {
-				if ctx.Err() != nil {
-					errs[j] = ctx.Err()
-					return
-				}
-				n := min(hi-e, chunkEnt)
-				b := buf[:n*int64(s.ent)]
-				if _, err := s.file.ReadAt(b, w.base+e*int64(s.ent)); err != nil {
-					errs[j] = fmt.Errorf("reading spill file: %w", err)
-					return
-				}
-				for o := 0; o < len(b); o += s.ent {
-					slot := binary.LittleEndian.Uint64(b[o:])
-					if slot >= slots {
-						errs[j] = fmt.Errorf("internal: spill record slot %d beyond window %d's %d", slot, wi, slots)
-						return
-					}
-					copy(dst[int(slot)*s.rec:], b[o+8:o+s.ent])
-				}
+		buf := make([]byte, min(hi-lo, chunkEnt)*int64(s.ent))
+		for e := lo; e < hi; e += chunkEnt {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+			b := buf[:min(hi-e, chunkEnt)*int64(s.ent)]
+			if _, err := s.file.ReadAt(b, w.base+e*int64(s.ent)); err != nil {
+				return fmt.Errorf("reading spill file: %w", err)
+			}
+			for o := 0; o < len(b); o += s.ent {
+				slot := binary.LittleEndian.Uint64(b[o:])
+				if slot >= slots {
+					return fmt.Errorf("internal: spill record slot %d beyond window %d's %d", slot, wi, slots)
+				}
+				copy(dst[int(slot)*s.rec:], b[o+8:o+s.ent])
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	dropRange(s.file, w.base, total*int64(s.ent))
 	return nil

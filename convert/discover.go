@@ -1,9 +1,6 @@
 package convert
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,18 +11,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prepml/prep/convert/pqread"
 	"github.com/prepml/prep/plan"
 )
 
-// Source discovery reads only the tail of each Parquet file:
-//
-//	"PAR1" | column chunks ... | footer (thrift FileMetaData) | footer length (u32 LE) | "PAR1"
-//
-// (parquet-format README, "File Format").
+// Source discovery reads only the tail of each Parquet file
+// (pqread.ReadFooter) and walks its footer for the row-group row counts
+// (pqread.Footer.RowGroupRows), without decoding the rest.
 const (
-	parquetMagic     = "PAR1"
-	parquetMagicEnc  = "PARE" // encrypted footer
-	parquetMinSize   = 12     // head magic + footer length + tail magic
 	maxFooterBytes   = 1 << 30
 	discoverParallel = 8 // files whose footers are read at once (one descriptor each)
 )
@@ -224,287 +217,22 @@ func readFooterInfo(path string) (plan.SourceFile, error) {
 		return sf, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	ft, err := pqread.ReadFooter(f, maxFooterBytes)
 	if err != nil {
-		return sf, err
+		return sf, footerErr(err)
 	}
-	size := st.Size()
-	sf.Size = size
-	if size < parquetMinSize {
-		return sf, fmt.Errorf("file too small: %d bytes, a Parquet file has at least %d: %w", size, parquetMinSize, ErrFooter)
+	sf.Size, sf.FooterSHA256 = ft.Size, ft.SHA256()
+	if sf.RowGroups, err = ft.RowGroupRows(); err != nil {
+		return sf, fmt.Errorf("decoding footer at offset %d: %w", ft.Offset, footerErr(err))
 	}
-	var head [4]byte
-	var tail [8]byte
-	if _, err := f.ReadAt(head[:], 0); err != nil {
-		return sf, fmt.Errorf("reading magic: %w", err)
-	}
-	if _, err := f.ReadAt(tail[:], size-8); err != nil {
-		return sf, fmt.Errorf("reading footer length: %w", err)
-	}
-	switch {
-	case string(tail[4:]) == parquetMagicEnc:
-		return sf, fmt.Errorf("encrypted footer (PARE) not supported: %w", ErrFooter)
-	case string(tail[4:]) != parquetMagic:
-		return sf, fmt.Errorf("missing PAR1 magic at end of file (ends in %q; truncated?): %w", tail[4:], ErrFooter)
-	case string(head[:]) != parquetMagic:
-		return sf, fmt.Errorf("missing PAR1 magic at start of file: %w", ErrFooter)
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if n == 0 || n > size-parquetMinSize || n > maxFooterBytes {
-		return sf, fmt.Errorf("footer length %d beyond file size %d: %w", n, size, ErrFooter)
-	}
-	footer := make([]byte, n+8)
-	if _, err := f.ReadAt(footer, size-8-n); err != nil {
-		return sf, fmt.Errorf("reading footer: %w", err)
-	}
-	sum := sha256.Sum256(footer)
-	sf.FooterSHA256 = hex.EncodeToString(sum[:])
-	rgs, err := footerRowGroups(footer[:n])
-	if err != nil {
-		return sf, fmt.Errorf("decoding footer at offset %d: %w", size-8-n, err)
-	}
-	sf.RowGroups = rgs
 	return sf, nil
 }
 
-// footerRowGroups walks the thrift compact encoding of FileMetaData and
-// returns num_rows (field 3) of each RowGroup in row_groups (field 4),
-// checking that they are not negative and add up to the file's num_rows
-// (field 3). Every other field is skipped. No allocation is sized from a
-// count before the count is checked against the bytes left.
-func footerRowGroups(b []byte) ([]int64, error) {
-	d := &thriftWalker{b: b}
-	var total int64 = -1
-	var rgs []int64
-	haveRG := false
-	var last int16
-	for {
-		id, typ := d.fieldHeader(&last)
-		if d.err != nil {
-			return nil, d.fail()
-		}
-		if typ == tStop {
-			break
-		}
-		switch {
-		case id == 3 && typ == tI64:
-			total = d.varint()
-		case id == 4 && typ == tList:
-			et, count := d.listHeader()
-			if d.err == nil && et != tStruct {
-				return nil, fmt.Errorf("row_groups is a list of type %d, not struct: %w", et, ErrFooter)
-			}
-			haveRG = true
-			rgs = make([]int64, 0, count)
-			for i := 0; i < count && d.err == nil; i++ {
-				rows := int64(-1)
-				var l int16
-				for d.err == nil {
-					fid, ft := d.fieldHeader(&l)
-					if ft == tStop || d.err != nil {
-						break
-					}
-					if fid == 3 && ft == tI64 {
-						rows = d.varint()
-					} else {
-						d.skip(ft, 0)
-					}
-				}
-				if d.err == nil && rows < 0 {
-					return nil, fmt.Errorf("row group %d: num_rows missing or negative (%d): %w", i, rows, ErrFooter)
-				}
-				rgs = append(rgs, rows)
-			}
-		default:
-			d.skip(typ, 0)
-		}
-		if d.err != nil {
-			return nil, d.fail()
-		}
+// footerErr marks a malformed or unsupported footer (pqread's ErrCorrupt,
+// ErrUnsupported, ErrLimit) with ErrFooter too; I/O errors pass as they are.
+func footerErr(err error) error {
+	if errors.Is(err, pqread.ErrCorrupt) || errors.Is(err, pqread.ErrUnsupported) || errors.Is(err, pqread.ErrLimit) {
+		return fmt.Errorf("%w: %w", err, ErrFooter)
 	}
-	if !haveRG || total < 0 {
-		return nil, fmt.Errorf("num_rows or row_groups missing: %w", ErrFooter)
-	}
-	var sum int64
-	for _, r := range rgs {
-		sum += r
-		if sum < 0 {
-			return nil, fmt.Errorf("row counts overflow: %w", ErrFooter)
-		}
-	}
-	if sum != total {
-		return nil, fmt.Errorf("row groups hold %d rows, footer num_rows says %d: %w", sum, total, ErrFooter)
-	}
-	if rgs == nil {
-		rgs = []int64{}
-	}
-	return rgs, nil
-}
-
-// Thrift compact protocol types (thrift/doc/specs/thrift-compact-protocol.md).
-const (
-	tStop   = 0
-	tTrue   = 1
-	tFalse  = 2
-	tByte   = 3
-	tI16    = 4
-	tI32    = 5
-	tI64    = 6
-	tDouble = 7
-	tBinary = 8
-	tList   = 9
-	tSet    = 10
-	tMap    = 11
-	tStruct = 12
-
-	thriftMaxDepth = 64
-)
-
-// thriftWalker is a bounds-checked reader of the thrift compact protocol
-// with a sticky error.
-type thriftWalker struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (d *thriftWalker) fail() error {
-	return fmt.Errorf("thrift decoding at byte %d: %v: %w", d.off, d.err, ErrFooter)
-}
-
-func (d *thriftWalker) setErr(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf(format, args...)
-	}
-}
-
-func (d *thriftWalker) byte1() byte {
-	if d.err != nil {
-		return 0
-	}
-	if d.off >= len(d.b) {
-		d.setErr("unexpected end of footer")
-		return 0
-	}
-	c := d.b[d.off]
-	d.off++
-	return c
-}
-
-func (d *thriftWalker) uvarint() uint64 {
-	var x uint64
-	for shift := uint(0); shift < 70; shift += 7 {
-		c := d.byte1()
-		if d.err != nil {
-			return 0
-		}
-		x |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return x
-		}
-	}
-	d.setErr("varint too long")
-	return 0
-}
-
-func (d *thriftWalker) varint() int64 {
-	u := d.uvarint()
-	return int64(u>>1) ^ -int64(u&1) // zigzag
-}
-
-func (d *thriftWalker) fieldHeader(last *int16) (int16, byte) {
-	c := d.byte1()
-	typ := c & 0x0f
-	if d.err != nil || typ == tStop {
-		return 0, tStop
-	}
-	if delta := c >> 4; delta != 0 {
-		*last += int16(delta)
-	} else {
-		*last = int16(d.varint())
-	}
-	return *last, typ
-}
-
-// listHeader returns the element type and count, checked against the bytes
-// left (every element takes at least one byte).
-func (d *thriftWalker) listHeader() (byte, int) {
-	c := d.byte1()
-	n := uint64(c >> 4)
-	if n == 15 {
-		n = d.uvarint()
-	}
-	if d.err == nil && n > uint64(len(d.b)-d.off) {
-		d.setErr("list of %d elements in %d bytes", n, len(d.b)-d.off)
-	}
-	if d.err != nil {
-		return 0, 0
-	}
-	return c & 0x0f, int(n)
-}
-
-func (d *thriftWalker) skipBytes(n uint64) {
-	if d.err == nil && n > uint64(len(d.b)-d.off) {
-		d.setErr("%d bytes wanted, %d left", n, len(d.b)-d.off)
-	}
-	if d.err == nil {
-		d.off += int(n)
-	}
-}
-
-func (d *thriftWalker) skip(typ byte, depth int) {
-	if depth > thriftMaxDepth {
-		d.setErr("nested deeper than %d", thriftMaxDepth)
-		return
-	}
-	switch typ {
-	case tTrue, tFalse:
-	case tByte:
-		d.skipBytes(1)
-	case tI16, tI32, tI64:
-		d.uvarint()
-	case tDouble:
-		d.skipBytes(8)
-	case tBinary:
-		d.skipBytes(d.uvarint())
-	case tList, tSet:
-		et, n := d.listHeader()
-		for i := 0; i < n && d.err == nil; i++ {
-			d.skipElem(et, depth+1)
-		}
-	case tMap:
-		n := d.uvarint()
-		if n == 0 {
-			return
-		}
-		kv := d.byte1()
-		if d.err == nil && n > uint64(len(d.b)-d.off) {
-			d.setErr("map of %d entries in %d bytes", n, len(d.b)-d.off)
-		}
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			d.skipElem(kv>>4, depth+1)
-			d.skipElem(kv&0x0f, depth+1)
-		}
-	case tStruct:
-		var last int16
-		for d.err == nil {
-			_, ft := d.fieldHeader(&last)
-			if ft == tStop {
-				return
-			}
-			d.skip(ft, depth+1)
-		}
-	default:
-		d.setErr("unknown thrift type %d", typ)
-	}
-}
-
-// skipElem skips one list, set or map element: booleans there take one
-// byte each, unlike boolean fields, whose value is in the type nibble.
-func (d *thriftWalker) skipElem(typ byte, depth int) {
-	if typ == tTrue || typ == tFalse {
-		d.skipBytes(1)
-		return
-	}
-	d.skip(typ, depth)
+	return err
 }

@@ -308,58 +308,6 @@ func countFDs() int {
 	return len(ents)
 }
 
-// TestFooterRowGroupsRejectsHostileCounts feeds footers whose list counts
-// claim more elements than bytes are left; they must fail without a large
-// allocation.
-func TestFooterRowGroupsRejectsHostileCounts(t *testing.T) {
-	for name, b := range map[string][]byte{
-		"row groups count 2^31": {0x36, 0x00, 0x19, 0xfc, 0xff, 0xff, 0xff, 0xff, 0x07},
-		"empty":                 {},
-		"truncated varint":      {0x36, 0x80},
-		"binary past end":       {0x18, 0x10, 'a'},
-		"deep nesting":          append(bytes.Repeat([]byte{0x1c}, 200), 0),
-		"no row groups":         {0x36, 0x00, 0x00},
-	} {
-		if _, err := footerRowGroups(b); !errors.Is(err, ErrFooter) {
-			t.Errorf("%s: %v, want ErrFooter", name, err)
-		}
-	}
-	// num_rows 3 (zigzag 6), row_groups [ {num_rows 3} ].
-	good := []byte{0x36, 0x06, 0x19, 0x1c, 0x36, 0x06, 0x00, 0x00}
-	if rgs, err := footerRowGroups(good); err != nil || !slices.Equal(rgs, []int64{3}) {
-		t.Errorf("minimal footer: %v %v", rgs, err)
-	}
-	_ = binary.LittleEndian
-}
-
-func FuzzFooterRowGroups(f *testing.F) {
-	for _, name := range []string{"B19-corrupt-files/good.parquet", "B17-empty-files/part-1.parquet", "B29-order-stability/part-0.parquet"} {
-		b, err := os.ReadFile(filepath.Join("..", "testdata", "cases", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		n := binary.LittleEndian.Uint32(b[len(b)-8:])
-		f.Add(b[len(b)-8-int(n) : len(b)-8])
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		rgs, err := footerRowGroups(b)
-		if err != nil {
-			if !errors.Is(err, ErrFooter) {
-				t.Fatalf("error %v does not wrap ErrFooter", err)
-			}
-			return
-		}
-		if len(rgs) > len(b) {
-			t.Fatalf("%d row groups from %d bytes", len(rgs), len(b))
-		}
-		for _, r := range rgs {
-			if r < 0 {
-				t.Fatalf("negative row count %d", r)
-			}
-		}
-	})
-}
-
 // BenchmarkDiscoverSource10k reads the footers of 10,000 small files (the
 // work of prep plan before the plan is derived).
 func BenchmarkDiscoverSource10k(b *testing.B) {

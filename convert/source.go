@@ -2,12 +2,8 @@ package convert
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -223,8 +219,8 @@ func checkFooter(path string, m plan.SourceFile) error {
 // FileMetaData, its 4-byte little-endian length and the "PAR1" magic, i.e.
 // the last len+8 bytes (the definition plan.SourceFile.FooterSHA256 uses),
 // and the file's size in bytes (-1 when the file cannot be opened or
-// stat'ed). It returns an error when the file does not end in a plausible
-// footer.
+// stat'ed). It returns an error when the file fails pqread.ReadFooter's
+// checks of the magic and footer length.
 func FooterSHA256(path string) (sum string, size int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -235,26 +231,11 @@ func FooterSHA256(path string) (sum string, size int64, err error) {
 	if err != nil {
 		return "", -1, err
 	}
-	size = st.Size()
-	if size < 12 {
-		return "", size, fmt.Errorf("%s: %d bytes is too short for parquet", path, size)
+	ft, err := pqread.ReadFooter(f, maxFooterBytes)
+	if err != nil {
+		return "", st.Size(), fmt.Errorf("%s: %w", path, err)
 	}
-	var tail [8]byte
-	if _, err := f.ReadAt(tail[:], size-8); err != nil {
-		return "", size, fmt.Errorf("%s: reading footer: %w", path, err)
-	}
-	if string(tail[4:]) != "PAR1" {
-		return "", size, fmt.Errorf("%s: no PAR1 magic at the end", path)
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if n+12 > size {
-		return "", size, fmt.Errorf("%s: footer length %d exceeds file size %d", path, n, size)
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, size-8-n, n+8)); err != nil {
-		return "", size, fmt.Errorf("%s: reading footer: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), size, nil
+	return ft.SHA256(), ft.Size, nil
 }
 
 // schemas returns the fileSchema of each opened file.

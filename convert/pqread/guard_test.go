@@ -78,12 +78,12 @@ func TestCorruptedFiles(t *testing.T) {
 		atOpen bool
 		text   string
 	}{
-		{"zero head magic", func(b []byte) []byte { copy(b, "\x00\x00\x00\x00"); return b }, true, "bad magic at start"},
+		{"zero head magic", func(b []byte) []byte { copy(b, "\x00\x00\x00\x00"); return b }, true, "missing PAR1 magic at start"},
 		{"encrypted magic", func(b []byte) []byte { copy(b[len(b)-4:], "PARE"); return b }, true, "encrypted footer"},
 		{"footer length too large", func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[len(b)-8:], uint32(len(b)))
 			return b
-		}, true, "does not fit"},
+		}, true, "beyond file size"},
 		{"footer length zero", func(b []byte) []byte { binary.LittleEndian.PutUint32(b[len(b)-8:], 0); return b }, true, "footer length 0"},
 		{"footer garbage", func(b []byte) []byte {
 			for i := footerStart; i < footerStart+16; i++ {

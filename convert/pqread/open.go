@@ -1,28 +1,12 @@
 package pqread
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"os"
 
 	"github.com/parquet-go/parquet-go/format"
-)
-
-// Layout constants of a Parquet file (parquet-format README, "File Format"):
-//
-//	"PAR1" | column chunks ... | footer (thrift FileMetaData) | footer length (4 bytes LE) | "PAR1"
-const (
-	magicLen   = 4
-	trailerLen = 8 // footer length + magic
-	minFileLen = magicLen + trailerLen
-)
-
-var (
-	magic          = []byte("PAR1")
-	magicEncrypted = []byte("PARE")
 )
 
 // Open opens the Parquet file at path, reads and validates its footer, and
@@ -50,47 +34,12 @@ func Open(path string, lim Limits) (*File, error) {
 		return fail(err)
 	}
 	defer fd.Close()
-	st, err := fd.Stat()
+	ft, err := ReadFooter(fd, f.lim.MaxFooterBytes)
 	if err != nil {
 		return fail(err)
 	}
-	f.size = st.Size()
-	if !st.Mode().IsRegular() {
-		return fail(corruptf("not a regular file"))
-	}
-	if f.size < minFileLen {
-		return fail(corruptf("file too small for parquet: %d bytes, need at least %d", f.size, minFileLen))
-	}
-	var head [magicLen]byte
-	if _, err := fd.ReadAt(head[:], 0); err != nil {
-		return fail(fmt.Errorf("reading header magic: %w", err))
-	}
-	var tail [trailerLen]byte
-	if _, err := fd.ReadAt(tail[:], f.size-trailerLen); err != nil {
-		return fail(fmt.Errorf("reading footer length: %w", err))
-	}
-	if bytes.Equal(tail[4:], magicEncrypted) {
-		return fail(unsupportedf("encrypted footer (PARE magic)"))
-	}
-	if !bytes.Equal(head[:], magic) {
-		return fail(corruptf("bad magic at start: %q, want %q", head[:], magic))
-	}
-	if !bytes.Equal(tail[4:], magic) {
-		return fail(corruptf("bad magic at end: %q, want %q (truncated file?)", tail[4:], magic))
-	}
-	footerLen := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if footerLen == 0 || footerLen > f.size-minFileLen {
-		return fail(corruptf("footer length %d does not fit in a %d-byte file", footerLen, f.size))
-	}
-	if footerLen > f.lim.MaxFooterBytes {
-		return fail(limitf("footer of %d bytes exceeds the limit of %d", footerLen, f.lim.MaxFooterBytes))
-	}
-	f.dataEnd = f.size - trailerLen - footerLen
-	buf := make([]byte, footerLen)
-	if _, err := fd.ReadAt(buf, f.dataEnd); err != nil && err != io.EOF {
-		return fail(fmt.Errorf("reading footer: %w", err))
-	}
-	buf, err = checkThrift(buf)
+	f.size, f.dataEnd = ft.Size, ft.Offset
+	buf, err := checkThrift(ft.Meta)
 	if err == nil {
 		f.meta, err = decodeFooter(&f.dec, buf)
 	}
@@ -281,7 +230,73 @@ func (w *thriftWalker) skip(n uint64) {
 	w.pos += int(n)
 }
 
+// Thrift compact protocol types (thrift/doc/specs/thrift-compact-protocol.md).
+const (
+	tStop   = 0
+	tTrue   = 1 // booleans: the value is the field header's type
+	tFalse  = 2
+	tByte   = 3
+	tI16    = 4
+	tI32    = 5
+	tI64    = 6
+	tDouble = 7
+	tBinary = 8
+	tList   = 9
+	tSet    = 10
+	tMap    = 11
+	tStruct = 12
+)
+
 const maxThriftDepth = 64
+
+// zigzag reads a zigzag varint (i16, i32, i64 values).
+func (w *thriftWalker) zigzag() int64 {
+	u := w.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+// fieldHeader reads a struct field header after field *last and returns
+// its id and type; more is false at the struct's stop byte or after an
+// error.
+func (w *thriftWalker) fieldHeader(last *int) (id int, typ byte, more bool) {
+	h := w.byte1()
+	if w.err != nil || h == tStop {
+		return 0, tStop, false
+	}
+	if d := int(h >> 4); d != 0 {
+		*last += d
+	} else {
+		*last = int(w.zigzag())
+	}
+	return *last, h & 0x0f, w.err == nil
+}
+
+// listHeader reads a list or set header: the element type and count, the
+// count checked against the bytes left (every element takes at least one).
+func (w *thriftWalker) listHeader() (et byte, n int) {
+	h := w.byte1()
+	c := uint64(h >> 4)
+	if c == 15 {
+		c = w.uvarint()
+	}
+	if w.err == nil && c > uint64(len(w.b)-w.pos) {
+		w.fail("list of %d elements exceeds the %d bytes left", c, len(w.b)-w.pos)
+	}
+	if w.err != nil {
+		return 0, 0
+	}
+	return h & 0x0f, int(c)
+}
+
+// elem skips one list, set or map element: booleans there take a byte,
+// unlike boolean fields, whose value is in the header.
+func (w *thriftWalker) elem(t byte, depth int) {
+	if t == tTrue || t == tFalse {
+		w.skip(1)
+		return
+	}
+	w.value(t, depth)
+}
 
 func (w *thriftWalker) value(t byte, depth int) {
 	if depth > maxThriftDepth {
@@ -289,57 +304,39 @@ func (w *thriftWalker) value(t byte, depth int) {
 		return
 	}
 	switch t {
-	case 1, 2: // bool inside a field header
-	case 3:
+	case tTrue, tFalse: // the value is in the field header
+	case tByte:
 		w.skip(1)
-	case 4, 5, 6:
+	case tI16, tI32, tI64:
 		w.uvarint()
-	case 7:
+	case tDouble:
 		w.skip(8)
-	case 8:
+	case tBinary:
 		w.skip(w.uvarint())
-	case 9, 10:
-		h := w.byte1()
-		n := uint64(h >> 4)
-		if n == 15 {
-			n = w.uvarint()
-		}
-		et := h & 0x0f
-		if n > uint64(len(w.b)-w.pos) {
-			w.fail("list of %d elements exceeds the %d bytes left", n, len(w.b)-w.pos)
-			return
-		}
+	case tList, tSet:
+		et, n := w.listHeader()
 		w.path = append(w.path, -1)
-		for i := uint64(0); i < n && w.err == nil; i++ {
-			if et == 1 || et == 2 {
-				w.skip(1)
-				continue
-			}
-			w.value(et, depth+1)
+		for i := 0; i < n && w.err == nil; i++ {
+			w.elem(et, depth+1)
 		}
 		w.path = w.path[:len(w.path)-1]
-	case 11:
+	case tMap:
 		n := w.uvarint()
 		if n == 0 {
 			return
 		}
 		kv := w.byte1()
-		if n > uint64(len(w.b)-w.pos) {
+		if w.err == nil && n > uint64(len(w.b)-w.pos) {
 			w.fail("map of %d entries exceeds the %d bytes left", n, len(w.b)-w.pos)
 			return
 		}
 		w.path = append(w.path, -1)
 		for i := uint64(0); i < n && w.err == nil; i++ {
-			for _, et := range []byte{kv >> 4, kv & 0x0f} {
-				if et == 1 || et == 2 {
-					w.skip(1)
-				} else {
-					w.value(et, depth+1)
-				}
-			}
+			w.elem(kv>>4, depth+1)
+			w.elem(kv&0x0f, depth+1)
 		}
 		w.path = w.path[:len(w.path)-1]
-	case 12:
+	case tStruct:
 		w.structure(depth + 1)
 	default:
 		w.fail("unknown thrift type %d", t)
@@ -354,37 +351,26 @@ func (w *thriftWalker) structure(depth int) {
 	last, seenValue := 0, false
 	for w.err == nil {
 		at := w.pos
-		h := w.byte1()
+		id, typ, more := w.fieldHeader(&last)
 		if w.err != nil {
 			return
 		}
-		if h == 0 {
+		if !more {
 			if !seenValue && w.atKeyValue() {
 				// Field 2 (value), type binary, length 0, before the stop.
 				if d := 2 - last; d >= 1 && d <= 15 {
-					w.insert(at, byte(d<<4|8), 0)
+					w.insert(at, byte(d<<4|tBinary), 0)
 				} else {
-					w.insert(at, 8, 4, 0) // long form: zigzag(2) = 4
+					w.insert(at, tBinary, 4, 0) // long form: zigzag(2) = 4
 				}
 			}
 			return
 		}
-		id := last + int(h>>4)
-		if h>>4 == 0 {
-			v, n := binary.Varint(w.b[w.pos:])
-			if n <= 0 {
-				w.fail("bad field id")
-				return
-			}
-			w.pos += n
-			id = int(v)
-		}
-		last = id
 		if id == 2 {
 			seenValue = true
 		}
 		w.path = append(w.path, id)
-		w.value(h&0x0f, depth)
+		w.value(typ, depth)
 		w.path = w.path[:len(w.path)-1]
 	}
 }

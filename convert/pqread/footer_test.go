@@ -1,0 +1,93 @@
+package pqread
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestRowGroupRowsRejectsHostileCounts feeds footers whose list counts
+// claim more elements than bytes are left, or that are cut short, nest too
+// deep or lack row groups; they must fail with ErrCorrupt without a large
+// allocation.
+func TestRowGroupRowsRejectsHostileCounts(t *testing.T) {
+	for name, b := range map[string][]byte{
+		"row groups count 2^31": {0x36, 0x00, 0x19, 0xfc, 0xff, 0xff, 0xff, 0xff, 0x07},
+		"empty":                 {},
+		"truncated varint":      {0x36, 0x80},
+		"binary past end":       {0x18, 0x10, 'a'},
+		"deep nesting":          append(bytes.Repeat([]byte{0x1c}, 200), 0),
+		"no row groups":         {0x36, 0x00, 0x00},
+		"type 0 field":          {0x30, 0x00},
+	} {
+		if _, err := (&Footer{Meta: b}).RowGroupRows(); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+	// num_rows 3 (zigzag 6), row_groups [ {num_rows 3} ].
+	good := []byte{0x36, 0x06, 0x19, 0x1c, 0x36, 0x06, 0x00, 0x00}
+	if rgs, err := (&Footer{Meta: good}).RowGroupRows(); err != nil || !slices.Equal(rgs, []int64{3}) {
+		t.Errorf("minimal footer: %v %v", rgs, err)
+	}
+}
+
+// TestRowGroupRowsMatchesOpen: on real files the walk gives the row counts
+// the full footer decode gives.
+func TestRowGroupRowsMatchesOpen(t *testing.T) {
+	for _, name := range []string{"B19-corrupt-files/good.parquet", "B29-order-stability/part-0.parquet", "B17-empty-files/part-1.parquet"} {
+		path := filepath.Join("..", "..", "testdata", "cases", name)
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, err := ReadFooter(f, 0)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rgs, err := ft.RowGroupRows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := Open(path, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := pf.RowGroups(); !slices.Equal(rgs, want) {
+			t.Errorf("%s: walk %v, decoded footer %v", name, rgs, want)
+		}
+		pf.Close()
+	}
+}
+
+func FuzzRowGroupRows(f *testing.F) {
+	for _, name := range []string{"B19-corrupt-files/good.parquet", "B17-empty-files/part-1.parquet", "B29-order-stability/part-0.parquet"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cases", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		n := binary.LittleEndian.Uint32(b[len(b)-8:])
+		f.Add(b[len(b)-8-int(n) : len(b)-8])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rgs, err := (&Footer{Meta: b}).RowGroupRows()
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if len(rgs) > len(b) {
+			t.Fatalf("%d row groups from %d bytes", len(rgs), len(b))
+		}
+		for _, r := range rgs {
+			if r < 0 {
+				t.Fatalf("negative row count %d", r)
+			}
+		}
+	})
+}

@@ -647,7 +647,7 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(out, ".prep-tmp", strconv.Itoa(pid)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(out, ".prep-tmp", strconv.Itoa(pid), "staging.bin"), "partial")
+		writeFile(t, filepath.Join(out, ".prep-tmp", strconv.Itoa(pid), "spill.bin"), "partial")
 		writeFile(t, filepath.Join(out, ".prep.lock"), fmt.Sprintf("%d deadhost\n", pid))
 		res := prep(t, "convert", "--plan", r.plan, "--spec", spec, "-o", out, "--progress", "never").OK(t)
 		for _, s := range []string{"stale lock", fmt.Sprintf("pid %d", pid), "deadhost"} {

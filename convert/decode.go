@@ -61,6 +61,11 @@ type decoder struct {
 	rowGroupsSkipped int
 }
 
+// beforeDecode, when set (tests only), is called by a decode worker with a
+// task's sequence number and the run's internal context (cancelled at the
+// first failure) before it decides whether to decode the task.
+var beforeDecode func(seq int, ctx context.Context)
+
 // errSkipped marks a column chunk not decoded because the run was already
 // failing or cancelled.
 var errSkipped = errors.New("skipped")
@@ -130,8 +135,10 @@ func (d *decoder) plan() (perFile []int) {
 // run decodes every row group with at most d.jobs column chunks decoding at
 // once and about d.memoryLimit estimated bytes in flight (a row group is
 // admitted whole, and its memory counts until its records are assembled).
-// On failure it returns the error of the earliest failing column chunk (in
-// task order) among those that ran.
+// On failure it returns the error of the earliest failing column chunk in
+// task order: a failure skips only the column chunks after it in that
+// order, so every earlier one still runs and the error reported does not
+// depend on scheduling or Jobs.
 func (d *decoder) run(ctx context.Context) error {
 	perFile := d.plan()
 	parent := ctx
@@ -146,10 +153,13 @@ func (d *decoder) run(ctx context.Context) error {
 		errSeq   = notRun
 		left     = append([]int(nil), perFile...)
 	)
+	var skipFrom atomic.Int64 // tasks at or after this seq are skipped (errSeq)
+	skipFrom.Store(int64(notRun))
 	fail := func(seq int, err error) {
 		mu.Lock()
 		if seq < errSeq {
 			errSeq, firstErr = seq, err
+			skipFrom.Store(int64(seq))
 		}
 		mu.Unlock()
 		cancel()
@@ -182,8 +192,11 @@ func (d *decoder) run(ctx context.Context) error {
 			}
 			for task := range ch {
 				g := d.groups[task.g]
+				if beforeDecode != nil {
+					beforeDecode(task.seq, ctx)
+				}
 				err := errSkipped
-				if ctx.Err() == nil {
+				if parent.Err() == nil && int64(task.seq) < skipFrom.Load() {
 					g.cols[task.k], err = d.decodeOne(g, task)
 				}
 				g.errs[task.k] = err

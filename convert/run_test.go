@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -586,5 +587,37 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 	}
 	if sum.SamplesDecoded != int64(3*n) {
 		t.Errorf("decoded %d samples, want %d", sum.SamplesDecoded, 3*n)
+	}
+}
+
+// TestRunErrorIndependentOfScheduling pins that the error reported is the
+// earliest in task order however the work is scheduled: here the first
+// row group's column chunk only starts after a later row group has failed
+// (and cancelled the run), and must still run, so the error names row
+// group 0, as a run with Jobs 1 does.
+func TestRunErrorIndependentOfScheduling(t *testing.T) {
+	p, _ := fixture(t, defaultCfg)
+	bad, err := ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { beforeDecode = nil }()
+	const want = `part-0.parquet: column "opt", row group 0, row 0: null value`
+	for _, jobs := range []int{1, 2, 3} {
+		beforeDecode = nil
+		if jobs > 1 { // another worker can fail row group 1 meanwhile
+			beforeDecode = func(seq int, ctx context.Context) {
+				if seq == 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(10 * time.Second):
+					}
+				}
+			}
+		}
+		_, err := Run(context.Background(), Options{Plan: p, Spec: bad, Output: filepath.Join(t.TempDir(), "o"), Jobs: jobs})
+		if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("jobs %d: err = %v, want one naming %q", jobs, err, want)
+		}
 	}
 }

@@ -121,7 +121,7 @@ func main() {
 		for _, v := range gen.Variants {
 			g := []*Row{byID["decompress-"+v.Name], byID["pqarrow-"+v.Name], byID["generic-"+v.Name], byID["convert-"+v.Name]}
 			if v.Name == "req-plain-snappy" {
-				g = append(g, byID["convert-j1"])
+				g = append(g, byID["convert-j1"], byID["write-shards-fsync"])
 			}
 			d.measureAll(g)
 		}
@@ -166,6 +166,8 @@ func (d *driver) limitRows() []*Row {
 	rows := []*Row{
 		{ID: "memcpy", Label: "memory copy, 1 core (copy() of a warm 256 MiB buffer, 8 times)", Argv: []string{p, "memcpy", "-mb", "256", "-reps", "8"}, Timing: Inner},
 		{ID: "read-parquet", Label: "plain sequential read of req-plain-snappy.parquet (page cache warm)", Argv: []string{p, "readfiles", d.input("req-plain-snappy")}, Timing: Inner, Warmup: true},
+		{ID: "write-shards-fsync", Label: "crash-safe write of 229 MiB (convert's shard bytes) as 8 new files, 2 writers, writeback every 8 MiB, fsync",
+			Argv: []string{p, "writefiles", "-dir", filepath.Join(d.work, "write-probe"), "-mb", "229", "-files", "8"}, Timing: Inner},
 	}
 	for _, v := range gen.Variants {
 		rows = append(rows, &Row{ID: "decompress-" + v.Name, Label: fmt.Sprintf("%s decompression, 1 core, of every compressed page of %s.parquet", v.Codec, v.Name),

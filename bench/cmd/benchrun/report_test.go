@@ -61,3 +61,24 @@ func TestTargets(t *testing.T) {
 		t.Errorf("profiles: convert %v, pqarrow %v, verify %v", c.Profile != nil, p.Profile != nil, v.Profile != nil)
 	}
 }
+
+// TestConvertBound checks the bound's arithmetic: half the 1-core
+// decompression time plus the fsynced write time is the floor, and the
+// bound is the convert row's bytes over it.
+func TestConvertBound(t *testing.T) {
+	rep := &report{d: &driver{root: "/r", work: "/r/w"}}
+	if got := rep.convertBound(); got != "" {
+		t.Fatalf("bound without rows = %q, want none", got)
+	}
+	rep.Limits = []*Row{row("decompress-req-plain-snappy", 200e6, 0.1, 0.2, 0.3), row("write-shards-fsync", 240e6, 0.1, 0.15, 0.2)}
+	rep.Peers = []*Row{row("pqarrow-req-plain-snappy", 500e6, 2)} // 250 MB/s
+	rep.Convert = []*Row{row("convert-req-plain-snappy", 500e6, 1)}
+	got := rep.convertBound()
+	// floor = 0.2/2 + 0.15 = 0.25 s; bound = 500 MB / 0.25 s = 2 GB/s.
+	for _, want := range []string{"(0.200 s / 2,", "(0.150 s, the write row below): 0.250 s", "at most 2.00 GB/s",
+		"target is 0.60x that bound", "3x pqarrow (750 MB/s) is 0.38x it", "convert takes 1.000 s (4.00x the floor)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("bound text lacks %q:\n%s", want, got)
+		}
+	}
+}

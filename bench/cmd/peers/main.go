@@ -7,11 +7,16 @@
 //	peers decompress FILE           one core: snappy/zstd (klauspost/compress) decode of every compressed page region of FILE
 //	peers memcpy [-mb N] [-reps R]  one core: copy() bandwidth between two warm N MiB buffers
 //	peers readfiles PATH...         plain sequential read (4 MiB read(2) calls) of the files, folders recursive, sorted
+//	peers writefiles -dir D [-mb N] [-files K]
+//	                                crash-safe write of N MiB as K new files in D, as convert writes its
+//	                                shards: 1 MiB write(2) calls, writeback started every 8 MiB
+//	                                (sync_file_range), fsync and close each file, fsync D; GOMAXPROCS
+//	                                writers; the files are removed after the timed region
 //
 // For pqarrow and generic, bytes is the sum of the file's column chunk
 // total_uncompressed_size (the decoded Parquet bytes, the same numerator as
 // prep convert); for decompress the decompressed bytes; for memcpy the bytes
-// copied; for readfiles the bytes read.
+// copied; for readfiles the bytes read; for writefiles the bytes written.
 package main
 
 import (
@@ -40,13 +45,14 @@ import (
 	"github.com/prepml/prep/bench/internal/gen"
 	"github.com/prepml/prep/bench/internal/pages"
 	"github.com/prepml/prep/bench/internal/result"
+	"golang.org/x/sys/unix"
 )
 
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("peers: ")
 	if len(os.Args) < 2 {
-		log.Fatal("usage: peers info|pqarrow|generic|decompress|memcpy|readfiles ...")
+		log.Fatal("usage: peers info|pqarrow|generic|decompress|memcpy|readfiles|writefiles ...")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var err error
@@ -63,6 +69,8 @@ func main() {
 		err = memcpy(args)
 	case "readfiles":
 		err = readFiles(args)
+	case "writefiles":
+		err = writeFiles(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
@@ -337,5 +345,105 @@ func readFiles(args []string) error {
 		f.Close()
 	}
 	result.Print(result.Result{Bytes: total, Seconds: time.Since(start).Seconds(), Checksum: sum, Extra: fmt.Sprintf("%d files", len(files))})
+	return nil
+}
+
+// writeFiles measures the disk's crash-safe write rate the way convert's
+// write stage uses it (shardfmt.Writer): every file written with 1 MiB
+// write(2) calls, writeback started every 8 MiB so the final fsync waits for
+// little, then fsync and close, and the folder fsynced at the end. The data
+// is pseudo-random, so a compressing or deduplicating layer saves nothing.
+func writeFiles(args []string) error {
+	fl := flag.NewFlagSet("writefiles", flag.ExitOnError)
+	dir := fl.String("dir", "", "folder to write the files in (created; must be on the disk measured)")
+	mb := fl.Int("mb", 229, "total MiB to write")
+	files := fl.Int("files", 8, "number of files the total is split across")
+	fl.Parse(args)
+	if *dir == "" || *files < 1 || *mb < 1 {
+		return errors.New("writefiles: want -dir, -mb >= 1 and -files >= 1")
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := range buf {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		buf[i] = byte(x)
+	}
+	total := int64(*mb) << 20
+	per := total / int64(*files)
+	paths := make([]string, *files)
+	for i := range paths {
+		paths[i] = filepath.Join(*dir, fmt.Sprintf("probe-%03d.bin", i))
+		os.Remove(paths[i])
+	}
+	defer func() {
+		for _, p := range paths {
+			os.Remove(p)
+		}
+	}()
+	writeOne := func(p string) error {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		var off, kicked int64
+		for off < per {
+			n := min(int64(len(buf)), per-off)
+			if _, err := f.Write(buf[:n]); err != nil {
+				return err
+			}
+			off += n
+			if off-kicked >= 8<<20 {
+				if err := unix.SyncFileRange(int(f.Fd()), kicked, off-kicked, unix.SYNC_FILE_RANGE_WRITE); err != nil {
+					return err
+				}
+				kicked = off
+			}
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	start := time.Now()
+	next := make(chan string, len(paths))
+	for _, p := range paths {
+		next <- p
+	}
+	close(next)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(paths))
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range next {
+				if err := writeOne(p); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	d, err := os.Open(*dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	d.Close()
+	if err != nil {
+		return err
+	}
+	sec := time.Since(start).Seconds()
+	result.Print(result.Result{Bytes: per * int64(*files), Seconds: sec, Extra: fmt.Sprintf("%d files", *files)})
 	return nil
 }

@@ -170,3 +170,32 @@ func TestPlanShowFromStepPastEnd(t *testing.T) {
 		t.Errorf("--from-step 12: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
+
+// TestPlanNoStepsPartitionedRankWithoutRowGroup pins a misleading message:
+// with --shuffle partitioned and more ranks than row groups, some rank gets
+// no sample, so remainder drop leaves the plan without a step. The error
+// advised "lower --global-batch or use --remainder pad", neither of which
+// helps (pad is then refused: that rank has nothing to pad from). It must
+// name the rank without a row group and the counts instead.
+func TestPlanNoStepsPartitionedRankWithoutRowGroup(t *testing.T) {
+	dir := t.TempDir()
+	// B27's three files hold 103 rows in 8 row groups of at most 16 rows.
+	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-*.parquet")
+	pf := filepath.Join(dir, "p.json")
+	code, _, errs := runPrep("plan", "--source", src, "--global-batch", "16", "--world-size", "16",
+		"--shuffle", "partitioned", "--remainder", "drop", "-o", pf)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, errs)
+	}
+	for _, want := range []string{"partitioned mode gives rank 8 no row group (8 row groups for world size 16)", "--remainder partial"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr %q lacks %q", errs, want)
+		}
+	}
+	if strings.Contains(errs, "--remainder pad") || strings.Contains(errs, "lower --global-batch") {
+		t.Errorf("stderr %q gives advice that cannot help", errs)
+	}
+	if _, err := os.Stat(pf); err == nil {
+		t.Error("plan written despite the error")
+	}
+}

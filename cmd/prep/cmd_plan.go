@@ -181,6 +181,15 @@ func runPlan(g *globalOptions, o *planOptions) error {
 		if p.NumSamples() == 0 {
 			return fmt.Errorf("the source has no rows (%d files, all empty): nothing to plan", len(src.Files)+len(src.EmptyFiles))
 		}
+		// Partitioned mode deals whole row groups to ranks: with more
+		// ranks than row groups some rank has no sample, and neither a
+		// smaller batch nor remainder pad (nothing to pad from) helps.
+		for r, n := range p.Derived.PartitionRows {
+			if n == 0 {
+				return fmt.Errorf("the plan has no steps: partitioned mode gives rank %d no row group (%d row groups for world size %d) and remainder %s stops every rank at the smallest partition; use fewer ranks, smaller row groups or --remainder partial",
+					r, p.Derived.Blocks, cfg.WorldSize, cfg.Remainder)
+			}
+		}
 		return fmt.Errorf("the plan has no steps: %d samples with global batch %d, shuffle %s and remainder %s leave every rank without a batch; lower --global-batch or use --remainder pad or partial",
 			p.NumSamples(), cfg.GlobalBatch, cfg.Shuffle, cfg.Remainder)
 	}

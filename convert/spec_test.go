@@ -133,3 +133,24 @@ tensors:
 		t.Errorf("round trip changed the spec:\n%s\n%s", b, back.CanonicalJSON())
 	}
 }
+
+// TestParseSpecSecondDocumentRefused pins a silent fault: a spec file with a
+// second YAML document ("---" then more tensors) converted the first
+// document's tensors only and ignored the rest without a word.
+func TestParseSpecSecondDocumentRefused(t *testing.T) {
+	for _, doc := range []string{
+		"tensors:\n  - {name: a, column: a, dtype: I64}\n---\ntensors:\n  - {name: b, column: b, dtype: I64}\n",
+		"tensors:\n  - {name: a, column: a, dtype: I64}\n---\n- 1\n",
+	} {
+		_, err := ParseSpec([]byte(doc), "f.yaml")
+		if err == nil || !errors.Is(err, ErrSpec) || !strings.HasPrefix(err.Error(), "f.yaml: ") || !strings.Contains(err.Error(), "line 3: a second YAML document") {
+			t.Errorf("%q: err = %v, want a refusal naming line 3", doc, err)
+		}
+	}
+	// A document end marker or a bare trailing "---" adds nothing.
+	for _, tail := range []string{"...\n", "---\n", "---\n# only a comment\n"} {
+		if _, err := ParseSpec([]byte("tensors:\n  - {name: a, column: a, dtype: I64}\n"+tail), "f.yaml"); err != nil {
+			t.Errorf("tail %q: %v", tail, err)
+		}
+	}
+}

@@ -136,9 +136,29 @@ func (c *cudaBackend) start(step int) {
 	r := &cudaRun{pipeRun: pipeRun[delivery]{quit: make(chan struct{}), out: make(chan delivery, cap(c.devFree))},
 		filled: make(chan filled, max(cap(c.hostFree), 1))}
 	c.cur = r
+	if c.regBase != nil && !c.verify {
+		// Blocks of the registered mapping need no reading: the copy
+		// loop takes them itself, saving a goroutine hand-off per batch.
+		close(r.filled)
+		r.wg.Add(1)
+		go c.copy(r, step, true)
+		return
+	}
 	r.wg.Add(2)
 	go c.read(r, step)
-	go c.copy(r)
+	go c.copy(r, step, false)
+}
+
+// mapped returns step s's block in the registered mapping.
+func (c *cudaBackend) mapped(s int) (filled, []byte) {
+	f := filled{step: s, host: -1}
+	block, err := c.l.sh.Block(s)
+	if err != nil {
+		f.err = c.l.blockError("reading block", s, err)
+		return f, nil
+	}
+	f.src = unsafe.Pointer(unsafe.SliceData(block))
+	return f, block
 }
 
 // read fills pinned slots (or points into the registered mapping) for steps
@@ -151,10 +171,7 @@ func (c *cudaBackend) read(r *cudaRun, step int) {
 		f := filled{step: s, host: -1}
 		var block []byte
 		if c.regBase != nil {
-			block, f.err = l.sh.Block(s)
-			if f.err == nil {
-				f.src = unsafe.Pointer(unsafe.SliceData(block))
-			}
+			f, block = c.mapped(s)
 		} else {
 			select {
 			case f.host = <-c.hostFree:
@@ -163,15 +180,16 @@ func (c *cudaBackend) read(r *cudaRun, step int) {
 			}
 			f.src = c.pinned[f.host]
 			block = unsafe.Slice((*byte)(f.src), c.size)
-			f.err = l.sh.ReadBlock(s, block)
 		}
-		op := "reading block"
+		if f.err == nil && c.regBase == nil {
+			if err := l.sh.ReadBlock(s, block); err != nil {
+				f.err = l.blockError("reading block", s, err)
+			}
+		}
 		if f.err == nil && c.verify {
-			op = "verifying block"
-			f.err = l.checkBlock(s, block)
-		}
-		if f.err != nil {
-			f.err = l.blockError(op, s, f.err)
+			if err := l.checkBlock(s, block); err != nil {
+				f.err = l.blockError("verifying block", s, err)
+			}
 		}
 		select {
 		case r.filled <- f:
@@ -199,25 +217,15 @@ type inflight struct {
 
 // copy queues host-to-device copies as soon as a filled block and a free
 // device buffer are both at hand, keeping the stream busy, and delivers each
-// batch in order once its event completes, then recycles its host slot.
-func (c *cudaBackend) copy(r *cudaRun) {
+// batch in order once its event completes, then recycles its host slot. It
+// runs with the context bound to its own thread (cuda.Context.Bind), so its
+// driver calls are direct. With inline, it takes the blocks of steps
+// [step, NumBatches) from the registered mapping itself instead of from
+// r.filled.
+func (c *cudaBackend) copy(r *cudaRun, step int, inline bool) {
 	defer r.wg.Done()
 	var q []inflight
 	var pending *filled
-	quit := func() {
-		// The stream may still read host slots and write device buffers:
-		// wait for it before handing them to the next run.
-		if len(q) > 0 {
-			_ = c.ctx.Do(func(cur *cuda.Current) error { return cur.StreamSynchronize(c.stream) })
-		}
-		for _, x := range q {
-			c.putHost(x.f.host)
-			c.devFree <- x.dev
-		}
-		if pending != nil {
-			c.putHost(pending.host)
-		}
-	}
 	deliver := func(d delivery) bool {
 		select {
 		case r.out <- d:
@@ -229,8 +237,37 @@ func (c *cudaBackend) copy(r *cudaRun) {
 			return false
 		}
 	}
+	cur, unbind, err := c.ctx.Bind()
+	if err != nil {
+		deliver(delivery{step: step, slot: -1, err: c.l.blockError("binding the CUDA context", step, err)})
+		return
+	}
+	defer unbind()
+	quit := func() {
+		// The stream may still read host slots and write device buffers:
+		// wait for it before handing them to the next run.
+		if len(q) > 0 {
+			_ = cur.StreamSynchronize(c.stream)
+		}
+		for _, x := range q {
+			c.putHost(x.f.host)
+			c.devFree <- x.dev
+		}
+		if pending != nil {
+			c.putHost(pending.host)
+		}
+	}
 	in := r.filled
+	if inline {
+		in = nil
+	}
+	next := step // inline: the next step to take from the mapping
 	for {
+		if pending == nil && inline && next < c.l.steps {
+			f, _ := c.mapped(next)
+			next++
+			pending = &f
+		}
 		if pending == nil && in != nil {
 			if len(q) == 0 {
 				select {
@@ -256,7 +293,7 @@ func (c *cudaBackend) copy(r *cudaRun) {
 				}
 			}
 		}
-		if pending == nil && len(q) == 0 && in == nil {
+		if pending == nil && len(q) == 0 && in == nil && (!inline || next >= c.l.steps) {
 			return
 		}
 		if pending != nil && pending.err == nil {
@@ -276,12 +313,10 @@ func (c *cudaBackend) copy(r *cudaRun) {
 			}
 			if dev >= 0 {
 				p := *pending
-				err := c.ctx.Do(func(cur *cuda.Current) error {
-					if err := cur.MemcpyHtoDAsync(c.devBufs[dev], p.src, c.size, c.stream); err != nil {
-						return err
-					}
-					return cur.EventRecord(c.events[dev], c.stream)
-				})
+				err := cur.MemcpyHtoDAsync(c.devBufs[dev], p.src, c.size, c.stream)
+				if err == nil {
+					err = cur.EventRecord(c.events[dev], c.stream)
+				}
 				if err != nil {
 					c.devFree <- dev
 					c.putHost(p.host)
@@ -303,8 +338,7 @@ func (c *cudaBackend) copy(r *cudaRun) {
 			continue
 		}
 		x := q[0]
-		err := c.ctx.Do(func(cur *cuda.Current) error { return cur.EventSynchronize(c.events[x.dev]) })
-		if err != nil {
+		if err := cur.EventSynchronize(c.events[x.dev]); err != nil {
 			deliver(delivery{step: x.f.step, slot: -1, err: c.l.blockError("waiting for copy to device", x.f.step, err)})
 			quit()
 			return

@@ -4,6 +4,7 @@ package gpuload
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -138,29 +139,23 @@ func TestCUDASeekAndRingFull(t *testing.T) {
 func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
 	needFake(t)
 	dir := writeSet(t, small)
-	t.Run("async copy fails at step 2", func(t *testing.T) {
-		t.Setenv("FAKECUDA_FAIL_AT", "cuMemcpyHtoDAsync_v2:3")
-		t.Setenv("FAKECUDA_DELAY_US", "200")
-		l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA})
-		for k := range 2 {
-			b, err := l.Next()
-			if err != nil {
-				t.Fatalf("step %d: %v", k, err)
-			}
-			checkBatch(t, l, small, 0, 0, k, b)
-			b.Release()
-		}
+	for _, register := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async copy fails at step 2, register=%v", register), func(t *testing.T) {
+			asyncCopyFailsAtStep2(t, dir, Options{Backend: BackendCUDA, RegisterMmap: register})
+		})
+	}
+	t.Run("binding the context to the copy thread fails", func(t *testing.T) {
+		// Call 1 makes the context current on the context thread at Open,
+		// call 2 is the copy loop's Bind.
+		t.Setenv("FAKECUDA_FAIL_AT", "cuCtxSetCurrent:2:1")
+		l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA, StartStep: 3})
 		_, err := l.Next()
 		var ce *CUDAError
 		var le *Error
-		if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_OUT_OF_MEMORY" || !errors.As(err, &le) || le.Step != 2 {
-			t.Fatalf("Next at step 2 = %v, want a CUDA_ERROR_OUT_OF_MEMORY located at step 2", err)
+		if !errors.As(err, &ce) || ce.Op != "cuCtxSetCurrent" || ce.Name != "CUDA_ERROR_INVALID_VALUE" || !errors.As(err, &le) || le.Step != 3 ||
+			!strings.Contains(err.Error(), "binding the CUDA context") {
+			t.Fatalf("Next = %v, want a cuCtxSetCurrent failure located at step 3", err)
 		}
-		if !strings.Contains(err.Error(), "cuMemcpyHtoDAsync: out of memory") {
-			t.Errorf("error %q lacks the driver's message", err)
-		}
-		// Seek restarts the pipeline past the failure.
-		seekAndCheck(t, l, small, 0, 0, 2)
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -208,6 +203,38 @@ func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
 		}
 		assertNoLeaks(t)
 	})
+}
+
+// asyncCopyFailsAtStep2 injects a failure of the third async copy: steps 0
+// and 1 arrive intact, step 2 reports the driver's error located at step 2,
+// and Seek restarts the pipeline past it.
+func asyncCopyFailsAtStep2(t *testing.T, dir string, opts Options) {
+	t.Setenv("FAKECUDA_FAIL_AT", "cuMemcpyHtoDAsync_v2:3")
+	t.Setenv("FAKECUDA_DELAY_US", "200")
+	l := openLoader(t, dir, 0, 0, opts)
+	for k := range 2 {
+		b, err := l.Next()
+		if err != nil {
+			t.Fatalf("step %d: %v", k, err)
+		}
+		checkBatch(t, l, small, 0, 0, k, b)
+		b.Release()
+	}
+	_, err := l.Next()
+	var ce *CUDAError
+	var le *Error
+	if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_OUT_OF_MEMORY" || !errors.As(err, &le) || le.Step != 2 {
+		t.Fatalf("Next at step 2 = %v, want a CUDA_ERROR_OUT_OF_MEMORY located at step 2", err)
+	}
+	if !strings.Contains(err.Error(), "cuMemcpyHtoDAsync: out of memory") {
+		t.Errorf("error %q lacks the driver's message", err)
+	}
+	// Seek restarts the pipeline past the failure.
+	seekAndCheck(t, l, small, 0, 0, 2)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeaks(t)
 }
 
 func fmtErr(err error) string {

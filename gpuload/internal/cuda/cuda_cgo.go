@@ -84,6 +84,7 @@ type Context struct {
 	dev     C.CUdevice
 	ordinal int
 	name    string
+	cctx    C.CUcontext // the retained primary context, for Bind
 	reqs    chan func()
 	done    chan struct{}
 	mu      sync.Mutex
@@ -135,6 +136,7 @@ func (c *Context) serve(ready chan<- error) {
 		ready <- err
 		return
 	}
+	c.cctx = ctx
 	ready <- nil
 	for f := range c.reqs {
 		f()
@@ -158,6 +160,33 @@ func (c *Context) Do(f func(cur *Current) error) error {
 	c.reqs <- func() { errc <- f(&Current{}) }
 	c.mu.Unlock()
 	return <-errc
+}
+
+// Bind locks the calling goroutine to its OS thread and makes the context
+// current on that thread too, for a goroutine that calls the driver for
+// every batch: its calls then go straight to the driver, where each Do is a
+// hand-off to the context thread and back (two thread wake-ups, most of the
+// CPU a copy loop spent per batch; BenchmarkCUDAControlPath). The Current
+// is for this goroutine only. unbind clears the thread's current context
+// and unlocks the thread; call it on the same goroutine, before Close.
+// Errors: ErrClosed after Close, or the *Error of cuCtxSetCurrent (the
+// thread is then unlocked again).
+func (c *Context) Bind() (cur *Current, unbind func(), err error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, nil, ErrClosed
+	}
+	runtime.LockOSThread()
+	if err := check("cuCtxSetCurrent", C.gl_cuCtxSetCurrent(c.cctx)); err != nil {
+		runtime.UnlockOSThread()
+		return nil, nil, err
+	}
+	return &Current{}, func() {
+		C.gl_cuCtxSetCurrent(nil)
+		runtime.UnlockOSThread()
+	}, nil
 }
 
 // Close stops the context thread and releases the primary context. Resources

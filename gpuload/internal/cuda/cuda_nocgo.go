@@ -31,6 +31,9 @@ func (c *Context) Name() string { return "" }
 // Do returns an error wrapping ErrUnavailable.
 func (c *Context) Do(f func(cur *Current) error) error { return errNoCgo }
 
+// Bind returns an error wrapping ErrUnavailable.
+func (c *Context) Bind() (cur *Current, unbind func(), err error) { return nil, nil, errNoCgo }
+
 // Close does nothing.
 func (c *Context) Close() error { return nil }
 

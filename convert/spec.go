@@ -295,10 +295,26 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 		}
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
 	}
+	// A second document ("---" then more keys) would otherwise be ignored.
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil && !emptyDocument(&next) {
+		return nil, fmt.Errorf("%s: %w: line %d: a second YAML document; a spec is one document (join the tensors lists)", name, ErrSpec, next.Line)
+	} else if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
+	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &s, nil
+}
+
+// emptyDocument reports whether n, a decoded YAML document, holds nothing
+// (a bare "---" or a null).
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
 
 var shapeFlagRE = regexp.MustCompile(`^[0-9]+(x[0-9]+)*$`)

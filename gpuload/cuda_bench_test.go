@@ -64,10 +64,7 @@ var (
 )
 
 // controlSet writes a one-shard set of controlSteps one-sample 4 KiB blocks
-// once per process, under benchDir's parent cleanup (TestMain removes
-// benchDir; this directory lives inside it when both are used, else in its
-// own temporary directory removed at exit by the OS temp cleaner of the test
-// binary's caller).
+// once per process, in a directory under os.TempDir that TestMain removes.
 func controlSet(b *testing.B) string {
 	b.Helper()
 	controlOnce.Do(func() {

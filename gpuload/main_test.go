@@ -37,8 +37,10 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
-	if benchDir != "" {
-		os.RemoveAll(benchDir)
+	for _, d := range []string{benchDir, controlDir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }

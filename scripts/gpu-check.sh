@@ -13,7 +13,10 @@
 #   3. measures end-to-end shard -> device throughput as a fraction of the
 #      pinned cuMemcpyHtoD peak measured by the same program in the same run,
 #      and the CPU cores busy, printing a short table
-#      (target: >= 0.85 x peak with <= 1 CPU core busy).
+#      (target: >= 0.85 x peak with <= 1 CPU core busy);
+#   4. measures the backend's CPU per batch apart from the copies
+#      (BenchmarkCUDAControlPath: 4 KiB blocks, so the figures are the
+#      pipeline's hand-offs, driver calls and event waits).
 #
 # Usage: scripts/gpu-check.sh [GiB of shards, default 4] [device ordinal, default 0]
 # Env:   GPUCHECK_DIR (shard set directory, default $TMPDIR/prep-gpu-check),
@@ -43,4 +46,7 @@ go test -count=1 -run 'CUDA' -v ./gpuload/ 2>&1 | { grep -E '^(=== RUN|--- |ok|F
 
 echo "== throughput (shard set in $dir, ${gib} GiB, device $device)"
 go run ./gpuload/internal/gpubench -dir "$dir" -gib "$gib" -device "$device"
+
+echo "== control path: CPU per batch with 4 KiB blocks (real driver)"
+go test -run '^$' -bench CUDAControlPath -benchtime 5x -count 3 ./gpuload/ 2>&1 | { grep -E '^Benchmark|^ok|FAIL' || true; }
 echo "gpu-check: done (remove $dir when finished)"

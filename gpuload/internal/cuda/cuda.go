@@ -7,11 +7,13 @@
 // test. Without cgo (CGO_ENABLED=0) the package compiles to a stub whose
 // Open returns ErrUnavailable.
 //
-// Every call that needs a CUDA context runs on one goroutine locked to its OS
-// thread, with the device's primary context current: Context.Do sends a
-// function to that goroutine and waits for it. The *Current handed to the
-// function is the only way to reach the context-bound calls, so they cannot
-// be made from another thread by mistake.
+// Every call that needs a CUDA context runs on a goroutine locked to its OS
+// thread with the device's primary context current: Context.Do sends a
+// function to the context's own goroutine and waits for it, and
+// Context.Bind makes the context current on the calling goroutine's thread
+// for a loop that calls the driver per batch. A *Current, handed out only by
+// Do and Bind, is the only way to reach the context-bound calls, so they
+// cannot be made from a thread without the context by mistake.
 package cuda
 
 import (

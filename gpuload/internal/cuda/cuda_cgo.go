@@ -79,7 +79,8 @@ func DriverVersion() (int, error) {
 }
 
 // Context is a device's primary context, made current on a dedicated
-// goroutine locked to its OS thread. All context-bound calls go through Do.
+// goroutine locked to its OS thread. Context-bound calls go through Do, or
+// through the Current of a goroutine that called Bind.
 type Context struct {
 	dev     C.CUdevice
 	ordinal int
@@ -203,7 +204,9 @@ func (c *Context) Close() error {
 }
 
 // Current gives access to the context-bound driver calls. It is only handed
-// out by Context.Do and must not be kept after Do returns.
+// out by Context.Do, and must not be kept after Do returns, or by
+// Context.Bind, and must then be used only on the goroutine that called Bind
+// until its unbind.
 type Current struct{}
 
 // MemAlloc allocates bytes of device memory (cuMemAlloc).

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/prepml/prep/gpuload/internal/cuda"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -25,6 +26,9 @@ import (
 func BenchmarkCUDAControlPath(b *testing.B) {
 	if fakeCUDA != "" {
 		b.Skip(fakeCUDA)
+	}
+	if err := cuda.Load(); err != nil {
+		b.Skip(err)
 	}
 	dir := controlSet(b)
 	for _, c := range []struct {

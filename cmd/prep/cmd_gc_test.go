@@ -250,3 +250,34 @@ func TestGCTempDirIsConverts(t *testing.T) {
 		t.Fatalf("gc removes %q, convert writes %q", gc.TempDirName, convert.TempDirName)
 	}
 }
+
+// TestRanksPerNodeZeroOrMissingNamesTheFlag pins two confusing messages of
+// --ranks auto under a launcher that starts prep once per node (here a
+// Kubernetes Indexed Job): --ranks-per-node 0 was taken as "not given" (a
+// negative value is a usage error), and without the flag the error said
+// "give the ranks per node" without naming --ranks-per-node.
+func TestRanksPerNodeZeroOrMissingNamesTheFlag(t *testing.T) {
+	t.Setenv("JOB_COMPLETION_INDEX", "1")
+	for _, v := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_ARRAY_TASK_ID"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "p.json")
+	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-*.parquet")
+	if code, _, errs := runCLI("plan", "--source", src, "--global-batch", "4", "--world-size", "4", "-o", pf, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	out := filepath.Join(dir, "out")
+	code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "id=id:I64", "-o", out, "--ranks", "auto", "--ranks-per-node", "0", "-q")
+	if code != 2 || !strings.Contains(errs, "--ranks-per-node must be positive, not 0") {
+		t.Errorf("--ranks-per-node 0: exit %d, stderr %q; want 2 and a refusal of 0", code, errs)
+	}
+	code, _, errs = runCLI("convert", "--plan", pf, "--tensor", "id=id:I64", "-o", out, "--ranks", "auto", "-q")
+	if code != 1 || !strings.Contains(errs, "--ranks-per-node") {
+		t.Errorf("no --ranks-per-node: exit %d, stderr %q; want 1 naming --ranks-per-node", code, errs)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("output directory created by a refused run")
+	}
+}

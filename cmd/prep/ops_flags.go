@@ -5,8 +5,10 @@ package main
 // Prometheus textfile metrics (--metrics-file).
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,20 +21,46 @@ import (
 
 // opsOptions are the operations flags a command adds with addOpsFlags.
 type opsOptions struct {
-	ranksPerNode int
-	launcher     string
-	perProcess   bool
-	metricsFile  string
+	ranksPerNode    int
+	ranksPerNodeSet bool // --ranks-per-node given, even as 0
+	launcher        string
+	perProcess      bool
+	metricsFile     string
 }
 
 // addRankFlags registers --ranks-per-node, --launcher and --per-process, the
 // companions of --ranks auto.
 func addRankFlags(cmd *cobra.Command, o *opsOptions) {
 	f := cmd.Flags()
-	f.IntVar(&o.ranksPerNode, "ranks-per-node", 0, "with --ranks auto: training ranks per node, for launchers that start prep once per node (Slurm job array, Kubernetes Indexed Job, srun/torchrun with one task per node)")
+	f.Var(setInt{&o.ranksPerNode, &o.ranksPerNodeSet}, "ranks-per-node", "with --ranks auto: training ranks per node, for launchers that start prep once per node (Slurm job array, Kubernetes Indexed Job, srun/torchrun with one task per node)")
 	f.StringVar(&o.launcher, "launcher", "auto", "with --ranks auto: read the variables of this launcher: auto, torchrun, slurm or kubernetes")
 	f.BoolVar(&o.perProcess, "per-process", false, "with --ranks auto: take only this process's own rank instead of its node's ranks")
 }
+
+// setInt is an int flag value that records whether the flag was given, so
+// an explicit 0 is told from the default.
+type setInt struct {
+	v   *int
+	set *bool
+}
+
+func (f setInt) String() string {
+	if f.v == nil {
+		return "0"
+	}
+	return strconv.Itoa(*f.v)
+}
+
+func (f setInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	*f.v, *f.set = n, true
+	return nil
+}
+
+func (f setInt) Type() string { return "int" }
 
 // addMetricsFlag registers --metrics-file.
 func addMetricsFlag(cmd *cobra.Command, o *opsOptions) {
@@ -49,7 +77,7 @@ func resolveRanks(spec string, worldSize int, env func(string) string, o *opsOpt
 	if o == nil {
 		o = &opsOptions{}
 	}
-	if spec != "auto" && (o.ranksPerNode != 0 || o.perProcess || (o.launcher != "" && o.launcher != "auto")) {
+	if spec != "auto" && (o.ranksPerNode != 0 || o.ranksPerNodeSet || o.perProcess || (o.launcher != "" && o.launcher != "auto")) {
 		return nil, usagef("--ranks-per-node, --per-process and --launcher apply only to --ranks auto")
 	}
 	switch spec {
@@ -68,13 +96,16 @@ func resolveRanks(spec string, worldSize int, env func(string) string, o *opsOpt
 		default:
 			return nil, usagef("--launcher must be auto, torchrun, slurm or kubernetes, not %q", o.launcher)
 		}
-		if o.ranksPerNode < 0 {
+		if o.ranksPerNode < 0 || o.ranksPerNodeSet && o.ranksPerNode == 0 {
 			return nil, usagef("--ranks-per-node must be positive, not %d", o.ranksPerNode)
 		}
 		if o.perProcess && o.ranksPerNode > 0 {
 			return nil, usagef("--per-process and --ranks-per-node are exclusive")
 		}
 		r, err := launcher.Detect(env, launcher.Options{Launcher: kind, RanksPerNode: o.ranksPerNode, PerProcess: o.perProcess, PlanWorldSize: worldSize})
+		if errors.Is(err, launcher.ErrNeedRanksPerNode) {
+			return nil, fmt.Errorf("--ranks auto: %w; set --ranks-per-node", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("--ranks auto: %w", err)
 		}

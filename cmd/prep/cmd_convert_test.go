@@ -230,3 +230,24 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertUnknownColumnListsTheFileColumns pins an unhelpful message: a
+// spec naming a column the file lacks (a typo, or a nested field spelled
+// without its parent) said only `column "idd": schema mismatch: column not
+// found`, leaving the user to find the file's column names elsewhere.
+func TestConvertUnknownColumnListsTheFileColumns(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "p.json")
+	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-0.parquet")
+	if code, _, errs := runCLI("plan", "--source", src, "--global-batch", "4", "-o", pf, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	out := filepath.Join(dir, "out")
+	code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "id=idd:I64", "-o", out, "-q")
+	if code != 1 || !strings.Contains(errs, `column \"idd\"`) || !strings.Contains(errs, `the file's columns are \"id\", \"x\"`) {
+		t.Errorf("exit %d, stderr %q; want 1 listing the file's columns", code, errs)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("output directory created by a refused run")
+	}
+}

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -128,6 +129,24 @@ func compileSpec(spec *Spec, files []fileSchema) ([]*tensorPlan, error) {
 	return plans, nil
 }
 
+// columnList names the leaf columns cols (at most 20, then a count) for an
+// error message, in the spec's column name syntax.
+func columnList(cols []pqread.ColumnInfo) string {
+	const most = 20
+	var b strings.Builder
+	for i, c := range cols {
+		if i == most {
+			fmt.Fprintf(&b, " and %d more", len(cols)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", c.Name)
+	}
+	return b.String()
+}
+
 func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	dt, err := shardfmt.ParseDType(t.DType)
 	if err != nil {
@@ -159,6 +178,9 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			for _, n := range names {
 				ci, err := f.lookup(n)
 				if err != nil {
+					if errors.Is(err, pqread.ErrNotFound) {
+						err = fmt.Errorf("%v; the file's columns are %s", err, columnList(f.columns))
+					}
 					return nil, &Error{File: f.rel, Column: n, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 						Err: fmt.Errorf("%w: %v", ErrSchema, err)}
 				}

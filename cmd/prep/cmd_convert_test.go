@@ -251,3 +251,41 @@ func TestConvertUnknownColumnListsTheFileColumns(t *testing.T) {
 		t.Error("output directory created by a refused run")
 	}
 }
+
+// TestConvertBadTensorFlagIsUsageError pins an exit code that contradicted
+// convert --help ("Errors in flags exit 2"): a --tensor flag that parsed
+// but described an impossible tensor (unknown dtype, zero dimension, no
+// column, a shape that does not hold its columns, a name the spec file
+// already uses) exited 1 like a data error.
+func TestConvertBadTensorFlagIsUsageError(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "p.json")
+	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-0.parquet")
+	if code, _, errs := runCLI("plan", "--source", src, "--global-batch", "4", "-o", pf, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	specPath := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(specPath, []byte("tensors:\n  - {name: id, column: id, dtype: I64}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tensor", "x=id:i64"}, `unknown dtype "i64"`},
+		{[]string{"--tensor", "x=id:I64:0"}, "every dimension must be in [1, 2^31]"},
+		{[]string{"--tensor", "x=:I64"}, "set exactly one of column"},
+		{[]string{"--tensor", "x=id,x:F32:3"}, "shape [3] holds 3 values per sample, but 2 columns are given"},
+		{[]string{"--spec", specPath, "--tensor", "id=x:F32"}, `tensor name \"id\" used twice`},
+	} {
+		args := append([]string{"convert", "--plan", pf, "-o", out, "-q"}, c.args...)
+		code, _, errs := runCLI(args...)
+		if code != 2 || !strings.Contains(errs, "--tensor") || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming --tensor and %q", c.args, code, errs, c.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("output directory created by a refused run")
+	}
+}

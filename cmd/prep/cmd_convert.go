@@ -126,7 +126,9 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	}
 	spec.Tensors = append(spec.Tensors, extra...)
 	if err := spec.Validate(); err != nil {
-		return err
+		// LoadSpec validated the file's tensors, so the fault is in a
+		// --tensor flag (or its name clashes with the file's): a flag error.
+		return usagef("--tensor: %v", err)
 	}
 	p, planBytes, err := plan.LoadBytes(o.planPath)
 	if err != nil {

@@ -151,6 +151,19 @@ func TestCorruption(t *testing.T) {
 				}
 			}
 		}},
+		// A killed (or running) convert's spill file was reported as an
+		// unlisted file, not as a temporary one that prep gc removes.
+		{name: "spill file of a killed convert", damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			if err := os.MkdirAll(filepath.Join(f.Dir, ".prep-tmp", "4242"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(f.Dir, ".prep-tmp", "4242", "spill.bin"), "staged records")
+			return []string{"temp_file .prep-tmp/4242/spill.bin"}
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			if x := rep.Findings[0]; !strings.Contains(x.Message, "prep gc") {
+				t.Errorf("spill finding %q does not say prep gc removes it", x.Message)
+			}
+		}},
 		{name: "change a manifest digest", damage: func(t *testing.T, f *verifytest.Fixture) []string {
 			m := *f.Man
 			m.Shards = append([]shardfmt.ShardEntry(nil), f.Man.Shards...)

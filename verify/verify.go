@@ -337,6 +337,10 @@ func (c *checker) checkFiles() {
 		if listed[rel] {
 			return nil
 		}
+		if strings.HasPrefix(rel, convert.TempDirName+"/") {
+			c.add(Finding{Kind: KindTempFile, Shard: rel, Message: "staging of a running or killed convert (prep gc removes it)"})
+			return nil
+		}
 		if isTempName(d.Name()) {
 			msg := "temporary file left by an unfinished or running write"
 			if strings.HasSuffix(d.Name(), ".lock") {

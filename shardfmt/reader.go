@@ -53,9 +53,14 @@ type Reader struct {
 // Open opens a shard file and validates it (see FORMAT.md, "Validation").
 // The file length is checked against the header before the file is mapped,
 // so a truncated shard fails with ErrSize, never SIGBUS. Where mmap is not
-// available the Reader falls back to pread. Errors are *FormatError wrapping
-// a sentinel, or the OS error from opening the file.
+// available the Reader falls back to pread. A path that is not a regular
+// file (a directory, a named pipe, a device) is refused before it is opened,
+// so a pipe cannot block the caller (ErrCorrupt). Errors are *FormatError
+// wrapping a sentinel, or the OS error from opening the file.
 func Open(path string) (*Reader, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, ferr(path, "file", -1, -1, ErrCorrupt, "not a regular file (%s)", fi.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening shard: %w", err)

@@ -97,6 +97,13 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	// and the lock go.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks for that clean stop; a run blocked where it
+	// does not watch ctx (a named pipe given as --plan, a hung file
+	// system) never gets there, so the next signal ends the process.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if o.planPath == "" || o.output == "" {
 		return usagef("--plan and -o are required")
 	}

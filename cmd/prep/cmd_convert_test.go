@@ -289,3 +289,51 @@ func TestConvertBadTensorFlagIsUsageError(t *testing.T) {
 		t.Error("output directory created by a refused run")
 	}
 }
+
+// TestConvertSourceRootForMovedData pins a gap: a plan does not depend on
+// where the source is mounted (the fingerprint holds relative paths), and
+// verify takes --source-root for data that moved, but convert could only
+// read the files at the plan's recorded root, failing with "source changed
+// since the plan was made: open ...: no such file or directory" and no way
+// out but re-planning. convert takes --source-root, and the error for a
+// missing root names the flag.
+func TestConvertSourceRootForMovedData(t *testing.T) {
+	dir := t.TempDir()
+	orig, moved := filepath.Join(dir, "orig"), filepath.Join(dir, "moved")
+	if err := os.MkdirAll(orig, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"part-0.parquet", "part-1.parquet"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(orig, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pf := filepath.Join(dir, "p.json")
+	if code, _, errs := runCLI("plan", "--source", orig, "--global-batch", "4", "--world-size", "2", "-o", pf, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	if err := os.Rename(orig, moved); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "id=id:I64", "-o", out, "-q")
+	if code != 1 || !strings.Contains(errs, "--source-root") {
+		t.Errorf("moved source: exit %d, stderr %q; want 1 naming --source-root", code, errs)
+	}
+	if code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "id=id:I64", "-o", out, "--source-root", moved, "-q"); code != 0 {
+		t.Fatalf("--source-root: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runCLI("verify", "--deep", "--source-root", moved, out); code != 0 {
+		t.Fatalf("verify --deep: exit %d: %s %s", code, out, errs)
+	}
+	// The shard set's plan.json is the plan file's exact bytes.
+	a, _ := os.ReadFile(pf)
+	b, _ := os.ReadFile(filepath.Join(out, "plan.json"))
+	if string(a) != string(b) {
+		t.Error("plan.json in the shard set differs from the plan file")
+	}
+}

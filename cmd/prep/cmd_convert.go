@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +34,7 @@ type convertOptions struct {
 	ranks       string
 	jobs        int
 	memoryLimit string
+	sourceRoot  string
 	force       bool
 	asJSON      bool
 	ops         opsOptions
@@ -73,6 +77,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f := cmd.Flags()
 	f.StringVar(&o.planPath, "plan", "", "plan file made by prep plan (required)")
 	f.StringVar(&o.specPath, "spec", "", "feature spec (YAML)")
+	f.StringVar(&o.sourceRoot, "source-root", "", "directory holding the source files, when they moved since the plan was made (default: the plan's source root)")
 	f.StringArrayVar(&o.tensors, "tensor", nil, "tensor NAME=COL[,COL...]:DTYPE[:SHAPE] (repeatable; added after the spec's tensors)")
 	f.StringVarP(&o.output, "output", "o", "", "output shard set directory (required)")
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
@@ -141,6 +146,14 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if err != nil {
 		return err
 	}
+	// The plan names files relative to its source root, which its
+	// fingerprint does not cover: the same data mounted elsewhere is the
+	// same plan. OUT/plan.json keeps the plan file's bytes either way.
+	if o.sourceRoot != "" {
+		if p.Source.Root, err = filepath.Abs(o.sourceRoot); err != nil {
+			return usagef("--source-root: %v", err)
+		}
+	}
 	for _, e := range epochs {
 		if e >= p.Config.Epochs {
 			return usagef("--epochs: epoch %d is not in the plan, which has epochs 0-%d", e, p.Config.Epochs-1)
@@ -192,6 +205,12 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	}
 	sum, err = convert.Run(ctx, opts)
 	bar.Finish()
+	var ce *convert.Error
+	if errors.Is(err, convert.ErrSourceChanged) && errors.As(err, &ce) && ce.File != "" {
+		if _, serr := os.Stat(filepath.Join(p.Source.Root, filepath.FromSlash(ce.File))); errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("%w (source root %s; if the data moved, give its directory with --source-root)", err, p.Source.Root)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -113,6 +113,27 @@ func TestParseByteSize(t *testing.T) {
 	}
 }
 
+// TestParseByteSizeRejectsZeroNegativeAndOverflow pins sizes that were
+// silently replaced by the 1 GiB default: --memory-limit 0 or -1, and a
+// size whose bytes overflow int64 (99999999999TiB wrapped around).
+func TestParseByteSizeRejectsZeroNegativeAndOverflow(t *testing.T) {
+	for _, in := range []string{"0", "-1", "-4GiB", "0MiB", "99999999999TiB", "9223372036854775807KiB", "8388608TiB"} {
+		if got, err := parseByteSize(in); err == nil {
+			t.Errorf("parseByteSize(%q) = %d, want an error", in, got)
+		}
+	}
+	if got, err := parseByteSize("8388607TiB"); err != nil || got != 8388607<<40 {
+		t.Errorf("parseByteSize(8388607TiB) = %d, %v", got, err)
+	}
+	pp := convertFixture(t)
+	for _, m := range []string{"0", "-1", "99999999999TiB"} {
+		code, _, errs := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", filepath.Join(t.TempDir(), "o"), "--memory-limit", m)
+		if code != 2 || !strings.Contains(errs, "--memory-limit") {
+			t.Errorf("--memory-limit %s: exit %d, stderr %q; want 2", m, code, errs)
+		}
+	}
+}
+
 // TestConvertThenBareVerify: convert copies the plan file into the shard
 // set, so `prep verify OUT` without --plan checks plan conformance and
 // passes on a fresh set.

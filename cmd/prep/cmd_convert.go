@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -245,7 +246,8 @@ func formatCounts(m map[string]int64) string {
 }
 
 // parseByteSize parses a byte size: a number with an optional unit B, KB, MB,
-// GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+// GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), from 1 byte
+// up to the int64 limit.
 func parseByteSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := len(t)
@@ -260,6 +262,9 @@ func parseByteSize(s string) (int64, error) {
 		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}[strings.ToUpper(strings.TrimSpace(t[i:]))]
 	if mult == 0 {
 		return 0, fmt.Errorf("bad size unit in %q", s)
+	}
+	if n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q is not between 1 byte and 8 EiB", s)
 	}
 	return n * mult, nil
 }

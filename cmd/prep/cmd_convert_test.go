@@ -134,6 +134,35 @@ func TestParseByteSizeRejectsZeroNegativeAndOverflow(t *testing.T) {
 	}
 }
 
+// TestJobsOutOfRangeIsUsageError pins --jobs values that were taken as
+// given: convert ran with --jobs -3 (verify refuses a negative count), and
+// both ran --jobs 1000000 with that many goroutines, 2.6 GiB (convert) and
+// 3 GiB (verify) of peak RSS for a 10 MB shard set, far past the memory
+// --memory-limit promises to bound.
+func TestJobsOutOfRangeIsUsageError(t *testing.T) {
+	pp := convertFixture(t)
+	set := filepath.Join(t.TempDir(), "set")
+	if code, _, errs := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", set); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", filepath.Join(t.TempDir(), "o"), "--jobs", "-3"}, "--jobs must be >= 0, not -3"},
+		{[]string{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", filepath.Join(t.TempDir(), "o"), "--jobs", "1000000"}, "--jobs 1000000 exceeds the limit of 1024"},
+		{[]string{"verify", set, "--jobs", "1000000"}, "--jobs 1000000 exceeds the limit of 1024"},
+	} {
+		code, _, errs := runPrep(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+	if code, _, errs := runPrep("verify", set, "--jobs", "1024"); code != 0 {
+		t.Errorf("verify --jobs 1024: exit %d: %s", code, errs)
+	}
+}
+
 // TestConvertThenBareVerify: convert copies the plan file into the shard
 // set, so `prep verify OUT` without --plan checks plan conformance and
 // passes on a fresh set.

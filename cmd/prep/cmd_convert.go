@@ -83,7 +83,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f.StringVarP(&o.output, "output", "o", "", "output shard set directory (required)")
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
 	f.StringVar(&o.ranks, "ranks", "", "ranks to write, e.g. 0-7 or 2,5; auto reads the launcher's rank variables (default all)")
-	f.IntVar(&o.jobs, "jobs", 0, "parallel column chunks and shards (default: number of CPUs)")
+	f.IntVar(&o.jobs, "jobs", 0, "parallel column chunks and shards, at most 1024 (default: number of CPUs)")
 	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on decoded column chunks in flight and on staging kept in memory (larger staging spills to DIR/.prep-tmp by output window), e.g. 512MiB, 4GiB")
 	f.BoolVar(&o.force, "force", false, "replace an output made from another plan, source or spec")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
@@ -119,6 +119,9 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	mem, err := parseByteSize(o.memoryLimit)
 	if err != nil {
 		return usagef("--memory-limit: %v", err)
+	}
+	if err := checkJobs(o.jobs); err != nil {
+		return err
 	}
 	var epochs []int // nil: every epoch
 	if strings.TrimSpace(o.epochs) != "" {

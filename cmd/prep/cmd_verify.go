@@ -117,7 +117,7 @@ source_unreadable, value_mismatch.`,
 	f.StringVar(&o.planPath, "plan", "", "plan file to check against (default OUT/plan.json)")
 	f.StringVar(&o.sourceRoot, "source-root", "", "directory holding the source files (default: the plan's source root)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed choosing the --deep sample of batches")
-	f.IntVar(&o.jobs, "jobs", 0, "shards checked at once (default GOMAXPROCS)")
+	f.IntVar(&o.jobs, "jobs", 0, "shards checked at once, at most 1024 (default GOMAXPROCS)")
 	f.BoolVar(&o.partial, "partial", false, "accept a set holding only some of the plan's ranks (one node's share)")
 	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
 	f.BoolVar(&o.recompute, "recompute-plan", false, "recompute every batch's ids from the plan's inputs instead of trusting the epoch digests in the plan file (slower; implied by --deep)")
@@ -126,8 +126,8 @@ source_unreadable, value_mismatch.`,
 }
 
 func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir string) error {
-	if o.jobs < 0 {
-		return usagef("--jobs must be >= 0, not %d", o.jobs)
+	if err := checkJobs(o.jobs); err != nil {
+		return err
 	}
 	if o.maxPer < 1 {
 		return usagef("--max-per-shard must be >= 1, not %d", o.maxPer)

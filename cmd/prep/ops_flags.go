@@ -62,6 +62,24 @@ func (f setInt) Set(s string) error {
 
 func (f setInt) Type() string { return "int" }
 
+// maxJobs bounds --jobs: each job holds goroutines and buffers (a batch
+// block, a decoded column chunk), so a mistyped count would take memory
+// --memory-limit does not bound. 1024 is well above the CPU count of the
+// training nodes prep runs on.
+const maxJobs = 1024
+
+// checkJobs returns a usage error for a --jobs value outside [0, maxJobs]
+// (0 is the default: the number of CPUs).
+func checkJobs(n int) error {
+	switch {
+	case n < 0:
+		return usagef("--jobs must be >= 0, not %d", n)
+	case n > maxJobs:
+		return usagef("--jobs %d exceeds the limit of %d", n, maxJobs)
+	}
+	return nil
+}
+
 // addMetricsFlag registers --metrics-file.
 func addMetricsFlag(cmd *cobra.Command, o *opsOptions) {
 	cmd.Flags().StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus text metrics of this run to PATH atomically (for node_exporter's textfile collector; name it *.prom)")

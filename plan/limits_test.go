@@ -51,3 +51,32 @@ func TestHugeCountsRejectedBeforeAllocation(t *testing.T) {
 		t.Errorf("global batch = MaxGlobalBatch refused: %v", err)
 	}
 }
+
+// TestNonUTF8SourcePathRefused pins a plan that could never be used: a
+// source file whose name is not valid UTF-8 was planned, but plan.json
+// (JSON text) recorded the name with U+FFFD in place of the bad bytes, so
+// the fingerprint computed from the real name did not match the one
+// recomputed from the file, and convert refused the plan as a bad plan
+// file. The name is refused at planning, naming the file.
+func TestNonUTF8SourcePathRefused(t *testing.T) {
+	src := synthSource([]int64{100}, []int64{50})
+	src.Files[1].Path = "bad\xffname.parquet"
+	cfg := Config{Epochs: 1, GlobalBatch: 16, WorldSize: 1, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderDrop}
+	_, err := New(src, cfg)
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `"bad\xffname.parquet" is not valid UTF-8`) {
+		t.Fatalf("New = %v; want ErrConfig naming the file as not valid UTF-8", err)
+	}
+	// Any valid UTF-8 name round-trips through the plan file.
+	src.Files[1].Path = "région/Тест.parquet"
+	p, err := New(src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(b); err != nil {
+		t.Fatalf("plan with a UTF-8 path does not parse back: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // SourceFile is one input file of a plan's source, in the order sample ids
@@ -95,6 +96,11 @@ func (s *Source) Normalize() error {
 		}
 		if f.Path == "" || strings.ContainsAny(f.Path, "\t\n\r") {
 			return configErrorf("source", "file path %q is empty or holds a tab or newline", f.Path)
+		}
+		if !utf8.ValidString(f.Path) {
+			// plan.json is JSON text: the name would be recorded with
+			// U+FFFD, and the plan would no longer match its source.
+			return configErrorf("source", "file path %q is not valid UTF-8; rename the file", f.Path)
 		}
 		if f.Rows() == 0 {
 			empty = append(empty, f)

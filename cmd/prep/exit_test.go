@@ -60,3 +60,34 @@ func TestHeldLockExitsLocked(t *testing.T) {
 		t.Fatalf("exitCode = %d, want exitLocked = 3", got)
 	}
 }
+
+// TestPositionalArgumentsNamed pins messages that left a newcomer guessing:
+// `prep convert plan.json spec.yaml out` said `unknown command "plan.json"
+// for "prep convert"`, and `prep verify` without its directory said only
+// "accepts 1 arg(s), received 0". Each names what the command takes.
+func TestPositionalArgumentsNamed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"convert", "plan.json", "spec.yaml", "out"}, []string{"convert takes no arguments", `"plan.json"`, "--plan", "-o"}},
+		{[]string{"plan", "data/"}, []string{"plan takes no arguments", `"data/"`, "--source"}},
+		{[]string{"verify"}, []string{"verify takes one argument, the shard set directory (OUT), not 0"}},
+		{[]string{"verify", "a", "b"}, []string{"verify takes one argument, the shard set directory (OUT), not 2"}},
+		{[]string{"gc", "--keep-from-epoch", "1"}, []string{"gc takes one argument, the shard set directory (OUT)"}},
+		{[]string{"load"}, []string{"load takes one argument, the shard set directory (OUT)"}},
+		{[]string{"export"}, []string{"export takes one argument, the shard set directory (OUT)"}},
+		{[]string{"inspect"}, []string{"inspect takes one argument, a shard, shard set directory or plan file (PATH)"}},
+		{[]string{"plan", "show"}, []string{"show takes one argument, the plan file (plan.json)"}},
+	} {
+		code, _, errs := runCLI(c.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", c.args, code)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%v: stderr %q lacks %q", c.args, errs, w)
+			}
+		}
+	}
+}

@@ -70,7 +70,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
   # scripts: JSON summary on stdout, Prometheus textfile metrics
   prep convert --plan plan.json --spec features.yaml -o /local/shards --json \
     --metrics-file /var/lib/node_exporter/prep.prom`,
-		Args: cobra.NoArgs,
+		Args: noArgs("give the plan with --plan PLAN, the tensors with --spec FILE or --tensor, and the output directory with -o DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runConvert(cmd.Context(), g, &o)
 		},

@@ -39,7 +39,7 @@ count is the number of present samples, pads included. '/' in a tensor
 name becomes '_' in its file name. The batch checksum is verified first.`,
 		Example: `  prep export /local/shards --epoch 0 --rank 3 --step 0 -o /tmp/batch0
   python3 -c 'import numpy as np; print(np.load("/tmp/batch0/sample_ids.npy"))'`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the shard set directory (OUT)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.epoch < 0 || o.rank < 0 || o.step < 0 {
 				return usagef("--epoch, --rank and --step must be >= 0")

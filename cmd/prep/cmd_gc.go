@@ -52,7 +52,7 @@ Output: one line per deleted file, then a summary. --json prints one object:
 Exit status: 0 done, 1 failed, 2 usage error, 3 OUT is locked by another run.`,
 		Example: `  prep gc /local/shards --keep-from-epoch 3
   prep gc /local/shards --keep-from-epoch 3 --dry-run --json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the shard set directory (OUT)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGC(g, o, args[0])
 		},

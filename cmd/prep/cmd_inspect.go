@@ -42,7 +42,7 @@ with the fields shown in the text form.`,
 		Example: `  prep inspect /local/shards
   prep inspect /local/shards/epoch-00000/rank-00000.shard --batches 0
   prep inspect plan.json --json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("a shard, shard set directory or plan file (PATH)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := verify.Inspect(args[0])
 			if err != nil {

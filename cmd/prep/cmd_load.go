@@ -60,7 +60,7 @@ batch; it needs libcuda.so.1 at run time.
 
 Example:
   prep load /local/shards --epoch 0 --rank 0 --verify-checksums`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the shard set directory (OUT)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLoad(g, o, args[0])
 		},

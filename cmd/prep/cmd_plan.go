@@ -65,7 +65,7 @@ Prints a summary on stdout (--json for scripts). Use 'prep plan show' to list
 the sample ids of a rank.`,
 		Example: `  prep plan --source data/ --seed 7 --epochs 2 --global-batch 1024 --world-size 8 --workers 4 -o plan.json
   prep plan --source 'data/part-*.parquet' --batch-size 128 --world-size 8 --shuffle blocks --window 32 -o plan.json`,
-		Args: cobra.NoArgs,
+		Args: noArgs("give the Parquet files with --source PATH (repeatable) and the plan file with -o"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("window") && o.shuffle != string(plan.ShuffleBlocks) {
 				return usagef("--window applies only to --shuffle blocks")
@@ -327,7 +327,7 @@ batches. --json prints {"epoch", "rank", "worker" (or null), "batches":
 
   # for scripts
   prep plan show plan.json --epoch 0 --rank 0 --json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the plan file (plan.json)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			worker := -1
 			if cmd.Flags().Changed("worker") {

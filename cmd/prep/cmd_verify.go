@@ -106,7 +106,7 @@ plan_invalid, plan_mismatch, steps_unequal, rank_missing, source_changed,
 source_unreadable, value_mismatch.`,
 		Example: `  prep verify /local/shards
   prep verify /local/shards --deep=0.01 --jobs 8 --json`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("the shard set directory (OUT)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(cmd, g, o, args[0])
 		},

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes of the prep command. Documented in README.md; never renumbered.
@@ -81,4 +83,27 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// noArgs is cobra.NoArgs with a message saying how the command takes its
+// inputs (hint, e.g. "give the plan with --plan PLAN and the output with -o
+// DIR"), instead of cobra's "unknown command".
+func noArgs(hint string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		return usagef("%s takes no arguments (got %q); %s", cmd.Name(), args, hint)
+	}
+}
+
+// oneArg is cobra.ExactArgs(1) with a message naming the argument (what,
+// e.g. "the shard set directory (OUT)").
+func oneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			return nil
+		}
+		return usagef("%s takes one argument, %s, not %d", cmd.Name(), what, len(args))
+	}
 }

@@ -43,44 +43,52 @@ func benchSet(b *testing.B) (dir, path string) {
 		if benchErr != nil {
 			return
 		}
-		tensors := []shardfmt.TensorInfo{{Name: "emb", DType: shardfmt.F32, Shape: []uint64{benchFeature}}}
-		rel := shardfmt.ShardFileName(0, 0)
-		benchPath = filepath.Join(benchDir, filepath.FromSlash(rel))
-		w, err := shardfmt.Create(benchPath, shardfmt.WriterOptions{BatchSize: benchBatch, NumBatches: benchSteps, Tensors: tensors,
-			Provenance: shardfmt.Provenance{PlanFingerprint: "plan:bench"}})
-		if err != nil {
-			benchErr = err
-			return
-		}
-		block := make([]byte, w.Geometry().BlockSize)
-		ids := make([]uint64, benchBatch)
-		for k := range benchSteps {
+		benchPath, benchErr = writeOneShardSet(benchDir, "plan:bench", benchBatch, benchFeature, benchSteps, func(k int, block []byte) {
 			for i := range block {
 				block[i] = byte(i*7 + k)
 			}
-			for j := range ids {
-				ids[j] = uint64(k*benchBatch + j)
-			}
-			if benchErr = w.WriteBatch(block, ids, 0); benchErr != nil {
-				w.Abort()
-				return
-			}
-		}
-		if benchErr = w.Commit(); benchErr != nil {
-			return
-		}
-		fi, err := os.Stat(benchPath)
-		if err != nil {
-			benchErr = err
-			return
-		}
-		benchErr = shardfmt.WriteManifest(benchDir, &shardfmt.Manifest{PlanFingerprint: "plan:bench", Tensors: tensors,
-			Shards: []shardfmt.ShardEntry{{Path: rel, Batches: benchSteps, Size: fi.Size()}}})
+		})
 	})
 	if benchErr != nil {
 		b.Fatal(benchErr)
 	}
 	return benchDir, benchPath
+}
+
+// writeOneShardSet writes into dir a set of one shard (epoch 0, rank 0) of
+// steps batches of batch samples of a [feature] F32 tensor, each block
+// filled by fill(step, block) and sample ids numbered from 0, with its
+// manifest, and returns the shard's path.
+func writeOneShardSet(dir, fingerprint string, batch, feature, steps int, fill func(k int, block []byte)) (string, error) {
+	tensors := []shardfmt.TensorInfo{{Name: "emb", DType: shardfmt.F32, Shape: []uint64{uint64(feature)}}}
+	rel := shardfmt.ShardFileName(0, 0)
+	path := filepath.Join(dir, filepath.FromSlash(rel))
+	w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: batch, NumBatches: steps, Tensors: tensors,
+		Provenance: shardfmt.Provenance{PlanFingerprint: fingerprint}})
+	if err != nil {
+		return "", err
+	}
+	block := make([]byte, w.Geometry().BlockSize)
+	ids := make([]uint64, batch)
+	for k := range steps {
+		fill(k, block)
+		for j := range ids {
+			ids[j] = uint64(k*batch + j)
+		}
+		if err := w.WriteBatch(block, ids, 0); err != nil {
+			w.Abort()
+			return "", err
+		}
+	}
+	if err := w.Commit(); err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	return path, shardfmt.WriteManifest(dir, &shardfmt.Manifest{PlanFingerprint: fingerprint, Tensors: tensors,
+		Shards: []shardfmt.ShardEntry{{Path: rel, Batches: steps, Size: fi.Size()}}})
 }
 
 var sink byte

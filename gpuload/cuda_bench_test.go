@@ -3,13 +3,11 @@ package gpuload
 import (
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/prepml/prep/gpuload/internal/cuda"
-	"github.com/prepml/prep/shardfmt"
 )
 
 // BenchmarkCUDAControlPath measures what the cuda backend's own pipeline
@@ -76,33 +74,7 @@ func controlSet(b *testing.B) string {
 		if controlErr != nil {
 			return
 		}
-		tensors := []shardfmt.TensorInfo{{Name: "emb", DType: shardfmt.F32, Shape: []uint64{1024}}}
-		rel := shardfmt.ShardFileName(0, 0)
-		path := filepath.Join(controlDir, filepath.FromSlash(rel))
-		w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: 1, NumBatches: controlSteps, Tensors: tensors,
-			Provenance: shardfmt.Provenance{PlanFingerprint: "plan:control"}})
-		if err != nil {
-			controlErr = err
-			return
-		}
-		block := make([]byte, w.Geometry().BlockSize)
-		for k := range controlSteps {
-			block[0] = byte(k)
-			if controlErr = w.WriteBatch(block, []uint64{uint64(k)}, 0); controlErr != nil {
-				w.Abort()
-				return
-			}
-		}
-		if controlErr = w.Commit(); controlErr != nil {
-			return
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			controlErr = err
-			return
-		}
-		controlErr = shardfmt.WriteManifest(controlDir, &shardfmt.Manifest{PlanFingerprint: "plan:control", Tensors: tensors,
-			Shards: []shardfmt.ShardEntry{{Path: rel, Batches: controlSteps, Size: fi.Size()}}})
+		_, controlErr = writeOneShardSet(controlDir, "plan:control", 1, 1024, controlSteps, func(k int, block []byte) { block[0] = byte(k) })
 	})
 	if controlErr != nil {
 		b.Fatal(controlErr)

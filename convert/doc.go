@@ -86,7 +86,14 @@
 // # Memory
 //
 // Heap use is bounded by MemoryLimit (decoded column chunks), Jobs batch
-// blocks and the id bitmap (2 bits per source row), not by the input size.
+// blocks and the id bitmap (2 bits per source row), not by the input size,
+// with one exception: a row group is decoded whole (every needed column
+// chunk of it at once, so its records can be assembled), so a row group
+// whose needed columns decode to more than MemoryLimit is decoded alone and
+// takes its own size. With many stacked columns and large row groups that
+// is the peak: 512 INT64 columns of a 1,000,000-row row group hold about
+// 4 GiB whatever MemoryLimit says; write smaller row groups (or fewer
+// columns per tensor) to lower it.
 // Staging adds at most MemoryLimit more: anonymous memory when it fits, else
 // one spill window at a time (plus, under remainder pad, the records of the
 // pad samples: fewer than a global batch per epoch; a partitioned plan's

@@ -278,13 +278,19 @@ func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask) (*pqread.Column, er
 }
 
 // blockRows returns the staging slots per assembly block for records of rec
-// bytes.
+// bytes: blockBytes of records, at least 64 of them (fewer, down to one,
+// when 64 would exceed blockMaxBytes: a spilled run allocates a block per
+// decode worker, and 64 records of megabytes each would outgrow
+// --memory-limit).
 func blockRows(rec int) int {
 	if rec <= 0 {
 		return 1 << 20
 	}
-	return max(64, blockBytes/rec)
+	return max(min(64, blockMaxBytes/rec), 1, blockBytes/rec)
 }
+
+// blockMaxBytes bounds an assembly block of large records.
+const blockMaxBytes = 4 << 20
 
 // assemble writes the needed rows of g into the staging records, block by
 // block, applying every column's transform to a block before moving on

@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/plan"
 )
 
 // TestSpillLargeRecordsAllocateAFewRecords pins a spilled run that used
@@ -39,5 +43,61 @@ func TestSpillLargeRecordsAllocateAFewRecords(t *testing.T) {
 	t.Logf("spilled run allocated %d MiB", got>>20)
 	if got > limit {
 		t.Errorf("spilled run allocated %d MiB, want at most %d MiB", got>>20, limit>>20)
+	}
+}
+
+// TestSpillManyWindowsKeepNoRecordBuffers pins the second half of the same
+// fault: a decode worker keeps one route buffer per spill window, and when
+// a buffer could hold only one entry (records larger than the buffer
+// share) each was still a full record, kept for the whole of stage 1: 100
+// windows of 300 KB records held 30 MB under a 256 KiB limit (a run of
+// 100 steps of 1 MB records peaked at 129 MiB of heap under 1 MiB). Such
+// entries are written at once through one scratch entry.
+func TestSpillManyWindowsKeepNoRecordBuffers(t *testing.T) {
+	src := t.TempDir()
+	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 100, 100, &parquet.Snappy)
+	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	const rec = 300000
+	s, err := newSpiller(context.Background(), p, []shardKey{{0, 0}}, rec, 256<<10, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.windows) != 100 {
+		t.Fatalf("%d spill windows, want one per step (100)", len(s.windows))
+	}
+	if err := s.create(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	rb := s.newRouteBuffers()
+	record := make([]byte, rec)
+	for step := range 100 {
+		record[0] = byte(step)
+		if err := s.add(rb, &s.groups[0], 0, step, 0, record); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.flushAll(rb); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.checkFull(); err != nil {
+		t.Fatal(err)
+	}
+	var kept int
+	for _, b := range rb.bufs {
+		kept += cap(b)
+	}
+	if kept > 2*s.ent {
+		t.Errorf("route buffers keep %d bytes after 100 records of %d bytes, want at most two entries", kept, rec)
+	}
+	// Every record reached its window.
+	win := make([]byte, rec)
+	for wi := range s.windows {
+		if err := s.load(context.Background(), wi, win, 1); err != nil {
+			t.Fatal(err)
+		}
+		if win[0] != byte(wi) {
+			t.Fatalf("window %d holds record %d", wi, win[0])
+		}
 	}
 }

@@ -223,9 +223,11 @@ func (s *spiller) countRecords(ctx context.Context) error {
 	return nil
 }
 
-// routeBuffers is one decode worker's append buffers, one per window.
+// routeBuffers is one decode worker's append buffers, one per window, and
+// one scratch entry for records too large to buffer (see add).
 type routeBuffers struct {
 	bufs [][]byte
+	one  []byte
 }
 
 func (s *spiller) newRouteBuffers() *routeBuffers {
@@ -270,6 +272,14 @@ func (s *spiller) add(rb *routeBuffers, grp *spillGroup, u int32, step, slot int
 	wi := grp.first + step/grp.sw
 	w := s.windows[wi]
 	ws := (uint64(u)*uint64(w.s1-w.s0)+uint64(step-w.s0))*uint64(s.b) + uint64(slot)
+	if s.bufCap < 2*s.ent {
+		// A buffer would hold one entry: write it at once through the
+		// worker's one scratch entry. Keeping an entry-sized buffer per
+		// window instead added up to windows x record bytes per worker,
+		// far past the memory limit with large records.
+		rb.one = append(binary.LittleEndian.AppendUint64(rb.one[:0], ws), record...)
+		return s.flush(wi, rb.one)
+	}
 	buf := rb.bufs[wi]
 	if buf == nil {
 		buf = make([]byte, 0, s.bufCap)

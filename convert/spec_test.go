@@ -154,3 +154,24 @@ func TestParseSpecSecondDocumentRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestTensorNameWithControlCharacterRefused pins names that broke every
+// text output: a tensor named "a\nb" (from a --tensor flag or a quoted YAML
+// name) was converted, then split verify's finding lines and inspect's
+// tables, and prep export wrote a file named "a\nb.npy".
+func TestTensorNameWithControlCharacterRefused(t *testing.T) {
+	for _, name := range []string{"a\nb", "a\tb", "x\x1b[2J", "del\x7f"} {
+		s := &Spec{Tensors: []TensorSpec{{Name: name, Column: "c", DType: "I64"}}}
+		err := s.Validate()
+		if err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("name %q: err = %v, want a refusal naming the control character", name, err)
+		}
+	}
+	// Spaces, dots, slashes and any printable UTF-8 stay allowed.
+	for _, name := range []string{"a b", "emb.v2", "feat/x", "Тест", "région"} {
+		s := &Spec{Tensors: []TensorSpec{{Name: name, Column: "c", DType: "I64"}}}
+		if err := s.Validate(); err != nil {
+			t.Errorf("name %q: %v", name, err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -391,6 +392,11 @@ func (s *Spec) Validate() error {
 func (t *TensorSpec) validate() error {
 	if t.Name == "" {
 		return specErrorf("missing name")
+	}
+	if strings.ContainsFunc(t.Name, unicode.IsControl) {
+		// It would split verify's finding lines and inspect's tables,
+		// and become part of an exported file name.
+		return specErrorf("name %q holds a control character", t.Name)
 	}
 	srcs := 0
 	if t.Column != "" {

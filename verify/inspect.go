@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -132,6 +133,12 @@ func Inspect(path string) (*Inspection, error) {
 		}
 		return &Inspection{Kind: InspectShardSet, Set: v}, nil
 	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrUnknownKind, path, st.Mode().Type())
+	}
+	if isParquet(path) {
+		return nil, fmt.Errorf("%w: %s is a Parquet file (inspect reads shards, shard sets and plans; prep plan --source reads Parquet)", ErrUnknownKind, path)
+	}
 	if looksLikeJSON(path) {
 		p, err := plan.Load(path)
 		if err != nil {
@@ -144,6 +151,18 @@ func Inspect(path string) (*Inspection, error) {
 		return nil, err
 	}
 	return &Inspection{Kind: InspectShard, Shard: v}, nil
+}
+
+// isParquet reports whether the file starts with the Parquet magic "PAR1".
+func isParquet(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [4]byte
+	n, _ := io.ReadFull(f, b[:])
+	return n == 4 && string(b[:]) == "PAR1"
 }
 
 // looksLikeJSON reports whether the file's first non-space byte is '{'.

@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/prepml/prep/gpuload/internal/cuda"
 	"github.com/prepml/prep/gpuload/internal/testshards"
+	"github.com/prepml/prep/shardfmt"
 )
 
 // needCUDA skips t unless a CUDA driver (normally the fake one) is loadable.
@@ -258,6 +262,56 @@ func TestCUDACloseWithBatchesInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Release()
+		assertNoLeaks(t)
+	}
+}
+
+// TestCUDARegisterMmapOverUnmappedShard is the regression test for
+// RegisterMmap over a shard the reader could not map (shardfmt falls back to
+// pread where mmap fails): Block then returns a fresh Go heap copy per call,
+// so the backend registered a "mapping" computed from two unrelated heap
+// copies and queued async copies from heap blocks the garbage collector
+// could free before the stream read them. It must fall back to the pinned
+// ring and deliver every byte.
+func TestCUDARegisterMmapOverUnmappedShard(t *testing.T) {
+	needCUDA(t)
+	t.Setenv("FAKECUDA_DELAY_US", "300")
+	cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 3, Steps: 7}
+	dir := writeSet(t, cfg)
+	path := filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 0)))
+	for _, verify := range []bool{false, true} {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := shardfmt.OpenReaderAt(f, fi.Size(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := newLoader(sh, path, 0, 0, Options{Backend: BackendCUDA, RegisterMmap: true, VerifyChecksums: verify, Prefetch: 3})
+		if err != nil {
+			t.Fatalf("verify=%v: %v", verify, err)
+		}
+		for k := range cfg.Steps {
+			b, err := l.Next()
+			if err != nil {
+				t.Fatalf("verify=%v: Next at step %d: %v", verify, k, err)
+			}
+			runtime.GC() // frees any heap block still read by a queued copy
+			checkBatch(t, l, cfg, 0, 0, k, b)
+			b.Release()
+		}
+		if _, err := l.Next(); err != io.EOF {
+			t.Fatalf("verify=%v: Next after the last step = %v, want io.EOF", verify, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
 		assertNoLeaks(t)
 	}
 }

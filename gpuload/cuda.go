@@ -23,7 +23,7 @@ type cudaBackend struct {
 	size   uint64 // block size
 
 	stream   cuda.Stream
-	pinned   []unsafe.Pointer // pinned host slots (nil with RegisterMmap)
+	pinned   []unsafe.Pointer // pinned host slots (nil when the mapping is registered)
 	hostFree chan int
 	devBufs  []cuda.DevicePtr
 	events   []cuda.Event // events[j]: recorded after the copy into devBufs[j]
@@ -64,9 +64,13 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 			c.freeAll()
 		}
 	}()
+	// Registering needs the shard mapped: where the reader fell back to
+	// pread, Block returns a fresh heap copy per call, nothing a copy may
+	// read after the call, so the pinned ring is used instead.
+	register := opts.RegisterMmap && l.sh.Mapped()
 	var base unsafe.Pointer
 	var span uint64
-	if opts.RegisterMmap && l.steps > 0 {
+	if register && l.steps > 0 {
 		first, err := l.sh.Block(0)
 		if err != nil {
 			return nil, fmt.Errorf("mapping block 0: %w", err)
@@ -99,7 +103,7 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 			}
 			c.events = append(c.events, ev)
 		}
-		if opts.RegisterMmap {
+		if register {
 			if base != nil {
 				if err := cur.MemHostRegister(base, span, cuda.HostRegisterReadOnly); err != nil {
 					return fmt.Errorf("registering the mapped shard (%d bytes) read-only: %w", span, err)

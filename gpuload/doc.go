@@ -51,7 +51,8 @@
 // instead registered read-only (CU_MEMHOSTREGISTER_READ_ONLY, which pins
 // every page of it once at Open) and copied to the device straight from the
 // mapping, the copier taking each block from it itself (no reader, unless
-// checksums are verified). Builds without cgo get a backend that fails with
+// checksums are verified); a shard that could not be mapped uses the pinned
+// ring. Builds without cgo get a backend that fails with
 // ErrCUDAUnavailable.
 //
 // # Batch lifetime

@@ -47,7 +47,9 @@ type Options struct {
 	PlanFingerprint string
 	// RegisterMmap (cuda only) registers the mapped shard read-only with the
 	// driver and copies to the device straight from it, skipping the pinned
-	// ring. It pins the whole shard in memory at Open.
+	// ring. It pins the whole shard in memory at Open. Where the shard could
+	// not be mapped (the shard reader then reads with pread), the pinned ring
+	// is used instead.
 	RegisterMmap bool
 	// MapBlocks (host only) hands out read-only views of the mapped shard
 	// instead of copies in ring buffers. A view faults if the file is
@@ -64,6 +66,9 @@ type shard interface {
 	Batch(k int) (shardfmt.BatchInfo, error)
 	SampleIDs(k int) ([]uint64, error)
 	ReadSampleIDs(k int, dst []uint64) ([]uint64, error)
+	// Mapped reports whether Block returns views of a mapping of the file
+	// (else each call returns a fresh heap copy).
+	Mapped() bool
 	Block(k int) ([]byte, error)
 	ReadBlock(k int, dst []byte) error
 	ReadBlocks(k int, dst [][]byte) error

@@ -315,3 +315,50 @@ func TestCUDARegisterMmapOverUnmappedShard(t *testing.T) {
 		assertNoLeaks(t)
 	}
 }
+
+// TestCUDARegisteredShardTruncatedWhileCopying is the regression test for a
+// shard cut short while copies from its registered mapping were queued: the
+// fake driver's stream read the truncated mapping and the process died of
+// SIGBUS, where the real driver copies from the pages it pinned at
+// registration. The loader must report the first step it can no longer
+// read (its sample ids are read with pread), located, and close cleanly.
+func TestCUDARegisteredShardTruncatedWhileCopying(t *testing.T) {
+	needFake(t)
+	c := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 4, Steps: 40}
+	t.Setenv("FAKECUDA_DELAY_US", "200")
+	for _, opts := range []Options{
+		{Backend: BackendCUDA, Prefetch: 6, RegisterMmap: true},
+		{Backend: BackendCUDA, Prefetch: 6, RegisterMmap: true, VerifyChecksums: true},
+		{Backend: BackendCUDA, Prefetch: 6},
+	} {
+		dir := writeSet(t, c)
+		l := openLoader(t, dir, 0, 0, opts)
+		b := mustNext(t, l)
+		checkBatch(t, l, c, 0, 0, 0, b)
+		// Copies of the next steps are queued now; cut the shard short under
+		// them.
+		if err := os.Truncate(filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 0))), 4096); err != nil {
+			t.Fatal(err)
+		}
+		read := 1
+		for ; read < c.Steps; read++ {
+			b, err := l.Next()
+			if err != nil {
+				var le *Error
+				if !errors.As(err, &le) || le.Step != read || !(errors.Is(err, shardfmt.ErrSize) || errors.Is(err, ErrCorrupt)) {
+					t.Errorf("%+v: step %d: %v, want a located ErrSize or ErrCorrupt", opts, read, err)
+				}
+				break
+			}
+			b.Release()
+		}
+		if read == c.Steps {
+			t.Errorf("%+v: every step read after truncation", opts)
+		}
+		b.Release()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		assertNoLeaks(t)
+	}
+}

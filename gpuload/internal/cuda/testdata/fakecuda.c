@@ -7,6 +7,12 @@
 //     real driver), else CUDA_ERROR_INVALID_CONTEXT;
 //   - async copies must read from pinned memory (cuMemHostAlloc or a
 //     registered range) and into device memory, else CUDA_ERROR_INVALID_VALUE;
+//   - registering a range pins its pages as they are then: the fake keeps a
+//     copy of them, and copies from the range read that copy, so a file
+//     mapping cut short after registration is still copied (as the driver's
+//     DMA reads the pages it pinned) instead of faulting (SIGBUS) on the
+//     stream's thread; writes to the range after registration are not seen
+//     by the copies, where the driver's would be;
 //   - each stream has a worker thread that performs queued copies in order,
 //     after FAKECUDA_DELAY_US microseconds each, so a caller that reuses a
 //     source buffer before its event completes reads back wrong bytes;
@@ -51,7 +57,11 @@ struct ctx { int dev; int refs; };
 // A range of memory known to the fake: device allocation, pinned host
 // allocation or registered host range.
 enum kind { DEVICE = 1, HOSTALLOC = 2, REGISTERED = 3 };
-struct range { char *p; size_t n; int kind; struct range *next; };
+struct range {
+	char *p; size_t n; int kind;
+	char *pinned; // REGISTERED: the range's bytes at registration
+	struct range *next;
+};
 
 struct op { CUdeviceptr dst; const void *src; size_t n; struct op *next; };
 
@@ -131,6 +141,7 @@ static int del_range(const void *p, int kind) {
 		if ((*rp)->p == p && (*rp)->kind == kind) {
 			struct range *r = *rp;
 			*rp = r->next;
+			free(r->pinned);
 			free(r);
 			outstanding--;
 			return 1;
@@ -273,7 +284,21 @@ CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
 	if (n == 0 || p == NULL) return INVALID_VALUE;
 	pthread_mutex_lock(&mu);
 	if (find(p, 1, 1 << REGISTERED)) { pthread_mutex_unlock(&mu); return HOST_MEMORY_ALREADY_REGISTERED; }
+	pthread_mutex_unlock(&mu);
+	// Pin: read every page now, as the driver does (outside mu: a range
+	// that is not readable faults here, in the caller, like the driver's
+	// page pinning fails for it).
+	char *pinned = malloc(n);
+	if (!pinned) return OUT_OF_MEMORY;
+	memcpy(pinned, p, n);
+	pthread_mutex_lock(&mu);
+	if (find(p, 1, 1 << REGISTERED)) {
+		pthread_mutex_unlock(&mu);
+		free(pinned);
+		return HOST_MEMORY_ALREADY_REGISTERED;
+	}
 	add_range(p, n, REGISTERED);
+	ranges->pinned = pinned;
 	pthread_mutex_unlock(&mu);
 	(void)flags;
 	return SUCCESS;
@@ -371,7 +396,12 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, struct
 	if (s == NULL) return INVALID_HANDLE;
 	pthread_mutex_lock(&mu);
 	CUresult r = check_copy(dst, src, n, 1);
-	if (r == SUCCESS && n > 0) enqueue(s, dst, src, n);
+	if (r == SUCCESS && n > 0) {
+		// A registered range is copied from its pinned pages.
+		struct range *reg = find(src, n, 1 << REGISTERED);
+		if (reg) src = reg->pinned + ((const char *)src - reg->p);
+		enqueue(s, dst, src, n);
+	}
 	pthread_mutex_unlock(&mu);
 	return r;
 }

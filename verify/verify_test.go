@@ -322,6 +322,24 @@ func TestCorruption(t *testing.T) {
 				}
 			}
 		}},
+		// A source that moved since the plan only said "source file is
+		// missing", not how to point verify at it.
+		{name: "source file moved", deep: true, damage: func(t *testing.T, f *verifytest.Fixture) []string {
+			path := filepath.Join(f.SrcDir, verifytest.SourceFile)
+			if err := os.Rename(path, path+".moved"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"source_changed " + path}
+			for _, s := range f.Man.Shards {
+				want = append(want, "source_unreadable "+s.Path)
+			}
+			return want
+		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
+			x := rep.Findings[0]
+			if x.Kind != verify.KindSourceChanged || !strings.Contains(x.Message, "source file is missing") || !strings.Contains(x.Message, "--source-root") {
+				t.Errorf("first finding %s, want source_changed naming --source-root", x)
+			}
+		}},
 		{name: "source file replaced", deep: true, damage: func(t *testing.T, f *verifytest.Fixture) []string {
 			path := filepath.Join(f.SrcDir, verifytest.SourceFile)
 			data, _ := os.ReadFile(path)

@@ -65,6 +65,9 @@ func (c *checker) checkSourceFingerprints() {
 			f.Message = "source file unreadable: " + err.Error()
 			if errors.Is(err, fs.ErrNotExist) {
 				f.Message = "source file is missing"
+				if c.opts.SourceRoot == "" {
+					f.Message += " (if the source moved, give its directory with --source-root)"
+				}
 			}
 			c.add(f)
 			continue

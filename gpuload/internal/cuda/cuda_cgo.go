@@ -49,6 +49,17 @@ func FakeOutstanding() (n int, ok bool) {
 	return v, v >= 0
 }
 
+// FakeThreadsCurrent returns the number of live OS threads that have a
+// context current when the loaded library is the test fake driver, and
+// ok=false with the real driver.
+func FakeThreadsCurrent() (n int, ok bool) {
+	if Load() != nil {
+		return 0, false
+	}
+	v := int(C.gl_fake_threads_current())
+	return v, v >= 0
+}
+
 // check turns a CUresult into nil or an *Error carrying the driver's name and
 // message for the code.
 func check(op string, r C.CUresult) error {

@@ -16,6 +16,9 @@ func Load() error { return errNoCgo }
 // FakeOutstanding reports ok=false: no driver is ever loaded without cgo.
 func FakeOutstanding() (n int, ok bool) { return 0, false }
 
+// FakeThreadsCurrent reports ok=false: no driver is ever loaded without cgo.
+func FakeThreadsCurrent() (n int, ok bool) { return 0, false }
+
 // DriverVersion returns an error wrapping ErrUnavailable.
 func DriverVersion() (int, error) { return 0, errNoCgo }
 

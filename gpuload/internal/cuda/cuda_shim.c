@@ -47,6 +47,7 @@ CUDA_FUNCS(FN)
 #undef FN
 
 static int (*p_fake_outstanding)(void);
+static int (*p_fake_threads_current)(void);
 
 // sym resolves the first of up to two names that the library exports.
 static void *sym(const char *a, const char *b) {
@@ -76,10 +77,12 @@ int gl_cuda_load(const char *path, char *err, size_t errlen) {
 	CUDA_FUNCS(LOAD)
 #undef LOAD
 	p_fake_outstanding = (int (*)(void))dlsym(lib, "fakecuda_outstanding");
+	p_fake_threads_current = (int (*)(void))dlsym(lib, "fakecuda_threads_current");
 	return 0;
 }
 
 int gl_fake_outstanding(void) { return p_fake_outstanding ? p_fake_outstanding() : -1; }
+int gl_fake_threads_current(void) { return p_fake_threads_current ? p_fake_threads_current() : -1; }
 
 CUresult gl_cuInit(unsigned int f) { return p_cuInit(f); }
 CUresult gl_cuDriverGetVersion(int *v) { return p_cuDriverGetVersion(v); }

@@ -28,6 +28,11 @@ int gl_cuda_load(const char *path, char *err, size_t errlen);
 // -1 when the loaded library is not the fake driver (it lacks the symbol).
 int gl_fake_outstanding(void);
 
+// gl_fake_threads_current returns the fake driver's count of live threads
+// with a context current, or -1 when the loaded library is not the fake
+// driver.
+int gl_fake_threads_current(void);
+
 CUresult gl_cuInit(unsigned int flags);
 CUresult gl_cuDriverGetVersion(int *version);
 CUresult gl_cuDeviceGetCount(int *count);

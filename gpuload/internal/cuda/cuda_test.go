@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -196,5 +197,89 @@ func TestAsyncCopyFromPageableMemoryRejected(t *testing.T) {
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_INVALID_VALUE" {
 		t.Fatalf("async copy from pageable memory = %v, want CUDA_ERROR_INVALID_VALUE", err)
+	}
+}
+
+// threadsCurrent waits until the fake driver counts want live threads with
+// a context current, or gives up after a few seconds (a thread that exits
+// is counted until its exit completes), and returns the last count.
+func threadsCurrent(t *testing.T, want int) int {
+	t.Helper()
+	n := -1
+	for i := 0; i < 5000; i++ {
+		var ok bool
+		if n, ok = FakeThreadsCurrent(); !ok {
+			t.Fatal("fake driver not loaded")
+		}
+		if n == want {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return n
+}
+
+// TestNoThreadLeftWithTheContextCurrent is the regression test for threads
+// given back to the Go scheduler with the context still current: when
+// clearing it failed, unbind unlocked the copier's thread anyway, and the
+// context thread did the same after its own clear at Close, so a thread of
+// the pool kept a context that Close then released.
+func TestNoThreadLeftWithTheContextCurrent(t *testing.T) {
+	needFake(t)
+	for _, c := range []struct {
+		name, fail string
+		bind       bool
+	}{
+		{"bind and unbind", "", true},
+		// Call 1 makes the context current on the context thread, 2 is
+		// Bind, 3 is unbind's clear.
+		{"unbind's clear fails", "cuCtxSetCurrent:3:999", true},
+		// Call 2 is the context thread's clear at Close.
+		{"the context thread's clear fails", "cuCtxSetCurrent:2:999", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("FAKECUDA_FAIL_AT", c.fail)
+			ctx, err := Open(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := threadsCurrent(t, 1); n != 1 {
+				t.Fatalf("%d threads with the context current after Open, want 1 (the context thread)", n)
+			}
+			if c.bind {
+				done := make(chan error)
+				go func() {
+					cur, unbind, err := ctx.Bind()
+					if err != nil {
+						done <- err
+						return
+					}
+					if n, _ := FakeThreadsCurrent(); n != 2 {
+						err = fmt.Errorf("%d threads with the context current while bound, want 2", n)
+					}
+					p, e := cur.MemAlloc(64)
+					if e == nil {
+						e = cur.MemFree(p)
+					}
+					unbind()
+					if err == nil {
+						err = e
+					}
+					done <- err
+				}()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ctx.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := threadsCurrent(t, 0); n != 0 {
+				t.Fatalf("%d threads left with the context current after Close, want 0", n)
+			}
+			if n := outstanding(t); n != 0 {
+				t.Fatalf("%d driver resources live after Close, want 0", n)
+			}
+		})
 	}
 }

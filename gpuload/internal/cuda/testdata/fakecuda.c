@@ -21,7 +21,9 @@
 //     (default 2, CUDA_ERROR_OUT_OF_MEMORY);
 //   - FAKECUDA_DEVICES sets the device count (default 1);
 //   - fakecuda_outstanding() counts live allocations, registrations, streams,
-//     events and primary-context retains, so tests can assert no leaks.
+//     events and primary-context retains, so tests can assert no leaks;
+//   - fakecuda_threads_current() counts the live threads that have a context
+//     current, so tests can assert that no thread is left with it.
 //
 // Environment variables are read at every cuInit.
 //
@@ -87,6 +89,26 @@ static struct ctx ctxs[16];
 static struct range *ranges;
 static int outstanding;
 static __thread struct ctx *current;
+static int threads_current;               // live threads with current != NULL
+static pthread_key_t current_key;         // non-NULL on those threads
+static pthread_once_t current_once = PTHREAD_ONCE_INIT;
+
+// current_exit runs when a thread with a context current exits.
+static void current_exit(void *v) {
+	(void)v;
+	pthread_mutex_lock(&mu);
+	threads_current--;
+	pthread_mutex_unlock(&mu);
+}
+
+static void current_init(void) { pthread_key_create(&current_key, current_exit); }
+
+int fakecuda_threads_current(void) {
+	pthread_mutex_lock(&mu);
+	int n = threads_current;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
 
 int fakecuda_outstanding(void) {
 	pthread_mutex_lock(&mu);
@@ -225,6 +247,16 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 
 CUresult cuCtxSetCurrent(void *ctx) {
 	ENTER("cuCtxSetCurrent");
+	pthread_once(&current_once, current_init);
+	pthread_mutex_lock(&mu);
+	if (current == NULL && ctx != NULL) {
+		threads_current++;
+		pthread_setspecific(current_key, (void *)1);
+	} else if (current != NULL && ctx == NULL) {
+		threads_current--;
+		pthread_setspecific(current_key, NULL);
+	}
+	pthread_mutex_unlock(&mu);
 	current = ctx;
 	return SUCCESS;
 }

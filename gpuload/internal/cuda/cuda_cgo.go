@@ -121,10 +121,11 @@ func Open(ordinal int) (*Context, error) {
 }
 
 // serve is the context thread: it binds the primary context and then runs
-// requests until reqs is closed, then releases the context.
+// requests until reqs is closed, then releases the context. It never
+// unlocks its thread: the thread exits with the goroutine, so it cannot go
+// back to the scheduler with the context current (if clearing it fails).
 func (c *Context) serve(ready chan<- error) {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	defer close(c.done)
 	if err := check("cuInit", C.gl_cuInit(0)); err != nil {
 		ready <- err
@@ -180,7 +181,9 @@ func (c *Context) Do(f func(cur *Current) error) error {
 // hand-off to the context thread and back (two thread wake-ups, most of the
 // CPU a copy loop spent per batch; BenchmarkCUDAControlPath). The Current
 // is for this goroutine only. unbind clears the thread's current context
-// and unlocks the thread; call it on the same goroutine, before Close.
+// and unlocks the thread; call it on the same goroutine, before Close. When
+// clearing fails the thread stays locked, so it exits with the goroutine
+// instead of going back to the scheduler with the context current.
 // Errors: ErrClosed after Close, or the *Error of cuCtxSetCurrent (the
 // thread is then unlocked again).
 func (c *Context) Bind() (cur *Current, unbind func(), err error) {
@@ -196,8 +199,9 @@ func (c *Context) Bind() (cur *Current, unbind func(), err error) {
 		return nil, nil, err
 	}
 	return &Current{}, func() {
-		C.gl_cuCtxSetCurrent(nil)
-		runtime.UnlockOSThread()
+		if C.gl_cuCtxSetCurrent(nil) == 0 {
+			runtime.UnlockOSThread()
+		}
 	}, nil
 }
 

@@ -433,3 +433,49 @@ func TestTempDirSymlinksNotFollowed(t *testing.T) {
 		t.Errorf("plain file: still there: %v", err)
 	}
 }
+
+// TestEmptyEpochDirOfAKilledGCRemoved pins directories a crash left for
+// good: a gc killed after deleting an old epoch's files but before removing
+// its directory left an empty epoch-NNNNN/ that no later gc removed (it
+// removes only the directories its own deletions empty). An empty
+// directory of an epoch below the kept ones is removed too (and listed by
+// a dry run); one holding anything, or of a kept epoch, is left.
+func TestEmptyEpochDirOfAKilledGCRemoved(t *testing.T) {
+	dir := makeSet(t, 4, 1)
+	// State after a gc --keep-from-epoch 2 killed after its deletions: the
+	// manifest lists epochs 2-3, epochs 0-1 have no files left.
+	m, _ := shardfmt.ReadManifest(dir)
+	m.Shards = m.Shards[2:]
+	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"epoch-00000/rank-00000.shard", "epoch-00001/rank-00000.shard"} {
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "epoch-00001", "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "epoch-00009"), 0o755); err != nil { // a later epoch's, empty: kept
+		t.Fatal(err)
+	}
+	res, err := Run(dir, Options{KeepFromEpoch: 2, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.RemovedDirs, []string{"epoch-00000"}) {
+		t.Fatalf("dry run: removed dirs %v, want [epoch-00000]", res.RemovedDirs)
+	}
+	if res, err = Run(dir, Options{KeepFromEpoch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.RemovedDirs, []string{"epoch-00000"}) {
+		t.Fatalf("removed dirs %v, want [epoch-00000]", res.RemovedDirs)
+	}
+	for d, want := range map[string]bool{"epoch-00000": false, "epoch-00001": true, "epoch-00009": true} {
+		if _, err := os.Stat(filepath.Join(dir, d)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", d, err == nil, want)
+		}
+	}
+}

@@ -144,6 +144,11 @@ func Run(dir string, opts Options) (*Result, error) {
 	slices.Sort(res.KeptEpochs)
 	if opts.DryRun {
 		res.RemovedDirs = emptyDirsAfter(dir, res.Removed)
+		for _, d := range emptyOldEpochDirs(dir, opts.KeepFromEpoch) {
+			if !slices.Contains(res.RemovedDirs, d) {
+				res.RemovedDirs = append(res.RemovedDirs, d)
+			}
+		}
 		return res, nil
 	}
 
@@ -167,10 +172,16 @@ func Run(dir string, opts Options) (*Result, error) {
 	if err := os.RemoveAll(tmp); err != nil {
 		return res, &Error{Op: "removing temporary files", Path: tmp, Err: err}
 	}
-	// 3. Epoch directories left empty, deepest first.
+	// 3. Epoch directories left empty, deepest first; then those of old
+	// epochs a killed gc emptied and did not remove.
 	for _, d := range parentDirs(res.Removed) {
 		p := filepath.Join(dir, filepath.FromSlash(d))
 		if err := os.Remove(p); err == nil {
+			res.RemovedDirs = append(res.RemovedDirs, d)
+		}
+	}
+	for _, d := range emptyOldEpochDirs(dir, opts.KeepFromEpoch) {
+		if err := os.Remove(filepath.Join(dir, d)); err == nil {
 			res.RemovedDirs = append(res.RemovedDirs, d)
 		}
 	}
@@ -300,6 +311,27 @@ func pathDir(p string) string {
 		return p[:i]
 	}
 	return ""
+}
+
+// emptyOldEpochDirs returns the empty epoch directories of dir (named as
+// shardfmt.ShardFileName names them; real directories, not symbolic links)
+// of epochs below keep.
+func emptyOldEpochDirs(dir string, keep int) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		nums := leadingInts(e.Name(), 1)
+		if !e.IsDir() || len(nums) != 1 || nums[0] >= keep || e.Name() != pathDir(shardfmt.ShardFileName(nums[0], 0)) {
+			continue
+		}
+		if sub, err := os.ReadDir(filepath.Join(dir, e.Name())); err == nil && len(sub) == 0 {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // emptyDirsAfter predicts which parent directories would be empty once the

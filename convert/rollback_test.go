@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -138,4 +139,41 @@ func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 			t.Errorf("restored manifest lists %v, want %v", got, want)
 		}
 	})
+}
+
+// TestFailedRunIntoExistingDirLeavesNoEpochDirs pins leftovers of a failed
+// run into a directory that existed before it: the rollback removed the
+// shards it had committed but kept the epoch directories it had created,
+// empty (only a run that had created the output directory removed them),
+// so the directory no longer looked as it did before the run.
+func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
+	src := t.TempDir()
+	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
+	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	spec, err := ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocked := blockShard(t, out, 1, 0) // epoch 1's shard cannot commit
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1}); err == nil {
+		t.Fatal("run succeeded over a blocked shard path")
+	}
+	if err := os.RemoveAll(filepath.Dir(blocked)); err != nil { // the test's own blocker
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"notes.txt"}) {
+		t.Errorf("after the failed run the directory holds %v, want only [notes.txt]", names)
+	}
 }

@@ -193,9 +193,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	case err != nil:
 		r.rollback()
 	}
+	if err != nil {
+		// Epoch directories this run created and left empty (its shards
+		// rolled back), while the lock still keeps other runs out.
+		removeEmptyEpochDirs(o.Output)
+	}
 	lock.Release()
 	if err != nil && created {
-		removeEmptyDirs(o.Output)
+		os.Remove(o.Output) // fails unless empty
 	}
 	if err != nil {
 		return nil, err
@@ -822,14 +827,13 @@ func (r *runner) restoreManifest() error {
 // rollback's steps.
 var removeFile = os.Remove
 
-// removeEmptyDirs removes the epoch directories under out that are empty,
-// then out itself if empty.
-func removeEmptyDirs(out string) {
+// removeEmptyEpochDirs removes the epoch directories under out that are
+// empty.
+func removeEmptyEpochDirs(out string) {
 	m, _ := filepath.Glob(filepath.Join(out, "epoch-*"))
 	for _, d := range m {
 		os.Remove(d) // fails unless empty
 	}
-	os.Remove(out)
 }
 
 // neededIDs returns the set of sample ids the shards in todo hold.

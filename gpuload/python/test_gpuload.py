@@ -139,6 +139,29 @@ class CUDATest(unittest.TestCase):
                 m.deleter(ctypes.cast(p, ctypes.POINTER(gpuload._DLManagedTensor)))
                 del cap
 
+    def test_batch_held_across_seek_stays_valid_and_is_refused_after_close(self):
+        # Regression: after close, a held batch's __dlpack__ and to_numpy read
+        # the C batch record close had freed, and __dlpack__ exported the
+        # freed device buffer; both must raise GL_ERR_CLOSED.
+        for register in (False, True):
+            loader = gpuload.Loader(DIR, 0, 1, backend="cuda", prefetch=2, register_mmap=register)
+            b0 = loader.next_batch()
+            cap = b0.tensors["x"].__dlpack__()  # holds b0 past the iterator
+            loader.seek(3)
+            b3 = loader.next_batch()
+            self.assertEqual(b3.step, 3)
+            np.testing.assert_array_equal(b3.tensors["y"].to_numpy(), expect(0, 1, 3)["y"])
+            np.testing.assert_array_equal(b0.tensors["x"].to_numpy(), expect(0, 1, 0)["x"])
+            loader.close()
+            for b in (b0, b3):
+                with self.assertRaises(gpuload.GpuloadError) as cm:
+                    b.tensors["x"].__dlpack__()
+                self.assertEqual(cm.exception.code, gpuload.GL_ERR_CLOSED)
+                with self.assertRaises(gpuload.GpuloadError) as cm:
+                    b.tensors["m"].to_numpy()
+                self.assertEqual(cm.exception.code, gpuload.GL_ERR_CLOSED)
+            del cap  # the capsule's deleter after close does nothing
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -250,6 +250,7 @@ class Batch:
 
     def dlpack(self, name):
         """Returns a DLPackTensor for the named tensor (either backend)."""
+        self._check_live()
         for i in range(self._c.num_tensors):
             if self._c.tensors[i].name.decode("utf-8") == name:
                 return DLPackTensor(self, i)
@@ -258,6 +259,9 @@ class Batch:
     def _check_live(self):
         if self._released:
             raise GpuloadError(GL_ERR_CLOSED, "gpuload: batch already released")
+        # Closing the loader freed the batch's C record and its memory.
+        if self._loader._h is None:
+            raise GpuloadError(GL_ERR_CLOSED, "gpuload: loader closed")
 
     def _ref(self):
         self._refs += 1

@@ -118,10 +118,14 @@ int main(int argc, char **argv) {
 	CHECK(gl_ring(l) == 3, "ring %lld", (long long)gl_ring(l));
 
 	/* Hold the whole ring: the next call must fail, not block. */
-	gl_batch *held[3];
+	gl_batch *held[3] = {NULL, NULL, NULL};
 	for (int k = 0; k < 3; k++) {
 		rc = gl_next(l, &held[k]);
 		CHECK(rc == GL_OK, "gl_next %d: %d %s", k, rc, gl_last_error());
+		if (rc != GL_OK) {
+			fprintf(stderr, "%d failures\n", failures);
+			return 1;
+		}
 	}
 	gl_batch *extra = NULL;
 	rc = gl_next(l, &extra);

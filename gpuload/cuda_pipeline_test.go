@@ -368,3 +368,73 @@ func TestCUDARandomSeekNextRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestCUDAReleaseFromAnotherGoroutineDuringSeekAndClose hands every batch
+// to a goroutine that releases it while the consumer goes on with Next,
+// Seek and finally Close, in every mode: releases racing with Seek's and
+// Close's reclaiming of device buffers must neither lose nor duplicate a
+// buffer (the whole ring is held again after the Seeks) nor touch freed
+// state after Close.
+func TestCUDAReleaseFromAnotherGoroutineDuringSeekAndClose(t *testing.T) {
+	needFake(t)
+	t.Setenv("FAKECUDA_DELAY_US", "100")
+	cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 3, Steps: 23, LastCount: 2, Pads: 1}
+	dir := writeSet(t, cfg)
+	for _, m := range cudaModes {
+		t.Run(m.name, func(t *testing.T) {
+			g0 := runtime.NumGoroutine()
+			o := m.opts
+			o.Prefetch = 2
+			l := openLoader(t, dir, 0, 0, o)
+			tokens := make(chan struct{}, l.Ring()) // batches not yet released
+			handed := make(chan *Batch, l.Ring())
+			released := make(chan struct{})
+			go func() {
+				defer close(released)
+				for b := range handed {
+					b.Release()
+					<-tokens
+				}
+			}()
+			for _, from := range []int{0, 11, 20, 3} {
+				if err := l.Seek(from); err != nil {
+					t.Fatal(err)
+				}
+				for k := from; k < min(from+9, cfg.Steps); k++ {
+					tokens <- struct{}{}
+					b, err := l.Next()
+					if err != nil {
+						t.Fatalf("Next at step %d after Seek(%d): %v", k, from, err)
+					}
+					if b.Step != k || b.Count != cfg.Count(k) || b.Pads != cfg.Pad(k) {
+						t.Fatalf("step %d: got step %d count %d pads %d", k, b.Step, b.Count, b.Pads)
+					}
+					handed <- b
+				}
+			}
+			for len(tokens) > 0 {
+				runtime.Gosched()
+			}
+			if err := l.Seek(0); err != nil {
+				t.Fatal(err)
+			}
+			var held []*Batch
+			for k := range l.Ring() {
+				b := mustNext(t, l)
+				checkBatch(t, l, cfg, 0, 0, k, b)
+				held = append(held, b)
+			}
+			// Close while the other goroutine releases them.
+			for _, b := range held {
+				tokens <- struct{}{}
+				handed <- b
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			close(handed)
+			<-released
+			assertCleanAfterClose(t, g0)
+		})
+	}
+}

@@ -49,7 +49,9 @@ type Options struct {
 	// driver and copies to the device straight from it, skipping the pinned
 	// ring. It pins the whole shard in memory at Open. Where the shard could
 	// not be mapped (the shard reader then reads with pread), the pinned ring
-	// is used instead.
+	// is used instead. A shard cut short after Open does not fault: blocks
+	// are copied from the pages pinned at Open, and a step whose sample ids
+	// were cut off fails Next (wrapping shardfmt.ErrSize).
 	RegisterMmap bool
 	// MapBlocks (host only) hands out read-only views of the mapped shard
 	// instead of copies in ring buffers. A view faults if the file is

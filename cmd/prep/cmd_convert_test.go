@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -209,12 +210,29 @@ func TestConvertMetricsFile(t *testing.T) {
 	}
 }
 
+// lockedWriter is a strings.Builder safe for concurrent writes.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
 // TestProgressLabel: the write bar's description carries the shard label
 // before the rate, and keeps it as progress is added.
 func TestProgressLabel(t *testing.T) {
-	var errb strings.Builder
+	// Each bar also renders from its own ticker goroutine, so the bars'
+	// shared writer must serialise them (as a terminal does), and the bars
+	// are finished so no ticker outlives the test (it raced with later
+	// tests under -race).
+	var errb lockedWriter
 	g := &globalOptions{stderr: &errb, progress: "always"}
 	bar := g.newProgress("write", 1000)
+	defer bar.Finish()
 	bar.SetLabel("write epoch 1 rank 3 (2/4 shards)")
 	bar.Add(10, 100)
 	if d := bar.bar.State().Description; !strings.HasPrefix(d, "write epoch 1 rank 3 (2/4 shards) ") || !strings.HasSuffix(d, "rows/s") {
@@ -225,6 +243,7 @@ func TestProgressLabel(t *testing.T) {
 
 	// A bar that counts only bytes (verify) shows no rows rate.
 	vb := g.newProgress("verify", -1)
+	defer vb.Finish()
 	vb.Add(0, 4096)
 	if d := vb.bar.State().Description; d != "verify" {
 		t.Errorf("verify description %q, want %q", d, "verify")
@@ -232,6 +251,7 @@ func TestProgressLabel(t *testing.T) {
 
 	// The decode bar keeps its name before the rate and counts rows.
 	rows := g.newRowProgress("decode", 1000)
+	defer rows.Finish()
 	rows.Add(250, 250)
 	if d := rows.bar.State().Description; !strings.HasPrefix(d, "decode ") || !strings.HasSuffix(d, "rows/s") {
 		t.Errorf("decode description %q", d)

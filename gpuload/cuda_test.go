@@ -322,8 +322,10 @@ func TestCUDARegisterMmapOverUnmappedShard(t *testing.T) {
 // SIGBUS, where the real driver copies from the pages it pinned at
 // registration. The loader must report the first step it can no longer
 // read (its sample ids are read with pread), located, and close cleanly.
+// It runs against the real driver too (scripts/gpu-check.sh), where it
+// checks that claim about pinned pages.
 func TestCUDARegisteredShardTruncatedWhileCopying(t *testing.T) {
-	needFake(t)
+	needCUDA(t)
 	c := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 4, Steps: 40}
 	t.Setenv("FAKECUDA_DELAY_US", "200")
 	for _, opts := range []Options{

@@ -364,3 +364,14 @@ func TestCUDARegisteredShardTruncatedWhileCopying(t *testing.T) {
 		assertNoLeaks(t)
 	}
 }
+
+// TestCUDACopyToHostAfterCloseReturnsErrClosed is
+// TestCopyToHostAfterCloseReturnsErrClosed on the cuda backend.
+func TestCUDACopyToHostAfterCloseReturnsErrClosed(t *testing.T) {
+	needCUDA(t)
+	dir := writeSet(t, small)
+	for _, m := range cudaModes {
+		copyToHostAfterClose(t, dir, m.opts)
+	}
+	assertNoLeaks(t)
+}

@@ -253,6 +253,35 @@ func TestCloseInvalidatesBatches(t *testing.T) {
 	}
 }
 
+// TestCopyToHostAfterCloseReturnsErrClosed is the regression test for
+// CopyToHost on a batch of a closed Loader: on the host backend it copied
+// from the ring buffer Close had unmapped (a segmentation fault), on cuda
+// it returned the internal "cuda context closed" instead of ErrClosed.
+func TestCopyToHostAfterCloseReturnsErrClosed(t *testing.T) {
+	dir := writeSet(t, small)
+	for _, o := range []Options{{}, {MapBlocks: true}} {
+		copyToHostAfterClose(t, dir, o)
+	}
+}
+
+// copyToHostAfterClose checks that CopyToHost of a batch held over Close
+// returns ErrClosed and leaves dst alone.
+func copyToHostAfterClose(t *testing.T, dir string, o Options) {
+	t.Helper()
+	l := openLoader(t, dir, 0, 0, o)
+	b := mustNext(t, l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dst := bytes.Repeat([]byte{0xEE}, int(b.Tensors[0].Size()))
+	if err := l.CopyToHost(dst, &b.Tensors[0]); !errors.Is(err, ErrClosed) {
+		t.Fatalf("%+v: CopyToHost after Close = %v, want ErrClosed", o, err)
+	}
+	if !bytes.Equal(dst, bytes.Repeat([]byte{0xEE}, len(dst))) {
+		t.Fatalf("%+v: CopyToHost after Close wrote to dst", o)
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	dir := writeSet(t, small)
 	shard := filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(1, 0)))

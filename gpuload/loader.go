@@ -494,8 +494,15 @@ func (t *Tensor) Size() int64 {
 
 // CopyToHost copies tensor t of a batch that is not yet released into
 // dst[:t.Size()]: a device-to-host copy on the cuda backend, a plain copy on
-// host. It is for checks and debugging, not the training hot path.
+// host. It is for checks and debugging, not the training hot path. After
+// Close it returns ErrClosed (the batch's memory is gone).
 func (l *Loader) CopyToHost(dst []byte, t *Tensor) error {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
 	n := t.Size()
 	if int64(len(dst)) < n {
 		return fmt.Errorf("copying %s to host: buffer of %d bytes, tensor is %d", t.Name, len(dst), n)

@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prepml/prep/gpuload/internal/cuda"
 	"github.com/prepml/prep/gpuload/internal/testshards"
+	"github.com/prepml/prep/shardfmt"
 )
 
 // The tests here drive the cuda pipeline (the copier with the context bound
@@ -436,5 +439,98 @@ func TestCUDAReleaseFromAnotherGoroutineDuringSeekAndClose(t *testing.T) {
 			<-released
 			assertCleanAfterClose(t, g0)
 		})
+	}
+}
+
+// TestCUDAChecksumErrorsDoNotLeakHostSlots is the regression test for a
+// pinned host slot lost with every block error on the pinned ring: the
+// reader hands the failing block's slot to the copier with the error, and
+// the copier delivered the error without giving the slot back, so after as
+// many errors (and Seeks) as the ring has host slots the reader waited for
+// a slot forever and so did Next. It damages step 2's block and reads it
+// with checksums, from the pinned ring and from the registered mapping,
+// more times than the ring has buffers: each time Next fails at step 2 with
+// ErrChecksum (sticky until Seek), and at the end the whole ring can still
+// be held.
+func TestCUDAChecksumErrorsDoNotLeakHostSlots(t *testing.T) {
+	needFake(t)
+	t.Setenv("FAKECUDA_DELAY_US", "200")
+	dir := writeSet(t, small)
+	flipBlockByte(t, filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 1))), 2)
+	for _, m := range cudaModes {
+		if !m.opts.VerifyChecksums {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			g0 := runtime.NumGoroutine()
+			o := m.opts
+			o.Prefetch = 2
+			l := openLoader(t, dir, 0, 1, o)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				checksumErrorsThenHoldTheRing(t, l)
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second): // a hang, not a speed check
+				// Left open: Close must not race the stuck Next.
+				t.Fatal("Next never returned: the pipeline lost its host slots")
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			assertCleanAfterClose(t, g0)
+		})
+	}
+}
+
+// checksumErrorsThenHoldTheRing reads damaged step 2 of small's shard (0, 1)
+// 2*Ring() times, then holds the whole ring. It reports failures with
+// t.Error (it runs on its own goroutine).
+func checksumErrorsThenHoldTheRing(t *testing.T, l *Loader) {
+	for range 2 * l.Ring() {
+		if err := l.Seek(1); err != nil {
+			t.Error(err)
+			return
+		}
+		b, err := l.Next()
+		if err != nil || b.Step != 1 {
+			t.Errorf("Next at step 1 = %v", err)
+			return
+		}
+		b.Release()
+		_, err = l.Next()
+		var le *Error
+		if !errors.Is(err, ErrChecksum) || !errors.As(err, &le) || le.Step != 2 || le.Op != "verifying block" {
+			t.Errorf("Next at the damaged step = %v, want ErrChecksum located at step 2", err)
+			return
+		}
+		if _, err := l.Next(); !errors.Is(err, ErrChecksum) {
+			t.Errorf("Next after the error = %v, want the sticky ErrChecksum", err)
+			return
+		}
+	}
+	var steps []int
+	for _, from := range []int{3, 0} {
+		if err := l.Seek(from); err != nil {
+			t.Error(err)
+			return
+		}
+		for k := from; k < small.Steps && len(steps) < l.Ring(); k++ {
+			b, err := l.Next()
+			if err != nil {
+				t.Errorf("Next at step %d: %v", k, err)
+				return
+			}
+			if b.Step != k || !slices.Equal(b.SampleIDs, small.IDs(0, 1, k)) {
+				t.Errorf("Next at step %d: step %d ids %v", k, b.Step, b.SampleIDs)
+				return
+			}
+			steps = append(steps, k)
+		}
+	}
+	if _, err := l.Next(); !errors.Is(err, ErrRingFull) {
+		t.Errorf("Next with the ring held (steps %v) = %v, want ErrRingFull", steps, err)
 	}
 }

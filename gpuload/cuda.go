@@ -334,8 +334,9 @@ func (c *cudaBackend) copy(r *cudaRun, step int, inline bool) {
 		}
 		if len(q) == 0 {
 			if pending != nil && pending.err != nil {
+				// quit gives back the failed block's host slot (a
+				// read or checksum error from the reader keeps one).
 				deliver(delivery{step: pending.step, slot: -1, err: pending.err})
-				pending = nil
 				quit()
 				return
 			}

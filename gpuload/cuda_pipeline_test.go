@@ -66,6 +66,22 @@ func assertCleanAfterClose(t *testing.T, g0 int) {
 	}
 }
 
+// assertRingIntact stops l's pipeline and checks that every pinned host
+// slot is free and every device buffer is free but the held ones: a slot
+// lost on some path shows here long before the pipeline runs dry. Close
+// may follow; Next may not.
+func assertRingIntact(t *testing.T, l *Loader, held int) {
+	t.Helper()
+	c := l.be.(*cudaBackend)
+	c.stop()
+	if len(c.hostFree) != len(c.pinned) {
+		t.Errorf("%d of %d pinned host slots free with the pipeline stopped", len(c.hostFree), len(c.pinned))
+	}
+	if want := len(c.devBufs) - held; len(c.devFree) != want {
+		t.Errorf("%d device buffers free with the pipeline stopped and %d batches held, want %d", len(c.devFree), held, want)
+	}
+}
+
 // TestCUDAEveryModePrefetchAndStartStep reads shards of 0, 1, 2 and 7 steps
 // in every mode with Prefetch 0 to 6 from the first step, the last step and
 // past it, holding batches across Seek (they must stay intact) and closing
@@ -133,6 +149,7 @@ func TestCUDAEveryModePrefetchAndStartStep(t *testing.T) {
 						if b != nil {
 							checkBatch(t, l, cfg, 0, 0, 0, b)
 						}
+						assertRingIntact(t, l, min(steps, 1))
 						if err := l.Close(); err != nil {
 							t.Fatal(err)
 						}
@@ -185,6 +202,7 @@ func TestCUDASeekWhileTheCopierWaitsForADeviceBuffer(t *testing.T) {
 			checkBatch(t, l, cfg, 0, 0, 0, b)
 			checkBatch(t, l, cfg, 0, 0, 0, held[0])
 			checkBatch(t, l, cfg, 0, 0, 2, held[2])
+			assertRingIntact(t, l, 3)
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -271,6 +289,7 @@ func TestCUDADriverFailureAtEveryCopierCall(t *testing.T) {
 						if _, err := l.Next(); err != io.EOF {
 							t.Fatalf("Next after the last step = %v, want io.EOF", err)
 						}
+						assertRingIntact(t, l, 0)
 						err = l.Close()
 						if closeErr {
 							if !errors.As(err, &ce) || ce.Op != c.op {
@@ -360,6 +379,7 @@ func TestCUDARandomSeekNextRelease(t *testing.T) {
 				for _, h := range held {
 					checkBatch(t, l, cfg, 0, 0, h.Step, h)
 				}
+				assertRingIntact(t, l, len(held))
 				if err := l.Close(); err != nil {
 					t.Fatal(err)
 				}
@@ -477,6 +497,7 @@ func TestCUDAChecksumErrorsDoNotLeakHostSlots(t *testing.T) {
 				// Left open: Close must not race the stuck Next.
 				t.Fatal("Next never returned: the pipeline lost its host slots")
 			}
+			assertRingIntact(t, l, l.Ring())
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -124,27 +124,37 @@ func plainRead(path string, buf []byte) (int64, error) {
 	}
 }
 
-// deliver reads every batch of the shard through a Loader and returns the
-// block bytes delivered.
+// deliver reads every batch of the shard through a Loader, touching what it
+// gets, and returns the block bytes delivered.
 func deliver(dir string, opts Options) (int64, error) {
-	l, err := Open(dir, 0, 0, opts)
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	var n int64
-	for {
-		bt, err := l.Next()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
+	n, block, err := readAll(dir, opts, func(bt *Batch) {
 		for i := range bt.Tensors {
 			touch(bt.Tensors[i].Bytes)
 		}
-		n += int64(l.Geometry().BlockSize)
+	})
+	return n * block, err
+}
+
+// readAll reads every batch of epoch 0, rank 0 of the set in dir through a
+// Loader, calling each on a batch before releasing it, and returns how many
+// batches it got and the block size in bytes.
+func readAll(dir string, opts Options, each func(*Batch)) (n, block int64, err error) {
+	l, err := Open(dir, 0, 0, opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer l.Close()
+	block = int64(l.Geometry().BlockSize)
+	for {
+		bt, err := l.Next()
+		if err == io.EOF {
+			return n, block, nil
+		}
+		if err != nil {
+			return n, block, err
+		}
+		each(bt)
+		n++
 		bt.Release()
 	}
 }

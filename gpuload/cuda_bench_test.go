@@ -1,7 +1,6 @@
 package gpuload
 
 import (
-	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -41,7 +40,7 @@ func BenchmarkCUDAControlPath(b *testing.B) {
 			var r0, r1 syscall.Rusage
 			syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
 			for b.Loop() {
-				n, err := countBatches(dir, c.opts)
+				n, _, err := readAll(dir, c.opts, func(*Batch) {})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -80,26 +79,4 @@ func controlSet(b *testing.B) string {
 		b.Fatal(controlErr)
 	}
 	return controlDir
-}
-
-// countBatches reads every batch of the set through a Loader and returns
-// how many it got.
-func countBatches(dir string, opts Options) (int64, error) {
-	l, err := Open(dir, 0, 0, opts)
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	var n int64
-	for {
-		bt, err := l.Next()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-		n++
-		bt.Release()
-	}
 }

@@ -339,24 +339,7 @@ func TestCUDARegisteredShardTruncatedWhileCopying(t *testing.T) {
 		checkBatch(t, l, c, 0, 0, 0, b)
 		// Copies of the next steps are queued now; cut the shard short under
 		// them.
-		if err := os.Truncate(filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 0))), 4096); err != nil {
-			t.Fatal(err)
-		}
-		read := 1
-		for ; read < c.Steps; read++ {
-			b, err := l.Next()
-			if err != nil {
-				var le *Error
-				if !errors.As(err, &le) || le.Step != read || !(errors.Is(err, shardfmt.ErrSize) || errors.Is(err, ErrCorrupt)) {
-					t.Errorf("%+v: step %d: %v, want a located ErrSize or ErrCorrupt", opts, read, err)
-				}
-				break
-			}
-			b.Release()
-		}
-		if read == c.Steps {
-			t.Errorf("%+v: every step read after truncation", opts)
-		}
+		truncateAndReadOn(t, l, dir, c.Steps, opts)
 		b.Release()
 		if err := l.Close(); err != nil {
 			t.Fatal(err)

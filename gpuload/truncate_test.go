@@ -25,24 +25,33 @@ func TestShardTruncatedWhileReading(t *testing.T) {
 		l := openLoader(t, dir, 0, 0, opts)
 		b := mustNext(t, l)
 		b.Release()
-		if err := os.Truncate(filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 0))), 4096); err != nil {
-			t.Fatal(err)
-		}
-		read := 1
-		for ; read < c.Steps; read++ {
-			b, err := l.Next()
-			if err != nil {
-				var le *Error
-				if !errors.As(err, &le) || le.Step != read || !(errors.Is(err, shardfmt.ErrSize) || errors.Is(err, ErrCorrupt)) {
-					t.Errorf("%+v: step %d: %v, want a located ErrSize or ErrCorrupt", opts, read, err)
-				}
-				break
-			}
-			b.Release()
-		}
-		if read == c.Steps {
-			t.Errorf("%+v: every step read after truncation", opts)
-		}
+		truncateAndReadOn(t, l, dir, c.Steps, opts)
 		l.Close()
+	}
+}
+
+// truncateAndReadOn cuts the only shard of the set in dir to 4 KiB under l,
+// which has delivered step 0 of steps, and reads on: the first step l can no
+// longer read must fail with a located ErrSize or ErrCorrupt, before the
+// last step.
+func truncateAndReadOn(t *testing.T, l *Loader, dir string, steps int, opts Options) {
+	t.Helper()
+	if err := os.Truncate(filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 0))), 4096); err != nil {
+		t.Fatal(err)
+	}
+	read := 1
+	for ; read < steps; read++ {
+		b, err := l.Next()
+		if err != nil {
+			var le *Error
+			if !errors.As(err, &le) || le.Step != read || !(errors.Is(err, shardfmt.ErrSize) || errors.Is(err, ErrCorrupt)) {
+				t.Errorf("%+v: step %d: %v, want a located ErrSize or ErrCorrupt", opts, read, err)
+			}
+			break
+		}
+		b.Release()
+	}
+	if read == steps {
+		t.Errorf("%+v: every step read after truncation", opts)
 	}
 }

@@ -438,15 +438,7 @@ func TestCUDAReleaseFromAnotherGoroutineDuringSeekAndClose(t *testing.T) {
 			for len(tokens) > 0 {
 				runtime.Gosched()
 			}
-			if err := l.Seek(0); err != nil {
-				t.Fatal(err)
-			}
-			var held []*Batch
-			for k := range l.Ring() {
-				b := mustNext(t, l)
-				checkBatch(t, l, cfg, 0, 0, k, b)
-				held = append(held, b)
-			}
+			held := holdWholeRing(t, l, cfg)
 			// Close while the other goroutine releases them.
 			for _, b := range held {
 				tokens <- struct{}{}

@@ -215,19 +215,27 @@ func TestReleaseFromAnotherGoroutine(t *testing.T) {
 				return
 			}
 			// Every slot came back: the whole ring can be held again.
-			if err := l.Seek(0); err != nil {
-				t.Fatal(err)
-			}
-			var held []*Batch
-			for k := range l.Ring() {
-				b := mustNext(t, l)
-				checkBatch(t, l, c, 0, 0, k, b)
-				held = append(held, b)
-			}
-			for _, b := range held {
+			for _, b := range holdWholeRing(t, l, c) {
 				b.Release()
 			}
 			l.Close()
 		}
 	}
+}
+
+// holdWholeRing seeks l (epoch 0, rank 0 of the set cfg) back to step 0 and
+// takes Ring() batches without releasing any, checking each: every ring
+// slot must have come back.
+func holdWholeRing(t *testing.T, l *Loader, cfg testshards.Config) []*Batch {
+	t.Helper()
+	if err := l.Seek(0); err != nil {
+		t.Fatal(err)
+	}
+	var held []*Batch
+	for k := range l.Ring() {
+		b := mustNext(t, l)
+		checkBatch(t, l, cfg, 0, 0, k, b)
+		held = append(held, b)
+	}
+	return held
 }

@@ -253,7 +253,10 @@ func (r *chunkReader) read(buf []byte) error {
 }
 
 func (r *chunkReader) checkCount(n int32) error {
-	if n < 0 || int64(n) > r.f.lim.MaxPageBytes {
+	if n < 0 {
+		return corruptf("page declares a negative value count (%d)", n)
+	}
+	if int64(n) > r.f.lim.MaxPageBytes {
 		return limitf("page declares %d values, above the limit of %d", n, r.f.lim.MaxPageBytes)
 	}
 	return nil
@@ -271,7 +274,7 @@ func (r *chunkReader) dictionaryPage(h *format.PageHeader, body []byte, us int) 
 		return err
 	}
 	if dh.Encoding != format.Plain && dh.Encoding != format.PlainDictionary {
-		return unsupportedf("unsupported dictionary page encoding %s", dh.Encoding)
+		return unsupportedf("unsupported dictionary page encoding %s", encodingName(dh.Encoding))
 	}
 	raw, err := decompress(r.codec, &r.out, body, us)
 	if err != nil {
@@ -309,7 +312,7 @@ func levelsV1(dst *[]uint8, src []byte, enc format.Encoding, max, n int, what st
 		}
 		return used, checkLevels(out, max, what)
 	}
-	return 0, unsupportedf("unsupported %s level encoding %s", what, enc)
+	return 0, unsupportedf("unsupported %s level encoding %s", what, encodingName(enc))
 }
 
 // levelsHybrid decodes n RLE/bit-packed hybrid levels with maximum max from
@@ -563,7 +566,7 @@ func (r *chunkReader) decodeValues(enc format.Encoding, src []byte, count int) e
 		v.unindex() // a fallback page: back to values copied out
 	}
 	bad := func() error {
-		return unsupportedf("unsupported encoding %s for %s", enc, physicalName(typ))
+		return unsupportedf("unsupported encoding %s for %s", encodingName(enc), physicalName(typ))
 	}
 	switch enc {
 	case format.Plain:
@@ -951,4 +954,14 @@ func allLevels(v []uint8, x uint8) bool {
 		}
 	}
 	return true
+}
+
+// encodingName names a page or level encoding for an error message: its
+// Parquet name, or its number when the file holds a value the format does
+// not define (parquet-go's String gives "Encoding(?)" for those).
+func encodingName(e format.Encoding) string {
+	if s := e.String(); s != "Encoding(?)" {
+		return s
+	}
+	return fmt.Sprintf("Encoding(%d)", int32(e))
 }

@@ -464,3 +464,52 @@ func buildNoDictPage(t *testing.T, spec fileSpec) string {
 	}
 	return path
 }
+
+// TestUndefinedEncodingAndNegativeCountAreNamed pins two unhelpful messages
+// about hostile pages: an encoding number the format does not define was
+// shown as "Encoding(?)", and a negative value count was reported as "above
+// the limit".
+func TestUndefinedEncodingAndNegativeCountAreNamed(t *testing.T) {
+	e := entry{def: 0, val: 7}
+	t.Run("undefined encoding", func(t *testing.T) {
+		spec := fileSpec{rows: 1, pages: []pageSpec{{kind: pageKind{enc: format.Encoding(99)}, entries: []entry{e}}}}
+		f := mustOpen(t, buildFile(t, spec))
+		ci, _ := f.Lookup("x")
+		_, err := f.ReadColumn(0, ci)
+		wantErr(t, err, ErrUnsupported, "unsupported encoding Encoding(99) for INT64", `column "x"`, "row group 0")
+	})
+	t.Run("negative value count", func(t *testing.T) {
+		spec := fileSpec{rows: 1, pages: []pageSpec{{kind: pageKind{enc: format.Plain}, entries: []entry{e}}}}
+		path := buildFile(t, spec)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Re-encode the data page header (at byte 4) with NumValues -1; the
+		// footer's offsets stay valid when the header keeps its length.
+		var h format.PageHeader
+		r := thriftProto.NewReaderFromBytes(b[4:])
+		if err := thrift.NewDecoder(r).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		n := r.BytesRead()
+		dh, ok := h.DataPageHeader.Get()
+		if !ok {
+			t.Fatal("first page has no data page header")
+		}
+		dh.NumValues = -1
+		h.DataPageHeader.Set(dh)
+		nb := marshal(t, &h)
+		if len(nb) != n {
+			t.Fatalf("re-encoded header is %d bytes, was %d", len(nb), n)
+		}
+		copy(b[4:], nb)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f := mustOpen(t, path)
+		ci, _ := f.Lookup("x")
+		_, err = f.ReadColumn(0, ci)
+		wantErr(t, err, ErrCorrupt, "page declares a negative value count (-1)", `column "x"`, "row group 0")
+	})
+}

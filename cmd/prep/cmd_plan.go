@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -165,6 +166,13 @@ func runPlan(g *globalOptions, o *planOptions) error {
 	}
 	src, err := convert.DiscoverSource(o.sources)
 	if err != nil {
+		if errors.Is(err, filepath.ErrBadPattern) {
+			for _, s := range o.sources {
+				if _, gerr := filepath.Glob(s); gerr != nil {
+					return usagef("--source %s: %v", s, gerr)
+				}
+			}
+		}
 		return fmt.Errorf("reading source footers: %w", err)
 	}
 	g.log.Info("source read", "files", len(src.Files), "empty_files", len(src.EmptyFiles), "samples", src.NumSamples(), "root", src.Root)

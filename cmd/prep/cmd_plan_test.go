@@ -112,6 +112,8 @@ func TestPlanCommandRejects(t *testing.T) {
 		{[]string{"--global-batch", "4", "--shuffle", "random"}, 2, "unknown mode"},
 		{[]string{"--global-batch", "4", "--window", "3"}, 2, "--window"},
 		{[]string{"--global-batch", "4", "--source", filepath.Join("..", "..", "testdata", "cases", "B19-corrupt-files")}, 1, "zero_bytes.parquet"},
+		// A malformed glob is a mistake in the flag, not in the data.
+		{[]string{"--global-batch", "4", "--source", filepath.Join(src, "[x")}, 2, "--source " + filepath.Join(src, "[x") + ": syntax error in pattern"},
 	} {
 		args := append([]string{"plan", "--source", src, "-o", filepath.Join(dir, "p.json")}, c.args...)
 		code, _, errs := runPrep(args...)

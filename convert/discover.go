@@ -43,7 +43,9 @@ var (
 //     each match is taken as a file or walked as a directory.
 //
 // Symbolic links are followed when named directly or matched by a glob.
-// A file reached twice is kept once. Source.Root is the deepest directory
+// A path reached twice is kept once; two paths of one file (a hard link, or
+// a symbolic link met while walking a directory) are two source files,
+// which prep plan reports. Source.Root is the deepest directory
 // holding every file (absolute, symlinks not resolved); each SourceFile.Path
 // is relative to it with '/' separators, so the source fingerprint does not
 // depend on where the data set is mounted.

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -133,21 +135,25 @@ func (o *planOptions) config() (plan.Config, error) {
 
 // planSummary is the --json output of prep plan.
 type planSummary struct {
-	Plan            string   `json:"plan"`
-	Samples         uint64   `json:"samples"`
-	Files           int      `json:"files"`
-	EmptyFiles      []string `json:"empty_files"`
-	RowGroups       int      `json:"row_groups"`
-	Epochs          int      `json:"epochs"`
-	GlobalBatch     int      `json:"global_batch"`
-	BatchSize       int      `json:"batch_size"`
-	WorldSize       int      `json:"world_size"`
-	Workers         int      `json:"workers"`
-	Shuffle         string   `json:"shuffle"`
-	Remainder       string   `json:"remainder"`
-	StepsPerEpoch   int      `json:"steps_per_epoch"`
-	DroppedPerEpoch uint64   `json:"dropped_per_epoch"`
-	PaddedPerEpoch  uint64   `json:"padded_per_epoch"`
+	Plan       string   `json:"plan"`
+	Samples    uint64   `json:"samples"`
+	Files      int      `json:"files"`
+	EmptyFiles []string `json:"empty_files"`
+	// SameFiles lists groups of source paths that are one file (hard or
+	// symbolic links): its rows are planned once per path. Reported, not
+	// an error.
+	SameFiles       [][]string `json:"same_files"`
+	RowGroups       int        `json:"row_groups"`
+	Epochs          int        `json:"epochs"`
+	GlobalBatch     int        `json:"global_batch"`
+	BatchSize       int        `json:"batch_size"`
+	WorldSize       int        `json:"world_size"`
+	Workers         int        `json:"workers"`
+	Shuffle         string     `json:"shuffle"`
+	Remainder       string     `json:"remainder"`
+	StepsPerEpoch   int        `json:"steps_per_epoch"`
+	DroppedPerEpoch uint64     `json:"dropped_per_epoch"`
+	PaddedPerEpoch  uint64     `json:"padded_per_epoch"`
 	// IdlePairs lists the (rank, worker) pairs that produce no sample in
 	// an epoch (more ranks x workers than batches): reported, not an error.
 	IdlePairs         []rankWorker `json:"idle_pairs"`
@@ -214,6 +220,10 @@ func runPlan(g *globalOptions, o *planOptions) error {
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)
 	}
+	s.SameFiles = sameFiles(p.Source)
+	for _, group := range s.SameFiles {
+		g.log.Warn("source paths name the same file (hard or symbolic links): its rows are planned once per path", "paths", strings.Join(group, ", "))
+	}
 	if s.IdlePairs, err = idlePairs(p); err != nil {
 		return err
 	}
@@ -227,6 +237,9 @@ func runPlan(g *globalOptions, o *planOptions) error {
 		fmt.Fprintf(w, " (+%d empty files: %s)", len(s.EmptyFiles), strings.Join(s.EmptyFiles, ", "))
 	}
 	fmt.Fprintln(w)
+	for _, group := range s.SameFiles {
+		fmt.Fprintf(w, "  same file        %s (planned %d times)\n", strings.Join(group, ", "), len(group))
+	}
 	fmt.Fprintf(w, "  layout           %d epochs, global batch %d = %d ranks x %d, %d workers per rank\n", s.Epochs, s.GlobalBatch, s.WorldSize, s.BatchSize, s.Workers)
 	mode := s.Shuffle
 	if cfg.Shuffle == plan.ShuffleBlocks {
@@ -252,6 +265,46 @@ func runPlan(g *globalOptions, o *planOptions) error {
 	}
 	fmt.Fprintf(w, "  fingerprint      %s\n", s.Fingerprint)
 	return nil
+}
+
+// sameFiles groups the source's non-empty files that are one file on disk
+// (os.SameFile: same device and inode), in path order; files that cannot be
+// stat'ed now are left out (the plan was just made from them).
+func sameFiles(src plan.Source) [][]string {
+	type entry struct {
+		path string
+		fi   os.FileInfo
+	}
+	bySize := map[int64][]entry{}
+	for _, f := range src.Files {
+		fi, err := os.Stat(filepath.Join(src.Root, filepath.FromSlash(f.Path)))
+		if err != nil {
+			continue
+		}
+		bySize[fi.Size()] = append(bySize[fi.Size()], entry{f.Path, fi})
+	}
+	groups := [][]string{}
+	for _, es := range bySize {
+		used := make([]bool, len(es))
+		for i := range es {
+			if used[i] {
+				continue
+			}
+			group := []string{es[i].path}
+			for j := i + 1; j < len(es); j++ {
+				if !used[j] && os.SameFile(es[i].fi, es[j].fi) {
+					used[j] = true
+					group = append(group, es[j].path)
+				}
+			}
+			if len(group) > 1 {
+				sort.Strings(group)
+				groups = append(groups, group)
+			}
+		}
+	}
+	sort.Slice(groups, func(a, b int) bool { return groups[a][0] < groups[b][0] })
+	return groups
 }
 
 // rankWorker names one data-loader worker of one rank.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -199,5 +200,58 @@ func TestPlanNoStepsPartitionedRankWithoutRowGroup(t *testing.T) {
 	}
 	if _, err := os.Stat(pf); err == nil {
 		t.Error("plan written despite the error")
+	}
+}
+
+// TestPlanReportsPathsOfTheSameFile pins silent duplication: a source folder
+// holding a hard link or a symbolic link to one of its files planned that
+// file's rows once per path, with nothing said. prep plan still plans them
+// (a user may mean it) but warns and lists each group; a copy is another
+// file and is not listed.
+func TestPlanReportsPathsOfTheSameFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "ml", "venomx", "embeddings.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a.parquet", "d.parquet"} {
+		if err := os.WriteFile(filepath.Join(src, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(src, "a.parquet"), filepath.Join(src, "b.parquet")); err != nil {
+		t.Skipf("hard link: %v", err)
+	}
+	if err := os.Symlink("a.parquet", filepath.Join(src, "c.parquet")); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	code, out, errs := runPrep("plan", "--source", src, "--global-batch", "4", "-o", filepath.Join(dir, "p.json"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s planSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := [][]string{{"a.parquet", "b.parquet", "c.parquet"}}; !reflect.DeepEqual(s.SameFiles, want) || s.Files != 4 {
+		t.Errorf("same_files %v over %d files, want %v over 4", s.SameFiles, s.Files, want)
+	}
+	if !strings.Contains(errs, `paths="a.parquet, b.parquet, c.parquet"`) || !strings.Contains(errs, "planned once per path") {
+		t.Errorf("stderr lacks the warning naming the three paths: %s", errs)
+	}
+	// Without links nothing is listed, as an empty list.
+	if err := os.Remove(filepath.Join(src, "b.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(src, "c.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runPrep("plan", "--source", src, "--global-batch", "4", "-o", filepath.Join(dir, "p.json"), "--json")
+	if code != 0 || !strings.Contains(out, `"same_files":[]`) || strings.Contains(errs, "same file") {
+		t.Errorf("without links: exit %d, stdout %s, stderr %s; want same_files [] and no warning", code, out, errs)
 	}
 }

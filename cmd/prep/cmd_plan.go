@@ -268,33 +268,39 @@ func runPlan(g *globalOptions, o *planOptions) error {
 }
 
 // sameFiles groups the source's non-empty files that are one file on disk
-// (os.SameFile: same device and inode), in path order; files that cannot be
-// stat'ed now are left out (the plan was just made from them).
+// (os.SameFile: same device and inode), in path order. Only files sharing a
+// size and footer digest (which two paths of one file do) are stat'ed, so
+// a source without duplicates costs nothing; a file that cannot be stat'ed
+// now is left out (the plan was just made from it).
 func sameFiles(src plan.Source) [][]string {
-	type entry struct {
-		path string
-		fi   os.FileInfo
+	type key struct {
+		size   int64
+		footer string
 	}
-	bySize := map[int64][]entry{}
+	candidates := map[key][]string{}
 	for _, f := range src.Files {
-		fi, err := os.Stat(filepath.Join(src.Root, filepath.FromSlash(f.Path)))
-		if err != nil {
-			continue
-		}
-		bySize[fi.Size()] = append(bySize[fi.Size()], entry{f.Path, fi})
+		k := key{f.Size, f.FooterSHA256}
+		candidates[k] = append(candidates[k], f.Path)
 	}
 	groups := [][]string{}
-	for _, es := range bySize {
-		used := make([]bool, len(es))
-		for i := range es {
-			if used[i] {
+	for _, paths := range candidates {
+		if len(paths) < 2 {
+			continue
+		}
+		infos := make([]os.FileInfo, len(paths))
+		for i, p := range paths {
+			infos[i], _ = os.Stat(filepath.Join(src.Root, filepath.FromSlash(p)))
+		}
+		used := make([]bool, len(paths))
+		for i := range paths {
+			if used[i] || infos[i] == nil {
 				continue
 			}
-			group := []string{es[i].path}
-			for j := i + 1; j < len(es); j++ {
-				if !used[j] && os.SameFile(es[i].fi, es[j].fi) {
+			group := []string{paths[i]}
+			for j := i + 1; j < len(paths); j++ {
+				if !used[j] && infos[j] != nil && os.SameFile(infos[i], infos[j]) {
 					used[j] = true
-					group = append(group, es[j].path)
+					group = append(group, paths[j])
 				}
 			}
 			if len(group) > 1 {

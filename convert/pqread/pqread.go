@@ -343,3 +343,54 @@ func (f *File) handle() (*os.File, []byte, error) {
 	}
 	return fd, f.data, nil
 }
+
+// Slice returns a copy of rows [lo, hi) of c as a Column of hi-lo rows:
+// RowValid, and each slot of those rows (values, ElemValid, list Offsets
+// rebased to 0, BYTE_ARRAY Data and ByteOffsets rebased to 0). A column in
+// dictionary form keeps its dictionary (DictData and DictOffsets are
+// shared, not copied) and copies its DictIndex slots. Nothing of the result
+// aliases c except the dictionary, so c can be dropped while the slice is
+// kept. It panics unless 0 <= lo <= hi <= c.Rows.
+func (c *Column) Slice(lo, hi int) *Column {
+	if lo < 0 || hi < lo || hi > c.Rows {
+		panic(fmt.Sprintf("pqread: Slice(%d, %d) of a column of %d rows", lo, hi, c.Rows))
+	}
+	s := &Column{Info: c.Info, Kind: c.Kind, Rows: hi - lo, Width: c.Width,
+		DictData: c.DictData, DictOffsets: c.DictOffsets}
+	s.RowValid = clone(c.RowValid, lo, hi)
+	first, end := lo, hi // slot range
+	if c.Offsets != nil {
+		first, end = int(c.Offsets[lo]), int(c.Offsets[hi])
+		s.Offsets = make([]int64, hi-lo+1)
+		for i := range s.Offsets {
+			s.Offsets[i] = c.Offsets[lo+i] - c.Offsets[lo]
+		}
+		s.ElemValid = clone(c.ElemValid, first, end)
+	}
+	s.Bool = clone(c.Bool, first, end)
+	s.Int32 = clone(c.Int32, first, end)
+	s.Int64 = clone(c.Int64, first, end)
+	s.Float32 = clone(c.Float32, first, end)
+	s.Float64 = clone(c.Float64, first, end)
+	s.DictIndex = clone(c.DictIndex, first, end)
+	if c.FixedData != nil {
+		s.FixedData = clone(c.FixedData, first*c.Width, end*c.Width)
+	}
+	if c.ByteOffsets != nil {
+		b0 := c.ByteOffsets[first]
+		s.ByteOffsets = make([]int64, end-first+1)
+		for i := range s.ByteOffsets {
+			s.ByteOffsets[i] = c.ByteOffsets[first+i] - b0
+		}
+		s.Data = clone(c.Data, int(b0), int(c.ByteOffsets[end]))
+	}
+	return s
+}
+
+// clone copies v[lo:hi], nil when v is nil.
+func clone[T any](v []T, lo, hi int) []T {
+	if v == nil {
+		return nil
+	}
+	return append(make([]T, 0, hi-lo), v[lo:hi]...)
+}

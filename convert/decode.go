@@ -22,7 +22,10 @@ type decodeTask struct {
 
 // rowGroupJob is one row group holding needed ids: its column chunks are
 // decoded by decodeTasks (in parallel), and the worker that finishes the
-// last one assembles the group's staging records (assemble).
+// last one assembles the group's staging records (assemble). A row group
+// whose column chunks would not fit the memory limit together is instead
+// handed whole to one worker, which assembles it in row slices
+// (assembleSliced).
 type rowGroupJob struct {
 	fi, rg  int
 	start   uint64 // sample id of the row group's first row
@@ -30,7 +33,8 @@ type rowGroupJob struct {
 	runs    []run  // needed rows and their staging slots
 	first   int    // seq of the group's first task
 	tasks   []decodeTask
-	cost    int64 // estimated bytes in flight from admission to assembly
+	cost    int64      // estimated bytes in flight from admission to assembly
+	slices  []rowSlice // non-nil: assembled slice by slice (assembleSliced)
 	cols    []*pqread.Column
 	errs    []error
 	pending atomic.Int32 // column chunks not decoded yet
@@ -82,6 +86,11 @@ const blockBytes = 256 << 10
 // estimateCost is a rough upper bound of the memory one decoded column chunk
 // of rows rows takes (the decoded column plus its page buffers).
 func estimateCost(tp *tensorPlan, rows int64) int64 {
+	return rows*rowCost(tp) + 64<<10
+}
+
+// rowCost is the estimated bytes per row of one decoded column chunk of tp.
+func rowCost(tp *tensorPlan) int64 {
 	per := int64(tp.es)
 	switch tp.mode {
 	case modeList:
@@ -91,7 +100,61 @@ func estimateCost(tp *tensorPlan, rows int64) int64 {
 	case modeBytesHash:
 		per = 32
 	}
-	return rows*(2*per+2) + 64<<10
+	return 2*per + 2
+}
+
+// rowSlice is a stretch of rows [lo, hi) of a row group assembled on its
+// own, with the needed runs inside it (rows relative to lo, slots as in the
+// row group's runs).
+type rowSlice struct {
+	lo, hi int
+	runs   []run
+}
+
+// sliceRuns cuts runs into slices spanning at most n rows each (n >= 1),
+// each starting at a needed row and ending after its last needed row, so
+// that rows needed by no slice are not copied.
+func sliceRuns(runs []run, n int) []rowSlice {
+	var out []rowSlice
+	i, off := 0, 0 // next run, and rows of it already in a slice
+	for i < len(runs) {
+		lo := runs[i].lo + off
+		s := rowSlice{lo: lo, hi: lo}
+		for i < len(runs) && runs[i].lo+off < lo+n {
+			r := runs[i]
+			a, b := r.lo+off, min(r.hi, lo+n)
+			s.runs = append(s.runs, run{lo: a - lo, hi: b - lo, dst: r.dst + int64(off)})
+			s.hi = b
+			if b < r.hi {
+				off = b - r.lo
+			} else {
+				i, off = i+1, 0
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// planSlices makes g, whose estimated cost exceeds the memory limit, a
+// sliced row group when that holds less: its needed rows are cut into
+// slices whose decoded columns together take about half the limit (at least
+// one row each), and its cost becomes its largest column chunk plus one
+// slice, since assembleSliced holds no more than that. A row group of one
+// column chunk, or one whose largest column chunk is most of it, stays
+// whole: slicing would hold as much and decode it again for every slice.
+func (d *decoder) planSlices(g *rowGroupJob) {
+	var perRow, largest int64
+	for _, task := range g.tasks {
+		tp := d.plans[task.t]
+		perRow += rowCost(tp)
+		largest = max(largest, estimateCost(tp, g.rows))
+	}
+	n := max(1, min(g.rows, d.memoryLimit/2/perRow))
+	if cost := largest + n*perRow; cost < g.cost {
+		g.slices = sliceRuns(g.runs, int(n))
+		g.cost = cost
+	}
 }
 
 // plan lists the row groups to read and their column chunks, in (file, row
@@ -122,6 +185,9 @@ func (d *decoder) plan() (perFile []int) {
 					seq++
 					perFile[fi]++
 				}
+			}
+			if g.cost > d.memoryLimit {
+				d.planSlices(g)
 			}
 			g.cols = make([]*pqread.Column, len(g.tasks))
 			g.errs = make([]error, len(g.tasks))
@@ -190,30 +256,48 @@ func (d *decoder) run(ctx context.Context) error {
 					}
 				}()
 			}
-			for task := range ch {
-				g := d.groups[task.g]
+			// decode decodes the column chunk of task, or returns
+			// errSkipped when the run is failing before it or cancelled.
+			decode := func(task decodeTask) (*pqread.Column, error) {
 				if beforeDecode != nil {
 					beforeDecode(task.seq, ctx)
 				}
-				err := errSkipped
-				if parent.Err() == nil && int64(task.seq) < skipFrom.Load() {
-					g.cols[task.k], err = d.decodeOne(g, task)
+				if parent.Err() != nil || int64(task.seq) >= skipFrom.Load() {
+					return nil, errSkipped
 				}
-				g.errs[task.k] = err
+				return d.decodeOne(d.groups[task.g], task)
+			}
+			// decoded counts n column chunks of file fi as read, and
+			// releases the file's descriptor after its last one.
+			decoded := func(fi, n int) {
 				mu.Lock()
-				left[g.fi]--
-				done := left[g.fi] == 0
+				left[fi] -= n
+				done := left[fi] == 0
 				mu.Unlock()
 				if done {
-					d.files[g.fi].pq.Close() // releases the descriptor ReadColumn opened
+					d.files[fi].pq.Close() // releases the descriptor ReadColumn opened
 				}
-				if g.pending.Add(-1) != 0 {
-					continue
+			}
+			for task := range ch {
+				g := d.groups[task.g]
+				var (
+					seq int
+					err error
+				)
+				if g.slices != nil {
+					// The whole row group, decoded and assembled here.
+					seq, err, scratch = d.assembleSliced(parent, g, scratch, rb, decode)
+					decoded(g.fi, len(g.tasks))
+				} else {
+					g.cols[task.k], g.errs[task.k] = decode(task)
+					decoded(g.fi, 1)
+					if g.pending.Add(-1) != 0 {
+						continue
+					}
+					// Last column of the row group: assemble its records.
+					seq, err, scratch = d.assemble(parent, g, scratch, rb)
+					clear(g.cols) // the decoded columns are garbage now
 				}
-				// Last column of the row group: assemble its records.
-				var seq int
-				seq, err, scratch = d.assemble(parent, g, scratch, rb)
-				clear(g.cols) // the decoded columns are garbage now
 				release(g.cost)
 				if err != nil {
 					fail(seq, err)
@@ -244,6 +328,10 @@ func (d *decoder) run(ctx context.Context) error {
 		mu.Unlock()
 		if stop {
 			break
+		}
+		if g.slices != nil {
+			ch <- g.tasks[0] // one worker takes the whole row group
+			continue
 		}
 		for _, task := range g.tasks {
 			ch <- task
@@ -307,6 +395,25 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, 
 			return d.firstError(g, k, scratch)
 		}
 	}
+	seq, err, scratch := d.assembleBlocks(ctx, g, g.runs, g.cols, 0, scratch, rb)
+	if err == errTransform {
+		return d.firstError(g, len(g.tasks), scratch)
+	}
+	return seq, err, scratch
+}
+
+// errTransform is returned by assembleBlocks when a transform failed; the
+// caller finds the error to report.
+var errTransform = errors.New("transform failed")
+
+// assembleBlocks writes runs of g into the staging records block by block,
+// applying the transform of every task to a block before moving on (with a
+// spiller, each block is then routed to its spill windows through rb).
+// cols[k] is task k's column, whose row 0 is row rowBase of the row group;
+// the rows of runs are relative to rowBase too. It returns errTransform when
+// a transform fails, and otherwise the task sequence number to report with
+// an error.
+func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run, cols []*pqread.Column, rowBase int, scratch []byte, rb *routeBuffers) (int, error, []byte) {
 	rec := d.bufs.rec
 	if rec == 0 {
 		return 0, nil, scratch
@@ -316,7 +423,7 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, 
 	if private && len(scratch) < bn*rec {
 		scratch = make([]byte, bn*rec)
 	}
-	it := blockIter{runs: g.runs, n: bn}
+	it := blockIter{runs: runs, n: bn}
 	for {
 		blk, base, slots, ok := it.next()
 		if !ok {
@@ -336,24 +443,58 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, 
 			}
 		}
 		for _, task := range g.tasks {
-			if err := d.applyOne(g, task, blk, target); err != nil {
-				return d.firstError(g, len(g.tasks), scratch)
+			if err := d.applyOne(g, task, cols[task.k], rowBase, blk, target); err != nil {
+				return 0, errTransform, scratch
 			}
 		}
 		if d.spill != nil {
-			if err := d.spill.route(rb, g.start, blk, target.data); err != nil {
+			if err := d.spill.route(rb, g.start+uint64(rowBase), blk, target.data); err != nil {
 				return g.first, err, scratch
 			}
 		}
 	}
 }
 
-// applyOne applies the column of task (decoded in g) to runs: row ranges of
-// the row group with their slots in target.
-func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, runs []run, target *records) error {
+// assembleSliced decodes and assembles a sliced row group (g.slices) on its
+// own, so that at most one whole decoded column chunk and one slice of every
+// column are held at once: for each slice, every column chunk in task order
+// is decoded with decode, cut to the slice's rows (pqread.Column.Slice) and
+// dropped, then the slice's records are assembled as assemble does. Each
+// slice decodes every column chunk again. On failure it reports the error
+// the unsliced path would, found by firstErrorSliced.
+func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers, decode func(decodeTask) (*pqread.Column, error)) (int, error, []byte) {
+	cols := make([]*pqread.Column, len(g.tasks))
+	for _, sl := range g.slices {
+		for k, task := range g.tasks {
+			col, err := decode(task)
+			if err == errSkipped {
+				return notRun, context.Canceled, scratch
+			}
+			if err != nil {
+				clear(cols)
+				return d.firstErrorSliced(g, scratch, decode)
+			}
+			cols[k] = col.Slice(sl.lo, sl.hi)
+		}
+		seq, err, s := d.assembleBlocks(ctx, g, sl.runs, cols, sl.lo, scratch, rb)
+		scratch = s
+		clear(cols)
+		if err == errTransform {
+			return d.firstErrorSliced(g, scratch, decode)
+		}
+		if err != nil {
+			return seq, err, scratch
+		}
+	}
+	return 0, nil, scratch
+}
+
+// applyOne applies col, the column of task (its row 0 being row rowBase of
+// g), to runs: row ranges relative to rowBase with their slots in target.
+func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col *pqread.Column, rowBase int, runs []run, target *records) error {
 	tp := d.plans[task.t]
-	loc := chunkLoc{file: d.files[g.fi].rel, column: tp.cols[g.fi][task.j].Name, tensor: tp.spec.Name, rowGroup: g.rg}
-	return tp.apply(g.cols[task.k], g.fi, task.j, runs, target, loc)
+	loc := chunkLoc{file: d.files[g.fi].rel, column: tp.cols[g.fi][task.j].Name, tensor: tp.spec.Name, rowGroup: g.rg, rowBase: int64(rowBase)}
+	return tp.apply(col, g.fi, task.j, runs, target, loc)
 }
 
 // firstError finds the error to report for g once a failure is known: the
@@ -362,11 +503,6 @@ func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, runs []run, target *
 // column by column into scratch, and their output discarded: the run fails
 // anyway.
 func (d *decoder) firstError(g *rowGroupJob, limit int, scratch []byte) (int, error, []byte) {
-	rec := d.bufs.rec
-	bn := blockRows(rec)
-	if len(scratch) < bn*rec {
-		scratch = make([]byte, bn*rec)
-	}
 	for k, task := range g.tasks {
 		if g.errs[k] == errSkipped {
 			return notRun, context.Canceled, scratch
@@ -377,19 +513,57 @@ func (d *decoder) firstError(g *rowGroupJob, limit int, scratch []byte) (int, er
 		if k >= limit {
 			break
 		}
-		it := blockIter{runs: g.runs, n: bn}
-		for {
-			blk, _, slots, ok := it.next()
-			if !ok {
-				break
-			}
-			target := &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
-			if err := d.applyOne(g, task, blk, target); err != nil {
-				return task.seq, err, scratch
-			}
+		var err error
+		if err, scratch = d.checkColumn(g, task, g.cols[k], scratch); err != nil {
+			return task.seq, err, scratch
 		}
 	}
 	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
+}
+
+// firstErrorSliced is firstError for a sliced row group: each column chunk
+// in task order is decoded whole again and its transform run over every
+// needed row, until one fails to decode or to convert. So the error is the
+// one the unsliced path reports (earliest column in task order, then
+// earliest row), and counts in its message ("nulls in this column chunk")
+// are over the whole column chunk, not a slice. One column chunk is held at
+// a time.
+func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode func(decodeTask) (*pqread.Column, error)) (int, error, []byte) {
+	for _, task := range g.tasks {
+		col, err := decode(task)
+		if err == errSkipped {
+			return notRun, context.Canceled, scratch
+		}
+		if err != nil {
+			return task.seq, err, scratch
+		}
+		if err, scratch = d.checkColumn(g, task, col, scratch); err != nil {
+			return task.seq, err, scratch
+		}
+	}
+	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
+}
+
+// checkColumn runs the transform of task over every needed row of g with
+// col, the task's whole decoded column chunk, into scratch (the output is
+// discarded), and returns its first error.
+func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Column, scratch []byte) (error, []byte) {
+	rec := d.bufs.rec
+	bn := blockRows(rec)
+	if len(scratch) < bn*rec {
+		scratch = make([]byte, bn*rec)
+	}
+	it := blockIter{runs: g.runs, n: bn}
+	for {
+		blk, _, slots, ok := it.next()
+		if !ok {
+			return nil, scratch
+		}
+		target := &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
+		if err := d.applyOne(g, task, col, 0, blk, target); err != nil {
+			return err, scratch
+		}
+	}
 }
 
 // blockIter walks a row group's runs (whose staging slots are consecutive)

@@ -431,16 +431,20 @@ type run struct {
 	dst    int64
 }
 
-// chunkLoc locates a column chunk for errors.
+// chunkLoc locates a column chunk for errors. A transform given a slice of
+// the column chunk's rows (pqread.Column.Slice) numbers rows within the
+// slice; rowBase, the row of the row group that is the slice's row 0, is
+// added to them so errors name the row within the row group.
 type chunkLoc struct {
 	file     string
 	column   string
 	tensor   string
 	rowGroup int
+	rowBase  int64
 }
 
 func (l chunkLoc) err(row int64, elem int64, err error) error {
-	return &Error{File: l.file, Column: l.column, Tensor: l.tensor, RowGroup: l.rowGroup, Row: row, Element: elem, Err: err}
+	return &Error{File: l.file, Column: l.column, Tensor: l.tensor, RowGroup: l.rowGroup, Row: l.rowBase + row, Element: elem, Err: err}
 }
 
 var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

@@ -1,0 +1,168 @@
+package convert
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/plan"
+)
+
+// sliceRow is a source row for the row slice tests: a fixed-length list
+// (vec), a ragged one (emb), plain and dictionary-encoded strings and an
+// optional value.
+type sliceRow struct {
+	ID    int64     `parquet:"id"`
+	Vec   []float32 `parquet:"vec,list"`
+	Emb   []float32 `parquet:"emb,list"`
+	Name  string    `parquet:"name"`
+	Label string    `parquet:"label,dict"`
+	Opt   *int32    `parquet:"opt,optional"`
+}
+
+// makeSliceRow returns row id; ids in nulls have a null opt, ids in short
+// a vec of 2 values instead of 3.
+func makeSliceRow(id int64, nulls, short map[int64]bool) sliceRow {
+	r := sliceRow{ID: id, Vec: []float32{float32(id), float32(id) + 0.25, -float32(id)},
+		Name: fmt.Sprintf("n%d", id*id%100003), Label: fmt.Sprintf("L%d", id%11)}
+	if short[id] {
+		r.Vec = r.Vec[:2]
+	}
+	for k := int64(0); k < id%6; k++ {
+		r.Emb = append(r.Emb, float32(id*10+k))
+	}
+	if !nulls[id] {
+		v := int32(id * 3)
+		r.Opt = &v
+	}
+	return r
+}
+
+// writeSliceRows writes rows [first, first+n) of makeSliceRow to path in
+// row groups of rowsPerGroup.
+func writeSliceRows(t testing.TB, path string, first, n, rowsPerGroup int64, nulls, short map[int64]bool) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[sliceRow](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(rowsPerGroup))
+	var rows []sliceRow
+	for id := first; id < first+n; id++ {
+		rows = append(rows, makeSliceRow(id, nulls, short))
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countDecodes counts column chunk decodes per task sequence number for the
+// rest of the test. maxPerTask returns the most decodes of one task: above
+// 1 only when a row group was assembled in slices.
+func countDecodes(t *testing.T) (maxPerTask func() int, reset func()) {
+	var mu sync.Mutex
+	n := map[int]int{}
+	beforeDecode = func(seq int, _ context.Context) {
+		mu.Lock()
+		n[seq]++
+		mu.Unlock()
+	}
+	t.Cleanup(func() { beforeDecode = nil })
+	maxPerTask = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		m := 0
+		for _, c := range n {
+			m = max(m, c)
+		}
+		return m
+	}
+	reset = func() {
+		mu.Lock()
+		clear(n)
+		mu.Unlock()
+	}
+	return maxPerTask, reset
+}
+
+const sliceSpecYAML = `
+tensors:
+  - {name: id, columns: [id, id], dtype: I64}
+  - {name: vec, column: vec, dtype: F32, shape: [3]}
+  - name: emb
+    column: emb
+    dtype: F16
+    shape: [4]
+    list: {pad: -1, truncate: true, lengths: true, element_mask: true}
+  - name: name
+    column: name
+    dtype: U8
+    bytes: {mode: pad, max_len: 4, truncate: true, lengths: true}
+  - {name: label, column: label, dtype: I64, bytes: {mode: hash, buckets: 97}}
+  - {name: name_hash, column: name, dtype: I64, bytes: {mode: hash, buckets: 1000003}}
+  - {name: opt, column: opt, dtype: I32, nulls: {fill: -7, mask: true}}
+`
+
+// TestSlicedRowGroupsMatchWhole converts the same plan and spec with a
+// memory limit that makes every row group be assembled in row slices and
+// with one that keeps them whole, for all shards and for subsets of epochs
+// and ranks, with staging in memory (the limit is the staging size) and
+// spilled (limits far below it), and requires byte-identical shards.
+func TestSlicedRowGroupsMatchWhole(t *testing.T) {
+	src := t.TempDir()
+	nulls := map[int64]bool{}
+	for id := int64(0); id < 2600; id += 7 {
+		nulls[id] = true
+	}
+	writeSliceRows(t, filepath.Join(src, "part-0.parquet"), 0, 2000, 1000, nulls, nil)
+	writeSliceRows(t, filepath.Join(src, "part-1.parquet"), 2000, 600, 256, nulls, nil)
+	p := makePlan(t, src, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 96, WorldSize: 3, Workers: 2, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	spec, err := ParseSpec([]byte(sliceSpecYAML), "features.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodes, reset := countDecodes(t)
+	for _, sub := range []struct{ epochs, ranks []int }{{nil, nil}, {[]int{1}, []int{0, 2}}, {[]int{0}, []int{1}}} {
+		ref := filepath.Join(t.TempDir(), "whole")
+		reset()
+		whole, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2, Epochs: sub.epochs, Ranks: sub.ranks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := decodes(); n != 1 || whole.SpillBytes != 0 {
+			t.Fatalf("%v: reference run decoded a column chunk %d times and spilled %d bytes", sub, n, whole.SpillBytes)
+		}
+		want := snapshot(t, ref)
+		for _, limit := range []int64{whole.StagingBytes, 4 << 10, 1} {
+			for _, jobs := range []int{1, 2} {
+				name := fmt.Sprintf("epochs %v ranks %v, limit %d, jobs %d", sub.epochs, sub.ranks, limit, jobs)
+				out := filepath.Join(t.TempDir(), "sliced")
+				reset()
+				sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: jobs, MemoryLimit: limit, Epochs: sub.epochs, Ranks: sub.ranks})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if spilled := sum.SpillBytes != 0; spilled != (limit < whole.StagingBytes) {
+					t.Fatalf("%s: spilled %d bytes of %d bytes of staging", name, sum.SpillBytes, whole.StagingBytes)
+				}
+				if n := decodes(); n < 3 {
+					t.Fatalf("%s: a column chunk decoded at most %d times: row groups were not sliced", name, n)
+				}
+				if snapshot(t, out) != want {
+					t.Fatalf("%s: output differs from the whole row group output", name)
+				}
+			}
+		}
+	}
+}

@@ -166,3 +166,52 @@ func TestSlicedRowGroupsMatchWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestSlicedRowGroupErrorsMatchWhole: a value error in a row group
+// assembled in slices names the same file, column, row group and row (the
+// row within the row group, not within its slice) and gives the same counts
+// over the column chunk as when the row group is decoded whole; with errors
+// in two columns, the one reported is the earliest column in task order,
+// even when the other's bad row comes first.
+func TestSlicedRowGroupErrorsMatchWhole(t *testing.T) {
+	src := t.TempDir()
+	nulls := map[int64]bool{1700: true, 1950: true}
+	short := map[int64]bool{1300: true, 1900: true}
+	writeSliceRows(t, filepath.Join(src, "part-0.parquet"), 0, 2000, 1000, nulls, short)
+	writeSliceRows(t, filepath.Join(src, "part-1.parquet"), 2000, 100, 100, nil, nil)
+	p := makePlan(t, src, plan.Config{Seed: 5, Epochs: 1, GlobalBatch: 50, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	const (
+		id      = "{name: id, columns: [id, id], dtype: I64}"
+		opt     = "{name: opt, column: opt, dtype: I32}"
+		vec     = "{name: vec, column: vec, dtype: F32, shape: [3]}"
+		nullErr = `part-0.parquet: column "opt", row group 1, row 700: null value (2 nulls in this column chunk; set nulls.fill to replace them)`
+		lenErr  = `part-0.parquet: column "vec", row group 1, row 300: list has length 2, not 3 (2 rows of this column chunk have another length; set list.pad and list.truncate)`
+	)
+	decodes, reset := countDecodes(t)
+	for _, tc := range []struct{ tensors, want string }{
+		{id + ", " + opt, nullErr},
+		{id + ", " + vec, lenErr},
+		{id + ", " + opt + ", " + vec, nullErr},
+		{id + ", " + vec + ", " + opt, lenErr},
+	} {
+		spec, err := ParseSpec([]byte("tensors: ["+tc.tensors+"]"), "spec.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reset()
+		_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "whole"), Jobs: 2})
+		if err == nil || err.Error() != tc.want || decodes() != 1 {
+			t.Fatalf("%s: whole row groups: err = %v (a column chunk decoded up to %d times), want %s", tc.tensors, err, decodes(), tc.want)
+		}
+		for _, jobs := range []int{1, 2} {
+			reset()
+			_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "sliced"), Jobs: jobs, MemoryLimit: 4 << 10})
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("%s: sliced, jobs %d: err = %v, want %s", tc.tensors, jobs, err, tc.want)
+			}
+			if decodes() < 3 {
+				t.Errorf("%s: sliced, jobs %d: row groups were not sliced", tc.tensors, jobs)
+			}
+		}
+	}
+}

@@ -460,3 +460,30 @@ func TestBytesHashDictForm(t *testing.T) {
 		t.Errorf("null without fill: %v\nwant %s", err, want)
 	}
 }
+
+// TestSliceRowBase: a transform given a slice of a column chunk with the
+// slice's first row as chunkLoc.rowBase writes what it writes for the
+// whole column chunk and names the row within the row group in errors.
+func TestSliceRowBase(t *testing.T) {
+	ci := pqread.ColumnInfo{Name: "v", Physical: "INT64", Nullable: true}
+	c := &pqread.Column{Info: ci, Kind: pqread.KindInt64, Rows: 6, RowValid: []bool{true, true, true, true, false, true},
+		Int64: []int64{10, 11, 300, 13, 0, 15}}
+	plans, err := compileSpec(&Spec{Tensors: []TensorSpec{{Name: "v", Column: "v", DType: "U8", Nulls: &NullPolicy{Fill: &Number{isInt: true, i: 9}}}}}, []fileSchema{schemaOf("a.parquet", ci)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := outputs(plans)
+	buf := make([]byte, 3*sampleBytes(outs[0]))
+	loc := chunkLoc{file: "a.parquet", column: "v", rowGroup: 2, rowBase: 3}
+	if err := plans[0].apply(c.Slice(3, 6), 0, 0, []run{{0, 3, 0}}, newRecords(outs, buf), loc); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(buf) != "[13 9 15]" {
+		t.Errorf("rows 3-5 wrote %v, want [13 9 15]", buf)
+	}
+	loc.rowBase = 1
+	err = plans[0].apply(c.Slice(1, 4), 0, 0, []run{{0, 3, 0}}, newRecords(outs, buf), loc)
+	if err == nil || err.Error() != `a.parquet: column "v", row group 2, row 2: value 300 out of range for U8 [0, 255]` {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -43,8 +43,9 @@ type rowGroupJob struct {
 // decoder runs stage 1: every needed column chunk decoded once, and each row
 // group's needed rows written into the staging records.
 //
-// A row group's columns are decoded in parallel; its records are then
-// assembled block by block (blockRows slots at a time, a block small enough
+// A row group's columns are decoded in parallel (or, for a row group over
+// the memory limit, one at a time per row slice: assembleSliced); its
+// records are then assembled block by block (blockRows slots at a time, a block small enough
 // to stay in the core's cache) with every column's transform applied to the
 // block before it is stored, so each record is written while hot instead of
 // once per column. Blocks are assembled in place in bufs.data, or, with
@@ -67,7 +68,8 @@ type decoder struct {
 
 // beforeDecode, when set (tests only), is called by a decode worker with a
 // task's sequence number and the run's internal context (cancelled at the
-// first failure) before it decides whether to decode the task.
+// first failure) before it decides whether to decode the task: once per
+// task, or once per slice and again on a failure for a sliced row group.
 var beforeDecode func(seq int, ctx context.Context)
 
 // errSkipped marks a column chunk not decoded because the run was already
@@ -200,7 +202,9 @@ func (d *decoder) plan() (perFile []int) {
 
 // run decodes every row group with at most d.jobs column chunks decoding at
 // once and about d.memoryLimit estimated bytes in flight (a row group is
-// admitted whole, and its memory counts until its records are assembled).
+// admitted whole, and its memory counts until its records are assembled; a
+// sliced row group counts its largest column chunk and one slice, and goes
+// to one worker as a whole).
 // On failure it returns the error of the earliest failing column chunk in
 // task order: a failure skips only the column chunks after it in that
 // order, so every earlier one still runs and the error reported does not

@@ -2,14 +2,17 @@ package convert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/convert/pqread"
 	"github.com/prepml/prep/plan"
 )
 
@@ -212,6 +215,32 @@ func TestSlicedRowGroupErrorsMatchWhole(t *testing.T) {
 			if decodes() < 3 {
 				t.Errorf("%s: sliced, jobs %d: row groups were not sliced", tc.tensors, jobs)
 			}
+		}
+	}
+}
+
+// TestSlicedRowGroupDecodeErrorMatchesWhole: a damaged page header in column
+// x of row group 1 (case B19) fails a run whose row groups are sliced with
+// the error of a run that decodes them whole.
+func TestSlicedRowGroupDecodeErrorMatchesWhole(t *testing.T) {
+	p := caseSource(t, "B19-corrupt-files", "bad_page_header_rg1_x.parquet")
+	spec, err := ParseSpec([]byte("tensors: [{name: id, columns: [id, id], dtype: I64}, {name: x, column: x, dtype: F32}]"), "spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodes, reset := countDecodes(t)
+	_, want := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "whole"), Jobs: 2})
+	if want == nil || !strings.Contains(want.Error(), `column "x", row group 1`) || decodes() != 1 {
+		t.Fatalf("whole row groups: err = %v (a column chunk decoded up to %d times), want one naming column x of row group 1", want, decodes())
+	}
+	for _, jobs := range []int{1, 2} {
+		reset()
+		_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "sliced"), Jobs: jobs, MemoryLimit: 1})
+		if err == nil || err.Error() != want.Error() || !errors.Is(err, pqread.ErrCorrupt) {
+			t.Errorf("sliced, jobs %d: err = %v, want %v", jobs, err, want)
+		}
+		if decodes() < 3 {
+			t.Errorf("sliced, jobs %d: row groups were not sliced", jobs)
 		}
 	}
 }

@@ -40,17 +40,18 @@ type rowGroupJob struct {
 	pending atomic.Int32 // column chunks not decoded yet
 }
 
-// decoder runs stage 1: every needed column chunk decoded once, and each row
-// group's needed rows written into the staging records.
+// decoder runs stage 1: every needed column chunk decoded (once, or once
+// per row slice of a row group over the memory limit), and each row group's
+// needed rows written into the staging records.
 //
 // A row group's columns are decoded in parallel (or, for a row group over
 // the memory limit, one at a time per row slice: assembleSliced); its
-// records are then assembled block by block (blockRows slots at a time, a block small enough
-// to stay in the core's cache) with every column's transform applied to the
-// block before it is stored, so each record is written while hot instead of
-// once per column. Blocks are assembled in place in bufs.data, or, with
-// spill set, in a private buffer whose records are then routed to their
-// spill windows.
+// records are then assembled block by block (blockRows slots at a time, a
+// block small enough to stay in the core's cache) with every column's
+// transform applied to the block before it is stored, so each record is
+// written while hot instead of once per column. Blocks are assembled in
+// place in bufs.data, or, with spill set, in a private buffer whose records
+// are then routed to their spill windows.
 type decoder struct {
 	files       []*sourceFile
 	plans       []*tensorPlan
@@ -518,7 +519,7 @@ func (d *decoder) firstError(g *rowGroupJob, limit int, scratch []byte) (int, er
 			break
 		}
 		var err error
-		if err, scratch = d.checkColumn(g, task, g.cols[k], scratch); err != nil {
+		if scratch, err = d.checkColumn(g, task, g.cols[k], scratch); err != nil {
 			return task.seq, err, scratch
 		}
 	}
@@ -541,7 +542,7 @@ func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode func(d
 		if err != nil {
 			return task.seq, err, scratch
 		}
-		if err, scratch = d.checkColumn(g, task, col, scratch); err != nil {
+		if scratch, err = d.checkColumn(g, task, col, scratch); err != nil {
 			return task.seq, err, scratch
 		}
 	}
@@ -550,8 +551,8 @@ func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode func(d
 
 // checkColumn runs the transform of task over every needed row of g with
 // col, the task's whole decoded column chunk, into scratch (the output is
-// discarded), and returns its first error.
-func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Column, scratch []byte) (error, []byte) {
+// discarded), and returns the scratch buffer for reuse and its first error.
+func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Column, scratch []byte) ([]byte, error) {
 	rec := d.bufs.rec
 	bn := blockRows(rec)
 	if len(scratch) < bn*rec {
@@ -561,11 +562,11 @@ func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Colum
 	for {
 		blk, _, slots, ok := it.next()
 		if !ok {
-			return nil, scratch
+			return scratch, nil
 		}
 		target := &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
 		if err := d.applyOne(g, task, col, 0, blk, target); err != nil {
-			return err, scratch
+			return scratch, err
 		}
 	}
 }

@@ -34,6 +34,12 @@ func TestRowGroupOverLimitIsSliced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes 512 column chunks 44 times")
 	}
+	if raceEnabled {
+		// A bound on memory, not a concurrency check: TestSlicedRowGroupsMatchWhole
+		// runs the same sliced path under the race detector, which makes
+		// this one take half a minute.
+		t.Skip("measures memory; slow under the race detector")
+	}
 	p := caseSource(t, "B07-dict-fallback", "dict_then_plain.parquet")
 	spec := stackedSpec(t, 512)
 	whole := filepath.Join(t.TempDir(), "whole")

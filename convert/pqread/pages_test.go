@@ -426,18 +426,10 @@ func TestDictionaryPageFaults(t *testing.T) {
 func buildNoDictPage(t *testing.T, spec fileSpec) string {
 	t.Helper()
 	withDict := buildFile(t, spec)
-	b, err := os.ReadFile(withDict)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The dictionary page header and body start at byte 4; find their end by
 	// decoding the header.
-	var h format.PageHeader
-	r := thriftProto.NewReaderFromBytes(b[4:])
-	if err := thrift.NewDecoder(r).Decode(&h); err != nil {
-		t.Fatal(err)
-	}
-	end := 4 + r.BytesRead() + int(h.CompressedPageSize)
+	b, h, n := readFirstPageHeader(t, withDict)
+	end := 4 + n + int(h.CompressedPageSize)
 	f, err := Open(withDict, Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -481,18 +473,9 @@ func TestUndefinedEncodingAndNegativeCountAreNamed(t *testing.T) {
 	t.Run("negative value count", func(t *testing.T) {
 		spec := fileSpec{rows: 1, pages: []pageSpec{{kind: pageKind{enc: format.Plain}, entries: []entry{e}}}}
 		path := buildFile(t, spec)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// Re-encode the data page header (at byte 4) with NumValues -1; the
 		// footer's offsets stay valid when the header keeps its length.
-		var h format.PageHeader
-		r := thriftProto.NewReaderFromBytes(b[4:])
-		if err := thrift.NewDecoder(r).Decode(&h); err != nil {
-			t.Fatal(err)
-		}
-		n := r.BytesRead()
+		b, h, n := readFirstPageHeader(t, path)
 		dh, ok := h.DataPageHeader.Get()
 		if !ok {
 			t.Fatal("first page has no data page header")
@@ -509,7 +492,24 @@ func TestUndefinedEncodingAndNegativeCountAreNamed(t *testing.T) {
 		}
 		f := mustOpen(t, path)
 		ci, _ := f.Lookup("x")
-		_, err = f.ReadColumn(0, ci)
+		_, err := f.ReadColumn(0, ci)
 		wantErr(t, err, ErrCorrupt, "page declares a negative value count (-1)", `column "x"`, "row group 0")
 	})
+}
+
+// readFirstPageHeader returns the bytes of the file at path, the page header
+// that starts at byte 4 (the first page of the first column chunk) and the
+// header's length in bytes.
+func readFirstPageHeader(t *testing.T, path string) ([]byte, format.PageHeader, int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h format.PageHeader
+	r := thriftProto.NewReaderFromBytes(b[4:])
+	if err := thrift.NewDecoder(r).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return b, h, int(r.BytesRead())
 }

@@ -306,15 +306,10 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 // without its parent) said only `column "idd": schema mismatch: column not
 // found`, leaving the user to find the file's column names elsewhere.
 func TestConvertUnknownColumnListsTheFileColumns(t *testing.T) {
-	dir := t.TempDir()
-	pf := filepath.Join(dir, "p.json")
-	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-0.parquet")
-	if code, _, errs := runCLI("plan", "--source", src, "--global-batch", "4", "-o", pf, "-q"); code != 0 {
-		t.Fatalf("plan: exit %d: %s", code, errs)
-	}
-	out := filepath.Join(dir, "out")
+	pf := convertFixture(t)
+	out := filepath.Join(t.TempDir(), "out")
 	code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "id=idd:I64", "-o", out, "-q")
-	if code != 1 || !strings.Contains(errs, `column \"idd\"`) || !strings.Contains(errs, `the file's columns are \"id\", \"x\"`) {
+	if code != 1 || !strings.Contains(errs, `column \"idd\"`) || !strings.Contains(errs, `the file's columns are \"id\", \"a\", \"b\"`) {
 		t.Errorf("exit %d, stderr %q; want 1 listing the file's columns", code, errs)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -329,12 +324,8 @@ func TestConvertUnknownColumnListsTheFileColumns(t *testing.T) {
 // (A shape that does not fit the columns depends on the schema, whether a
 // column is a list, so it is found with the source and exits 1.)
 func TestConvertBadTensorFlagIsUsageError(t *testing.T) {
+	pf := convertFixture(t)
 	dir := t.TempDir()
-	pf := filepath.Join(dir, "p.json")
-	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-0.parquet")
-	if code, _, errs := runCLI("plan", "--source", src, "--global-batch", "4", "-o", pf, "-q"); code != 0 {
-		t.Fatalf("plan: exit %d: %s", code, errs)
-	}
 	specPath := filepath.Join(dir, "spec.yaml")
 	if err := os.WriteFile(specPath, []byte("tensors:\n  - {name: id, column: id, dtype: I64}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -347,7 +338,7 @@ func TestConvertBadTensorFlagIsUsageError(t *testing.T) {
 		{[]string{"--tensor", "x=id:i64"}, `unknown dtype \"i64\"`},
 		{[]string{"--tensor", "x=id:I64:0"}, "every dimension must be in [1, 2^31]"},
 		{[]string{"--tensor", "x=:I64"}, "set exactly one of column"},
-		{[]string{"--spec", specPath, "--tensor", "id=x:F32"}, `tensor name \"id\" used twice`},
+		{[]string{"--spec", specPath, "--tensor", "id=a:F32"}, `tensor name \"id\" used twice`},
 	} {
 		args := append([]string{"convert", "--plan", pf, "-o", out, "-q"}, c.args...)
 		code, _, errs := runCLI(args...)

@@ -180,12 +180,7 @@ func TestCUDASeekWhileTheCopierWaitsForADeviceBuffer(t *testing.T) {
 			o := m.opts
 			o.Prefetch = 2
 			l := openLoader(t, dir, 0, 0, o)
-			var held []*Batch
-			for k := range l.Ring() {
-				b := mustNext(t, l)
-				checkBatch(t, l, cfg, 0, 0, k, b)
-				held = append(held, b)
-			}
+			held := holdWholeRing(t, l, cfg)
 			for _, step := range []int{5, 0} {
 				if err := l.Seek(step); err != nil {
 					t.Fatal(err)
@@ -409,22 +404,13 @@ func TestCUDAReleaseFromAnotherGoroutineDuringSeekAndClose(t *testing.T) {
 			o := m.opts
 			o.Prefetch = 2
 			l := openLoader(t, dir, 0, 0, o)
-			tokens := make(chan struct{}, l.Ring()) // batches not yet released
-			handed := make(chan *Batch, l.Ring())
-			released := make(chan struct{})
-			go func() {
-				defer close(released)
-				for b := range handed {
-					b.Release()
-					<-tokens
-				}
-			}()
+			rel := startReleaser(l.Ring())
 			for _, from := range []int{0, 11, 20, 3} {
 				if err := l.Seek(from); err != nil {
 					t.Fatal(err)
 				}
 				for k := from; k < min(from+9, cfg.Steps); k++ {
-					tokens <- struct{}{}
+					rel.reserve()
 					b, err := l.Next()
 					if err != nil {
 						t.Fatalf("Next at step %d after Seek(%d): %v", k, from, err)
@@ -432,23 +418,22 @@ func TestCUDAReleaseFromAnotherGoroutineDuringSeekAndClose(t *testing.T) {
 					if b.Step != k || b.Count != cfg.Count(k) || b.Pads != cfg.Pad(k) {
 						t.Fatalf("step %d: got step %d count %d pads %d", k, b.Step, b.Count, b.Pads)
 					}
-					handed <- b
+					rel.hand(b)
 				}
 			}
-			for len(tokens) > 0 {
+			for rel.out() > 0 {
 				runtime.Gosched()
 			}
 			held := holdWholeRing(t, l, cfg)
 			// Close while the other goroutine releases them.
 			for _, b := range held {
-				tokens <- struct{}{}
-				handed <- b
+				rel.reserve()
+				rel.hand(b)
 			}
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			close(handed)
-			<-released
+			rel.stop()
 			assertCleanAfterClose(t, g0)
 		})
 	}

@@ -171,16 +171,7 @@ func TestReleaseFromAnotherGoroutine(t *testing.T) {
 		maxSpin = spin
 		for _, o := range []Options{{Prefetch: 1}, {Prefetch: 2}, {Prefetch: 6}, {Prefetch: 2, MapBlocks: true}} {
 			l := openLoader(t, dir, 0, 0, o)
-			tokens := make(chan struct{}, l.Ring()) // batches not yet released, at most the ring
-			handed := make(chan *Batch, l.Ring())
-			released := make(chan struct{})
-			go func() {
-				defer close(released)
-				for b := range handed {
-					b.Release()
-					<-tokens
-				}
-			}()
+			rel := startReleaser(l.Ring())
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -190,7 +181,7 @@ func TestReleaseFromAnotherGoroutine(t *testing.T) {
 						return
 					}
 					for k := from; k < c.Steps; k++ {
-						tokens <- struct{}{}
+						rel.reserve()
 						b, err := l.Next()
 						if err != nil {
 							t.Errorf("%+v spin %v: step %d: %v", o, spin, k, err)
@@ -199,7 +190,7 @@ func TestReleaseFromAnotherGoroutine(t *testing.T) {
 						if b.Step != k || b.Count != c.Count(k) || b.Pads != c.Pad(k) {
 							t.Errorf("%+v spin %v: step %d: got step %d count %d pads %d", o, spin, k, b.Step, b.Count, b.Pads)
 						}
-						handed <- b
+						rel.hand(b)
 					}
 				}
 			}()
@@ -208,8 +199,7 @@ func TestReleaseFromAnotherGoroutine(t *testing.T) {
 			case <-time.After(30 * time.Second): // a hang, not a speed check
 				t.Fatalf("%+v spin %v: Next never returned", o, spin)
 			}
-			close(handed)
-			<-released
+			rel.stop()
 			if t.Failed() {
 				l.Close()
 				return
@@ -238,4 +228,42 @@ func holdWholeRing(t *testing.T, l *Loader, cfg testshards.Config) []*Batch {
 		held = append(held, b)
 	}
 	return held
+}
+
+// releaser releases, on its own goroutine, every batch handed to it, in
+// order. A consumer calls reserve before Next, so at most the ring's worth
+// of batches is out (taken and not yet released) and Next never finds the
+// ring full, then hand with the batch.
+type releaser struct {
+	tokens   chan struct{} // one per batch out
+	handed   chan *Batch
+	released chan struct{} // closed when the goroutine has ended
+}
+
+// startReleaser starts a releaser for a ring of n slots.
+func startReleaser(n int) *releaser {
+	r := &releaser{tokens: make(chan struct{}, n), handed: make(chan *Batch, n), released: make(chan struct{})}
+	go func() {
+		defer close(r.released)
+		for b := range r.handed {
+			b.Release()
+			<-r.tokens
+		}
+	}()
+	return r
+}
+
+// reserve waits until a batch may be taken (fewer than n are out).
+func (r *releaser) reserve() { r.tokens <- struct{}{} }
+
+// hand gives b, taken after reserve, to the releasing goroutine.
+func (r *releaser) hand(b *Batch) { r.handed <- b }
+
+// out returns the number of batches taken and not yet released.
+func (r *releaser) out() int { return len(r.tokens) }
+
+// stop waits for every handed batch to be released and ends the goroutine.
+func (r *releaser) stop() {
+	close(r.handed)
+	<-r.released
 }

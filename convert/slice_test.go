@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,22 +49,11 @@ func makeSliceRow(id int64, nulls, short map[int64]bool) sliceRow {
 // row groups of rowsPerGroup.
 func writeSliceRows(t testing.TB, path string, first, n, rowsPerGroup int64, nulls, short map[int64]bool) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[sliceRow](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(rowsPerGroup))
 	var rows []sliceRow
 	for id := first; id < first+n; id++ {
 		rows = append(rows, makeSliceRow(id, nulls, short))
 	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := parquet.WriteFile(path, rows, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(rowsPerGroup)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,13 +1,13 @@
 package verify
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -136,10 +136,11 @@ func Inspect(path string) (*Inspection, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrUnknownKind, path, st.Mode().Type())
 	}
-	if isParquet(path) {
+	head := readHead(path, 64)
+	if bytes.HasPrefix(head, []byte("PAR1")) {
 		return nil, fmt.Errorf("%w: %s is a Parquet file (inspect reads shards, shard sets and plans; prep plan --source reads Parquet)", ErrUnknownKind, path)
 	}
-	if looksLikeJSON(path) {
+	if bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("{")) { // a plan file
 		p, err := plan.Load(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnknownKind, path, err)
@@ -153,29 +154,17 @@ func Inspect(path string) (*Inspection, error) {
 	return &Inspection{Kind: InspectShard, Shard: v}, nil
 }
 
-// isParquet reports whether the file starts with the Parquet magic "PAR1".
-func isParquet(path string) bool {
+// readHead returns up to the first n bytes of the file at path (none if it
+// cannot be read: the reader chosen after it reports the error).
+func readHead(path string, n int) []byte {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return nil
 	}
 	defer f.Close()
-	var b [4]byte
-	n, _ := io.ReadFull(f, b[:])
-	return n == 4 && string(b[:]) == "PAR1"
-}
-
-// looksLikeJSON reports whether the file's first non-space byte is '{'.
-func looksLikeJSON(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var b [64]byte
-	n, _ := f.Read(b[:])
-	s := strings.TrimLeft(string(b[:n]), " \t\r\n")
-	return strings.HasPrefix(s, "{")
+	b := make([]byte, n)
+	m, _ := io.ReadFull(f, b)
+	return b[:m]
 }
 
 func planView(path string, p *plan.Plan) *PlanView {

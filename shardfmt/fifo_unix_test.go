@@ -1,15 +1,15 @@
 //go:build unix
 
-package shardfmt
+package shardfmt_test
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/prepml/prep/internal/testutil"
+	"github.com/prepml/prep/shardfmt"
 )
 
 // TestOpenRefusesFIFO pins a hang: a shard path that is a named pipe (a
@@ -19,32 +19,19 @@ import (
 // opening it.
 func TestOpenRefusesFIFO(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rank-00000.shard")
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		r, err := Open(path)
+	testutil.MakeFIFO(t, path)
+	err := testutil.CallNotBlocked(t, path, "Open", func() error {
+		r, err := shardfmt.Open(path)
 		if err == nil {
 			r.Close()
 		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not a regular file") {
-			t.Fatalf("Open(fifo) = %v, want ErrCorrupt naming a non-regular file", err)
-		}
-	case <-time.After(10 * time.Second):
-		// Release the blocked open with a writer, then fail.
-		if w, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-			w.Close()
-		}
-		<-done
-		t.Fatal("Open blocked on a named pipe")
+		return err
+	})
+	if !errors.Is(err, shardfmt.ErrCorrupt) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("Open(fifo) = %v, want ErrCorrupt naming a non-regular file", err)
 	}
 	// A directory is refused the same way.
-	if _, err := Open(t.TempDir()); !errors.Is(err, ErrCorrupt) {
+	if _, err := shardfmt.Open(t.TempDir()); !errors.Is(err, shardfmt.ErrCorrupt) {
 		t.Fatalf("Open(directory) = %v, want ErrCorrupt", err)
 	}
 }

@@ -7,10 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/verify"
 )
 
@@ -30,21 +29,9 @@ func TestInspectNamesAParquetFileOrAPipe(t *testing.T) {
 		t.Errorf("Inspect(parquet) = %v, want ErrUnknownKind naming a Parquet file", err)
 	}
 	fifo := filepath.Join(dir, "pipe")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { _, err := verify.Inspect(fifo); done <- err }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, verify.ErrUnknownKind) || !strings.Contains(err.Error(), "not a regular file") {
-			t.Errorf("Inspect(fifo) = %v, want ErrUnknownKind naming a non-regular file", err)
-		}
-	case <-time.After(10 * time.Second):
-		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			w.Close()
-		}
-		<-done
-		t.Fatal("Inspect blocked on a named pipe")
+	testutil.MakeFIFO(t, fifo)
+	err = testutil.CallNotBlocked(t, fifo, "Inspect", func() error { _, err := verify.Inspect(fifo); return err })
+	if !errors.Is(err, verify.ErrUnknownKind) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Inspect(fifo) = %v, want ErrUnknownKind naming a non-regular file", err)
 	}
 }

@@ -28,7 +28,7 @@ import (
 // Limits.MaxValueBytes (naming the row); the rows decoded equal the row
 // group's row count. ReadColumn is safe for concurrent use.
 func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
-	return f.readColumn(rowGroup, col, false)
+	return f.readColumn(rowGroup, col, false, nil)
 }
 
 // ReadColumnDict is ReadColumn, except that a non-repeated BYTE_ARRAY
@@ -40,10 +40,42 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (c *Column, err error) {
 // pages part way, come back exactly as from ReadColumn. Checks and errors
 // are ReadColumn's.
 func (f *File) ReadColumnDict(rowGroup int, col ColumnInfo) (c *Column, err error) {
-	return f.readColumn(rowGroup, col, true)
+	return f.readColumn(rowGroup, col, true, nil)
 }
 
-func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Column, err error) {
+// RowRange selects the rows [Lo, Hi) of a row group for ReadColumnRows.
+type RowRange struct {
+	Lo, Hi int
+	// Rest decodes and checks the pages after row Hi as well, dropping
+	// their values, so that the checks made over the whole column chunk
+	// are made (see ReadColumnRows).
+	Rest bool
+	// Dict asks for ReadColumnDict's dictionary form.
+	Dict bool
+}
+
+// ReadColumnRows is ReadColumn (ReadColumnDict with rr.Dict) for the rows
+// [rr.Lo, rr.Hi) of the row group only: the Column holds rr.Hi-rr.Lo rows
+// and equals ReadColumn(...).Slice(rr.Lo, rr.Hi), but no more than those
+// rows' values and levels plus about one page's are held at a time. The
+// pages are decoded in order from the chunk's first, the values and levels
+// of rows before rr.Lo dropped after each page, and those of rows from
+// rr.Hi on dropped as they come. So a column chunk that decodes to more
+// memory than the caller can hold is read in row slices, at the price of
+// decoding the pages before each slice again.
+//
+// Reading stops after the page in which row rr.Hi starts, unless rr.Rest
+// is set, so the checks that need the whole chunk (the rows decoded equal
+// the row group's row count; each page's own checks for the pages not
+// read) are made only when the read reaches the chunk's end: with rr.Rest,
+// or when rr.Hi is the row group's row count. Errors are ReadColumn's,
+// rows numbered within the row group; a range outside 0 <= Lo < Hi <=
+// rows is an error.
+func (f *File) ReadColumnRows(rowGroup int, col ColumnInfo, rr RowRange) (*Column, error) {
+	return f.readColumn(rowGroup, col, rr.Dict, &rr)
+}
+
+func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool, rr *RowRange) (c *Column, err error) {
 	base := Error{File: f.path, Column: col.Name, RowGroup: rowGroup, Page: -1, Row: -1, Offset: -1}
 	fail := func(err error) (*Column, error) {
 		e := base
@@ -66,6 +98,9 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Colum
 		return fail(l.unsupported)
 	}
 	rg := &f.meta.RowGroups[rowGroup]
+	if rr != nil && (rr.Lo < 0 || rr.Lo >= rr.Hi || int64(rr.Hi) > rg.NumRows) {
+		return fail(fmt.Errorf("row range [%d, %d) outside the row group's %d rows", rr.Lo, rr.Hi, rg.NumRows))
+	}
 	cc := &rg.Columns[col.Index]
 	if cc.FilePath != "" {
 		return fail(unsupportedf("column chunk stored in another file (%q)", cc.FilePath))
@@ -77,6 +112,7 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Colum
 	if md.NumValues == 0 {
 		// Nothing to read (Open did not check this chunk's byte range).
 		r := &chunkReader{f: f, l: l, md: md, rgRows: rg.NumRows, maxDef: l.info.MaxDef, maxRep: l.info.MaxRep}
+		r.setRange(rr)
 		r.vals = newValues(l.info.Kind, l.width, 0)
 		if c, err = r.assemble(); err != nil {
 			return fail(err)
@@ -117,6 +153,7 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Colum
 		maxDef: l.info.MaxDef, maxRep: l.info.MaxRep, dictForm: dictForm,
 	}
 	r.page = -1
+	r.setRange(rr)
 	defer func() {
 		if p := recover(); p != nil {
 			e := base
@@ -130,6 +167,7 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool) (c *Colum
 		return fail(err)
 	}
 	*out = r.out
+	r.restore()
 	if c, err = r.assemble(); err != nil {
 		return fail(err)
 	}
@@ -163,6 +201,135 @@ type chunkReader struct {
 	idx   []uint32 // dictionary indices, reused per page
 	lens  []int64  // delta lengths, reused per page
 	lens2 []int64
+
+	// Row range (ReadColumnRows): only the entries of rows [lo, hi) are
+	// kept. The kept entries (defs, reps, vals) start at row base. The
+	// chunk-wide comments above then speak of the entries kept.
+	ranged  bool
+	lo, hi  int64
+	rest    bool  // read on after row hi, dropping the values
+	base    int64 // row of the first kept entry
+	cut     int   // kept entries once row hi has started, else -1
+	cutVals int   // kept values then
+	stopped bool  // the read ended at row hi, before the chunk's end
+	// held keeps the entries of rows [lo, hi) while rest reads on into
+	// fresh ones, which are dropped page by page.
+	held *chunkReader
+}
+
+func (r *chunkReader) setRange(rr *RowRange) {
+	r.cut = -1
+	if rr != nil {
+		r.ranged, r.lo, r.hi, r.rest = true, int64(rr.Lo), int64(rr.Hi), rr.Rest
+	}
+}
+
+// kept returns the number of level entries held.
+func (r *chunkReader) kept() int {
+	switch {
+	case r.maxRep > 0:
+		return len(r.reps)
+	case r.maxDef > 0:
+		return len(r.defs)
+	}
+	return r.vals.n()
+}
+
+// valuesBefore returns the number of non-null values among the first e
+// entries held.
+func (r *chunkReader) valuesBefore(e int) int {
+	if r.maxDef == 0 {
+		return e
+	}
+	return countLevel(r.defs[:e], uint8(r.maxDef))
+}
+
+// rowStart returns the index among the entries held of the start of the
+// row that is k rows after the first held (k >= 0 and that row started).
+func (r *chunkReader) rowStart(k int) int {
+	if r.maxRep == 0 {
+		return k
+	}
+	for i, rp := range r.reps {
+		if rp == 0 {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+	}
+	return len(r.reps)
+}
+
+// clip returns an empty slice of no capacity, nil for nil.
+func clip(v []uint8) []uint8 {
+	if v == nil {
+		return nil
+	}
+	return []uint8{}
+}
+
+// restore puts back the entries held while the read went on past row hi.
+// A page after the range that fell back from dictionary encoding ends the
+// dictionary form of the whole chunk, as it does for a whole read.
+func (r *chunkReader) restore() {
+	if h := r.held; h != nil {
+		if h.vals.indexed && !r.vals.indexed {
+			h.vals.unindex()
+		}
+		r.vals, r.defs, r.reps, r.held = h.vals, h.defs, h.reps, nil
+	}
+}
+
+// keepEntries reduces the entries held to [a, b), whose values are the
+// values [va, vb) held.
+func (r *chunkReader) keepEntries(a, b, va, vb int) {
+	r.vals.keep(va, vb)
+	if r.defs != nil {
+		r.defs = keepT(r.defs, a, b)
+	}
+	if r.reps != nil {
+		r.reps = keepT(r.reps, a, b)
+	}
+}
+
+// trim applies the row range after a page: it drops the entries of the
+// complete rows before lo, and those from the start of row hi on. It
+// reports whether the read can stop (rest unset, and rows [lo, hi) all
+// complete).
+func (r *chunkReader) trim() bool {
+	if r.held != nil {
+		r.keepEntries(0, 0, 0, 0)
+		return false
+	}
+	if r.base < r.lo {
+		done := r.rows // rows started; a list's last one may go on in the next page
+		if r.maxRep > 0 {
+			done--
+		}
+		if d := min(r.lo, done) - r.base; d > 0 {
+			e := r.rowStart(int(d))
+			r.keepEntries(e, r.kept(), r.valuesBefore(e), r.vals.n())
+			r.base += d
+		}
+	}
+	if r.rows > r.hi {
+		e := r.rowStart(int(r.hi - r.base))
+		r.cut, r.cutVals = e, r.valuesBefore(e)
+		r.keepEntries(0, r.cut, 0, r.cutVals)
+		if !r.rest {
+			return true
+		}
+		// Read on into fresh entries, so the range's are not grown (and
+		// copied) to make room for pages that are dropped.
+		r.held = &chunkReader{vals: r.vals, defs: r.defs, reps: r.reps}
+		r.vals = &values{kind: r.vals.kind, width: r.vals.width, indexed: r.vals.indexed, dict: r.vals.dict}
+		if r.vals.kind == KindBytes {
+			r.vals.offs = []int64{0}
+		}
+		r.defs, r.reps = clip(r.defs), clip(r.reps)
+	}
+	return r.maxRep == 0 && r.rows == r.hi && !r.rest
 }
 
 var thriftProto thrift.CompactProtocol
@@ -199,6 +366,15 @@ func (r *chunkReader) read(buf []byte) error {
 	// Trust the footer's counts for preallocation only as far as the chunk's
 	// size makes plausible; append grows beyond that if the data needs it.
 	hint = max(0, min(hint, 64*int64(len(buf))+1024))
+	if r.ranged {
+		per := int64(1)
+		if r.maxRep > 0 && r.rgRows > 0 {
+			per = (r.md.NumValues + r.rgRows - 1) / r.rgRows
+		}
+		// The range's entries, and slack for the page that ends it.
+		want := (r.hi - r.lo) * per
+		hint = min(hint, want+want/8+1024)
+	}
 	r.vals = newValues(r.l.info.Kind, r.l.width, int(hint))
 	r.vals.indexed = r.dictForm && r.vals.kind == KindBytes && r.maxRep == 0
 	if r.maxDef > 0 {
@@ -244,9 +420,14 @@ func (r *chunkReader) read(buf []byte) error {
 			err = r.dataPageV2(&h, body, int(us))
 		default:
 			// Index pages and unknown page types carry no values.
+			continue
 		}
 		if err != nil {
 			return err
+		}
+		if r.ranged && r.trim() {
+			r.stopped = pos < len(buf) && r.entries < r.md.NumValues
+			return nil
 		}
 	}
 	return nil
@@ -491,7 +672,7 @@ func (r *chunkReader) pageValues(enc format.Encoding, src []byte, n int) error {
 	if err := r.decodeValues(enc, src, count); err != nil {
 		var ve *valueError
 		if errors.As(err, &ve) {
-			return &rowError{row: r.rowOfValue(before + ve.k), err: err}
+			return &rowError{row: r.rowOfValue(ve.k, n), err: err}
 		}
 		return err
 	}
@@ -538,14 +719,15 @@ func (e *valueError) Error() string { return e.err.Error() }
 func (e *valueError) Unwrap() error { return e.err }
 
 // rowOfValue returns the row (within the row group) holding non-null value
-// k of the chunk, counting the current page's levels.
-func (r *chunkReader) rowOfValue(k int) int64 {
+// k of the page being decoded, whose n level entries are the last held and
+// not yet counted in r.rows.
+func (r *chunkReader) rowOfValue(k, n int) int64 {
 	if r.maxDef == 0 && r.maxRep == 0 {
-		return int64(k)
+		return r.rows + int64(k)
 	}
-	row := int64(-1)
+	row := r.rows - 1 // a page may begin by going on with the last row started
 	seen := 0
-	for i := range r.defs {
+	for i := len(r.defs) - n; i < len(r.defs); i++ {
 		if r.maxRep == 0 || r.reps[i] == 0 {
 			row++
 		}
@@ -810,10 +992,11 @@ func (r *chunkReader) assemble() (*Column, error) {
 	c := &Column{Info: r.l.info, Kind: r.vals.kind, Width: r.vals.width}
 	nv := r.vals.n()
 	if r.maxRep == 0 {
-		if r.entries != r.rgRows {
-			return nil, corruptf("column chunk holds %d rows, row group has %d", r.entries, r.rgRows)
+		n := r.kept()
+		if err := r.checkRows(int64(n)); err != nil {
+			return nil, err
 		}
-		c.Rows = int(r.entries)
+		c.Rows = n
 		if r.maxDef == 0 {
 			r.vals.fill(c, nil)
 			return c, nil
@@ -842,7 +1025,7 @@ func (r *chunkReader) assemble() (*Column, error) {
 	if r.maxDef > dList && len(r.defs) == len(r.reps) && allLevels(r.defs, uint8(r.maxDef)) {
 		return r.assembleDense(c, nv)
 	}
-	offsets := make([]int64, 0, min(r.rgRows, int64(len(r.reps)))+1)
+	offsets := make([]int64, 0, min(r.wantRows(), int64(len(r.reps)))+1)
 	rowValid := make([]bool, 0, cap(offsets))
 	elemValid := make([]bool, 0, len(r.defs))
 	rowNulls, elemNulls := false, false
@@ -865,13 +1048,13 @@ func (r *chunkReader) assemble() (*Column, error) {
 			elemNulls = elemNulls || !ok
 			slots++
 		} else if rp != 0 {
-			return nil, &rowError{row: row, err: corruptf("null or empty list marker inside a list (definition level %d, repetition level %d)", d, rp)}
+			return nil, &rowError{row: r.base + row, err: corruptf("null or empty list marker inside a list (definition level %d, repetition level %d)", d, rp)}
 		}
 	}
 	offsets = append(offsets, slots)
 	rows := int64(len(offsets) - 1)
-	if rows != r.rgRows {
-		return nil, corruptf("column chunk holds %d rows, row group has %d", rows, r.rgRows)
+	if err := r.checkRows(rows); err != nil {
+		return nil, err
 	}
 	nonNull := 0
 	for _, ok := range elemValid {
@@ -896,6 +1079,27 @@ func (r *chunkReader) assemble() (*Column, error) {
 	return c, nil
 }
 
+// wantRows returns the rows asked for: the row group's, or the range's.
+func (r *chunkReader) wantRows() int64 {
+	if r.ranged {
+		return r.hi - r.lo
+	}
+	return r.rgRows
+}
+
+// checkRows checks n, the rows assembled: the rows decoded must be the row
+// group's row count (when the read reached the chunk's end), and n the rows
+// asked for (the row group's, or the range's).
+func (r *chunkReader) checkRows(n int64) error {
+	if !r.stopped && r.rows != r.rgRows {
+		return corruptf("column chunk holds %d rows, row group has %d", r.rows, r.rgRows)
+	}
+	if n != r.wantRows() {
+		return corruptf("column chunk holds %d rows of the range [%d, %d)", n, r.lo, r.hi)
+	}
+	return nil
+}
+
 // assembleDense is assemble for a list chunk whose every level entry is a
 // present element (all definition levels at the maximum: no null or empty
 // list, no null element), the common case: a row starts at each repetition
@@ -907,7 +1111,7 @@ func (r *chunkReader) assembleDense(c *Column, nv int) (*Column, error) {
 	if nv != len(r.reps) {
 		return nil, corruptf("%d values for %d non-null elements", nv, len(r.reps))
 	}
-	offsets := make([]int64, 0, min(r.rgRows, int64(len(r.reps)))+1)
+	offsets := make([]int64, 0, min(r.wantRows(), int64(len(r.reps)))+1)
 	reps := r.reps
 	i := 0
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
@@ -929,10 +1133,11 @@ func (r *chunkReader) assembleDense(c *Column, nv int) (*Column, error) {
 		}
 	}
 	offsets = append(offsets, int64(len(reps)))
-	if rows := int64(len(offsets) - 1); rows != r.rgRows {
-		return nil, corruptf("column chunk holds %d rows, row group has %d", rows, r.rgRows)
+	rows := int64(len(offsets) - 1)
+	if err := r.checkRows(rows); err != nil {
+		return nil, err
 	}
-	c.Rows = int(r.rgRows)
+	c.Rows = int(rows)
 	c.Offsets = offsets
 	r.vals.fill(c, nil)
 	return c, nil

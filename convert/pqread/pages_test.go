@@ -61,7 +61,7 @@ type fileSpec struct {
 	dict2    bool    // write a second dictionary page after the first data page
 	pages    []pageSpec
 	rows     int64
-	badIndex bool // make the first dictionary index out of range
+	badIndex bool // make the first index of the first dictionary-encoded page out of range
 }
 
 func maxLevels(s shape) (maxDef, maxRep int) {
@@ -127,6 +127,7 @@ func buildFile(t testing.TB, spec fileSpec) string {
 		writeDict()
 	}
 	dataOff := int64(len(out))
+	badDone := false
 	for pi, p := range spec.pages {
 		var defs, reps []uint8
 		var vals []int64
@@ -153,8 +154,9 @@ func buildFile(t testing.TB, spec fileSpec) string {
 				}
 				idx[i] = j
 			}
-			if spec.badIndex && pi == 0 && len(idx) > 0 {
+			if spec.badIndex && !badDone && len(idx) > 0 {
 				idx[0] = int32(len(spec.dict))
+				badDone = true
 			}
 			bw := max(1, int(bitWidth(len(spec.dict))))
 			enc, err := (&rle.Encoding{BitWidth: bw}).EncodeInt32(nil, idx)

@@ -322,3 +322,43 @@ func (v *values) fill(c *Column, valid []bool) {
 		}
 	}
 }
+
+// keep reduces v to its values [a, b) (0 <= a <= b <= v.n()), moved to the
+// front of the same memory.
+func (v *values) keep(a, b int) {
+	if v.indexed {
+		v.idx = keepT(v.idx, a, b)
+		return
+	}
+	switch v.kind {
+	case KindBool:
+		v.b = keepT(v.b, a, b)
+	case KindInt32:
+		v.i32 = keepT(v.i32, a, b)
+	case KindInt64:
+		v.i64 = keepT(v.i64, a, b)
+	case KindFloat32:
+		v.f32 = keepT(v.f32, a, b)
+	case KindFloat64:
+		v.f64 = keepT(v.f64, a, b)
+	case KindBytes:
+		d0, d1 := v.offs[a], v.offs[b]
+		v.data = keepT(v.data, int(d0), int(d1))
+		v.offs = keepT(v.offs, a, b+1)
+		if d0 != 0 {
+			for i := range v.offs {
+				v.offs[i] -= d0
+			}
+		}
+	case KindFixed, KindInt96:
+		v.fix = keepT(v.fix, a*v.width, b*v.width)
+	}
+}
+
+// keepT returns s[a:b] moved to the front of s's memory.
+func keepT[T any](s []T, a, b int) []T {
+	if a == 0 {
+		return s[:b]
+	}
+	return s[:copy(s, s[a:b])]
+}

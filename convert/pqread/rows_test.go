@@ -1,0 +1,264 @@
+package pqread
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// sameRows asserts that got, a ReadColumnRows result, equals want, a whole
+// column chunk cut with Slice, slot for slot (dictionary form included).
+// A validity slice of all true and a nil one (no nulls) are the same.
+func sameRows(t *testing.T, what string, got, want *Column) {
+	t.Helper()
+	if got.DictData == nil {
+		checkInvariants(t, got)
+	}
+	g, w := *got, *want
+	for _, c := range []*Column{&g, &w} {
+		if c.RowValid == nil {
+			c.RowValid = allTrue(c.Rows)
+		}
+		if c.Info.List && c.ElemValid == nil {
+			c.ElemValid = allTrue(c.Slots())
+		}
+	}
+	sameColumn(t, what, &g, &w)
+	if !slices.Equal(got.DictIndex, want.DictIndex) || !bytes.Equal(got.DictData, want.DictData) ||
+		!slices.Equal(got.DictOffsets, want.DictOffsets) || (got.DictData == nil) != (want.DictData == nil) {
+		t.Errorf("%s: dictionary form differs", what)
+	}
+}
+
+func allTrue(n int) []bool {
+	v := make([]bool, n)
+	for i := range v {
+		v[i] = true
+	}
+	return v
+}
+
+// rowRanges returns the ranges to try over n rows: the whole, the first and
+// last row, thirds, and a few seeded random ones.
+func rowRanges(n int, seed uint64) [][2]int {
+	out := [][2]int{{0, n}, {0, 1}, {n - 1, n}, {n / 3, max(n/3+1, 2*n/3)}, {max(0, n-2), n}}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for range 4 {
+		a := rng.IntN(n)
+		out = append(out, [2]int{a, a + 1 + rng.IntN(n-a)})
+	}
+	return out
+}
+
+// readableFiles lists every Parquet file under the repository's testdata.
+func readableFiles(t *testing.T) []string {
+	var out []string
+	err := filepath.WalkDir(testdata, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			out = append(out, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReadColumnRowsEqualsSlice checks ReadColumnRows against ReadColumn and
+// Slice on every column chunk of every Parquet file in testdata (real
+// writers' files, the field cases and the bad files), for several ranges,
+// with and without Rest and the dictionary form: the same rows, and for a
+// chunk ReadColumn rejects, the same error from a whole-range read with
+// Rest and an error from every ranged read with Rest.
+func TestReadColumnRowsEqualsSlice(t *testing.T) {
+	files := readableFiles(t)
+	if len(files) < 80 {
+		t.Fatalf("only %d files", len(files))
+	}
+	chunks := 0
+	for _, path := range files {
+		f, err := Open(path, Limits{})
+		if err != nil {
+			continue // Open's own errors are the conformance test's
+		}
+		for rg, rows := range f.RowGroups() {
+			if rows == 0 {
+				continue
+			}
+			for _, ci := range f.Columns() {
+				for _, dict := range []bool{false, true} {
+					what := fmt.Sprintf("%s rg %d %q dict %v", path, rg, ci.Name, dict)
+					whole, werr := f.readColumn(rg, ci, dict, nil)
+					if werr != nil {
+						_, err := f.ReadColumnRows(rg, ci, RowRange{Lo: 0, Hi: int(rows), Rest: true, Dict: dict})
+						if err == nil || err.Error() != werr.Error() {
+							t.Errorf("%s: whole-range read with Rest: %v, ReadColumn: %v", what, err, werr)
+						}
+					}
+					for _, r := range rowRanges(int(rows), uint64(rg*1000+ci.Index)) {
+						got, err := f.ReadColumnRows(rg, ci, RowRange{Lo: r[0], Hi: r[1], Rest: true, Dict: dict})
+						if werr != nil {
+							if err == nil {
+								t.Errorf("%s %v: no error with Rest, ReadColumn: %v", what, r, werr)
+							}
+							continue
+						}
+						if err != nil {
+							t.Errorf("%s %v: %v", what, r, err)
+							continue
+						}
+						sameRows(t, fmt.Sprintf("%s %v rest", what, r), got, whole.Slice(r[0], r[1]))
+						got, err = f.ReadColumnRows(rg, ci, RowRange{Lo: r[0], Hi: r[1], Dict: dict})
+						if err != nil {
+							t.Errorf("%s %v: %v", what, r, err)
+							continue
+						}
+						sameRows(t, fmt.Sprintf("%s %v", what, r), got, whole.Slice(r[0], r[1]))
+					}
+					chunks++
+				}
+			}
+		}
+		f.Close()
+	}
+	if chunks < 500 {
+		t.Errorf("only %d column chunks compared", chunks)
+	}
+}
+
+// TestReadColumnRowsEveryPageTransition cuts the page-transition files
+// (every pair of page kinds, lists cut every 5 level entries so rows go on
+// across pages) at every row boundary pair in a window and at page
+// boundaries, against ReadColumn and Slice.
+func TestReadColumnRowsEveryPageTransition(t *testing.T) {
+	dict := []int64{-1 << 62, -7, 0, 3, 1 << 40}
+	kinds := []pageKind{{false, format.Plain}, {true, format.RLEDictionary}, {false, format.DeltaBinaryPacked}, {true, format.Plain}}
+	for _, s := range []shape{shapeRequired, shapeOptional, shapeList} {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			rows := 120
+			entries, _, _, _ := makeEntries(s, rows, dict)
+			spec := fileSpec{shape: s, codec: format.Snappy, dict: dict, rows: int64(rows)}
+			for i, k := 0, 0; i < len(entries); i, k = i+7, k+1 {
+				spec.pages = append(spec.pages, pageSpec{kind: kinds[k%len(kinds)], entries: entries[i:min(i+7, len(entries))]})
+			}
+			f := mustOpen(t, buildFile(t, spec))
+			ci, err := f.Lookup("x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole := mustRead(t, f, "x", 0)
+			for lo := 0; lo < rows; lo += 3 {
+				for hi := lo + 1; hi <= rows; hi += 5 {
+					for _, rest := range []bool{false, true} {
+						got, err := f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest})
+						if err != nil {
+							t.Fatalf("[%d, %d) rest %v: %v", lo, hi, rest, err)
+						}
+						sameRows(t, fmt.Sprintf("[%d, %d) rest %v", lo, hi, rest), got, whole.Slice(lo, hi))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestReadColumnRowsErrors checks the range bounds and that a corrupt value
+// is reported at its row of the row group whichever range finds it.
+func TestReadColumnRowsErrors(t *testing.T) {
+	dict := []int64{1, 2, 3}
+	entries, _, _, _ := makeEntries(shapeOptional, 100, dict)
+	spec := fileSpec{shape: shapeOptional, codec: format.Snappy, dict: dict, rows: 100, badIndex: true}
+	for i := 0; i < len(entries); i += 10 {
+		kind := pageKind{false, format.Plain}
+		if i >= 60 {
+			kind = pageKind{false, format.RLEDictionary} // the first dictionary index is at row 60 or after
+		}
+		spec.pages = append(spec.pages, pageSpec{kind: kind, entries: entries[i : i+10]})
+	}
+	f := mustOpen(t, buildFile(t, spec))
+	ci, _ := f.Lookup("x")
+	_, werr := f.ReadColumn(0, ci)
+	if werr == nil || !strings.Contains(werr.Error(), "out of range") {
+		t.Fatalf("ReadColumn: %v, want a dictionary index out of range", werr)
+	}
+	for _, r := range [][2]int{{0, 100}, {50, 70}, {65, 66}, {61, 100}} {
+		_, err := f.ReadColumnRows(0, ci, RowRange{Lo: r[0], Hi: r[1]})
+		if err == nil || err.Error() != werr.Error() {
+			t.Errorf("%v: %v, want %v", r, err, werr)
+		}
+	}
+	// Rows before the bad page read without error unless Rest reads on.
+	if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 10, Hi: 40}); err != nil {
+		t.Errorf("[10, 40): %v", err)
+	}
+	if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 10, Hi: 40, Rest: true}); err == nil || err.Error() != werr.Error() {
+		t.Errorf("[10, 40) with Rest: %v, want %v", err, werr)
+	}
+	for _, r := range [][2]int{{-1, 3}, {5, 5}, {7, 3}, {0, 101}} {
+		_, err := f.ReadColumnRows(0, ci, RowRange{Lo: r[0], Hi: r[1]})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("row range [%d, %d) outside the row group's 100 rows", r[0], r[1])) {
+			t.Errorf("%v: %v", r, err)
+		}
+	}
+}
+
+type rowsMemRow struct {
+	ID  int64     `parquet:"id"`
+	Emb []float32 `parquet:"emb,list"`
+}
+
+// TestReadColumnRowsHoldsTheRange checks the point of ReadColumnRows: a
+// read of a sixteenth of a large column chunk's rows allocates less than an
+// eighth of what reading the whole chunk does (measured with runtime.MemStats:
+// bytes allocated by the read).
+func TestReadColumnRowsHoldsTheRange(t *testing.T) {
+	const rows, width = 400_000, 8
+	data := make([]rowsMemRow, rows)
+	for i := range data {
+		data[i].ID = int64(i) * 7919
+		data[i].Emb = make([]float32, width)
+		for k := range data[i].Emb {
+			data[i].Emb[k] = float32(i*width + k)
+		}
+	}
+	f := mustOpen(t, writeParquet(t, data, parquet.PageBufferSize(64<<10)))
+	allocated := func(read func() (*Column, error)) (uint64, *Column) {
+		var a, b runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&a)
+		c, err := read()
+		runtime.ReadMemStats(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.TotalAlloc - a.TotalAlloc, c
+	}
+	for _, name := range []string{"id", "emb"} {
+		ci, err := f.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ReadColumn(0, ci) // warm the buffer pool
+		wholeBytes, whole := allocated(func() (*Column, error) { return f.ReadColumn(0, ci) })
+		lo, hi := rows/2, rows/2+rows/16
+		for _, rest := range []bool{false, true} {
+			n, got := allocated(func() (*Column, error) { return f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest}) })
+			sameRows(t, name, got, whole.Slice(lo, hi))
+			t.Logf("%s rest %v: %d bytes allocated for 1/16 of the rows, %d for all", name, rest, n, wholeBytes)
+			if n*8 > wholeBytes { // a sixteenth of the rows, slack and about a page
+
+				t.Errorf("%s rest %v: the range read allocated %d bytes, the whole read %d", name, rest, n, wholeBytes)
+			}
+		}
+	}
+}

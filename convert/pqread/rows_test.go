@@ -52,7 +52,7 @@ func allTrue(n int) []bool {
 func rowRanges(n int, seed uint64) [][2]int {
 	out := [][2]int{{0, n}, {0, 1}, {n - 1, n}, {n / 3, max(n/3+1, 2*n/3)}, {max(0, n-2), n}}
 	rng := rand.New(rand.NewPCG(seed, 7))
-	for range 4 {
+	for range 2 {
 		a := rng.IntN(n)
 		out = append(out, [2]int{a, a + 1 + rng.IntN(n-a)})
 	}
@@ -77,9 +77,10 @@ func readableFiles(t *testing.T) []string {
 // TestReadColumnRowsEqualsSlice checks ReadColumnRows against ReadColumn and
 // Slice on every column chunk of every Parquet file in testdata (real
 // writers' files, the field cases and the bad files), for several ranges,
-// with and without Rest and the dictionary form: the same rows, and for a
-// chunk ReadColumn rejects, the same error from a whole-range read with
-// Rest and an error from every ranged read with Rest.
+// half of them with Rest, and in the dictionary form for BYTE_ARRAY
+// columns: the same rows, and for a chunk ReadColumn rejects, the same
+// error from a whole-range read with Rest and an error from every ranged
+// read with Rest.
 func TestReadColumnRowsEqualsSlice(t *testing.T) {
 	files := readableFiles(t)
 	if len(files) < 80 {
@@ -97,6 +98,9 @@ func TestReadColumnRowsEqualsSlice(t *testing.T) {
 			}
 			for _, ci := range f.Columns() {
 				for _, dict := range []bool{false, true} {
+					if dict && ci.Kind != KindBytes {
+						continue // the dictionary form is the plain one
+					}
 					what := fmt.Sprintf("%s rg %d %q dict %v", path, rg, ci.Name, dict)
 					whole, werr := f.readColumn(rg, ci, dict, nil)
 					if werr != nil {
@@ -105,25 +109,22 @@ func TestReadColumnRowsEqualsSlice(t *testing.T) {
 							t.Errorf("%s: whole-range read with Rest: %v, ReadColumn: %v", what, err, werr)
 						}
 					}
-					for _, r := range rowRanges(int(rows), uint64(rg*1000+ci.Index)) {
-						got, err := f.ReadColumnRows(rg, ci, RowRange{Lo: r[0], Hi: r[1], Rest: true, Dict: dict})
-						if werr != nil {
-							if err == nil {
-								t.Errorf("%s %v: no error with Rest, ReadColumn: %v", what, r, werr)
-							}
-							continue
+					ranges := rowRanges(int(rows), uint64(rg*1000+ci.Index))
+					if whole != nil && len(whole.Data) > 8<<20 {
+						ranges = ranges[:3] // a huge string: the whole, the first and last row
+					}
+					for i, r := range ranges {
+						rest := i%2 == 0 // half the ranges read on to the chunk's end
+						got, err := f.ReadColumnRows(rg, ci, RowRange{Lo: r[0], Hi: r[1], Rest: rest, Dict: dict})
+						switch {
+						case werr != nil && rest && err == nil:
+							t.Errorf("%s %v: no error with Rest, ReadColumn: %v", what, r, werr)
+						case werr != nil:
+						case err != nil:
+							t.Errorf("%s %v rest %v: %v", what, r, rest, err)
+						default:
+							sameRows(t, fmt.Sprintf("%s %v rest %v", what, r, rest), got, whole.Slice(r[0], r[1]))
 						}
-						if err != nil {
-							t.Errorf("%s %v: %v", what, r, err)
-							continue
-						}
-						sameRows(t, fmt.Sprintf("%s %v rest", what, r), got, whole.Slice(r[0], r[1]))
-						got, err = f.ReadColumnRows(rg, ci, RowRange{Lo: r[0], Hi: r[1], Dict: dict})
-						if err != nil {
-							t.Errorf("%s %v: %v", what, r, err)
-							continue
-						}
-						sameRows(t, fmt.Sprintf("%s %v", what, r), got, whole.Slice(r[0], r[1]))
 					}
 					chunks++
 				}

@@ -215,6 +215,10 @@ type chunkReader struct {
 	// held keeps the entries of rows [lo, hi) while rest reads on into
 	// fresh ones, which are dropped page by page.
 	held *chunkReader
+	// skipping: only the values [skipLo, skipHi) of the page being
+	// decoded are in the rows asked for (setSkip).
+	skipping       bool
+	skipLo, skipHi int
 }
 
 func (r *chunkReader) setRange(rr *RowRange) {
@@ -669,6 +673,10 @@ func (r *chunkReader) pageValues(enc format.Encoding, src []byte, n int) error {
 		count = countLevel(r.defs[len(r.defs)-n:], uint8(r.maxDef))
 	}
 	before := r.vals.n()
+	if r.ranged && r.vals.kind == KindBytes {
+		r.setSkip(n)
+		defer func() { r.skipping = false }()
+	}
 	if err := r.decodeValues(enc, src, count); err != nil {
 		var ve *valueError
 		if errors.As(err, &ve) {
@@ -717,6 +725,50 @@ type valueError struct {
 
 func (e *valueError) Error() string { return e.err.Error() }
 func (e *valueError) Unwrap() error { return e.err }
+
+// setSkip sets [skipLo, skipHi) to the values of the page being decoded
+// (whose n level entries are the last held) that lie in the rows asked
+// for; the others are dropped by trim, so appendBytes need not copy them.
+func (r *chunkReader) setSkip(n int) {
+	r.skipping = true
+	if r.maxDef == 0 && r.maxRep == 0 {
+		r.skipLo = int(min(max(r.lo-r.rows, 0), int64(n)))
+		r.skipHi = int(min(max(r.hi-r.rows, 0), int64(n)))
+		return
+	}
+	row, k := r.rows-1, 0
+	r.skipLo, r.skipHi = -1, -1
+	for i := len(r.defs) - n; i < len(r.defs); i++ {
+		if r.maxRep == 0 || r.reps[i] == 0 {
+			row++
+		}
+		if row >= r.lo && r.skipLo < 0 {
+			r.skipLo = k
+		}
+		if row >= r.hi && r.skipHi < 0 {
+			r.skipHi = k
+		}
+		if int(r.defs[i]) == r.maxDef {
+			k++
+		}
+	}
+	if r.skipLo < 0 {
+		r.skipLo = k
+	}
+	if r.skipHi < 0 {
+		r.skipHi = k
+	}
+}
+
+// appendBytes appends BYTE_ARRAY value j of the page being decoded to v,
+// or an empty value in its place when it lies outside the rows of a
+// ranged read (setSkip), which trim drops anyway.
+func (r *chunkReader) appendBytes(v *values, j int, b []byte) {
+	if r.skipping && (j < r.skipLo || j >= r.skipHi) {
+		b = nil
+	}
+	v.appendBytes(b)
+}
 
 // rowOfValue returns the row (within the row group) holding non-null value
 // k of the page being decoded, whose n level entries are the last held and
@@ -849,7 +901,7 @@ func (r *chunkReader) decodeValues(enc format.Encoding, src []byte, count int) e
 			if err := r.checkLen(j, ln, len(src)-p); err != nil {
 				return err
 			}
-			v.appendBytes(src[p : p+int(ln)])
+			r.appendBytes(v, j, src[p:p+int(ln)])
 			p += int(ln)
 		}
 		if p != len(src) {
@@ -932,7 +984,7 @@ func (r *chunkReader) deltaByteArray(src []byte, count int) error {
 		cur = append(append(cur[:0], prev[:pl]...), src[p:p+int(sl)]...)
 		p += int(sl)
 		if v.kind == KindBytes {
-			v.appendBytes(cur)
+			r.appendBytes(v, j, cur)
 		} else {
 			if len(cur) != v.width {
 				return &valueError{k: j, err: corruptf("DELTA_BYTE_ARRAY value of %d bytes in a FIXED_LEN_BYTE_ARRAY(%d) column", len(cur), v.width)}
@@ -971,7 +1023,7 @@ func (r *chunkReader) plain(v *values, src []byte, count int) error {
 			if err := r.checkLen(j, ln, len(src)-p); err != nil {
 				return err
 			}
-			v.appendBytes(src[p : p+int(ln)])
+			r.appendBytes(v, j, src[p:p+int(ln)])
 			p += int(ln)
 		}
 		if p != len(src) {

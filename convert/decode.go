@@ -40,12 +40,12 @@ type rowGroupJob struct {
 	pending atomic.Int32 // column chunks not decoded yet
 }
 
-// decoder runs stage 1: every needed column chunk decoded (once, or once
-// per row slice of a row group over the memory limit), and each row group's
-// needed rows written into the staging records.
+// decoder runs stage 1: every needed column chunk decoded (whole, or a row
+// slice at a time for a row group over the memory limit), and each row
+// group's needed rows written into the staging records.
 //
 // A row group's columns are decoded in parallel (or, for a row group over
-// the memory limit, one at a time per row slice: assembleSliced); its
+// the memory limit, one slice of one column at a time: assembleSliced); its
 // records are then assembled block by block (blockRows slots at a time, a
 // block small enough to stay in the core's cache) with every column's
 // transform applied to the block before it is stored, so each record is
@@ -140,23 +140,20 @@ func sliceRuns(runs []run, n int) []rowSlice {
 }
 
 // planSlices makes g, whose estimated cost exceeds the memory limit, a
-// sliced row group when that holds less: its needed rows are cut into
-// slices whose decoded columns together take about half the limit (at least
-// one row each), and its cost becomes its largest column chunk plus one
-// slice, since assembleSliced holds no more than that. A row group of one
-// column chunk, or one whose largest column chunk is most of it, stays
-// whole: slicing would hold as much and decode it again for every slice.
+// sliced row group: its needed rows are cut into slices whose decoded
+// columns together take about half the limit (at least one row each), and
+// its cost becomes one slice and estimateCost's page allowance for every
+// column chunk, since assembleSliced holds no more than that
+// (pqread.ReadColumnRows keeps only the rows asked for and the page being
+// decoded). A row group whose rows all fit one slice stays whole.
 func (d *decoder) planSlices(g *rowGroupJob) {
-	var perRow, largest int64
+	var perRow int64
 	for _, task := range g.tasks {
-		tp := d.plans[task.t]
-		perRow += rowCost(tp)
-		largest = max(largest, estimateCost(tp, g.rows))
+		perRow += rowCost(d.plans[task.t])
 	}
-	n := max(1, min(g.rows, d.memoryLimit/2/perRow))
-	if cost := largest + n*perRow; cost < g.cost {
+	if n := max(1, d.memoryLimit/2/perRow); n < g.rows {
 		g.slices = sliceRuns(g.runs, int(n))
-		g.cost = cost
+		g.cost = n*perRow + int64(len(g.tasks))*estimateCost(d.plans[0], 0)
 	}
 }
 
@@ -204,8 +201,7 @@ func (d *decoder) plan() (perFile []int) {
 // run decodes every row group with at most d.jobs column chunks decoding at
 // once and about d.memoryLimit estimated bytes in flight (a row group is
 // admitted whole, and its memory counts until its records are assembled; a
-// sliced row group counts its largest column chunk and one slice, and goes
-// to one worker as a whole).
+// sliced row group counts one slice, and goes to one worker as a whole).
 // On failure it returns the error of the earliest failing column chunk in
 // task order: a failure skips only the column chunks after it in that
 // order, so every earlier one still runs and the error reported does not
@@ -261,16 +257,17 @@ func (d *decoder) run(ctx context.Context) error {
 					}
 				}()
 			}
-			// decode decodes the column chunk of task, or returns
-			// errSkipped when the run is failing before it or cancelled.
-			decode := func(task decodeTask) (*pqread.Column, error) {
+			// decode decodes the column chunk of task (the rows of rr
+			// only, if set), or returns errSkipped when the run is
+			// failing before it or cancelled.
+			decode := func(task decodeTask, rr *pqread.RowRange) (*pqread.Column, error) {
 				if beforeDecode != nil {
 					beforeDecode(task.seq, ctx)
 				}
 				if parent.Err() != nil || int64(task.seq) >= skipFrom.Load() {
 					return nil, errSkipped
 				}
-				return d.decodeOne(d.groups[task.g], task)
+				return d.decodeOne(d.groups[task.g], task, rr)
 			}
 			// decoded counts n column chunks of file fi as read, and
 			// releases the file's descriptor after its last one.
@@ -294,7 +291,7 @@ func (d *decoder) run(ctx context.Context) error {
 					seq, err, scratch = d.assembleSliced(parent, g, scratch, rb, decode)
 					decoded(g.fi, len(g.tasks))
 				} else {
-					g.cols[task.k], g.errs[task.k] = decode(task)
+					g.cols[task.k], g.errs[task.k] = decode(task, nil)
 					decoded(g.fi, 1)
 					if g.pending.Add(-1) != 0 {
 						continue
@@ -350,14 +347,20 @@ func (d *decoder) run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// decodeOne reads one column chunk and checks its row count.
-func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask) (*pqread.Column, error) {
+// decodeOne reads one column chunk, or with rr the rows rr.Lo to rr.Hi of
+// it (pqread.ReadColumnRows), and checks its row count.
+func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask, rr *pqread.RowRange) (*pqread.Column, error) {
 	f := d.files[g.fi]
 	tp := d.plans[task.t]
 	ci := tp.cols[g.fi][task.j]
+	dict := tp.mode == modeBytesHash // strings hashed once per dictionary entry
+	if rr != nil {
+		rr.Dict = dict
+		return f.pq.ReadColumnRows(g.rg, ci, *rr)
+	}
 	read := f.pq.ReadColumn
-	if tp.mode == modeBytesHash {
-		read = f.pq.ReadColumnDict // strings hashed once per dictionary entry
+	if dict {
+		read = f.pq.ReadColumnDict
 	}
 	col, err := read(g.rg, ci)
 	if err != nil {
@@ -448,7 +451,7 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 			}
 		}
 		for _, task := range g.tasks {
-			if err := d.applyOne(g, task, cols[task.k], rowBase, blk, target); err != nil {
+			if err := d.applyOne(g, task, cols[task.k], rowBase, blk, target, nil); err != nil {
 				return 0, errTransform, scratch
 			}
 		}
@@ -461,17 +464,18 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 }
 
 // assembleSliced decodes and assembles a sliced row group (g.slices) on its
-// own, so that at most one whole decoded column chunk and one slice of every
-// column are held at once: for each slice, every column chunk in task order
-// is decoded with decode, cut to the slice's rows (pqread.Column.Slice) and
-// dropped, then the slice's records are assembled as assemble does. Each
-// slice decodes every column chunk again. On failure it reports the error
-// the unsliced path would, found by firstErrorSliced.
-func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers, decode func(decodeTask) (*pqread.Column, error)) (int, error, []byte) {
+// own, so that no more than one slice of every column is held at once: for
+// each slice, the slice's rows of every column chunk are decoded in task
+// order (pqread.ReadColumnRows, which decodes the pages before them again
+// and drops their values), then the slice's records are assembled as
+// assemble does. The last slice reads every column chunk to its end, so
+// every page is checked as in the unsliced path. On failure it reports the
+// error the unsliced path would, found by firstErrorSliced.
+func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers, decode decodeFunc) (int, error, []byte) {
 	cols := make([]*pqread.Column, len(g.tasks))
-	for _, sl := range g.slices {
+	for i, sl := range g.slices {
 		for k, task := range g.tasks {
-			col, err := decode(task)
+			col, err := decode(task, &pqread.RowRange{Lo: sl.lo, Hi: sl.hi, Rest: i == len(g.slices)-1})
 			if err == errSkipped {
 				return notRun, context.Canceled, scratch
 			}
@@ -479,7 +483,7 @@ func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, scratch []
 				clear(cols)
 				return d.firstErrorSliced(g, scratch, decode)
 			}
-			cols[k] = col.Slice(sl.lo, sl.hi)
+			cols[k] = col
 		}
 		seq, err, s := d.assembleBlocks(ctx, g, sl.runs, cols, sl.lo, scratch, rb)
 		scratch = s
@@ -494,11 +498,17 @@ func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, scratch []
 	return 0, nil, scratch
 }
 
+// decodeFunc decodes the column chunk of a task, or the rows of rr only if
+// rr is set; it returns errSkipped when the run is failing before the task
+// or cancelled.
+type decodeFunc func(task decodeTask, rr *pqread.RowRange) (*pqread.Column, error)
+
 // applyOne applies col, the column of task (its row 0 being row rowBase of
 // g), to runs: row ranges relative to rowBase with their slots in target.
-func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col *pqread.Column, rowBase int, runs []run, target *records) error {
+// Errors quote counts from counts if set, else from col.
+func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col *pqread.Column, rowBase int, runs []run, target *records, counts *chunkCounts) error {
 	tp := d.plans[task.t]
-	loc := chunkLoc{file: d.files[g.fi].rel, column: tp.cols[g.fi][task.j].Name, tensor: tp.spec.Name, rowGroup: g.rg, rowBase: int64(rowBase)}
+	loc := chunkLoc{file: d.files[g.fi].rel, column: tp.cols[g.fi][task.j].Name, tensor: tp.spec.Name, rowGroup: g.rg, rowBase: int64(rowBase), counts: counts}
 	return tp.apply(col, g.fi, task.j, runs, target, loc)
 }
 
@@ -519,53 +529,99 @@ func (d *decoder) firstError(g *rowGroupJob, limit int, scratch []byte) (int, er
 			break
 		}
 		var err error
-		if scratch, err = d.checkColumn(g, task, g.cols[k], scratch); err != nil {
+		if scratch, err = d.checkColumn(g, task, g.cols[k], 0, g.runs, scratch, nil); err != nil {
 			return task.seq, err, scratch
 		}
 	}
 	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
 }
 
-// firstErrorSliced is firstError for a sliced row group: each column chunk
-// in task order is decoded whole again and its transform run over every
-// needed row, until one fails to decode or to convert. So the error is the
-// one the unsliced path reports (earliest column in task order, then
-// earliest row), and counts in its message ("nulls in this column chunk")
-// are over the whole column chunk, not a slice. One column chunk is held at
-// a time.
-func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode func(decodeTask) (*pqread.Column, error)) (int, error, []byte) {
+// firstErrorSliced is firstError for a sliced row group. Each column chunk
+// in task order is decoded again in pieces of the slices' size that cover
+// all its rows (so the last piece reads it to its end), and its transform
+// run over the needed rows of each piece, until one fails to decode or to
+// convert. So the error is the one the unsliced path reports (earliest
+// column in task order, a decode error before a transform error of the
+// same column, then earliest row), and counts in its message ("nulls in
+// this column chunk") are over the whole column chunk: the failing piece
+// is converted again with the counts of all pieces. One piece is held at a
+// time.
+func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode decodeFunc) (int, error, []byte) {
+	n := 1
+	for _, sl := range g.slices {
+		n = max(n, sl.hi-sl.lo)
+	}
 	for _, task := range g.tasks {
-		col, err := decode(task)
-		if err == errSkipped {
-			return notRun, context.Canceled, scratch
+		var (
+			counts    chunkCounts
+			failed    bool
+			failLo    int
+			failRange pqread.RowRange
+		)
+		for lo := 0; lo < int(g.rows); lo += n {
+			rr := pqread.RowRange{Lo: lo, Hi: min(lo+n, int(g.rows))}
+			col, err := decode(task, &rr)
+			if err == errSkipped {
+				return notRun, context.Canceled, scratch
+			}
+			if err != nil {
+				return task.seq, err, scratch
+			}
+			counts.add(d.plans[task.t], col)
+			if failed {
+				continue
+			}
+			if scratch, err = d.checkColumn(g, task, col, lo, runsIn(g.runs, lo, rr.Hi), scratch, nil); err != nil {
+				failed, failLo, failRange = true, lo, rr
+			}
 		}
-		if err != nil {
-			return task.seq, err, scratch
-		}
-		if scratch, err = d.checkColumn(g, task, col, scratch); err != nil {
-			return task.seq, err, scratch
+		if failed {
+			col, err := decode(task, &failRange)
+			if err == nil {
+				scratch, err = d.checkColumn(g, task, col, failLo, runsIn(g.runs, failLo, failRange.Hi), scratch, &counts)
+			}
+			if err == errSkipped {
+				return notRun, context.Canceled, scratch
+			}
+			if err != nil {
+				return task.seq, err, scratch
+			}
 		}
 	}
 	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
 }
 
-// checkColumn runs the transform of task over every needed row of g with
-// col, the task's whole decoded column chunk, into scratch (the output is
-// discarded), and returns the scratch buffer for reuse and its first error.
-func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Column, scratch []byte) ([]byte, error) {
+// runsIn returns the parts of runs inside rows [lo, hi), with rows relative
+// to lo.
+func runsIn(runs []run, lo, hi int) []run {
+	var out []run
+	for _, r := range runs {
+		a, b := max(r.lo, lo), min(r.hi, hi)
+		if a < b {
+			out = append(out, run{lo: a - lo, hi: b - lo, dst: r.dst + int64(a-r.lo)})
+		}
+	}
+	return out
+}
+
+// checkColumn runs the transform of task over runs (rows relative to
+// rowBase, the row of the row group that is col's row 0) into scratch (the
+// output is discarded), and returns the scratch buffer for reuse and its
+// first error. Errors quote counts from counts if set, else from col.
+func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Column, rowBase int, runs []run, scratch []byte, counts *chunkCounts) ([]byte, error) {
 	rec := d.bufs.rec
 	bn := blockRows(rec)
 	if len(scratch) < bn*rec {
 		scratch = make([]byte, bn*rec)
 	}
-	it := blockIter{runs: g.runs, n: bn}
+	it := blockIter{runs: runs, n: bn}
 	for {
 		blk, _, slots, ok := it.next()
 		if !ok {
 			return scratch, nil
 		}
 		target := &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
-		if err := d.applyOne(g, task, col, 0, blk, target); err != nil {
+		if err := d.applyOne(g, task, col, rowBase, blk, target, counts); err != nil {
 			return scratch, err
 		}
 	}

@@ -90,25 +90,27 @@
 // A row group is normally decoded whole (every needed column chunk of it at
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate
-// of decode.go) is instead assembled in row slices by one worker: its
-// needed rows are cut into slices whose columns take about half the limit
-// (at least one row each), and for each slice every column chunk is decoded
-// in turn, cut to the slice's rows and dropped, before the slice's records
-// are assembled as usual. It then holds one decoded column chunk plus one
-// slice: 512 INT64 columns of a 1,000,000-row row group stacked into an I64
-// tensor, about 4 GiB decoded, convert under a 1 GiB limit. The price is
-// decode time: each slice decodes every column chunk of the row group again
-// (18 slices there, so 18 times the decoding), which is why slicing is kept
-// for row groups that do not fit, and not used for a row group of one
-// column chunk, which it could not make smaller. The output and the errors
-// are those of the whole row group: on a failure the column chunks are
-// decoded whole once more, one at a time, to find the earliest failing
-// column in task order and its earliest row, with counts over the whole
-// column chunk. The exception left
-// is one column chunk: a single decoded column chunk larger than MemoryLimit
-// (a huge list or string column in a huge row group) still takes its own
-// size, since decoding it in parts would need a page-streaming decoder;
-// write smaller row groups to lower it.
+// of decode.go), including a row group of a single column chunk, is instead
+// assembled in row slices by one worker: its needed rows are cut into
+// slices whose columns take about half the limit (at least one row each),
+// and for each slice the slice's rows of every column chunk are decoded in
+// turn (pqread.ReadColumnRows: the pages are decoded from the chunk's first,
+// and only the slice's values and levels are kept, plus the page being
+// decoded), before the slice's records are assembled as usual. It then
+// holds one slice of every column and one page: 512 INT64 columns of a
+// 1,000,000-row row group stacked into an I64 tensor, about 4 GiB decoded,
+// or one embedding list column of a huge row group, convert under a 1 GiB
+// limit. The price is decode time: each slice decodes the pages before its
+// rows again (the values of BYTE_ARRAY pages outside the slice are not
+// copied), and the last slice reads every column chunk to its end so that
+// every page is checked as in a whole decode; that is why slicing is kept
+// for row groups that do not fit. The output and the errors are those of
+// the whole row group: on a failure each column chunk in task order is
+// decoded once more in slice-sized pieces to find the earliest failing
+// column and its earliest row, with counts over the whole column chunk.
+// What remains beyond the limit is one page (bounded by the reader's page
+// size limit, 256 MiB) and a single row larger than half the limit, which
+// a slice must hold whole.
 // Staging adds at most MemoryLimit more: anonymous memory when it fits, else
 // one spill window at a time (plus, under remainder pad, the records of the
 // pad samples: fewer than a global batch per epoch; a partitioned plan's

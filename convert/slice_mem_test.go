@@ -9,6 +9,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/plan"
 )
 
 // stackedSpec stacks column x n times into one F64 tensor.
@@ -26,7 +30,7 @@ func stackedSpec(t *testing.T, n int) *Spec {
 // to far more than --memory-limit: the 20,000-row row group of B07 read as
 // 512 stacked columns (80 MB of decoded values) was decoded whole, every
 // column chunk at once, and peaked at 131 MiB of Go heap under an 8 MiB
-// limit. It is now assembled in row slices, one decoded column chunk at a
+// limit. It is now assembled in row slices, one slice of every column at a
 // time, and must stay well under that with the output of a run that keeps
 // the row group whole. (The heap peak is sampled, so it can only be
 // underestimated; the old path held its peak through the whole assembly.)
@@ -79,4 +83,68 @@ func treeDigest(t testing.TB, dir string) string {
 		}
 	}
 	return b.String()
+}
+
+type embRow struct {
+	Emb []float32 `parquet:"emb,list"`
+}
+
+// TestColumnChunkOverLimitIsSliced pins the case slicing by column chunks
+// could not bound: a row group of one column chunk that alone decodes to
+// far more than --memory-limit (200,000 rows of a 32-float list column,
+// 25.6 MB of values and 12.8 MB of levels, under 2 MiB). Its rows are
+// decoded a slice at a time (pqread.ReadColumnRows), with the output of a
+// run that decodes it whole.
+func TestColumnChunkOverLimitIsSliced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("decodes a 38 MB column chunk a few times")
+	}
+	if raceEnabled {
+		t.Skip("measures memory; slow under the race detector")
+	}
+	src := t.TempDir()
+	rows := make([]embRow, 200_000)
+	for i := range rows {
+		rows[i].Emb = make([]float32, 32)
+		for k := range rows[i].Emb {
+			rows[i].Emb[k] = float32(i) + float32(k)/32
+		}
+	}
+	if err := parquet.WriteFile(filepath.Join(src, "emb.parquet"), rows, parquet.Compression(&parquet.Snappy)); err != nil {
+		t.Fatal(err)
+	}
+	rows = nil
+	p := makePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 1000, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	spec, err := ParseSpec([]byte("tensors: [{name: emb, column: emb, dtype: F32, shape: [32]}]"), "spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodes, reset := countDecodes(t)
+	whole := filepath.Join(t.TempDir(), "whole")
+	runtime.GC()
+	ref, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 1, MemoryLimit: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if decodes() != 1 {
+		t.Fatalf("the reference run sliced the row group")
+	}
+	reset()
+	out := filepath.Join(t.TempDir(), "sliced")
+	runtime.GC()
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, MemoryLimit: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak heap %d MiB sliced (%d slices), %d MiB whole", sum.PeakHeapBytes>>20, decodes(), ref.PeakHeapBytes>>20)
+	const bound = 16 << 20 // the decoded column chunk alone is 38 MB
+	if sum.PeakHeapBytes > bound {
+		t.Errorf("peak heap %d MiB under a 2 MiB limit, want at most %d MiB", sum.PeakHeapBytes>>20, bound>>20)
+	}
+	if decodes() < 2 {
+		t.Errorf("the row group was not sliced")
+	}
+	if treeDigest(t, out) != treeDigest(t, whole) {
+		t.Errorf("sliced output differs from the whole row group output")
+	}
 }

@@ -161,8 +161,8 @@ func TestSlicedRowGroupsMatchWhole(t *testing.T) {
 // TestSlicedRowGroupErrorsMatchWhole: a value error in a row group
 // assembled in slices names the same file, column, row group and row (the
 // row within the row group, not within its slice) and gives the same counts
-// over the column chunk as when the row group is decoded whole; with errors
-// in two columns, the one reported is the earliest column in task order,
+// over the column chunk as when the row group is decoded whole, also when
+// it has a single column chunk; with errors in two columns, the one reported is the earliest column in task order,
 // even when the other's bad row comes first.
 func TestSlicedRowGroupErrorsMatchWhole(t *testing.T) {
 	src := t.TempDir()
@@ -180,6 +180,8 @@ func TestSlicedRowGroupErrorsMatchWhole(t *testing.T) {
 	)
 	decodes, reset := countDecodes(t)
 	for _, tc := range []struct{ tensors, want string }{
+		{opt, nullErr}, // a row group of one column chunk is sliced too
+		{vec, lenErr},
 		{id + ", " + opt, nullErr},
 		{id + ", " + vec, lenErr},
 		{id + ", " + opt + ", " + vec, nullErr},

@@ -441,6 +441,42 @@ type chunkLoc struct {
 	tensor   string
 	rowGroup int
 	rowBase  int64
+	// counts, when set, are the whole column chunk's counts for error
+	// messages, given with a slice of it; otherwise they are taken from the
+	// column given, the whole chunk.
+	counts *chunkCounts
+}
+
+// chunkCounts are the counts over a whole column chunk that transform
+// errors quote.
+type chunkCounts struct {
+	nulls       int // null rows
+	nullElems   int // null list elements
+	otherLength int // non-null list rows whose length is not the shape's
+}
+
+// add adds the counts of col, a column chunk or a slice of one, for tp.
+func (c *chunkCounts) add(tp *tensorPlan, col *pqread.Column) {
+	c.nulls += countFalse(col.RowValid)
+	c.nullElems += countFalse(col.ElemValid)
+	if tp.mode == modeList {
+		L := int64(tp.perSample)
+		for k := 0; k < col.Rows; k++ {
+			if (col.RowValid == nil || col.RowValid[k]) && col.Offsets[k+1]-col.Offsets[k] != L {
+				c.otherLength++
+			}
+		}
+	}
+}
+
+// chunkCounts returns the whole column chunk's counts for an error in col.
+func (l chunkLoc) chunkCounts(tp *tensorPlan, col *pqread.Column) chunkCounts {
+	if l.counts != nil {
+		return *l.counts
+	}
+	var c chunkCounts
+	c.add(tp, col)
+	return c
 }
 
 func (l chunkLoc) err(row int64, elem int64, err error) error {
@@ -704,7 +740,7 @@ func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs *rec
 }
 
 func (tp *tensorPlan) nullError(col *pqread.Column, loc chunkLoc, row int) error {
-	n := countFalse(col.RowValid)
+	n := loc.chunkCounts(tp, col).nulls
 	return loc.err(int64(row), -1, valueErrorf("null value (%d nulls in this column chunk; set nulls.fill to replace them)", n))
 }
 
@@ -793,12 +829,7 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 			start := off[i]
 			n := int(off[i+1] - start)
 			if (n < L && tp.pad == nil) || (n > L && !tp.truncate) {
-				bad := 0
-				for k := 0; k < col.Rows; k++ {
-					if (col.RowValid == nil || col.RowValid[k]) && off[k+1]-off[k] != int64(L) {
-						bad++
-					}
-				}
+				bad := loc.chunkCounts(tp, col).otherLength
 				return loc.err(int64(i), -1, valueErrorf("list has length %d, not %d (%d rows of this column chunk have another length; set list.pad and list.truncate)", n, L, bad))
 			}
 			m := min(n, L)
@@ -806,7 +837,7 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 			if col.ElemValid != nil && tp.elemFill == nil {
 				for k := 0; k < m; k++ {
 					if !col.ElemValid[s+k] {
-						return loc.err(int64(i), int64(k), valueErrorf("null list element (%d null elements in this column chunk; set list.element_fill to replace them)", countFalse(col.ElemValid)))
+						return loc.err(int64(i), int64(k), valueErrorf("null list element (%d null elements in this column chunk; set list.element_fill to replace them)", loc.chunkCounts(tp, col).nullElems))
 					}
 				}
 			}

@@ -355,7 +355,7 @@ func (rep *report) render() string {
 		fmt.Fprintf(&b, "CPU time per GB delivered (host backend, whole process): %.2f s/GB.\n\n", r.CPUMedian()/(float64(r.NumBytes())/1e9))
 	}
 	b.WriteString("### CUDA backend\n\n")
-	if gpu, err := os.ReadFile(gpuResultsPath); err == nil {
+	if gpu, err := os.ReadFile(filepath.Join(rep.d.root, gpuResultsPath)); err == nil {
 		// Recorded by hand from scripts/gpu-check.sh on a GPU machine:
 		// this machine has no GPU, so the figures are not from this run.
 		b.WriteString("Not from this run (this machine has no GPU): the last `scripts/gpu-check.sh` run on a GPU machine, recorded in `" + gpuResultsPath + "`.\n\n")
@@ -430,7 +430,7 @@ func (rep *report) meaning() string {
 
 // gpuResultsPath holds the figures of the last scripts/gpu-check.sh run on a
 // machine with an NVIDIA GPU, recorded by hand (relative to the repository
-// root, where make bench runs). Without it the CUDA row says "not measured".
+// root given by -root). Without it the CUDA row says "not measured".
 const gpuResultsPath = "bench/gpu-results.md"
 
 // convertBound states, from limit probes measured in the same run, the

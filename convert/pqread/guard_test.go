@@ -162,9 +162,10 @@ func checkNoPanic(t *testing.T, dir string, b []byte) {
 		return
 	}
 	defer f.Close()
-	for rg := range f.RowGroups() {
+	for rg, rows := range f.RowGroups() {
 		for _, ci := range f.Columns() {
 			c, err := f.ReadColumn(rg, ci)
+			checkRanges(t, f, rg, int(rows), ci, c, err)
 			if err != nil {
 				var pe *Error
 				if !errors.As(err, &pe) {
@@ -180,6 +181,37 @@ func checkNoPanic(t *testing.T, dir string, b []byte) {
 			}
 			checkInvariants(t, c)
 			checkDictForm(t, f, rg, ci, c)
+		}
+	}
+}
+
+// checkRanges reads row ranges of column ci of row group rg (of rows rows)
+// with ReadColumnRows: never a panic, errors are *Error; the whole range
+// with Rest fails exactly as ReadColumn did (werr) or returns its column
+// (whole); a part of the rows equals whole's slice when ReadColumn
+// succeeded.
+func checkRanges(t *testing.T, f *File, rg, rows int, ci ColumnInfo, whole *Column, werr error) {
+	t.Helper()
+	if rows <= 0 || rows > 1<<20 {
+		return
+	}
+	for _, r := range []RowRange{{Lo: 0, Hi: rows, Rest: true}, {Lo: rows / 2, Hi: rows}, {Lo: rows / 3, Hi: rows/3 + 1}} {
+		got, err := f.ReadColumnRows(rg, ci, r)
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) || strings.Contains(err.Error(), "panic") {
+				t.Fatalf("ReadColumnRows(%v): %v", r, err)
+			}
+		}
+		switch {
+		case r.Rest && (err == nil) != (werr == nil):
+			t.Fatalf("ReadColumnRows(%v): %v; ReadColumn: %v", r, err, werr)
+		case r.Rest && err != nil && err.Error() != werr.Error():
+			t.Fatalf("ReadColumnRows(%v): %v; ReadColumn: %v", r, err, werr)
+		case werr == nil && err != nil:
+			t.Fatalf("ReadColumnRows(%v): %v; ReadColumn succeeds", r, err)
+		case werr == nil:
+			sameRows(t, fmt.Sprint(r), got, whole.Slice(r.Lo, r.Hi))
 		}
 	}
 }

@@ -18,6 +18,8 @@ demo: build
 
 # Everything CI runs.
 test: lint
+	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || \
+		echo "note: /usr/bin/python3 cannot import numpy: TestPython (the Python binding) is skipped; apt-get install python3-numpy"
 	$(GO) test -race -count=1 ./...
 
 bench:

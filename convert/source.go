@@ -113,17 +113,26 @@ func openSources(ctx context.Context, p *plan.Plan, lim pqread.Limits) ([]*sourc
 		abs := filepath.Join(p.Source.Root, filepath.FromSlash(m.Path))
 		f := &sourceFile{rel: m.Path, abs: abs, start: start, meta: m}
 		start += uint64(m.Rows())
-		if err := checkFooter(abs, m); err != nil {
+		changed := func(err error) ([]*sourceFile, error) {
 			closeAll()
 			return nil, &Error{File: m.Path, RowGroup: -1, Row: -1, Element: -1, Err: err}
 		}
 		pf, err := pqread.Open(abs, lim)
 		if err != nil {
+			// A file changed since planning is reported as changed,
+			// whatever else is wrong with it now.
+			if cerr := checkFooter(abs, m); cerr != nil {
+				return changed(cerr)
+			}
 			closeAll()
 			return nil, err
 		}
 		f.pq = pf
 		out = append(out, f)
+		// The footer checked is the one decoded: read once, hashed there.
+		if err := compareFooter(pf.FooterSHA256(), pf.Size(), nil, m); err != nil {
+			return changed(err)
+		}
 		if rg := pf.RowGroups(); !slices.Equal(rg, m.RowGroups) {
 			closeAll()
 			return nil, &Error{File: m.Path, RowGroup: -1, Row: -1, Element: -1,
@@ -197,6 +206,13 @@ func valueLimit(global int64, plans []*tensorPlan) int64 {
 // FileMetaData, its 4-byte length and "PAR1") with the plan's record.
 func checkFooter(path string, m plan.SourceFile) error {
 	got, size, err := FooterSHA256(path)
+	return compareFooter(got, size, err, m)
+}
+
+// compareFooter compares a file's size and footer SHA-256 (got; err when
+// the footer could not be read, size -1 when the file could not be opened)
+// with the plan's record m.
+func compareFooter(got string, size int64, err error, m plan.SourceFile) error {
 	if size < 0 {
 		return fmt.Errorf("%w: %v", ErrSourceChanged, err)
 	}

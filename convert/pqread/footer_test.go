@@ -2,8 +2,10 @@ package pqread
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,7 +38,8 @@ func TestRowGroupRowsRejectsHostileCounts(t *testing.T) {
 }
 
 // TestRowGroupRowsMatchesOpen: on real files the walk gives the row counts
-// the full footer decode gives.
+// the full footer decode gives, and File.FooterSHA256 is the hash of the
+// file's last len+8 bytes.
 func TestRowGroupRowsMatchesOpen(t *testing.T) {
 	for _, name := range []string{"B19-corrupt-files/good.parquet", "B29-order-stability/part-0.parquet", "B17-empty-files/part-1.parquet"} {
 		path := filepath.Join("..", "..", "testdata", "cases", name)
@@ -59,6 +62,15 @@ func TestRowGroupRowsMatchesOpen(t *testing.T) {
 		}
 		if want := pf.RowGroups(); !slices.Equal(rgs, want) {
 			t.Errorf("%s: walk %v, decoded footer %v", name, rgs, want)
+		}
+		// The footer hash of the opened file: the last len+8 bytes.
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int(binary.LittleEndian.Uint32(b[len(b)-8:])) + 8
+		if want := fmt.Sprintf("%x", sha256.Sum256(b[len(b)-n:])); pf.FooterSHA256() != want {
+			t.Errorf("%s: FooterSHA256 %s, want %s", name, pf.FooterSHA256(), want)
 		}
 		pf.Close()
 	}

@@ -38,7 +38,7 @@ func Open(path string, lim Limits) (*File, error) {
 	if err != nil {
 		return fail(err)
 	}
-	f.size, f.dataEnd = ft.Size, ft.Offset
+	f.size, f.dataEnd, f.footSum = ft.Size, ft.Offset, ft.SHA256()
 	buf, err := checkThrift(ft.Meta)
 	if err == nil {
 		f.meta, err = decodeFooter(&f.dec, buf)

@@ -251,6 +251,7 @@ type File struct {
 	meta    *format.FileMetaData
 	dec     format.FooterDecoder // owns meta's memory
 	dataEnd int64                // first byte of the footer: chunks must end at or before it
+	footSum string               // Footer.SHA256 of the footer decoded
 
 	leaves []*leaf
 	cols   []ColumnInfo
@@ -273,6 +274,11 @@ func (f *File) SetMaxValueBytes(n int64) { f.lim.MaxValueBytes = max(0, n) }
 
 // Size returns the file size in bytes at Open.
 func (f *File) Size() int64 { return f.size }
+
+// FooterSHA256 returns Footer.SHA256 (hex SHA-256 of the FileMetaData, its
+// length and "PAR1") of the footer Open read and decoded, so a caller can
+// check the file against a recorded footer without reading it again.
+func (f *File) FooterSHA256() string { return f.footSum }
 
 // NumRows returns the total number of rows over all row groups.
 func (f *File) NumRows() int64 { return f.total }

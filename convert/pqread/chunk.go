@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/bits"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -58,19 +59,22 @@ type RowRange struct {
 // [rr.Lo, rr.Hi) of the row group only: the Column holds rr.Hi-rr.Lo rows
 // and equals ReadColumn(...).Slice(rr.Lo, rr.Hi), but no more than those
 // rows' values and levels plus about one page's are held at a time. The
-// pages are decoded in order from the chunk's first, the values and levels
-// of rows before rr.Lo dropped after each page, and those of rows from
-// rr.Hi on dropped as they come. So a column chunk that decodes to more
-// memory than the caller can hold is read in row slices, at the price of
-// decoding the pages before each slice again.
+// pages are read in order from the chunk's first, the values and levels of
+// rows before rr.Lo dropped after each page, and those of rows from rr.Hi
+// on dropped as they come. So a column chunk that decodes to more memory
+// than the caller can hold is read in row slices.
 //
-// Reading stops after the page in which row rr.Hi starts, unless rr.Rest
-// is set, so the checks that need the whole chunk (the rows decoded equal
-// the row group's row count; each page's own checks for the pages not
-// read) are made only when the read reaches the chunk's end: with rr.Rest,
-// or when rr.Hi is the row group's row count. Errors are ReadColumn's,
-// rows numbered within the row group; a range outside 0 <= Lo < Hi <=
-// rows is an error.
+// Without rr.Rest, a data page all of whose rows come before rr.Lo is
+// passed over after its CRC check without decoding its values: its rows
+// are counted from its header, or for a list column from its repetition
+// levels alone (a V1 page is decompressed for them); the dictionary form
+// (rr.Dict) decodes such pages in full. Reading stops after the page in
+// which row rr.Hi starts. So the checks that need every page or the whole
+// chunk (each page's values; the rows decoded equal the row group's row
+// count) are made only by a read that decodes the chunk to its end: with
+// rr.Rest, which decodes every page as ReadColumn does. Errors are
+// ReadColumn's, rows numbered within the row group; a range outside
+// 0 <= Lo < Hi <= rows is an error.
 func (f *File) ReadColumnRows(rowGroup int, col ColumnInfo, rr RowRange) (*Column, error) {
 	return f.readColumn(rowGroup, col, rr.Dict, &rr)
 }
@@ -214,7 +218,10 @@ type chunkReader struct {
 	stopped bool  // the read ended at row hi, before the chunk's end
 	// held keeps the entries of rows [lo, hi) while rest reads on into
 	// fresh ones, which are dropped page by page.
-	held *chunkReader
+	held     *chunkReader
+	marks    []pageMark
+	contLead bool    // the entries held begin inside row base (skipPage)
+	skipReps []uint8 // repetition levels of a page skipPage passes over
 	// skipping: only the values [skipLo, skipHi) of the page being
 	// decoded are in the rows asked for (setSkip).
 	skipping       bool
@@ -250,9 +257,17 @@ func (r *chunkReader) valuesBefore(e int) int {
 
 // rowStart returns the index among the entries held of the start of the
 // row that is k rows after the first held (k >= 0 and that row started).
+// When the entries held begin inside row base (contLead, after skipPage),
+// that row counts as starting at entry 0.
 func (r *chunkReader) rowStart(k int) int {
 	if r.maxRep == 0 {
 		return k
+	}
+	if r.contLead {
+		if k == 0 {
+			return 0
+		}
+		k--
 	}
 	for i, rp := range r.reps {
 		if rp == 0 {
@@ -285,6 +300,148 @@ func (r *chunkReader) restore() {
 	}
 }
 
+// pageMark is a point where a ranged read may resume decoding a column
+// chunk instead of reading it from its first page: the state before the
+// data page whose header is at byte pos of the chunk, page index page.
+type pageMark struct {
+	pos     int
+	page    int
+	rows    int64 // rows started before the page
+	entries int64 // level entries before the page
+}
+
+// markGap is the least distance in chunk bytes between two marks kept, so
+// a chunk keeps one mark per page of large pages and one per markGap of
+// small ones; a read that resumes at a mark then passes over (skipPage) at
+// most about markGap bytes of pages before its rows. (A variable for tests.)
+var markGap = 256 << 10
+
+// mark notes the state before the data page at byte pos of the chunk.
+func (r *chunkReader) mark(pos int) {
+	if n := len(r.marks); n == 0 || pos-r.marks[n-1].pos >= markGap {
+		r.marks = append(r.marks, pageMark{pos: pos, page: r.page, rows: r.rows, entries: r.entries})
+	}
+}
+
+// resume moves the read to mark m: the entries held are dropped (they are
+// of rows before m, all before lo), and for a list column the held entries
+// then begin inside the last row started before m, which may go on in m's
+// page.
+func (r *chunkReader) resume(m *pageMark) {
+	r.keepEntries(0, 0, 0, 0)
+	r.page, r.rows, r.entries = m.page-1, m.rows, m.entries
+	r.base, r.contLead = m.rows, false
+	if r.maxRep > 0 {
+		r.base, r.contLead = m.rows-1, true
+	}
+}
+
+// findMark returns the last mark of the chunk at offset start before which
+// no row at or after lo started, if it is past the first data page.
+func (f *File) findMark(start, lo int64) *pageMark {
+	f.marksMu.Lock()
+	defer f.marksMu.Unlock()
+	var best *pageMark
+	for i := range f.marks[start] {
+		if m := f.marks[start][i]; m.rows > 0 && m.rows <= lo {
+			best = &m
+		}
+	}
+	return best
+}
+
+// addMarks merges the marks of a read of the chunk at offset start into the
+// file's; a read that reached the chunk's end drops them instead, since the
+// ranged reads of a chunk go in row order and the last reads to its end.
+func (f *File) addMarks(start int64, marks []pageMark, end bool) {
+	f.marksMu.Lock()
+	defer f.marksMu.Unlock()
+	if end {
+		delete(f.marks, start)
+		return
+	}
+	if len(marks) == 0 {
+		return
+	}
+	if f.marks == nil {
+		f.marks = map[int64][]pageMark{}
+	}
+	all := append(f.marks[start], marks...)
+	slices.SortFunc(all, func(a, b pageMark) int { return a.pos - b.pos })
+	f.marks[start] = slices.CompactFunc(all, func(a, b pageMark) bool { return a.pos == b.pos })
+}
+
+// skipPage passes over a data page all of whose rows come before lo without
+// decoding its values: a column without repetition counts its rows from the
+// page header; a list column decodes only the page's repetition levels
+// (decompressing a V1 page for them). The entries held, all of rows before
+// lo, are dropped. It reports false, having changed nothing, when the page
+// holds a row at or after lo or anything about it is amiss, leaving the
+// full decode to read it or report it. Only reads without Rest skip, so
+// that a read with Rest checks every page as ReadColumn does.
+func (r *chunkReader) skipPage(h *format.PageHeader, body []byte, us int) (bool, error) {
+	var n int
+	var levels []byte // a V2 page's repetition levels
+	v1enc := format.RLE
+	switch h.Type {
+	case format.DataPage:
+		dh, ok := h.DataPageHeader.Get()
+		if !ok {
+			return false, nil
+		}
+		n, v1enc = int(dh.NumValues), dh.RepetitionLevelEncoding
+	case format.DataPageV2:
+		dh, ok := h.DataPageHeaderV2.Get()
+		if !ok {
+			return false, nil
+		}
+		n = int(dh.NumValues)
+		if rl := int(dh.RepetitionLevelsByteLength); rl >= 0 && rl <= len(body) {
+			levels = body[:rl]
+		} else if r.maxRep > 0 {
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	if n <= 0 || int64(n) > r.f.lim.MaxPageBytes {
+		return false, nil
+	}
+	started := n
+	if r.maxRep > 0 {
+		r.skipReps = r.skipReps[:0]
+		if h.Type == format.DataPage {
+			raw, err := decompress(r.codec, &r.out, body, us)
+			if err != nil {
+				return false, nil
+			}
+			if _, err := levelsV1(&r.skipReps, raw, v1enc, r.maxRep, n, "repetition"); err != nil {
+				return false, nil
+			}
+		} else if err := levelsHybrid(&r.skipReps, levels, r.maxRep, n, "repetition"); err != nil {
+			return false, nil
+		}
+		if r.entries == 0 && r.skipReps[0] != 0 {
+			return false, nil // the full decode reports a chunk starting inside a list
+		}
+		started = countLevel(r.skipReps, 0)
+	}
+	if r.rows+int64(started) > r.lo {
+		return false, nil
+	}
+	if err := r.account(n, started); err != nil {
+		return false, err
+	}
+	r.keepEntries(0, 0, 0, 0)
+	r.base = r.rows
+	if r.maxRep > 0 {
+		// The last row started, or the one going on through the page, may
+		// go on in the next page: held entries begin inside it.
+		r.base, r.contLead = r.rows-1, true
+	}
+	return true, nil
+}
+
 // keepEntries reduces the entries held to [a, b), whose values are the
 // values [va, vb) held.
 func (r *chunkReader) keepEntries(a, b, va, vb int) {
@@ -315,6 +472,7 @@ func (r *chunkReader) trim() bool {
 			e := r.rowStart(int(d))
 			r.keepEntries(e, r.kept(), r.valuesBefore(e), r.vals.n())
 			r.base += d
+			r.contLead = false
 		}
 	}
 	if r.rows > r.hi {
@@ -390,15 +548,34 @@ func (r *chunkReader) read(buf []byte) error {
 	hr := thriftProto.NewReaderFromBytes(nil)
 	dec := thrift.NewDecoder(hr)
 	pos := 0
+	var jump *pageMark
+	if r.ranged {
+		if !r.rest && !r.vals.indexed {
+			jump = r.f.findMark(r.start, r.lo)
+		}
+		defer func() { r.f.addMarks(r.start, r.marks, !r.stopped) }()
+	}
 	for pos < len(buf) && r.entries < r.md.NumValues {
+		if jump != nil && r.page >= 0 {
+			// Past the dictionary page (the first): go on at the mark.
+			if jump.pos > pos {
+				r.resume(jump)
+				pos = jump.pos
+			}
+			jump = nil
+		}
 		r.page++
 		r.pageOff = r.start + int64(pos)
+		start := pos
 		var h format.PageHeader
 		hr.ResetBytes(buf[pos:])
 		if err := dec.Decode(&h); err != nil {
 			return corruptf("page header: %v", err)
 		}
 		pos += hr.BytesRead()
+		if r.ranged && (h.Type == format.DataPage || h.Type == format.DataPageV2) {
+			r.mark(start)
+		}
 		cs, us := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
 		if cs < 0 || us < 0 {
 			return corruptf("negative page size (compressed %d, uncompressed %d)", cs, us)
@@ -413,6 +590,13 @@ func (r *chunkReader) read(buf []byte) error {
 		pos += int(cs)
 		if h.CRC != 0 && int32(crc32.ChecksumIEEE(body)) != h.CRC {
 			return corruptf("page checksum mismatch: computed %08x, header says %08x", crc32.ChecksumIEEE(body), uint32(h.CRC))
+		}
+		if r.ranged && !r.rest && !r.vals.indexed && r.rows < r.lo {
+			if skipped, err := r.skipPage(&h, body, int(us)); err != nil {
+				return err
+			} else if skipped {
+				continue
+			}
 		}
 		var err error
 		switch h.Type {
@@ -693,18 +877,20 @@ func (r *chunkReader) pageValues(enc format.Encoding, src []byte, n int) error {
 // advance accounts for a decoded page of n level entries and checks the
 // chunk has not outgrown its limits.
 func (r *chunkReader) advance(n int) error {
-	r.entries += int64(n)
-	// Stop a chunk from outgrowing its row group page by page, instead of
-	// finding out after decoding everything it declares.
-	if r.maxRep == 0 {
-		r.rows = r.entries
-	} else {
-		for _, rp := range r.reps[len(r.reps)-n:] {
-			if rp == 0 {
-				r.rows++
-			}
-		}
+	started := n
+	if r.maxRep > 0 {
+		started = countLevel(r.reps[len(r.reps)-n:], 0)
 	}
+	return r.account(n, started)
+}
+
+// account counts a page of n level entries that start started rows, and
+// checks the chunk has not outgrown its limits: so a chunk is stopped from
+// outgrowing its row group page by page, instead of after decoding
+// everything it declares.
+func (r *chunkReader) account(n, started int) error {
+	r.entries += int64(n)
+	r.rows += int64(started)
 	if r.rows > r.rgRows {
 		return corruptf("column chunk holds more than the row group's %d rows", r.rgRows)
 	}

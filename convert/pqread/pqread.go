@@ -262,6 +262,9 @@ type File struct {
 	mu   sync.Mutex
 	fd   *os.File
 	data []byte // read-only mapping of [0, size) while fd is open; nil: use ReadAt
+
+	marksMu sync.Mutex
+	marks   map[int64][]pageMark // by column chunk offset: where ReadColumnRows may resume
 }
 
 // Path returns the path given to Open.

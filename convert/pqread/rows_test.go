@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -173,6 +174,105 @@ func TestReadColumnRowsEveryPageTransition(t *testing.T) {
 	}
 }
 
+// TestReadColumnRowsInSlices reads the page-transition files (every pair of
+// page kinds; lists cut every 7 level entries) the way convert reads a
+// sliced row group: consecutive row slices, the last with Rest, with a mark
+// kept before every page so that each read after the first resumes at one.
+// Every slice must equal ReadColumn's rows, for several slice sizes.
+func TestReadColumnRowsInSlices(t *testing.T) {
+	defer func(g int) { markGap = g }(markGap)
+	markGap = 0
+	dict := []int64{-1 << 62, -7, 0, 3, 1 << 40}
+	kinds := []pageKind{{false, format.Plain}, {true, format.RLEDictionary}, {false, format.DeltaBinaryPacked}, {true, format.Plain}, {false, format.RLEDictionary}}
+	for _, s := range []shape{shapeRequired, shapeOptional, shapeList} {
+		rows := 300
+		entries, _, _, _ := makeEntries(s, rows, dict)
+		spec := fileSpec{shape: s, codec: format.Snappy, dict: dict, rows: int64(rows)}
+		for i, k := 0, 0; i < len(entries); i, k = i+7, k+1 {
+			spec.pages = append(spec.pages, pageSpec{kind: kinds[k%len(kinds)], entries: entries[i:min(i+7, len(entries))]})
+		}
+		f := mustOpen(t, buildFile(t, spec))
+		ci, _ := f.Lookup("x")
+		whole := mustRead(t, f, "x", 0)
+		for _, n := range []int{1, 2, 5, 13, 64} {
+			resumed := 0
+			for lo := 0; lo < rows; lo += n {
+				hi := min(lo+n, rows)
+				if f.findMark(chunkStart(f), int64(lo)) != nil {
+					resumed++
+				}
+				got, err := f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: hi == rows})
+				if err != nil {
+					t.Fatalf("shape %d slices of %d: [%d, %d): %v", s, n, lo, hi, err)
+				}
+				sameRows(t, fmt.Sprintf("shape %d slices of %d: [%d, %d)", s, n, lo, hi), got, whole.Slice(lo, hi))
+			}
+			if resumed < rows/n/2 {
+				t.Errorf("shape %d slices of %d: %d of %d reads resumed at a mark", s, n, resumed, (rows+n-1)/n)
+			}
+			if len(f.marks) != 0 {
+				t.Errorf("shape %d slices of %d: marks left after the last slice", s, n)
+			}
+		}
+	}
+}
+
+// TestReadColumnRowsResumesAtMarks: after a read of the first rows has left
+// marks, a read of later rows resumes at one instead of going through the
+// pages before it: with a byte of an early page damaged afterwards (such
+// that ReadColumn and a read by a File without marks fail), the File with
+// marks still reads the later rows, equal to ReadColumn's before the damage.
+func TestReadColumnRowsResumesAtMarks(t *testing.T) {
+	defer func(g int) { markGap = g }(markGap)
+	markGap = 0
+	dict := []int64{1, 2, 3}
+	entries, _, _, _ := makeEntries(shapeList, 300, dict)
+	spec := fileSpec{shape: shapeList, codec: format.Snappy, dict: dict, rows: 300}
+	for i := 0; i < len(entries); i += 7 {
+		spec.pages = append(spec.pages, pageSpec{kind: pageKind{false, format.Plain}, entries: entries[i:min(i+7, len(entries))]})
+	}
+	path := buildFile(t, spec)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := mustOpen(t, path)
+	ci, _ := f.Lookup("x")
+	whole := mustRead(t, f, "x", 0)
+	if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 0, Hi: 150}); err != nil {
+		t.Fatal(err)
+	}
+	start, n := chunkRange(&f.meta.RowGroups[0].Columns[0].MetaData)
+	for off := start + n/8; off < start+n/3; off++ {
+		b := append([]byte(nil), good...)
+		b[off] ^= 0xff
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fresh := mustOpen(t, path)
+		_, err1 := fresh.ReadColumn(0, ci)
+		_, err2 := fresh.ReadColumnRows(0, ci, RowRange{Lo: 160, Hi: 170})
+		fresh.Close()
+		if err1 == nil || err2 == nil {
+			continue // this byte does not break the reads that go through it
+		}
+		got, err := f.ReadColumnRows(0, ci, RowRange{Lo: 160, Hi: 170})
+		if err != nil {
+			t.Fatalf("byte %d damaged: the File with marks read through it: %v", off, err)
+		}
+		sameRows(t, "[160, 170)", got, whole.Slice(160, 170))
+		return
+	}
+	t.Fatal("no damaged byte breaks the reads")
+}
+
+// chunkStart returns the offset of the first column chunk of f's first row
+// group (the key of its marks).
+func chunkStart(f *File) int64 {
+	start, _ := chunkRange(&f.meta.RowGroups[0].Columns[0].MetaData)
+	return start
+}
+
 // TestReadColumnRowsErrors checks the range bounds and that a corrupt value
 // is reported at its row of the row group whichever range finds it.
 func TestReadColumnRowsErrors(t *testing.T) {
@@ -209,6 +309,37 @@ func TestReadColumnRowsErrors(t *testing.T) {
 		_, err := f.ReadColumnRows(0, ci, RowRange{Lo: r[0], Hi: r[1]})
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("row range [%d, %d) outside the row group's 100 rows", r[0], r[1])) {
 			t.Errorf("%v: %v", r, err)
+		}
+	}
+}
+
+// TestReadColumnRowsSkipsPagesBeforeTheRange: a read without Rest passes
+// over the pages wholly before its rows by their headers (and, for lists,
+// their repetition levels) without decoding their values, so a bad
+// dictionary index in the first page fails ReadColumn and a read with Rest,
+// but not a read of later rows; with V1 and V2 pages, scalar and list
+// columns (lists cut every 7 level entries, so rows go on across pages).
+func TestReadColumnRowsSkipsPagesBeforeTheRange(t *testing.T) {
+	dict := []int64{4, 5, 6}
+	for _, s := range []shape{shapeOptional, shapeList} {
+		for _, v2 := range []bool{false, true} {
+			entries, _, _, _ := makeEntries(s, 100, dict)
+			spec := fileSpec{shape: s, codec: format.Snappy, dict: dict, rows: 100, badIndex: true}
+			for i := 0; i < len(entries); i += 7 {
+				spec.pages = append(spec.pages, pageSpec{kind: pageKind{v2, format.RLEDictionary}, entries: entries[i:min(i+7, len(entries))]})
+			}
+			f := mustOpen(t, buildFile(t, spec))
+			ci, _ := f.Lookup("x")
+			_, werr := f.ReadColumn(0, ci)
+			if werr == nil || !strings.Contains(werr.Error(), "out of range") {
+				t.Fatalf("shape %d v2 %v: ReadColumn: %v, want a dictionary index out of range", s, v2, werr)
+			}
+			if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 80, Hi: 90}); err != nil {
+				t.Errorf("shape %d v2 %v: [80, 90): %v, want the bad first page skipped", s, v2, err)
+			}
+			if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 80, Hi: 90, Rest: true}); err == nil || err.Error() != werr.Error() {
+				t.Errorf("shape %d v2 %v: [80, 90) with Rest: %v, want %v", s, v2, err, werr)
+			}
 		}
 	}
 }

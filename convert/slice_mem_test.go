@@ -58,7 +58,7 @@ func TestRowGroupOverLimitIsSliced(t *testing.T) {
 		t.Fatal(err)
 	}
 	const bound = 48 << 20
-	t.Logf("peak heap %d MiB, %d slices", sum.PeakHeapBytes>>20, decodes())
+	t.Logf("peak heap %d MiB, %d slices, decode %.3f s", sum.PeakHeapBytes>>20, decodes(), sum.DecodeSeconds)
 	if sum.PeakHeapBytes > bound {
 		t.Errorf("peak heap %d MiB under an 8 MiB limit, want at most %d MiB", sum.PeakHeapBytes>>20, bound>>20)
 	}
@@ -136,7 +136,8 @@ func TestColumnChunkOverLimitIsSliced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("peak heap %d MiB sliced (%d slices), %d MiB whole", sum.PeakHeapBytes>>20, decodes(), ref.PeakHeapBytes>>20)
+	t.Logf("peak heap %d MiB sliced (%d slices), %d MiB whole; decode %.3f s sliced, %.3f s whole",
+		sum.PeakHeapBytes>>20, decodes(), ref.PeakHeapBytes>>20, sum.DecodeSeconds, ref.DecodeSeconds)
 	const bound = 16 << 20 // the decoded column chunk alone is 38 MB
 	if sum.PeakHeapBytes > bound {
 		t.Errorf("peak heap %d MiB under a 2 MiB limit, want at most %d MiB", sum.PeakHeapBytes>>20, bound>>20)

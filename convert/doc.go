@@ -100,11 +100,13 @@
 // holds one slice of every column and one page: 512 INT64 columns of a
 // 1,000,000-row row group stacked into an I64 tensor, about 4 GiB decoded,
 // or one embedding list column of a huge row group, convert under a 1 GiB
-// limit. The price is decode time: each slice decodes the pages before its
-// rows again (the values of BYTE_ARRAY pages outside the slice are not
-// copied), and the last slice reads every column chunk to its end so that
-// every page is checked as in a whole decode; that is why slicing is kept
-// for row groups that do not fit. The output and the errors are those of
+// limit. The price is decode time: each slice reads every column chunk
+// from its start again, passing over the pages before its rows by their
+// headers (a list column's by its repetition levels) or resuming at a mark
+// the slice before it left (pqread keeps one per 256 KiB of chunk), and the
+// last slice decodes every column chunk to its end in full so that every
+// page is checked as in a whole decode; that is why slicing is kept for
+// row groups that do not fit. The output and the errors are those of
 // the whole row group: on a failure each column chunk in task order is
 // decoded once more in slice-sized pieces to find the earliest failing
 // column and its earliest row, with counts over the whole column chunk.

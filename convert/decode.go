@@ -20,11 +20,19 @@ type decodeTask struct {
 	j   int
 }
 
+// work is what a decode worker is handed: one column chunk of a row group
+// decoded whole, or one row slice (every column of it) of a sliced row
+// group.
+type work struct {
+	task  decodeTask // the column chunk; for a slice, the group's first
+	slice int        // index into the group's slices, or -1
+}
+
 // rowGroupJob is one row group holding needed ids: its column chunks are
 // decoded by decodeTasks (in parallel), and the worker that finishes the
 // last one assembles the group's staging records (assemble). A row group
 // whose column chunks would not fit the memory limit together is instead
-// handed whole to one worker, which assembles it in row slices
+// assembled in row slices, each slice handed to one worker
 // (assembleSliced).
 type rowGroupJob struct {
 	fi, rg  int
@@ -33,11 +41,11 @@ type rowGroupJob struct {
 	runs    []run  // needed rows and their staging slots
 	first   int    // seq of the group's first task
 	tasks   []decodeTask
-	cost    int64      // estimated bytes in flight from admission to assembly
+	cost    int64      // estimated bytes in flight from admission to assembly (of one slice, when sliced)
 	slices  []rowSlice // non-nil: assembled slice by slice (assembleSliced)
 	cols    []*pqread.Column
 	errs    []error
-	pending atomic.Int32 // column chunks not decoded yet
+	pending atomic.Int32 // column chunks (or slices) not done yet
 }
 
 // decoder runs stage 1: every needed column chunk decoded (whole, or a row
@@ -141,17 +149,18 @@ func sliceRuns(runs []run, n int) []rowSlice {
 
 // planSlices makes g, whose estimated cost exceeds the memory limit, a
 // sliced row group: its needed rows are cut into slices whose decoded
-// columns together take about half the limit (at least one row each), and
-// its cost becomes one slice and estimateCost's page allowance for every
-// column chunk, since assembleSliced holds no more than that
-// (pqread.ReadColumnRows keeps only the rows asked for and the page being
-// decoded). A row group whose rows all fit one slice stays whole.
+// columns together take about half the limit shared by the Jobs workers
+// that may each assemble one slice at once (at least one row each), and its
+// cost, counted per slice, becomes one slice and estimateCost's page
+// allowance for every column chunk, since assembleSliced holds no more than
+// that (pqread.ReadColumnRows keeps only the rows asked for and the page
+// being decoded). A row group whose rows all fit one slice stays whole.
 func (d *decoder) planSlices(g *rowGroupJob) {
 	var perRow int64
 	for _, task := range g.tasks {
 		perRow += rowCost(d.plans[task.t])
 	}
-	if n := max(1, d.memoryLimit/2/perRow); n < g.rows {
+	if n := max(1, d.memoryLimit/2/int64(d.jobs)/perRow); n < g.rows {
 		g.slices = sliceRuns(g.runs, int(n))
 		g.cost = n*perRow + int64(len(g.tasks))*estimateCost(d.plans[0], 0)
 	}
@@ -192,16 +201,20 @@ func (d *decoder) plan() (perFile []int) {
 			g.cols = make([]*pqread.Column, len(g.tasks))
 			g.errs = make([]error, len(g.tasks))
 			g.pending.Store(int32(len(g.tasks)))
+			if g.slices != nil {
+				g.pending.Store(int32(len(g.slices)))
+			}
 			d.groups = append(d.groups, g)
 		}
 	}
 	return perFile
 }
 
-// run decodes every row group with at most d.jobs column chunks decoding at
-// once and about d.memoryLimit estimated bytes in flight (a row group is
-// admitted whole, and its memory counts until its records are assembled; a
-// sliced row group counts one slice, and goes to one worker as a whole).
+// run decodes every row group with at most d.jobs column chunks (or slices)
+// decoding at once and about d.memoryLimit estimated bytes in flight (a row
+// group is admitted whole, and its memory counts until its records are
+// assembled; each slice of a sliced row group is admitted on its own, and
+// assembled by whichever worker takes it).
 // On failure it returns the error of the earliest failing column chunk in
 // task order: a failure skips only the column chunks after it in that
 // order, so every earlier one still runs and the error reported does not
@@ -239,7 +252,7 @@ func (d *decoder) run(ctx context.Context) error {
 	}
 	var progMu sync.Mutex
 
-	ch := make(chan decodeTask, 64)
+	ch := make(chan work, 64)
 	var wg sync.WaitGroup
 	for w := 0; w < d.jobs; w++ {
 		wg.Add(1)
@@ -280,16 +293,21 @@ func (d *decoder) run(ctx context.Context) error {
 					d.files[fi].pq.Close() // releases the descriptor ReadColumn opened
 				}
 			}
-			for task := range ch {
+			for w := range ch {
+				task := w.task
 				g := d.groups[task.g]
 				var (
 					seq int
 					err error
 				)
+				runs := g.runs
 				if g.slices != nil {
-					// The whole row group, decoded and assembled here.
-					seq, err, scratch = d.assembleSliced(parent, g, scratch, rb, decode)
-					decoded(g.fi, len(g.tasks))
+					// One slice of the row group, decoded and assembled here.
+					runs = g.slices[w.slice].runs
+					seq, err, scratch = d.assembleSliced(parent, g, w.slice, scratch, rb, decode)
+					if g.pending.Add(-1) == 0 {
+						decoded(g.fi, len(g.tasks))
+					}
 				} else {
 					g.cols[task.k], g.errs[task.k] = decode(task, nil)
 					decoded(g.fi, 1)
@@ -307,7 +325,7 @@ func (d *decoder) run(ctx context.Context) error {
 				}
 				if d.progress != nil {
 					var n int64
-					for _, r := range g.runs {
+					for _, r := range runs {
 						n += int64(r.hi - r.lo)
 					}
 					progMu.Lock()
@@ -317,26 +335,38 @@ func (d *decoder) run(ctx context.Context) error {
 			}
 		}()
 	}
-	for _, g := range d.groups {
+	// admit waits until cost fits the memory limit beside what is in flight
+	// (or nothing is), and counts it; false when the run is ending.
+	admit := func(cost int64) bool {
 		mu.Lock()
-		g.cost = min(g.cost, d.memoryLimit)
-		for inFlight > 0 && inFlight+g.cost > d.memoryLimit && ctx.Err() == nil {
+		defer mu.Unlock()
+		for inFlight > 0 && inFlight+cost > d.memoryLimit && ctx.Err() == nil {
 			cond.Wait()
 		}
-		stop := ctx.Err() != nil
-		if !stop {
-			inFlight += g.cost
+		if ctx.Err() != nil {
+			return false
 		}
-		mu.Unlock()
-		if stop {
-			break
-		}
+		inFlight += cost
+		return true
+	}
+admission:
+	for _, g := range d.groups {
+		g.cost = min(g.cost, d.memoryLimit)
 		if g.slices != nil {
-			ch <- g.tasks[0] // one worker takes the whole row group
+			// Each slice is admitted and assembled on its own, by any worker.
+			for si := range g.slices {
+				if !admit(g.cost) {
+					break admission
+				}
+				ch <- work{task: g.tasks[0], slice: si}
+			}
 			continue
 		}
+		if !admit(g.cost) {
+			break
+		}
 		for _, task := range g.tasks {
-			ch <- task
+			ch <- work{task: task, slice: -1}
 		}
 	}
 	close(ch)
@@ -463,39 +493,35 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 	}
 }
 
-// assembleSliced decodes and assembles a sliced row group (g.slices) on its
-// own, so that no more than one slice of every column is held at once: for
-// each slice, the slice's rows of every column chunk are decoded in task
-// order (pqread.ReadColumnRows, which decodes the pages before them again
-// and drops their values), then the slice's records are assembled as
-// assemble does. The last slice reads every column chunk to its end, so
-// every page is checked as in the unsliced path. On failure it reports the
-// error the unsliced path would, found by firstErrorSliced.
-func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers, decode decodeFunc) (int, error, []byte) {
+// assembleSliced decodes and assembles slice si of a sliced row group
+// (g.slices), holding no more than that slice of every column: the slice's
+// rows of every column chunk are decoded in task order
+// (pqread.ReadColumnRows, which passes over the pages before them), then
+// its records are assembled as assemble does. The slices of a row group
+// may be assembled by several workers at once. The last slice reads every
+// column chunk to its end, so every page is checked as in the unsliced
+// path. On failure it reports the error the unsliced path would, found by
+// firstErrorSliced.
+func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, si int, scratch []byte, rb *routeBuffers, decode decodeFunc) (int, error, []byte) {
+	sl := g.slices[si]
 	cols := make([]*pqread.Column, len(g.tasks))
-	for i, sl := range g.slices {
-		for k, task := range g.tasks {
-			col, err := decode(task, &pqread.RowRange{Lo: sl.lo, Hi: sl.hi, Rest: i == len(g.slices)-1})
-			if err == errSkipped {
-				return notRun, context.Canceled, scratch
-			}
-			if err != nil {
-				clear(cols)
-				return d.firstErrorSliced(g, scratch, decode)
-			}
-			cols[k] = col
-		}
-		seq, err, s := d.assembleBlocks(ctx, g, sl.runs, cols, sl.lo, scratch, rb)
-		scratch = s
-		clear(cols)
-		if err == errTransform {
-			return d.firstErrorSliced(g, scratch, decode)
+	for k, task := range g.tasks {
+		col, err := decode(task, &pqread.RowRange{Lo: sl.lo, Hi: sl.hi, Rest: si == len(g.slices)-1})
+		if err == errSkipped {
+			return notRun, context.Canceled, scratch
 		}
 		if err != nil {
-			return seq, err, scratch
+			clear(cols)
+			return d.firstErrorSliced(g, scratch, decode)
 		}
+		cols[k] = col
 	}
-	return 0, nil, scratch
+	seq, err, scratch := d.assembleBlocks(ctx, g, sl.runs, cols, sl.lo, scratch, rb)
+	clear(cols)
+	if err == errTransform {
+		return d.firstErrorSliced(g, scratch, decode)
+	}
+	return seq, err, scratch
 }
 
 // decodeFunc decodes the column chunk of a task, or the rows of rr only if

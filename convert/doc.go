@@ -91,12 +91,12 @@
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate
 // of decode.go), including a row group of a single column chunk, is instead
-// assembled in row slices by one worker: its needed rows are cut into
-// slices whose columns take about half the limit (at least one row each),
-// and for each slice the slice's rows of every column chunk are decoded in
-// turn (pqread.ReadColumnRows: the pages are decoded from the chunk's first,
-// and only the slice's values and levels are kept, plus the page being
-// decoded), before the slice's records are assembled as usual. It then
+// assembled in row slices, each by one worker (Jobs slices at once): its
+// needed rows are cut into slices whose columns take about half the limit
+// over Jobs (at least one row each), and for each slice the slice's rows
+// of every column chunk are decoded in turn (pqread.ReadColumnRows: only
+// the slice's values and levels are kept, plus the page being decoded),
+// before the slice's records are assembled as usual. Each worker then
 // holds one slice of every column and one page: 512 INT64 columns of a
 // 1,000,000-row row group stacked into an I64 tensor, about 4 GiB decoded,
 // or one embedding list column of a huge row group, convert under a 1 GiB

@@ -138,22 +138,29 @@ func TestReadColumnRowsEqualsSlice(t *testing.T) {
 	}
 }
 
-// TestReadColumnRowsEveryPageTransition cuts the page-transition files
-// (every pair of page kinds, lists cut every 5 level entries so rows go on
-// across pages) at every row boundary pair in a window and at page
-// boundaries, against ReadColumn and Slice.
+// pagedFile builds a one-column file of rows rows of shape s (buildFile)
+// whose data pages hold 7 level entries each, so list rows go on across
+// pages, their kinds cycling through kinds; dict is the dictionary page,
+// and bad makes the first dictionary index out of range.
+func pagedFile(t *testing.T, s shape, rows int, dict []int64, kinds []pageKind, bad bool) string {
+	entries, _, _, _ := makeEntries(s, rows, dict)
+	spec := fileSpec{shape: s, codec: format.Snappy, dict: dict, rows: int64(rows), badIndex: bad}
+	for i, k := 0, 0; i < len(entries); i, k = i+7, k+1 {
+		spec.pages = append(spec.pages, pageSpec{kind: kinds[k%len(kinds)], entries: entries[i:min(i+7, len(entries))]})
+	}
+	return buildFile(t, spec)
+}
+
+// TestReadColumnRowsEveryPageTransition cuts files of every pair of page
+// kinds (pagedFile) at row pairs every 3 and 5 rows, with and without Rest,
+// against ReadColumn and Slice.
 func TestReadColumnRowsEveryPageTransition(t *testing.T) {
 	dict := []int64{-1 << 62, -7, 0, 3, 1 << 40}
 	kinds := []pageKind{{false, format.Plain}, {true, format.RLEDictionary}, {false, format.DeltaBinaryPacked}, {true, format.Plain}}
 	for _, s := range []shape{shapeRequired, shapeOptional, shapeList} {
 		t.Run(fmt.Sprint(s), func(t *testing.T) {
 			rows := 120
-			entries, _, _, _ := makeEntries(s, rows, dict)
-			spec := fileSpec{shape: s, codec: format.Snappy, dict: dict, rows: int64(rows)}
-			for i, k := 0, 0; i < len(entries); i, k = i+7, k+1 {
-				spec.pages = append(spec.pages, pageSpec{kind: kinds[k%len(kinds)], entries: entries[i:min(i+7, len(entries))]})
-			}
-			f := mustOpen(t, buildFile(t, spec))
+			f := mustOpen(t, pagedFile(t, s, rows, dict, kinds, false))
 			ci, err := f.Lookup("x")
 			if err != nil {
 				t.Fatal(err)
@@ -174,8 +181,7 @@ func TestReadColumnRowsEveryPageTransition(t *testing.T) {
 	}
 }
 
-// TestReadColumnRowsInSlices reads the page-transition files (every pair of
-// page kinds; lists cut every 7 level entries) the way convert reads a
+// TestReadColumnRowsInSlices reads pagedFile files the way convert reads a
 // sliced row group: consecutive row slices, the last with Rest, with a mark
 // kept before every page so that each read after the first resumes at one.
 // Every slice must equal ReadColumn's rows, for several slice sizes.
@@ -186,12 +192,7 @@ func TestReadColumnRowsInSlices(t *testing.T) {
 	kinds := []pageKind{{false, format.Plain}, {true, format.RLEDictionary}, {false, format.DeltaBinaryPacked}, {true, format.Plain}, {false, format.RLEDictionary}}
 	for _, s := range []shape{shapeRequired, shapeOptional, shapeList} {
 		rows := 300
-		entries, _, _, _ := makeEntries(s, rows, dict)
-		spec := fileSpec{shape: s, codec: format.Snappy, dict: dict, rows: int64(rows)}
-		for i, k := 0, 0; i < len(entries); i, k = i+7, k+1 {
-			spec.pages = append(spec.pages, pageSpec{kind: kinds[k%len(kinds)], entries: entries[i:min(i+7, len(entries))]})
-		}
-		f := mustOpen(t, buildFile(t, spec))
+		f := mustOpen(t, pagedFile(t, s, rows, dict, kinds, false))
 		ci, _ := f.Lookup("x")
 		whole := mustRead(t, f, "x", 0)
 		for _, n := range []int{1, 2, 5, 13, 64} {
@@ -226,12 +227,7 @@ func TestReadColumnRowsResumesAtMarks(t *testing.T) {
 	defer func(g int) { markGap = g }(markGap)
 	markGap = 0
 	dict := []int64{1, 2, 3}
-	entries, _, _, _ := makeEntries(shapeList, 300, dict)
-	spec := fileSpec{shape: shapeList, codec: format.Snappy, dict: dict, rows: 300}
-	for i := 0; i < len(entries); i += 7 {
-		spec.pages = append(spec.pages, pageSpec{kind: pageKind{false, format.Plain}, entries: entries[i:min(i+7, len(entries))]})
-	}
-	path := buildFile(t, spec)
+	path := pagedFile(t, shapeList, 300, dict, []pageKind{{false, format.Plain}}, false)
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -323,12 +319,7 @@ func TestReadColumnRowsSkipsPagesBeforeTheRange(t *testing.T) {
 	dict := []int64{4, 5, 6}
 	for _, s := range []shape{shapeOptional, shapeList} {
 		for _, v2 := range []bool{false, true} {
-			entries, _, _, _ := makeEntries(s, 100, dict)
-			spec := fileSpec{shape: s, codec: format.Snappy, dict: dict, rows: 100, badIndex: true}
-			for i := 0; i < len(entries); i += 7 {
-				spec.pages = append(spec.pages, pageSpec{kind: pageKind{v2, format.RLEDictionary}, entries: entries[i:min(i+7, len(entries))]})
-			}
-			f := mustOpen(t, buildFile(t, spec))
+			f := mustOpen(t, pagedFile(t, s, 100, dict, []pageKind{{v2, format.RLEDictionary}}, true))
 			ci, _ := f.Lookup("x")
 			_, werr := f.ReadColumn(0, ci)
 			if werr == nil || !strings.Contains(werr.Error(), "out of range") {

@@ -69,7 +69,11 @@ type RowRange struct {
 // are counted from its header, or for a list column from its repetition
 // levels alone (a V1 page is decompressed for them); the dictionary form
 // (rr.Dict) decodes such pages in full. Reading stops after the page in
-// which row rr.Hi starts. So the checks that need every page or the whole
+// which row rr.Hi starts. With rr.Dict, the form follows the pages the read
+// decodes: the dictionary form when every value they hold is dictionary
+// encoded and at least one is, else the plain form; so for a chunk whose
+// encodings change, or whose range holds only nulls, the form may differ
+// from ReadColumnDict's, the values being the same. So the checks that need every page or the whole
 // chunk (each page's values; the rows decoded equal the row group's row
 // count) are made only by a read that decodes the chunk to its end: with
 // rr.Rest, which decodes every page as ReadColumn does. Errors are
@@ -295,6 +299,8 @@ func (r *chunkReader) restore() {
 	if h := r.held; h != nil {
 		if h.vals.indexed && !r.vals.indexed {
 			h.vals.unindex()
+		} else if h.vals.indexed && h.vals.dict == nil {
+			h.vals.dict = r.vals.dict // the first dictionary-encoded value came after the range
 		}
 		r.vals, r.defs, r.reps, r.held = h.vals, h.defs, h.reps, nil
 	}

@@ -1,14 +1,16 @@
 package pqread
 
-// Adversarial tests of ReadColumnRows. TestAdvBug* pin deviations from its
-// contract (they fail until fixed); the others hold and add coverage.
+// More tests of ReadColumnRows: the dictionary form, and hand-built
+// BYTE_ARRAY pages of every encoding.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -20,28 +22,23 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// TestAdvBugDictRowsForm pins ReadColumnRows with Dict returning another
-// form than ReadColumnDict(...).Slice, which its comment promises to equal
-// (and TestReadColumnRowsEqualsSlice's sameRows requires, form included):
-//
-//   - a string chunk whose pages fall back from dictionary to PLAIN after
-//     the range, read without Rest: the range comes back in dictionary
-//     form, the whole chunk in plain form (the read stops before the
-//     fallback page, so it cannot know);
-//   - a range of null rows only, before the first dictionary-encoded value,
-//     with or without Rest: it comes back in plain form (the values kept
-//     never saw the dictionary), the whole chunk in dictionary form.
-//
-// The values are the same, so convert's output does not change (hash mode
-// takes either form); the contract and sameRows do.
-func TestAdvBugDictRowsForm(t *testing.T) {
+// TestReadColumnRowsDictForm: with Dict, the values are those of
+// ReadColumnDict, and the form follows the pages the read decodes
+// (dictionary form when all their values are dictionary-encoded and at
+// least one is): a string chunk that falls back to PLAIN after the range
+// comes back in dictionary form without Rest (the read stops before the
+// fallback) and in plain form with it; a range of null rows before the
+// first dictionary value comes back in plain form without Rest and in
+// dictionary form with it.
+func TestReadColumnRowsDictForm(t *testing.T) {
 	type row struct {
 		S *string `parquet:"s,optional,dict"`
 	}
 	for _, c := range []struct {
-		name string
-		val  func(i int) *string
-		rr   []RowRange
+		name     string
+		val      func(i int) *string
+		rr       []RowRange
+		dictForm []bool // per range
 	}{
 		{"fallback after the range", func(i int) *string {
 			v := fmt.Sprintf("v%d", i%3)
@@ -49,14 +46,14 @@ func TestAdvBugDictRowsForm(t *testing.T) {
 				v = fmt.Sprintf("u%d", i) // the dictionary overflows: PLAIN pages
 			}
 			return &v
-		}, []RowRange{{Lo: 0, Hi: 10}}},
+		}, []RowRange{{Lo: 0, Hi: 10}, {Lo: 0, Hi: 10, Rest: true}}, []bool{true, false}},
 		{"null rows before the first value", func(i int) *string {
 			if i < 100 {
 				return nil
 			}
 			v := fmt.Sprintf("v%d", i%3)
 			return &v
-		}, []RowRange{{Lo: 0, Hi: 10}, {Lo: 0, Hi: 10, Rest: true}}},
+		}, []RowRange{{Lo: 0, Hi: 10}, {Lo: 0, Hi: 10, Rest: true}}, []bool{false, true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rows := make([]row, 300)
@@ -72,14 +69,32 @@ func TestAdvBugDictRowsForm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, rr := range c.rr {
+			for i, rr := range c.rr {
 				rr.Dict = true
 				got, err := f.ReadColumnRows(0, ci, rr)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if (got.DictData != nil) != (whole.DictData != nil) {
-					t.Errorf("%+v: dictionary form %v, ReadColumnDict's %v", rr, got.DictData != nil, whole.DictData != nil)
+				if form := got.DictData != nil; form != c.dictForm[i] {
+					t.Errorf("%+v: dictionary form %v, want %v", rr, form, c.dictForm[i])
+				}
+				want := whole.Slice(rr.Lo, rr.Hi)
+				gv, wv := got.RowValid, want.RowValid
+				if gv == nil {
+					gv = allTrue(got.Rows)
+				}
+				if wv == nil {
+					wv = allTrue(want.Rows)
+				}
+				if !slices.Equal(gv, wv) {
+					t.Errorf("%+v: row validity differs", rr)
+				}
+				for k := range want.Slots() {
+					g, gok := dictValue(got, k)
+					w, wok := dictValue(want, k)
+					if gok != wok || !bytes.Equal(g, w) {
+						t.Errorf("%+v: slot %d: %q (%v), ReadColumnDict %q (%v)", rr, k, g, gok, w, wok)
+					}
 				}
 			}
 		})

@@ -13,11 +13,12 @@ import (
 // decodeTask is one column chunk to decode: value j of tensor t, from the
 // row group of group g.
 type decodeTask struct {
-	seq int // position in task order: (file, row group, tensor, value)
-	g   int // index into decoder.groups
-	k   int // column index within the group (tensor-major, then value)
-	t   int
-	j   int
+	seq   int // position in task order: (file, row group, tensor, value)
+	g     int // index into decoder.groups
+	k     int // column index within the group (tensor-major, then value)
+	t     int
+	j     int
+	bytes int64 // estimated decoded bytes of the whole column chunk (chunkBytes)
 }
 
 // work is what a decode worker is handed: one column chunk of a row group
@@ -94,13 +95,21 @@ const notRun = int(^uint(0) >> 1)
 // costs little.
 const blockBytes = 256 << 10
 
-// estimateCost is a rough upper bound of the memory one decoded column chunk
-// of rows rows takes (the decoded column plus its page buffers).
-func estimateCost(tp *tensorPlan, rows int64) int64 {
-	return rows*rowCost(tp) + 64<<10
+// pageAllowance is the memory counted for the page buffers of one column
+// chunk being decoded, beside its decoded values.
+const pageAllowance = 64 << 10
+
+// chunkBytes estimates the memory one decoded column chunk of rows rows of
+// tp takes: the larger of the tensor's own estimate (rowCost) and the
+// estimate from the source file's footer (pqread.File.DecodedSize, which
+// counts the source values, such as whole strings hashed or padded to a
+// few bytes, and whole lists truncated to a short shape).
+func chunkBytes(tp *tensorPlan, rows, footer int64) int64 {
+	return max(rows*rowCost(tp), footer)
 }
 
-// rowCost is the estimated bytes per row of one decoded column chunk of tp.
+// rowCost is the estimated bytes per row of one decoded column chunk of tp,
+// from the tensor's output alone.
 func rowCost(tp *tensorPlan) int64 {
 	per := int64(tp.es)
 	switch tp.mode {
@@ -151,19 +160,25 @@ func sliceRuns(runs []run, n int) []rowSlice {
 // sliced row group: its needed rows are cut into slices whose decoded
 // columns together take about half the limit shared by the Jobs workers
 // that may each assemble one slice at once (at least one row each), and its
-// cost, counted per slice, becomes one slice and estimateCost's page
-// allowance for every column chunk, since assembleSliced holds no more than
-// that (pqread.ReadColumnRows keeps only the rows asked for and the page
-// being decoded). A row group whose rows all fit one slice stays whole.
+// cost, counted per slice, becomes one slice and the page allowance for
+// every column chunk, since assembleSliced holds no more than that
+// (pqread.ReadColumnRows keeps only the rows asked for and the page being
+// decoded). A row group whose rows all fit one slice stays whole.
 func (d *decoder) planSlices(g *rowGroupJob) {
 	var perRow int64
 	for _, task := range g.tasks {
-		perRow += rowCost(d.plans[task.t])
+		perRow += taskRowBytes(g, task)
 	}
 	if n := max(1, d.memoryLimit/2/int64(d.jobs)/perRow); n < g.rows {
 		g.slices = sliceRuns(g.runs, int(n))
-		g.cost = n*perRow + int64(len(g.tasks))*estimateCost(d.plans[0], 0)
+		g.cost = n*perRow + int64(len(g.tasks))*pageAllowance
 	}
+}
+
+// taskRowBytes is the estimated decoded bytes per row of task's column
+// chunk in g (at least 1).
+func taskRowBytes(g *rowGroupJob, task decodeTask) int64 {
+	return max(1, (task.bytes+g.rows-1)/g.rows)
 }
 
 // plan lists the row groups to read and their column chunks, in (file, row
@@ -188,9 +203,10 @@ func (d *decoder) plan() (perFile []int) {
 			d.rowGroupsRead++
 			g := &rowGroupJob{fi: fi, rg: rg, start: first, rows: rows, runs: runs, first: seq}
 			for ti, tp := range d.plans {
-				for j := range tp.cols[fi] {
-					g.tasks = append(g.tasks, decodeTask{seq: seq, g: len(d.groups), k: len(g.tasks), t: ti, j: j})
-					g.cost += estimateCost(tp, rows)
+				for j, ci := range tp.cols[fi] {
+					b := chunkBytes(tp, rows, f.pq.DecodedSize(rg, ci))
+					g.tasks = append(g.tasks, decodeTask{seq: seq, g: len(d.groups), k: len(g.tasks), t: ti, j: j, bytes: b})
+					g.cost += b + pageAllowance
 					seq++
 					perFile[fi]++
 				}
@@ -563,21 +579,21 @@ func (d *decoder) firstError(g *rowGroupJob, limit int, scratch []byte) (int, er
 }
 
 // firstErrorSliced is firstError for a sliced row group. Each column chunk
-// in task order is decoded again in pieces of the slices' size that cover
-// all its rows (so the last piece reads it to its end), and its transform
-// run over the needed rows of each piece, until one fails to decode or to
-// convert. So the error is the one the unsliced path reports (earliest
+// in task order is decoded again in pieces that cover all its rows, as
+// many rows a piece as half the memory limit holds of that column (the
+// last piece reads it to its end; a piece that fails reads on to the end
+// too, so that a damaged page comes first as in a whole read), and its
+// transform run over the needed rows of each piece, until one fails to
+// decode or to convert. So the error is the one the unsliced path reports (earliest
 // column in task order, a decode error before a transform error of the
 // same column, then earliest row), and counts in its message ("nulls in
 // this column chunk") are over the whole column chunk: the failing piece
 // is converted again with the counts of all pieces. One piece is held at a
 // time.
 func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode decodeFunc) (int, error, []byte) {
-	n := 1
-	for _, sl := range g.slices {
-		n = max(n, sl.hi-sl.lo)
-	}
 	for _, task := range g.tasks {
+		// Pieces of the rows half the limit holds of this column alone.
+		n := int(max(1, min(g.rows, d.memoryLimit/2/taskRowBytes(g, task))))
 		var (
 			counts    chunkCounts
 			failed    bool
@@ -587,6 +603,16 @@ func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode decode
 		for lo := 0; lo < int(g.rows); lo += n {
 			rr := pqread.RowRange{Lo: lo, Hi: min(lo+n, int(g.rows))}
 			col, err := decode(task, &rr)
+			if err != nil && err != errSkipped && rr.Hi < int(g.rows) {
+				// The whole read decodes every page before it assembles
+				// rows, so a damaged page further on comes before a fault
+				// of these rows: read on to the chunk's end for it.
+				rest := rr
+				rest.Rest = true
+				if _, rerr := decode(task, &rest); rerr != nil {
+					err = rerr
+				}
+			}
 			if err == errSkipped {
 				return notRun, context.Canceled, scratch
 			}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // TestRowGroupRowsRejectsHostileCounts feeds footers whose list counts
@@ -102,4 +104,52 @@ func FuzzRowGroupRows(f *testing.F) {
 			}
 		}
 	})
+}
+
+type sizeRow struct {
+	ID  int64     `parquet:"id"`
+	Opt *int32    `parquet:"opt,optional"`
+	Emb []float32 `parquet:"emb,list"`
+	S   string    `parquet:"s"`
+}
+
+// TestDecodedSize checks the footer estimate of decoded sizes against the
+// counts of a file written for it: 1,000 rows of a required INT64, an
+// optional INT32, a list of 3 floats per row and a string (whose
+// uncompressed size is read from the footer with parquet-go).
+func TestDecodedSize(t *testing.T) {
+	const rows = 1000
+	data := make([]sizeRow, rows)
+	for i := range data {
+		v := int32(i)
+		data[i] = sizeRow{ID: int64(i), Opt: &v, Emb: []float32{1, 2, 3}, S: fmt.Sprint(i)}
+	}
+	path := writeParquet(t, data)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sUncompressed := pf.Metadata().RowGroups[0].Columns[3].MetaData.TotalUncompressedSize
+	f := mustOpen(t, path)
+	for name, want := range map[string]int64{
+		"id":  8 * rows,
+		"opt": 4*rows + 2*rows,
+		"emb": 4*3*rows + 2*3*rows + 3*rows + 8*rows,
+		"s":   sUncompressed + 8*rows,
+	} {
+		ci, err := f.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.DecodedSize(0, ci); got != want {
+			t.Errorf("%s: DecodedSize %d, want %d", name, got, want)
+		}
+	}
+	if got := f.DecodedSize(1, f.Columns()[0]); got != 0 {
+		t.Errorf("row group out of range: %d", got)
+	}
 }

@@ -283,6 +283,45 @@ func (f *File) Size() int64 { return f.size }
 // check the file against a recorded footer without reading it again.
 func (f *File) FooterSHA256() string { return f.footSum }
 
+// DecodedSize estimates from the footer alone the bytes of memory that
+// ReadColumn's Column for col in row group rowGroup takes while it is
+// decoded: the values (fixed-width kinds: the chunk's value count times the
+// value size, 1 byte for BOOLEAN, 12 for INT96; BYTE_ARRAY: the chunk's
+// total_uncompressed_size plus an 8-byte offset per value, which
+// underestimates strings copied out of a dictionary once per row), a byte
+// per level entry for each kind of level and for validity, and an 8-byte
+// list offset per row. It returns 0 for a row group or column out of range.
+func (f *File) DecodedSize(rowGroup int, col ColumnInfo) int64 {
+	if rowGroup < 0 || rowGroup >= len(f.meta.RowGroups) || col.Index < 0 || col.Index >= len(f.leaves) {
+		return 0
+	}
+	rg := &f.meta.RowGroups[rowGroup]
+	md := &rg.Columns[col.Index].MetaData
+	n := max(0, md.NumValues)
+	var size int64
+	switch col.Kind {
+	case KindBool:
+		size = n
+	case KindInt32, KindFloat32:
+		size = 4 * n
+	case KindInt64, KindFloat64:
+		size = 8 * n
+	case KindInt96:
+		size = 12 * n
+	case KindFixed:
+		size = int64(col.Width) * n
+	case KindBytes:
+		size = max(0, md.TotalUncompressedSize) + 8*n
+	}
+	if col.MaxDef > 0 {
+		size += 2 * n // definition levels, validity
+	}
+	if col.MaxRep > 0 {
+		size += n + 8*max(0, rg.NumRows) // repetition levels, list offsets
+	}
+	return size
+}
+
 // NumRows returns the total number of rows over all row groups.
 func (f *File) NumRows() int64 { return f.total }
 

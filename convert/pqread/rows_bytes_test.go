@@ -312,7 +312,7 @@ func bytesEntries(s shape, n int, rng *rand.Rand, dict []string) []bentry {
 	return out
 }
 
-// TestAdvReadColumnRowsBytePages checks ReadColumnRows against ReadColumn
+// TestReadColumnRowsBytePages checks ReadColumnRows against ReadColumn
 // and Slice on hand-built BYTE_ARRAY column chunks (required, optional,
 // and optional lists of optional strings with null and empty lists) whose
 // pages cut list rows anywhere and mix PLAIN, DELTA_LENGTH_BYTE_ARRAY,
@@ -320,7 +320,7 @@ func bytesEntries(s shape, n int, rng *rand.Rand, dict []string) []bentry {
 // values not copied outside the range) and RLE_DICTIONARY, V1 and V2, for
 // many ranges with and without Rest; required chunks of dictionary pages
 // only are also read in dictionary form.
-func TestAdvReadColumnRowsBytePages(t *testing.T) {
+func TestReadColumnRowsBytePages(t *testing.T) {
 	dict := []string{"", "a", "bb", "ccc", "dddd", "eeeee-long-value"}
 	encs := []format.Encoding{format.Plain, format.DeltaLengthByteArray, format.DeltaByteArray, format.RLEDictionary}
 	for seed := uint64(0); seed < 36; seed++ {

@@ -110,9 +110,14 @@
 // the whole row group: on a failure each column chunk in task order is
 // decoded once more in slice-sized pieces to find the earliest failing
 // column and its earliest row, with counts over the whole column chunk.
-// What remains beyond the limit is one page (bounded by the reader's page
-// size limit, 256 MiB) and a single row larger than half the limit, which
-// a slice must hold whole.
+// A column chunk's decoded size is estimated as the larger of the tensor's
+// output per row and the footer's sizes (pqread.File.DecodedSize: values
+// and levels of the source, such as whole strings hashed or padded to a
+// few bytes). What remains beyond the limit is one page (bounded by the
+// reader's page size limit, 256 MiB), a single row larger than half the
+// limit, which a slice must hold whole, and strings padded from a
+// dictionary whose copies take more than the chunk's uncompressed size,
+// which the footer does not tell.
 // Staging adds at most MemoryLimit more: anonymous memory when it fits, else
 // one spill window at a time (plus, under remainder pad, the records of the
 // pad samples: fewer than a global batch per epoch; a partitioned plan's

@@ -74,6 +74,8 @@ type decoder struct {
 	groups           []*rowGroupJob
 	rowGroupsRead    int
 	rowGroupsSkipped int
+	rowGroupsSliced  int
+	rowSlices        int
 }
 
 // beforeDecode, when set (tests only), is called by a decode worker with a
@@ -213,6 +215,10 @@ func (d *decoder) plan() (perFile []int) {
 			}
 			if g.cost > d.memoryLimit {
 				d.planSlices(g)
+			}
+			if g.slices != nil {
+				d.rowGroupsSliced++
+				d.rowSlices += len(g.slices)
 			}
 			g.cols = make([]*pqread.Column, len(g.tasks))
 			g.errs = make([]error, len(g.tasks))

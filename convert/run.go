@@ -86,6 +86,8 @@ type Summary struct {
 	SpillWindows     int     `json:"spill_windows"`  // output windows of a spilled run
 	RowGroupsRead    int     `json:"row_groups_read"`
 	RowGroupsSkipped int     `json:"row_groups_skipped"` // row groups without a needed sample
+	RowGroupsSliced  int     `json:"row_groups_sliced"`  // row groups over the memory limit, decoded in row slices
+	RowSlices        int     `json:"row_slices"`         // row slices of those row groups
 	SamplesDecoded   int64   `json:"samples_decoded"`    // distinct sample ids decoded
 	Seconds          float64 `json:"seconds"`
 	DecodeSeconds    float64 `json:"decode_seconds"`
@@ -444,6 +446,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	}
 	r.reportOverflows()
 	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
+	r.sum.RowGroupsSliced, r.sum.RowSlices = dec.rowGroupsSliced, dec.rowSlices
 	r.sum.SamplesDecoded, r.sum.StagingBytes = int64(set.count), stageTotal
 	r.sum.DecodeSeconds = time.Since(t1).Seconds()
 

@@ -262,8 +262,9 @@ func TestProgressLabel(t *testing.T) {
 }
 
 // TestConvertSpillsOverMemoryLimit checks that --memory-limit below the
-// staging size makes convert spill by output window, says so in its
-// summary, and writes the same shards as a run that stages in memory.
+// staging size makes convert spill by output window, and below a row
+// group's decoded size decode it in row slices, says both in its summary,
+// and writes the same shards as a run that stages in memory.
 func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 	pp := convertFixture(t)
 	mem, spill := filepath.Join(t.TempDir(), "mem"), filepath.Join(t.TempDir(), "spill")
@@ -287,6 +288,14 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 		t.Errorf("%s = %v, want the process's peak RSS (over 1 MiB)", metrics.PeakRSSBytes, got[metrics.PeakRSSBytes])
 	}
 	want := "staging (1.6 KiB) exceeded --memory-limit: spilled 5.2 KiB to disk in 4 output windows"
+	if !strings.Contains(stdout, want) {
+		t.Errorf("summary %q lacks %q", stdout, want)
+	}
+	// The row group's 100 rows are estimated at 18 bytes (id, I64) + 2 x 10
+	// (a and b stacked as F32) per row decoded (2 x the output, + 2): 2
+	// workers' slices share half the 1 KiB limit, 256 bytes each, 6 rows,
+	// so 17 slices.
+	want = "1 row groups would not fit --memory-limit decoded whole: decoded in 17 row slices"
 	if !strings.Contains(stdout, want) {
 		t.Errorf("summary %q lacks %q", stdout, want)
 	}

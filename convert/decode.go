@@ -44,6 +44,9 @@ type rowGroupJob struct {
 	tasks   []decodeTask
 	cost    int64      // estimated bytes in flight from admission to assembly (of one slice, when sliced)
 	slices  []rowSlice // non-nil: assembled slice by slice (assembleSliced)
+	errOnce sync.Once  // a sliced row group's error is searched for once (sliceError)
+	errSeq  int
+	errVal  error
 	cols    []*pqread.Column
 	errs    []error
 	pending atomic.Int32 // column chunks (or slices) not done yet
@@ -107,7 +110,14 @@ const pageAllowance = 64 << 10
 // counts the source values, such as whole strings hashed or padded to a
 // few bytes, and whole lists truncated to a short shape).
 func chunkBytes(tp *tensorPlan, rows, footer int64) int64 {
-	return max(rows*rowCost(tp), footer)
+	// Capped at 1 PiB (a hostile footer's row count cannot make a row
+	// group's sum of these overflow): anything near it is sliced anyway.
+	const most = 1 << 50
+	per := rowCost(tp)
+	if rows > most/per {
+		return most
+	}
+	return min(max(rows*per, footer), most)
 }
 
 // rowCost is the estimated bytes per row of one decoded column chunk of tp,
@@ -523,7 +533,7 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 // may be assembled by several workers at once. The last slice reads every
 // column chunk to its end, so every page is checked as in the unsliced
 // path. On failure it reports the error the unsliced path would, found by
-// firstErrorSliced.
+// firstErrorSliced (once per row group: sliceError).
 func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, si int, scratch []byte, rb *routeBuffers, decode decodeFunc) (int, error, []byte) {
 	sl := g.slices[si]
 	cols := make([]*pqread.Column, len(g.tasks))
@@ -534,14 +544,14 @@ func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, si int, sc
 		}
 		if err != nil {
 			clear(cols)
-			return d.firstErrorSliced(g, scratch, decode)
+			return d.sliceError(g, scratch, decode)
 		}
 		cols[k] = col
 	}
 	seq, err, scratch := d.assembleBlocks(ctx, g, sl.runs, cols, sl.lo, scratch, rb)
 	clear(cols)
 	if err == errTransform {
-		return d.firstErrorSliced(g, scratch, decode)
+		return d.sliceError(g, scratch, decode)
 	}
 	return seq, err, scratch
 }
@@ -584,18 +594,27 @@ func (d *decoder) firstError(g *rowGroupJob, limit int, scratch []byte) (int, er
 	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
 }
 
+// sliceError returns the error to report for a failed sliced row group,
+// found once per row group by firstErrorSliced: slices of it that fail at
+// once on other workers wait for that search instead of each running
+// their own, which would hold a piece each beside the memory limit.
+func (d *decoder) sliceError(g *rowGroupJob, scratch []byte, decode decodeFunc) (int, error, []byte) {
+	g.errOnce.Do(func() { g.errSeq, g.errVal, scratch = d.firstErrorSliced(g, scratch, decode) })
+	return g.errSeq, g.errVal, scratch
+}
+
 // firstErrorSliced is firstError for a sliced row group. Each column chunk
 // in task order is decoded again in pieces that cover all its rows, as
 // many rows a piece as half the memory limit holds of that column (the
-// last piece reads it to its end; a piece that fails reads on to the end
-// too, so that a damaged page comes first as in a whole read), and its
-// transform run over the needed rows of each piece, until one fails to
-// decode or to convert. So the error is the one the unsliced path reports (earliest
-// column in task order, a decode error before a transform error of the
-// same column, then earliest row), and counts in its message ("nulls in
-// this column chunk") are over the whole column chunk: the failing piece
-// is converted again with the counts of all pieces. One piece is held at a
-// time.
+// last piece reads it to its end, with Rest; a piece that fails reads on
+// to the end too, so that a damaged page comes first as in a whole read),
+// and its transform run over the needed rows of each piece, until one
+// fails to decode or to convert. So the error is the one the unsliced path
+// reports (earliest column in task order, a decode error before a
+// transform error of the same column, then earliest row), and counts in
+// its message ("nulls in this column chunk") are over the whole column
+// chunk: the failing piece is converted again with the counts of all
+// pieces. One piece is held at a time.
 func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode decodeFunc) (int, error, []byte) {
 	for _, task := range g.tasks {
 		// Pieces of the rows half the limit holds of this column alone.
@@ -607,9 +626,12 @@ func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode decode
 			failRange pqread.RowRange
 		)
 		for lo := 0; lo < int(g.rows); lo += n {
+			// The last piece reads to the chunk's end (a read of a
+			// column without repetition stops at its last row's page).
 			rr := pqread.RowRange{Lo: lo, Hi: min(lo+n, int(g.rows))}
+			rr.Rest = rr.Hi == int(g.rows)
 			col, err := decode(task, &rr)
-			if err != nil && err != errSkipped && rr.Hi < int(g.rows) {
+			if err != nil && err != errSkipped && !rr.Rest {
 				// The whole read decodes every page before it assembles
 				// rows, so a damaged page further on comes before a fault
 				// of these rows: read on to the chunk's end for it.

@@ -1,6 +1,6 @@
 package convert
 
-// Adversarial tests of sliced row groups decoded by several workers at
+// Tests of sliced row groups decoded by several workers at
 // once (decode.go: work{task, slice}, admission per slice): faults found,
 // and passing coverage of Jobs, progress and cancellation.
 
@@ -165,10 +165,11 @@ type vRow struct {
 }
 
 // TestHostileValueCountBreaksAdmission pins a fault: a column chunk's
-// estimated decoded size comes from the footer's value count
-// (pqread.File.DecodedSize) without bounds, and decode.go sums the
+// estimated decoded size came from the footer's value count
+// (pqread.File.DecodedSize) without bounds, and decode.go summed the
 // estimates of a row group (g.cost += b + pageAllowance) without
-// saturating. Row group 0 of the file claims 2^60-1 values for its INT64
+// saturating. (DecodedSize now saturates at the reader's MaxChunkValues,
+// so the row group counts as large, and is sliced.) Row group 0 of the file claims 2^60-1 values for its INT64
 // chunk (its pages hold 1,000; Open and ReadColumn accept it): its
 // estimate, 8*(2^60-1), plus the page allowance wraps to a large negative
 // cost, so the row group is neither sliced nor held back, and while it is
@@ -203,17 +204,21 @@ func TestHostileValueCountBreaksAdmission(t *testing.T) {
 			both    bool
 		)
 		second := make(chan struct{})
-		var once sync.Once
+		var once, first sync.Once
 		beforeDecode = func(seq int, _ context.Context) {
 			mu.Lock()
 			started[seq] = true
 			mu.Unlock()
 			switch seq {
 			case 0: // row group 0 stays in flight until row group 2 starts
-				select {
-				case <-second:
-				case <-time.After(500 * time.Millisecond):
-				}
+				// (its first decode: the hostile count makes it sliced, one
+				// decode per slice)
+				first.Do(func() {
+					select {
+					case <-second:
+					case <-time.After(500 * time.Millisecond):
+					}
+				})
 			case 1: // row group 1: wait for row group 2 to start (it must not)
 				select {
 				case <-second:

@@ -119,7 +119,7 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool, rr *RowRa
 	md := &cc.MetaData
 	if md.NumValues == 0 {
 		// Nothing to read (Open did not check this chunk's byte range).
-		r := &chunkReader{f: f, l: l, md: md, rgRows: rg.NumRows, maxDef: l.info.MaxDef, maxRep: l.info.MaxRep}
+		r := &chunkReader{f: f, l: l, md: md, rg: rowGroup, rgRows: rg.NumRows, maxDef: l.info.MaxDef, maxRep: l.info.MaxRep}
 		r.setRange(rr)
 		r.vals = newValues(l.info.Kind, l.width, 0)
 		if c, err = r.assemble(); err != nil {
@@ -157,7 +157,7 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool, rr *RowRa
 	out := getBuf(0)
 	defer putBuf(out)
 	r := &chunkReader{out: (*out)[:0],
-		f: f, l: l, md: md, rgRows: rg.NumRows, start: start, codec: md.Codec,
+		f: f, l: l, md: md, rg: rowGroup, rgRows: rg.NumRows, start: start, codec: md.Codec,
 		maxDef: l.info.MaxDef, maxRep: l.info.MaxRep, dictForm: dictForm,
 	}
 	r.page = -1
@@ -187,6 +187,7 @@ type chunkReader struct {
 	f      *File
 	l      *leaf
 	md     *format.ColumnMetaData
+	rg     int // row group index
 	rgRows int64
 	start  int64
 	codec  format.CompressionCodec
@@ -314,6 +315,14 @@ type pageMark struct {
 	page    int
 	rows    int64 // rows started before the page
 	entries int64 // level entries before the page
+	dict    bool  // a dictionary page came before the page
+}
+
+// markKey names a column chunk's marks: its file offset, row group and
+// leaf column (a hostile footer may point two chunks at the same bytes).
+type markKey struct {
+	start   int64
+	rg, col int
 }
 
 // markGap is the least distance in chunk bytes between two marks kept, so
@@ -325,7 +334,7 @@ var markGap = 256 << 10
 // mark notes the state before the data page at byte pos of the chunk.
 func (r *chunkReader) mark(pos int) {
 	if n := len(r.marks); n == 0 || pos-r.marks[n-1].pos >= markGap {
-		r.marks = append(r.marks, pageMark{pos: pos, page: r.page, rows: r.rows, entries: r.entries})
+		r.marks = append(r.marks, pageMark{pos: pos, page: r.page, rows: r.rows, entries: r.entries, dict: r.dict != nil})
 	}
 }
 
@@ -342,39 +351,39 @@ func (r *chunkReader) resume(m *pageMark) {
 	}
 }
 
-// findMark returns the last mark of the chunk at offset start before which
-// no row at or after lo started, if it is past the first data page.
-func (f *File) findMark(start, lo int64) *pageMark {
+// findMark returns the last mark of chunk k before which no row at or
+// after lo started, if it is past the first data page.
+func (f *File) findMark(k markKey, lo int64) *pageMark {
 	f.marksMu.Lock()
 	defer f.marksMu.Unlock()
 	var best *pageMark
-	for i := range f.marks[start] {
-		if m := f.marks[start][i]; m.rows > 0 && m.rows <= lo {
+	for i := range f.marks[k] {
+		if m := f.marks[k][i]; m.rows > 0 && m.rows <= lo {
 			best = &m
 		}
 	}
 	return best
 }
 
-// addMarks merges the marks of a read of the chunk at offset start into the
-// file's; a read that reached the chunk's end drops them instead, since the
-// ranged reads of a chunk go in row order and the last reads to its end.
-func (f *File) addMarks(start int64, marks []pageMark, end bool) {
+// addMarks merges the marks of a read of chunk k into the file's; a read
+// that reached the chunk's end drops them instead, since the ranged reads
+// of a chunk go in row order and the last reads to its end.
+func (f *File) addMarks(k markKey, marks []pageMark, end bool) {
 	f.marksMu.Lock()
 	defer f.marksMu.Unlock()
 	if end {
-		delete(f.marks, start)
+		delete(f.marks, k)
 		return
 	}
 	if len(marks) == 0 {
 		return
 	}
 	if f.marks == nil {
-		f.marks = map[int64][]pageMark{}
+		f.marks = map[markKey][]pageMark{}
 	}
-	all := append(f.marks[start], marks...)
+	all := append(f.marks[k], marks...)
 	slices.SortFunc(all, func(a, b pageMark) int { return a.pos - b.pos })
-	f.marks[start] = slices.CompactFunc(all, func(a, b pageMark) bool { return a.pos == b.pos })
+	f.marks[k] = slices.CompactFunc(all, func(a, b pageMark) bool { return a.pos == b.pos })
 }
 
 // skipPage passes over a data page all of whose rows come before lo without
@@ -537,11 +546,14 @@ func (r *chunkReader) read(buf []byte) error {
 	if r.ranged {
 		per := int64(1)
 		if r.maxRep > 0 && r.rgRows > 0 {
-			per = (r.md.NumValues + r.rgRows - 1) / r.rgRows
+			per = r.md.NumValues/r.rgRows + 1
 		}
-		// The range's entries, and slack for the page that ends it.
-		want := (r.hi - r.lo) * per
-		hint = min(hint, want+want/8+1024)
+		// The range's entries, and slack for the page that ends it (hint
+		// bounds them: a hostile count cannot overflow the product).
+		if n := r.hi - r.lo; per <= hint/n {
+			want := n * per
+			hint = min(hint, want+want/8+1024)
+		}
 	}
 	r.vals = newValues(r.l.info.Kind, r.l.width, int(hint))
 	r.vals.indexed = r.dictForm && r.vals.kind == KindBytes && r.maxRep == 0
@@ -556,14 +568,17 @@ func (r *chunkReader) read(buf []byte) error {
 	pos := 0
 	var jump *pageMark
 	if r.ranged {
+		k := markKey{r.start, r.rg, r.l.info.Index}
 		if !r.rest && !r.vals.indexed {
-			jump = r.f.findMark(r.start, r.lo)
+			jump = r.f.findMark(k, r.lo)
 		}
-		defer func() { r.f.addMarks(r.start, r.marks, !r.stopped) }()
+		defer func() { r.f.addMarks(k, r.marks, !r.stopped) }()
 	}
 	for pos < len(buf) && r.entries < r.md.NumValues {
-		if jump != nil && r.page >= 0 {
-			// Past the dictionary page (the first): go on at the mark.
+		if jump != nil && r.page >= 0 && (r.dict != nil || !jump.dict) {
+			// Past the dictionary page, if one was read before the mark
+			// (it is the first page, or in the pages before the mark):
+			// go on at the mark.
 			if jump.pos > pos {
 				r.resume(jump)
 				pos = jump.pos

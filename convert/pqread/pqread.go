@@ -264,7 +264,7 @@ type File struct {
 	data []byte // read-only mapping of [0, size) while fd is open; nil: use ReadAt
 
 	marksMu sync.Mutex
-	marks   map[int64][]pageMark // by column chunk offset: where ReadColumnRows may resume
+	marks   map[markKey][]pageMark // by column chunk: where ReadColumnRows may resume
 }
 
 // Path returns the path given to Open.
@@ -290,14 +290,20 @@ func (f *File) FooterSHA256() string { return f.footSum }
 // total_uncompressed_size plus an 8-byte offset per value, which
 // underestimates strings copied out of a dictionary once per row), a byte
 // per level entry for each kind of level and for validity, and an 8-byte
-// list offset per row. It returns 0 for a row group or column out of range.
+// list offset per row. Counts saturate at Limits.MaxChunkValues level
+// entries, beyond which a chunk fails to read. It returns 0 for a row
+// group or column out of range.
 func (f *File) DecodedSize(rowGroup int, col ColumnInfo) int64 {
 	if rowGroup < 0 || rowGroup >= len(f.meta.RowGroups) || col.Index < 0 || col.Index >= len(f.leaves) {
 		return 0
 	}
 	rg := &f.meta.RowGroups[rowGroup]
 	md := &rg.Columns[col.Index].MetaData
-	n := max(0, md.NumValues)
+	// A chunk of more level entries than Limits.MaxChunkValues fails to
+	// read, so counts beyond it (a hostile footer's) saturate there, and
+	// the sums below cannot overflow.
+	n := min(max(0, md.NumValues), f.lim.MaxChunkValues)
+	rows := min(max(0, rg.NumRows), n)
 	var size int64
 	switch col.Kind {
 	case KindBool:
@@ -311,13 +317,13 @@ func (f *File) DecodedSize(rowGroup int, col ColumnInfo) int64 {
 	case KindFixed:
 		size = int64(col.Width) * n
 	case KindBytes:
-		size = max(0, md.TotalUncompressedSize) + 8*n
+		size = min(max(0, md.TotalUncompressedSize), 1<<50) + 8*n
 	}
 	if col.MaxDef > 0 {
 		size += 2 * n // definition levels, validity
 	}
 	if col.MaxRep > 0 {
-		size += n + 8*max(0, rg.NumRows) // repetition levels, list offsets
+		size += n + 8*rows // repetition levels, list offsets
 	}
 	return size
 }

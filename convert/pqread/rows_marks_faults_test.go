@@ -1,6 +1,6 @@
 package pqread
 
-// Adversarial tests of ReadColumnRows' marks (resume), skipPage and
+// Tests of ReadColumnRows' marks (resume), skipPage and
 // DecodedSize: faults found, and passing coverage of interleaved,
 // concurrent and randomised ranged reads.
 

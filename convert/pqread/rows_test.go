@@ -199,7 +199,7 @@ func TestReadColumnRowsInSlices(t *testing.T) {
 			resumed := 0
 			for lo := 0; lo < rows; lo += n {
 				hi := min(lo+n, rows)
-				if f.findMark(chunkStart(f), int64(lo)) != nil {
+				if f.findMark(firstChunk(f), int64(lo)) != nil {
 					resumed++
 				}
 				got, err := f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: hi == rows})
@@ -262,11 +262,11 @@ func TestReadColumnRowsResumesAtMarks(t *testing.T) {
 	t.Fatal("no damaged byte breaks the reads")
 }
 
-// chunkStart returns the offset of the first column chunk of f's first row
-// group (the key of its marks).
-func chunkStart(f *File) int64 {
+// firstChunk returns the key of the marks of the first column chunk of f's
+// first row group.
+func firstChunk(f *File) markKey {
 	start, _ := chunkRange(&f.meta.RowGroups[0].Columns[0].MetaData)
-	return start
+	return markKey{start: start}
 }
 
 // TestReadColumnRowsErrors checks the range bounds and that a corrupt value

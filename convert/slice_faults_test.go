@@ -90,11 +90,6 @@ func TestSlicedDecodeErrorOrderWithinChunk(t *testing.T) {
 	sch := parquet.NewSchema("schema", parquet.Group{
 		"emb": parquet.Optional(parquet.List(parquet.Optional(parquet.Leaf(parquet.FloatType)))),
 	})
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[any](f, sch, parquet.PageBufferSize(512), parquet.Compression(&parquet.Snappy))
 	var rows []parquet.Row
 	for i := range 2000 {
 		row := parquet.Row{parquet.FloatValue(float32(i)).Level(0, 3, 0), parquet.FloatValue(1).Level(1, 3, 0)}
@@ -103,15 +98,7 @@ func TestSlicedDecodeErrorOrderWithinChunk(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	if _, err := w.WriteRows(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeRows(t, path, sch, rows, parquet.PageBufferSize(512), parquet.Compression(&parquet.Snappy))
 	// Flip a byte near the end of the column chunk: in the last page's body.
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -268,11 +255,6 @@ func writeShapes(t testing.TB, path string, delta bool, first, n int64, d shapes
 	for i, p := range sch.Columns() {
 		idx[p[0]] = i
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[any](f, append([]parquet.WriterOption{sch}, opts...)...)
 	var rows []parquet.Row
 	for id := first; id < first+n; id++ {
 		cols := make([][]parquet.Value, len(idx))
@@ -323,6 +305,17 @@ func writeShapes(t testing.TB, path string, delta bool, first, n int64, d shapes
 		}
 		rows = append(rows, row)
 	}
+	writeRows(t, path, sch, rows, opts...)
+}
+
+// writeRows writes rows of schema sch to a new file at path.
+func writeRows(t testing.TB, path string, sch *parquet.Schema, rows []parquet.Row, opts ...parquet.WriterOption) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[any](f, append([]parquet.WriterOption{sch}, opts...)...)
 	if _, err := w.WriteRows(rows); err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func marshal(t testing.TB, v any) []byte {
 // buildFile writes spec to a file and returns its path.
 func buildFile(t testing.TB, spec fileSpec) string {
 	t.Helper()
-	maxDef, maxRep := maxLevels(spec.shape)
+	maxDef, _ := maxLevels(spec.shape)
 	out := []byte("PAR1")
 	dictIndex := map[int64]int32{}
 	for i, v := range spec.dict {
@@ -171,57 +171,66 @@ func buildFile(t testing.TB, spec fileSpec) string {
 			}
 			values = enc
 		}
-		var h format.PageHeader
-		var body []byte
-		if p.kind.v2 {
-			rl, dl := []byte(nil), []byte(nil)
-			if maxRep > 0 {
-				rl = levelBytes(t, reps, maxRep)
-			}
-			if maxDef > 0 {
-				dl = levelBytes(t, defs, maxDef)
-			}
-			cv := compressFor(spec.codec, values)
-			body = append(append(append(body, rl...), dl...), cv...)
-			nulls, rows := 0, 0
-			for _, e := range p.entries {
-				if int(e.def) != maxDef {
-					nulls++
-				}
-				if e.rep == 0 {
-					rows++
-				}
-			}
-			h = format.PageHeader{Type: format.DataPageV2, UncompressedPageSize: int32(len(rl) + len(dl) + len(values)), CompressedPageSize: int32(len(body))}
-			h.DataPageHeaderV2.Set(format.DataPageHeaderV2{NumValues: int32(len(p.entries)), NumNulls: int32(nulls), NumRows: int32(rows),
-				Encoding: p.kind.enc, DefinitionLevelsByteLength: int32(len(dl)), RepetitionLevelsByteLength: int32(len(rl))})
-		} else {
-			var raw []byte
-			for _, lv := range []struct {
-				l   []uint8
-				max int
-			}{{reps, maxRep}, {defs, maxDef}} {
-				if lv.max == 0 {
-					continue
-				}
-				b := levelBytes(t, lv.l, lv.max)
-				raw = binary.LittleEndian.AppendUint32(raw, uint32(len(b)))
-				raw = append(raw, b...)
-			}
-			raw = append(raw, values...)
-			body = compressFor(spec.codec, raw)
-			h = format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(raw)), CompressedPageSize: int32(len(body))}
-			h.DataPageHeader.Set(format.DataPageHeader{NumValues: int32(len(p.entries)), Encoding: p.kind.enc,
-				DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})
-		}
-		out = append(out, marshal(t, &h)...)
-		out = append(out, body...)
+		out = append(out, dataPage(t, p.kind.v2, p.kind.enc, spec.codec, spec.shape, defs, reps, values)...)
 		if spec.dict2 && pi == 0 {
 			writeDict()
 		}
 	}
-	chunkEnd := int64(len(out))
+	return writeOneColumn(t, spec.shape, format.Int64, spec.codec, out, numValues, dataOff, dictOff, spec.rows)
+}
 
+// dataPage returns a data page, header and body, of the level entries defs
+// and reps (levels of a kind the shape lacks are not written) and the
+// encoded values: a V2 page (levels uncompressed, values compressed with
+// codec) or a V1 page (RLE levels with their lengths, and the values,
+// compressed together).
+func dataPage(t testing.TB, v2 bool, enc format.Encoding, codec format.CompressionCodec, s shape, defs, reps []uint8, values []byte) []byte {
+	maxDef, maxRep := maxLevels(s)
+	var h format.PageHeader
+	var body []byte
+	if v2 {
+		rl, dl := levelBytes(t, reps, maxRep), levelBytes(t, defs, maxDef)
+		body = append(append(append(body, rl...), dl...), compressFor(codec, values)...)
+		nulls, rows := 0, 0
+		for i := range defs {
+			if int(defs[i]) != maxDef {
+				nulls++
+			}
+			if reps[i] == 0 {
+				rows++
+			}
+		}
+		h = format.PageHeader{Type: format.DataPageV2, UncompressedPageSize: int32(len(rl) + len(dl) + len(values)), CompressedPageSize: int32(len(body))}
+		h.DataPageHeaderV2.Set(format.DataPageHeaderV2{NumValues: int32(len(defs)), NumNulls: int32(nulls), NumRows: int32(rows),
+			Encoding: enc, DefinitionLevelsByteLength: int32(len(dl)), RepetitionLevelsByteLength: int32(len(rl))})
+	} else {
+		var raw []byte
+		for _, lv := range []struct {
+			l   []uint8
+			max int
+		}{{reps, maxRep}, {defs, maxDef}} {
+			if lv.max == 0 {
+				continue
+			}
+			b := levelBytes(t, lv.l, lv.max)
+			raw = binary.LittleEndian.AppendUint32(raw, uint32(len(b)))
+			raw = append(raw, b...)
+		}
+		raw = append(raw, values...)
+		body = compressFor(codec, raw)
+		h = format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(raw)), CompressedPageSize: int32(len(body))}
+		h.DataPageHeader.Set(format.DataPageHeader{NumValues: int32(len(defs)), Encoding: enc,
+			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})
+	}
+	return append(marshal(t, &h), body...)
+}
+
+// writeOneColumn completes out, "PAR1" and the pages of one column chunk
+// of leaf "x" of shape s and physical type typ (required, optional, or an
+// optional 3-level LIST of optional elements), with a footer of one row
+// group of rows rows, and writes it to a new file whose path it returns.
+func writeOneColumn(t testing.TB, s shape, typ format.Type, codec format.CompressionCodec, out []byte, numValues, dataOff, dictOff, rows int64) string {
+	chunkEnd := int64(len(out))
 	opt := func() thrift.Null[format.FieldRepetitionType] {
 		return thrift.New(format.Optional)
 	}
@@ -229,9 +238,9 @@ func buildFile(t testing.TB, spec fileSpec) string {
 	root := format.SchemaElement{Name: "schema"}
 	root.NumChildren.Set(1)
 	leaf := format.SchemaElement{Name: "x"}
-	leaf.Type.Set(format.Int64)
+	leaf.Type.Set(typ)
 	var path []string
-	switch spec.shape {
+	switch s {
 	case shapeRequired:
 		leaf.RepetitionType.Set(format.Required)
 		schema = []format.SchemaElement{root, leaf}
@@ -252,12 +261,12 @@ func buildFile(t testing.TB, spec fileSpec) string {
 		schema = []format.SchemaElement{root, list, rep, leaf}
 		path = []string{"x", "list", "element"}
 	}
-	md := format.ColumnMetaData{Type: format.Int64, Encoding: []format.Encoding{format.Plain, format.RLE}, PathInSchema: path,
-		Codec: spec.codec, NumValues: numValues, TotalCompressedSize: chunkEnd - 4, TotalUncompressedSize: chunkEnd - 4,
+	md := format.ColumnMetaData{Type: typ, Encoding: []format.Encoding{format.Plain, format.RLE}, PathInSchema: path,
+		Codec: codec, NumValues: numValues, TotalCompressedSize: chunkEnd - 4, TotalUncompressedSize: chunkEnd - 4,
 		DataPageOffset: dataOff, DictionaryPageOffset: dictOff}
-	meta := format.FileMetaData{Version: 1, Schema: schema, NumRows: spec.rows,
-		RowGroups: []format.RowGroup{{Columns: []format.ColumnChunk{{FileOffset: 4, MetaData: md}}, TotalByteSize: chunkEnd - 4, NumRows: spec.rows}},
-		CreatedBy: "pqread pages_test"}
+	meta := format.FileMetaData{Version: 1, Schema: schema, NumRows: rows,
+		RowGroups: []format.RowGroup{{Columns: []format.ColumnChunk{{FileOffset: 4, MetaData: md}}, TotalByteSize: chunkEnd - 4, NumRows: rows}},
+		CreatedBy: "pqread tests"}
 	footer := marshal(t, &meta)
 	out = append(out, footer...)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))

@@ -5,20 +5,15 @@ package pqread
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding/delta"
 	"github.com/parquet-go/parquet-go/encoding/plain"
 	"github.com/parquet-go/parquet-go/encoding/rle"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -121,7 +116,7 @@ type bpage struct {
 // pages given, and returns its path.
 func buildBytesFile(t testing.TB, s shape, codec format.CompressionCodec, dict []string, pages []bpage, rows int64) string {
 	t.Helper()
-	maxDef, maxRep := maxLevels(s)
+	maxDef, _ := maxLevels(s)
 	out := []byte("PAR1")
 	dictIndex := map[string]int32{}
 	for i, v := range dict {
@@ -184,86 +179,9 @@ func buildBytesFile(t testing.TB, s shape, codec format.CompressionCodec, dict [
 		}
 		numValues += int64(len(p.entries))
 		values := enc(p.enc, vals)
-		var h format.PageHeader
-		var body []byte
-		if p.v2 {
-			rl, dl := levelBytes(t, reps, maxRep), levelBytes(t, defs, maxDef)
-			body = append(append(append(body, rl...), dl...), compressFor(codec, values)...)
-			nulls, nrows := 0, 0
-			for _, e := range p.entries {
-				if int(e.def) != maxDef {
-					nulls++
-				}
-				if e.rep == 0 {
-					nrows++
-				}
-			}
-			h = format.PageHeader{Type: format.DataPageV2, UncompressedPageSize: int32(len(rl) + len(dl) + len(values)), CompressedPageSize: int32(len(body))}
-			h.DataPageHeaderV2.Set(format.DataPageHeaderV2{NumValues: int32(len(p.entries)), NumNulls: int32(nulls), NumRows: int32(nrows),
-				Encoding: p.enc, DefinitionLevelsByteLength: int32(len(dl)), RepetitionLevelsByteLength: int32(len(rl))})
-		} else {
-			var raw []byte
-			for _, lv := range []struct {
-				l   []uint8
-				max int
-			}{{reps, maxRep}, {defs, maxDef}} {
-				if lv.max == 0 {
-					continue
-				}
-				b := levelBytes(t, lv.l, lv.max)
-				raw = binary.LittleEndian.AppendUint32(raw, uint32(len(b)))
-				raw = append(raw, b...)
-			}
-			raw = append(raw, values...)
-			body = compressFor(codec, raw)
-			h = format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(raw)), CompressedPageSize: int32(len(body))}
-			h.DataPageHeader.Set(format.DataPageHeader{NumValues: int32(len(p.entries)), Encoding: p.enc,
-				DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})
-		}
-		out = append(out, marshal(t, &h)...)
-		out = append(out, body...)
+		out = append(out, dataPage(t, p.v2, p.enc, codec, s, defs, reps, values)...)
 	}
-	chunkEnd := int64(len(out))
-	opt := func() thrift.Null[format.FieldRepetitionType] { return thrift.New(format.Optional) }
-	var schema []format.SchemaElement
-	root := format.SchemaElement{Name: "schema"}
-	root.NumChildren.Set(1)
-	leaf := format.SchemaElement{Name: "x"}
-	leaf.Type.Set(format.ByteArray)
-	var path []string
-	switch s {
-	case shapeRequired:
-		leaf.RepetitionType.Set(format.Required)
-		schema, path = []format.SchemaElement{root, leaf}, []string{"x"}
-	case shapeOptional:
-		leaf.RepetitionType = opt()
-		schema, path = []format.SchemaElement{root, leaf}, []string{"x"}
-	case shapeList:
-		list := format.SchemaElement{Name: "x", RepetitionType: opt()}
-		list.NumChildren.Set(1)
-		list.ConvertedType.Set(deprecated.List)
-		rep := format.SchemaElement{Name: "list"}
-		rep.RepetitionType.Set(format.Repeated)
-		rep.NumChildren.Set(1)
-		leaf.Name = "element"
-		leaf.RepetitionType = opt()
-		schema, path = []format.SchemaElement{root, list, rep, leaf}, []string{"x", "list", "element"}
-	}
-	md := format.ColumnMetaData{Type: format.ByteArray, Encoding: []format.Encoding{format.Plain, format.RLE}, PathInSchema: path,
-		Codec: codec, NumValues: numValues, TotalCompressedSize: chunkEnd - 4, TotalUncompressedSize: chunkEnd - 4,
-		DataPageOffset: dataOff, DictionaryPageOffset: dictOff}
-	meta := format.FileMetaData{Version: 1, Schema: schema, NumRows: rows,
-		RowGroups: []format.RowGroup{{Columns: []format.ColumnChunk{{FileOffset: 4, MetaData: md}}, TotalByteSize: chunkEnd - 4, NumRows: rows}},
-		CreatedBy: "pqread bytes test"}
-	footer := marshal(t, &meta)
-	out = append(out, footer...)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
-	out = append(out, "PAR1"...)
-	p := filepath.Join(t.TempDir(), "bytes.parquet")
-	if err := os.WriteFile(p, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeOneColumn(t, s, format.ByteArray, codec, out, numValues, dataOff, dictOff, rows)
 }
 
 // bytesEntries returns level entries for n rows of shape s: a quarter of

@@ -256,18 +256,10 @@ func TestMarksOfAnotherChunkAtTheSameOffset(t *testing.T) {
 func TestDecodedSizeHostileCounts(t *testing.T) {
 	dict := []int64{1, 2}
 	e, _, _, _ := makeEntries(shapeOptional, 10, dict)
-	pages, meta := chunkBytesOf(t, buildFile(t, fileSpec{shape: shapeOptional, rows: 10, pages: []pageSpec{{kind: pageKind{false, format.Plain}, entries: e}}}))
-	var blob []byte
-	for _, p := range pages {
-		blob = append(blob, p...)
-	}
+	spec := fileSpec{shape: shapeOptional, rows: 10, pages: []pageSpec{{kind: pageKind{false, format.Plain}, entries: e}}}
 	prev := int64(0)
 	for _, n := range []int64{10, 1 << 40, 1 << 59, 1 << 60, 1 << 61, math.MaxInt64 / 2, math.MaxInt64} {
-		m := *meta
-		m.RowGroups = append([]format.RowGroup(nil), meta.RowGroups...)
-		m.RowGroups[0].Columns = append([]format.ColumnChunk(nil), meta.RowGroups[0].Columns...)
-		m.RowGroups[0].Columns[0].MetaData.NumValues = n
-		f := mustOpen(t, layoutFile(t, m, [][]byte{blob}, [][]int{{0}}))
+		f := withNumValues(t, spec, n)
 		ci, _ := f.Lookup("x")
 		if _, err := f.ReadColumn(0, ci); err != nil {
 			t.Logf("NumValues %d: ReadColumn: %v", n, err)
@@ -545,17 +537,9 @@ func sameDictValues(t *testing.T, what string, got, want *Column) {
 func TestRangedReadHostileValueCount(t *testing.T) {
 	dict := []int64{1, 2, 3}
 	e, _, _, _ := makeEntries(shapeList, 100, dict)
-	pages, meta := chunkBytesOf(t, buildFile(t, fileSpec{shape: shapeList, rows: 100, pages: []pageSpec{{kind: pageKind{false, format.Plain}, entries: e[:len(e)/2]}, {kind: pageKind{true, format.Plain}, entries: e[len(e)/2:]}}}))
-	var blob []byte
-	for _, p := range pages {
-		blob = append(blob, p...)
-	}
+	spec := fileSpec{shape: shapeList, rows: 100, pages: []pageSpec{{kind: pageKind{false, format.Plain}, entries: e[:len(e)/2]}, {kind: pageKind{true, format.Plain}, entries: e[len(e)/2:]}}}
 	for _, n := range []int64{math.MaxInt64} {
-		m := *meta
-		m.RowGroups = append([]format.RowGroup(nil), meta.RowGroups...)
-		m.RowGroups[0].Columns = append([]format.ColumnChunk(nil), meta.RowGroups[0].Columns...)
-		m.RowGroups[0].Columns[0].MetaData.NumValues = n
-		f := mustOpen(t, layoutFile(t, m, [][]byte{blob}, [][]int{{0}}))
+		f := withNumValues(t, spec, n)
 		ci, _ := f.Lookup("x")
 		whole, err := f.ReadColumn(0, ci)
 		if err != nil {
@@ -570,4 +554,19 @@ func TestRangedReadHostileValueCount(t *testing.T) {
 			sameRows(t, fmt.Sprintf("NumValues %d %+v", n, rr), got, whole.Slice(rr.Lo, rr.Hi))
 		}
 	}
+}
+
+// withNumValues opens the file of spec (buildFile) rewritten so that its
+// column chunk's footer claims n level entries.
+func withNumValues(t *testing.T, spec fileSpec, n int64) *File {
+	pages, meta := chunkBytesOf(t, buildFile(t, spec))
+	var blob []byte
+	for _, p := range pages {
+		blob = append(blob, p...)
+	}
+	m := *meta
+	m.RowGroups = append([]format.RowGroup(nil), meta.RowGroups...)
+	m.RowGroups[0].Columns = append([]format.ColumnChunk(nil), meta.RowGroups[0].Columns...)
+	m.RowGroups[0].Columns[0].MetaData.NumValues = n
+	return mustOpen(t, layoutFile(t, m, [][]byte{blob}, [][]int{{0}}))
 }

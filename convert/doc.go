@@ -103,9 +103,11 @@
 // limit. The price is decode time: each slice reads every column chunk
 // from its start again, passing over the pages before its rows by their
 // headers (a list column's by its repetition levels) or resuming at a mark
-// the slice before it left (pqread keeps one per 256 KiB of chunk), and the
-// last slice decodes every column chunk to its end in full so that every
-// page is checked as in a whole decode; that is why slicing is kept for
+// the slice before it left (pqread keeps one per 256 KiB of chunk; a
+// string column hashed from its dictionary is read in dictionary form,
+// which decodes every page before the slice again), and the last slice
+// decodes every column chunk to its end in full so that every page is
+// checked as in a whole decode; that is why slicing is kept for
 // row groups that do not fit. The output and the errors are those of
 // the whole row group: on a failure each column chunk in task order is
 // decoded once more in slice-sized pieces to find the earliest failing

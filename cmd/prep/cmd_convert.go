@@ -225,8 +225,12 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		sum.Output, sum.Shards, sum.SkippedShards, sum.Rows, formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
 		sum.SamplesDecoded, sum.RowGroupsRead, sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
 	if err == nil && sum.RowGroupsSliced > 0 {
-		_, err = fmt.Fprintf(g.stdout, "%d row groups would not fit --memory-limit decoded whole: decoded in %d row slices, which costs decode time (a larger --memory-limit or smaller row groups avoid it)\n",
-			sum.RowGroupsSliced, sum.RowSlices)
+		groups := "row groups"
+		if sum.RowGroupsSliced == 1 {
+			groups = "row group"
+		}
+		_, err = fmt.Fprintf(g.stdout, "%d %s would not fit --memory-limit decoded whole: decoded in %d row slices, which costs decode time (a larger --memory-limit or smaller row groups avoid it)\n",
+			sum.RowGroupsSliced, groups, sum.RowSlices)
 	}
 	if err == nil && sum.SpillWindows > 0 {
 		_, err = fmt.Fprintf(g.stdout, "staging (%s) exceeded --memory-limit: spilled %s to disk in %d output windows\n",

@@ -295,7 +295,7 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 	// (a and b stacked as F32) per row decoded (2 x the output, + 2): 2
 	// workers' slices share half the 1 KiB limit, 256 bytes each, 6 rows,
 	// so 17 slices.
-	want = "1 row groups would not fit --memory-limit decoded whole: decoded in 17 row slices"
+	want = "1 row group would not fit --memory-limit decoded whole: decoded in 17 row slices"
 	if !strings.Contains(stdout, want) {
 		t.Errorf("summary %q lacks %q", stdout, want)
 	}

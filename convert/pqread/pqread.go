@@ -291,7 +291,7 @@ func (f *File) FooterSHA256() string { return f.footSum }
 // underestimates strings copied out of a dictionary once per row), a byte
 // per level entry for each kind of level and for validity, and an 8-byte
 // list offset per row. Counts saturate at Limits.MaxChunkValues level
-// entries, beyond which a chunk fails to read. It returns 0 for a row
+// entries, beyond which a chunk fails to read (and at 2^40). It returns 0 for a row
 // group or column out of range.
 func (f *File) DecodedSize(rowGroup int, col ColumnInfo) int64 {
 	if rowGroup < 0 || rowGroup >= len(f.meta.RowGroups) || col.Index < 0 || col.Index >= len(f.leaves) {
@@ -301,8 +301,8 @@ func (f *File) DecodedSize(rowGroup int, col ColumnInfo) int64 {
 	md := &rg.Columns[col.Index].MetaData
 	// A chunk of more level entries than Limits.MaxChunkValues fails to
 	// read, so counts beyond it (a hostile footer's) saturate there, and
-	// the sums below cannot overflow.
-	n := min(max(0, md.NumValues), f.lim.MaxChunkValues)
+	// at 2^40 whatever the limit, so the sums below cannot overflow.
+	n := min(max(0, md.NumValues), f.lim.MaxChunkValues, 1<<40)
 	rows := min(max(0, rg.NumRows), n)
 	var size int64
 	switch col.Kind {

@@ -1,7 +1,6 @@
 package pqread
 
-// Third round of adversarial tests of ReadColumnRows' marks and
-// DecodedSize: faults found (each test says what it pins).
+// DecodedSize under a raised Limits.MaxChunkValues.
 
 import (
 	"math"

@@ -38,10 +38,16 @@ func TestSpillLargeRecordsAllocateAFewRecords(t *testing.T) {
 	if sum.SpillWindows == 0 {
 		t.Fatal("the run did not spill")
 	}
-	const limit = 160 << 20 // 40 MB source value, 12 MB of records, a few 4 MB blocks
+	limit := int64(160 << 20) // 40 MB source value, 12 MB of records, a few 4 MB blocks
+	if raceEnabled {
+		// The race detector makes sync.Pool drop buffers at random, so the
+		// 40 MB page buffer may be allocated anew for each of the row
+		// group's 3 row slices. The fault's 256 MB block still shows.
+		limit = 240 << 20
+	}
 	got := after.TotalAlloc - before.TotalAlloc
 	t.Logf("spilled run allocated %d MiB", got>>20)
-	if got > limit {
+	if int64(got) > limit {
 		t.Errorf("spilled run allocated %d MiB, want at most %d MiB", got>>20, limit>>20)
 	}
 }

@@ -69,16 +69,18 @@ type RowRange struct {
 // are counted from its header, or for a list column from its repetition
 // levels alone (a V1 page is decompressed for them); the dictionary form
 // (rr.Dict) decodes such pages in full. Reading stops after the page in
-// which row rr.Hi starts. With rr.Dict, the form follows the pages the read
-// decodes: the dictionary form when every value they hold is dictionary
-// encoded and at least one is, else the plain form; so for a chunk whose
-// encodings change, or whose range holds only nulls, the form may differ
-// from ReadColumnDict's, the values being the same. So the checks that need every page or the whole
+// which row rr.Hi starts. So the checks that need every page or the whole
 // chunk (each page's values; the rows decoded equal the row group's row
 // count) are made only by a read that decodes the chunk to its end: with
 // rr.Rest, which decodes every page as ReadColumn does. Errors are
 // ReadColumn's, rows numbered within the row group; a range outside
 // 0 <= Lo < Hi <= rows is an error.
+//
+// With rr.Dict, the form follows the pages the read decodes: the
+// dictionary form when every value they hold is dictionary encoded and at
+// least one is, else the plain form; so for a chunk whose encodings
+// change, or whose range holds only nulls, the form may differ from
+// ReadColumnDict's, the values being the same.
 func (f *File) ReadColumnRows(rowGroup int, col ColumnInfo, rr RowRange) (*Column, error) {
 	return f.readColumn(rowGroup, col, rr.Dict, &rr)
 }
@@ -218,8 +220,6 @@ type chunkReader struct {
 	lo, hi  int64
 	rest    bool  // read on after row hi, dropping the values
 	base    int64 // row of the first kept entry
-	cut     int   // kept entries once row hi has started, else -1
-	cutVals int   // kept values then
 	stopped bool  // the read ended at row hi, before the chunk's end
 	// held keeps the entries of rows [lo, hi) while rest reads on into
 	// fresh ones, which are dropped page by page.
@@ -234,7 +234,6 @@ type chunkReader struct {
 }
 
 func (r *chunkReader) setRange(rr *RowRange) {
-	r.cut = -1
 	if rr != nil {
 		r.ranged, r.lo, r.hi, r.rest = true, int64(rr.Lo), int64(rr.Hi), rr.Rest
 	}
@@ -283,14 +282,6 @@ func (r *chunkReader) rowStart(k int) int {
 		}
 	}
 	return len(r.reps)
-}
-
-// clip returns an empty slice of no capacity, nil for nil.
-func clip(v []uint8) []uint8 {
-	if v == nil {
-		return nil
-	}
-	return []uint8{}
 }
 
 // restore puts back the entries held while the read went on past row hi.
@@ -492,8 +483,7 @@ func (r *chunkReader) trim() bool {
 	}
 	if r.rows > r.hi {
 		e := r.rowStart(int(r.hi - r.base))
-		r.cut, r.cutVals = e, r.valuesBefore(e)
-		r.keepEntries(0, r.cut, 0, r.cutVals)
+		r.keepEntries(0, e, 0, r.valuesBefore(e))
 		if !r.rest {
 			return true
 		}
@@ -504,7 +494,7 @@ func (r *chunkReader) trim() bool {
 		if r.vals.kind == KindBytes {
 			r.vals.offs = []int64{0}
 		}
-		r.defs, r.reps = clip(r.defs), clip(r.reps)
+		r.defs, r.reps = r.defs[:0:0], r.reps[:0:0] // nil stays nil
 	}
 	return r.maxRep == 0 && r.rows == r.hi && !r.rest
 }
@@ -594,8 +584,8 @@ func (r *chunkReader) read(buf []byte) error {
 			return corruptf("page header: %v", err)
 		}
 		pos += hr.BytesRead()
-		if r.ranged && (h.Type == format.DataPage || h.Type == format.DataPageV2) {
-			r.mark(start)
+		if r.ranged && !r.rest && (h.Type == format.DataPage || h.Type == format.DataPageV2) {
+			r.mark(start) // a read with Rest reaches the end, which drops the marks
 		}
 		cs, us := int64(h.CompressedPageSize), int64(h.UncompressedPageSize)
 		if cs < 0 || us < 0 {

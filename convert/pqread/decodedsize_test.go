@@ -1,6 +1,6 @@
 package pqread
 
-// DecodedSize under a raised Limits.MaxChunkValues.
+// DecodedSize under hostile value counts.
 
 import (
 	"math"
@@ -9,30 +9,30 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// TestDecodedSizeHostileCountsHighLimit pins a fault: DecodedSize claims
-// its counts saturate at Limits.MaxChunkValues "so the sums below cannot
-// overflow", but that holds only for the default limit (2^28). A caller
-// may raise the limit (convert.Options.Limits is passed to Open as is);
-// with MaxChunkValues = MaxInt64, a footer claiming 2^60 values for an
-// optional INT64 chunk (10 bytes a value) wraps the estimate negative
-// (about -6.9e18), below the estimate for 10 values: the estimate falls
-// as the count grows instead of saturating.
-func TestDecodedSizeHostileCountsHighLimit(t *testing.T) {
-	dict := []int64{1, 2}
-	e, _, _, _ := makeEntries(shapeOptional, 10, dict)
+// TestDecodedSizeHostileCounts pins a fault: DecodedSize multiplied the
+// footer's value count without bounds, so a footer claiming 2^60 values
+// for an optional INT64 chunk (10 bytes a value: value and definition
+// level and validity) wrapped the estimate negative (about -6.9e18), one
+// claiming MaxInt64 gave -10, estimates convert's admission against
+// Options.MemoryLimit took as small costs; capping at MaxChunkValues alone
+// held only for the default limit (convert passes Options.Limits to Open
+// as is). The estimate is now exactly 10 bytes per entry up to the entries
+// a chunk may hold: MaxChunkValues, and 2^40 whatever the limit.
+func TestDecodedSizeHostileCounts(t *testing.T) {
+	e, _, _, _ := makeEntries(shapeOptional, 10, []int64{1, 2})
 	spec := fileSpec{shape: shapeOptional, rows: 10, pages: []pageSpec{{kind: pageKind{false, format.Plain}, entries: e}}}
-	prev := int64(0)
-	for _, n := range []int64{10, 1 << 40, 1 << 59, 1 << 60, 1 << 61, math.MaxInt64 / 2, math.MaxInt64} {
-		f, err := Open(withNumValues(t, spec, n).Path(), Limits{MaxChunkValues: math.MaxInt64})
-		if err != nil {
-			t.Fatal(err)
+	for _, lim := range []int64{0, math.MaxInt64} {
+		most := min(int64(1)<<40, Limits{MaxChunkValues: lim}.withDefaults().MaxChunkValues)
+		for _, n := range []int64{10, 1 << 40, 1 << 59, 1 << 60, 1 << 61, math.MaxInt64 / 2, math.MaxInt64} {
+			f, err := Open(withNumValues(t, spec, n).Path(), Limits{MaxChunkValues: lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ci, _ := f.Lookup("x")
+			if got, want := f.DecodedSize(0, ci), 10*min(n, most); got != want {
+				t.Errorf("MaxChunkValues %d, NumValues %d: DecodedSize %d, want %d", lim, n, got, want)
+			}
+			f.Close()
 		}
-		ci, _ := f.Lookup("x")
-		got := f.DecodedSize(0, ci)
-		f.Close()
-		if got < prev {
-			t.Errorf("MaxChunkValues MaxInt64, NumValues %d: DecodedSize %d, below %d for fewer values (overflow)", n, got, prev)
-		}
-		prev = max(prev, got)
 	}
 }

@@ -244,34 +244,6 @@ func TestMarksOfAnotherChunkAtTheSameOffset(t *testing.T) {
 	sameRows(t, "b [30, 31) after a ranged read of a", got, wholeB.Slice(30, 31))
 }
 
-// TestDecodedSizeHostileCounts pins a fault: DecodedSize multiplies the
-// footer's value count without bounds, so a footer claiming 2^60 values
-// for an optional INT64 chunk (Open accepts it, and ReadColumn reads the
-// chunk's real values) gets a negative estimate (10 bytes a value: 10 *
-// 2^60 wraps to about -6.9e18), one claiming MaxInt64 gets -10, and one
-// claiming 2^61 less than one claiming 2^59: estimates a caller (convert's
-// admission against Options.MemoryLimit) takes as small or negative costs.
-// The estimate must not fall as the count grows (it should saturate, not
-// wrap).
-func TestDecodedSizeHostileCounts(t *testing.T) {
-	dict := []int64{1, 2}
-	e, _, _, _ := makeEntries(shapeOptional, 10, dict)
-	spec := fileSpec{shape: shapeOptional, rows: 10, pages: []pageSpec{{kind: pageKind{false, format.Plain}, entries: e}}}
-	prev := int64(0)
-	for _, n := range []int64{10, 1 << 40, 1 << 59, 1 << 60, 1 << 61, math.MaxInt64 / 2, math.MaxInt64} {
-		f := withNumValues(t, spec, n)
-		ci, _ := f.Lookup("x")
-		if _, err := f.ReadColumn(0, ci); err != nil {
-			t.Logf("NumValues %d: ReadColumn: %v", n, err)
-		}
-		got := f.DecodedSize(0, ci)
-		if got < prev {
-			t.Errorf("NumValues %d: DecodedSize %d, below %d for fewer values (overflow)", n, got, prev)
-		}
-		prev = max(prev, got)
-	}
-}
-
 // randomListEntries returns level entries of n rows of an optional list of
 // optional INT64: null lists, empty lists, and 1 to 9 elements, a sixth of
 // them null, values distinct.

@@ -47,9 +47,9 @@ type rowGroupJob struct {
 	errOnce sync.Once  // a sliced row group's error is searched for once (sliceError)
 	errSeq  int
 	errVal  error
-	cols    []*pqread.Column
-	errs    []error
-	pending atomic.Int32 // column chunks (or slices) not done yet
+	cols    []*pqread.Column // whole row groups only: the decoded columns
+	errs    []error          // and their errors
+	pending atomic.Int32     // column chunks (or slices) not done yet
 }
 
 // decoder runs stage 1: every needed column chunk decoded (whole, or a row
@@ -229,12 +229,11 @@ func (d *decoder) plan() (perFile []int) {
 			if g.slices != nil {
 				d.rowGroupsSliced++
 				d.rowSlices += len(g.slices)
-			}
-			g.cols = make([]*pqread.Column, len(g.tasks))
-			g.errs = make([]error, len(g.tasks))
-			g.pending.Store(int32(len(g.tasks)))
-			if g.slices != nil {
 				g.pending.Store(int32(len(g.slices)))
+			} else {
+				g.cols = make([]*pqread.Column, len(g.tasks))
+				g.errs = make([]error, len(g.tasks))
+				g.pending.Store(int32(len(g.tasks)))
 			}
 			d.groups = append(d.groups, g)
 		}

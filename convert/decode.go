@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/pqread"
 )
 
 // decodeTask is one column chunk to decode: value j of tensor t, from the

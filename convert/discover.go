@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
 )
 

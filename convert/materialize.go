@@ -4,7 +4,7 @@ import (
 	"context"
 	"runtime"
 
-	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )

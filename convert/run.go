@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
 )
 

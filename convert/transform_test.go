@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 

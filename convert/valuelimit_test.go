@@ -9,7 +9,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/prepml/prep/convert/pqread"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
 )
 

@@ -44,7 +44,7 @@ func TestRowGroupRowsRejectsHostileCounts(t *testing.T) {
 // file's last len+8 bytes.
 func TestRowGroupRowsMatchesOpen(t *testing.T) {
 	for _, name := range []string{"B19-corrupt-files/good.parquet", "B29-order-stability/part-0.parquet", "B17-empty-files/part-1.parquet"} {
-		path := filepath.Join("..", "..", "testdata", "cases", name)
+		path := filepath.Join("..", "testdata", "cases", name)
 		f, err := os.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ func TestRowGroupRowsMatchesOpen(t *testing.T) {
 
 func FuzzRowGroupRows(f *testing.F) {
 	for _, name := range []string{"B19-corrupt-files/good.parquet", "B17-empty-files/part-1.parquet", "B29-order-stability/part-0.parquet"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cases", name))
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "cases", name))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // testdata is the repository's testdata folder, seen from this package.
-const testdata = "../../testdata"
+const testdata = "../testdata"
 
 func casePath(c, file string) string { return filepath.Join(testdata, "cases", c, file) }
 

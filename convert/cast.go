@@ -12,7 +12,7 @@ import (
 )
 
 // This file holds the value casts as pure functions. Each documents its
-// exact rounding and error rule; transform.go applies them to columns.
+// exact rounding and error rule; apply.go applies them to columns.
 //
 // Summary of the rules (source -> dtype):
 //

@@ -20,7 +20,7 @@
 // of an id among the needed ids is its staging slot. Each row group holding a
 // needed id is read (the others are skipped: a partitioned plan reads only
 // its own partition); each of the spec's column chunks in it is decoded with
-// pqread, transformed (transform.go, cast.go) and written, for the needed
+// pqread, transformed (apply.go, cast.go) and written, for the needed
 // rows only, into staging: one fixed-size record per needed id holding every
 // output tensor's sample bytes back to back (so gathering a sample later
 // touches one place), sized exactly (needed ids x record bytes), outside the

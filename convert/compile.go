@@ -1,9 +1,11 @@
 package convert
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -143,6 +145,61 @@ func columnList(cols []pqread.ColumnInfo) string {
 	return b.String()
 }
 
+// groupError explains a spec column name that is no leaf column but names
+// a group of the schema (a map, a list of lists, a list of structs, a
+// struct): the leaf columns whose schema path, wrapper levels included,
+// starts with the name's fields. A group holding a leaf pqread cannot read
+// gives an error wrapping pqread.ErrUnsupported with the reason; any other
+// group an ErrSchema asking for one of its leaves. It returns nil when no
+// leaf lies under name.
+func groupError(name string, cols []pqread.ColumnInfo) error {
+	fields := nameFields(name)
+	var under []pqread.ColumnInfo
+	for _, c := range cols {
+		if len(c.Path) > len(fields) && slices.Equal(c.Path[:len(fields)], fields) {
+			under = append(under, c)
+		}
+	}
+	if len(under) == 0 {
+		return nil
+	}
+	for _, c := range under {
+		if c.Unsupported != "" {
+			why := strings.TrimPrefix(c.Unsupported, pqread.ErrUnsupported.Error()+": ")
+			return fmt.Errorf("%w: %q is a nested column that cannot be read: %s", pqread.ErrUnsupported, name, why)
+		}
+	}
+	return schemaErrorf("%q is a group, not a leaf column; name one of its leaf columns %s", name, columnList(under))
+}
+
+// nameFields splits a spec column name into its field names: a JSON array
+// of names, or names joined by "." with "." and "\\" inside a name escaped
+// by a backslash (pqread's syntax).
+func nameFields(name string) []string {
+	if strings.HasPrefix(name, "[") {
+		var fields []string
+		if err := json.Unmarshal([]byte(name), &fields); err == nil && len(fields) > 0 {
+			return fields
+		}
+		return []string{name}
+	}
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '\\' && i+1 < len(name):
+			i++
+			cur.WriteByte(name[i])
+		case c == '.':
+			out = append(out, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	return append(out, cur.String())
+}
+
 func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	dt, err := shardfmt.ParseDType(t.DType)
 	if err != nil {
@@ -175,6 +232,9 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 				ci, err := f.lookup(n)
 				if err != nil {
 					if errors.Is(err, pqread.ErrNotFound) {
+						if nerr := groupError(n, f.columns); nerr != nil {
+							return nil, &Error{File: f.rel, Column: n, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1, Err: nerr}
+						}
 						err = fmt.Errorf("%v; the file's columns are %s", err, columnList(f.columns))
 					}
 					return nil, &Error{File: f.rel, Column: n, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
@@ -361,7 +421,8 @@ func isDecimal(logical string) bool { return strings.HasPrefix(strings.ToUpper(l
 // under t's policies.
 func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass, error) {
 	if ci.Unsupported != "" {
-		return 0, schemaErrorf("%s column cannot be read: %s", typeSignature(ci), ci.Unsupported)
+		why := strings.TrimPrefix(ci.Unsupported, pqread.ErrUnsupported.Error()+": ")
+		return 0, fmt.Errorf("%w: %s column cannot be read: %s", pqread.ErrUnsupported, typeSignature(ci), why)
 	}
 	var cls srcClass
 	switch ci.Physical {

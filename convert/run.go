@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -320,11 +320,14 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		if err != nil {
 			return err
 		}
-		same := old.PlanFingerprint == r.p.Fingerprint && old.SourceFingerprint == r.p.SourceFingerprint && old.SpecHash == r.spec.Hash()
+		same := old.PlanFingerprint == r.p.Fingerprint && old.SourceFingerprint == r.p.SourceFingerprint && r.spec.MatchesHash(old.SpecHash)
 		switch {
 		case same:
+			// The set keeps the hash it was made with (an earlier version's
+			// too: MatchesHash), in the manifest and in every new shard.
 			r.manifest = old
-			r.manifest.Spec = r.spec // same hash; keep the canonical field order
+			r.manifest.Spec = r.spec.manifestSpec(old.SpecHash)
+			r.prov.SpecHash = old.SpecHash
 			for _, s := range old.Shards {
 				if st, err := os.Stat(filepath.Join(out, filepath.FromSlash(s.Path))); err == nil && st.Size() == s.Size {
 					skip[shardKey{s.Epoch, s.Rank}] = true
@@ -348,8 +351,8 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 
 	if r.manifest == nil {
 		r.manifest = &shardfmt.Manifest{Format: shardfmt.ManifestFormat, ToolVersion: r.o.ToolVersion,
-			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.spec.Hash(),
-			Spec: r.spec, BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
+			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.prov.SpecHash,
+			Spec: r.spec.manifestSpec(r.prov.SpecHash), BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
 		for _, f := range r.p.Source.EmptyFiles {
 			r.manifest.EmptyFiles = append(r.manifest.EmptyFiles, shardfmt.EmptyFile{Path: f.Path})
 		}

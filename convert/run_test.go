@@ -621,3 +621,73 @@ func TestRunErrorIndependentOfScheduling(t *testing.T) {
 		}
 	}
 }
+
+// copyTree copies the directory src to dst.
+func copyTree(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunResumesSpecV1ShardSet: a shard set written before spec hash
+// version 2 (testdata/shards/spec-v1, made by gen.sh with the prep of that
+// time; its manifest and shards carry the version 1 hash) is recognised
+// by a rerun with the same spec: every shard is skipped and nothing
+// changes, and a shard removed from it is written again byte for byte as
+// the old prep wrote it, the set keeping its version 1 hash.
+func TestRunResumesSpecV1ShardSet(t *testing.T) {
+	dir := t.TempDir()
+	copyTree(t, filepath.Join("..", "testdata", "shards", "spec-v1"), dir)
+	p, planBytes, err := plan.LoadBytes(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Source.Root = filepath.Join(dir, "src")
+	spec, err := LoadSpec(filepath.Join(dir, "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(m.SpecHash, SpecHashV1) || strings.HasPrefix(m.SpecHash, SpecHashV2) || spec.Hash() == m.SpecHash || !spec.MatchesHash(m.SpecHash) {
+		t.Fatalf("fixture spec hash %s, this spec %s: want a version 1 hash of the same spec", m.SpecHash, spec.Hash())
+	}
+	opts := Options{Plan: p, PlanBytes: planBytes, Spec: spec, Output: out, Jobs: 2, ToolVersion: "dev"}
+	before := snapshot(t, out)
+	sum, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Shards != 0 || sum.SkippedShards != 4 {
+		t.Errorf("rerun summary %+v, want 4 shards skipped", sum)
+	}
+	if after := snapshot(t, out); after != before {
+		t.Errorf("rerun changed the version 1 shard set:\n%s", firstDiff(before, after))
+	}
+	os.Remove(filepath.Join(out, m.Shards[2].Path))
+	sum, err = Run(context.Background(), opts)
+	if err != nil || sum.Shards != 1 || sum.SkippedShards != 3 {
+		t.Fatalf("resume: %+v %v", sum, err)
+	}
+	if after := snapshot(t, out); after != before {
+		t.Errorf("a shard rewritten into the version 1 shard set differs from the old one:\n%s", firstDiff(before, after))
+	}
+}

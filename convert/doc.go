@@ -3,6 +3,22 @@
 // applies the feature spec's declared transforms, and writes one shard per
 // (epoch, rank) in step order, plus the shard set's manifest.json.
 //
+// # Stages, one file each
+//
+//   - spec.go, spechash.go: the feature spec (SPEC.md), its validation,
+//     canonical form and versioned hash.
+//   - compile.go: spec × source schemas -> one tensor plan per tensor
+//     (columns resolved in every file, classes, modes, fill bytes).
+//   - idset.go: the needed sample ids and their staging slots.
+//   - decode.go: the schedule (column chunk tasks, their estimated cost,
+//     admission under the memory limit) and assembly of records.
+//   - apply.go, cast.go: a decoded column's values into records, with every
+//     dtype conversion's rounding and range rule.
+//   - staging.go, spill.go: where records wait between the stages, in
+//     memory or spilled by output window, behind one interface (stage).
+//   - write.go, gather.go: stage 2, the one shard writer.
+//   - run.go: orchestration, the output directory, rollback.
+//
 // # Checks first
 //
 // Before the output directory is touched, Run loads nothing lazily: every

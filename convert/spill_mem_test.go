@@ -71,7 +71,7 @@ func TestSpillManyWindowsKeepNoRecordBuffers(t *testing.T) {
 	if len(s.windows) != 100 {
 		t.Fatalf("%d spill windows, want one per step (100)", len(s.windows))
 	}
-	if err := s.create(t.TempDir()); err != nil {
+	if err := s.open(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()

@@ -232,7 +232,7 @@ func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cl
 			var err error
 			switch {
 			case small && e.dt == shardfmt.F64:
-				binary.LittleEndian.PutUint64(d, math.Float64bits(pqread.DecimalInt64ToFloat64(u, scale)))
+				binary.LittleEndian.PutUint64(d, math.Float64bits(DecimalToF64(u, scale)))
 			case small && e.dt == shardfmt.F32:
 				binary.LittleEndian.PutUint32(d, math.Float32bits(DecimalToF32(u, scale)))
 			case small:

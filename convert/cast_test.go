@@ -7,13 +7,10 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"math/big"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -219,90 +216,6 @@ func TestEncoderFloatToInt(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%s %v %s: %d, want %d", c.dt, c.x, c.round, got, c.want)
-		}
-	}
-}
-
-func TestDecimal(t *testing.T) {
-	// B13: the nearest doubles of the exact decimals.
-	for _, c := range []struct {
-		unscaled int64
-		scale    int
-		want     float64
-	}{
-		{-1234567, 2, -12345.67}, {-1, 2, -0.01}, {1, 2, 0.01}, {0, 2, 0}, {123456789, 2, 1234567.89},
-		{1, 30, 1e-30}, {-(1 << 60), 3, -1152921504606846.976}, {7, -2, 700},
-	} {
-		if got := pqread.DecimalInt64ToFloat64(c.unscaled, c.scale); got != c.want {
-			t.Errorf("DecimalInt64ToFloat64(%d, %d) = %v, want %v", c.unscaled, c.scale, got, c.want)
-		}
-		want32, _ := strconv.ParseFloat(decimalRat(big.NewInt(c.unscaled), c.scale).FloatString(40), 32)
-		if got := DecimalToF32(c.unscaled, c.scale); got != float32(want32) {
-			t.Errorf("DecimalToF32(%d, %d) = %v, want %v", c.unscaled, c.scale, got, float32(want32))
-		}
-	}
-	// 16-byte two's complement: -1234567 and a value beyond int64.
-	b := make([]byte, 16)
-	for i := range b {
-		b[i] = 0xff
-	}
-	neg := int64(-1234567)
-	binary.BigEndian.PutUint64(b[8:], uint64(neg))
-	if v := bigEndianSigned(b); v.Int64() != -1234567 {
-		t.Errorf("bigEndianSigned = %v", v)
-	}
-	if v, ok := bigEndianInt64([]byte{0xfe, 0xd6}); !ok || v != -298 {
-		t.Errorf("bigEndianInt64 = %d %v", v, ok)
-	}
-	big1 := new(big.Int).Lsh(big.NewInt(1), 100)
-	buf := make([]byte, 8)
-	if err := newEncoder(shardfmt.F64, "").putBig(buf, decimalRat(big1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := strconv.ParseFloat("12676506002282294014967032053.76", 64)
-	if got := math.Float64frombits(binary.LittleEndian.Uint64(buf)); got != want {
-		t.Errorf("2^100/100 = %v, want %v", got, want)
-	}
-	if err := newEncoder(shardfmt.I64, "").putBig(buf, decimalRat(big.NewInt(5), 1)); !errors.Is(err, ErrValue) {
-		t.Errorf("0.5 into I64: %v", err)
-	}
-}
-
-func TestInt96(t *testing.T) {
-	mk := func(day uint32, nanos uint64) []byte {
-		b := make([]byte, 12)
-		binary.LittleEndian.PutUint64(b, nanos)
-		binary.LittleEndian.PutUint32(b[8:], day)
-		return b
-	}
-	for _, c := range []struct {
-		day   uint32
-		nanos uint64
-		want  int64
-		ok    bool
-	}{
-		{2440588, 0, 0, true},
-		{2440589, 1, 86400e9 + 1, true},
-		{2440587, 86400e9 - 1, -1, true},
-		{2440588 + 18262, 3600e9, 18262*86400e9 + 3600e9, true}, // 2020-01-01T01:00Z
-		{0xffffffff, 0, 0, false},
-	} {
-		got, ok := Int96ToUnixNanos(mk(c.day, c.nanos))
-		if ok != c.ok || got != c.want {
-			t.Errorf("day %d nanos %d: %d %v, want %d %v", c.day, c.nanos, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestFNV1a64(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want uint64
-	}{
-		{"", 0xcbf29ce484222325}, {"a", 0xaf63dc4c8601ec8c}, {"foobar", 0x85944171f73967e8},
-	} {
-		if got := FNV1a64([]byte(c.in)); got != c.want {
-			t.Errorf("FNV1a64(%q) = %x, want %x", c.in, got, c.want)
 		}
 	}
 }

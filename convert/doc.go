@@ -12,8 +12,10 @@
 //   - idset.go: the needed sample ids and their staging slots.
 //   - decode.go: the schedule (column chunk tasks, their estimated cost,
 //     admission under the memory limit) and assembly of records.
-//   - apply.go, cast.go: a decoded column's values into records, with every
-//     dtype conversion's rounding and range rule.
+//   - apply.go, cast.go, logical.go: a decoded column's values into
+//     records: logical types (DECIMAL, INT96) turned into values in one
+//     place (logical.go), then every dtype conversion's rounding and range
+//     rule (cast.go).
 //   - staging.go, spill.go: where records wait between the stages, in
 //     memory or spilled by output window, behind one interface (stage).
 //   - write.go, gather.go: stage 2, the one shard writer.

@@ -25,10 +25,10 @@ func TestVerifyCommandClean(t *testing.T) {
 	}
 }
 
-// TestVerifyCommandTruncatedShard is field case B33: a shard cut by 4096
+// TestCaseB33TruncatedShard is field case B33: a shard cut by 4096
 // bytes after it was built is reported with its name, expected size and
 // actual size, exit 1, and never mapped (no SIGBUS).
-func TestVerifyCommandTruncatedShard(t *testing.T) {
+func TestCaseB33TruncatedShard(t *testing.T) {
 	f := verifytest.Build(t)
 	e := f.Man.Shards[2]
 	if err := os.Truncate(f.ShardPath(2), e.Size-4096); err != nil {

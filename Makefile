@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build demo test bench fuzz lint clean
+.PHONY: all build demo test bench bench-ab samebytes fuzz lint clean
 
 all: build
 
@@ -24,6 +24,15 @@ test: lint
 
 bench:
 	./scripts/bench.sh
+
+# convert of a git revision (REV, default the merge base with main) against
+# the working tree: alternated A/B of throughput and peak RSS, and
+# byte-identical shards for the bench plans and the field cases.
+bench-ab:
+	./scripts/bench-ab.sh $(REV)
+
+samebytes:
+	./scripts/samebytes.sh $(REV)
 
 fuzz:
 	./scripts/fuzz.sh

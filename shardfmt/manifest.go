@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/prepml/prep/internal/atomicfile"
 )
 
 // ManifestName is the file name of a shard set's manifest.
@@ -61,16 +63,6 @@ type EmptyFile struct {
 type DroppedIDs struct {
 	Epoch int      `json:"epoch"`
 	IDs   []uint64 `json:"ids"`
-}
-
-// Shard returns the entry for (epoch, rank) and whether it exists.
-func (m *Manifest) Shard(epoch, rank int) (ShardEntry, bool) {
-	for _, s := range m.Shards {
-		if s.Epoch == epoch && s.Rank == rank {
-			return s, true
-		}
-	}
-	return ShardEntry{}, false
 }
 
 // ShardFileName returns the canonical shard path for (epoch, rank) relative
@@ -206,51 +198,13 @@ func (m *Manifest) Encode() ([]byte, error) {
 }
 
 // WriteManifestBytes writes b (from Manifest.Encode) to dir/manifest.json
-// atomically, as WriteManifest does.
+// atomically, as WriteManifest does. An error of the final directory fsync
+// wraps ErrNotDurable: the new manifest is then in place.
 func WriteManifestBytes(dir string, b []byte) error {
-	if err := WriteFileAtomic(filepath.Join(dir, ManifestName), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ManifestName), b, 0o644); err != nil {
 		return fmt.Errorf("writing manifest: %w", err)
 	}
 	return nil
-}
-
-// WriteFileAtomic writes data to path so that path holds either its old
-// contents or all of data, even across a crash: it writes
-// "<path>.tmp-<random>" in the same directory, fsyncs it, renames it over
-// path and fsyncs the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
 }
 
 // FileDigest opens and validates the shard at path and returns its digest

@@ -150,6 +150,12 @@ func ReadManifestUnchecked(dir string) (*Manifest, error) {
 	return parseManifest(b, p)
 }
 
+// ParseManifestUnchecked is ReadManifestUnchecked for bytes already read;
+// path only names the file in errors.
+func ParseManifestUnchecked(data []byte, path string) (*Manifest, error) {
+	return parseManifest(data, path)
+}
+
 // parseManifest decodes a manifest (read from path) and checks its format
 // field.
 func parseManifest(b []byte, path string) (*Manifest, error) {

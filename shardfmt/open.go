@@ -60,4 +60,3 @@ func OpenReaderAt(ra io.ReaderAt, size int64, name string) (*Reader, error) {
 	}
 	return r, nil
 }
-

@@ -146,15 +146,23 @@ func (s *Set) WriteManifest(m *shardfmt.Manifest) error {
 // symbolic link (ErrUnsafe); a missing file wraps fs.ErrNotExist.
 func (s *Set) PlanBytes() ([]byte, error) { return s.ReadFile(PlanName) }
 
-// Plan parses the set's plan copy (PlanBytes, then plan.Parse).
+// Plan reads and parses the set's plan copy as plan.Load does (PlanBytes,
+// then plan.Parse); errors are a *plan.Error naming the copy's path, wrapping
+// the cause (fs.ErrNotExist, ErrUnsafe, plan.ErrFormat, ...).
 func (s *Set) Plan() (*plan.Plan, error) {
+	path := s.Path(PlanName)
 	b, err := s.PlanBytes()
 	if err != nil {
-		return nil, err
+		return nil, &plan.Error{Path: path, Err: err}
 	}
 	p, err := plan.Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.Path(PlanName), err)
+		var pe *plan.Error
+		if errors.As(err, &pe) && pe.Path == "" {
+			pe.Path = path
+			return nil, pe
+		}
+		return nil, &plan.Error{Path: path, Err: err}
 	}
 	return p, nil
 }
@@ -274,7 +282,8 @@ func (s *Set) Entry(epoch, rank int) (shardfmt.ShardEntry, bool) {
 // file reached without a symbolic link (ErrUnsafe), its size must equal the
 // manifest's before it is mapped (ErrDamaged, naming both sizes), and its
 // header must hold this epoch and rank, the manifest's plan fingerprint,
-// batch count and tensor table (ErrMismatch). A pair the manifest does not
+// batch count and tensor table (ErrMismatch; a different plan or (epoch,
+// rank) wraps shardfmt.ErrProvenance too). A pair the manifest does not
 // list, or a listed file that is missing, wraps ErrNoShard. With mmap false
 // the reader never maps the file (see shardfmt.OpenFile). Errors other than
 // ErrNoShard name the shard's path.
@@ -306,19 +315,20 @@ func (s *Set) Shard(epoch, rank int, mmap bool) (*shardfmt.Reader, shardfmt.Shar
 	}
 	if err := s.matches(r, ent); err != nil {
 		r.Close()
-		return nil, ent, fmt.Errorf("%w: %s: %s", ErrMismatch, path, err.Error())
+		return nil, ent, fmt.Errorf("%w: %s: %w", ErrMismatch, path, err)
 	}
 	return r, ent, nil
 }
 
-// matches compares a shard's own record with its manifest entry.
+// matches compares a shard's own record with its manifest entry; a
+// different plan or (epoch, rank) wraps shardfmt.ErrProvenance.
 func (s *Set) matches(r *shardfmt.Reader, ent shardfmt.ShardEntry) error {
 	p, m := r.Provenance(), s.man
 	switch {
 	case p.PlanFingerprint != m.PlanFingerprint:
-		return fmt.Errorf("shard plan fingerprint %s, manifest %s", p.PlanFingerprint, m.PlanFingerprint)
+		return fmt.Errorf("%w: shard plan fingerprint %s, manifest %s", shardfmt.ErrProvenance, p.PlanFingerprint, m.PlanFingerprint)
 	case int(p.Epoch) != ent.Epoch || int(p.Rank) != ent.Rank:
-		return fmt.Errorf("shard is epoch %d rank %d", p.Epoch, p.Rank)
+		return fmt.Errorf("%w: shard is epoch %d rank %d", shardfmt.ErrProvenance, p.Epoch, p.Rank)
 	case r.NumBatches() != ent.Batches:
 		return fmt.Errorf("shard has %d batches, manifest %d", r.NumBatches(), ent.Batches)
 	case len(m.Tensors) > 0 && !shardfmt.SameTensors(r.Tensors(), m.Tensors):

@@ -27,7 +27,7 @@ var (
 	// the way to it, is a symbolic link, or the name is not a regular file
 	// where one is expected (a directory, a FIFO, a device). Such a name is
 	// never followed or opened: it could point outside the set.
-	ErrUnsafe = errors.New("symbolic link or special file inside a shard set (never followed)")
+	ErrUnsafe = errors.New("unsafe name in a shard set")
 	// ErrDamaged is returned by Set.Shard when the shard file's size differs
 	// from the size the manifest records (a truncated or overwritten shard).
 	ErrDamaged = errors.New("shard file damaged")
@@ -173,7 +173,7 @@ func (s *Set) Plan() (*plan.Plan, error) {
 // "..") wraps ErrUnsafe too. Other errors are the OS's (fs.ErrNotExist).
 func (s *Set) CheckName(name string) (fs.FileInfo, error) {
 	if !filepath.IsLocal(filepath.FromSlash(name)) || strings.Contains(name, "\\") {
-		return nil, &fs.PathError{Op: "open", Path: s.Path(name), Err: fmt.Errorf("%w: the name leaves the set", ErrUnsafe)}
+		return nil, fmt.Errorf("%s: the name leaves the set: %w", s.Path(name), ErrUnsafe)
 	}
 	parts := strings.Split(filepath.ToSlash(filepath.Clean(filepath.FromSlash(name))), "/")
 	var fi fs.FileInfo
@@ -184,7 +184,7 @@ func (s *Set) CheckName(name string) (fs.FileInfo, error) {
 			return nil, err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return nil, &fs.PathError{Op: "open", Path: s.Path(p), Err: fmt.Errorf("%w: %s is a symbolic link", ErrUnsafe, p)}
+			return nil, fmt.Errorf("%s: a symbolic link (never followed): %w", s.Path(p), ErrUnsafe)
 		}
 		if i < len(parts)-1 && !fi.IsDir() {
 			return nil, &fs.PathError{Op: "open", Path: s.Path(p), Err: syscall.ENOTDIR}
@@ -203,7 +203,7 @@ func (s *Set) OpenFile(name string) (*os.File, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "open", Path: s.Path(name), Err: fmt.Errorf("%w: not a regular file (%s)", ErrUnsafe, fi.Mode().Type())}
+		return nil, fmt.Errorf("%s: not a regular file (%s): %w", s.Path(name), fi.Mode().Type(), ErrUnsafe)
 	}
 	f, err := s.root.OpenFile(filepath.FromSlash(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -211,7 +211,7 @@ func (s *Set) OpenFile(name string) (*os.File, error) {
 	}
 	if st, err := f.Stat(); err != nil || !os.SameFile(fi, st) {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: s.Path(name), Err: fmt.Errorf("%w: replaced while being opened", ErrUnsafe)}
+		return nil, fmt.Errorf("%s: replaced while being opened: %w", s.Path(name), ErrUnsafe)
 	}
 	return f, nil
 }
@@ -254,7 +254,7 @@ func (s *Set) RemoveAll(name string) error {
 // checkParents runs CheckName on the directory holding name, if any.
 func (s *Set) checkParents(name string) error {
 	if !filepath.IsLocal(filepath.FromSlash(name)) {
-		return &fs.PathError{Op: "remove", Path: s.Path(name), Err: fmt.Errorf("%w: the name leaves the set", ErrUnsafe)}
+		return fmt.Errorf("%s: the name leaves the set: %w", s.Path(name), ErrUnsafe)
 	}
 	if d := filepath.ToSlash(filepath.Dir(filepath.FromSlash(name))); d != "." {
 		_, err := s.CheckName(d)

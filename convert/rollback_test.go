@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -169,5 +171,40 @@ func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"notes.txt"}) {
 		t.Errorf("after the failed run the directory holds %v, want only [notes.txt]", names)
+	}
+}
+
+// TestFailedDirSyncLeavesNoUnlistedShard pins fault "a failed directory
+// fsync leaves an unlisted shard in an existing set": the first shard of a
+// run into an existing set is renamed into place and then its directory
+// fsync fails; the run fails and leaves the set as it was.
+func TestFailedDirSyncLeavesNoUnlistedShard(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	atomicfile.SyncDirHook = func(dir string) error {
+		if !failed && strings.HasSuffix(dir, "epoch-00001") {
+			failed = true
+			return errors.New("injected EIO")
+		}
+		return nil
+	}
+	defer func() { atomicfile.SyncDirHook = nil }()
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1})
+	if !errors.Is(err, shardfmt.ErrNotDurable) {
+		t.Fatalf("run = %v, want ErrNotDurable", err)
+	}
+	if got, want := shardsOnDisk(t, out), []string{shardfmt.ShardFileName(0, 0), shardfmt.ShardFileName(0, 1)}; !slices.Equal(got, want) {
+		t.Errorf("shards on disk %v, want %v", got, want)
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, shardfmt.ManifestName)); string(after) != string(before) {
+		t.Error("manifest not restored byte for byte")
 	}
 }

@@ -114,7 +114,9 @@ func (m *Manifest) Check() error {
 // Manifest.Check, so every entry's Path names a file inside dir. It fails
 // if the format field is not ManifestFormat (wrapping ErrManifest) or the
 // shard list is invalid (wrapping ErrManifest); a missing file gives an
-// error wrapping fs.ErrNotExist. Unknown fields are ignored.
+// error wrapping fs.ErrNotExist. Unknown fields are ignored. It reads the
+// path as given, following symbolic links: tools working on a shard set read
+// it through shardset.Set, which follows none inside the set.
 func ReadManifest(dir string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
 	if err != nil {
@@ -140,7 +142,8 @@ func ParseManifest(data []byte, dir string) (*Manifest, error) {
 // ReadManifestUnchecked is ReadManifest without Manifest.Check: it only
 // decodes and checks the format field. It is for checkers that report each
 // problem of the shard list themselves (prep verify); anything that opens,
-// replaces or deletes the listed files must use ReadManifest.
+// replaces or deletes the listed files must use ReadManifest (through
+// shardset.Set, so that no link inside the set is followed).
 func ReadManifestUnchecked(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(p)

@@ -177,12 +177,22 @@ func planView(path string, p *plan.Plan) *PlanView {
 	return v
 }
 
+// inspectShard describes the shard file at path. It is read with pread,
+// never mapped, so a shard cut short while it is inspected is an error
+// (shardfmt.ErrSize), not a memory fault.
 func inspectShard(path string) (*ShardView, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
-	r, err := shardfmt.Open(path)
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrUnknownKind, path, st.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening shard: %w", err)
+	}
+	r, err := shardfmt.OpenFile(f, path, false)
 	if err != nil {
 		return nil, err
 	}

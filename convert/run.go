@@ -180,7 +180,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		err = fmt.Errorf("convert interrupted after %d shards (rerun to resume): %w", sum.Shards, err)
 	case err != nil:
 		if rerr := tx.Rollback(); rerr != nil {
-			log.Error(rerr.Error())
+			log.Error("rollback: manifest not restored; keeping this run's shards", "err", rerr.Error())
 		}
 	}
 	tx.End(err != nil)

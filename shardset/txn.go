@@ -278,7 +278,7 @@ func (t *Txn) Rollback() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("rollback: manifest %s not restored; keeping this run's shards: %w", t.set.Path(ManifestName), err)
+		return fmt.Errorf("restoring %s: %w", t.set.Path(ManifestName), err)
 	}
 	for _, name := range t.committed {
 		removeFile(t.set, name)

@@ -1,5 +1,5 @@
 // Package shardset manages a shard-set directory: the names in it
-// (FORMAT.md §Shard-set directory), the lock that keeps two runs apart, the
+// (shardfmt/FORMAT.md, "Shard set and manifest"), the lock that keeps two runs apart, the
 // manifest and the plan copy, the lookup of the shard of one (epoch, rank)
 // with every check a reader needs, the write transaction convert commits
 // shards through, and the strays gc and verify look for.
@@ -7,7 +7,7 @@
 // Nothing in this package follows a symbolic link inside a shard set: the
 // directory is opened once as an os.Root (so no name can resolve outside
 // it), and every name the package acts on is checked, component by
-// component, not to be a symbolic link (ErrSymlink) before it is opened,
+// component, not to be a symbolic link (ErrUnsafe) before it is opened,
 // replaced or removed. The directory itself may be reached through a link.
 package shardset
 
@@ -32,7 +32,7 @@ const (
 	// PlanName is the byte-exact copy of the plan file convert wrote the
 	// set from; verify checks against it by default.
 	PlanName = "plan.json"
-	// ManifestName is the manifest (FORMAT.md §manifest.json).
+	// ManifestName is the manifest (FORMAT.md, "manifest.json").
 	ManifestName = shardfmt.ManifestName
 	// TempInfix marks a file being written atomically:
 	// "<final name>.tmp-<random>", renamed over the final name when done.

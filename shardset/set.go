@@ -40,7 +40,9 @@ var (
 // Set is an open shard-set directory. Its methods resolve every name
 // through an os.Root of the directory and refuse symbolic links inside it
 // (ErrUnsafe), so nothing outside the directory is read, written or
-// removed through a set. Methods are safe for concurrent use except Close.
+// removed through a set. Once its manifest is read, methods are safe for
+// concurrent use, except Close and the ReadManifest methods (which replace
+// the manifest the others look at).
 type Set struct {
 	dir  string
 	root *os.Root

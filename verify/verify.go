@@ -60,7 +60,8 @@ type Options struct {
 	SourceRoot string
 	// Jobs is the number of shards checked at once; when there are fewer
 	// shards than jobs, each shard's batches are split across the jobs left
-	// over. <= 0 means GOMAXPROCS.
+	// over. <= 0 means GOMAXPROCS. Each job holds one batch block in
+	// memory (blocks are read with pread, never mapped).
 	Jobs int
 	// AllowPartial accepts a shard set holding only some of the plan's
 	// (epoch, rank) pairs (a node that materialized its own ranks).

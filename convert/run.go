@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
 )
@@ -244,7 +244,7 @@ type runner struct {
 	log     *slog.Logger
 	sum     *Summary
 
-	tx          *shardset.Txn // the output's write transaction: lock, commits, rollback
+	tx *shardset.Txn // the output's write transaction: lock, commits, rollback
 
 	mu         sync.Mutex
 	manifest   *shardfmt.Manifest // owned by tx once handed to it

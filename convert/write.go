@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // Stage 2: the one shard writer. A stage (staging.go) cuts the work into
@@ -165,9 +166,9 @@ func (r *runner) writerOptions(k shardKey) shardfmt.WriterOptions {
 
 // openShard creates the (temporary) shard file of k.
 func (r *runner) openShard(k shardKey) (*shardOut, error) {
-	rel := shardfmt.ShardFileName(k.epoch, k.rank)
+	rel := shardset.ShardPath(k.epoch, k.rank)
 	path := filepath.Join(r.o.Output, filepath.FromSlash(rel))
-	w, err := shardfmt.Create(path, r.writerOptions(k))
+	w, err := r.tx.CreateShard(k.epoch, k.rank, r.writerOptions(k))
 	if err != nil {
 		return nil, err
 	}
@@ -198,65 +199,18 @@ func (r *runner) writeStep(o *shardOut, step int, fill fillFunc) error {
 	return nil
 }
 
-// commitShard commits o and records it in the manifest.
+// commitShard commits o and records it in the manifest (shardset.Txn.Commit).
 func (r *runner) commitShard(o *shardOut) error {
-	if err := o.w.Commit(); err != nil {
-		return err
-	}
 	k := o.k
-	steps := r.p.Steps()
-	size := o.w.Size()
-	r.mu.Lock()
-	r.committed = append(r.committed, o.path)
-	entry := shardfmt.ShardEntry{Path: o.rel, Epoch: k.epoch, Rank: k.rank, Batches: steps, Size: size, Digest: o.w.Digest()}
-	replaced := false
-	for i, s := range r.manifest.Shards {
-		if s.Epoch == k.epoch && s.Rank == k.rank {
-			r.manifest.Shards[i], replaced = entry, true
-		}
-	}
-	if !replaced {
-		r.manifest.Shards = append(r.manifest.Shards, entry)
-	}
-	r.wroteMan = true
-	r.manVersion++
-	mine := r.manVersion
-	r.mu.Unlock()
-	if err := r.syncManifest(mine); err != nil {
+	entry, err := r.tx.Commit(o.w, shardfmt.ShardEntry{Epoch: k.epoch, Rank: k.rank, Batches: r.p.Steps()})
+	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	r.sum.Shards++
 	r.sum.Rows += o.rows
-	r.sum.Bytes += size
+	r.sum.Bytes += entry.Size
 	r.mu.Unlock()
-	return nil
-}
-
-// syncManifest makes sure manifest.json on disk holds version v of the
-// in-memory manifest or a later one. Writers take turns (manWriteMu) and
-// each writes the latest version, encoded under r.mu, so the fsyncs of the
-// manifest run outside the lock that guards the in-memory state and a
-// writer whose shard a later manifest already lists writes nothing: commits
-// that pile up behind one fsync share the next. The manifest on disk only
-// ever lists committed shards.
-func (r *runner) syncManifest(v int) error {
-	r.manWriteMu.Lock()
-	defer r.manWriteMu.Unlock()
-	if r.manWritten >= v {
-		return nil
-	}
-	r.mu.Lock()
-	b, err := r.manifest.Encode()
-	latest := r.manVersion
-	r.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if err := shardfmt.WriteManifestBytes(r.o.Output, b); err != nil {
-		return err
-	}
-	r.manWritten = latest
 	return nil
 }
 

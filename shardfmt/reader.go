@@ -2,7 +2,9 @@ package shardfmt
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,46 +48,6 @@ type Reader struct {
 	meta    []byte
 	bt      []byte // raw batch table
 	closed  bool
-}
-
-// Open opens a shard file and validates it (see FORMAT.md, "Validation").
-// The file length is checked against the header before the file is mapped,
-// so a truncated shard fails with ErrSize, never SIGBUS. Where mmap is not
-// available the Reader falls back to pread. A path that is not a regular
-// file (a directory, a named pipe, a device) is refused before it is opened,
-// so a pipe cannot block the caller (ErrCorrupt). Errors are *FormatError
-// wrapping a sentinel, or the OS error from opening the file.
-func Open(path string) (*Reader, error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, ferr(path, "file", -1, -1, ErrCorrupt, "not a regular file (%s)", fi.Mode().Type())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening shard: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("opening shard: %w", err)
-	}
-	r := &Reader{path: path, f: f, ra: f, size: st.Size()}
-	if err := r.open(true); err != nil {
-		r.Close()
-		return nil, err
-	}
-	return r, nil
-}
-
-// OpenReaderAt opens a shard held by ra, size bytes long, and validates it as
-// Open does. name is used in errors and returned by Path. Blocks are read
-// with ReadAt (Block then returns a fresh copy). The caller keeps ra open
-// while the Reader is in use; Close does not close it.
-func OpenReaderAt(ra io.ReaderAt, size int64, name string) (*Reader, error) {
-	r := &Reader{path: name, ra: ra, size: size}
-	if err := r.open(false); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 func (r *Reader) fail(section string, off uint64, sentinel error, format string, args ...any) *FormatError {
@@ -685,6 +647,62 @@ func (r *Reader) ReadBlocks(k int, dst [][]byte) error {
 // (a slice of block, no copy). It panics if block is shorter than BlockSize,
 // i is out of range or count is not in [0, BatchSize].
 func (r *Reader) BatchSlab(block []byte, i, count int) []byte { return r.geo.Slab(block, i, count) }
+
+// VerifySampleIDs checks the CRC-32C of the whole sample ids section against
+// the header (I/O proportional to the sample count: 8 bytes per slot).
+func (r *Reader) VerifySampleIDs() (err error) {
+	defer r.faultGuard("sample ids", -1, &err)()
+	if r.closed {
+		return ferr(r.path, "reader", -1, -1, ErrClosed, "")
+	}
+	var crc uint32
+	err = r.chunks(r.h.idsOff, r.h.idsLen, func(b []byte) { crc = crc32Update(crc, b) })
+	if err != nil {
+		return ferr(r.path, "sample ids", int64(r.h.idsOff), -1, ErrSize, "reading: %v", err)
+	}
+	if crc != r.h.idsCRC {
+		return ferr(r.path, "sample ids", int64(r.h.idsOff), -1, ErrChecksum, "CRC-32C %08x, stored %08x", crc, r.h.idsCRC)
+	}
+	return nil
+}
+
+// chunks calls fn on consecutive pieces of [off, off+n).
+func (r *Reader) chunks(off, n uint64, fn func([]byte)) error {
+	if r.data != nil {
+		fn(r.data[off : off+n])
+		return nil
+	}
+	buf := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		c := min(n, uint64(len(buf)))
+		if _, err := r.ra.ReadAt(buf[:c], int64(off)); err != nil {
+			return err
+		}
+		fn(buf[:c])
+		off, n = off+c, n-c
+	}
+	return nil
+}
+
+// Digest returns the shard digest, "sha256:<hex>" of the bytes [0, data_off)
+// followed by [batch_table_off, file_len): everything except the batch
+// blocks, which it covers transitively through the per-block CRC-32Cs in the
+// batch table.
+func (r *Reader) Digest() (_ string, err error) {
+	defer r.faultGuard("file", -1, &err)()
+	if r.closed {
+		return "", ferr(r.path, "reader", -1, -1, ErrClosed, "")
+	}
+	d := sha256.New()
+	write := func(b []byte) { d.Write(b) }
+	if err := r.chunks(0, r.h.dataOff, write); err != nil {
+		return "", fmt.Errorf("digest of %s: %w", r.path, err)
+	}
+	if err := r.chunks(r.h.btOff, r.h.fileLen-r.h.btOff, write); err != nil {
+		return "", fmt.Errorf("digest of %s: %w", r.path, err)
+	}
+	return "sha256:" + hex.EncodeToString(d.Sum(nil)), nil
+}
 
 // faultGuard makes a memory fault on the mapping (the file was truncated
 // after it was opened and validated) an error wrapping ErrSize instead of a

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 )
 
 // sourceFile is one plan source file, opened and checked.

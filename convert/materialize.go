@@ -4,8 +4,8 @@ import (
 	"context"
 	"runtime"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -37,7 +37,7 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, plans, err := openForSpec(ctx, p, spec, pqread.Limits{})
+	files, plans, err := openForSpec(ctx, p, nil, spec, pqread.Limits{})
 	if err != nil {
 		return nil, err
 	}

@@ -18,10 +18,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 )
 
 // LockName is the lock file of an output directory (see package dirlock).
@@ -61,6 +62,9 @@ type Options struct {
 	ToolVersion string       // recorded in shards and manifest
 	Logger      *slog.Logger // nil: discard
 	Limits      pqread.Limits
+	// Source is where the plan's files are read from; nil: the local
+	// directory Plan.Source.Root.
+	Source source.Store
 
 	// OnStage is called when a stage starts with its total rows and bytes
 	// (bytes are 0 for StageDecode). Progress is called with increments;
@@ -142,7 +146,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 
 	// Everything that can fail on the inputs fails here, before the output
 	// directory is touched.
-	files, plans, err := openForSpec(ctx, p, spec, o.Limits)
+	files, plans, err := openForSpec(ctx, p, o.Source, spec, o.Limits)
 	if err != nil {
 		return nil, err
 	}

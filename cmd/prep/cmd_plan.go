@@ -190,7 +190,19 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		return fmt.Errorf("reading source footers: %w", err)
 	}
 	g.log.Info("source read", "files", len(src.Files), "empty_files", len(src.EmptyFiles), "samples", src.NumSamples(), "root", src.Root)
-	p, err := plan.New(src, cfg)
+	// The epoch digests cost O(N) each: one progress bar per epoch.
+	var bar *progress
+	barEpoch, done := -1, 0
+	p, err := plan.NewContext(ctx, src, cfg, func(epoch, steps, total int) {
+		if epoch != barEpoch {
+			bar.Finish()
+			bar = g.newRowProgress(fmt.Sprintf("epoch %d digest (steps)", epoch), int64(total))
+			barEpoch, done = epoch, 0
+		}
+		bar.Add(int64(steps-done), int64(steps-done))
+		done = steps
+	})
+	bar.Finish()
 	if err != nil {
 		if errors.Is(err, plan.ErrConfig) {
 			return usageError{err}

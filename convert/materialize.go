@@ -33,7 +33,7 @@ func (s *Samples) Sample(t, i int) []byte {
 // row groups that hold them. It checks the source against the plan first.
 // Memory: the samples' bytes plus the decoded column chunks of up to
 // GOMAXPROCS row groups. Errors are those of Run's checks and stage 1.
-func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*Samples, error) {
+func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (_ *Samples, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -42,6 +42,7 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 		return nil, err
 	}
 	defer closeSources(files)
+	defer relativeNames(&err, files)
 	tensors := outputs(plans)
 	set := newIDSet(p.NumSamples())
 	for _, id := range ids {

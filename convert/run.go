@@ -116,7 +116,7 @@ type shardKey struct{ epoch, rank int }
 // *dirlock.HeldError (exit code 3) or wraps a sentinel of this package.
 // When ctx is cancelled, the shards already committed stay (complete and
 // listed in the manifest) so that a rerun resumes; temporaries are removed.
-func Run(ctx context.Context, o Options) (*Summary, error) {
+func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 	t0 := time.Now()
 	log := o.Logger
 	if log == nil {
@@ -151,6 +151,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	defer closeSources(files)
+	defer relativeNames(&err, files)
 	tensors := outputs(plans)
 	geo, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
 	if err != nil {

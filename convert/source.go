@@ -132,6 +132,37 @@ func closeSources(files []*sourceFile) {
 	}
 }
 
+// relativeNames makes every *pqread.Error in *err name its file as the
+// plan does, relative to the source root (the one rule for file names in
+// errors), instead of the local path pqread opened.
+func relativeNames(err *error, files []*sourceFile) {
+	if *err == nil {
+		return
+	}
+	byPath := make(map[string]string, len(files))
+	for _, f := range files {
+		byPath[f.pq.Path()] = f.rel
+	}
+	var visit func(e error)
+	visit = func(e error) {
+		for e != nil {
+			if pe, ok := e.(*pqread.Error); ok {
+				if rel, ok := byPath[pe.File]; ok {
+					pe.File = rel
+				}
+			}
+			if j, ok := e.(interface{ Unwrap() []error }); ok {
+				for _, x := range j.Unwrap() {
+					visit(x)
+				}
+				return
+			}
+			e = errors.Unwrap(e)
+		}
+	}
+	visit(*err)
+}
+
 // openForSpec opens and checks p's sources from st (openSources) and compiles spec
 // against their schemas. The spec's max_value_bytes become the files'
 // pqread.Limits.MaxValueBytes (valueLimit), so an oversized BYTE_ARRAY value

@@ -116,9 +116,19 @@ type sourceFile struct {
 // process (tests read it).
 var footersHeld atomic.Int64
 
-// footerHeapFactor estimates the heap a decoded footer takes per byte of
-// thrift (measured: 6 MiB for the 437 KiB footer of 5,000 FLOAT columns).
-const footerHeapFactor = 16
+// footerChunkHeap estimates the heap a decoded footer takes per column
+// chunk (measured: 6 MiB for one row group of 5,000 FLOAT columns, with
+// statistics), and footerColumnHeap per leaf column (schema and ColumnInfo).
+const (
+	footerChunkHeap  = 1024
+	footerColumnHeap = 512
+)
+
+// footerCost estimates the heap a decoded footer of cols leaf columns and
+// rowGroups row groups takes.
+func footerCost(cols, rowGroups int) int64 {
+	return int64(cols)*footerColumnHeap + int64(cols)*int64(rowGroups)*footerChunkHeap
+}
 
 // parquet returns the file's footer, reopening it (and checking the file
 // against the plan again: a file replaced meanwhile is a
@@ -174,14 +184,17 @@ func closeSources(files []*sourceFile) {
 // Files whose ids are not needed are still checked. Of each file only what
 // compiling the spec needs is kept (its columns and the spec's names looked
 // up), and the footer sizes of the columns the spec can read; then its
-// footer is released, so memory does not grow with files times columns.
+// footer is released, so memory does not grow with files times columns,
+// except that the first files' footers stay held (for the decoder) while
+// their estimated heap together is at most keep bytes: a run over a few
+// files opens each once.
 // spec is compiled against the schemas (compileSpec). The spec's
 // max_value_bytes become the files' pqread.Limits.MaxValueBytes
 // (valueLimit), so an oversized BYTE_ARRAY value fails inside pqread,
 // naming file, column, row group, row and length, before the decoder
 // allocates it; lim.MaxValueBytes, when set, stays a cap for every column.
 // The caller closes the files (closeSources).
-func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec, lim pqread.Limits) ([]*sourceFile, []*tensorPlan, error) {
+func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec, lim pqread.Limits, keep int64) ([]*sourceFile, []*tensorPlan, error) {
 	if st == nil {
 		local, err := source.NewLocal(p.Source.Root)
 		if err != nil {
@@ -210,26 +223,36 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 	var start uint64
 	for _, m := range p.Source.Files {
 		if err := ctx.Err(); err != nil {
+			closeSources(files)
 			return nil, nil, err
 		}
 		sf, err := source.Open(ctx, st, m, lim)
 		if err != nil {
+			closeSources(files)
 			return nil, nil, err
 		}
-		f := &sourceFile{rel: m.Path, path: sf.Parquet.Path(), start: start, meta: m, st: st, lim: lim,
-			footerCost: sf.FooterBytes * footerHeapFactor}
+		f := &sourceFile{rel: m.Path, path: sf.Parquet.Path(), start: start, meta: m, st: st, lim: lim}
 		start += uint64(m.Rows())
 		schemas = append(schemas, f.schema(sf.Parquet, names, regexes))
-		sf.Close()
 		files = append(files, f)
+		if keep -= f.footerCost; keep >= 0 {
+			f.held = sf
+			footersHeld.Add(1)
+		} else {
+			sf.Close()
+		}
 	}
 	plans, err := compileSpec(spec, schemas)
 	if err != nil {
+		closeSources(files)
 		return nil, nil, err
 	}
 	if v := valueLimit(lim.MaxValueBytes, plans); v != lim.MaxValueBytes {
 		for _, f := range files {
 			f.lim.MaxValueBytes = v
+			if f.held != nil {
+				f.held.Parquet.SetMaxValueBytes(v)
+			}
 		}
 	}
 	return files, plans, nil
@@ -237,7 +260,8 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 
 // schema returns what compileSpec needs of pf, which is released after:
 // its columns, the lookups of names (done now), and, for every column a
-// name or regex selects, its DecodedSize per row group (kept in f.sizes).
+// name or regex selects, its DecodedSize per row group (kept in f.sizes);
+// it sets f.footerCost.
 func (f *sourceFile) schema(pf *pqread.File, names []string, regexes []*regexp.Regexp) fileSchema {
 	type result struct {
 		ci  pqread.ColumnInfo
@@ -245,6 +269,7 @@ func (f *sourceFile) schema(pf *pqread.File, names []string, regexes []*regexp.R
 	}
 	looked := make(map[string]result, len(names))
 	cols := pf.Columns()
+	f.footerCost = footerCost(len(cols), len(f.meta.RowGroups))
 	f.sizeAt = make([]int32, len(cols))
 	for i := range f.sizeAt {
 		f.sizeAt[i] = -1

@@ -66,7 +66,7 @@ func TestErrorsNameFilesRelativeToTheRoot(t *testing.T) {
 // TestFootersHeldOnlyWhileRead pins the fault where convert kept every
 // file's decoded footer for the whole run (16 files of 5,000 columns: 250
 // MiB of heap under --memory-limit 32MiB): after the spec is compiled no
-// footer is held, during decoding only those of the files being read (here
+// footer is held beyond a budget, during decoding only those of the files being read (here
 // one row group fits the limit at a time, so at most two: the one finishing
 // and the next), and none after the run.
 func TestFootersHeldOnlyWhileRead(t *testing.T) {
@@ -91,12 +91,21 @@ func TestFootersHeldOnlyWhileRead(t *testing.T) {
 	}
 	spec := &Spec{Tensors: []TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}
 	base := footersHeld.Load()
-	fs, _, err := openForSpec(context.Background(), p, nil, spec, pqread.Limits{})
+	fs, _, err := openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := footersHeld.Load() - base; n != 0 || len(fs) != files {
 		t.Fatalf("%d footers held after compiling the spec over %d files", n, len(fs))
+	}
+	closeSources(fs)
+	// Within a budget the first footers stay held for the decoder.
+	fs, _, err = openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 3*fs[0].footerCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := footersHeld.Load() - base; n != 3 || fs[2].held == nil || fs[3].held != nil {
+		t.Fatalf("%d footers held within a budget of three", n)
 	}
 	closeSources(fs)
 

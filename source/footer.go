@@ -88,9 +88,6 @@ type File struct {
 	Object  Object
 	Parquet *pqread.File
 	Meta    plan.SourceFile // the plan's record
-	// FooterBytes is the length of the thrift FileMetaData, the bytes
-	// Parquet decoded into memory (which holds several times as much).
-	FooterBytes int64
 }
 
 // Close closes the footer and the object.
@@ -135,12 +132,6 @@ func Open(ctx context.Context, st Store, m plan.SourceFile, lim pqread.Limits) (
 		f.Close()
 		return nil, err
 	}
-	var tail [8]byte
-	if _, err := obj.ReadAt(tail[:], obj.Size()-8); err != nil {
-		f.Close()
-		return nil, err
-	}
-	f.FooterBytes = int64(binary.LittleEndian.Uint32(tail[:4]))
 	return f, nil
 }
 

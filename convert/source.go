@@ -130,10 +130,10 @@ func footerCost(cols, rowGroups int) int64 {
 	return int64(cols)*footerColumnHeap + int64(cols)*int64(rowGroups)*footerChunkHeap
 }
 
-// parquet returns the file's footer, reopening it (and checking the file
-// against the plan again: a file replaced meanwhile is a
-// *source.ChangedError) when it was released.
-func (f *sourceFile) parquet() (*pqread.File, error) {
+// open returns the file opened (its Object and footer), reopening it (and
+// checking the file against the plan again: a file replaced meanwhile is a
+// *source.ChangedError) when it was released. It stays held until release.
+func (f *sourceFile) open() (*source.File, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.held == nil {
@@ -144,7 +144,16 @@ func (f *sourceFile) parquet() (*pqread.File, error) {
 		f.held = sf
 		footersHeld.Add(1)
 	}
-	return f.held.Parquet, nil
+	return f.held, nil
+}
+
+// parquet returns the file's footer (see open).
+func (f *sourceFile) parquet() (*pqread.File, error) {
+	sf, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	return sf.Parquet, nil
 }
 
 // release drops the footer and the file's descriptors; a later parquet

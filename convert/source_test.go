@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +128,29 @@ func TestFootersHeldOnlyWhileRead(t *testing.T) {
 	}
 	if n := footersHeld.Load() - base; n != 0 {
 		t.Errorf("%d footers held after the run", n)
+	}
+}
+
+// denyStore is a local store whose files cannot be opened, as a file of
+// mode 0 is for a user other than root.
+type denyStore struct{ *source.Local }
+
+func (s denyStore) Open(ctx context.Context, name string) (source.Object, error) {
+	return nil, &source.Error{File: name, Err: fmt.Errorf("open: %w", fs.ErrPermission)}
+}
+
+// TestUnreadableSourceIsNotReportedChanged pins the fault where a source
+// that could not be read (permission denied) failed convert with "source
+// changed since the plan was made": the error gives the real cause.
+func TestUnreadableSourceIsNotReportedChanged(t *testing.T) {
+	p := caseSource(t, "B19-corrupt-files", "good.parquet")
+	local, err := source.NewLocal(p.Source.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Plan: p, Source: denyStore{local}, Output: filepath.Join(t.TempDir(), "out"),
+		Spec: &Spec{Tensors: []TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}})
+	if errors.Is(err, ErrSourceChanged) || !errors.Is(err, fs.ErrPermission) || err.Error() != "good.parquet: open: permission denied" {
+		t.Errorf("got %v, want the permission error naming good.parquet", err)
 	}
 }

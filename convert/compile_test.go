@@ -55,7 +55,7 @@ func TestCompileNestedColumnByNaturalName(t *testing.T) {
 		{"s", ErrSchema, `n.parquet: column "s": "s" is a group, not a leaf column; name one of its leaf columns "s.a", "s.b"`},
 	} {
 		spec := &Spec{Tensors: []TensorSpec{{Name: "t", Column: c.column, DType: "I64"}}}
-		files, _, err := openForSpec(context.Background(), p, spec, pqread.Limits{})
+		files, _, err := openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 0)
 		closeSources(files)
 		if err == nil || !errors.Is(err, c.is) || err.Error() != c.want {
 			t.Errorf("column %s: err = %v\nwant %s", c.column, err, c.want)

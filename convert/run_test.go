@@ -27,6 +27,7 @@ import (
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 )
 
 type testRow struct {
@@ -80,7 +81,7 @@ func writeParquet(t testing.TB, path string, first, n int64, rowsPerGroup int64,
 
 func makePlan(t testing.TB, dir string, cfg plan.Config) *plan.Plan {
 	t.Helper()
-	src, err := DiscoverSource([]string{dir})
+	src, err := source.Discover(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +486,7 @@ func firstDiff(a, b string) string {
 }
 
 func mustDiscover(t *testing.T, dir string) plan.Source {
-	s, err := DiscoverSource([]string{dir})
+	s, err := source.Discover(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}

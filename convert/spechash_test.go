@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"bytes"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -95,5 +97,36 @@ func TestSpecRejectsInvalidUTF8(t *testing.T) {
 	s := &Spec{Tensors: []TensorSpec{{Name: "t", Column: "a\xffb", DType: "I64"}}}
 	if err := s.Validate(); err == nil || err.Error() != `tensor "t": "a\xffb" is not valid UTF-8` {
 		t.Errorf("Validate = %v", err)
+	}
+}
+
+// TestSpecCanonicalFormIsPythonsJSON checks SPEC.md §5's claim that an
+// independent implementation is a one-liner: Python's json.dumps with sorted
+// keys, no white space and ensure_ascii off writes the canonical form of
+// the same document, so its SHA-256 is the version 2 hash. Skipped where
+// python3 is missing.
+func TestSpecCanonicalFormIsPythonsJSON(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found")
+	}
+	const script = `import hashlib, json, sys
+doc = json.loads(sys.stdin.buffer.read())
+out = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+print("v2:sha256:" + hashlib.sha256(out).hexdigest())`
+	for _, y := range []string{testSpecYAML, specHashExample, "tensors:\n  - {name: plain, column: \"tab\\tq\\\"\\\\\\u0001\\u001f\", dtype: I64}\n"} {
+		s, err := ParseSpec([]byte(y), "f.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, "-c", script)
+		cmd.Stdin = bytes.NewReader(s.CanonicalJSON())
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("python3: %v", err)
+		}
+		if got := strings.TrimSpace(string(out)); got != s.Hash() {
+			t.Errorf("python's hash of %s\n= %s, Hash() = %s", s.CanonicalJSON(), got, s.Hash())
+		}
 	}
 }

@@ -7,6 +7,8 @@
 //
 //   - spec.go, spechash.go: the feature spec (SPEC.md), its validation,
 //     canonical form and versioned hash.
+//   - source.go: the plan's source files, checked through package source;
+//     each footer held only while its file is read.
 //   - compile.go: spec × source schemas -> one tensor plan per tensor
 //     (columns resolved in every file, classes, modes, fill bytes).
 //   - idset.go: the needed sample ids and their staging slots.

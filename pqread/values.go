@@ -323,42 +323,46 @@ func (v *values) fill(c *Column, valid []bool) {
 	}
 }
 
-// keep reduces v to its values [a, b) (0 <= a <= b <= v.n()), moved to the
-// front of the same memory.
-func (v *values) keep(a, b int) {
+// split keeps v's values [0, a) in v and returns a new values holding
+// [a, n), with room for capHint more, in the same form (indexed values
+// share the dictionary).
+func (v *values) split(a, capHint int) *values {
+	t := &values{kind: v.kind, width: v.width, indexed: v.indexed, dict: v.dict}
 	if v.indexed {
-		v.idx = keepT(v.idx, a, b)
-		return
+		t.idx = append(make([]uint32, 0, capHint+len(v.idx)-a), v.idx[a:]...)
+		t.offs = []int64{0} // for unindex
+		v.idx = v.idx[:a:a]
+		return t
 	}
 	switch v.kind {
 	case KindBool:
-		v.b = keepT(v.b, a, b)
+		t.b = splitT(&v.b, a, capHint)
 	case KindInt32:
-		v.i32 = keepT(v.i32, a, b)
+		t.i32 = splitT(&v.i32, a, capHint)
 	case KindInt64:
-		v.i64 = keepT(v.i64, a, b)
+		t.i64 = splitT(&v.i64, a, capHint)
 	case KindFloat32:
-		v.f32 = keepT(v.f32, a, b)
+		t.f32 = splitT(&v.f32, a, capHint)
 	case KindFloat64:
-		v.f64 = keepT(v.f64, a, b)
+		t.f64 = splitT(&v.f64, a, capHint)
 	case KindBytes:
-		d0, d1 := v.offs[a], v.offs[b]
-		v.data = keepT(v.data, int(d0), int(d1))
-		v.offs = keepT(v.offs, a, b+1)
-		if d0 != 0 {
-			for i := range v.offs {
-				v.offs[i] -= d0
-			}
+		d0 := v.offs[a]
+		t.data = append([]byte(nil), v.data[d0:]...)
+		t.offs = make([]int64, 0, capHint+len(v.offs)-a)
+		for _, o := range v.offs[a:] {
+			t.offs = append(t.offs, o-d0)
 		}
+		v.data, v.offs = v.data[:d0:d0], v.offs[:a+1:a+1]
 	case KindFixed, KindInt96:
-		v.fix = keepT(v.fix, a*v.width, b*v.width)
+		t.fix = splitT(&v.fix, a*v.width, capHint*v.width)
 	}
+	return t
 }
 
-// keepT returns s[a:b] moved to the front of s's memory.
-func keepT[T any](s []T, a, b int) []T {
-	if a == 0 {
-		return s[:b]
-	}
-	return s[:copy(s, s[a:b])]
+// splitT cuts *s at a: *s keeps [0, a), and the rest is returned in new
+// memory with room for capHint more.
+func splitT[T any](s *[]T, a, capHint int) []T {
+	t := append(make([]T, 0, capHint+len(*s)-a), (*s)[a:]...)
+	*s = (*s)[:a:a]
+	return t
 }

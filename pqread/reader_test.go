@@ -3,9 +3,9 @@ package pqread
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,7 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// sameRows asserts that got, a ReadColumnRows result, equals want, a whole
+// sameRows asserts that got, a ColumnReader result, equals want, a whole
 // column chunk cut with Slice, slot for slot (dictionary form included).
 // A validity slice of all true and a nil one (no nulls) are the same.
 func sameRows(t *testing.T, what string, got, want *Column) {
@@ -75,14 +75,14 @@ func readableFiles(t *testing.T) []string {
 	return out
 }
 
-// TestReadColumnRowsEqualsSlice checks ReadColumnRows against ReadColumn and
+// TestColumnReaderEqualsSlice checks ColumnReader against ReadColumn and
 // Slice on every column chunk of every Parquet file in testdata (real
 // writers' files, the field cases and the bad files), for several ranges,
 // half of them with Rest, and in the dictionary form for BYTE_ARRAY
 // columns: the same rows, and for a chunk ReadColumn rejects, the same
 // error from a whole-range read with Rest and an error from every ranged
 // read with Rest.
-func TestReadColumnRowsEqualsSlice(t *testing.T) {
+func TestColumnReaderEqualsSlice(t *testing.T) {
 	files := readableFiles(t)
 	if len(files) < 80 {
 		t.Fatalf("only %d files", len(files))
@@ -103,9 +103,9 @@ func TestReadColumnRowsEqualsSlice(t *testing.T) {
 						continue // the dictionary form is the plain one
 					}
 					what := fmt.Sprintf("%s rg %d %q dict %v", path, rg, ci.Name, dict)
-					whole, werr := f.readColumn(rg, ci, dict, nil)
+					whole, werr := f.readWhole(rg, ci, dict)
 					if werr != nil {
-						_, err := f.ReadColumnRows(rg, ci, RowRange{Lo: 0, Hi: int(rows), Rest: true, Dict: dict})
+						_, err := readRows(f, rg, ci, RowRange{Lo: 0, Hi: int(rows), Rest: true, Dict: dict})
 						if err == nil || err.Error() != werr.Error() {
 							t.Errorf("%s: whole-range read with Rest: %v, ReadColumn: %v", what, err, werr)
 						}
@@ -116,7 +116,7 @@ func TestReadColumnRowsEqualsSlice(t *testing.T) {
 					}
 					for i, r := range ranges {
 						rest := i%2 == 0 // half the ranges read on to the chunk's end
-						got, err := f.ReadColumnRows(rg, ci, RowRange{Lo: r[0], Hi: r[1], Rest: rest, Dict: dict})
+						got, err := readRows(f, rg, ci, RowRange{Lo: r[0], Hi: r[1], Rest: rest, Dict: dict})
 						switch {
 						case werr != nil && rest && err == nil:
 							t.Errorf("%s %v: no error with Rest, ReadColumn: %v", what, r, werr)
@@ -151,10 +151,10 @@ func pagedFile(t *testing.T, s shape, rows int, dict []int64, kinds []pageKind, 
 	return buildFile(t, spec)
 }
 
-// TestReadColumnRowsEveryPageTransition cuts files of every pair of page
+// TestColumnReaderEveryPageTransition cuts files of every pair of page
 // kinds (pagedFile) at row pairs every 3 and 5 rows, with and without Rest,
 // against ReadColumn and Slice.
-func TestReadColumnRowsEveryPageTransition(t *testing.T) {
+func TestColumnReaderEveryPageTransition(t *testing.T) {
 	dict := []int64{-1 << 62, -7, 0, 3, 1 << 40}
 	kinds := []pageKind{{false, format.Plain}, {true, format.RLEDictionary}, {false, format.DeltaBinaryPacked}, {true, format.Plain}}
 	for _, s := range []shape{shapeRequired, shapeOptional, shapeList} {
@@ -169,7 +169,7 @@ func TestReadColumnRowsEveryPageTransition(t *testing.T) {
 			for lo := 0; lo < rows; lo += 3 {
 				for hi := lo + 1; hi <= rows; hi += 5 {
 					for _, rest := range []bool{false, true} {
-						got, err := f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest})
+						got, err := readRows(f, 0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest})
 						if err != nil {
 							t.Fatalf("[%d, %d) rest %v: %v", lo, hi, rest, err)
 						}
@@ -181,13 +181,11 @@ func TestReadColumnRowsEveryPageTransition(t *testing.T) {
 	}
 }
 
-// TestReadColumnRowsInSlices reads pagedFile files the way convert reads a
+// TestColumnReaderInSlices reads pagedFile files the way convert reads a
 // sliced row group: consecutive row slices, the last with Rest, with a mark
 // kept before every page so that each read after the first resumes at one.
 // Every slice must equal ReadColumn's rows, for several slice sizes.
-func TestReadColumnRowsInSlices(t *testing.T) {
-	defer func(g int) { markGap = g }(markGap)
-	markGap = 0
+func TestColumnReaderInSlices(t *testing.T) {
 	dict := []int64{-1 << 62, -7, 0, 3, 1 << 40}
 	kinds := []pageKind{{false, format.Plain}, {true, format.RLEDictionary}, {false, format.DeltaBinaryPacked}, {true, format.Plain}, {false, format.RLEDictionary}}
 	for _, s := range []shape{shapeRequired, shapeOptional, shapeList} {
@@ -196,82 +194,21 @@ func TestReadColumnRowsInSlices(t *testing.T) {
 		ci, _ := f.Lookup("x")
 		whole := mustRead(t, f, "x", 0)
 		for _, n := range []int{1, 2, 5, 13, 64} {
-			resumed := 0
 			for lo := 0; lo < rows; lo += n {
 				hi := min(lo+n, rows)
-				if f.findMark(firstChunk(f), int64(lo)) != nil {
-					resumed++
-				}
-				got, err := f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: hi == rows})
+				got, err := readRows(f, 0, ci, RowRange{Lo: lo, Hi: hi, Rest: hi == rows})
 				if err != nil {
 					t.Fatalf("shape %d slices of %d: [%d, %d): %v", s, n, lo, hi, err)
 				}
 				sameRows(t, fmt.Sprintf("shape %d slices of %d: [%d, %d)", s, n, lo, hi), got, whole.Slice(lo, hi))
 			}
-			if resumed < rows/n/2 {
-				t.Errorf("shape %d slices of %d: %d of %d reads resumed at a mark", s, n, resumed, (rows+n-1)/n)
-			}
-			if len(f.marks) != 0 {
-				t.Errorf("shape %d slices of %d: marks left after the last slice", s, n)
-			}
 		}
 	}
 }
 
-// TestReadColumnRowsResumesAtMarks: after a read of the first rows has left
-// marks, a read of later rows resumes at one instead of going through the
-// pages before it: with a byte of an early page damaged afterwards (such
-// that ReadColumn and a read by a File without marks fail), the File with
-// marks still reads the later rows, equal to ReadColumn's before the damage.
-func TestReadColumnRowsResumesAtMarks(t *testing.T) {
-	defer func(g int) { markGap = g }(markGap)
-	markGap = 0
-	dict := []int64{1, 2, 3}
-	path := pagedFile(t, shapeList, 300, dict, []pageKind{{false, format.Plain}}, false)
-	good, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := mustOpen(t, path)
-	ci, _ := f.Lookup("x")
-	whole := mustRead(t, f, "x", 0)
-	if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 0, Hi: 150}); err != nil {
-		t.Fatal(err)
-	}
-	start, n := chunkRange(&f.meta.RowGroups[0].Columns[0].MetaData)
-	for off := start + n/8; off < start+n/3; off++ {
-		b := append([]byte(nil), good...)
-		b[off] ^= 0xff
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		fresh := mustOpen(t, path)
-		_, err1 := fresh.ReadColumn(0, ci)
-		_, err2 := fresh.ReadColumnRows(0, ci, RowRange{Lo: 160, Hi: 170})
-		fresh.Close()
-		if err1 == nil || err2 == nil {
-			continue // this byte does not break the reads that go through it
-		}
-		got, err := f.ReadColumnRows(0, ci, RowRange{Lo: 160, Hi: 170})
-		if err != nil {
-			t.Fatalf("byte %d damaged: the File with marks read through it: %v", off, err)
-		}
-		sameRows(t, "[160, 170)", got, whole.Slice(160, 170))
-		return
-	}
-	t.Fatal("no damaged byte breaks the reads")
-}
-
-// firstChunk returns the key of the marks of the first column chunk of f's
-// first row group.
-func firstChunk(f *File) markKey {
-	start, _ := chunkRange(&f.meta.RowGroups[0].Columns[0].MetaData)
-	return markKey{start: start}
-}
-
-// TestReadColumnRowsErrors checks the range bounds and that a corrupt value
+// TestColumnReaderErrors checks the range bounds and that a corrupt value
 // is reported at its row of the row group whichever range finds it.
-func TestReadColumnRowsErrors(t *testing.T) {
+func TestColumnReaderErrors(t *testing.T) {
 	dict := []int64{1, 2, 3}
 	entries, _, _, _ := makeEntries(shapeOptional, 100, dict)
 	spec := fileSpec{shape: shapeOptional, codec: format.Snappy, dict: dict, rows: 100, badIndex: true}
@@ -289,48 +226,22 @@ func TestReadColumnRowsErrors(t *testing.T) {
 		t.Fatalf("ReadColumn: %v, want a dictionary index out of range", werr)
 	}
 	for _, r := range [][2]int{{0, 100}, {50, 70}, {65, 66}, {61, 100}} {
-		_, err := f.ReadColumnRows(0, ci, RowRange{Lo: r[0], Hi: r[1]})
+		_, err := readRows(f, 0, ci, RowRange{Lo: r[0], Hi: r[1]})
 		if err == nil || err.Error() != werr.Error() {
 			t.Errorf("%v: %v, want %v", r, err, werr)
 		}
 	}
 	// Rows before the bad page read without error unless Rest reads on.
-	if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 10, Hi: 40}); err != nil {
+	if _, err := readRows(f, 0, ci, RowRange{Lo: 10, Hi: 40}); err != nil {
 		t.Errorf("[10, 40): %v", err)
 	}
-	if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 10, Hi: 40, Rest: true}); err == nil || err.Error() != werr.Error() {
+	if _, err := readRows(f, 0, ci, RowRange{Lo: 10, Hi: 40, Rest: true}); err == nil || err.Error() != werr.Error() {
 		t.Errorf("[10, 40) with Rest: %v, want %v", err, werr)
 	}
 	for _, r := range [][2]int{{-1, 3}, {5, 5}, {7, 3}, {0, 101}} {
-		_, err := f.ReadColumnRows(0, ci, RowRange{Lo: r[0], Hi: r[1]})
+		_, err := readRows(f, 0, ci, RowRange{Lo: r[0], Hi: r[1]})
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("row range [%d, %d) outside the row group's 100 rows", r[0], r[1])) {
 			t.Errorf("%v: %v", r, err)
-		}
-	}
-}
-
-// TestReadColumnRowsSkipsPagesBeforeTheRange: a read without Rest passes
-// over the pages wholly before its rows by their headers (and, for lists,
-// their repetition levels) without decoding their values, so a bad
-// dictionary index in the first page fails ReadColumn and a read with Rest,
-// but not a read of later rows; with V1 and V2 pages, scalar and list
-// columns (lists cut every 7 level entries, so rows go on across pages).
-func TestReadColumnRowsSkipsPagesBeforeTheRange(t *testing.T) {
-	dict := []int64{4, 5, 6}
-	for _, s := range []shape{shapeOptional, shapeList} {
-		for _, v2 := range []bool{false, true} {
-			f := mustOpen(t, pagedFile(t, s, 100, dict, []pageKind{{v2, format.RLEDictionary}}, true))
-			ci, _ := f.Lookup("x")
-			_, werr := f.ReadColumn(0, ci)
-			if werr == nil || !strings.Contains(werr.Error(), "out of range") {
-				t.Fatalf("shape %d v2 %v: ReadColumn: %v, want a dictionary index out of range", s, v2, werr)
-			}
-			if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 80, Hi: 90}); err != nil {
-				t.Errorf("shape %d v2 %v: [80, 90): %v, want the bad first page skipped", s, v2, err)
-			}
-			if _, err := f.ReadColumnRows(0, ci, RowRange{Lo: 80, Hi: 90, Rest: true}); err == nil || err.Error() != werr.Error() {
-				t.Errorf("shape %d v2 %v: [80, 90) with Rest: %v, want %v", s, v2, err, werr)
-			}
 		}
 	}
 }
@@ -340,11 +251,12 @@ type rowsMemRow struct {
 	Emb []float32 `parquet:"emb,list"`
 }
 
-// TestReadColumnRowsHoldsTheRange checks the point of ReadColumnRows: a
-// read of a sixteenth of a large column chunk's rows allocates less than an
-// eighth of what reading the whole chunk does (measured with runtime.MemStats:
-// bytes allocated by the read).
-func TestReadColumnRowsHoldsTheRange(t *testing.T) {
+// TestColumnReaderHoldsTheWindow checks the point of ColumnReader: each
+// Next of a sixteenth of a large column chunk's rows allocates less than
+// an eighth of what reading the whole chunk does (measured with
+// runtime.MemStats: bytes allocated by the call), and the windows equal
+// ReadColumn's rows.
+func TestColumnReaderHoldsTheWindow(t *testing.T) {
 	const rows, width = 400_000, 8
 	data := make([]rowsMemRow, rows)
 	for i := range data {
@@ -373,15 +285,67 @@ func TestReadColumnRowsHoldsTheRange(t *testing.T) {
 		}
 		f.ReadColumn(0, ci) // warm the buffer pool
 		wholeBytes, whole := allocated(func() (*Column, error) { return f.ReadColumn(0, ci) })
-		lo, hi := rows/2, rows/2+rows/16
-		for _, rest := range []bool{false, true} {
-			n, got := allocated(func() (*Column, error) { return f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest}) })
-			sameRows(t, name, got, whole.Slice(lo, hi))
-			t.Logf("%s rest %v: %d bytes allocated for 1/16 of the rows, %d for all", name, rest, n, wholeBytes)
-			if n*8 > wholeBytes { // a sixteenth of the rows, slack and about a page
-
-				t.Errorf("%s rest %v: the range read allocated %d bytes, the whole read %d", name, rest, n, wholeBytes)
+		r, err := f.ColumnReader(0, ci)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := rows / 16
+		for lo := 0; lo < rows; lo += n {
+			got, c := allocated(func() (*Column, error) { return r.Next(n) })
+			sameRows(t, fmt.Sprint(name, lo), c, whole.Slice(lo, lo+n))
+			if lo == rows/2 {
+				t.Logf("%s: %d bytes allocated for 1/16 of the rows, %d for all", name, got, wholeBytes)
+			}
+			if lo > 0 && got*8 > wholeBytes { // a sixteenth of the rows, slack and about a page
+				t.Errorf("%s: the window at row %d allocated %d bytes, the whole read %d", name, lo, got, wholeBytes)
 			}
 		}
+		if _, err := r.Next(1); err != io.EOF {
+			t.Errorf("%s: Next after the last row: %v, want io.EOF", name, err)
+		}
+		r.Close()
 	}
+}
+
+// RowRange selects rows [Lo, Hi) of a row group for readRows; Rest reads
+// on to the chunk's end, Dict asks for the dictionary form.
+type RowRange struct {
+	Lo, Hi     int
+	Rest, Dict bool
+}
+
+// readRows reads rows [rr.Lo, rr.Hi) of a column chunk with a fresh
+// ColumnReader the way a forward consumer does: the rows before them in
+// windows of rr.Hi-rr.Lo rows (dropped), then the range as one window, and
+// with rr.Rest the rows after it to the chunk's end; it returns the
+// range's window.
+func readRows(f *File, rg int, ci ColumnInfo, rr RowRange) (*Column, error) {
+	open := f.ColumnReader
+	if rr.Dict {
+		open = f.ColumnReaderDict
+	}
+	r, err := open(rg, ci)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	n := rr.Hi - rr.Lo
+	if rr.Lo < 0 || n < 1 || int64(rr.Hi) > r.Rows() {
+		return nil, fmt.Errorf("row range [%d, %d) outside the row group's %d rows", rr.Lo, rr.Hi, r.Rows())
+	}
+	for lo := 0; lo < rr.Lo; lo += n {
+		if _, err := r.Next(min(n, rr.Lo-lo)); err != nil {
+			return nil, err
+		}
+	}
+	c, err := r.Next(n)
+	if err != nil {
+		return nil, err
+	}
+	for rr.Rest && r.Rows() > 0 {
+		if _, err := r.Next(n); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }

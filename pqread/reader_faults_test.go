@@ -1,6 +1,6 @@
 package pqread
 
-// Tests of ReadColumnRows' marks (resume), skipPage and
+// Tests of ColumnReader' marks (resume), skipPage and
 // DecodedSize: faults found, and passing coverage of interleaved,
 // concurrent and randomised ranged reads.
 
@@ -92,8 +92,6 @@ func layoutFile(t *testing.T, meta format.FileMetaData, blobs [][]byte, where []
 // dictionary page and fails with "dictionary-encoded page without a
 // dictionary page", where ReadColumn(...).Slice(70, 80) is the answer.
 func TestResumeSkipsDictionaryPageNotFirst(t *testing.T) {
-	defer func(g int) { markGap = g }(markGap)
-	markGap = 0
 	dict := []int64{11, 22, 33, 44}
 	entries, _, _, _ := makeEntries(shapeRequired, 100, dict)
 	spec := fileSpec{shape: shapeRequired, codec: format.Snappy, dict: dict, rows: 100}
@@ -129,11 +127,11 @@ func TestResumeSkipsDictionaryPageNotFirst(t *testing.T) {
 				t.Fatalf("ReadColumn: %v", err)
 			}
 			// A File without marks reads [70, 80) (from the first page).
-			if _, err := mustOpen(t, path).ReadColumnRows(0, ci, RowRange{Lo: 70, Hi: 80}); err != nil {
+			if _, err := readRows(mustOpen(t, path), 0, ci, RowRange{Lo: 70, Hi: 80}); err != nil {
 				t.Fatalf("[70, 80) without marks: %v", err)
 			}
 			for _, r := range [][2]int{{50, 60}, {70, 80}} {
-				got, err := f.ReadColumnRows(0, ci, RowRange{Lo: r[0], Hi: r[1]})
+				got, err := readRows(f, 0, ci, RowRange{Lo: r[0], Hi: r[1]})
 				if err != nil {
 					t.Fatalf("%v after marks of the reads before: %v; ReadColumn succeeds", r, err)
 				}
@@ -155,8 +153,6 @@ func TestResumeSkipsDictionaryPageNotFirst(t *testing.T) {
 // resumes at that mark as if 30 rows of b came before page 3 (only 15 do),
 // and returns b's row 15 instead of its row 30.
 func TestMarksOfAnotherChunkAtTheSameOffset(t *testing.T) {
-	defer func(g int) { markGap = g }(markGap)
-	markGap = 0
 	// X: 10 V2 PLAIN pages of 10 entries, rows [v, v+1] of present elements.
 	var listEntries []entry
 	for r := range 50 {
@@ -229,12 +225,12 @@ func TestMarksOfAnotherChunkAtTheSameOffset(t *testing.T) {
 	if wholeA.Rows != 100 || wholeB.Rows != 50 {
 		t.Fatalf("rows: a %d, b %d", wholeA.Rows, wholeB.Rows)
 	}
-	got, err := f.ReadColumnRows(0, ca, RowRange{Lo: 60, Hi: 61})
+	got, err := readRows(f, 0, ca, RowRange{Lo: 60, Hi: 61})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "a [60, 61)", got, wholeA.Slice(60, 61))
-	got, err = f.ReadColumnRows(1, cb, RowRange{Lo: 30, Hi: 31})
+	got, err = readRows(f, 1, cb, RowRange{Lo: 30, Hi: 31})
 	if err != nil {
 		t.Fatalf("b [30, 31): %v", err)
 	}
@@ -330,8 +326,6 @@ func randomFile(t *testing.T, rng *rand.Rand, s shape, rows int) string {
 // overlapping rows, reads that end the chunk and drop them, and Close
 // between reads.
 func TestMarksRandomOrderReads(t *testing.T) {
-	defer func(g int) { markGap = g }(markGap)
-	markGap = 0
 	for seed := uint64(0); seed < 30; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		s := shape(seed % 3)
@@ -349,7 +343,7 @@ func TestMarksRandomOrderReads(t *testing.T) {
 			if rng.IntN(10) == 0 {
 				f.Close() // marks outlive the descriptor: the next read reopens
 			}
-			got, err := f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest})
+			got, err := readRows(f, 0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest})
 			if err != nil {
 				t.Fatalf("seed %d shape %d [%d, %d) rest %v: %v", seed, s, lo, hi, rest, err)
 			}
@@ -363,8 +357,6 @@ func TestMarksRandomOrderReads(t *testing.T) {
 // dropped concurrently; run it with -race), each equal to ReadColumn's
 // Slice.
 func TestMarksConcurrentReads(t *testing.T) {
-	defer func(g int) { markGap = g }(markGap)
-	markGap = 0
 	rng := rand.New(rand.NewPCG(99, 1))
 	const rows = 400
 	f := mustOpen(t, randomFile(t, rng, shapeList, rows))
@@ -383,7 +375,7 @@ func TestMarksConcurrentReads(t *testing.T) {
 			for range 40 {
 				lo := rng.IntN(rows)
 				hi := lo + 1 + rng.IntN(min(rows-lo, 10))
-				got, err := f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: rng.IntN(10) == 0})
+				got, err := readRows(f, 0, ci, RowRange{Lo: lo, Hi: hi, Rest: rng.IntN(10) == 0})
 				if err != nil {
 					errs <- fmt.Sprintf("[%d, %d): %v", lo, hi, err)
 					return
@@ -435,8 +427,6 @@ func sameSlots(a, b *Column) bool {
 // form (which note marks but never resume) mixed with plain ones (which
 // resume at them), against ReadColumn's and ReadColumnDict's Slice.
 func TestMarksRandomOrderBytes(t *testing.T) {
-	defer func(g int) { markGap = g }(markGap)
-	markGap = 0
 	dict := []string{"", "a", "bb", "ccc", "dddd", "eeeee-long-value"}
 	encs := []format.Encoding{format.Plain, format.DeltaLengthByteArray, format.DeltaByteArray, format.RLEDictionary}
 	for seed := uint64(0); seed < 24; seed++ {
@@ -454,7 +444,7 @@ func TestMarksRandomOrderBytes(t *testing.T) {
 		ci, _ := f.Lookup("x")
 		whole := map[bool]*Column{}
 		for _, d := range []bool{false, true} {
-			c, err := f.readColumn(0, ci, d, nil)
+			c, err := f.readWhole(0, ci, d)
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
@@ -464,7 +454,7 @@ func TestMarksRandomOrderBytes(t *testing.T) {
 			lo := rng.IntN(rows)
 			hi := lo + 1 + rng.IntN(min(rows-lo, 1+rng.IntN(15)))
 			rr := RowRange{Lo: lo, Hi: hi, Rest: rng.IntN(8) == 0, Dict: rng.IntN(3) == 0}
-			got, err := f.ReadColumnRows(0, ci, rr)
+			got, err := readRows(f, 0, ci, rr)
 			if err != nil {
 				t.Fatalf("seed %d shape %d %+v: %v", seed, s, rr, err)
 			}
@@ -480,7 +470,7 @@ func TestMarksRandomOrderBytes(t *testing.T) {
 }
 
 // sameDictValues compares the values of two BYTE_ARRAY columns slot by
-// slot, whatever their form (ReadColumnRows' dictionary form may differ
+// slot, whatever their form (ColumnReader' dictionary form may differ
 // from ReadColumnDict's as documented); scalar columns only.
 func sameDictValues(t *testing.T, what string, got, want *Column) {
 	t.Helper()
@@ -497,7 +487,7 @@ func sameDictValues(t *testing.T, what string, got, want *Column) {
 }
 
 // TestRangedReadHostileValueCount pins a fault: for a list column,
-// ReadColumnRows sizes its level buffers from the footer's value count per
+// ColumnReader sizes its level buffers from the footer's value count per
 // row ((NumValues + rows - 1) / rows, times the rows asked for) without
 // guarding the arithmetic: a footer that claims MaxInt64 values for a
 // 100-row list chunk wraps the per-row count negative, so the hint for
@@ -518,7 +508,7 @@ func TestRangedReadHostileValueCount(t *testing.T) {
 			t.Fatalf("NumValues %d: ReadColumn: %v", n, err)
 		}
 		for _, rr := range []RowRange{{Lo: 0, Hi: 100}, {Lo: 0, Hi: 100, Rest: true}, {Lo: 40, Hi: 50}} {
-			got, err := f.ReadColumnRows(0, ci, rr)
+			got, err := readRows(f, 0, ci, rr)
 			if err != nil {
 				t.Errorf("NumValues %d %+v: %v; ReadColumn succeeds", n, rr, err)
 				continue

@@ -1,6 +1,6 @@
 package pqread
 
-// More tests of ReadColumnRows: the dictionary form, and hand-built
+// More tests of ColumnReader: the dictionary form, and hand-built
 // BYTE_ARRAY pages of every encoding.
 
 import (
@@ -17,15 +17,13 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// TestReadColumnRowsDictForm: with Dict, the values are those of
-// ReadColumnDict, and the form follows the pages the read decodes
-// (dictionary form when all their values are dictionary-encoded and at
-// least one is): a string chunk that falls back to PLAIN after the range
-// comes back in dictionary form without Rest (the read stops before the
-// fallback) and in plain form with it; a range of null rows before the
-// first dictionary value comes back in plain form without Rest and in
-// dictionary form with it.
-func TestReadColumnRowsDictForm(t *testing.T) {
+// TestColumnReaderDictForm: with Dict, the values are those of
+// ReadColumnDict, and each window's form follows the values it holds
+// (dictionary form when all are dictionary-encoded and at least one is),
+// whether or not the read goes on past it: a window before a string
+// chunk's fallback to PLAIN comes back in dictionary form, a window of
+// null rows before the first dictionary value in plain form.
+func TestColumnReaderDictForm(t *testing.T) {
 	type row struct {
 		S *string `parquet:"s,optional,dict"`
 	}
@@ -41,14 +39,14 @@ func TestReadColumnRowsDictForm(t *testing.T) {
 				v = fmt.Sprintf("u%d", i) // the dictionary overflows: PLAIN pages
 			}
 			return &v
-		}, []RowRange{{Lo: 0, Hi: 10}, {Lo: 0, Hi: 10, Rest: true}}, []bool{true, false}},
+		}, []RowRange{{Lo: 0, Hi: 10}, {Lo: 0, Hi: 10, Rest: true}}, []bool{true, true}},
 		{"null rows before the first value", func(i int) *string {
 			if i < 100 {
 				return nil
 			}
 			v := fmt.Sprintf("v%d", i%3)
 			return &v
-		}, []RowRange{{Lo: 0, Hi: 10}, {Lo: 0, Hi: 10, Rest: true}}, []bool{false, true}},
+		}, []RowRange{{Lo: 0, Hi: 10}, {Lo: 0, Hi: 10, Rest: true}}, []bool{false, false}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rows := make([]row, 300)
@@ -66,7 +64,7 @@ func TestReadColumnRowsDictForm(t *testing.T) {
 			}
 			for i, rr := range c.rr {
 				rr.Dict = true
-				got, err := f.ReadColumnRows(0, ci, rr)
+				got, err := readRows(f, 0, ci, rr)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -230,7 +228,7 @@ func bytesEntries(s shape, n int, rng *rand.Rand, dict []string) []bentry {
 	return out
 }
 
-// TestReadColumnRowsBytePages checks ReadColumnRows against ReadColumn
+// TestColumnReaderBytePages checks ColumnReader against ReadColumn
 // and Slice on hand-built BYTE_ARRAY column chunks (required, optional,
 // and optional lists of optional strings with null and empty lists) whose
 // pages cut list rows anywhere and mix PLAIN, DELTA_LENGTH_BYTE_ARRAY,
@@ -238,7 +236,7 @@ func bytesEntries(s shape, n int, rng *rand.Rand, dict []string) []bentry {
 // values not copied outside the range) and RLE_DICTIONARY, V1 and V2, for
 // many ranges with and without Rest; required chunks of dictionary pages
 // only are also read in dictionary form.
-func TestReadColumnRowsBytePages(t *testing.T) {
+func TestColumnReaderBytePages(t *testing.T) {
 	dict := []string{"", "a", "bb", "ccc", "dddd", "eeeee-long-value"}
 	encs := []format.Encoding{format.Plain, format.DeltaLengthByteArray, format.DeltaByteArray, format.RLEDictionary}
 	for seed := uint64(0); seed < 36; seed++ {
@@ -271,7 +269,7 @@ func TestReadColumnRowsBytePages(t *testing.T) {
 			if d && !dictOnly {
 				continue
 			}
-			whole, err := f.readColumn(0, ci, d, nil)
+			whole, err := f.readWhole(0, ci, d)
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
@@ -281,7 +279,7 @@ func TestReadColumnRowsBytePages(t *testing.T) {
 			for lo := 0; lo < rows; lo += 1 + rng.IntN(5) {
 				for hi := lo + 1; hi <= rows; hi += 1 + rng.IntN(8) {
 					for _, rest := range []bool{false, true} {
-						got, err := f.ReadColumnRows(0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest, Dict: d})
+						got, err := readRows(f, 0, ci, RowRange{Lo: lo, Hi: hi, Rest: rest, Dict: d})
 						if err != nil {
 							t.Fatalf("seed %d [%d, %d) rest %v dict %v: %v", seed, lo, hi, rest, d, err)
 						}

@@ -70,7 +70,11 @@ type convertSource struct {
 
 	samples *convert.Samples
 	index   map[uint64]int // id -> position in samples
+	limit   int64          // decoding memory (SetMemoryLimit); 0: Materialize's default
 }
+
+// SetMemoryLimit bounds the decoding of each Prefetch (MemoryLimiter).
+func (s *convertSource) SetMemoryLimit(bytes int64) { s.limit = bytes }
 
 // Prefetch materializes ids (duplicates allowed) and keeps them, replacing
 // the previous window.
@@ -83,7 +87,7 @@ func (s *convertSource) Prefetch(ctx context.Context, ids []uint64) error {
 			uniq = append(uniq, id)
 		}
 	}
-	got, err := convert.Materialize(ctx, s.p, s.spec, uniq)
+	got, err := convert.MaterializeWithin(ctx, s.p, s.spec, uniq, s.limit)
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,12 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -415,4 +417,76 @@ func TestDecodedColumnsOutliveBuffers(t *testing.T) {
 			sameRows(t, fmt.Sprintf("%s window %d", e.what, k), w, want.Slice(lo, min(lo+60, want.Rows)))
 		}
 	}
+}
+
+// countingInput is an Input over a byte slice that counts the bytes read.
+type countingInput struct {
+	b []byte
+	n atomic.Int64
+}
+
+func (c *countingInput) Size() int64 { return int64(len(c.b)) }
+
+func (c *countingInput) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(c.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, c.b[off:])
+	c.n.Add(int64(n))
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// TestColumnReaderReadsEachByteOnce: a column chunk read in windows through
+// OpenInput's Input reads its bytes once, in order (the read-ahead of a
+// page header dropped at a window's end aside: at most headerProbe bytes a
+// window), where the sliced reads it replaces read the chunk from its start
+// again for every slice; the windows equal ReadColumn's rows, and errors
+// print the name given to OpenInput.
+func TestColumnReaderReadsEachByteOnce(t *testing.T) {
+	const rows = 20_000
+	data := make([]rowsMemRow, rows)
+	for i := range data {
+		data[i].ID = int64(i)
+		data[i].Emb = []float32{float32(i), 1, 2, 3, 4, 5, 6, float32(-i)}
+	}
+	b, err := os.ReadFile(writeParquet(t, data, parquet.PageBufferSize(8<<10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &countingInput{b: b}
+	f, err := OpenInput("part/emb.parquet", in, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"id", "emb"} {
+		ci, _ := f.Lookup(name)
+		whole, err := f.ReadColumn(0, ci)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, size := chunkRange(&f.meta.RowGroups[0].Columns[ci.Index].MetaData)
+		r, err := f.ColumnReader(0, ci)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.n.Store(0)
+		windows := 0
+		for lo := 0; lo < rows; lo += 333 {
+			c, err := r.Next(333)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRows(t, fmt.Sprint(name, lo), c, whole.Slice(lo, min(lo+333, rows)))
+			windows++
+		}
+		if got := in.n.Load(); got < size || got > size+int64(windows*headerProbe) {
+			t.Errorf("%s: %d bytes read for a column chunk of %d in %d windows", name, got, size, windows)
+		}
+	}
+	in.b = in.b[:len(in.b)/2] // the file shrinks
+	_, err = f.ReadColumn(0, f.Columns()[1])
+	wantErr(t, err, ErrChanged, "part/emb.parquet: column \"emb\", row group 0, page 0")
 }

@@ -122,9 +122,8 @@
 // pad samples: fewer than a global batch per epoch; a partitioned plan's
 // pads, which can be most of a rank's slots, are spilled like every other
 // sample). Summary.PeakRSSBytes
-// reports getrusage's peak RSS, which also counts the pages of the column
-// chunks being decoded (source files are read through a read-only mapping
-// whose pages are dropped from the resident set once a chunk is decoded);
+// reports getrusage's peak RSS (column chunks are read page by page into
+// pooled buffers through pqread's Input, never mapped);
 // Summary.SpillBytes and SpillWindows say whether and how a run spilled.
 //
 // # Column names

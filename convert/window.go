@@ -108,7 +108,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 	n := g.window
 	var fl windowFailure
 	fl.col = -1
-	w := window{cols: make([]*pqread.Column, len(g.tasks)), errs: make([]error, len(g.tasks))}
+	w := window{cols: make([]*pqread.Column, len(g.tasks)), errs: make([]error, len(g.tasks)), same: d.sameChunks(g)}
 	// step reads the next m rows of the active columns into w and folds
 	// its failures into fl; runs are the window's needed runs (none for
 	// rows read past).
@@ -286,6 +286,29 @@ type window struct {
 	cols    []*pqread.Column
 	errs    []error
 	rowBase int
+	same    []int // same[k]: the first task reading task k's column chunk in its form
+}
+
+// sameChunks returns, for each task of g, the first task that reads the
+// same column chunk in the same form (itself when none before does), so
+// that a column stacked or used by several tensors is read once.
+func (d *decoder) sameChunks(g *rowGroupJob) []int {
+	type key struct {
+		col  int
+		dict bool
+	}
+	first := map[key]int{}
+	same := make([]int, len(g.tasks))
+	for k, task := range g.tasks {
+		tp := d.plans[task.t]
+		kk := key{tp.cols[g.fi][task.j].Index, tp.mode == modeBytesHash}
+		if j, ok := first[kk]; ok {
+			same[k] = j
+		} else {
+			first[kk], same[k] = k, k
+		}
+	}
+	return same
 }
 
 // failed returns the first task whose decode failed, or -1.
@@ -299,7 +322,8 @@ func (w *window) failed() int {
 }
 
 // readWindow decodes the next n rows of every active column chunk of g
-// into w, in task order, opening each reader on first use. It returns
+// into w, in task order, opening each reader on first use (tasks of one
+// column chunk share the first one's reader and window). It returns
 // errSkipped when the run is failing before the group or cancelled.
 func (d *decoder) readWindow(g *rowGroupJob, readers []*pqread.ColumnReader, open func(decodeTask) (*pqread.ColumnReader, error), w *window, n int, skip func(decodeTask) bool, active func(int) bool) error {
 	clear(w.errs)
@@ -309,6 +333,11 @@ func (d *decoder) readWindow(g *rowGroupJob, readers []*pqread.ColumnReader, ope
 		}
 		if skip(task) {
 			return errSkipped
+		}
+		if j := w.same[k]; j < k {
+			// The same column chunk in the same form: one reader.
+			w.cols[k], w.errs[k] = w.cols[j], w.errs[j]
+			continue
 		}
 		if readers[k] == nil {
 			r, err := open(task)

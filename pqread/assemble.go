@@ -46,8 +46,9 @@ func (r *ColumnReader) rowStart(k int) int {
 }
 
 // take cuts the next n rows off the pending entries and assembles them
-// into a Column; the entries after them stay pending, in new buffers sized
-// for another window like this one. When the chunk is decoded to its end,
+// into a Column; the entries after them stay pending: in new buffers sized
+// for another window as large as the largest so far when the window is
+// the larger part, else in the same buffers, the window copied out. When the chunk is decoded to its end,
 // every pending row is taken (and checkRows checks there are n).
 func (r *ColumnReader) take(n int64) (*Column, error) {
 	e := r.kept()
@@ -55,9 +56,22 @@ func (r *ColumnReader) take(n int64) (*Column, error) {
 		e = r.rowStart(int(n))
 	}
 	head := *r
-	if e < r.kept() {
+	if e < r.kept() && e <= r.kept()-e {
+		// A short window (rows read past between windows): copy it out
+		// and keep the buffers, sized for long windows, for the rest.
 		ve := r.valuesBefore(e)
-		hint := int(r.entryHint(n))
+		head.vals = r.vals.cutFront(ve)
+		if r.defs != nil {
+			head.defs = append([]uint8(nil), r.defs[:e]...)
+			r.defs = r.defs[:copy(r.defs, r.defs[e:])]
+		}
+		if r.reps != nil {
+			head.reps = append([]uint8(nil), r.reps[:e]...)
+			r.reps = r.reps[:copy(r.reps, r.reps[e:])]
+		}
+	} else if e < r.kept() {
+		ve := r.valuesBefore(e)
+		hint := int(r.entryHint(r.most))
 		r.vals = head.vals.split(ve, hint)
 		if head.defs != nil {
 			r.defs = append(make([]uint8, 0, hint+len(head.defs)-e), head.defs[e:]...)
@@ -76,7 +90,7 @@ func (r *ColumnReader) take(n int64) (*Column, error) {
 	}
 	r.done += n
 	if r.vals == nil && !r.ended {
-		r.alloc(n)
+		r.alloc(r.most)
 	}
 	return c, nil
 }

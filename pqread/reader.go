@@ -83,6 +83,7 @@ type ColumnReader struct {
 	pageMax int64 // most level entries of a data page decoded
 	done    int64 // rows returned by Next
 	want    int64 // rows of the window being read
+	most    int64 // rows of the largest window so far
 	ended   bool  // every page decoded
 	closed  bool  // the last window was returned
 	err     error // sticky: the first failure
@@ -236,7 +237,7 @@ func (r *ColumnReader) window(n int64) (c *Column, err error) {
 			r.release()
 		}
 	}()
-	r.want = n
+	r.want, r.most = n, max(r.most, n)
 	last := r.done+n == r.rgRows
 	if r.vals == nil {
 		r.alloc(n)

@@ -366,3 +366,45 @@ func splitT[T any](s *[]T, a, capHint int) []T {
 	*s = (*s)[:a:a]
 	return t
 }
+
+// cutFront returns a new values holding v's values [0, a) exactly, in the
+// same form, and moves v's values [a, n) to the front of its memory.
+func (v *values) cutFront(a int) *values {
+	h := &values{kind: v.kind, width: v.width, indexed: v.indexed, dict: v.dict}
+	if v.indexed {
+		h.idx = cutFrontT(&v.idx, a)
+		h.offs = []int64{0} // for unindex
+		return h
+	}
+	switch v.kind {
+	case KindBool:
+		h.b = cutFrontT(&v.b, a)
+	case KindInt32:
+		h.i32 = cutFrontT(&v.i32, a)
+	case KindInt64:
+		h.i64 = cutFrontT(&v.i64, a)
+	case KindFloat32:
+		h.f32 = cutFrontT(&v.f32, a)
+	case KindFloat64:
+		h.f64 = cutFrontT(&v.f64, a)
+	case KindBytes:
+		d0 := v.offs[a]
+		h.data = cutFrontT(&v.data, int(d0))
+		h.offs = append([]int64(nil), v.offs[:a+1]...)
+		v.offs = v.offs[:copy(v.offs, v.offs[a:])]
+		for i := range v.offs {
+			v.offs[i] -= d0
+		}
+	case KindFixed, KindInt96:
+		h.fix = cutFrontT(&v.fix, a*v.width)
+	}
+	return h
+}
+
+// cutFrontT returns a copy of (*s)[:a] and moves (*s)[a:] to the front of
+// *s's memory.
+func cutFrontT[T any](s *[]T, a int) []T {
+	h := append([]T(nil), (*s)[:a]...)
+	*s = (*s)[:copy(*s, (*s)[a:])]
+	return h
+}

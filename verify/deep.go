@@ -130,11 +130,17 @@ type deepCheck struct {
 
 	fetchedTo int    // batches below this were prefetched (Prefetcher only)
 	fetchErr  error  // the error of that prefetch, reported per batch
-	fetchMax  uint64 // sample bytes one prefetch asks for
+	fetchMax  uint64 // bytes one prefetch may hold: samples and their bookkeeping (prefetchIDBytes an id)
 }
 
+// prefetchIDBytes is the memory counted per sample id prefetched beside
+// its sample bytes: the id lists and index of verify and of the source, and
+// the decoder's runs of needed rows.
+const prefetchIDBytes = 128
+
 // prefetch hands a Prefetcher the ids of the selected batches from k on, up
-// to fetchMax bytes of samples (and at least one batch).
+// to PrefetchBytes of samples and fetchMax bytes of samples and
+// bookkeeping (and at least one batch).
 func (d *deepCheck) prefetch(ctx context.Context, k int) {
 	pf, ok := d.src.(Prefetcher)
 	if !ok || k < d.fetchedTo {
@@ -146,7 +152,7 @@ func (d *deepCheck) prefetch(ctx context.Context, k int) {
 	}
 	var ids []uint64
 	j := k
-	for n := d.r.NumBatches(); j < n && uint64(len(ids))*per < d.fetchMax; j++ {
+	for n := d.r.NumBatches(); j < n && uint64(len(ids))*per < PrefetchBytes && uint64(len(ids))*(per+prefetchIDBytes) < d.fetchMax; j++ {
 		if !d.selected(j) {
 			continue
 		}
@@ -178,7 +184,7 @@ func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, e
 	}
 	return &deepCheck{s: s, r: r, src: src, g: g, tensors: ts, epoch: epoch, rank: rank,
 		seed: c.opts.Seed, fraction: c.deepFraction(), want: make([]byte, g.BlockSize),
-		fetchMax: uint64(min(PrefetchBytes, max(1, share/4)))}
+		fetchMax: uint64(max(1, share/4))}
 }
 
 func (d *deepCheck) close() { _ = d.src.Close() }

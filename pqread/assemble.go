@@ -72,7 +72,7 @@ func (r *ColumnReader) take(n int64) (*Column, error) {
 	} else if e < r.kept() {
 		ve := r.valuesBefore(e)
 		hint := int(r.entryHint(r.most))
-		r.vals = head.vals.split(ve, hint)
+		r.vals = head.vals.split(ve, hint, ve)
 		if head.defs != nil {
 			r.defs = append(make([]uint8, 0, hint+len(head.defs)-e), head.defs[e:]...)
 			head.defs = head.defs[:e:e]

@@ -325,8 +325,9 @@ func (v *values) fill(c *Column, valid []bool) {
 
 // split keeps v's values [0, a) in v and returns a new values holding
 // [a, n), with room for capHint more, in the same form (indexed values
-// share the dictionary).
-func (v *values) split(a, capHint int) *values {
+// share the dictionary); BYTE_ARRAY values get room for window more
+// values as long on average as those before a.
+func (v *values) split(a, capHint, window int) *values {
 	t := &values{kind: v.kind, width: v.width, indexed: v.indexed, dict: v.dict}
 	if v.indexed {
 		t.idx = append(make([]uint32, 0, capHint+len(v.idx)-a), v.idx[a:]...)
@@ -347,7 +348,11 @@ func (v *values) split(a, capHint int) *values {
 		t.f64 = splitT(&v.f64, a, capHint)
 	case KindBytes:
 		d0 := v.offs[a]
-		t.data = append([]byte(nil), v.data[d0:]...)
+		room := 0
+		if a > 0 {
+			room = int(min(int64(window)*(d0/int64(a)+1), 1<<30))
+		}
+		t.data = append(make([]byte, 0, room+len(v.data)-int(d0)), v.data[d0:]...)
 		t.offs = make([]int64, 0, capHint+len(v.offs)-a)
 		for _, o := range v.offs[a:] {
 			t.offs = append(t.offs, o-d0)

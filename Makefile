@@ -34,6 +34,8 @@ bench-ab:
 samebytes:
 	./scripts/samebytes.sh $(REV)
 
+# Every native fuzz target in the module (footer, page header, shard format,
+# ...), FUZZTIME each (default 10s): make fuzz FUZZTIME=5m
 fuzz:
 	./scripts/fuzz.sh
 

@@ -207,15 +207,14 @@ type slotMeta struct {
 // manifest's (a truncated shard fails here, naming expected and actual
 // size, ErrCorrupt), then that the shard's provenance, batch count and tensor table
 // agree with the manifest and opts.PlanFingerprint (ErrPlanMismatch). It
-// returns ErrNoShard when the manifest lists no such shard, and
+// returns ErrNoShardSet when dir or its manifest is missing, ErrOutsidePlan
+// when epoch or rank is outside the plan, ErrNoShard when the shard is in
+// the plan but not in this shard set (or its file is missing), and
 // ErrCUDAUnavailable or a *CUDAError when the cuda backend cannot start.
 func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
-	m, err := shardfmt.ReadManifest(dir)
+	m, err := readManifest(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			err = fmt.Errorf("%w: %w", ErrNoShard, err)
-		}
-		return nil, &Error{Op: "reading manifest", Path: filepath.Join(dir, shardfmt.ManifestName), Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
+		return nil, err
 	}
 	var ent *shardfmt.ShardEntry
 	for i := range m.Shards {
@@ -228,7 +227,7 @@ func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
 		return &Error{Op: "opening shard", Path: path, Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
 	}
 	if ent == nil {
-		return nil, where(dir, fmt.Errorf("%w: epoch %d rank %d not in %s", ErrNoShard, epoch, rank, shardfmt.ManifestName))
+		return nil, where(dir, missingShard(dir, epoch, rank))
 	}
 	path := filepath.Join(dir, filepath.FromSlash(ent.Path))
 	if opts.PlanFingerprint != "" && opts.PlanFingerprint != m.PlanFingerprint {

@@ -5,12 +5,21 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build demo test bench fuzz lint clean
+PYLIB   := gpuload/python/gpuload/libgpuload.so
+
+.PHONY: all build python demo test bench fuzz lint clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/prep
+
+# The Python package's native library, built into the package of this
+# checkout (PYTHONPATH=gpuload/python); pip install ./gpuload/python does the
+# same for an installed package.
+python:
+	$(GO) build -buildmode=c-shared -o $(PYLIB) ./gpuload/capi
+	@rm -f $(PYLIB:.so=.h)
 
 # The main job end to end on bundled real data: plan -> convert -> verify -> load.
 demo: build
@@ -34,4 +43,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin $(PYLIB) gpuload/python/build gpuload/python/*.egg-info

@@ -1,6 +1,6 @@
 // Command capi is gpuload's C ABI, built as a shared library:
 //
-//	go build -buildmode=c-shared -o libgpuload.so ./gpuload/capi
+//	go build -buildmode=c-shared -o bin/libgpuload.so ./gpuload/capi
 //
 // The documented interface is gpuload.h in this directory (the header cgo
 // generates beside the library is not the public one). Every pointer handed

@@ -1,8 +1,8 @@
 /*
  * gpuload.h - C ABI of prep's training-time shard reader (libgpuload.so).
  *
- * Build:   go build -buildmode=c-shared -o libgpuload.so ./gpuload/capi
- * Link:    cc app.c -I gpuload/capi -L. -lgpuload
+ * Build:   go build -buildmode=c-shared -o bin/libgpuload.so ./gpuload/capi
+ * Link:    cc app.c -I gpuload/capi -Lbin -lgpuload
  *
  * A loader reads the shard of one (epoch, rank) of a shard set written by
  * `prep convert` and delivers its batches in step order. Each batch holds

@@ -1,7 +1,8 @@
-"""Tests of gpuload.py, run by gpuload/capi's Go test with /usr/bin/python3:
+"""Tests of the gpuload package's Loader, run by gpuload/capi's Go test
+(TestPython) with /usr/bin/python3:
 
     GPULOAD_LIB=.../libgpuload.so GPULOAD_TEST_DIR=<shard set> GPULOAD_TEST_CUDA=0|1 \
-        python3 test_gpuload.py
+        python3 tests/test_gpuload.py
 
 The shard set is gpuload/internal/testshards with 2 epochs x 2 ranks, batch
 size 4, 5 steps, last batch 3 samples of which 1 pad. Values of sample id:
@@ -15,7 +16,7 @@ import unittest
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpuload  # noqa: E402
 
 DIR = os.environ["GPULOAD_TEST_DIR"]
@@ -92,7 +93,7 @@ class HostTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, gpuload.GL_ERR_RING_FULL)
             np.testing.assert_array_equal(a, expect(0, 0, 0)["x"])
             np.testing.assert_array_equal(a2, expect(0, 0, 1)["y"])
-            del a, a2  # the deleters release batches 0 and 1
+            del a, a2, t  # the deleters release batches 0 and 1
             import gc
             gc.collect()
             b3 = loader.next_batch()
@@ -101,14 +102,147 @@ class HostTest(unittest.TestCase):
     def test_errors(self):
         with self.assertRaises(gpuload.GpuloadError) as cm:
             gpuload.Loader("/nonexistent/shards", 0, 0)
-        self.assertEqual(cm.exception.code, -9)
+        self.assertEqual(cm.exception.code, gpuload.GL_ERR_NO_SHARD_SET)
+        self.assertIn("/nonexistent/shards: no shard set: no such directory", str(cm.exception))
         with self.assertRaises(gpuload.GpuloadError) as cm:
             gpuload.Loader(DIR, 0, 0, plan_fingerprint="plan:other")
         self.assertEqual(cm.exception.code, gpuload.GL_ERR_PLAN_MISMATCH)
         self.assertIn("plan:other", str(cm.exception))
         with self.assertRaises(gpuload.GpuloadError) as cm:
             gpuload.Loader(DIR, 9, 0)
-        self.assertEqual(cm.exception.code, -10)
+        self.assertEqual(cm.exception.code, gpuload.GL_ERR_OUTSIDE_PLAN)
+        self.assertIn("epoch 9 outside the plan's epochs [0, 2)", str(cm.exception))
+        with self.assertRaises(gpuload.GpuloadError) as cm:
+            gpuload.Loader(DIR, 0, 2)
+        self.assertEqual(cm.exception.code, gpuload.GL_ERR_OUTSIDE_PLAN)
+        self.assertIn("rank 2 outside the plan's ranks [0, 2)", str(cm.exception))
+        with self.assertRaises(gpuload.GpuloadError) as cm:
+            gpuload.Loader(DIR, 0, 0, start_step=6)
+        self.assertEqual(cm.exception.code, gpuload.GL_ERR_INVALID)
+        with self.assertRaises(gpuload.GpuloadError) as cm:
+            gpuload.Loader(DIR, 0, 0, backend="tpu")
+        self.assertEqual(cm.exception.code, gpuload.GL_ERR_INVALID)
+
+    def test_native_errors_are_distinct(self):
+        # The library's own checks, under the pure-Python ones: a shard listed
+        # in the plan but missing from this node's manifest.
+        import json
+        import shutil
+        import tempfile
+        tmp = tempfile.mkdtemp()
+        try:
+            d = os.path.join(tmp, "set")
+            shutil.copytree(DIR, d)
+            mpath = os.path.join(d, "manifest.json")
+            with open(mpath) as f:
+                m = json.load(f)
+            m["shards"] = [s for s in m["shards"] if s["rank"] == 0]
+            with open(mpath, "w") as f:
+                json.dump(m, f)
+            with self.assertRaises(gpuload.GpuloadError) as cm:
+                gpuload.Loader(d, 1, 1)
+            self.assertEqual(cm.exception.code, gpuload.GL_ERR_NO_SHARD)
+            self.assertIn("epoch 1 rank 1 not in manifest.json (in the plan, but not converted on this node", str(cm.exception))
+            loader = gpuload.Loader(d, 0, 0)
+            os.remove(mpath)  # gone between the metadata read and the first batch
+            with self.assertRaises(gpuload.GpuloadError) as cm:
+                loader.next_batch()
+            self.assertEqual(cm.exception.code, gpuload.GL_ERR_NO_SHARD_SET)
+            loader.close()
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_metadata_without_the_library(self):
+        loader = gpuload.Loader(DIR, 1, 0)
+        self.assertEqual((loader.steps, loader.world_size, loader.epochs, loader.steps_per_epoch, loader.batch_size),
+                         (STEPS, 2, 2, STEPS, B))
+        self.assertEqual(loader.fingerprint, "plan:test-0001")
+        self.assertEqual(loader.order_fingerprint, "order:test-0001")
+        self.assertEqual([(t.name, t.dtype, t.shape) for t in loader.tensors],
+                         [("x", "F32", (3,)), ("y", "I64", ()), ("m", "U8", (5,))])
+        self.assertFalse(loader.loaded)
+        loader.seek(2)
+        self.assertFalse(loader.loaded)
+        self.assertEqual(loader.next_batch().step, 2)
+        self.assertTrue(loader.loaded)
+        loader.close()
+
+    def test_views_stay_valid_after_close(self):
+        loader = gpuload.Loader(DIR, 0, 1, prefetch=1)
+        b0 = loader.next_batch()
+        x0 = b0.tensors["x"]
+        y1 = loader.next_batch().tensors["y"][1:]  # a view of a view
+        m0 = np.from_dlpack(b0.dlpack("m"))
+        t = b0.dlpack("x")
+        loader.close()
+        for name in ("x", "y", "m"):
+            np.testing.assert_array_equal(b0.tensors[name], expect(0, 1, 0)[name])
+        np.testing.assert_array_equal(x0, expect(0, 1, 0)["x"])
+        np.testing.assert_array_equal(y1, expect(0, 1, 1)["y"][1:])
+        np.testing.assert_array_equal(m0, expect(0, 1, 0)["m"])  # made before close
+        for call in (lambda: b0.dlpack("x"), t.__dlpack__, t.to_numpy, loader.next_batch, lambda: loader.ring,
+                     lambda: loader.seek(0)):
+            with self.assertRaises(gpuload.GpuloadError) as cm:
+                call()
+            self.assertEqual(cm.exception.code, gpuload.GL_ERR_CLOSED)
+        loader.close()  # idempotent
+
+    def test_held_view_keeps_its_values(self):
+        # Regression: the previous batch's slot was reused once the
+        # iterator moved on, under views still in use.
+        with gpuload.Loader(DIR, 1, 1, prefetch=2) as loader:
+            kept = [(b.step, b.tensors["x"]) for b, _ in zip(loader.batches(), range(2))]
+            for b in loader.batches():
+                pass
+            for k, x in kept:
+                np.testing.assert_array_equal(x, expect(1, 1, k)["x"])
+
+    def test_forked_child_raises(self):
+        loader = gpuload.Loader(DIR, 0, 0)
+        loader.next_batch()
+        fresh = gpuload.Loader(DIR, 1, 0)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            import signal
+            signal.alarm(20)  # a hang ends the child, and the test fails
+            os.close(r)
+            out = []
+            for call in (loader.next_batch, fresh.next_batch):
+                try:
+                    call()
+                    out.append("no error")
+                except gpuload.ForkError as e:
+                    out.append(f"{e.code} {e}")
+            os.write(w, "\n".join(out).encode())
+            os._exit(0)
+        os.close(w)
+        with os.fdopen(r) as f:
+            got = f.read().split("\n")
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(status, 0)
+        self.assertEqual(len(got), 2)
+        for line in got:
+            self.assertTrue(line.startswith(f"{gpuload.GL_ERR_FORKED} gpuload: "), line)
+            self.assertIn("a Go runtime does not survive fork", line)
+            self.assertIn('multiprocessing_context="spawn"', line)
+        self.assertEqual(loader.next_batch().step, 1)  # the parent is unaffected
+        loader.close()
+
+    def test_missing_and_stale_library(self):
+        import subprocess
+        code = ("import gpuload\n"
+                "l = gpuload.Loader(%r, 0, 0)\n"
+                "try:\n    l.next_batch()\nexcept gpuload.LibraryError as e:\n    print(e.code, e)\n" % DIR)
+        pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=pkg, GPULOAD_LIB="/nonexistent/libgpuload.so")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        self.assertIn(f"{gpuload.GL_ERR_NO_LIBRARY} gpuload: /nonexistent/libgpuload.so: no such file", out.stdout, out.stderr)
+        self.assertIn("make python", out.stdout)
+        env["GPULOAD_LIB"] = "/lib/x86_64-linux-gnu/libz.so.1" if os.path.exists("/lib/x86_64-linux-gnu/libz.so.1") else ""
+        if env["GPULOAD_LIB"]:
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertIn("has C ABI version 1, this binding needs 2 (a stale build)", out.stdout, out.stderr)
 
 
 @unittest.skipUnless(CUDA, "GPULOAD_TEST_CUDA=1 not set")
@@ -128,7 +262,7 @@ class CUDATest(unittest.TestCase):
                 pyapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
                 pyapi.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
                 p = pyapi.PyCapsule_GetPointer(cap, b"dltensor")
-                m = ctypes.cast(p, ctypes.POINTER(gpuload._DLManagedTensor)).contents
+                m = ctypes.cast(p, ctypes.POINTER(gpuload._loader._DLManagedTensor)).contents
                 dl = m.dl_tensor
                 self.assertEqual((dl.device.device_type, dl.device.device_id), (gpuload.KDL_CUDA, 0))
                 self.assertEqual((dl.dtype.code, dl.dtype.bits, dl.dtype.lanes), (2, 32, 1))
@@ -136,7 +270,7 @@ class CUDATest(unittest.TestCase):
                 self.assertEqual([dl.strides[i] for i in range(dl.ndim)], [3, 1])
                 self.assertEqual(dl.data, batch["x"].ptr)
                 pyapi.PyCapsule_SetName(cap, b"used_dltensor")
-                m.deleter(ctypes.cast(p, ctypes.POINTER(gpuload._DLManagedTensor)))
+                m.deleter(ctypes.cast(p, ctypes.POINTER(gpuload._loader._DLManagedTensor)))
                 del cap
 
     def test_batch_held_across_seek_stays_valid_and_is_refused_after_close(self):

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 
 from . import _native
-from ._errors import GL_EOF, GL_ERR_CLOSED, GL_ERR_INVALID, GpuloadError
+from ._errors import GL_EOF, GL_ERR_CLOSED, GL_ERR_INVALID, GL_ERR_RING_FULL, GpuloadError
 from ._meta import ShardSet, check_step
 
 KDL_CPU, KDL_CUDA = 1, 2
@@ -437,8 +437,14 @@ class Loader:
         hd = self._native()
         self._drop_current()
         p = ctypes.POINTER(_native.Batch)()
-        if hd.call(hd.lib.gl_next, ctypes.byref(p)) == GL_EOF:
-            return None
+        try:
+            if hd.call(hd.lib.gl_next, ctypes.byref(p)) == GL_EOF:
+                return None
+        except GpuloadError as e:
+            if e.code != GL_ERR_RING_FULL:
+                raise
+            raise GpuloadError(e.code, f"{e}: every live array, view, tensor or DLPack capsule of a batch holds its "
+                               "ring slot; copy (.copy(), .clone()) what you keep across steps, or raise prefetch") from None
         b = Batch(hd, p)
         self._current = b
         return b

@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 PYLIB   := gpuload/python/gpuload/libgpuload.so
 
-.PHONY: all build python demo test bench fuzz lint clean
+.PHONY: all build python demo test test-python bench fuzz lint clean
 
 all: build
 
@@ -30,6 +30,19 @@ test: lint
 	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || \
 		echo "note: /usr/bin/python3 cannot import numpy: TestPython (the Python binding) is skipped; apt-get install python3-numpy"
 	$(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory test-python
+
+# The Python package's PyTorch dataset and examples/train.py (DDP on CPU),
+# against sets made by bin/prep, with /usr/bin/python3 and Debian's
+# python3-torch and python3-numpy.
+test-python: build python
+	@if /usr/bin/python3 -c 'import numpy, torch' 2>/dev/null; then \
+		export PREP=$(CURDIR)/$(BIN) PYTHONDONTWRITEBYTECODE=1; \
+		/usr/bin/python3 gpuload/python/tests/test_torch.py && \
+		/usr/bin/python3 gpuload/python/tests/test_example.py; \
+	else \
+		echo "note: /usr/bin/python3 cannot import torch and numpy: the PyTorch dataset tests are skipped; apt-get install python3-torch python3-numpy"; \
+	fi
 
 bench:
 	./scripts/bench.sh

@@ -14,7 +14,7 @@ resume mid-epoch.
 The model regresses each row's hashed name bucket (name_bucket / 4096) on
 its 50-dimensional F16 embedding (testdata/ml/venomx/features.yaml) in
 float64; pad samples are masked out of the loss. Each rank's loss is its
-masked squared-error sum divided by the global batch, so DDP's gradient
+masked squared-error sum divided by its batch size G/R, so DDP's gradient
 average over R ranks equals one process's gradient over the whole global
 batch. --stop-after N exits after N optimizer steps (saving the checkpoint);
 a later run with the same --checkpoint resumes at the next step.
@@ -61,14 +61,14 @@ def train(args):
         ds.load_state_dict(ck["data"])
         done = ck["done"]
 
-    G = ds.set.global_batch
+    b = ds.batch_size  # this rank's share of the global batch: DDP averages the R ranks' gradients
     for epoch in range(ds.epoch, ds.epochs):
         ds.set_epoch(epoch)
         for batch in loader:
             x = batch["emb"].to(device).double()
             y = batch["name_bucket"].to(device).double() / 4096
             keep = (~batch["pad"]).to(device).double()
-            loss = (keep * (model(x).squeeze(1) - y) ** 2).sum() / G
+            loss = (keep * (model(x).squeeze(1) - y) ** 2).sum() / b
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -118,7 +118,7 @@ def launch(script_args, world, env=None):
 
 def demo(args):
     prep = os.environ.get("PREP") or shutil.which("prep") or os.path.join(ROOT, "bin", "prep")
-    work = tempfile.mkdtemp(prefix="prep-train.")
+    work = args.work or tempfile.mkdtemp(prefix="prep-train.")
     try:
         src = os.path.join(ROOT, "testdata", "ml", "venomx", "embeddings.parquet")
         plan = os.path.join(work, "plan.json")
@@ -138,7 +138,8 @@ def demo(args):
         print(f"uninterrupted and stopped-then-resumed runs: {'identical' if same else 'DIFFERENT'} weights")
         return 0 if same else 1
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def main():
@@ -152,6 +153,7 @@ def main():
     ap.add_argument("--elastic", action="store_true", help="allow a world size other than the plan's")
     ap.add_argument("--num-workers", type=int, default=0, help="DataLoader workers (0: in-process, zero-copy)")
     ap.add_argument("--cpu", action="store_true", help="train on CPU even when CUDA is present")
+    ap.add_argument("--work", help="--demo: keep plan, shards, checkpoint and weights in this directory")
     args = ap.parse_args()
     if args.demo:
         return demo(args)

@@ -223,6 +223,27 @@ class DatasetTest(Case):
             self.assertEqual(b["i"].tolist(), a["sample_ids"].tolist())
 
 
+class ReadmeTest(unittest.TestCase):
+    def test_the_readme_snippet_trains_and_resumes_in_under_20_lines(self):
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        section = readme[readme.index("## Reading shards in a trainer"):]
+        code = section[section.index("```python\n") + 10:section.index("```\n", section.index("```python"))]
+        self.assertLess(len(code.strip().splitlines()), 20)
+        code = code.replace("/local/shards", SETS["r2"][1])
+        work = tempfile.mkdtemp(dir=WORK)
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(TESTS), RANK="1", WORLD_SIZE="2")
+        code = code.replace("for batch in loader:", "for batch in loader:\n        print(epoch, batch['step'])")
+        killed = code.replace("print(epoch, batch['step'])", "if (epoch, batch['step']) == (1, 3): raise SystemExit(3)")
+        out = subprocess.run([sys.executable, "-c", killed], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 3, out.stderr)  # killed before epoch 1's step 3
+        out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.split("\n"), ["1 3", "1 4", "1 5", "1 6", ""])  # resumed there
+        ck = torch.load(os.path.join(work, "ckpt.pt"))
+        self.assertEqual((ck["data"]["epoch"], ck["data"]["step"]), (1, 7))
+
+
 def run_fresh(code, timeout=120):
     """Runs code in a fresh interpreter (no library loaded yet)."""
     env = dict(os.environ, PYTHONPATH=os.path.dirname(TESTS), PYTHONDONTWRITEBYTECODE="1")

@@ -81,7 +81,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		p := s.Provenance
 		row("shard", "%s", s.Path)
 		row("size", "%d bytes", s.Size)
-		row("epoch, rank", "%d, %d (world size %d, %d workers)", p.Epoch, p.Rank, p.WorldSize, p.Workers)
+		row("epoch, rank", "%d, %d (world size %d, %s)", p.Epoch, p.Rank, p.WorldSize, count(p.Workers, "worker"))
 		fingerprints(p.PlanFingerprint, p.SourceFingerprint, p.SpecHash)
 		row("tool", "%s", p.ToolVersion)
 		row("batches", "%d, each %d sample slots in a %d-byte block", s.NumBatches, s.BatchSize, s.BlockSize)
@@ -147,7 +147,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		row("source fingerprint", "%s", p.SourceFP)
 		row("seed", "%d", c.Seed)
 		row("epochs", "%d", c.Epochs)
-		row("global batch", "%d (world size %d, %d per rank, %d workers per rank)", c.GlobalBatch, c.WorldSize, p.BatchSize, c.Workers)
+		row("global batch", "%d (world size %d, %d per rank, %s per rank)", c.GlobalBatch, c.WorldSize, p.BatchSize, count(c.Workers, "worker"))
 		shuffle := string(c.Shuffle)
 		if c.Window > 0 {
 			shuffle += fmt.Sprintf(" (window %d)", c.Window)

@@ -5,7 +5,7 @@ import "fmt"
 // count renders n and a noun, plural unless n is 1: count(1, "shard") is
 // "1 shard", count(3, "row group") "3 row groups"; nouns ending in s, x or
 // ch take "es" ("batches").
-func count[T ~int | ~int64](n T, noun string) string {
+func count[T ~int | ~int64 | ~uint32](n T, noun string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, noun)
 	}

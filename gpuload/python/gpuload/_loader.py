@@ -298,16 +298,17 @@ class Batch:
         holds the batch's slot while it lives."""
         if self._tensors is None:
             self._check_live()
-            self._tensors = {m.name: self._array(m) for m in self._metas}
+            pin = _Pin(self._slot)  # one for every view of this batch
+            self._tensors = {m.name: self._array(m, pin) for m in self._metas}
         return self._tensors
 
-    def _array(self, m):
+    def _array(self, m, pin):
         if m.device[0] != KDL_CPU:
             return DLPackTensor(self._slot, m)
         dt = NP_DTYPES[m.dtype]
         if not m.nbytes:
             return np.empty(m.shape, dtype=dt)
-        a = np.frombuffer(m.host_buffer(_Pin(self._slot)), dtype=dt).reshape(m.shape)
+        a = np.frombuffer(m.host_buffer(pin), dtype=dt).reshape(m.shape)
         a.flags.writeable = False
         return a
 

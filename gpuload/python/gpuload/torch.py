@@ -44,6 +44,9 @@ parent does not see the workers' progress: pass the position yourself,
 ``state_dict(next_step=batch["step"] + 1)``.
 """
 
+import ctypes
+import multiprocessing
+import multiprocessing.context
 import os
 
 import numpy as np
@@ -151,8 +154,35 @@ class ShardDataset(IterableDataset):
         b, lo = s.batch_size, rank * self.batch_size
         hi = lo + self.batch_size
         self._pieces = [(r, max(lo, r * b) - r * b, min(hi, (r + 1) * b) - r * b) for r in range(lo // b, (hi - 1) // b + 1)]
-        self._resume = None  # (epoch, step) from load_state_dict
+        # epoch, and the (epoch, step) loaded by load_state_dict (-1: none), in
+        # shared memory: DataLoader workers (persistent ones too) follow the
+        # parent's set_epoch and load_state_dict.
+        self._shared = multiprocessing.RawArray(ctypes.c_int64, 3)
+        self._shared[:] = [epoch, -1, 0]
         self.set_epoch(epoch)
+
+    @property
+    def epoch(self):
+        """The epoch iterated (set_epoch, load_state_dict)."""
+        return self._shared[0]
+
+    @property
+    def _resume(self):
+        sh = self._shared
+        return (sh[1], sh[2]) if sh[1] >= 0 else None
+
+    def __getstate__(self):
+        st = self.__dict__.copy()
+        if multiprocessing.context.get_spawning_popen() is None:  # not to a DataLoader worker
+            st["_shared"] = list(self._shared)
+        return st
+
+    def __setstate__(self, st):
+        if isinstance(st["_shared"], list):
+            sh = multiprocessing.RawArray(ctypes.c_int64, 3)
+            sh[:] = st["_shared"]
+            st["_shared"] = sh
+        self.__dict__.update(st)
 
     def __len__(self):
         return self.steps_per_epoch
@@ -163,9 +193,9 @@ class ShardDataset(IterableDataset):
         epoch starts at step 0."""
         if not 0 <= epoch < self.epochs:
             raise GpuloadError(GL_ERR_INVALID, f"gpuload: epoch {epoch} outside the plan's epochs [0, {self.epochs})")
-        self.epoch = epoch
+        self._shared[0] = epoch
         if self._resume is not None and self._resume[0] != epoch:
-            self._resume = None
+            self._shared[1] = -1
         self._pos = self._start()
 
     def _start(self):
@@ -198,7 +228,9 @@ class ShardDataset(IterableDataset):
         epoch, step = int(state["epoch"]), int(state["step"])
         if not 0 <= step <= self.steps_per_epoch:
             raise GpuloadError(GL_ERR_INVALID, f"gpuload: state step {step} outside [0, {self.steps_per_epoch}]")
-        self._resume = (epoch, step)
+        if not 0 <= epoch < self.epochs:
+            raise GpuloadError(GL_ERR_INVALID, f"gpuload: state epoch {epoch} outside the plan's epochs [0, {self.epochs})")
+        self._shared[1], self._shared[2] = epoch, step
         self.set_epoch(epoch)
 
     def __iter__(self):
@@ -216,20 +248,27 @@ class ShardDataset(IterableDataset):
         if not steps:
             return
         dev = self.device.index or 0
-        # A worker reads every W-th step: prefetching ahead would read the
-        # other workers' batches.
-        prefetch = 1 if copy and info.num_workers > 1 else self._prefetch
-        loaders = [Loader(self.set.directory, self.epoch, r, backend=self.backend, device=dev, prefetch=prefetch,
+        stride = steps.step
+        loaders = [Loader(self.set.directory, self.epoch, r, backend=self.backend, device=dev, prefetch=self._prefetch,
                           start_step=steps[0], verify_checksums=self._verify, shard_set=self.set)
                    for r, _, _ in self._pieces]
+        one = len(loaders) == 1
         try:
-            nxt = steps[0]
-            for k in steps:
-                if k != nxt:
-                    for ld in loaders:
-                        ld.seek(k)
-                nxt = k + 1
-                item = self._item(k, [(ld.next_batch(), a, e) for ld, (_, a, e) in zip(loaders, self._pieces)], copy)
+            for k in range(steps[0], steps[-1] + 1):
+                # A worker reads the other workers' steps too and drops them:
+                # one sequential pass keeps the reader's prefetch, where a
+                # seek per step would restart it.
+                if one:
+                    b = loaders[0].next_batch()
+                    if (k - steps[0]) % stride:
+                        continue
+                    a, e = self._pieces[0][1:]
+                    item = self._item1(k, b, a, e, copy)
+                else:
+                    parts = [(ld.next_batch(), a, e) for ld, (_, a, e) in zip(loaders, self._pieces)]
+                    if (k - steps[0]) % stride:
+                        continue
+                    item = self._item(k, parts, copy)
                 if not copy:
                     self._pos = k + 1
                 yield item
@@ -237,12 +276,29 @@ class ShardDataset(IterableDataset):
             for ld in loaders:
                 ld.close()
 
+    def _item1(self, step, b, a, e, copy):
+        """The item of one shard batch's rows [a, e)."""
+        pin = _Pin(b._slot) if not copy and b._metas and b._metas[0].device[0] == KDL_CPU else None
+        out = {}
+        whole = a == 0 and e >= b.count
+        for m in b._metas:
+            t = _tensor(b, m, pin)
+            if not whole:
+                t = _rows(t, a, e, b.count)
+            out[m.name] = t.clone() if copy else t
+        ids, pad = b.sample_ids, b.pad_flags
+        if not whole:
+            ids, pad = ids[min(a, b.count):min(e, b.count)], pad[min(a, b.count):min(e, b.count)]
+        out["sample_ids"] = torch.from_numpy(ids.view(np.int64))
+        out["pad"] = torch.from_numpy(pad)
+        out["step"] = step
+        return out
+
     def _item(self, step, parts, copy):
+        """The item assembled from several shard batches (a copy)."""
         out = {}
         for i, m in enumerate(parts[0][0]._metas):
-            ts = [_rows(_tensor(b, b._metas[i]), a, e, b.count) for b, a, e in parts]
-            t = ts[0] if len(ts) == 1 else torch.cat(ts)
-            out[m.name] = t.clone() if copy and len(ts) == 1 else t
+            out[m.name] = torch.cat([_rows(_tensor(b, b._metas[i], None), a, e, b.count) for b, a, e in parts])
         ids = np.concatenate([b.sample_ids[min(a, b.count):min(e, b.count)] for b, a, e in parts])
         pad = np.concatenate([b.pad_flags[min(a, b.count):min(e, b.count)] for b, a, e in parts])
         out["sample_ids"] = torch.from_numpy(ids.view(np.int64))
@@ -251,14 +307,15 @@ class ShardDataset(IterableDataset):
         return out
 
 
-def _tensor(batch, m):
-    """The batch tensor as a torch.Tensor holding the batch's slot."""
+def _tensor(batch, m, pin):
+    """The batch tensor as a torch.Tensor holding the batch's slot through
+    ``pin`` (None: only while the batch is held, for a copy)."""
     if m.device[0] != KDL_CPU:
         return torch.utils.dlpack.from_dlpack(DLPackTensor(batch._slot, m))
     dt = TORCH_DTYPES[m.dtype]
     if not m.nbytes:
         return torch.empty(m.shape, dtype=dt)
-    return torch.frombuffer(m.host_buffer(_Pin(batch._slot)), dtype=dt).view(m.shape)
+    return torch.frombuffer(m.host_buffer(pin), dtype=dt).view(m.shape)
 
 
 def _rows(t, a, e, count):

@@ -271,6 +271,31 @@ class WorkersTest(Case):
         for it in items:
             self.check_values(it)
 
+    def test_persistent_workers_follow_set_epoch_and_resume(self):
+        # Regression (a torch pitfall): persistent workers keep their copy of
+        # the dataset, so set_epoch in the parent did not reach them and
+        # every epoch repeated the first one's order.
+        out = run_fresh(f"""
+            import pickle
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2)
+            ds.load_state_dict(ds.state_dict(next_step=5))
+            loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+            got = []
+            for epoch in (0, 1, 0):
+                ds.set_epoch(epoch)
+                got.append([(b["step"], b["sample_ids"].tolist(), b["pad"].tolist()) for b in loader])
+            print(json.dumps(got))
+            copy = pickle.loads(pickle.dumps(ds))  # outside a worker start: a copy with its own state
+            copy.set_epoch(1)
+            print(ds.epoch, copy.epoch)
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        got = json.loads(lines[0])
+        want = [plan_show("r2", 0, 0)[5:], plan_show("r2", 1, 0), plan_show("r2", 0, 0)]
+        self.assertEqual([[tuple(b) for b in e] for e in got], want)
+        self.assertEqual(lines[1], "0 1")
+
     def test_fork_after_the_library_was_loaded_raises(self):
         out = run_fresh(f"""
             ds = ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2)

@@ -51,12 +51,12 @@ def raw(d):
     import gpuload
     s = gpuload.ShardSet(d)
     n = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for e in range(s.epochs):
         with gpuload.Loader(d, e, 0) as loader:
             for _ in loader:
                 n += 1
-    return n / (time.perf_counter() - t0)
+    return n / (time.perf_counter() - t0), n / (time.process_time() - c0)
 
 
 def dataset(d, workers):
@@ -66,12 +66,12 @@ def dataset(d, workers):
     ds = ShardDataset(d, rank=0, world_size=1)
     loader = DataLoader(ds, batch_size=None, num_workers=workers)
     n = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for e in range(ds.epochs):
         ds.set_epoch(e)
         for _ in loader:
             n += 1
-    return n / (time.perf_counter() - t0)
+    return n / (time.perf_counter() - t0), n / (time.process_time() - c0)
 
 
 def main():
@@ -82,7 +82,7 @@ def main():
     ap.add_argument("--child-workers", type=int, default=-1, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child_workers >= 0:
-        print(dataset(a.dir, a.child_workers))
+        print(dataset(a.dir, a.child_workers)[0])
         return
     import torch  # noqa: F401  (import cost outside the timings)
     import gpuload
@@ -93,25 +93,30 @@ def main():
         d = make_set(work, a.batch)
     try:
         res = {"raw": [], "ds0": [], "ds2": []}
+        cpu = {"raw": [], "ds0": []}
         env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
         for _ in range(a.rounds):
             out = subprocess.run([sys.executable, os.path.abspath(__file__), d, "--child-workers", "2"],
                                  check=True, capture_output=True, text=True, env=env)
             res["ds2"].append(float(out.stdout))
-            res["raw"].append(raw(d))
-            res["ds0"].append(dataset(d, 0))
+            for k, f in (("raw", lambda: raw(d)), ("ds0", lambda: dataset(d, 0))):
+                w, c = f()
+                res[k].append(w)
+                cpu[k].append(c)
         s = gpuload.ShardSet(d)
         med = {k: statistics.median(v) for k, v in res.items()}
+        mcpu = {k: statistics.median(v) for k, v in cpu.items()}
         rng = {k: f"{min(v):,.0f}–{max(v):,.0f}" for k, v in res.items()}
         print(f"set {d}: {s.epochs} epochs x {s.steps_per_epoch} steps, {s.batch_size} samples per batch "
               f"({', '.join(f'{t.name} {t.dtype}{list(t.shape)}' for t in s.tensors)}); {a.rounds} rounds")
-        print("| reader | batches/s, median (min–max) | vs raw Loader |")
-        print("|---|---|---|")
-        print(f"| raw `Loader` iteration (dicts of NumPy views) | {med['raw']:,.0f} ({rng['raw']}) | 1.00x |")
+        print("| reader | batches/s, median (min–max) | vs raw Loader | batches per CPU-s (process) | vs raw Loader |")
+        print("|---|---|---|---|---|")
+        print(f"| raw `Loader` iteration (dicts of NumPy views) | {med['raw']:,.0f} ({rng['raw']}) | 1.00x | "
+              f"{mcpu['raw']:,.0f} | 1.00x |")
         print(f"| `ShardDataset`, `DataLoader(batch_size=None, num_workers=0)` | {med['ds0']:,.0f} ({rng['ds0']}) | "
-              f"{med['ds0'] / med['raw']:.2f}x |")
+              f"{med['ds0'] / med['raw']:.2f}x | {mcpu['ds0']:,.0f} | {mcpu['ds0'] / mcpu['raw']:.2f}x |")
         print(f"| `ShardDataset`, `DataLoader(batch_size=None, num_workers=2)` (fork, owned copies) | {med['ds2']:,.0f} "
-              f"({rng['ds2']}) | {med['ds2'] / med['raw']:.2f}x |")
+              f"({rng['ds2']}) | {med['ds2'] / med['raw']:.2f}x | | |")
     finally:
         if work:
             shutil.rmtree(work, ignore_errors=True)

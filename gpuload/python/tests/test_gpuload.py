@@ -297,5 +297,39 @@ class CUDATest(unittest.TestCase):
             del cap  # the capsule's deleter after close does nothing
 
 
+@unittest.skipUnless(CUDA, "GPULOAD_TEST_CUDA=1 not set")
+class TorchCUDATest(unittest.TestCase):
+    def test_dataset_on_cuda_hands_dlpack_tensors_to_torch(self):
+        # torch here is CPU-only and the driver is the fake one: check that
+        # device="cuda" reads with the CUDA backend and gives torch DLPack
+        # tensors on device 0, by standing in for torch's DLPack import.
+        try:
+            import torch
+            import torch.utils.dlpack
+        except ImportError:
+            self.skipTest("no torch")
+        from gpuload.torch import ShardDataset
+        seen = []
+
+        def from_dlpack(t):
+            seen.append((type(t).__name__, t.__dlpack_device__()))
+            return torch.from_numpy(t.to_numpy())
+
+        real, torch.utils.dlpack.from_dlpack = torch.utils.dlpack.from_dlpack, from_dlpack
+        try:
+            ds = ShardDataset(DIR, rank=1, world_size=2, epoch=1, device="cuda")
+            self.assertEqual(ds.backend, "cuda")
+            for item in ds:
+                k = item["step"]
+                for name, want in expect(1, 1, k).items():
+                    np.testing.assert_array_equal(item[name].numpy(), want, err_msg=f"step {k} {name}")
+                self.assertEqual(item["sample_ids"].tolist(), ids(1, 1, k))
+            self.assertEqual(k, STEPS - 1)
+            self.assertEqual(set(seen), {("DLPackTensor", (gpuload.KDL_CUDA, 0))})
+            self.assertEqual(len(seen), 3 * STEPS)
+        finally:
+            torch.utils.dlpack.from_dlpack = real
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -9,10 +9,11 @@ import (
 	"path/filepath"
 
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // PlanFileName is the plan copy prep convert keeps beside manifest.json.
-const PlanFileName = "plan.json"
+const PlanFileName = shardset.PlanName
 
 // SetInfo is what a shard set says about itself, read from its
 // manifest.json and its plan.json copy without opening a shard: the numbers
@@ -60,13 +61,20 @@ type planHead struct {
 // disagrees with the manifest's plan fingerprint with ErrPlanMismatch. A set
 // without plan.json (made by an older prep) gives zero plan numbers.
 func ReadSetInfo(dir string) (*SetInfo, error) {
-	m, err := readManifest(dir)
+	set, err := shardset.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, setOpenError(dir, err)
 	}
+	defer set.Close()
+	return setInfo(set)
+}
+
+// setInfo is ReadSetInfo of an open set.
+func setInfo(set *shardset.Set) (*SetInfo, error) {
+	m := set.Manifest()
 	info := &SetInfo{Fingerprint: m.PlanFingerprint, BatchSize: m.BatchSize, Tensors: m.Tensors, Shards: m.Shards}
-	planPath := filepath.Join(dir, PlanFileName)
-	b, err := os.ReadFile(planPath)
+	planPath := set.Path(PlanFileName)
+	b, err := set.PlanBytes()
 	if errors.Is(err, fs.ErrNotExist) {
 		return info, nil
 	}
@@ -87,35 +95,32 @@ func ReadSetInfo(dir string) (*SetInfo, error) {
 	return info, nil
 }
 
-// readManifest reads dir's manifest, telling a missing directory or
-// manifest (ErrNoShardSet) from a damaged one.
-func readManifest(dir string) (*shardfmt.Manifest, error) {
-	path := filepath.Join(dir, shardfmt.ManifestName)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+// setOpenError describes a failed shardset.Open of dir, telling a missing
+// directory or manifest (ErrNoShardSet) from a damaged one.
+func setOpenError(dir string, err error) error {
+	path := filepath.Join(dir, shardset.ManifestName)
+	switch {
+	case errors.Is(err, shardset.ErrNotSet):
 		why := "no such directory"
-		if err == nil {
+		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
 			why = "not a directory"
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			why = err.Error()
+		} else if serr != nil && !errors.Is(serr, fs.ErrNotExist) {
+			why = serr.Error()
 		}
-		return nil, &Error{Op: "opening shard set", Path: dir, Step: -1, Offset: -1, Err: fmt.Errorf("%w: %s", ErrNoShardSet, why)}
+		return &Error{Op: "opening shard set", Path: dir, Step: -1, Offset: -1, Err: fmt.Errorf("%w: %s", ErrNoShardSet, why)}
+	case errors.Is(err, fs.ErrNotExist):
+		return &Error{Op: "reading manifest", Path: path, Step: -1, Offset: -1,
+			Err: fmt.Errorf("%w: no %s (not a shard set, or prep convert has not finished)", ErrNoShardSet, shardset.ManifestName)}
 	}
-	m, err := shardfmt.ReadManifest(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			err = fmt.Errorf("%w: no %s (not a shard set, or prep convert has not finished)", ErrNoShardSet, shardfmt.ManifestName)
-		}
-		return nil, &Error{Op: "reading manifest", Path: path, Step: -1, Offset: -1, Err: err}
-	}
-	return m, nil
+	return &Error{Op: "reading manifest", Path: path, Step: -1, Offset: -1, Err: err}
 }
 
-// missingShard explains why the manifest of dir lists no shard for (epoch,
+// missingShard explains why the manifest of set lists no shard for (epoch,
 // rank): outside the plan's range (ErrOutsidePlan, naming the range), or in
 // the plan but not on this node (ErrNoShard: another node's rank, an epoch
 // not converted here, or one deleted by prep gc).
-func missingShard(dir string, epoch, rank int) error {
-	info, err := ReadSetInfo(dir)
+func missingShard(set *shardset.Set, epoch, rank int) error {
+	info, err := setInfo(set)
 	if err == nil && info.Epochs > 0 {
 		switch {
 		case epoch < 0 || epoch >= info.Epochs:
@@ -125,5 +130,5 @@ func missingShard(dir string, epoch, rank int) error {
 		}
 	}
 	return fmt.Errorf("%w: epoch %d rank %d not in %s (in the plan, but not converted on this node or deleted by prep gc)",
-		ErrNoShard, epoch, rank, shardfmt.ManifestName)
+		ErrNoShard, epoch, rank, shardset.ManifestName)
 }

@@ -74,7 +74,11 @@ def _checkout_sources():
     if not os.path.isfile(os.path.join(gl, "capi", "capi.go")):
         return
     root = os.path.dirname(gl)
-    for d in (gl, os.path.join(gl, "capi"), os.path.join(gl, "internal", "cuda"), os.path.join(root, "shardfmt")):
+    # The packages libgpuload.so is built from (go list -deps ./gpuload/capi).
+    dirs = [gl, os.path.join(gl, "capi"), os.path.join(gl, "internal", "cuda")]
+    dirs += [os.path.join(root, *d.split("/")) for d in ("shardfmt", "shardset", "plan", "internal/atomicfile",
+                                                        "internal/dirlock")]
+    for d in dirs:
         try:
             names = os.listdir(d)
         except OSError:

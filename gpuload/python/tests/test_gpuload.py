@@ -229,6 +229,38 @@ class HostTest(unittest.TestCase):
         self.assertEqual(loader.next_batch().step, 1)  # the parent is unaffected
         loader.close()
 
+    def test_library_older_than_its_checkout_sources_is_stale(self):
+        import shutil
+        import subprocess
+        import tempfile
+        import time
+        tmp = tempfile.mkdtemp()
+        try:
+            # A checkout's shape: gpuload/capi/capi.go, gpuload/python/gpuload/.
+            pkg = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gpuload")
+            dst = os.path.join(tmp, "gpuload", "python", "gpuload")
+            shutil.copytree(pkg, dst, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.h"))
+            lib = os.path.join(dst, "libgpuload.so")
+            shutil.copyfile(os.environ["GPULOAD_LIB"], lib)
+            os.makedirs(os.path.join(tmp, "gpuload", "capi"))
+            src = os.path.join(tmp, "gpuload", "capi", "capi.go")
+            with open(src, "w") as f:
+                f.write("package main\n")
+            now = time.time()
+            os.utime(lib, (now - 60, now - 60))
+            code = ("import gpuload\nl = gpuload.Loader(%r, 0, 0)\n"
+                    "try:\n    l.next_batch(); print('loaded')\nexcept gpuload.LibraryError as e:\n    print(e)\n" % DIR)
+            env = {k: v for k, v in os.environ.items() if k != "GPULOAD_LIB"}
+            env["PYTHONPATH"] = os.path.dirname(dst)
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertIn(f"{lib} is stale: ../../capi/capi.go changed after it was built", out.stdout, out.stderr)
+            self.assertIn("make python", out.stdout)
+            os.utime(src, (now - 120, now - 120))  # rebuilt since: loads
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.stdout, "loaded\n", out.stderr)
+        finally:
+            shutil.rmtree(tmp)
+
     def test_missing_and_stale_library(self):
         import subprocess
         code = ("import gpuload\n"

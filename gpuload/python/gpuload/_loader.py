@@ -23,6 +23,29 @@ NP_DTYPES = {
 }
 
 
+class _Locks:
+    """The binding's locks: one for every reference count (handles and
+    slots), one for the live DLPack table. A fork child gets fresh ones, so
+    a lock held by another thread of the parent at the fork cannot block
+    the child's finalizers."""
+
+    def __init__(self):
+        self.refs = threading.Lock()
+        self.live = threading.Lock()
+
+
+_locks = _Locks()
+
+
+def _fresh_locks():
+    global _locks
+    _locks = _Locks()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks)
+
+
 class _Handle:
     """A native loader handle, shared by its Loader and every batch slot
     still held. gl_close runs once the Loader is closed and the last slot
@@ -34,7 +57,6 @@ class _Handle:
         self.pid = os.getpid()
         self.refs = 1  # the Loader's
         self.closing = False
-        self.lock = threading.Lock()
 
     def call(self, fn, *args):
         _native.check_pid(self.pid, "using a loader opened in another process")
@@ -44,7 +66,7 @@ class _Handle:
         return rc
 
     def unref(self):
-        with self.lock:
+        with _locks.refs:
             self.refs -= 1
             last = self.refs == 0
         if last and self.pid == os.getpid():
@@ -52,7 +74,7 @@ class _Handle:
 
     def close(self):
         """Drops the Loader's reference (idempotent)."""
-        with self.lock:
+        with _locks.refs:
             if self.closing:
                 return
             self.closing = True
@@ -71,16 +93,16 @@ class _Slot:
         self.cptr = cptr
         self.refs = 1
         self.released = False
-        with handle.lock:
+        with _locks.refs:
             handle.refs += 1
 
     def ref(self):
-        with self.handle.lock:
+        with _locks.refs:
             self.refs += 1
 
     def unref(self):
         hd = self.handle
-        with hd.lock:
+        with _locks.refs:
             self.refs -= 1
             last = self.refs == 0
             if last:
@@ -177,12 +199,11 @@ _pyapi.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 # Live DLManagedTensors by address: keeps their ctypes memory and pin alive
 # until the deleter runs.
 _live = {}
-_live_lock = threading.Lock()
 
 
 @_DLDeleter
 def _dl_deleter(managed):
-    with _live_lock:
+    with _locks.live:
         entry = _live.pop(ctypes.addressof(managed.contents), None)
     del entry  # drops the pin: the slot may go back to the ring
 
@@ -248,7 +269,7 @@ class DLPackTensor:
         m.dl_tensor.byte_offset = 0
         m.manager_ctx = None
         m.deleter = _dl_deleter
-        with _live_lock:
+        with _locks.live:
             _live[ctypes.addressof(m)] = (m, _Pin(self._slot), shape, strides)
         return _pyapi.PyCapsule_New(ctypes.addressof(m), b"dltensor", _capsule_destructor)
 
@@ -356,7 +377,8 @@ class Loader:
     Iterating yields dicts name -> array; ``batches()`` yields Batch objects.
     Arguments mirror gpuload.Options: backend ("host" or "cuda"), device,
     prefetch, start_step, verify_checksums, plan_fingerprint, register_mmap,
-    map_blocks; copy=True yields owned copies instead of views.
+    map_blocks; copy=True yields owned copies instead of views; shard_set
+    is a ShardSet of ``directory`` already read (its metadata is reused).
 
     Metadata without the library: ``steps``, ``world_size``, ``epochs``,
     ``steps_per_epoch``, ``batch_size``, ``tensors``, ``fingerprint``,
@@ -468,6 +490,7 @@ class Loader:
                 yield b.tensors
 
     def __len__(self):
+        """The number of steps (batches) in the shard."""
         return self.steps
 
     def close(self):

@@ -25,8 +25,9 @@ _forked = False  # this process is a fork child of one that imported gpuload
 
 
 def _mark_forked():
-    global _forked
+    global _forked, _lock
     _forked = True
+    _lock = threading.Lock()  # another thread may have held it at the fork
 
 
 if hasattr(os, "register_at_fork"):

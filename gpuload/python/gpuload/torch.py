@@ -185,6 +185,7 @@ class ShardDataset(IterableDataset):
         self.__dict__.update(st)
 
     def __len__(self):
+        """Steps per epoch (the same for every rank and every epoch)."""
         return self.steps_per_epoch
 
     def set_epoch(self, epoch):

@@ -28,7 +28,8 @@ torch has them, else as uint8 bits.
 
 ``num_workers=0`` (recommended): tensors are zero-copy views of the loader's
 ring, which already prefetches; a view holds its ring slot while it lives,
-so its values never change. ``num_workers>0``: each worker reads steps
+so its values never change (they are writable: an in-place op changes
+only this batch's copy in the ring). ``num_workers>0``: each worker reads steps
 ``start + w, start + w + W, ...`` of the resume step ``start``, so the
 DataLoader's round-robin (which always starts at worker 0) gives exact plan
 order; items are owned copies. The native library is loaded in each worker
@@ -191,9 +192,12 @@ class ShardDataset(IterableDataset):
     def set_epoch(self, epoch):
         """Makes ``epoch`` the one iterated. A position loaded for this epoch
         by load_state_dict is kept (iteration starts at its step); any other
-        epoch starts at step 0."""
+        epoch starts at step 0. Raises GpuloadError (GL_ERR_NO_SHARD) when
+        this node does not hold the epoch's shards this rank reads."""
         if not 0 <= epoch < self.epochs:
             raise GpuloadError(GL_ERR_INVALID, f"gpuload: epoch {epoch} outside the plan's epochs [0, {self.epochs})")
+        for r, _, _ in self._pieces:
+            self.set.shard_path(epoch, r)  # on this node: GL_ERR_NO_SHARD now, not at the first batch
         self._shared[0] = epoch
         if self._resume is not None and self._resume[0] != epoch:
             self._shared[1] = -1

@@ -202,6 +202,22 @@ class DatasetTest(Case):
         self.assertEqual(last["sample_ids"].tolist(), [])
         self.assertEqual(tuple(last["emb"].shape), (0, 50))
 
+    def test_shards_missing_on_this_node_fail_at_set_epoch(self):
+        d = os.path.join(WORK, "node")
+        shutil.copytree(SETS["r2"][1], d)
+        mpath = os.path.join(d, "manifest.json")
+        with open(mpath) as f:
+            m = json.load(f)
+        m["shards"] = [s for s in m["shards"] if s["epoch"] == 0]  # epoch 1 converted elsewhere
+        with open(mpath, "w") as f:
+            json.dump(m, f)
+        ds = ShardDataset(d, rank=0, world_size=1, elastic=True)  # reads ranks 0 and 1
+        with self.assertRaises(gpuload.GpuloadError) as cm:
+            ds.set_epoch(1)
+        self.assertEqual(cm.exception.code, gpuload.GL_ERR_NO_SHARD)
+        self.assertIn("epoch 1 rank 0 not in manifest.json (in the plan, but not converted on this node", str(cm.exception))
+        self.assertEqual(ds.epoch, 0)
+
     def test_resume_across_world_sizes(self):
         st = ShardDataset(SETS["r2"][1], rank=0, world_size=2).state_dict(next_step=3)
         for world in (4, 1):

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 )
 
 // Source discovery reads only the tail of each Parquet file

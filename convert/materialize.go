@@ -4,8 +4,8 @@ import (
 	"context"
 	"runtime"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 )
 
 // sliceRow is a source row for the row slice tests: a fixed-length list

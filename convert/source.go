@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 )
 
 // idSet is the set of sample ids a run needs, with the compact rank of each

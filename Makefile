@@ -32,14 +32,15 @@ test: lint
 	$(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory test-python
 
-# The Python package's PyTorch dataset and examples/train.py (DDP on CPU),
-# against sets made by bin/prep, with /usr/bin/python3 and Debian's
-# python3-torch and python3-numpy.
+# The Python package's PyTorch dataset, examples/train.py (DDP on CPU) and
+# a pip install into a venv, against sets made by bin/prep, with
+# /usr/bin/python3 and Debian's python3-torch, python3-numpy and python3-venv.
 test-python: build python
 	@if /usr/bin/python3 -c 'import numpy, torch' 2>/dev/null; then \
 		export PREP=$(CURDIR)/$(BIN) PYTHONDONTWRITEBYTECODE=1; \
 		/usr/bin/python3 gpuload/python/tests/test_torch.py && \
-		/usr/bin/python3 gpuload/python/tests/test_example.py; \
+		/usr/bin/python3 gpuload/python/tests/test_example.py && \
+		/usr/bin/python3 gpuload/python/tests/test_install.py; \
 	else \
 		echo "note: /usr/bin/python3 cannot import torch and numpy: the PyTorch dataset tests are skipped; apt-get install python3-torch python3-numpy"; \
 	fi

@@ -1,7 +1,10 @@
 package verify
 
 import (
-	"github.com/prepml/prep/pqread"
+	"context"
+	"path/filepath"
+
+	"github.com/prepml/prep/source"
 )
 
 // InspectParquet is the Inspection kind of a Parquet file.
@@ -30,15 +33,19 @@ type ParquetColumn struct {
 	ElemNullable bool   `json:"elem_nullable,omitempty"` // list elements may be null
 }
 
-// inspectParquet reads path's footer.
+// inspectParquet reads path's footer (through source, which owns reading
+// Parquet).
 func inspectParquet(path string) (*ParquetView, error) {
-	f, err := pqread.Open(path, pqread.Limits{})
+	st, err := source.NewLocal(filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	v := &ParquetView{Path: path, Size: f.Size(), Rows: f.NumRows(), RowGroups: len(f.RowGroups()), CreatedBy: f.CreatedBy()}
-	for _, c := range f.Columns() {
+	d, err := source.Describe(context.Background(), st, filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	v := &ParquetView{Path: path, Size: d.File.Size, Rows: d.Rows, RowGroups: len(d.File.RowGroups), CreatedBy: d.CreatedBy}
+	for _, c := range d.Columns {
 		v.Columns = append(v.Columns, ParquetColumn{Name: c.Name, Physical: c.Physical, Width: c.Width, Logical: c.Logical,
 			Nullable: c.Nullable, List: c.List, ElemNullable: c.ElemNullable})
 	}

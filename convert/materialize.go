@@ -69,7 +69,7 @@ func MaterializeWithin(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint
 	}
 	set.seal()
 	staged := newRecords(tensors, make([]byte, int(set.count)*recordSize(tensors)))
-	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, jobs: runtime.GOMAXPROCS(0), memoryLimit: memoryLimit}
+	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, sink: func() recordSink { return memSink{staged} }, jobs: runtime.GOMAXPROCS(0), memoryLimit: memoryLimit}
 	if err := dec.run(ctx); err != nil {
 		return nil, err
 	}

@@ -194,8 +194,9 @@ func (s *spiller) close() {
 }
 
 func (s *spiller) records() *records { return s.layout }
-func (s *spiller) router() *spiller  { return s }
+func (s *spiller) sink() recordSink  { return &spillSink{s: s, rb: s.newRouteBuffers()} }
 func (s *spiller) diskBytes() int64  { return s.spillBytes() }
+func (s *spiller) spillWindows() int { return len(s.windows) }
 func (s *spiller) finish() error     { return s.checkFull() }
 
 // phases is one phase per window, in order: the window's records are read
@@ -274,6 +275,30 @@ func (s *spiller) countRecords(ctx context.Context) error {
 	}
 	return nil
 }
+
+// spillSink is one decode worker's sink into a spilled stage: each block
+// of records is built whole in the worker's scratch, then routed to the
+// windows of its samples' occurrences through the worker's append buffers.
+type spillSink struct {
+	s  *spiller
+	rb *routeBuffers
+}
+
+func (k *spillSink) inPlace() bool { return false }
+
+func (k *spillSink) block(_ []run, _ int64, slots int, scratch []byte) (*records, []byte) {
+	l := k.s.layout
+	if len(scratch) < slots*l.rec {
+		scratch = make([]byte, blockRows(l.rec)*l.rec)
+	}
+	return &records{data: scratch[:slots*l.rec], rec: l.rec, off: l.off, size: l.size}, scratch
+}
+
+func (k *spillSink) put(start uint64, blk []run, r *records) error {
+	return k.s.route(k.rb, start, blk, r.data)
+}
+
+func (k *spillSink) flush() error { return k.s.flushAll(k.rb) }
 
 // routeBuffers is one decode worker's append buffers, one per window, and
 // one scratch entry for records too large to buffer (see add).

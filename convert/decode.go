@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/pqread"
 )
 
@@ -93,103 +94,105 @@ func (d *decoder) run(ctx context.Context) error {
 	}
 	var progMu sync.Mutex
 
+	// The schedule feeds the workers in task order, each row group once
+	// admitted.
 	ch := make(chan work, 64)
-	var wg sync.WaitGroup
-	for w := 0; w < d.jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var scratch []byte
-			sink := d.sink()
-			defer func() {
-				if ctx.Err() == nil {
-					if err := sink.flush(); err != nil {
-						fail(0, err)
-					}
-				}
-			}()
-			// skip reports whether task is not to be decoded (now, or
-			// its next window): the run is failing before it or
-			// cancelled.
-			skip := func(task decodeTask) bool {
-				if beforeDecode != nil {
-					beforeDecode(task.seq, ctx)
-				}
-				return parent.Err() != nil || int64(task.seq) >= skipFrom.Load()
+	go func() {
+		defer close(ch)
+		for _, g := range d.groups {
+			g.cost = min(g.cost, d.memoryLimit)
+			if !adm.admit(ctx, g.cost) {
+				return
 			}
-			// decode decodes the column chunk of task, or returns
-			// errSkipped (skip).
-			decode := func(task decodeTask) (*pqread.Column, error) {
-				if skip(task) {
-					return nil, errSkipped
-				}
-				return d.decodeOne(d.groups[task.g], task)
+			if g.windows != nil {
+				ch <- work{task: g.tasks[0], windowed: true}
+				continue
 			}
-			// decoded counts n column chunks of file fi as read, and
-			// releases the file's footer and descriptor after its last one.
-			decoded := func(fi, n int) {
-				mu.Lock()
-				left[fi] -= n
-				done := left[fi] == 0
-				mu.Unlock()
-				if done {
-					d.files[fi].release()
-				}
+			for _, task := range g.tasks {
+				ch <- work{task: task}
 			}
-			for w := range ch {
-				task := w.task
-				g := d.groups[task.g]
-				var (
-					seq int
-					err error
-				)
-				runs := g.runs
-				if w.windowed {
-					// The whole row group, window by window, here.
-					seq, err, scratch = d.assembleWindows(parent, g, scratch, sink, skip)
-					decoded(g.fi, len(g.tasks))
-				} else {
-					g.cols[task.k], g.errs[task.k] = decode(task)
-					decoded(g.fi, 1)
-					if g.pending.Add(-1) != 0 {
-						continue
-					}
-					// Last column of the row group: assemble its records.
-					seq, err, scratch = d.assemble(parent, g, scratch, sink)
-					clear(g.cols) // the decoded columns are garbage now
-				}
-				adm.release(g.cost)
-				if err != nil {
-					fail(seq, err)
-					continue
-				}
-				if d.progress != nil {
-					var n int64
-					for _, r := range runs {
-						n += int64(r.hi - r.lo)
-					}
-					progMu.Lock()
-					d.progress(n)
-					progMu.Unlock()
+		}
+	}()
+	// d.jobs decode workers, each taking work from ch until it is closed
+	// (so the pool's goroutines run one worker each).
+	jobs := max(1, d.jobs)
+	_ = pool.ForEach(context.Background(), jobs, jobs, func(int) error {
+		var scratch []byte
+		sink := d.sink()
+		defer func() {
+			if ctx.Err() == nil {
+				if err := sink.flush(); err != nil {
+					fail(0, err)
 				}
 			}
 		}()
-	}
-	for _, g := range d.groups {
-		g.cost = min(g.cost, d.memoryLimit)
-		if !adm.admit(ctx, g.cost) {
-			break
+		// skip reports whether task is not to be decoded (now, or
+		// its next window): the run is failing before it or
+		// cancelled.
+		skip := func(task decodeTask) bool {
+			if beforeDecode != nil {
+				beforeDecode(task.seq, ctx)
+			}
+			return parent.Err() != nil || int64(task.seq) >= skipFrom.Load()
 		}
-		if g.windows != nil {
-			ch <- work{task: g.tasks[0], windowed: true}
-			continue
+		// decode decodes the column chunk of task, or returns
+		// errSkipped (skip).
+		decode := func(task decodeTask) (*pqread.Column, error) {
+			if skip(task) {
+				return nil, errSkipped
+			}
+			return d.decodeOne(d.groups[task.g], task)
 		}
-		for _, task := range g.tasks {
-			ch <- work{task: task}
+		// decoded counts n column chunks of file fi as read, and
+		// releases the file's footer and descriptor after its last one.
+		decoded := func(fi, n int) {
+			mu.Lock()
+			left[fi] -= n
+			done := left[fi] == 0
+			mu.Unlock()
+			if done {
+				d.files[fi].release()
+			}
 		}
-	}
-	close(ch)
-	wg.Wait()
+		for w := range ch {
+			task := w.task
+			g := d.groups[task.g]
+			var (
+				seq int
+				err error
+			)
+			runs := g.runs
+			if w.windowed {
+				// The whole row group, window by window, here.
+				seq, err, scratch = d.assembleWindows(parent, g, scratch, sink, skip)
+				decoded(g.fi, len(g.tasks))
+			} else {
+				g.cols[task.k], g.errs[task.k] = decode(task)
+				decoded(g.fi, 1)
+				if g.pending.Add(-1) != 0 {
+					continue
+				}
+				// Last column of the row group: assemble its records.
+				seq, err, scratch = d.assemble(parent, g, scratch, sink)
+				clear(g.cols) // the decoded columns are garbage now
+			}
+			adm.release(g.cost)
+			if err != nil {
+				fail(seq, err)
+				continue
+			}
+			if d.progress != nil {
+				var n int64
+				for _, r := range runs {
+					n += int64(r.hi - r.lo)
+				}
+				progMu.Lock()
+				d.progress(n)
+				progMu.Unlock()
+			}
+		}
+		return nil
+	})
 	if firstErr != nil {
 		return firstErr
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/plan"
 )
 
@@ -422,7 +423,7 @@ func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error 
 	slots := uint64(len(s.groups[w.group].ranks)*(w.s1-w.s0)) * uint64(s.b)
 	per := (total + int64(jobs) - 1) / int64(jobs)
 	chunkEnt := int64(max(1, spillChunk/s.ent))
-	err := forEach(ctx, jobs, jobs, func(j int) error {
+	err := pool.ForEach(ctx, jobs, jobs, func(j int) error {
 		lo, hi := int64(j)*per, min(total, int64(j+1)*per)
 		if lo >= hi {
 			return nil

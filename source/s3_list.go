@@ -1,0 +1,365 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
+)
+
+// S3Entry is one listed object.
+type S3Entry struct {
+	Key  string // full key in the bucket
+	Size int64  // bytes, as listed
+	ETag string // as listed, quotes included
+}
+
+// List expands one s3:// source into the objects it names, sorted by key:
+//
+//   - s3://bucket/ or s3://bucket/prefix/ (ending in '/'): every object
+//     below the prefix whose name ends in .parquet (any case), skipping any
+//     key with a component below the prefix starting with '.' or '_'
+//     (Spark and Hive markers such as _SUCCESS, _temporary/);
+//   - a key containing *, ? or [: a glob (path.Match syntax, '*' does not
+//     cross '/'); a key with as many components as the pattern is taken
+//     when it matches, whatever its name; a longer key is taken when its
+//     leading components match and it would be taken from that prefix as a
+//     directory;
+//   - any other key: that object, or, when none has that exact key, the
+//     directory key/.
+//
+// Listing costs one request per 1,000 keys. A source naming nothing
+// returns an error wrapping fs.ErrNotExist; others wrap ErrNoBucket,
+// ErrAccessDenied, ErrBadCredentials or ErrRetriesExhausted.
+func (c *S3Client) List(ctx context.Context, source string) ([]S3Entry, error) {
+	u, err := ParseS3URL(source)
+	if err != nil {
+		return nil, err
+	}
+	key := u.Key
+	switch {
+	case key == "" || strings.HasSuffix(key, "/"):
+		return c.listDir(ctx, u.Bucket, key, source)
+	case strings.ContainsAny(key, "*?["):
+		if _, err := path.Match(key, ""); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadURL, source, err)
+		}
+		lit := key[:strings.IndexAny(key, "*?[")]
+		nseg := strings.Count(key, "/") + 1
+		var out []S3Entry
+		err := c.list(ctx, u.Bucket, lit, func(e S3Entry) {
+			segs := strings.SplitN(e.Key, "/", nseg+1)
+			if len(segs) < nseg {
+				return
+			}
+			head := strings.Join(segs[:nseg], "/")
+			if ok, _ := path.Match(key, head); !ok {
+				return
+			}
+			if len(segs) == nseg || inDir(e.Key[len(head)+1:]) {
+				out = append(out, e)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%s: no object matches: %w", source, fs.ErrNotExist)
+		}
+		return out, nil
+	default:
+		var exact []S3Entry
+		var below []S3Entry
+		err := c.list(ctx, u.Bucket, key, func(e S3Entry) {
+			switch {
+			case e.Key == key:
+				exact = append(exact, e)
+			case strings.HasPrefix(e.Key, key+"/") && inDir(e.Key[len(key)+1:]):
+				below = append(below, e)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(exact) > 0 {
+			return exact, nil
+		}
+		if len(below) == 0 {
+			return nil, fmt.Errorf("%s: no such key: %w", source, fs.ErrNotExist)
+		}
+		return below, nil
+	}
+}
+
+// inDir reports whether rel, a key relative to a listed directory, is
+// taken from it: a .parquet name and no component starting with '.' or '_'.
+func inDir(rel string) bool {
+	if !strings.EqualFold(path.Ext(rel), ".parquet") {
+		return false
+	}
+	for _, s := range strings.Split(rel, "/") {
+		if s == "" || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "_") {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *S3Client) listDir(ctx context.Context, bucket, prefix, source string) ([]S3Entry, error) {
+	var out []S3Entry
+	err := c.list(ctx, bucket, prefix, func(e S3Entry) {
+		if inDir(e.Key[len(prefix):]) {
+			out = append(out, e)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no .parquet object below it: %w", source, fs.ErrNotExist)
+	}
+	return out, nil
+}
+
+// list calls fn for every object whose key starts with prefix, in key
+// order, one ListObjectsV2 request per page (retried like reads).
+func (c *S3Client) list(ctx context.Context, bucket, prefix string, fn func(S3Entry)) error {
+	u := "s3://" + bucket + "/" + prefix
+	var token *string
+	for {
+		in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, ContinuationToken: token}
+		var out *s3.ListObjectsV2Output
+		err := c.retry(ctx, func(ctx context.Context) error {
+			select {
+			case c.sem <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			defer func() { <-c.sem }()
+			c.n.requests.Add(1)
+			var err error
+			out, err = c.api.ListObjectsV2(ctx, in)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", u, err)
+		}
+		for _, o := range out.Contents {
+			if o.Key == nil || strings.HasSuffix(*o.Key, "/") {
+				continue
+			}
+			e := S3Entry{Key: *o.Key}
+			if o.Size != nil {
+				e.Size = *o.Size
+			}
+			if o.ETag != nil {
+				e.ETag = *o.ETag
+			}
+			fn(e)
+		}
+		if out.IsTruncated == nil || !*out.IsTruncated || out.NextContinuationToken == nil {
+			return nil
+		}
+		token = out.NextContinuationToken
+	}
+}
+
+// retry runs attempt until it succeeds, fails for good, or MaxAttempts
+// attempts failed retryably; the error wraps the sentinel classify finds.
+func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) error) error {
+	for i := 1; ; i++ {
+		err := attempt(ctx)
+		if err == nil {
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		kind, again := classify(err)
+		if kind != nil {
+			if errors.Is(kind, fs.ErrNotExist) {
+				kind = ErrNoBucket // a listing's 404 is the bucket's
+			}
+			err = fmt.Errorf("%w (%s)", kind, describe(err))
+		} else {
+			err = errors.New(describe(err))
+		}
+		if !again {
+			return err
+		}
+		if i >= c.o.MaxAttempts {
+			return fmt.Errorf("%w after %d attempts, last: %w", ErrRetriesExhausted, i, err)
+		}
+		c.n.retries.Add(1)
+		if err := c.sleep(ctx, c.backoff(i)); err != nil {
+			return err
+		}
+	}
+}
+
+// S3Source is what DiscoverS3 found: the plan source (Root the deepest
+// s3:// directory holding every object) and each planned file's ETag by
+// relative path, to pin convert's reads to.
+type S3Source struct {
+	Source plan.Source
+	ETags  map[string]string
+}
+
+// DiscoverS3 lists sources (each an s3:// URL as List takes; all in one
+// bucket) and reads every object's footer with one suffix-range GET (two
+// when a footer exceeds DefaultFooterGuess), Concurrency at a time while
+// later pages are still being listed: about one request per file. It
+// checks what the tail holds (the "PAR1" magic, the footer length inside
+// the object; the leading magic too when the whole object fits the first
+// request) and returns size, footer SHA-256 and row-group row counts per
+// file, exactly as a local discovery of a copy of the same files would.
+// Every object is checked; bad ones are reported together (errors.Join,
+// sorted by key).
+func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (*S3Source, error) {
+	var all []S3Entry
+	bucket := ""
+	seen := map[string]bool{}
+	for _, s := range sources {
+		u, err := ParseS3URL(s)
+		if err != nil {
+			return nil, err
+		}
+		if bucket != "" && u.Bucket != bucket {
+			return nil, fmt.Errorf("%w: sources in two buckets (%s and %s): one plan reads one bucket", ErrBadURL, bucket, u.Bucket)
+		}
+		bucket = u.Bucket
+		es, err := c.List(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if !seen[e.Key] {
+				seen[e.Key] = true
+				all = append(all, e)
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
+	dir := commonKeyDir(all)
+	st := &S3Store{c: c, bucket: bucket, prefix: dir}
+	files := make([]plan.SourceFile, len(all))
+	etags := make([]string, len(all))
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(c.o.Concurrency, len(all)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				name := all[i].Key[len(dir):]
+				files[i], etags[i], errs[i] = st.footerInfo(ctx, name, all[i])
+				files[i].Path = name
+			}
+		}()
+	}
+	for i := range all {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	src := &S3Source{Source: plan.Source{Root: st.String(), Files: files}, ETags: map[string]string{}}
+	for i, f := range files {
+		src.ETags[f.Path] = etags[i]
+	}
+	if err := src.Source.Normalize(); err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// commonKeyDir returns the longest "dir/" prefix holding every key ("" for
+// the bucket's root).
+func commonKeyDir(es []S3Entry) string {
+	if len(es) == 0 {
+		return ""
+	}
+	dir := es[0].Key[:strings.LastIndex(es[0].Key, "/")+1]
+	for _, e := range es[1:] {
+		for !strings.HasPrefix(e.Key, dir) {
+			dir = dir[:strings.LastIndex(strings.TrimSuffix(dir, "/"), "/")+1]
+		}
+	}
+	return dir
+}
+
+// footerInfo opens one listed object (pinned to its listed ETag), checks
+// its tail and returns size, footer hash and row groups.
+func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry) (plan.SourceFile, string, error) {
+	var sf plan.SourceFile
+	obj, err := s.OpenVersion(ctx, name, e.ETag)
+	if err != nil {
+		return sf, "", err
+	}
+	defer obj.Close()
+	o := obj.(*s3Object)
+	ft, err := o.footer(pqreadMaxFooter)
+	if err != nil {
+		return sf, "", fmt.Errorf("%s: %w", o.url(), err)
+	}
+	sf.Size, sf.FooterSHA256 = ft.Size, ft.SHA256()
+	if sf.RowGroups, err = ft.RowGroupRows(); err != nil {
+		return sf, "", fmt.Errorf("%s: decoding footer at offset %d: %w", o.url(), ft.Offset, err)
+	}
+	return sf, o.etag, nil
+}
+
+// pqreadMaxFooter is the largest footer discovery reads (as for local
+// files).
+const pqreadMaxFooter = 1 << 30
+
+// footer returns the object's footer from the tail read at open (reading
+// more when the footer is longer), with pqread.ReadFooter's checks and
+// errors (wrapping pqread.ErrCorrupt, ErrUnsupported or ErrLimit). The
+// leading "PAR1" is checked when the tail read at open covers it.
+func (o *s3Object) footer(maxFooter int64) (*pqread.Footer, error) {
+	const minFile = 12
+	ft := &pqread.Footer{Size: o.size}
+	if o.size < minFile {
+		return nil, fmt.Errorf("%w: file too small: %d bytes, a Parquet file has at least %d", pqread.ErrCorrupt, o.size, minFile)
+	}
+	if _, err := o.ReadAt(ft.Trailer[:], o.size-trailerBytes); err != nil {
+		return nil, fmt.Errorf("reading footer length: %w", err)
+	}
+	tail := ft.Trailer[4:]
+	switch {
+	case bytes.Equal(tail, []byte("PARE")):
+		return nil, fmt.Errorf("%w: encrypted footer (PARE magic)", pqread.ErrUnsupported)
+	case !bytes.Equal(tail, []byte("PAR1")):
+		return nil, fmt.Errorf("%w: missing PAR1 magic at end of file (ends in %q; truncated?)", pqread.ErrCorrupt, tail)
+	}
+	if o.tailOff == 0 && !bytes.Equal(o.tail[:4], []byte("PAR1")) {
+		return nil, fmt.Errorf("%w: missing PAR1 magic at start of file (starts with %q)", pqread.ErrCorrupt, o.tail[:4])
+	}
+	n := int64(binary.LittleEndian.Uint32(ft.Trailer[:4]))
+	if n == 0 || n > o.size-minFile {
+		return nil, fmt.Errorf("%w: footer length %d beyond file size %d", pqread.ErrCorrupt, n, o.size)
+	}
+	if maxFooter > 0 && n > maxFooter {
+		return nil, fmt.Errorf("%w: footer of %d bytes exceeds the limit of %d", pqread.ErrLimit, n, maxFooter)
+	}
+	ft.Offset = o.size - trailerBytes - n
+	ft.Meta = make([]byte, n)
+	if _, err := o.ReadAt(ft.Meta, ft.Offset); err != nil {
+		return nil, fmt.Errorf("reading footer: %w", err)
+	}
+	return ft, nil
+}

@@ -272,3 +272,86 @@ func TestByteBudgetOrderAndOversize(t *testing.T) {
 		t.Fatalf("held %d queue %d after all released", b.held, len(b.queue))
 	}
 }
+
+// TestRealServer runs the protocol points prep relies on against a real
+// S3 server (`make test-s3`: SeaweedFS on 127.0.0.1): suffix ranges,
+// ranged reads, If-Match, and the error codes behind each sentinel.
+func TestRealServer(t *testing.T) {
+	ext := s3test.NewExternal()
+	if ext == nil {
+		t.Skip("set " + s3test.EndpointEnv + " (make test-s3)")
+	}
+	ctx := context.Background()
+	if err := ext.CreateBucket("prep-real"); err != nil {
+		t.Fatal(err)
+	}
+	data := fakeParquet(3<<20, 5000, 20)
+	if _, err := ext.Put("prep-real", "r/a.parquet", data); err != nil {
+		t.Fatal(err)
+	}
+	small := fakeParquet(700, 100, 21)
+	if _, err := ext.Put("prep-real", "r/small.parquet", small); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(id, secret string) *S3Client {
+		c, err := NewS3Client(ctx, S3Options{Config: testConfig(id, secret), Endpoint: ext.Endpoint(), FooterGuess: 4096, PartBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := mk(ext.AccessKey(), ext.SecretKey())
+	st, _ := c.Store("s3://prep-real/r/")
+	obj, err := st.Open(ctx, "a.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	ft, err := obj.(*s3Object).footer(0)
+	if err != nil || !bytes.Equal(ft.Meta, data[len(data)-5008:len(data)-8]) {
+		t.Fatalf("footer: %v", err)
+	}
+	p := make([]byte, 2<<20+7)
+	if _, err := obj.ReadAt(p, 11); err != nil || !bytes.Equal(p, data[11:11+len(p)]) {
+		t.Fatalf("ranged read: %v", err)
+	}
+	if s := c.Stats(); s.Requests != 2+3 {
+		t.Errorf("requests %d, want 5 (2 for the footer, 3 parts)", s.Requests)
+	}
+	so, err := st.Open(ctx, "small.parquet")
+	if err != nil {
+		t.Fatalf("suffix longer than the object: %v", err)
+	}
+	q := make([]byte, 700)
+	if _, err := so.ReadAt(q, 0); err != nil || !bytes.Equal(q, small) {
+		t.Fatalf("small object: %v", err)
+	}
+	so.Close()
+	if _, err := ext.Put("prep-real", "r/a.parquet", fakeParquet(3<<20, 5000, 22)); err != nil {
+		t.Fatal(err)
+	}
+	var ce *ChangedError
+	if _, err := obj.ReadAt(p[:100], 0); !errors.As(err, &ce) {
+		t.Errorf("replaced object: %v, want *ChangedError", err)
+	}
+	if _, err := st.Open(ctx, "none.parquet"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no key: %v", err)
+	}
+	nb, _ := c.Store("s3://prep-no-such-bucket/")
+	if _, err := nb.Open(ctx, "a.parquet"); !errors.Is(err, ErrNoBucket) {
+		t.Errorf("no bucket: %v", err)
+	}
+	if _, err := c.List(ctx, "s3://prep-no-such-bucket/"); !errors.Is(err, ErrNoBucket) {
+		t.Errorf("no bucket, listing: %v", err)
+	}
+	bad := mk(ext.AccessKey(), "not-the-secret")
+	bst, _ := bad.Store("s3://prep-real/r/")
+	if _, err := bst.Open(ctx, "a.parquet"); !errors.Is(err, ErrBadCredentials) || strings.Contains(err.Error(), "not-the-secret") {
+		t.Errorf("wrong secret: %v", err)
+	}
+	unknown := mk("AKIANOSUCHKEY0000000", ext.SecretKey())
+	ust, _ := unknown.Store("s3://prep-real/r/")
+	if _, err := ust.Open(ctx, "a.parquet"); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("unknown key id: %v", err)
+	}
+}

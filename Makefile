@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build demo test bench fuzz lint clean
+.PHONY: all build demo test test-s3 bench fuzz lint clean
 
 all: build
 
@@ -21,6 +21,11 @@ test: lint
 	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || \
 		echo "note: /usr/bin/python3 cannot import numpy: TestPython (the Python binding) is skipped; apt-get install python3-numpy"
 	$(GO) test -race -count=1 ./...
+
+# Opt-in: the object-store tests against a real S3 server (SeaweedFS, built
+# once into .cache/weed) on 127.0.0.1. Not part of CI.
+test-s3:
+	./scripts/test-s3.sh
 
 bench:
 	./scripts/bench.sh

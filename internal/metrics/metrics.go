@@ -127,8 +127,11 @@ const (
 
 type family struct {
 	name, typ, help string
-	optional        bool // HELP and TYPE only when some series has a sample
 }
+
+// optional families get HELP and TYPE lines only when a series has a
+// sample (object-store counters: absent for runs over local files).
+var optional = map[string]bool{SourceRequests: true, SourceRetries: true, SourceBytesFetched: true, SourceBytesNeeded: true}
 
 var families = []family{
 	{RunsTotal, "counter", "Runs of prep finished, successful or not."},
@@ -143,10 +146,10 @@ var families = []family{
 	{LastSuccessTimestamp, "gauge", "Unix time in seconds when the last successful run ended; 0 if none."},
 	{PeakRSSBytes, "gauge", "Peak resident set size of the last run in bytes."},
 	{SpillBytes, "gauge", "Bytes of staging the last run spilled to disk for exceeding its memory limit; 0 if none."},
-	{SourceRequests, "counter", "Requests sent to the object store holding the source, retries included.", true},
-	{SourceRetries, "counter", "Object-store requests retried after a throttling, server, connection or truncation fault.", true},
-	{SourceBytesFetched, "counter", "Bytes received from the object store holding the source.", true},
-	{SourceBytesNeeded, "counter", "Bytes of the source (column chunks and footers) the readers asked the object store for.", true},
+	{SourceRequests, "counter", "Requests sent to the object store holding the source, retries included."},
+	{SourceRetries, "counter", "Object-store requests retried after a throttling, server, connection or truncation fault."},
+	{SourceBytesFetched, "counter", "Bytes received from the object store holding the source."},
+	{SourceBytesNeeded, "counter", "Bytes of the source (column chunks and footers) the readers asked the object store for."},
 }
 
 // Sample is one series value: a metric name, its command and output labels,
@@ -252,7 +255,7 @@ func format(w io.Writer, series map[key]map[string]float64) {
 		return strings.Compare(a.output, b.output)
 	})
 	for _, f := range families {
-		if f.optional && !slices.ContainsFunc(keys, func(k key) bool { _, ok := series[k][f.name]; return ok }) {
+		if optional[f.name] && !slices.ContainsFunc(keys, func(k key) bool { _, ok := series[k][f.name]; return ok }) {
 			continue
 		}
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)

@@ -292,7 +292,16 @@ type S3Store struct {
 	c      *S3Client
 	bucket string
 	prefix string // "" or ends in '/'
+
+	pins map[string]string // name -> ETag recorded at plan time (Pin)
 }
+
+// Pin makes Open of each named object send its ETag (as recorded at plan
+// time) as If-Match from the first request on, so an object replaced since
+// the plan was made fails with a *ChangedError even when its size and
+// footer are unchanged. Names without an entry are pinned to the version
+// their first read sees. Call it before the store is used.
+func (s *S3Store) Pin(etags map[string]string) { s.pins = etags }
 
 // Store returns the store rooted at root, an s3://bucket/ or
 // s3://bucket/prefix/ URL (a missing final '/' is added). Errors wrap
@@ -319,11 +328,11 @@ func (s *S3Store) String() string { return "s3://" + s.bucket + "/" + s.prefix }
 func (s *S3Store) Client() *S3Client { return s.c }
 
 // Open opens the object name (relative to the store's root) at its current
-// version: one suffix-range GET reads its tail (the footer, when it fits
+// version (or the one Pin recorded for it): one suffix-range GET reads its tail (the footer, when it fits
 // DefaultFooterGuess) and learns its size and ETag; every later read of the
 // object is pinned to that ETag. A missing object wraps fs.ErrNotExist.
 func (s *S3Store) Open(ctx context.Context, name string) (Object, error) {
-	return s.OpenVersion(ctx, name, "")
+	return s.OpenVersion(ctx, name, s.pins[name])
 }
 
 // OpenVersion is Open pinned to a version recorded earlier: etag (as

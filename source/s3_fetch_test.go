@@ -355,3 +355,27 @@ func TestRealServer(t *testing.T) {
 		t.Errorf("unknown key id: %v", err)
 	}
 }
+
+// TestPinnedStoreRefusesReplacedObject: a store pinned to the plan's ETags
+// refuses an object replaced with the same size (and so the same footer
+// for all the size check knows).
+func TestPinnedStoreRefusesReplacedObject(t *testing.T) {
+	e := newS3Env(t, S3Options{})
+	data := fakeParquet(4096, 100, 8)
+	old := e.put(t, "p.parquet", data)
+	data[10] ^= 1
+	e.put(t, "p.parquet", data)
+	st := e.store(t)
+	st.Pin(map[string]string{"p.parquet": old})
+	_, err := st.Open(context.Background(), "p.parquet")
+	var ce *ChangedError
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %v, want *ChangedError", err)
+	}
+	st.Pin(nil)
+	obj, err := st.Open(context.Background(), "p.parquet")
+	if err != nil {
+		t.Fatalf("unpinned: %v", err)
+	}
+	obj.Close()
+}

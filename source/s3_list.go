@@ -207,14 +207,6 @@ func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) erro
 	}
 }
 
-// S3Source is what DiscoverS3 found: the plan source (Root the deepest
-// s3:// directory holding every object) and each planned file's ETag by
-// relative path, to pin convert's reads to.
-type S3Source struct {
-	Source plan.Source
-	ETags  map[string]string
-}
-
 // DiscoverS3 lists sources (each an s3:// URL as List takes; all in one
 // bucket) and reads every object's footer with one suffix-range GET (two
 // when a footer exceeds DefaultFooterGuess), Concurrency at a time while
@@ -222,25 +214,27 @@ type S3Source struct {
 // checks what the tail holds (the "PAR1" magic, the footer length inside
 // the object; the leading magic too when the whole object fits the first
 // request) and returns size, footer SHA-256 and row-group row counts per
-// file, exactly as a local discovery of a copy of the same files would.
+// file, exactly as a local discovery of a copy of the same files would,
+// and each file's ETag (plan.SourceFile.ETag). Source.Root is the deepest
+// s3:// "directory" holding every object.
 // Every object is checked; bad ones are reported together (errors.Join,
 // sorted by key).
-func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (*S3Source, error) {
+func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (plan.Source, error) {
 	var all []S3Entry
 	bucket := ""
 	seen := map[string]bool{}
 	for _, s := range sources {
 		u, err := ParseS3URL(s)
 		if err != nil {
-			return nil, err
+			return plan.Source{}, err
 		}
 		if bucket != "" && u.Bucket != bucket {
-			return nil, fmt.Errorf("%w: sources in two buckets (%s and %s): one plan reads one bucket", ErrBadURL, bucket, u.Bucket)
+			return plan.Source{}, fmt.Errorf("%w: sources in two buckets (%s and %s): one plan reads one bucket", ErrBadURL, bucket, u.Bucket)
 		}
 		bucket = u.Bucket
 		es, err := c.List(ctx, s)
 		if err != nil {
-			return nil, err
+			return plan.Source{}, err
 		}
 		for _, e := range es {
 			if !seen[e.Key] {
@@ -274,14 +268,14 @@ func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (*S3Source,
 	close(next)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return plan.Source{}, err
 	}
-	src := &S3Source{Source: plan.Source{Root: st.String(), Files: files}, ETags: map[string]string{}}
-	for i, f := range files {
-		src.ETags[f.Path] = etags[i]
+	for i := range files {
+		files[i].ETag = etags[i]
 	}
-	if err := src.Source.Normalize(); err != nil {
-		return nil, err
+	src := plan.Source{Root: st.String(), Files: files}
+	if err := src.Normalize(); err != nil {
+		return plan.Source{}, err
 	}
 	return src, nil
 }

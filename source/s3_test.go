@@ -20,6 +20,7 @@ type s3env struct {
 	srv   *s3test.Server
 	proxy *s3test.Proxy
 	c     *S3Client
+	files map[string][]byte // what a test uploaded, by name
 }
 
 // newS3Env starts a server with bucket "data" and a client over the

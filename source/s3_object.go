@@ -257,27 +257,31 @@ func (o *s3Object) Prefetch(ranges []Range) {
 			}
 			return
 		}
-		// One reservation for the call; each span returns its share.
+		// One reservation for the call; each span returns its share
+		// when it is dropped (read through, failed, or closed).
 		shares := &sharedRes{res: res, left: int64(len(spans))}
+		o.mu.Lock()
+		for _, sp := range spans {
+			sp.share = shares
+		}
+		o.mu.Unlock()
 		var wg sync.WaitGroup
 		for _, sp := range spans {
-			sp.buf = make([]byte, sp.n)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sp.err = o.fetch(sp.buf, sp.off)
+				buf := make([]byte, sp.n)
+				err := o.fetch(buf, sp.off)
+				o.mu.Lock()
+				sp.buf, sp.err = buf, err
+				if err != nil || o.closed {
+					o.dropLocked(sp)
+				}
+				o.mu.Unlock()
 				close(sp.done)
 			}()
 		}
 		wg.Wait()
-		o.mu.Lock()
-		for _, sp := range spans {
-			sp.share = shares
-			if sp.left == 0 || o.closed || sp.err != nil {
-				o.dropLocked(sp)
-			}
-		}
-		o.mu.Unlock()
 	}()
 }
 
@@ -324,13 +328,14 @@ func (o *s3Object) fromSpan(dst []byte, off int64) (bool, error) {
 			sp.left--
 		}
 	}
-	if sp.left == 0 && sp.share != nil {
+	if sp.left == 0 {
 		o.dropLocked(sp)
 	}
 	return true, nil
 }
 
-// dropLocked releases a fetched span's memory (o.mu held).
+// dropLocked releases a span's memory and its share of the reservation,
+// if it was granted (o.mu held).
 func (o *s3Object) dropLocked(sp *span) {
 	if sp.gone {
 		return
@@ -364,9 +369,7 @@ func (o *s3Object) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, sp := range append([]*span(nil), o.spans...) {
-		if sp.share != nil {
-			o.dropLocked(sp)
-		}
+		o.dropLocked(sp)
 	}
 	return nil
 }

@@ -134,7 +134,11 @@ func (f *File) readColumn(rowGroup int, col ColumnInfo, dictForm bool, rr *RowRa
 	if n > f.lim.MaxChunkBytes {
 		return fail(limitf("column chunk of %d bytes exceeds the limit of %d", n, f.lim.MaxChunkBytes))
 	}
-	fd, mapped, err := f.handle()
+	var fd io.ReaderAt = f.in
+	var mapped []byte
+	if f.in == nil {
+		fd, mapped, err = f.handle()
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -259,6 +259,8 @@ type File struct {
 	rows   []int64
 	total  int64
 
+	in Input // OpenInput's source of bytes; nil: the file at path
+
 	mu   sync.Mutex
 	fd   *os.File
 	data []byte // read-only mapping of [0, size) while fd is open; nil: use ReadAt

@@ -4,8 +4,8 @@ import (
 	"context"
 	"runtime"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -33,15 +33,16 @@ func (s *Samples) Sample(t, i int) []byte {
 // row groups that hold them. It checks the source against the plan first.
 // Memory: the samples' bytes plus the decoded column chunks of up to
 // GOMAXPROCS row groups. Errors are those of Run's checks and stage 1.
-func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*Samples, error) {
+func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (_ *Samples, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, plans, err := openForSpec(ctx, p, spec, pqread.Limits{})
+	files, plans, err := openForSpec(ctx, p, nil, spec, pqread.Limits{})
 	if err != nil {
 		return nil, err
 	}
 	defer closeSources(files)
+	defer relativeNames(&err, files)
 	tensors := outputs(plans)
 	set := newIDSet(p.NumSamples())
 	for _, id := range ids {

@@ -3,15 +3,11 @@ package convert
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/bits"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
+	"github.com/prepml/prep/source"
 )
 
 // idSet is the set of sample ids a run needs, with the compact rank of each
@@ -91,72 +87,90 @@ func (s *idSet) runs(start uint64, rows int64) []run {
 // sourceFile is one plan source file, opened and checked.
 type sourceFile struct {
 	rel   string
-	abs   string
 	start uint64 // first sample id
 	meta  plan.SourceFile
+	src   *source.File
 	pq    *pqread.File
 }
 
-// openSources checks every source file of p against the plan (size and
-// footer hash), opens its footer with pqread and checks the row groups.
-// Files whose ids are not needed are still checked. On error every opened
-// file is closed.
-func openSources(ctx context.Context, p *plan.Plan, lim pqread.Limits) ([]*sourceFile, error) {
+// openSources opens every source file of p from st (nil: the local
+// directory p.Source.Root) and checks it against the plan with
+// source.Open: size, footer hash and row groups, after pqread validated the
+// footer. A file that differs is a *source.ChangedError; one that cannot be
+// read (permission denied) is the *source.Error saying so. Files whose ids
+// are not needed are still checked. On error every opened file is closed.
+func openSources(ctx context.Context, p *plan.Plan, st source.Store, lim pqread.Limits) ([]*sourceFile, error) {
+	if st == nil {
+		local, err := source.NewLocal(p.Source.Root)
+		if err != nil {
+			return nil, err
+		}
+		st = local
+	}
 	var out []*sourceFile
-	closeAll := func() { closeSources(out) }
 	var start uint64
 	for _, m := range p.Source.Files {
 		if err := ctx.Err(); err != nil {
-			closeAll()
+			closeSources(out)
 			return nil, err
 		}
-		abs := filepath.Join(p.Source.Root, filepath.FromSlash(m.Path))
-		f := &sourceFile{rel: m.Path, abs: abs, start: start, meta: m}
-		start += uint64(m.Rows())
-		changed := func(err error) ([]*sourceFile, error) {
-			closeAll()
-			return nil, &Error{File: m.Path, RowGroup: -1, Row: -1, Element: -1, Err: err}
-		}
-		pf, err := pqread.Open(abs, lim)
+		sf, err := source.Open(ctx, st, m, lim)
 		if err != nil {
-			// A file changed since planning is reported as changed,
-			// whatever else is wrong with it now.
-			if cerr := checkFooter(abs, m); cerr != nil {
-				return changed(cerr)
-			}
-			closeAll()
+			closeSources(out)
 			return nil, err
 		}
-		f.pq = pf
-		out = append(out, f)
-		// The footer checked is the one decoded: read once, hashed there.
-		if err := compareFooter(pf.FooterSHA256(), pf.Size(), nil, m); err != nil {
-			return changed(err)
-		}
-		if rg := pf.RowGroups(); !slices.Equal(rg, m.RowGroups) {
-			closeAll()
-			return nil, &Error{File: m.Path, RowGroup: -1, Row: -1, Element: -1,
-				Err: fmt.Errorf("%w: row groups %v, plan has %v", ErrSourceChanged, rg, m.RowGroups)}
-		}
+		out = append(out, &sourceFile{rel: m.Path, start: start, meta: m, src: sf, pq: sf.Parquet})
+		start += uint64(m.Rows())
 	}
 	return out, nil
 }
 
-// closeSources closes the pqread files of files.
+// closeSources closes the files.
 func closeSources(files []*sourceFile) {
 	for _, f := range files {
-		f.pq.Close()
+		f.src.Close()
 	}
 }
 
-// openForSpec opens and checks p's sources (openSources) and compiles spec
+// relativeNames makes every *pqread.Error in *err name its file as the
+// plan does, relative to the source root (the one rule for file names in
+// errors), instead of the local path pqread opened.
+func relativeNames(err *error, files []*sourceFile) {
+	if *err == nil {
+		return
+	}
+	byPath := make(map[string]string, len(files))
+	for _, f := range files {
+		byPath[f.pq.Path()] = f.rel
+	}
+	var visit func(e error)
+	visit = func(e error) {
+		for e != nil {
+			if pe, ok := e.(*pqread.Error); ok {
+				if rel, ok := byPath[pe.File]; ok {
+					pe.File = rel
+				}
+			}
+			if j, ok := e.(interface{ Unwrap() []error }); ok {
+				for _, x := range j.Unwrap() {
+					visit(x)
+				}
+				return
+			}
+			e = errors.Unwrap(e)
+		}
+	}
+	visit(*err)
+}
+
+// openForSpec opens and checks p's sources from st (openSources) and compiles spec
 // against their schemas. The spec's max_value_bytes become the files'
 // pqread.Limits.MaxValueBytes (valueLimit), so an oversized BYTE_ARRAY value
 // fails inside pqread, naming file, column, row group, row and length,
 // before the decoder allocates it; lim.MaxValueBytes, when set, stays a cap
 // for every column. The caller closes the files.
-func openForSpec(ctx context.Context, p *plan.Plan, spec *Spec, lim pqread.Limits) ([]*sourceFile, []*tensorPlan, error) {
-	files, err := openSources(ctx, p, lim)
+func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec, lim pqread.Limits) ([]*sourceFile, []*tensorPlan, error) {
+	files, err := openSources(ctx, p, st, lim)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -200,58 +214,6 @@ func valueLimit(global int64, plans []*tensorPlan) int64 {
 		return global
 	}
 	return most
-}
-
-// checkFooter compares the file's size and footer SHA-256 (of the thrift
-// FileMetaData, its 4-byte length and "PAR1") with the plan's record.
-func checkFooter(path string, m plan.SourceFile) error {
-	got, size, err := FooterSHA256(path)
-	return compareFooter(got, size, err, m)
-}
-
-// compareFooter compares a file's size and footer SHA-256 (got; err when
-// the footer could not be read, size -1 when the file could not be opened)
-// with the plan's record m.
-func compareFooter(got string, size int64, err error, m plan.SourceFile) error {
-	if size < 0 {
-		return fmt.Errorf("%w: %v", ErrSourceChanged, err)
-	}
-	if size != m.Size {
-		return fmt.Errorf("%w: size %d bytes, plan has %d", ErrSourceChanged, size, m.Size)
-	}
-	if m.FooterSHA256 == "" {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrSourceChanged, err)
-	}
-	if !strings.EqualFold(got, strings.TrimPrefix(m.FooterSHA256, "sha256:")) {
-		return fmt.Errorf("%w: footer sha256 %s, plan has %s", ErrSourceChanged, got, m.FooterSHA256)
-	}
-	return nil
-}
-
-// FooterSHA256 returns the hex SHA-256 of a Parquet file's footer: the thrift
-// FileMetaData, its 4-byte little-endian length and the "PAR1" magic, i.e.
-// the last len+8 bytes (the definition plan.SourceFile.FooterSHA256 uses),
-// and the file's size in bytes (-1 when the file cannot be opened or
-// stat'ed). It returns an error when the file fails pqread.ReadFooter's
-// checks of the magic and footer length.
-func FooterSHA256(path string) (sum string, size int64, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", -1, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", -1, err
-	}
-	ft, err := pqread.ReadFooter(f, maxFooterBytes)
-	if err != nil {
-		return "", st.Size(), fmt.Errorf("%s: %w", path, err)
-	}
-	return ft.SHA256(), ft.Size, nil
 }
 
 // schemas returns the fileSchema of each opened file.

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"os/signal"
@@ -21,6 +19,7 @@ import (
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/source"
 )
 
 func init() { subcommands = append(subcommands, newConvertCmd) }
@@ -163,6 +162,10 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 			return usagef("--epochs: epoch %d is not in the plan, which has epochs 0-%d", e, p.Config.Epochs-1)
 		}
 	}
+	store, err := source.NewLocal(p.Source.Root)
+	if err != nil {
+		return usagef("--source-root: %v", err)
+	}
 	ranks, err := resolveRanks(o.ranks, p.Config.WorldSize, os.Getenv, &o.ops)
 	if err != nil {
 		return err
@@ -178,7 +181,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	lastEpoch, lastRank := 0, 0
 	opts := convert.Options{
 		Plan: p, PlanBytes: planBytes, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
-		Jobs: o.jobs, MemoryLimit: mem, Force: o.force,
+		Jobs: o.jobs, MemoryLimit: mem, Force: o.force, Source: store,
 		ToolVersion: buildVersion().Version, Logger: g.log,
 		OnStage: func(stage string, rows, bytes int64) {
 			bar.Finish()
@@ -209,12 +212,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	}
 	sum, err = convert.Run(ctx, opts)
 	bar.Finish()
-	var ce *convert.Error
-	if errors.Is(err, convert.ErrSourceChanged) && errors.As(err, &ce) && ce.File != "" {
-		if _, serr := os.Stat(filepath.Join(p.Source.Root, filepath.FromSlash(ce.File))); errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Errorf("%w (source root %s; if the data moved, give its directory with --source-root)", err, p.Source.Root)
-		}
-	}
+	// A missing file's *source.ChangedError suggests --source-root itself.
 	if err != nil {
 		return err
 	}

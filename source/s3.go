@@ -342,7 +342,7 @@ func (s *S3Store) OpenVersion(ctx context.Context, name, etag string) (Object, e
 	if name == "" || strings.HasPrefix(name, "/") || path.Clean(name) != name || strings.HasPrefix(name, "../") || name == ".." {
 		return nil, fmt.Errorf("%w: object name %q must be a clean relative key", ErrBadURL, name)
 	}
-	o := &s3Object{s: s, name: name, key: s.prefix + name, etag: etag}
+	o := &s3Object{s: s, name: name, key: s.prefix + name, etag: etag, pinnedAtPlan: etag != ""}
 	if err := o.openTail(ctx); err != nil {
 		return nil, err
 	}

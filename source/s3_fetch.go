@@ -55,7 +55,7 @@ func (c *S3Client) get(ctx context.Context, bucket, key, rng, ifMatch string, of
 				return res, &RangeError{URL: u, Off: off, Len: ln, Attempts: attempt, Err: fmt.Errorf("no such key: %w", fs.ErrNotExist)}
 			}
 			if errors.Is(kind, errPrecondition) {
-				return res, changedErr(u, fmt.Sprintf("replaced since it was first read (ETag %s no longer matches)", ifMatch))
+				return res, errPrecondition // the object turns it into a *ChangedError
 			}
 			err = fmt.Errorf("%w (%s)", kind, describe(err))
 		} else {

@@ -199,8 +199,8 @@ func TestReplacedMidRun(t *testing.T) {
 	e.put(t, "r.parquet", fakeParquet(64<<10, 100, 5)) // same size, new bytes
 	_, err = obj.ReadAt(p, 1000)
 	var ce *ChangedError
-	if !errors.As(err, &ce) || ce.Name != "s3://data/r.parquet" {
-		t.Fatalf("error %v, want *ChangedError naming s3://data/r.parquet", err)
+	if !errors.As(err, &ce) || ce.File != "r.parquet" {
+		t.Fatalf("error %v, want *ChangedError naming r.parquet", err)
 	}
 }
 

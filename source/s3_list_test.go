@@ -20,8 +20,8 @@ type listRow struct {
 	X  float32 `parquet:"x"`
 }
 
-// smallParquet returns a real Parquet file of rows rows (row groups of 10).
-func smallParquet(t testing.TB, rows int, seed int64) []byte {
+// rowsParquet returns a real Parquet file of rows rows (row groups of 10).
+func rowsParquet(t testing.TB, rows int, seed int64) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := parquet.NewGenericWriter[listRow](&buf, parquet.MaxRowsPerRowGroup(10))
@@ -100,7 +100,7 @@ func TestDiscoverS3MatchesLocal(t *testing.T) {
 	const n = 40
 	e.files = map[string][]byte{}
 	for i := range n {
-		data := smallParquet(t, 5+i%23, int64(i))
+		data := rowsParquet(t, 5+i%23, int64(i))
 		key := fmt.Sprintf("ds/part=%d/f-%02d.parquet", i%3, i)
 		e.files[key[len("ds/"):]] = data
 		e.put(t, key, data)
@@ -143,7 +143,7 @@ func TestDiscoverS3MatchesLocal(t *testing.T) {
 
 func TestDiscoverS3ReportsBadFiles(t *testing.T) {
 	e := newS3Env(t, S3Options{})
-	e.put(t, "m/good.parquet", smallParquet(t, 3, 1))
+	e.put(t, "m/good.parquet", rowsParquet(t, 3, 1))
 	e.put(t, "m/short.parquet", []byte("PAR1"))
 	e.put(t, "m/nomagic.parquet", bytes.Repeat([]byte{7}, 100))
 	_, err := e.c.DiscoverS3(context.Background(), []string{"s3://data/m/"})

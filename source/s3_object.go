@@ -37,6 +37,8 @@ type s3Object struct {
 	etag string // pinned version: sent as If-Match with every read
 	size int64
 
+	pinnedAtPlan bool // etag came from the plan (OpenVersion), not the first read
+
 	tailOff int64
 	tail    []byte // the object's last bytes, read at open
 
@@ -121,7 +123,15 @@ func (o *s3Object) openTail(ctx context.Context) error {
 // trailerBytes is the footer length and "PAR1" at the end of a Parquet file.
 const trailerBytes = 8
 
+// openErr turns a failed If-Match into a *ChangedError naming the object
+// and fills in the URL of a *RangeError.
 func (o *s3Object) openErr(err error) error {
+	if errors.Is(err, errPrecondition) {
+		if o.pinnedAtPlan {
+			return &ChangedError{File: o.name, What: "etag", Expected: o.etag, Actual: "of another version (If-Match failed)"}
+		}
+		return &ChangedError{File: o.name, What: "identity", Expected: "ETag " + o.etag, Actual: "replaced by another version"}
+	}
 	var re *RangeError
 	if errors.As(err, &re) {
 		re.URL = o.url()
@@ -207,7 +217,7 @@ func (o *s3Object) fetchOne(dst []byte, off int64) error {
 		return o.openErr(err)
 	}
 	if res.start != off || res.total != o.size {
-		return changedErr(o.url(), fmt.Sprintf("object is %d bytes now, %d when opened", res.total, o.size))
+		return &ChangedError{File: o.name, What: "size", Expected: strconv.FormatInt(o.size, 10), Actual: strconv.FormatInt(res.total, 10)}
 	}
 	return nil
 }
@@ -414,9 +424,4 @@ func Coalesce(ranges []Range, gap, maxLen int64) []Group {
 		out = append(out, Group{Off: r.Off, Len: r.Len, Ranges: []Range{r}})
 	}
 	return out
-}
-
-// changedErr reports an object replaced since it was planned or opened.
-func changedErr(url, why string) error {
-	return &ChangedError{Name: url, Reason: why}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prepml/prep/pqread"
+	"github.com/prepml/prep/source"
 )
 
 // decodeTask is one column chunk to decode: value j of tensor t, from the
@@ -396,6 +397,7 @@ admission:
 		if !admit(g.cost) {
 			break
 		}
+		d.prefetch(g)
 		for _, task := range g.tasks {
 			ch <- work{task: task, slice: -1}
 		}
@@ -739,4 +741,25 @@ func (b *blockIter) next() (blk []run, base int64, slots int, ok bool) {
 		}
 	}
 	return b.buf, base, slots, true
+}
+
+// prefetch asks the source object of g's file, when it fetches ahead (an
+// object store: source.Prefetcher), for the column chunks g will read, as
+// soon as g is admitted: the fetches overlap the decoding of the row
+// groups before it, coalesced per row group. Sliced row groups (larger
+// than the memory limit) are read chunk by chunk as they decode instead.
+func (d *decoder) prefetch(g *rowGroupJob) {
+	f := d.files[g.fi]
+	pf, ok := f.src.Object.(source.Prefetcher)
+	if !ok || g.slices != nil {
+		return
+	}
+	rs := make([]source.Range, 0, len(g.tasks))
+	for _, task := range g.tasks {
+		ci := d.plans[task.t].cols[g.fi][task.j]
+		if off, n := f.pq.ChunkRange(g.rg, ci); n > 0 {
+			rs = append(rs, source.Range{Off: off, Len: n})
+		}
+	}
+	pf.Prefetch(rs)
 }

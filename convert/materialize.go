@@ -7,6 +7,7 @@ import (
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 )
 
 // Samples holds the expected bytes of some samples, as a shard would hold
@@ -34,10 +35,16 @@ func (s *Samples) Sample(t, i int) []byte {
 // Memory: the samples' bytes plus the decoded column chunks of up to
 // GOMAXPROCS row groups. Errors are those of Run's checks and stage 1.
 func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (_ *Samples, err error) {
+	return MaterializeFrom(ctx, nil, p, spec, ids)
+}
+
+// MaterializeFrom is Materialize reading the plan's files from st (nil:
+// the local directory p.Source.Root), as Options.Source does for Run.
+func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64) (_ *Samples, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, plans, err := openForSpec(ctx, p, nil, spec, pqread.Limits{})
+	files, plans, err := openForSpec(ctx, p, st, spec, pqread.Limits{})
 	if err != nil {
 		return nil, err
 	}

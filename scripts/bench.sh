@@ -53,7 +53,7 @@ fi
 # BENCHMARKS.md).
 if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,s3,* ]]; then
 	if [ -x "$BIN/s3bench" ] && [ -x "$BIN/prep" ]; then
-		"$BIN/s3bench" -prep "$BIN/prep" -data "$CACHE/data" -o BENCHMARKS.md -runs "${BENCH_S3_RUNS:-3}"
+		"$BIN/s3bench" -prep "$BIN/prep" -data "$CACHE/data" -o BENCHMARKS.md -runs "${BENCH_S3_RUNS:-5}"
 	else
 		echo "bench: s3bench or prep did not build; the object-store section is not measured" >&2
 	fi

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -51,7 +52,7 @@ func main() {
 	prep := flag.String("prep", ".cache/bench/bin/prep", "prep binary")
 	data := flag.String("data", ".cache/bench/data", "gendata output folder")
 	out := flag.String("o", "BENCHMARKS.md", "report to update")
-	runs := flag.Int("runs", 3, "runs per measurement (median)")
+	runs := flag.Int("runs", 5, "runs per measurement (median)")
 	flag.Parse()
 	b := &bench{prep: *prep, data: *data, runs: *runs}
 	var err error
@@ -72,7 +73,7 @@ func main() {
 	b.convert()
 	b.planMany()
 	b.scaleOut()
-	fmt.Fprintf(&b.out, "\nWhole section measured in %.0f s.\n", time.Since(start).Seconds())
+	fmt.Fprintf(&b.out, "\nWhole section measured in %.0f s; load average at the end: %s.\n", time.Since(start).Seconds(), loadAvg())
 	if err := writeSection(*out, b.out.String()); err != nil {
 		die(err)
 	}
@@ -173,7 +174,7 @@ func planArgs(src, out, shuffle string) []string {
 func (b *bench) convert() {
 	local := filepath.Join(b.data, "req-plain-snappy.parquet")
 	fmt.Fprintf(&b.out, "## Object-store sources (`bench/cmd/s3bench`)\n\n")
-	fmt.Fprintf(&b.out, "Input: `req-plain-snappy.parquet` (%s) as a local file and as `s3://bench/one/req.parquet` on an in-process S3 server (gofakes3, `internal/s3test`) on 127.0.0.1; spec reads `id` and `f0`, 2 of the 11 columns; plan: world size 8, global batch 8192, global shuffle, 1 epoch; `prep convert --jobs 2`, median of %d runs each.\n\n", sizeOf(local), b.runs)
+	fmt.Fprintf(&b.out, "Input: `req-plain-snappy.parquet` (%s) as a local file and as `s3://bench/one/req.parquet` on an in-process S3 server (gofakes3, `internal/s3test`) on 127.0.0.1; spec reads `id` and `f0`, 2 of the 11 columns; plan: world size 8, global batch 8192, global shuffle, 1 epoch; `prep convert --jobs 2`, median of %d runs each, the variants interleaved round by round after one untimed warm-up round.\n\n", sizeOf(local), b.runs)
 	if err := b.upload("one/req.parquet", local); err != nil {
 		b.fail("upload", err)
 		return
@@ -197,10 +198,13 @@ func (b *bench) convert() {
 	times := map[string]time.Duration{}
 	stats := map[string]*sourceStats{}
 	gets := map[string]int64{}
-	for _, v := range vs {
-		b.px.SetLatency(v.latency)
-		var ds []time.Duration
-		for i := 0; i < b.runs; i++ {
+	all := map[string][]time.Duration{}
+	// Runs are interleaved (one of each variant per round, after one
+	// untimed warm-up round), so load from elsewhere on the machine falls
+	// on every variant alike.
+	for round := -1; round < b.runs; round++ {
+		for _, v := range vs {
+			b.px.SetLatency(v.latency)
 			out := filepath.Join(b.work, "out")
 			os.RemoveAll(out)
 			before := b.srv.Counts().GetBytes
@@ -209,13 +213,18 @@ func (b *bench) convert() {
 				b.fail(v.name, err)
 				return
 			}
+			if round < 0 {
+				continue
+			}
 			var c convertOut
 			json.Unmarshal(so, &c)
 			stats[v.name] = c.Source
 			gets[v.name] = b.srv.Counts().GetBytes - before
-			ds = append(ds, d)
+			all[v.name] = append(all[v.name], d)
 		}
-		times[v.name] = median(ds)
+	}
+	for _, v := range vs {
+		times[v.name] = median(all[v.name])
 	}
 	b.px.SetLatency(0)
 	need, err := neededBytes(local, "id", "f0")
@@ -358,6 +367,20 @@ func (b *bench) scaleOut() {
 		}
 		fmt.Fprintf(&b.out, "| %.2f |\n", float64(sum)/float64(full))
 	}
+}
+
+// loadAvg returns the 1-minute load average (Linux), or "unknown": the
+// ratios above are same-run, but a loaded machine widens their spread.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0] + fmt.Sprintf(" on %d CPUs", runtime.NumCPU())
 }
 
 const beginMark, endMark = "<!-- s3bench:begin -->", "<!-- s3bench:end -->"

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -294,6 +295,80 @@ type S3Store struct {
 	prefix string // "" or ends in '/'
 
 	pins map[string]string // name -> ETag recorded at plan time (Pin)
+
+	mu     sync.Mutex
+	opened map[string]*preopened // Preopen's objects, until Open takes them
+}
+
+// preopened is an object Preopen opens ahead of its Open.
+type preopened struct {
+	done chan struct{}
+	obj  *s3Object
+	err  error
+}
+
+// Preopen opens the named objects in the background, Concurrency at a
+// time: each one's tail (footer) and leading magic are fetched, so that
+// the Open of each, by a caller that opens files one after the other,
+// costs no round trip. Open waits for a preopened object and hands it
+// over; one never opened is closed by Close. ctx bounds the background
+// work.
+func (s *S3Store) Preopen(ctx context.Context, names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opened == nil {
+		s.opened = map[string]*preopened{}
+	}
+	var todo []*preopened
+	var todoNames []string
+	for _, n := range names {
+		if _, ok := s.opened[n]; ok {
+			continue
+		}
+		p := &preopened{done: make(chan struct{})}
+		s.opened[n] = p
+		todo, todoNames = append(todo, p), append(todoNames, n)
+	}
+	next := make(chan int)
+	for w := 0; w < min(s.c.o.Concurrency, len(todo)); w++ {
+		go func() {
+			for i := range next {
+				p := todo[i]
+				obj, err := s.OpenVersion(ctx, todoNames[i], s.pins[todoNames[i]])
+				if err == nil {
+					o := obj.(*s3Object)
+					if err = o.readHead(); err != nil {
+						o.Close()
+					} else {
+						p.obj = o
+					}
+				}
+				p.err = err
+				close(p.done)
+			}
+		}()
+	}
+	go func() {
+		for i := range todo {
+			next <- i
+		}
+		close(next)
+	}()
+}
+
+// Close closes the objects Preopen opened that no Open took.
+func (s *S3Store) Close() error {
+	s.mu.Lock()
+	ps := s.opened
+	s.opened = nil
+	s.mu.Unlock()
+	for _, p := range ps {
+		<-p.done
+		if p.obj != nil {
+			p.obj.Close()
+		}
+	}
+	return nil
 }
 
 // Pin makes Open of each named object send its ETag (as recorded at plan
@@ -332,6 +407,27 @@ func (s *S3Store) Client() *S3Client { return s.c }
 // DefaultFooterGuess) and learns its size and ETag; every later read of the
 // object is pinned to that ETag. A missing object wraps fs.ErrNotExist.
 func (s *S3Store) Open(ctx context.Context, name string) (Object, error) {
+	s.mu.Lock()
+	p, ok := s.opened[name]
+	delete(s.opened, name)
+	s.mu.Unlock()
+	if ok {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			go func() { // the object is still someone's to close
+				<-p.done
+				if p.obj != nil {
+					p.obj.Close()
+				}
+			}()
+			return nil, ctx.Err()
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		return p.obj, nil
+	}
 	return s.OpenVersion(ctx, name, s.pins[name])
 }
 

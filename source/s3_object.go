@@ -40,7 +40,8 @@ type s3Object struct {
 	pinnedAtPlan bool // etag came from the plan (OpenVersion), not the first read
 
 	tailOff int64
-	tail    []byte // the object's last bytes, read at open
+	tail    []byte // the object's last bytes (its footer), read at open
+	head    []byte // its first bytes, when read ahead (Preopen)
 
 	ctx    context.Context // reads of the object; cancelled by Close
 	cancel context.CancelFunc
@@ -115,8 +116,28 @@ func (o *s3Object) openTail(ctx context.Context) error {
 			}
 			o.tail = append(more, buf...)
 			o.tailOff = o.size - need
+		} else if need < int64(len(buf)) {
+			// Keep the footer only: a convert holds every file open at
+			// once, and the bytes before the footer are data pages, read
+			// (once) when needed.
+			o.tail = append([]byte(nil), buf[int64(len(buf))-need:]...)
+			o.tailOff = o.size - need
 		}
 	}
+	return nil
+}
+
+// readHead fetches and keeps the object's first 4 bytes (the leading
+// magic every Parquet reader checks), unless the tail holds them.
+func (o *s3Object) readHead() error {
+	if o.tailOff == 0 || o.head != nil {
+		return nil
+	}
+	h := make([]byte, min(4, o.size))
+	if err := o.fetchOne(h, 0); err != nil {
+		return err
+	}
+	o.head = h
 	return nil
 }
 
@@ -161,6 +182,8 @@ func (o *s3Object) ReadAt(p []byte, off int64) (int, error) {
 	o.s.c.n.needed.Add(int64(len(want)))
 	if off >= o.tailOff && off+int64(len(want)) <= o.tailOff+int64(len(o.tail)) {
 		copy(want, o.tail[off-o.tailOff:])
+	} else if off+int64(len(want)) <= int64(len(o.head)) {
+		copy(want, o.head[off:])
 	} else if ok, err := o.fromSpan(want, off); err != nil {
 		return 0, err
 	} else if !ok {

@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"reflect"
 	"testing"
@@ -199,5 +200,47 @@ func TestCoalesce(t *testing.T) {
 	}
 	if got := Coalesce(rs, -1, 0); len(got) != 5 {
 		t.Fatalf("gap -1: %d groups, want 5 (only the overlap merged)", len(got))
+	}
+}
+
+// TestPreopenHandsOverOpenedObjects: Preopen fetches each footer and
+// leading magic ahead; the Opens that follow and pqread's reads of those
+// bytes cost no request, and Close closes what no Open took.
+func TestPreopenHandsOverOpenedObjects(t *testing.T) {
+	e := newS3Env(t, S3Options{FooterGuess: 4096})
+	var names []string
+	for i := range 5 {
+		name := fmt.Sprintf("f%d.parquet", i)
+		e.put(t, name, fakeParquet(100_000, 500, uint64(30+i)))
+		names = append(names, name)
+	}
+	st := e.store(t)
+	ctx := context.Background()
+	st.Preopen(ctx, names)
+	for _, n := range names[:4] {
+		obj, err := st.Open(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var head [4]byte
+		if _, err := obj.ReadAt(head[:], 0); err != nil || string(head[:]) != "PAR1" {
+			t.Fatalf("%s: head %q, %v", n, head, err)
+		}
+		if _, err := obj.(*s3Object).footer(0); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(obj.(*s3Object).tail); got != 508 {
+			t.Errorf("%s: tail of %d bytes kept, want the 508 of the footer", n, got)
+		}
+		obj.Close()
+	}
+	st.Close() // waits for the fifth, never opened
+	if c := e.srv.Counts(); c.Gets != 10 {
+		t.Fatalf("%d GETs, want 10 (tail and head of each of 5)", c.Gets)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.opened != nil {
+		t.Fatal("Close kept preopened objects")
 	}
 }

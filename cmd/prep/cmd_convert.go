@@ -175,6 +175,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if remote != nil {
 		mem -= readAhead
 		defer func() { srcStats = remote.stats() }()
+		defer remote.close()
 	}
 	ranks, err := resolveRanks(o.ranks, p.Config.WorldSize, os.Getenv, &o.ops)
 	if err != nil {

@@ -147,7 +147,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	// fingerprint check and every shard's deep source.
 	stores := &storeCache{ctx: ctx, io: &o.io, readAhead: source.DefaultReadAheadBytes}
 	deepStores = stores
-	defer func() { deepStores = nil }()
+	defer func() { deepStores = nil; stores.close() }()
 	sourceRoot := o.sourceRoot
 	bar := g.newProgress("verify", -1)
 	opts := verify.Options{

@@ -64,6 +64,13 @@ func openS3(ctx context.Context, root string, o *s3Flags, readAhead int64) (*s3S
 	return &s3Source{client: c, store: st}, nil
 }
 
+// close closes what the store opened ahead and no reader took.
+func (s *s3Source) close() {
+	if s != nil && s.store != nil {
+		s.store.Close()
+	}
+}
+
 // stats returns the traffic so far (nil for a local source).
 func (s *s3Source) stats() *source.S3Stats {
 	if s == nil {
@@ -185,6 +192,13 @@ func resolveStore(ctx context.Context, p *plan.Plan, root string, o *s3Flags, re
 		}
 		s.store.Pin(pins)
 	}
+	// Readers open the plan's files one after the other: fetch every
+	// footer ahead, Concurrency at a time, so each open costs no round trip.
+	names := make([]string, len(p.Source.Files))
+	for i, f := range p.Source.Files {
+		names[i] = f.Path
+	}
+	s.store.Preopen(ctx, names)
 	return s.store, s, s.store.String(), nil
 }
 
@@ -199,6 +213,15 @@ type storeCache struct {
 	mu     sync.Mutex
 	stores map[string]source.Store
 	remote []*s3Source
+}
+
+// close closes the object stores opened.
+func (c *storeCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.remote {
+		r.close()
+	}
 }
 
 // store returns the Store of p's files under root (as resolveStore).

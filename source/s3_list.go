@@ -42,21 +42,44 @@ type S3Entry struct {
 // returns an error wrapping fs.ErrNotExist; others wrap ErrNoBucket,
 // ErrAccessDenied, ErrBadCredentials or ErrRetriesExhausted.
 func (c *S3Client) List(ctx context.Context, source string) ([]S3Entry, error) {
-	u, err := ParseS3URL(source)
-	if err != nil {
+	var out []S3Entry
+	if err := c.listEach(ctx, source, func(e S3Entry) { out = append(out, e) }); err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// listEach calls fn for each object List returns, in key order, as the
+// pages arrive (for a plain key: once the listing tells a key from a
+// directory).
+func (c *S3Client) listEach(ctx context.Context, source string, fn func(S3Entry)) error {
+	u, err := ParseS3URL(source)
+	if err != nil {
+		return err
+	}
 	key := u.Key
+	n := 0
+	count := func(e S3Entry) { n++; fn(e) }
 	switch {
 	case key == "" || strings.HasSuffix(key, "/"):
-		return c.listDir(ctx, u.Bucket, key, source)
+		err := c.list(ctx, u.Bucket, key, func(e S3Entry) {
+			if inDir(e.Key[len(key):]) {
+				count(e)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: no .parquet object below it: %w", source, fs.ErrNotExist)
+		}
+		return nil
 	case strings.ContainsAny(key, "*?["):
 		if _, err := path.Match(key, ""); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadURL, source, err)
+			return fmt.Errorf("%w: %s: %v", ErrBadURL, source, err)
 		}
 		lit := key[:strings.IndexAny(key, "*?[")]
 		nseg := strings.Count(key, "/") + 1
-		var out []S3Entry
 		err := c.list(ctx, u.Bucket, lit, func(e S3Entry) {
 			segs := strings.SplitN(e.Key, "/", nseg+1)
 			if len(segs) < nseg {
@@ -67,19 +90,18 @@ func (c *S3Client) List(ctx context.Context, source string) ([]S3Entry, error) {
 				return
 			}
 			if len(segs) == nseg || inDir(e.Key[len(head)+1:]) {
-				out = append(out, e)
+				count(e)
 			}
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("%s: no object matches: %w", source, fs.ErrNotExist)
+		if n == 0 {
+			return fmt.Errorf("%s: no object matches: %w", source, fs.ErrNotExist)
 		}
-		return out, nil
+		return nil
 	default:
-		var exact []S3Entry
-		var below []S3Entry
+		var exact, below []S3Entry
 		err := c.list(ctx, u.Bucket, key, func(e S3Entry) {
 			switch {
 			case e.Key == key:
@@ -89,15 +111,18 @@ func (c *S3Client) List(ctx context.Context, source string) ([]S3Entry, error) {
 			}
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if len(exact) > 0 {
-			return exact, nil
+		if len(exact) == 0 {
+			exact = below
 		}
-		if len(below) == 0 {
-			return nil, fmt.Errorf("%s: no such key: %w", source, fs.ErrNotExist)
+		if len(exact) == 0 {
+			return fmt.Errorf("%s: no such key: %w", source, fs.ErrNotExist)
 		}
-		return below, nil
+		for _, e := range exact {
+			fn(e)
+		}
+		return nil
 	}
 }
 
@@ -113,22 +138,6 @@ func inDir(rel string) bool {
 		}
 	}
 	return true
-}
-
-func (c *S3Client) listDir(ctx context.Context, bucket, prefix, source string) ([]S3Entry, error) {
-	var out []S3Entry
-	err := c.list(ctx, bucket, prefix, func(e S3Entry) {
-		if inDir(e.Key[len(prefix):]) {
-			out = append(out, e)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no .parquet object below it: %w", source, fs.ErrNotExist)
-	}
-	return out, nil
 }
 
 // list calls fn for every object whose key starts with prefix, in key
@@ -220,9 +229,7 @@ func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) erro
 // Every object is checked; bad ones are reported together (errors.Join,
 // sorted by key).
 func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (plan.Source, error) {
-	var all []S3Entry
 	bucket := ""
-	seen := map[string]bool{}
 	for _, s := range sources {
 		u, err := ParseS3URL(s)
 		if err != nil {
@@ -232,48 +239,72 @@ func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (plan.Sourc
 			return plan.Source{}, fmt.Errorf("%w: sources in two buckets (%s and %s): one plan reads one bucket", ErrBadURL, bucket, u.Bucket)
 		}
 		bucket = u.Bucket
-		es, err := c.List(ctx, s)
-		if err != nil {
-			return plan.Source{}, err
-		}
-		for _, e := range es {
-			if !seen[e.Key] {
-				seen[e.Key] = true
-				all = append(all, e)
-			}
-		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
-	dir := commonKeyDir(all)
-	st := &S3Store{c: c, bucket: bucket, prefix: dir}
-	files := make([]plan.SourceFile, len(all))
-	etags := make([]string, len(all))
-	errs := make([]error, len(all))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(c.o.Concurrency, len(all)); w++ {
+	// Footers are read while later pages are still being listed: the
+	// objects are opened by full key (a store at the bucket's root) and
+	// named relative to the common root once every key is known.
+	st := &S3Store{c: c, bucket: bucket}
+	type found struct {
+		e    S3Entry
+		f    plan.SourceFile
+		etag string
+		err  error
+	}
+	var (
+		mu  sync.Mutex
+		all []*found
+		wg  sync.WaitGroup
+	)
+	next := make(chan *found)
+	for w := 0; w < c.o.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				name := all[i].Key[len(dir):]
-				files[i], etags[i], errs[i] = st.footerInfo(ctx, name, all[i])
-				files[i].Path = name
+			for r := range next {
+				r.f, r.etag, r.err = st.footerInfo(ctx, r.e.Key, r.e)
 			}
 		}()
 	}
-	for i := range all {
-		next <- i
+	seen := map[string]bool{}
+	var lerr error
+	for _, s := range sources {
+		lerr = c.listEach(ctx, s, func(e S3Entry) {
+			if seen[e.Key] {
+				return
+			}
+			seen[e.Key] = true
+			r := &found{e: e}
+			mu.Lock()
+			all = append(all, r)
+			mu.Unlock()
+			next <- r
+		})
+		if lerr != nil {
+			break
+		}
 	}
 	close(next)
 	wg.Wait()
+	if lerr != nil {
+		return plan.Source{}, lerr
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].e.Key < all[j].e.Key })
+	entries := make([]S3Entry, len(all))
+	for i, r := range all {
+		entries[i] = r.e
+	}
+	dir := commonKeyDir(entries)
+	files := make([]plan.SourceFile, len(all))
+	errs := make([]error, len(all))
+	for i, r := range all {
+		files[i], errs[i] = r.f, r.err
+		files[i].Path = r.e.Key[len(dir):]
+		files[i].ETag = r.etag
+	}
 	if err := errors.Join(errs...); err != nil {
 		return plan.Source{}, err
 	}
-	for i := range files {
-		files[i].ETag = etags[i]
-	}
-	src := plan.Source{Root: st.String(), Files: files}
+	src := plan.Source{Root: (&S3Store{bucket: bucket, prefix: dir}).String(), Files: files}
 	if err := src.Normalize(); err != nil {
 		return plan.Source{}, err
 	}

@@ -245,9 +245,20 @@ func TestS3EndToEndMatchesLocal(t *testing.T) {
 	if cl.Source != nil {
 		t.Errorf("a local convert reports object-store traffic: %+v", cl.Source)
 	}
-	cs := e.convert(ps, outS, "--io-concurrency", "4")
+	prom := filepath.Join(e.work, "prep.prom")
+	cs := e.convert(ps, outS, "--io-concurrency", "4", "--metrics-file", prom)
 	if cs.Source == nil || cs.Source.Retries != 0 || cs.Source.BytesFetched == 0 {
 		t.Fatalf("s3 convert source stats %+v", cs.Source)
+	}
+	// 2 footer requests per file (tail and leading magic), then one
+	// coalesced GET per row group (label and f0 lie 4 bytes apart).
+	if cs.Source.Requests != 4*2+4*3 {
+		t.Errorf("requests %d, want %d", cs.Source.Requests, 4*2+4*3)
+	}
+	m := testutil.ReadMetrics(t, prom, "convert", outS)
+	if m["prep_source_bytes_fetched_total"] != float64(cs.Source.BytesFetched) || m["prep_source_requests_total"] != float64(cs.Source.Requests) ||
+		m["prep_source_bytes_needed_total"] != float64(cs.Source.BytesNeeded) || m["prep_source_retries_total"] != 0 {
+		t.Errorf("metrics %v disagree with the summary %+v", m, cs.Source)
 	}
 	// The local plan, converted from S3 through --source-root.
 	e.convert(pl, outX, "--source-root", e.url(""))

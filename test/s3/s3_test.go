@@ -392,10 +392,27 @@ func TestS3Errors(t *testing.T) {
 			}
 		})
 	}
+	// A convert whose reads are refused (denied after planning, then
+	// wrong credentials) fails with that message and writes nothing.
+	ps := filepath.Join(e.work, "ok.json")
+	e.plan(ps, e.url(""))
+	out := filepath.Join(e.work, "out")
+	r := e.prepWith("AKIAWRONG00000000000", "wrong-secret-value-xyz", "convert", "--plan", ps, "--spec", e.spec, "-o", out)
+	r.MustExit(t, 1)
+	r.Failed(t, "bad or missing credentials")
 	if inProcess {
 		srv.Deny("prep-e2e/ds/")
 		r := plan(e.target.AccessKey(), e.secret, e.url(""))
 		r.MustExit(t, 1)
 		r.Failed(t, "access denied")
+		r = e.prep("convert", "--plan", ps, "--spec", e.spec, "-o", out, "--metrics-file", filepath.Join(e.work, "m.prom"))
+		r.MustExit(t, 1)
+		r.Failed(t, "access denied", "f-000.parquet")
+		if b, _ := os.ReadFile(filepath.Join(e.work, "m.prom")); bytes.Contains(b, []byte(e.secret)) || !bytes.Contains(b, []byte("prep_errors_total")) {
+			t.Errorf("metrics file: secret present or no error counted:\n%s", b)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
+		t.Error("a refused convert wrote a manifest")
 	}
 }

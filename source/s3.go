@@ -462,6 +462,9 @@ var (
 	// credentials (unknown access key, wrong secret, expired token) or
 	// none could be found.
 	ErrBadCredentials = errors.New("bad or missing credentials")
+	// ErrWrongRegion is returned when the bucket lives in another region
+	// than the one configured (AWS_REGION, the profile's region).
+	ErrWrongRegion = errors.New("bucket is in another region than AWS_REGION")
 	// ErrRetriesExhausted is returned when a request failed with a
 	// retryable cause on every attempt.
 	ErrRetriesExhausted = errors.New("retries exhausted")

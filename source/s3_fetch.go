@@ -249,6 +249,8 @@ func classify(err error) (kind error, retry bool) {
 			return ErrBadCredentials, false
 		case "PreconditionFailed":
 			return errPrecondition, false
+		case "PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException":
+			return ErrWrongRegion, false
 		case "SlowDown", "RequestTimeout", "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable",
 			"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests", "RequestThrottled":
 			return nil, true

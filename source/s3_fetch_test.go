@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go"
 	"github.com/prepml/prep/internal/s3test"
 )
 
@@ -378,4 +380,38 @@ func TestPinnedStoreRefusesReplacedObject(t *testing.T) {
 		t.Fatalf("unpinned: %v", err)
 	}
 	obj.Close()
+}
+
+// TestClassify pins the S3 error codes behind each sentinel and which
+// causes are retried.
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		code  string
+		kind  error
+		retry bool
+	}{
+		{"AccessDenied", ErrAccessDenied, false},
+		{"NoSuchBucket", ErrNoBucket, false},
+		{"NoSuchKey", fs.ErrNotExist, false},
+		{"InvalidAccessKeyId", ErrBadCredentials, false},
+		{"SignatureDoesNotMatch", ErrBadCredentials, false},
+		{"ExpiredToken", ErrBadCredentials, false},
+		{"PermanentRedirect", ErrWrongRegion, false},
+		{"AuthorizationHeaderMalformed", ErrWrongRegion, false},
+		{"PreconditionFailed", errPrecondition, false},
+		{"SlowDown", nil, true},
+		{"InternalError", nil, true},
+		{"RequestTimeout", nil, true},
+		{"InvalidRange", nil, false},
+	} {
+		kind, retry := classify(&smithy.GenericAPIError{Code: tc.code})
+		if kind != tc.kind || retry != tc.retry {
+			t.Errorf("%s: (%v, %v), want (%v, %v)", tc.code, kind, retry, tc.kind, tc.retry)
+		}
+	}
+	for _, err := range []error{errTruncated, errStalled, io.ErrUnexpectedEOF, errors.New("read tcp: connection reset by peer")} {
+		if kind, retry := classify(err); kind != nil || !retry {
+			t.Errorf("%v: (%v, %v), want retried", err, kind, retry)
+		}
+	}
 }

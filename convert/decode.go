@@ -217,7 +217,7 @@ func (d *decoder) plan() (perFile []int) {
 			g := &rowGroupJob{fi: fi, rg: rg, start: first, rows: rows, runs: runs, first: seq}
 			for ti, tp := range d.plans {
 				for j, ci := range tp.cols[fi] {
-					b := chunkBytes(tp, rows, f.pq.DecodedSize(rg, ci))
+					b := chunkBytes(tp, rows, f.decodedSize(rg, ci))
 					g.tasks = append(g.tasks, decodeTask{seq: seq, g: len(d.groups), k: len(g.tasks), t: ti, j: j, bytes: b})
 					g.cost += b + pageAllowance
 					seq++
@@ -227,6 +227,8 @@ func (d *decoder) plan() (perFile []int) {
 			if g.cost > d.memoryLimit {
 				d.planSlices(g)
 			}
+			// The file's footer is held while its row groups are read.
+			g.cost += f.footerCost
 			if g.slices != nil {
 				d.rowGroupsSliced++
 				d.rowSlices += len(g.slices)
@@ -315,14 +317,14 @@ func (d *decoder) run(ctx context.Context) error {
 				return d.decodeOne(d.groups[task.g], task, rr)
 			}
 			// decoded counts n column chunks of file fi as read, and
-			// releases the file's descriptor after its last one.
+			// releases the file's footer and descriptor after its last one.
 			decoded := func(fi, n int) {
 				mu.Lock()
 				left[fi] -= n
 				done := left[fi] == 0
 				mu.Unlock()
 				if done {
-					d.files[fi].pq.Close() // releases the descriptor ReadColumn opened
+					d.files[fi].release()
 				}
 			}
 			for w := range ch {
@@ -417,13 +419,17 @@ func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask, rr *pqread.RowRange
 	tp := d.plans[task.t]
 	ci := tp.cols[g.fi][task.j]
 	dict := tp.mode == modeBytesHash // strings hashed once per dictionary entry
+	pf, err := f.parquet()
+	if err != nil {
+		return nil, err
+	}
 	if rr != nil {
 		rr.Dict = dict
-		return f.pq.ReadColumnRows(g.rg, ci, *rr)
+		return pf.ReadColumnRows(g.rg, ci, *rr)
 	}
-	read := f.pq.ReadColumn
+	read := pf.ReadColumn
 	if dict {
-		read = f.pq.ReadColumnDict
+		read = pf.ReadColumnDict
 	}
 	col, err := read(g.rg, ci)
 	if err != nil {
@@ -749,15 +755,25 @@ func (b *blockIter) next() (blk []run, base int64, slots int, ok bool) {
 // groups before it, coalesced per row group. Sliced row groups (larger
 // than the memory limit) are read chunk by chunk as they decode instead.
 func (d *decoder) prefetch(g *rowGroupJob) {
+	if g.slices != nil {
+		return
+	}
 	f := d.files[g.fi]
-	pf, ok := f.src.Object.(source.Prefetcher)
-	if !ok || g.slices != nil {
+	if _, local := f.st.(*source.Local); local {
+		return // nothing to fetch ahead, and no need to open the file here
+	}
+	sf, err := f.open() // held until its last chunk is decoded; a failure is the decoder's to report
+	if err != nil {
+		return
+	}
+	pf, ok := sf.Object.(source.Prefetcher)
+	if !ok {
 		return
 	}
 	rs := make([]source.Range, 0, len(g.tasks))
 	for _, task := range g.tasks {
 		ci := d.plans[task.t].cols[g.fi][task.j]
-		if off, n := f.pq.ChunkRange(g.rg, ci); n > 0 {
+		if off, n := sf.Parquet.ChunkRange(g.rg, ci); n > 0 {
 			rs = append(rs, source.Range{Off: off, Len: n})
 		}
 	}

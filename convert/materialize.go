@@ -29,6 +29,10 @@ func (s *Samples) Sample(t, i int) []byte {
 	return s.Data[t][i*n : (i+1)*n]
 }
 
+// materializeFooters is the estimated footer heap Materialize keeps held
+// between opening the files and decoding.
+const materializeFooters = 64 << 20
+
 // Materialize decodes the given sample ids from the plan's source with the
 // spec's transforms, exactly as Run writes them into shards, reading only the
 // row groups that hold them. It checks the source against the plan first.
@@ -44,7 +48,7 @@ func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *S
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, plans, err := openForSpec(ctx, p, st, spec, pqread.Limits{})
+	files, plans, err := openForSpec(ctx, p, st, spec, pqread.Limits{}, materializeFooters)
 	if err != nil {
 		return nil, err
 	}

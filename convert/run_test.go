@@ -22,8 +22,8 @@ import (
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
-	"github.com/prepml/prep/source"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 )
 
 type testRow struct {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,6 +129,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if err := checkJobs(o.jobs); err != nil {
 		return err
 	}
+	setGoMemoryLimit(mem)
 	var epochs []int // nil: every epoch
 	if strings.TrimSpace(o.epochs) != "" {
 		epochs, err = launcher.ParseList(o.epochs, 0)
@@ -259,6 +261,25 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		_, err = fmt.Fprintf(g.stdout, "overflows (values too large for the dtype, stored as ±Inf or ±448): %s\n", formatCounts(sum.Overflows))
 	}
 	return err
+}
+
+// setGoMemoryLimit gives the Go runtime a soft memory limit of twice
+// --memory-limit (at least 64 MiB), so that the garbage collector keeps the
+// heap within it: --memory-limit bounds the live bytes (decoded column
+// chunks in flight, staging, the footers of files being read), and without
+// a limit the collector lets garbage grow the heap to twice the live bytes
+// and more. GOMEMLIMIT, when set, is left as the user set it.
+func setGoMemoryLimit(memoryLimit int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := int64(64 << 20)
+	if memoryLimit <= math.MaxInt64/2 {
+		limit = max(limit, 2*memoryLimit)
+	} else {
+		limit = math.MaxInt64
+	}
+	debug.SetMemoryLimit(limit)
 }
 
 // formatCounts renders name counts sorted by name: "a=3, b=12".

@@ -55,7 +55,7 @@ Typical run:
   prep verify /local/shards
 
 Exit codes: 0 success, 1 failed or problems found, 2 usage error,
-3 another run holds the output directory's lock.`,
+3 another run holds the output directory's lock, 4 internal error (a bug).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -296,8 +296,10 @@ type S3Store struct {
 
 	pins map[string]string // name -> ETag recorded at plan time (Pin)
 
-	mu     sync.Mutex
-	opened map[string]*preopened // Preopen's objects, until Open takes them
+	mu        sync.Mutex
+	opened    map[string]*preopened // Preopen's objects, until Open takes them
+	tails     map[string]cachedTail // footers read, by name (footerCacheBytes)
+	tailBytes int64
 }
 
 // preopened is an object Preopen opens ahead of its Open.
@@ -439,10 +441,56 @@ func (s *S3Store) OpenVersion(ctx context.Context, name, etag string) (Object, e
 		return nil, fmt.Errorf("%w: object name %q must be a clean relative key", ErrBadURL, name)
 	}
 	o := &s3Object{s: s, name: name, key: s.prefix + name, etag: etag, pinnedAtPlan: etag != ""}
+	if s.fromCache(ctx, o) {
+		return o, nil
+	}
 	if err := o.openTail(ctx); err != nil {
 		return nil, err
 	}
+	s.remember(o)
 	return o, nil
+}
+
+// footerCacheBytes bounds the footers (tail and leading bytes) a store
+// keeps so that reopening an object costs no request: readers that drop a
+// footer to save memory and reopen the file later (convert over many
+// files) pay no round trip for it. Later reads stay pinned by If-Match to
+// the ETag the footer was read at, so a replaced object is still refused.
+const footerCacheBytes = 64 << 20
+
+type cachedTail struct {
+	etag          string
+	size, tailOff int64
+	tail, head    []byte
+}
+
+// fromCache fills o from the footer cache; false when it holds none for o
+// (or one of another version than o is pinned to).
+func (s *S3Store) fromCache(ctx context.Context, o *s3Object) bool {
+	s.mu.Lock()
+	c, ok := s.tails[o.name]
+	s.mu.Unlock()
+	if !ok || (o.etag != "" && o.etag != c.etag) {
+		return false
+	}
+	o.ctx, o.cancel = context.WithCancel(ctx)
+	o.etag, o.size, o.tailOff, o.tail, o.head = c.etag, c.size, c.tailOff, c.tail, c.head
+	return true
+}
+
+// remember caches o's footer while the cache has room.
+func (s *S3Store) remember(o *s3Object) {
+	n := int64(len(o.tail) + len(o.head))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tails == nil {
+		s.tails = map[string]cachedTail{}
+	}
+	if _, ok := s.tails[o.name]; ok || s.tailBytes+n > footerCacheBytes {
+		return
+	}
+	s.tails[o.name] = cachedTail{etag: o.etag, size: o.size, tailOff: o.tailOff, tail: o.tail, head: o.head}
+	s.tailBytes += n
 }
 
 // Errors of object-store sources. Each is wrapped by the error returned,

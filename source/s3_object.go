@@ -138,6 +138,14 @@ func (o *s3Object) readHead() error {
 		return err
 	}
 	o.head = h
+	s := o.s
+	s.mu.Lock()
+	if c, ok := s.tails[o.name]; ok && c.etag == o.etag && c.head == nil {
+		c.head = h
+		s.tails[o.name] = c
+		s.tailBytes += int64(len(h))
+	}
+	s.mu.Unlock()
 	return nil
 }
 

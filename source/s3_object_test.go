@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -242,5 +243,39 @@ func TestPreopenHandsOverOpenedObjects(t *testing.T) {
 	defer st.mu.Unlock()
 	if st.opened != nil {
 		t.Fatal("Close kept preopened objects")
+	}
+}
+
+// TestReopenFromFooterCache: a second Open of an object reads nothing
+// (its footer is cached), and its reads stay pinned to the cached ETag.
+func TestReopenFromFooterCache(t *testing.T) {
+	e := newS3Env(t, S3Options{FooterGuess: 4096})
+	data := fakeParquet(100_000, 500, 40)
+	e.put(t, "c.parquet", data)
+	st := e.store(t)
+	ctx := context.Background()
+	for range 3 {
+		obj, err := st.Open(ctx, "c.parquet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := obj.(*s3Object).footer(0); err != nil {
+			t.Fatal(err)
+		}
+		obj.Close()
+	}
+	if c := e.srv.Counts(); c.Gets != 1 {
+		t.Fatalf("%d GETs for three opens, want 1", c.Gets)
+	}
+	data[50_000] ^= 1
+	e.put(t, "c.parquet", data)
+	obj, err := st.Open(ctx, "c.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	var ce *ChangedError
+	if _, err := obj.ReadAt(make([]byte, 100), 50_000); !errors.As(err, &ce) {
+		t.Fatalf("read of a replaced object through a cached footer: %v, want *ChangedError", err)
 	}
 }

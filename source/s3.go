@@ -18,6 +18,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/prepml/prep/plan"
 )
 
 // Object-store sources are read with the AWS SDK for Go v2 (service/s3):
@@ -315,7 +317,13 @@ type preopened struct {
 // costs no round trip. Open waits for a preopened object and hands it
 // over; one never opened is closed by Close. ctx bounds the background
 // work.
-func (s *S3Store) Preopen(ctx context.Context, names []string) {
+func (s *S3Store) Preopen(ctx context.Context, files []plan.SourceFile) {
+	names := make([]string, len(files))
+	sizes := make(map[string]int64, len(files))
+	for i, f := range files {
+		names[i] = f.Path
+		sizes[f.Path] = f.Size
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.opened == nil {
@@ -335,13 +343,27 @@ func (s *S3Store) Preopen(ctx context.Context, names []string) {
 	for w := 0; w < min(s.c.o.Concurrency, len(todo)); w++ {
 		go func() {
 			for i := range next {
-				p := todo[i]
-				obj, err := s.OpenVersion(ctx, todoNames[i], s.pins[todoNames[i]])
+				p, name := todo[i], todoNames[i]
+				// With the version known from the plan, the leading magic
+				// is fetched beside the tail, not after it: one round trip.
+				etag := s.pins[name]
+				var hd headRead
+				var hw sync.WaitGroup
+				if etag != "" && sizes[name] > s.c.o.FooterGuess {
+					hw.Add(1)
+					go func() { defer hw.Done(); hd = s.readHeadPinned(ctx, name, etag) }()
+				}
+				obj, err := s.OpenVersion(ctx, name, etag)
+				hw.Wait()
 				if err == nil {
 					o := obj.(*s3Object)
-					if err = o.readHead(); err != nil {
+					if hd.err == nil && hd.b != nil && hd.total == o.size {
+						o.head = hd.b
+						s.rememberHead(o)
+					} else if err = o.readHead(); err != nil {
 						o.Close()
-					} else {
+					}
+					if err == nil {
 						p.obj = o
 					}
 				}
@@ -356,6 +378,27 @@ func (s *S3Store) Preopen(ctx context.Context, names []string) {
 		}
 		close(next)
 	}()
+}
+
+// headRead is a leading-magic read made beside an object's open.
+type headRead struct {
+	b     []byte
+	total int64 // the object's size from Content-Range
+	err   error
+}
+
+// readHeadPinned reads the first 4 bytes of name at version etag.
+func (s *S3Store) readHeadPinned(ctx context.Context, name, etag string) headRead {
+	var h headRead
+	res, err := s.c.get(ctx, s.bucket, s.prefix+name, "bytes=0-3", etag, 0, 4, func(n int64) ([]byte, error) {
+		if n > 4 {
+			return nil, fmt.Errorf("server sent %d bytes for a 4-byte range", n)
+		}
+		h.b = make([]byte, n)
+		return h.b, nil
+	})
+	h.total, h.err = res.total, err
+	return h
 }
 
 // Close closes the objects Preopen opened that no Open took.

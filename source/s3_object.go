@@ -138,15 +138,19 @@ func (o *s3Object) readHead() error {
 		return err
 	}
 	o.head = h
-	s := o.s
-	s.mu.Lock()
-	if c, ok := s.tails[o.name]; ok && c.etag == o.etag && c.head == nil {
-		c.head = h
-		s.tails[o.name] = c
-		s.tailBytes += int64(len(h))
-	}
-	s.mu.Unlock()
+	o.s.rememberHead(o)
 	return nil
+}
+
+// rememberHead adds o's leading bytes to its cached footer.
+func (s *S3Store) rememberHead(o *s3Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.tails[o.name]; ok && c.etag == o.etag && c.head == nil {
+		c.head = o.head
+		s.tails[o.name] = c
+		s.tailBytes += int64(len(o.head))
+	}
 }
 
 // trailerBytes is the footer length and "PAR1" at the end of a Parquet file.

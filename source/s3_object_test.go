@@ -8,6 +8,8 @@ import (
 	"io"
 	"reflect"
 	"testing"
+
+	"github.com/prepml/prep/plan"
 )
 
 func TestOpenReadsFooterInOneRequest(t *testing.T) {
@@ -209,15 +211,22 @@ func TestCoalesce(t *testing.T) {
 // bytes cost no request, and Close closes what no Open took.
 func TestPreopenHandsOverOpenedObjects(t *testing.T) {
 	e := newS3Env(t, S3Options{FooterGuess: 4096})
+	var files []plan.SourceFile
 	var names []string
+	pins := map[string]string{}
 	for i := range 5 {
 		name := fmt.Sprintf("f%d.parquet", i)
-		e.put(t, name, fakeParquet(100_000, 500, uint64(30+i)))
+		etag := e.put(t, name, fakeParquet(100_000, 500, uint64(30+i)))
+		if i%2 == 0 {
+			pins[name] = etag // head and tail fetched side by side
+		}
+		files = append(files, plan.SourceFile{Path: name, Size: 100_000})
 		names = append(names, name)
 	}
 	st := e.store(t)
+	st.Pin(pins)
 	ctx := context.Background()
-	st.Preopen(ctx, names)
+	st.Preopen(ctx, files)
 	for _, n := range names[:4] {
 		obj, err := st.Open(ctx, n)
 		if err != nil {

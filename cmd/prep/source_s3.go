@@ -194,11 +194,7 @@ func resolveStore(ctx context.Context, p *plan.Plan, root string, o *s3Flags, re
 	}
 	// Readers open the plan's files one after the other: fetch every
 	// footer ahead, Concurrency at a time, so each open costs no round trip.
-	names := make([]string, len(p.Source.Files))
-	for i, f := range p.Source.Files {
-		names[i] = f.Path
-	}
-	s.store.Preopen(ctx, names)
+	s.store.Preopen(ctx, p.Source.Files)
 	return s.store, s, s.store.String(), nil
 }
 

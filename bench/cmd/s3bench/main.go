@@ -41,6 +41,7 @@ tensors:
 
 type bench struct {
 	lastCPU          time.Duration // user+sys of the last prep run
+	lastStats        *sourceStats  // the last loopback convert's traffic
 	prep, data, work string
 	srv              *s3test.Server
 	px               *s3test.Proxy
@@ -178,21 +179,50 @@ func planArgs(src, out, shuffle string) []string {
 func (b *bench) convert() {
 	local := filepath.Join(b.data, "req-plain-snappy.parquet")
 	fmt.Fprintf(&b.out, "## Object-store sources (`bench/cmd/s3bench`)\n\n")
-	fmt.Fprintf(&b.out, "Input: `req-plain-snappy.parquet` (%s) as a local file and as `s3://bench/one/req.parquet` on an in-process S3 server (gofakes3, `internal/s3test`) on 127.0.0.1; spec reads `id` and `f0`, 2 of the 11 columns; plan: world size 8, global batch 8192, global shuffle, 1 epoch; `prep convert --jobs 2`, median of %d runs each, the variants interleaved round by round after one untimed warm-up round.\n\n", sizeOf(local), b.runs)
+	fmt.Fprintf(&b.out, "Input: `req-plain-snappy.parquet` (%s; 2,000,000 rows in 8 row groups) as local files and as objects on an in-process S3 server (gofakes3, `internal/s3test`) on 127.0.0.1, once as 1 file and once as 4 copies (4 files, 8,000,000 rows); spec reads `id` and `f0`, 2 of the 11 columns; plan: world size 8, global batch 8192, global shuffle, 1 epoch; `prep convert --jobs 2`, median of %d runs each, the variants interleaved round by round after one untimed warm-up round.\n\n", sizeOf(local), b.runs)
+	spec := filepath.Join(b.work, "spec.yaml")
+	os.WriteFile(spec, []byte(spec2), 0o644)
 	if err := b.upload("one/req.parquet", local); err != nil {
 		b.fail("upload", err)
 		return
 	}
-	spec := filepath.Join(b.work, "spec.yaml")
-	os.WriteFile(spec, []byte(spec2), 0o644)
-	pl, ps := filepath.Join(b.work, "pl.json"), filepath.Join(b.work, "ps.json")
-	if _, _, err := b.run("", planArgs(local, pl, "global")...); err != nil {
-		b.fail("plan local", err)
-		return
+	// 4 copies: hard links beside the data (a copy where links fail).
+	four := filepath.Join(b.data, "s3bench-4x")
+	os.MkdirAll(four, 0o755)
+	for i := 0; i < 4; i++ {
+		dst := filepath.Join(four, fmt.Sprintf("part-%d.parquet", i))
+		if _, err := os.Stat(dst); err != nil {
+			if err := os.Link(local, dst); err != nil {
+				data, rerr := os.ReadFile(local)
+				if rerr != nil || os.WriteFile(dst, data, 0o644) != nil {
+					b.fail("4 copies", fmt.Errorf("cannot link or copy %s: %v", local, err))
+					return
+				}
+			}
+		}
+		if err := b.upload(fmt.Sprintf("four/part-%d.parquet", i), dst); err != nil {
+			b.fail("upload", err)
+			return
+		}
 	}
-	if _, _, err := b.run(b.srv.URL, planArgs("s3://bench/one/", ps, "global")...); err != nil {
+	b.convertSet("1 file", local, "s3://bench/one/", spec, "1")
+	if b.convertSet("4 files", four, "s3://bench/four/", spec, "4") {
+		b.bytesLine(local, four)
+	}
+}
+
+// convertSet measures one input from local files, from S3 on loopback and
+// from S3 behind the 20 ms proxy, and writes its table; false when a run
+// failed.
+func (b *bench) convertSet(label, localSrc, s3Src, spec, tag string) bool {
+	pl, ps := filepath.Join(b.work, "pl-"+tag+".json"), filepath.Join(b.work, "ps-"+tag+".json")
+	if _, _, err := b.run("", planArgs(localSrc, pl, "global")...); err != nil {
+		b.fail("plan local", err)
+		return false
+	}
+	if _, _, err := b.run(b.srv.URL, planArgs(s3Src, ps, "global")...); err != nil {
 		b.fail("plan s3", err)
-		return
+		return false
 	}
 	type variant struct {
 		name, plan, endpoint string
@@ -216,7 +246,7 @@ func (b *bench) convert() {
 			so, d, err := b.run(v.endpoint, "convert", "--plan", v.plan, "--spec", spec, "-o", out, "--jobs", "2", "--json")
 			if err != nil {
 				b.fail(v.name, err)
-				return
+				return false
 			}
 			if round < 0 {
 				continue
@@ -233,12 +263,8 @@ func (b *bench) convert() {
 		times[v.name] = median(all[v.name])
 	}
 	b.px.SetLatency(0)
-	need, err := neededBytes(local, "id", "f0")
-	if err != nil {
-		b.fail("needed bytes", err)
-		return
-	}
 	base := times["local files"]
+	fmt.Fprintf(&b.out, "**%s**\n\n", label)
 	b.out.WriteString("| run | wall (median) | throughput vs local | target | prep CPU (user+sys, median) | requests | retries | bytes fetched (server count) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, v := range vs {
 		t := times[v.name]
@@ -253,7 +279,7 @@ func (b *bench) convert() {
 			target, ok = "≥ 0.5x", ratio >= 0.5
 		}
 		if !ok {
-			b.fails = append(b.fails, fmt.Sprintf("%s: %.2fx", v.name, ratio))
+			b.fails = append(b.fails, fmt.Sprintf("%s, %s: %.2fx", label, v.name, ratio))
 		}
 		st := stats[v.name]
 		req, ret, fetched := "–", "–", "–"
@@ -265,15 +291,30 @@ func (b *bench) convert() {
 		}
 		fmt.Fprintf(&b.out, "| %s | %.2f s | %.2fx | %s | %.2f s | %s | %s | %s |\n", v.name, t.Seconds(), ratio, target, median(cpu[v.name]).Seconds(), req, ret, fetched)
 	}
-	b.out.WriteString("\nThe S3 server runs in the benchmark's own process and shares the machine's CPUs with prep. A convert reads each file's footer and leading magic ahead (2 requests per file) and fetches the needed column chunks of each row group as soon as the decoder admits it, coalesced into one ranged GET per row group here (the `id` and `f0` chunks are adjacent), up to `--io-concurrency` (16) at once: the 20 ms added to each request is paid about once per request wave, not once per chunk.\n")
-	if st := stats["S3 on loopback"]; st != nil {
+	b.out.WriteString("\n")
+	b.lastStats = stats["S3 on loopback"]
+	return true
+}
+
+// bytesLine compares the loopback convert's bytes fetched (4 files) with
+// the needed column chunks and footers, read from the files' footers.
+func (b *bench) bytesLine(local, _ string) {
+	one, err := neededBytes(local, "id", "f0")
+	if err != nil {
+		b.fail("needed bytes", err)
+		return
+	}
+	need := 4 * one
+	st := b.lastStats
+	b.out.WriteString("The S3 server runs in the benchmark's own process and shares the machine's CPUs with prep. A convert reads each file's footer and leading magic ahead (2 requests per file, side by side) and fetches the needed column chunks of each row group as soon as the decoder admits it, coalesced into one ranged GET per row group here (the `id` and `f0` chunks are adjacent), up to `--io-concurrency` (16) at once: the 20 ms added to each request is paid about once per request wave, not once per chunk.\n")
+	if st != nil {
 		r := float64(st.BytesFetched) / float64(need)
 		ok := r <= 1.1
 		if !ok {
 			b.fails = append(b.fails, fmt.Sprintf("bytes fetched %.3fx needed", r))
 		}
-		fmt.Fprintf(&b.out, "\nBytes fetched by the loopback convert: %d; the compressed size of the `id` and `f0` column chunks of every row group plus the footer (from the file's own footer, parquet-go): %d; ratio **%.3f** (target ≤ 1.1: %s). The file is %d bytes, so 2 of 11 columns cost %.1f %% of it. prep's own count of bytes asked for (`bytes_needed`): %d.\n",
-			st.BytesFetched, need, r, map[bool]string{true: "met", false: "missed"}[ok], fileSize(local), 100*float64(st.BytesFetched)/float64(fileSize(local)), st.BytesNeeded)
+		fmt.Fprintf(&b.out, "\nBytes fetched by the loopback convert of the 4 files: %d; the compressed size of the `id` and `f0` column chunks of every row group plus the footers (from the files' own footers, parquet-go): %d; ratio **%.3f** (target ≤ 1.1: %s). The files are %d bytes, so 2 of 11 columns cost %.1f %% of them. prep's own count of bytes asked for (`bytes_needed`): %d.\n",
+			st.BytesFetched, need, r, map[bool]string{true: "met", false: "missed"}[ok], 4*fileSize(local), 100*float64(st.BytesFetched)/float64(4*fileSize(local)), st.BytesNeeded)
 	}
 }
 

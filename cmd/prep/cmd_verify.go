@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prepml/prep/source"
 	"github.com/prepml/prep/verify"
 )
 
@@ -25,6 +24,7 @@ type verifyOptions struct {
 	maxPer     int
 	asJSON     bool
 	recompute  bool
+	memLimit   string
 	io         s3Flags
 }
 
@@ -126,6 +126,7 @@ source_unreadable, value_mismatch.`,
 	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
 	f.BoolVar(&o.recompute, "recompute-plan", false, "recompute every batch's ids from the plan's inputs instead of trusting the epoch digests in the plan file (slower; implied by --deep)")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
+	f.StringVar(&o.memLimit, "memory-limit", "1GiB", "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), e.g. 512MiB")
 	return cmd
 }
 
@@ -136,6 +137,10 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	if o.maxPer < 1 {
 		return usagef("--max-per-shard must be >= 1, not %d", o.maxPer)
 	}
+	mem, err := parseByteSize(o.memLimit)
+	if err != nil {
+		return usagef("--memory-limit: %v", err)
+	}
 	if err := o.io.check(); err != nil {
 		return err
 	}
@@ -145,7 +150,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	}
 	// One Store per source root, an object store's client shared by the
 	// fingerprint check and every shard's deep source.
-	stores := &storeCache{ctx: ctx, io: &o.io, readAhead: source.DefaultReadAheadBytes}
+	stores := &storeCache{ctx: ctx, io: &o.io, readAhead: readAheadShare(mem)}
 	deepStores = stores
 	defer func() { deepStores = nil; stores.close() }()
 	sourceRoot := o.sourceRoot
@@ -155,6 +160,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 		Source: sourceOpener, SourceRoot: sourceRoot, Store: stores.store, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
 		Progress:      func(n int64) { bar.Add(0, n) },
 		RecomputePlan: o.recompute,
+		MemoryLimit:   mem,
 	}
 	rep, err := verify.Run(ctx, opts)
 	bar.Finish()

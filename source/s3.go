@@ -570,6 +570,8 @@ type RangeError struct {
 	Err      error
 }
 
+// Error implements error: "reading s3://bucket/key bytes [a, b): N
+// attempts, last: cause" (the attempts only when more than one).
 func (e *RangeError) Error() string {
 	r := fmt.Sprintf("bytes [%d, %d)", e.Off, e.Off+e.Len)
 	if e.Len < 0 {
@@ -581,6 +583,7 @@ func (e *RangeError) Error() string {
 	return fmt.Sprintf("reading %s %s: %v", e.URL, r, e.Err)
 }
 
+// Unwrap returns the last cause.
 func (e *RangeError) Unwrap() error { return e.Err }
 
 // notExist reports a missing key as fs.ErrNotExist with the URL.

@@ -168,6 +168,7 @@ type countWriter struct {
 	n *atomic.Int64
 }
 
+// Write counts the body bytes written.
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(p)
 	c.n.Add(int64(n))

@@ -291,6 +291,10 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		fmt.Fprintf(w, "  partition rows   %v\n", p.Derived.PartitionRows)
 	}
 	fmt.Fprintf(w, "  fingerprint      %s\n", s.Fingerprint)
+	if st := s.Source; st != nil {
+		fmt.Fprintf(w, "  source reads     %d requests (%.2f per file), %d retries, %s fetched\n",
+			st.Requests, float64(st.Requests)/float64(max(1, s.Files+len(s.EmptyFiles))), st.Retries, formatBytes(st.BytesFetched))
+	}
 	return nil
 }
 

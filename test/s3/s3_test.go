@@ -237,6 +237,11 @@ func TestS3EndToEndMatchesLocal(t *testing.T) {
 	ps := filepath.Join(e.work, "s3.json")
 	lp := e.plan(pl, e.local)
 	sp := e.plan(ps, e.url(""))
+	// One LIST and one GET per file; the text summary says so.
+	r := e.prep("plan", "--source", e.url(""), "--global-batch", "64", "-o", filepath.Join(e.work, "text.json"))
+	if !strings.Contains(r.OK(t).Stdout, "  source reads     5 requests (1.25 per file), 0 retries") {
+		t.Errorf("plan summary:\n%s", r.Stdout)
+	}
 	if lp.Fingerprint != sp.Fingerprint || lp.SourceFingerprint != sp.SourceFingerprint {
 		t.Fatalf("fingerprints differ: local %+v, s3 %+v", lp, sp)
 	}

@@ -96,7 +96,7 @@ type Summary struct {
 	DecodeSeconds    float64 `json:"decode_seconds"`
 	WriteSeconds     float64 `json:"write_seconds"`
 	MBPerSecond      float64 `json:"throughput_mb_s"` // Bytes / Seconds / 1e6
-	PeakRSSBytes     int64   `json:"peak_rss_bytes"`  // getrusage max RSS of the process (mapped staging pages included)
+	PeakRSSBytes     int64   `json:"peak_rss_bytes"`  // peak RSS of the process, VmHWM on Linux (mapped staging pages included)
 	PeakHeapBytes    int64   `json:"peak_heap_bytes"` // largest Go heap (objects) seen, sampled every 20 ms
 	StaleLock        string  `json:"stale_lock,omitempty"`
 	// Overflows counts, per tensor name, the source values decoded this run
@@ -759,8 +759,12 @@ func freeBytes(dir string) (int64, bool) {
 	return int64(st.Bavail) * int64(st.Bsize), true
 }
 
-// peakRSS returns the process's peak resident set size in bytes.
+// peakRSS returns the process's peak resident set size in bytes: VmHWM
+// where the system has it, else getrusage's ru_maxrss.
 func peakRSS() int64 {
+	if n, ok := vmHWM(); ok {
+		return n
+	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -287,6 +287,12 @@ func LoadSpec(path string) (*Spec, error) {
 // ParseSpec parses and validates a YAML feature spec. name is used in error
 // messages. Unknown keys are errors.
 func ParseSpec(data []byte, name string) (*Spec, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil {
+		if err := nullKey(&doc); err != nil {
+			return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Spec
@@ -307,6 +313,24 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &s, nil
+}
+
+// nullKey finds a mapping key that is YAML null (null, ~, or empty), which
+// the decoder's unknown-field check lets through silently.
+func nullKey(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!null" {
+				return fmt.Errorf("line %d: key %q is null, not a spec key (quote it if it names a column)", k.Line, k.Value)
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := nullKey(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // emptyDocument reports whether n, a decoded YAML document, holds nothing

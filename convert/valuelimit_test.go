@@ -9,8 +9,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 )
 
 // TestMaxValueBytesEnforcedByReader: a spec's max_value_bytes reaches

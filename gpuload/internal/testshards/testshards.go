@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 
 	"github.com/prepml/prep/shardfmt"
@@ -95,7 +96,8 @@ func Sample(t int, id uint64) []byte {
 }
 
 // Write writes the shard set described by c into dir: one shard per (epoch,
-// rank) at shardfmt.ShardFileName, and the manifest.
+// rank) at shardfmt.ShardFileName, the manifest, and a plan.json holding
+// the plan numbers (epochs, world size, steps per epoch, fingerprints).
 func Write(dir string, c Config) (*shardfmt.Manifest, error) {
 	m := &shardfmt.Manifest{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
 		BatchSize: c.BatchSize, Tensors: Tensors}
@@ -142,5 +144,21 @@ func Write(dir string, c Config) (*shardfmt.Manifest, error) {
 	if err := shardfmt.WriteManifest(dir, m); err != nil {
 		return nil, fmt.Errorf("writing manifest: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.json"), c.planJSON(), 0o644); err != nil {
+		return nil, fmt.Errorf("writing plan.json: %w", err)
+	}
 	return m, nil
+}
+
+// planJSON is the head of a plan file (plan/PLAN.md §9) describing c, the
+// fields readers of a shard set take from its plan.json copy.
+func (c Config) planJSON() []byte {
+	return fmt.Appendf(nil, `{
+  "format": "prep-plan/v1",
+  "fingerprint": %q,
+  "order_fingerprint": "order:test-0001",
+  "config": {"seed": 0, "epochs": %d, "global_batch": %d, "world_size": %d, "workers": 1, "shuffle": "none", "remainder": "pad"},
+  "derived": {"batch_size": %d, "steps_per_epoch": %d}
+}
+`, PlanFingerprint, c.Epochs, c.BatchSize*c.Ranks, c.Ranks, c.BatchSize, c.Steps)
 }

@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 PYLIB   := gpuload/python/gpuload/libgpuload.so
 
-.PHONY: all build python demo test test-python test-s3 bench fuzz lint clean
+.PHONY: all build python demo test test-python test-s3 bench bench-ab samebytes fuzz lint clean
 
 all: build
 
@@ -52,6 +52,15 @@ test-s3:
 
 bench:
 	./scripts/bench.sh
+
+# convert of a git revision (REV, default the merge base with main) against
+# the working tree: alternated A/B of throughput and peak RSS, and
+# byte-identical shards for the bench plans and the field cases.
+bench-ab:
+	./scripts/bench-ab.sh $(REV)
+
+samebytes:
+	./scripts/samebytes.sh $(REV)
 
 # Every native fuzz target in the module (footer, page header, shard format,
 # ...), FUZZTIME each (default 10s): make fuzz FUZZTIME=5m

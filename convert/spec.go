@@ -2,8 +2,6 @@ package convert
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -23,8 +22,9 @@ import (
 // Spec is a feature spec: which source columns feed which output tensor and
 // how values are transformed on the way. It is read from YAML by LoadSpec or
 // ParseSpec (unknown keys are rejected with their line number) and extended
-// by ParseTensorFlags. A spec is identified by Hash, computed over its
-// canonical JSON form, never over the YAML text.
+// by ParseTensorFlags. convert/SPEC.md specifies every key. A spec is
+// identified by Hash, computed over its canonical form (SPEC.md §5), never
+// over the YAML text.
 //
 // Example:
 //
@@ -417,6 +417,12 @@ func (t *TensorSpec) validate() error {
 	if t.Name == "" {
 		return specErrorf("missing name")
 	}
+	for _, v := range append([]string{t.Name, t.Column, t.ColumnsRegex}, t.Columns...) {
+		if !utf8.ValidString(v) {
+			// The canonical form (SPEC.md) and the manifest are UTF-8.
+			return specErrorf("%q is not valid UTF-8", v)
+		}
+	}
 	if strings.ContainsFunc(t.Name, unicode.IsControl) {
 		// It would split verify's finding lines and inspect's tables,
 		// and become part of an exported file name.
@@ -556,21 +562,4 @@ func shapeProduct(s []int64) int64 {
 		p *= d
 	}
 	return p
-}
-
-// CanonicalJSON returns the canonical JSON form of the spec: fields in
-// declaration order, defaults omitted, numbers in canonical text. It is what
-// Hash digests and what the manifest records.
-func (s *Spec) CanonicalJSON() []byte {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // every field is marshalable
-	}
-	return b
-}
-
-// Hash returns "sha256:<hex>" of CanonicalJSON.
-func (s *Spec) Hash() string {
-	h := sha256.Sum256(s.CanonicalJSON())
-	return "sha256:" + hex.EncodeToString(h[:])
 }

@@ -56,7 +56,7 @@ DIR/.prep.lock keeps two runs apart (exit code 3).
 --tensor NAME=COL[,COL...]:DTYPE[:SHAPE] adds a tensor without a spec file,
 for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2.
 
-The feature spec (YAML; keys in convert/doc.go) names each tensor's columns,
+The feature spec (YAML; keys in convert/SPEC.md) names each tensor's columns,
 dtype, per-sample shape, and the null, NaN, list, bytes and cast policies.
 Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 		Example: `  # every epoch and rank of the plan

@@ -39,11 +39,13 @@ func MaxRows(size int64) int64 {
 // schema, physical types, row counts and every column chunk's range.
 // Errors are *Error values naming obj relative to its root.
 func openParquet(obj Object, lim pqread.Limits) (*pqread.File, error) {
-	lo, ok := obj.(*localObject)
-	if !ok {
-		return nil, &Error{File: obj.Name(), Err: errors.New("this reader opens only local files")}
+	var pf *pqread.File
+	var err error
+	if lo, ok := obj.(*localObject); ok {
+		pf, err = pqread.Open(lo.path, lim)
+	} else {
+		pf, err = pqread.OpenInput(obj.Name(), obj, lim) // object stores: every byte by ReadAt
 	}
-	pf, err := pqread.Open(lo.path, lim)
 	if err != nil {
 		var pe *pqread.Error
 		if errors.As(err, &pe) {

@@ -222,7 +222,9 @@ func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) erro
 // later pages are still being listed: about one request per file. It
 // checks what the tail holds (the "PAR1" magic, the footer length inside
 // the object; the leading magic too when the whole object fits the first
-// request) and returns size, footer SHA-256 and row-group row counts per
+// request), validates the footer as a local discovery does (pqread's
+// checks of schema, physical types, row counts and column chunk ranges,
+// and MaxRows) and returns size, footer SHA-256 and row-group row counts per
 // file, exactly as a local discovery of a copy of the same files would,
 // and each file's ETag (plan.SourceFile.ETag). Source.Root is the deepest
 // s3:// "directory" holding every object.
@@ -340,10 +342,19 @@ func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry) (plan.
 	if err != nil {
 		return sf, "", fmt.Errorf("%s: %w", o.url(), err)
 	}
-	sf.Size, sf.FooterSHA256 = ft.Size, ft.SHA256()
-	if sf.RowGroups, err = ft.RowGroupRows(); err != nil {
-		return sf, "", fmt.Errorf("%s: decoding footer at offset %d: %w", o.url(), ft.Offset, err)
+	// The same validation as a local file's (schema, physical types, row
+	// counts, every column chunk inside the data region), from the bytes
+	// already read.
+	pf, err := openFooter(obj, ft, pqread.Limits{})
+	if err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			err = se.Err
+		}
+		return sf, "", fmt.Errorf("%s: %w", o.url(), err)
 	}
+	defer pf.Close()
+	sf.Size, sf.FooterSHA256, sf.RowGroups = pf.Size(), pf.FooterSHA256(), pf.RowGroups()
 	return sf, o.etag, nil
 }
 

@@ -9,9 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 	"github.com/prepml/prep/pqread"
 )
 
@@ -155,5 +158,54 @@ func TestDiscoverS3ReportsBadFiles(t *testing.T) {
 		if !bytes.Contains([]byte(msg), []byte(sub)) {
 			t.Errorf("error %q lacks %q", msg, sub)
 		}
+	}
+}
+
+// TestDiscoverS3RefusesFootersConvertRefuses pins the gap where discovery
+// over an object store checked only a footer's tail: the footers plan once
+// accepted and convert refuses (an unknown physical type, a column chunk
+// outside the data region, a schema nested too deep, more rows than the
+// object can hold) are refused from S3 as from a local copy, naming the
+// object, and a good object beside them is not reported.
+func TestDiscoverS3RefusesFootersConvertRefuses(t *testing.T) {
+	good := smallParquet(t)
+	deep := func(fm *format.FileMetaData) {
+		leaf := fm.Schema[1]
+		fm.Schema = fm.Schema[:1]
+		fm.Schema[0].NumChildren = thrift.New[int32](1)
+		for i := 0; i < 100; i++ {
+			fm.Schema = append(fm.Schema, format.SchemaElement{Name: "g", RepetitionType: thrift.New(format.Optional), NumChildren: thrift.New[int32](1)})
+		}
+		fm.Schema = append(fm.Schema, leaf)
+	}
+	bad := map[string]func(*format.FileMetaData){
+		"type.parquet": func(fm *format.FileMetaData) {
+			fm.Schema[1].Type = thrift.New(format.Type(-7))
+			fm.RowGroups[0].Columns[0].MetaData.Type = format.Type(-7)
+		},
+		"range.parquet": func(fm *format.FileMetaData) {
+			fm.RowGroups[0].Columns[0].MetaData.DataPageOffset = 1 << 40
+			fm.RowGroups[0].Columns[0].MetaData.DictionaryPageOffset = 0
+		},
+		"deep.parquet": deep,
+		"rows.parquet": func(fm *format.FileMetaData) { fm.NumRows, fm.RowGroups[0].NumRows = 1<<62, 1<<62 },
+	}
+	e := newS3Env(t, S3Options{})
+	e.put(t, "v/good.parquet", good)
+	for name, edit := range bad {
+		e.put(t, "v/"+name, rewriteFooter(t, good, edit))
+	}
+	_, err := e.c.DiscoverS3(context.Background(), []string{"s3://data/v/"})
+	if !errors.Is(err, ErrFooter) {
+		t.Fatalf("error %v, want ErrFooter", err)
+	}
+	msg := err.Error()
+	for name := range bad {
+		if !strings.Contains(msg, "s3://data/v/"+name+": ") {
+			t.Errorf("error %q does not report %s", msg, name)
+		}
+	}
+	if strings.Contains(msg, "good.parquet") {
+		t.Errorf("error %q reports the good object", msg)
 	}
 }

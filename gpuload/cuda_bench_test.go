@@ -32,7 +32,8 @@ func BenchmarkCUDAControlPath(b *testing.B) {
 		name string
 		opts Options
 	}{
-		{"pinned-ring", Options{Backend: BackendCUDA}},
+		{"pinned-ring", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread}},
+		{"direct", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect}},
 		{"register-mmap", Options{Backend: BackendCUDA, RegisterMmap: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

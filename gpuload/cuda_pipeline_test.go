@@ -27,13 +27,17 @@ import (
 // that Close leaves no driver resource, goroutine or thread with the
 // context behind.
 
-// cudaModes are the four pipelines of the cuda backend.
+// cudaModes are the pipelines of the cuda backend: the pinned ring filled
+// by pread or O_DIRECT, and the registered mapping, each with and without
+// checksums.
 var cudaModes = []struct {
 	name string
 	opts Options
 }{
-	{"pinned ring", Options{Backend: BackendCUDA}},
-	{"pinned ring, checksums", Options{Backend: BackendCUDA, VerifyChecksums: true}},
+	{"pinned ring", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread}},
+	{"pinned ring, checksums", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread, VerifyChecksums: true}},
+	{"O_DIRECT ring", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect}},
+	{"O_DIRECT ring, checksums", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect, VerifyChecksums: true}},
 	{"registered mapping", Options{Backend: BackendCUDA, RegisterMmap: true}},
 	{"registered mapping, checksums", Options{Backend: BackendCUDA, RegisterMmap: true, VerifyChecksums: true}},
 }

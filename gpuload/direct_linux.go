@@ -1,0 +1,92 @@
+package gpuload
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// assumedDirectAlign is the O_DIRECT alignment used when the file system
+// does not report one (statx without STATX_DIOALIGN: kernels before 6.1,
+// some file systems): shard blocks are 4096-aligned, which covers every
+// logical block size up to 4096, and a larger one fails the probe read at
+// Open, which then falls back.
+const assumedDirectAlign = 4096
+
+// blockFile is a file blocks are read from with positioned reads: the shard
+// opened with O_DIRECT. ReadAt follows io.ReaderAt.
+type blockFile interface {
+	ReadAt(p []byte, off int64) (int, error)
+	Close() error
+}
+
+// openDirect opens path for O_DIRECT reads and returns the file with its
+// offset and memory alignments. It is a variable so tests can stand in for
+// file systems that refuse O_DIRECT.
+var openDirect = func(path string) (f blockFile, offAlign, memAlign uint32, err error) {
+	offAlign, memAlign = assumedDirectAlign, assumedDirectAlign
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_DIOALIGN, &st); err == nil && st.Mask&unix.STATX_DIOALIGN != 0 {
+		if st.Dio_offset_align == 0 {
+			return nil, 0, 0, fmt.Errorf("opening %s for O_DIRECT: the file system reports no direct I/O support (statx)", path)
+		}
+		offAlign, memAlign = st.Dio_offset_align, st.Dio_mem_align
+	}
+	file, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("opening for O_DIRECT: %w", err)
+	}
+	return file, offAlign, memAlign, nil
+}
+
+// residentFraction returns the fraction of the pages of b (a view of a file
+// mapping) that are in the page cache, by mincore(2) over at most 1 GiB at a
+// time. The kernel answers for the page cache only where the caller may
+// write the file or owns it (Linux 5.2 on); otherwise it counts only the
+// pages mapped into this process, so a shard read by another user may look
+// colder than it is (the choice is then O_DIRECT: slower, still correct).
+func residentFraction(b []byte) (float64, error) {
+	if len(b) == 0 {
+		return 1, nil
+	}
+	page := os.Getpagesize()
+	lead := int(addr(b) % uintptr(page))
+	// b may start inside a page when the page size exceeds 4096: widen it
+	// to the page boundary, which is inside the same mapping.
+	span := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), -lead)), len(b)+lead)
+	const chunk = 1 << 30
+	vec := make([]byte, (min(len(span), chunk)+page-1)/page)
+	var in, total int
+	for off := 0; off < len(span); off += chunk {
+		part := span[off:min(off+chunk, len(span))]
+		n := (len(part) + page - 1) / page
+		if err := mincore(part, vec[:n]); err != nil {
+			return -1, fmt.Errorf("mincore: %w", err)
+		}
+		for _, v := range vec[:n] {
+			in += int(v & 1)
+		}
+		total += n
+	}
+	return float64(in) / float64(total), nil
+}
+
+// physicalMemory returns the machine's RAM in bytes, or 0 if unknown.
+func physicalMemory() uint64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
+}
+
+// mincore is mincore(2) over b (page-aligned) into vec, one byte per page.
+func mincore(b, vec []byte) error {
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	if e != 0 {
+		return e
+	}
+	return nil
+}

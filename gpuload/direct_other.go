@@ -1,0 +1,29 @@
+//go:build !linux
+
+package gpuload
+
+import (
+	"errors"
+	"io"
+)
+
+const assumedDirectAlign = 4096
+
+// blockFile is a file blocks are read from with positioned reads.
+type blockFile interface {
+	io.ReaderAt
+	Close() error
+}
+
+// openDirect refuses: O_DIRECT is used on Linux only.
+var openDirect = func(path string) (f blockFile, offAlign, memAlign uint32, err error) {
+	return nil, 0, 0, errors.New("O_DIRECT reads are supported on Linux only")
+}
+
+// residentFraction reports residency unknown outside Linux.
+func residentFraction(b []byte) (float64, error) {
+	return -1, errors.New("page cache residency is measured on Linux only")
+}
+
+// physicalMemory returns 0 (unknown) outside Linux.
+func physicalMemory() uint64 { return 0 }

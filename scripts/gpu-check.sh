@@ -109,6 +109,7 @@ step "build" 240 bash -c "work='$work'; $(declare -f build); build"
 
 tests() {
 	# One run: the filtered -v listing, and (pipefail) go test's own status.
+	set -o pipefail
 	go test -count=1 -run 'CUDA|GDS|TransferStats' -v ./gpuload/ 2>&1 | { grep -E '^(--- |ok|FAIL|PASS)|SKIP' || true; }
 }
 if [ -z "$dry" ]; then
@@ -140,7 +141,7 @@ profiles() {
 step "CPU profile of the default path" 90 bash -c "work='$work' device='$device'; $(declare -f profiles); profiles"
 
 step "control path: CPU per batch with 4 KiB blocks" 90 bash -c \
-	"go test -run '^\$' -bench CUDAControlPath -benchtime 5x -count 3 ./gpuload/ 2>&1 | { grep -E '^Benchmark|^ok|FAIL' || true; }"
+	"set -o pipefail; go test -run '^\$' -bench CUDAControlPath -benchtime 5x -count 3 ./gpuload/ 2>&1 | { grep -E '^Benchmark|^ok|FAIL' || true; }"
 
 e2e() {
 	local d="$work/e2e"

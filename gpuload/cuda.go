@@ -100,6 +100,9 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if req == CUDAPathGDS && opts.VerifyChecksums {
+		return nil, fmt.Errorf("%w: VerifyChecksums with CUDAPath gds: the blocks never reach host memory", ErrInvalid)
+	}
 	t0 := time.Now()
 	ctx, err := cuda.Open(opts.Device)
 	if err != nil {

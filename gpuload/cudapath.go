@@ -30,7 +30,10 @@ const (
 	CUDAPathPread = "pread"
 	// CUDAPathGDS reads each block with GPUDirect Storage (cuFileRead from
 	// libcufile.so, loaded at run time) straight into device memory. Only
-	// used when asked for: it is not part of the automatic choice.
+	// used when asked for: it is not part of the automatic choice (not yet
+	// measured against direct, and cuFile's compatibility mode, without the
+	// nvidia-fs module, goes through its own bounce buffers). The blocks
+	// never reach host memory, so VerifyChecksums is refused (ErrInvalid).
 	CUDAPathGDS = "gds"
 
 	// HostPathPread is the host backend reading into its ring (the default).
@@ -56,9 +59,10 @@ const (
 	// way, where O_DIRECT would read all of it from the disk again.
 	RegisterMinResident = 0.9
 	// RegisterMaxRAMFraction bounds the shard size CUDAPathAuto registers,
-	// as a fraction of physical memory: registered pages cannot be
-	// reclaimed, so a larger shard would leave the trainer and the page
-	// cache too little.
+	// as a fraction of the memory the process may use (the RAM, or its
+	// cgroup's memory.max when lower): registered pages cannot be reclaimed,
+	// so a larger shard would leave the trainer and the page cache too
+	// little.
 	RegisterMaxRAMFraction = 0.5
 )
 

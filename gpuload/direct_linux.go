@@ -3,6 +3,8 @@ package gpuload
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -73,13 +75,21 @@ func residentFraction(b []byte) (float64, error) {
 	return float64(in) / float64(total), nil
 }
 
-// physicalMemory returns the machine's RAM in bytes, or 0 if unknown.
+// physicalMemory returns the memory this process may use in bytes: the
+// machine's RAM, or the cgroup v2 limit (memory.max) when lower, as in a
+// container; 0 if unknown.
 func physicalMemory() uint64 {
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) != nil {
 		return 0
 	}
-	return uint64(si.Totalram) * uint64(si.Unit)
+	ram := uint64(si.Totalram) * uint64(si.Unit)
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if lim, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && lim > 0 && lim < ram {
+			return lim
+		}
+	}
+	return ram
 }
 
 // mincore is mincore(2) over b (page-aligned) into vec, one byte per page.

@@ -207,3 +207,12 @@ func TestHostTransferStats(t *testing.T) {
 		l.Close()
 	}
 }
+
+func TestCUDAGDSWithChecksumsRefused(t *testing.T) {
+	needCUDA(t)
+	dir := writeSet(t, small)
+	_, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, CUDAPath: CUDAPathGDS, VerifyChecksums: true})
+	if want := "invalid argument: VerifyChecksums with CUDAPath gds: the blocks never reach host memory"; !errors.Is(err, ErrInvalid) || !strings.HasSuffix(fmtErr(err), want) {
+		t.Fatalf("Open = %v, want ErrInvalid ending %q", err, want)
+	}
+}

@@ -111,7 +111,7 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 	nDev := opts.Prefetch + 1
 	nHost := max(minPinnedSlots, opts.Prefetch)
 	c := &cudaBackend{l: l, ctx: ctx, dev: opts.Device, verify: opts.VerifyChecksums, size: l.geo.BlockSize,
-		hostFree: make(chan int, nHost), devFree: make(chan int, nDev)}
+		devFree: make(chan int, nDev)}
 	defer func() {
 		if err != nil {
 			c.freeAll()
@@ -170,6 +170,7 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 		c.stats.Fallbacks = append(c.stats.Fallbacks, Fallback{Path: p, Error: err.Error()})
 	}
 	c.stats.Path = c.path
+	c.hostFree = make(chan int, len(c.pinned))
 	for i := range c.pinned {
 		c.hostFree <- i
 	}
@@ -198,7 +199,7 @@ func (c *cudaBackend) setUp(p string, span []byte, nHost int) error {
 			return nil
 		})
 	case CUDAPathDirect:
-		if err := c.allocPinned(nHost); err != nil {
+		if err := c.allocPinned(directSlots(nHost, c.size)); err != nil {
 			return err
 		}
 		return c.openDirect()
@@ -304,7 +305,11 @@ func (c *cudaBackend) start(step int) {
 		return
 	}
 	r.wg.Add(2)
-	go c.read(r, step)
+	if c.direct != nil {
+		go c.readDirect(r, step)
+	} else {
+		go c.read(r, step)
+	}
 	go c.copy(r, step, false)
 }
 

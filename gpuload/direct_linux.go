@@ -43,6 +43,29 @@ var openDirect = func(path string) (f blockFile, offAlign, memAlign uint32, err 
 	return file, offAlign, memAlign, nil
 }
 
+// preadvFile reads into bufs in order from offset off of f with one
+// preadv(2), where f has a descriptor; otherwise with one ReadAt per
+// buffer. It returns the bytes read.
+func preadvFile(f blockFile, bufs [][]byte, off int64) (int, error) {
+	if fd, ok := f.(interface{ Fd() uintptr }); ok {
+		for {
+			n, err := unix.Preadv(int(fd.Fd()), bufs, off)
+			if err != unix.EINTR {
+				return n, err
+			}
+		}
+	}
+	total := 0
+	for _, b := range bufs {
+		n, err := f.ReadAt(b, off+int64(total))
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
 // residentFraction returns the fraction of the pages of b (a view of a file
 // mapping) that are in the page cache, by mincore(2) over at most 1 GiB at a
 // time. The kernel answers for the page cache only where the caller may

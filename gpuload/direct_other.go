@@ -27,3 +27,17 @@ func residentFraction(b []byte) (float64, error) {
 
 // physicalMemory returns 0 (unknown) outside Linux.
 func physicalMemory() uint64 { return 0 }
+
+// preadvFile reads into bufs in order from offset off of f, one ReadAt per
+// buffer, and returns the bytes read.
+func preadvFile(f blockFile, bufs [][]byte, off int64) (int, error) {
+	total := 0
+	for _, b := range bufs {
+		n, err := f.ReadAt(b, off+int64(total))
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}

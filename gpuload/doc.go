@@ -52,9 +52,13 @@
 //     page cache (as it usually is after prep convert) and it is no larger
 //     than half the RAM: it runs at the link's speed with no CPU copy.
 //   - direct: a reader goroutine reads blocks with O_DIRECT into a ring of
-//     pinned host slots (at least 3, cuMemHostAlloc, allocated once), so the
-//     disk controller writes into pinned memory and no CPU copies the bytes;
-//     a host slot is reused only after its copy's event completes. Chosen
+//     pinned host slots (cuMemHostAlloc, allocated once: at least 3, and at
+//     least 32 MiB of them up to 64 slots), so the disk controller writes
+//     into pinned memory and no CPU copies the bytes; it fills the
+//     consecutive slots free at the time, up to 16 MiB and half the ring,
+//     with one vectored read (preadv), so the disk serves the pieces in
+//     parallel instead of idling between single reads; a host slot is
+//     reused only after its copy's event completes. Chosen
 //     when the shard is not resident. Shard blocks are 4096-aligned in
 //     offset and length and the slots page-aligned, which satisfies any
 //     file system whose O_DIRECT alignment (statx) is at most 4096; the

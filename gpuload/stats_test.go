@@ -134,7 +134,15 @@ func TestCUDAPathChoiceAndFallbacks(t *testing.T) {
 			t.Setenv("FAKECUDA_FAIL_AT", c.fail)
 			t.Setenv(EnvCUDAPath, c.env)
 			l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA})
+			done := make(chan struct{})
+			go func() { // TransferStats while the pipeline runs (the race detector watches)
+				defer close(done)
+				for range 50 {
+					_ = l.TransferStats()
+				}
+			}()
 			readEvery(t, l)
+			<-done
 			got := l.TransferStats()
 			want := c.want
 			want.Backend, want.GDS, want.Batches = BackendCUDA, gds, int64(small.Steps)

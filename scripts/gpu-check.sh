@@ -158,6 +158,8 @@ e2e() {
 			--shuffle global --remainder drop -o "$d/plan.json" -q &&
 			"$work/bin/prep" convert --plan "$d/plan.json" --spec bench/e2e/features.yaml -o "$d/shards" -q || return 1
 	fi
+	# The transfer path the cuda backend picks for this set (what (a) uses).
+	"$work/bin/prep" load "$d/shards" --backend cuda --device "$device" --json 2>&1 | grep -E '"(path|reason|gb_per_s|error)"' || true
 	local extra=()
 	[ -n "$dry" ] && extra=(--dry-run)
 	"$python" bench/e2e/train_e2e.py --data "$d/data" --shards "$d/shards" --lib "$work/bin/libgpuload.so" \

@@ -293,7 +293,9 @@ def feed_ceiling(torch, first, device):
 
 # ---- measuring ------------------------------------------------------------------
 
-def measure(torch, step, feed, warmup, steps, device, sampler, exclude):
+def measure(torch, step, feed, warmup, steps, min_seconds, device, sampler, exclude):
+    """Steps through warmup batches, then times at least `steps` steps and
+    at least min_seconds (so nvidia-smi gets enough 100 ms samples)."""
     it = iter(feed)
     for _ in range(warmup):
         step(next(it))
@@ -302,8 +304,12 @@ def measure(torch, step, feed, warmup, steps, device, sampler, exclude):
     if sampler:
         sampler.start()
     c0, t0 = tree_cpu_seconds(exclude), time.perf_counter()
-    for _ in range(steps):
+    n = 0
+    while n < steps or time.perf_counter() - t0 < min_seconds:
         step(next(it))
+        n += 1
+        if n % 50 == 0:
+            sync()  # bound the queue of launched steps, so the clock counts finished work
     sync()
     wall = time.perf_counter() - t0
     cores = (tree_cpu_seconds(exclude) - c0) / wall
@@ -311,7 +317,7 @@ def measure(torch, step, feed, warmup, steps, device, sampler, exclude):
     close = getattr(it, "close", None)
     if close:
         close()
-    return {"steps_per_s": steps / wall, "gpu_util": util, "cores": cores}
+    return {"steps_per_s": n / wall, "steps": n, "gpu_util": util, "cores": cores}
 
 
 def main():
@@ -322,6 +328,7 @@ def main():
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--steps", type=int, default=300, help="timed steps per measurement")
     ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--min-seconds", type=float, default=3.0, help="least timed wall time per measurement")
     ap.add_argument("--workers", default="0,4,8", help="DataLoader workers tried for (b)")
     ap.add_argument("--hidden", default="512,256", help="MLP widths")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: run what runs on the CPU, a few steps")
@@ -343,7 +350,7 @@ def main():
     log(f"train_e2e: torch {have['torch']}, pyarrow {have.get('pyarrow', 'absent')}, gpuload {where}")
     device = "cpu" if args.dry_run else f"cuda:{args.device}"
     if args.dry_run:
-        args.steps, args.warmup = min(args.steps, 3), min(args.warmup, 1)
+        args.steps, args.warmup, args.min_seconds = min(args.steps, 3), min(args.warmup, 1), 0
         torch.set_num_threads(1)
     hidden = [int(h) for h in args.hidden.split(",") if h]
     files = sorted(glob.glob(os.path.join(args.data, "*.parquet")))
@@ -355,16 +362,16 @@ def main():
     head = feed_prep_host(gpuload, torch, args.shards, args.lib, "cpu")
     first = {k: v.clone() for k, v in next(head).items()}  # copies before the views go
     head.close()
-    results["ceiling"] = measure(torch, step, feed_ceiling(torch, first, device), args.warmup, args.steps, device, sampler, exclude)
+    results["ceiling"] = measure(torch, step, feed_ceiling(torch, first, device), args.warmup, args.steps, args.min_seconds, device, sampler, exclude)
     if args.dry_run:
         skipped.append("(a) prep CUDA backend: needs a CUDA GPU")
     else:
         results["a"] = measure(torch, step, feed_prep_cuda(gpuload, torch, args.shards, args.lib, args.device),
-                               args.warmup, args.steps, device, sampler, exclude)
+                               args.warmup, args.steps, args.min_seconds, device, sampler, exclude)
     if "pyarrow" in have and files:
         best = None
         for w in [int(x) for x in args.workers.split(",") if x]:
-            r = measure(torch, step, feed_pyarrow(torch, files, w, device), args.warmup, args.steps, device, sampler, exclude)
+            r = measure(torch, step, feed_pyarrow(torch, files, w, device), args.warmup, args.steps, args.min_seconds, device, sampler, exclude)
             r["workers"] = w
             results[f"b_w{w}"] = r
             if best is None or r["steps_per_s"] > best["steps_per_s"]:
@@ -373,7 +380,7 @@ def main():
     else:
         skipped.append("(b) pyarrow -> NumPy -> torch: " + ("pyarrow missing" if "pyarrow" not in have else f"no Parquet files in {args.data}"))
     results["c"] = measure(torch, step, feed_prep_host(gpuload, torch, args.shards, args.lib, device),
-                           args.warmup, args.steps, device, sampler, exclude)
+                           args.warmup, args.steps, args.min_seconds, device, sampler, exclude)
     if sampler:
         sampler.close()
 
@@ -384,7 +391,7 @@ def main():
         if k.startswith("b_w"):
             names[k] = f"(b) pyarrow DataLoader W={results[k]['workers']}"
     names["b"] = "(b) best of W"
-    print(f"end to end: batch {BATCH}, MLP {hidden}, {args.steps} timed steps each, device {device}")
+    print(f"end to end: batch {BATCH}, MLP {hidden}, at least {args.steps} timed steps and {args.min_seconds:g} s each, device {device}")
     print(f"{'feed':38s} {'steps/s':>9s} {'x ceil':>7s} {'x (b)':>7s} {'GPU util':>9s} {'cores':>6s} {'data cores':>10s}")
     for k, r in results.items():
         xb = r["steps_per_s"] / results["b"]["steps_per_s"] if "b" in results else None

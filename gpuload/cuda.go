@@ -124,11 +124,6 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 	plan := chooseCUDAPaths(req, in)
 	c.stats = TransferStats{Backend: BackendCUDA, Requested: req, Reason: plan.reason, Resident: in.resident,
 		Fallbacks: plan.fallbacks, GDS: "not tried"}
-	if e := cuda.LoadCuFile(); e != nil {
-		c.stats.GDS = e.Error()
-	} else {
-		c.stats.GDS = "loaded"
-	}
 	err = ctx.Do(func(cur *cuda.Current) error {
 		var err error
 		if c.stream, err = cur.StreamCreate(cuda.StreamNonBlocking); err != nil {

@@ -20,8 +20,10 @@ type gdsFile struct {
 // Open). Errors wrap ErrGDSUnavailable, or are the O_DIRECT refusal.
 func (c *cudaBackend) openGDS() error {
 	if err := cuda.LoadCuFile(); err != nil {
+		c.stats.GDS = err.Error()
 		return err
 	}
+	c.stats.GDS = "loaded"
 	f, offAlign, _, err := openDirect(c.l.path)
 	if err != nil {
 		return err

@@ -107,8 +107,8 @@ type TransferStats struct {
 	// file system reported (statx), or assumed (4096) when it reports none;
 	// 0 unless Path is CUDAPathDirect.
 	DirectAlign uint32 `json:"direct_align,omitempty"`
-	// GDS is "loaded" when libcufile.so was loaded (only tried for
-	// CUDAPathGDS), else why not, or "not tried".
+	// GDS is "loaded" when libcufile.so was loaded, else why it could not
+	// be, or "not tried": the library is loaded only for CUDAPathGDS.
 	GDS string `json:"gds"`
 	// SetupSeconds is the backend's set-up at Open: buffers, events, and on
 	// CUDAPathRegister the registration (which pins every page).

@@ -96,6 +96,11 @@ func run(dir string, gib float64, batch, device, passes, coldPasses int, prof st
 		return fmt.Errorf("measuring pinned cuMemcpyHtoD peak: %w", err)
 	}
 	fmt.Printf("shard: %d batches x %.2f MiB = %.2f GiB\n", steps, float64(block)/(1<<20), total/(1<<30))
+	if err := cuda.LoadCuFile(); err != nil {
+		fmt.Println("GPUDirect Storage:", err)
+	} else {
+		fmt.Println("GPUDirect Storage: libcufile loaded")
+	}
 	fmt.Println("== warm page cache (best of", passes, "passes)")
 	header("x peak")
 	fmt.Printf("%-28s %-8s %5s %7.2f %6.2f\n", "pinned cuMemcpyHtoD peak", "-", "-", peak, 1.0)

@@ -36,6 +36,9 @@ func BenchmarkCUDAControlPath(b *testing.B) {
 		{"direct", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect}},
 		{"register-mmap", Options{Backend: BackendCUDA, RegisterMmap: true}},
 	} {
+		if !usable(c.opts) {
+			continue
+		}
 		b.Run(c.name, func(b *testing.B) {
 			var batches int64
 			var r0, r1 syscall.Rusage

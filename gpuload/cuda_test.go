@@ -61,6 +61,9 @@ func TestCUDADeliversEveryByteToTheDevice(t *testing.T) {
 		{"automatic choice", "0", Options{Backend: BackendCUDA}},
 		{"registered mapping", "1000", Options{Backend: BackendCUDA, RegisterMmap: true, VerifyChecksums: true}},
 	} {
+		if !usable(c.opts) {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("FAKECUDA_DELAY_US", c.delay)
 			l := openLoader(t, dir, 1, 1, c.opts)
@@ -336,6 +339,9 @@ func TestCUDARegisteredShardTruncatedWhileCopying(t *testing.T) {
 		{Backend: BackendCUDA, Prefetch: 6, CUDAPath: CUDAPathPread},
 		{Backend: BackendCUDA, Prefetch: 6, CUDAPath: CUDAPathDirect},
 	} {
+		if !usable(opts) {
+			continue
+		}
 		dir := writeSet(t, c)
 		l := openLoader(t, dir, 0, 0, opts)
 		b := mustNext(t, l)
@@ -357,6 +363,9 @@ func TestCUDACopyToHostAfterCloseReturnsErrClosed(t *testing.T) {
 	needCUDA(t)
 	dir := writeSet(t, small)
 	for _, m := range cudaModes {
+		if !usable(m.opts) {
+			continue
+		}
 		copyToHostAfterClose(t, dir, m.opts)
 	}
 	assertNoLeaks(t)

@@ -2,7 +2,10 @@ package gpuload
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 )
 
@@ -127,4 +130,51 @@ func TestDirectAlignment(t *testing.T) {
 			}
 		})
 	}
+}
+
+var (
+	directOnce sync.Once
+	directWhy  string
+)
+
+// noDirect returns why the file system of the tests' temporary directories
+// refuses O_DIRECT reads (tmpfs before Linux 6.6, some overlayfs and FUSE
+// mounts, other systems than Linux), or "" when it accepts them.
+func noDirect() string {
+	directOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gpuload-direct")
+		if err != nil {
+			directWhy = err.Error()
+			return
+		}
+		defer os.RemoveAll(dir)
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, make([]byte, 8192), 0o644); err != nil {
+			directWhy = err.Error()
+			return
+		}
+		f, _, _, err := openDirect(p)
+		if err != nil {
+			directWhy = err.Error()
+			return
+		}
+		defer f.Close()
+		buf, err := allocBuffer(4096)
+		if err != nil {
+			directWhy = err.Error()
+			return
+		}
+		defer freeBuffer(buf)
+		if _, err := f.ReadAt(buf, 4096); err != nil {
+			directWhy = "O_DIRECT read: " + err.Error()
+		}
+	})
+	return directWhy
+}
+
+// usable reports whether a test may open a loader with opts here: false
+// for the direct path where the file system refuses O_DIRECT (the
+// fallbacks are tested with a stand-in that refuses it everywhere).
+func usable(opts Options) bool {
+	return opts.CUDAPath != CUDAPathDirect || noDirect() == ""
 }

@@ -206,7 +206,8 @@ func (c *cudaBackend) setUp(p string, span []byte, nHost int) error {
 	return fmt.Errorf("%w: unknown CUDA path %q", ErrInvalid, p)
 }
 
-// allocPinned allocates n pinned host slots unless they exist already.
+// allocPinned allocates n pinned host slots unless they exist already; on
+// failure it frees the ones it allocated.
 func (c *cudaBackend) allocPinned(n int) error {
 	if len(c.pinned) > 0 {
 		return nil
@@ -215,6 +216,10 @@ func (c *cudaBackend) allocPinned(n int) error {
 		for range n {
 			p, err := cur.MemHostAlloc(c.size)
 			if err != nil {
+				for _, q := range c.pinned {
+					cur.MemFreeHost(q)
+				}
+				c.pinned = nil
 				return fmt.Errorf("allocating %d pinned host slots of %d bytes: %w", n, c.size, err)
 			}
 			c.pinned = append(c.pinned, p)

@@ -226,3 +226,30 @@ func TestCUDAGDSWithChecksumsRefused(t *testing.T) {
 		t.Fatalf("Open = %v, want ErrInvalid ending %q", err, want)
 	}
 }
+
+// TestCUDADirectRingRefusedFallsBackToASmallerRing: when the direct path's
+// larger ring cannot be pinned, the pread ring is allocated afresh (the
+// slots the direct path got are freed), and Open records why.
+func TestCUDADirectRingRefusedFallsBackToASmallerRing(t *testing.T) {
+	needFake(t)
+	if !usable(Options{CUDAPath: CUDAPathDirect}) {
+		t.Skip(noDirect())
+	}
+	dir := writeSet(t, small)
+	withResidency(t, 0)
+	// Slot 3 of the direct ring fails; the pread ring's 4 slots are calls 4-7.
+	t.Setenv("FAKECUDA_FAIL_AT", "cuMemHostAlloc:3")
+	l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA})
+	readEvery(t, l)
+	st := l.TransferStats()
+	c := l.be.(*cudaBackend)
+	want := []Fallback{{Path: CUDAPathDirect, Error: fmt.Sprintf("allocating %d pinned host slots of %d bytes: cuMemHostAlloc: out of memory (CUDA_ERROR_OUT_OF_MEMORY, 2)",
+		directSlots(DefaultPrefetch, c.size), c.size)}}
+	if st.Path != CUDAPathPread || !reflect.DeepEqual(st.Fallbacks, want) || len(c.pinned) != DefaultPrefetch {
+		t.Errorf("path %s, %d pinned slots, fallbacks %+v; want pread, %d, %+v", st.Path, len(c.pinned), st.Fallbacks, DefaultPrefetch, want)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeaks(t)
+}

@@ -149,6 +149,7 @@ e2e() {
 		echo "end to end: skipped: $python has no torch"
 		return 0
 	fi
+	"$python" -m unittest discover -s bench/e2e 2>&1 | tail -1
 	mkdir -p "$d"
 	[ -f "$d/data/STAMP-$rows" ] || {
 		rm -rf "$d/data" "$d/shards" && "$work/bin/e2edata" -o "$d/data" -rows "$rows" -files 8 && touch "$d/data/STAMP-$rows"

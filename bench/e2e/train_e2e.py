@@ -239,6 +239,17 @@ def feed_prep_host(gpuload, torch, shards, lib, device):
         loader.close()
 
 
+def pad_lists(offsets, values, width):
+    """Pads list rows (Arrow offsets into values) with zeros to [rows, width]
+    and returns them with their lengths (int32): the study's per-step
+    conversion of a list column, done with NumPy."""
+    import numpy as np
+    lengths = np.diff(offsets).astype(np.int32)
+    out = np.zeros((len(lengths), width), values.dtype)
+    out[np.arange(width)[None, :] < lengths[:, None]] = values[offsets[0]:offsets[-1]]
+    return out, lengths
+
+
 def parquet_dataset(torch, files, batch):
     import numpy as np
     import pyarrow.parquet as pq
@@ -251,7 +262,6 @@ def parquet_dataset(torch, files, batch):
             info = torch.utils.data.get_worker_info()
             wid, nw = (info.id, info.num_workers) if info else (0, 1)
             units = [(f, g) for f in files for g in range(pq.ParquetFile(f).num_row_groups)]
-            pos = np.arange(HIST)
             while True:
                 for i, (f, g) in enumerate(units):
                     if i % nw != wid:
@@ -262,10 +272,7 @@ def parquet_dataset(torch, files, batch):
                         dense = np.stack([rb.column(f"d{j:02d}").to_numpy() for j in range(DENSE)], 1)
                         cats = np.stack([rb.column(f"c{j:02d}").to_numpy() for j in range(CATS)], 1)
                         h = rb.column("hist")
-                        off = h.offsets.to_numpy()
-                        lengths = np.diff(off).astype(np.int32)
-                        hist = np.zeros((rb.num_rows, HIST), np.int64)
-                        hist[pos[None, :] < lengths[:, None]] = h.values.to_numpy()[off[0]:off[-1]]
+                        hist, lengths = pad_lists(h.offsets.to_numpy(), h.values.to_numpy(), HIST)
                         label = rb.column("label").to_numpy()
                         yield {"dense": torch.from_numpy(dense), "cats": torch.from_numpy(cats), "hist": torch.from_numpy(hist),
                                "hist_lengths": torch.from_numpy(lengths), "label": torch.from_numpy(label)}

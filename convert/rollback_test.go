@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -46,30 +47,29 @@ func listed(t *testing.T, out string) []string {
 	return ps
 }
 
-// watchRemovals replaces removeFile for the test: before each removal of a
-// shard it asserts the manifest no longer lists that shard (a kill at that
-// moment must not leave a listing of a missing file), and it returns the
-// removed shard paths.
-func watchRemovals(t *testing.T, out string) *[]string {
-	var removed []string
-	old := removeFile
-	removeFile = func(p string) error {
-		if strings.HasSuffix(p, ".shard") {
-			rel, _ := filepath.Rel(out, p)
-			rel = filepath.ToSlash(rel)
-			if slices.Contains(listed(t, out), rel) {
-				t.Errorf("rollback removes %s while the manifest still lists it", rel)
-			}
-			removed = append(removed, rel)
-		}
-		return old(p)
+// shardsOnDisk returns the shard files under out, slash-separated and
+// sorted.
+func shardsOnDisk(t *testing.T, out string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(out, "epoch-*", "rank-*.shard"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { removeFile = old })
-	return &removed
+	var ps []string
+	for _, p := range m {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			rel, _ := filepath.Rel(out, p)
+			ps = append(ps, filepath.ToSlash(rel))
+		}
+	}
+	slices.Sort(ps)
+	return ps
 }
 
-// TestRollbackRestoresManifestBeforeRemovingShards pins the order of a
-// failed run's rollback: manifest first (atomically), shards after.
+// TestRollbackRestoresManifestBeforeRemovingShards pins what a failed run's
+// rollback leaves: the manifest as before (byte for byte, or less the shards
+// the run rewrote) and none of the run's shards. The order of its steps
+// (manifest first, shards after) is pinned in shardset's Txn tests.
 func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 	p, spec := fixture(t, defaultCfg)
 	run := func(out string, epochs []int) error {
@@ -80,13 +80,11 @@ func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 	t.Run("new output", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		blockShard(t, out, 1, 1) // the last of 4 shards with Jobs 1
-		removed := watchRemovals(t, out)
 		if err := run(out, nil); err == nil {
 			t.Fatal("run with a blocked shard path succeeded")
 		}
-		want := []string{shardfmt.ShardFileName(0, 0), shardfmt.ShardFileName(0, 1), shardfmt.ShardFileName(1, 0)}
-		if !slices.Equal(*removed, want) {
-			t.Errorf("rollback removed %v, want %v", *removed, want)
+		if got := shardsOnDisk(t, out); len(got) != 0 {
+			t.Errorf("rollback left shards %v", got)
 		}
 		if _, err := os.Stat(filepath.Join(out, shardfmt.ManifestName)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("manifest left after rolling back a new output: %v", err)
@@ -103,12 +101,11 @@ func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 			t.Fatal(err)
 		}
 		blockShard(t, out, 1, 1)
-		removed := watchRemovals(t, out)
 		if err := run(out, nil); err == nil {
 			t.Fatal("run with a blocked shard path succeeded")
 		}
-		if want := []string{shardfmt.ShardFileName(1, 0)}; !slices.Equal(*removed, want) {
-			t.Errorf("rollback removed %v, want %v", *removed, want)
+		if got, want := shardsOnDisk(t, out), []string{shardfmt.ShardFileName(0, 0), shardfmt.ShardFileName(0, 1)}; !slices.Equal(got, want) {
+			t.Errorf("after rollback the shards on disk are %v, want %v", got, want)
 		}
 		after, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName))
 		if err != nil || string(after) != string(before) {
@@ -128,12 +125,11 @@ func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 			t.Fatal(err)
 		}
 		blockShard(t, out, 1, 0)
-		removed := watchRemovals(t, out)
 		if err := run(out, nil); err == nil {
 			t.Fatal("run with a blocked shard path succeeded")
 		}
-		if want := []string{shardfmt.ShardFileName(0, 1)}; !slices.Equal(*removed, want) {
-			t.Errorf("rollback removed %v, want %v", *removed, want)
+		if got, want := shardsOnDisk(t, out), []string{shardfmt.ShardFileName(0, 0)}; !slices.Equal(got, want) {
+			t.Errorf("after rollback the shards on disk are %v, want %v", got, want)
 		}
 		if got, want := listed(t, out), []string{shardfmt.ShardFileName(0, 0)}; !slices.Equal(got, want) {
 			t.Errorf("restored manifest lists %v, want %v", got, want)
@@ -175,5 +171,40 @@ func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"notes.txt"}) {
 		t.Errorf("after the failed run the directory holds %v, want only [notes.txt]", names)
+	}
+}
+
+// TestFailedDirSyncLeavesNoUnlistedShard pins fault "a failed directory
+// fsync leaves an unlisted shard in an existing set": the first shard of a
+// run into an existing set is renamed into place and then its directory
+// fsync fails; the run fails and leaves the set as it was.
+func TestFailedDirSyncLeavesNoUnlistedShard(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	atomicfile.SyncDirHook = func(dir string) error {
+		if !failed && strings.HasSuffix(dir, "epoch-00001") {
+			failed = true
+			return errors.New("injected EIO")
+		}
+		return nil
+	}
+	defer func() { atomicfile.SyncDirHook = nil }()
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1})
+	if !errors.Is(err, shardfmt.ErrNotDurable) {
+		t.Fatalf("run = %v, want ErrNotDurable", err)
+	}
+	if got, want := shardsOnDisk(t, out), []string{shardfmt.ShardFileName(0, 0), shardfmt.ShardFileName(0, 1)}; !slices.Equal(got, want) {
+		t.Errorf("shards on disk %v, want %v", got, want)
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, shardfmt.ManifestName)); string(after) != string(before) {
+		t.Error("manifest not restored byte for byte")
 	}
 }

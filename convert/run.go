@@ -3,10 +3,7 @@ package convert
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,23 +15,25 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prepml/prep/pqread"
-	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
-// LockName is the lock file of an output directory (see package dirlock).
-const LockName = ".prep.lock"
+// LockName is the lock file of an output directory (shardset.LockName).
+const LockName = shardset.LockName
 
 // PlanFileName is the copy of the plan file inside a shard set
-// (OUT/plan.json): byte-identical to Options.PlanBytes, written atomically
-// before the first shard. `prep verify OUT` reads it by default.
-const PlanFileName = "plan.json"
+// (OUT/plan.json, shardset.PlanName): byte-identical to Options.PlanBytes,
+// written atomically before the first shard. `prep verify OUT` reads it by
+// default.
+const PlanFileName = shardset.PlanName
 
 // TempDirName is the directory under the output that holds a run's staging
-// files; it is removed at the end of every run and at the start of the next.
-const TempDirName = ".prep-tmp"
+// files (shardset.TempDirName); it is removed at the end of every run and at
+// the start of the next.
+const TempDirName = shardset.TempDirName
 
 // Stage names passed to Options.OnStage and Options.Progress.
 const (
@@ -109,7 +108,7 @@ type shardKey struct{ epoch, rank int }
 // documentation for the stages and guarantees. On error nothing from this
 // run is left in Output (shards it committed are removed and the manifest
 // restored) and the returned error is an *Error, a *pqread.Error, a
-// *dirlock.HeldError (exit code 3) or wraps a sentinel of this package.
+// *shardset.HeldError (exit code 3) or wraps a sentinel of this package.
 // When ctx is cancelled, the shards already committed stay (complete and
 // listed in the manifest) so that a rerun resumes; temporaries are removed.
 func Run(ctx context.Context, o Options) (*Summary, error) {
@@ -157,53 +156,34 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		WorldSize: uint32(p.Config.WorldSize), Workers: uint32(p.Config.Workers), ToolVersion: o.ToolVersion,
 	}
 
-	// Output directory, lock, earlier manifest.
-	created := false
-	if _, err := os.Stat(o.Output); errors.Is(err, fs.ErrNotExist) {
-		created = true
-	}
-	if err := os.MkdirAll(o.Output, 0o755); err != nil {
-		return nil, fmt.Errorf("creating output directory: %w", err)
-	}
-	lock, err := dirlock.Acquire(filepath.Join(o.Output, LockName))
+	// Output directory, lock, leftovers of killed runs, earlier manifest
+	// (shardset.Begin; every name is reached without following a link).
+	tx, err := shardset.Begin(o.Output)
 	if err != nil {
-		if created {
-			os.Remove(o.Output)
-		}
-		var he *dirlock.HeldError
-		if errors.As(err, &he) {
-			return nil, fmt.Errorf("output directory %s: %w", o.Output, err)
-		}
 		return nil, err
 	}
 	sum := &Summary{Output: o.Output}
-	if lock.Stale != nil {
+	if lock := tx.Lock(); lock.Stale != nil {
 		sum.StaleLock = lock.Stale.String()
 		log.Warn("stale lock taken over: a previous run died without releasing it", "lock", lock.Path, "previous_owner", lock.Stale.String())
 	}
 	stopSampler := sampleHeap(&sum.PeakHeapBytes)
 	defer stopSampler()
 	r := &runner{o: o, p: p, spec: spec, files: files, plans: plans, tensors: tensors, geo: geo, prov: prov,
-		log: log, sum: sum}
+		log: log, sum: sum, tx: tx}
 	err = r.run(ctx, epochs, ranks)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Interrupted: keep the shards committed so far (they are complete
 		// and in the manifest, so a rerun resumes); drop only temporaries.
-		os.RemoveAll(filepath.Join(o.Output, TempDirName))
+		tx.RemoveTemp()
 		err = fmt.Errorf("convert interrupted after %d shards (rerun to resume): %w", sum.Shards, err)
 	case err != nil:
-		r.rollback()
+		if rerr := tx.Rollback(); rerr != nil {
+			log.Error("rollback: manifest not restored; keeping this run's shards", "err", rerr.Error())
+		}
 	}
-	if err != nil {
-		// Epoch directories this run created and left empty (its shards
-		// rolled back), while the lock still keeps other runs out.
-		removeEmptyEpochDirs(o.Output)
-	}
-	lock.Release()
-	if err != nil && created {
-		os.Remove(o.Output) // fails unless empty
-	}
+	tx.End(err != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -264,21 +244,14 @@ type runner struct {
 	log     *slog.Logger
 	sum     *Summary
 
-	mu          sync.Mutex
-	manifest    *shardfmt.Manifest
-	oldManifest []byte // manifest.json before this run, nil if none
-	planBytes   []byte // the plan file bytes, for Output/plan.json
-	planOnDisk  bool   // Output/plan.json already holds planBytes
-	oldPlan     []byte // Output/plan.json before this run, nil if none
-	wrotePlan   bool   // this run wrote Output/plan.json (rollback undoes it)
-	wroteMan    bool   // this run wrote manifest.json
-	committed   []string
-	replace     *shardfmt.Manifest // --force: the manifest of the shard set being replaced
-	replaced    bool               // its shards have been deleted
-	manVersion  int                // in-memory manifest changes by committed shards (under mu)
-	manWriteMu  sync.Mutex         // serialises manifest writes in syncManifest
-	manWritten  int                // manVersion last written to disk (under manWriteMu)
-	progMu      sync.Mutex
+	tx *shardset.Txn // the output's write transaction: lock, commits, rollback
+
+	mu         sync.Mutex
+	manifest   *shardfmt.Manifest // owned by tx once handed to it
+	planBytes  []byte             // the plan file bytes, for Output/plan.json
+	planOnDisk bool               // Output/plan.json already holds planBytes
+	replace    *shardfmt.Manifest // --force: the manifest of the shard set being replaced
+	progMu     sync.Mutex
 }
 
 func (r *runner) progress(stage string, rows, bytes int64) {
@@ -302,20 +275,11 @@ func (r *runner) shardEvent(k shardKey, done bool) {
 
 func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	out := r.o.Output
-	// Leftovers of killed runs: staging and temporary shard/manifest files.
-	os.RemoveAll(filepath.Join(out, TempDirName))
-	for _, pat := range []string{"epoch-*/*.tmp-*", shardfmt.ManifestName + ".tmp-*", PlanFileName + ".tmp-*"} {
-		m, _ := filepath.Glob(filepath.Join(out, pat))
-		for _, f := range m {
-			os.Remove(f)
-		}
-	}
-
-	// Earlier manifest: same inputs -> resume; other inputs -> refuse or
-	// replace with Force.
+	// Earlier manifest (read by shardset.Begin, which also removed the
+	// leftovers of killed runs): same inputs -> resume; other inputs ->
+	// refuse or replace with Force.
 	skip := map[shardKey]bool{}
-	if b, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName)); err == nil {
-		r.oldManifest = b
+	if b := r.tx.OldManifest(); b != nil {
 		old, err := shardfmt.ParseManifest(b, out)
 		if err != nil {
 			return err
@@ -326,7 +290,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 			r.manifest = old
 			r.manifest.Spec = r.spec // same hash; keep the canonical field order
 			for _, s := range old.Shards {
-				if st, err := os.Stat(filepath.Join(out, filepath.FromSlash(s.Path))); err == nil && st.Size() == s.Size {
+				if r.tx.Complete(s) {
 					skip[shardKey{s.Epoch, s.Rank}] = true
 				}
 			}
@@ -337,8 +301,6 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 			// Replaced after stage 1 succeeds, so a failing run leaves it.
 			r.replace = old
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("reading manifest: %w", err)
 	}
 	// Earlier plan copy: byte-identical or another plan (refused without
 	// Force, replaced before the first shard with it).
@@ -361,6 +323,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 			r.manifest.Dropped = append(r.manifest.Dropped, shardfmt.DroppedIDs{Epoch: e, IDs: ids})
 		}
 	}
+	r.tx.SetManifest(r.manifest)
 
 	var todo []shardKey
 	for _, e := range epochs {
@@ -452,15 +415,8 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 
 	if r.replace != nil {
 		r.log.Warn("replacing a shard set made from other inputs (--force)", "output", out, "old_plan", r.replace.PlanFingerprint, "old_spec", r.replace.SpecHash)
-		r.mu.Lock()
-		err := shardfmt.WriteManifest(out, r.manifest)
-		r.replaced, r.wroteMan = true, true
-		r.mu.Unlock()
-		if err != nil {
+		if err := r.tx.Replace(r.replace); err != nil {
 			return err
-		}
-		for _, s := range r.replace.Shards {
-			os.Remove(filepath.Join(out, filepath.FromSlash(s.Path)))
 		}
 	}
 
@@ -519,15 +475,10 @@ func (r *runner) checkPlanCopy() error {
 		r.planBytes = b
 	}
 	path := filepath.Join(r.o.Output, PlanFileName)
-	old, err := os.ReadFile(path)
+	old := r.tx.OldPlan()
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case old == nil:
 		return nil
-	case err != nil:
-		return fmt.Errorf("reading plan copy: %w", err)
-	}
-	r.oldPlan = old
-	switch {
 	case bytes.Equal(old, r.planBytes):
 		r.planOnDisk = true
 		return nil
@@ -544,10 +495,10 @@ func (r *runner) writePlanCopy() error {
 	if r.planOnDisk {
 		return nil
 	}
-	if err := shardfmt.WriteFileAtomic(filepath.Join(r.o.Output, PlanFileName), r.planBytes, 0o644); err != nil {
-		return fmt.Errorf("writing plan copy: %w", err)
+	if err := r.tx.WritePlan(r.planBytes); err != nil {
+		return err
 	}
-	r.planOnDisk, r.wrotePlan = true, true
+	r.planOnDisk = true
 	return nil
 }
 
@@ -631,9 +582,9 @@ func (r *runner) writerOptions(k shardKey) shardfmt.WriterOptions {
 
 // openShard creates the (temporary) shard file of k.
 func (r *runner) openShard(k shardKey) (*shardOut, error) {
-	rel := shardfmt.ShardFileName(k.epoch, k.rank)
+	rel := shardset.ShardPath(k.epoch, k.rank)
 	path := filepath.Join(r.o.Output, filepath.FromSlash(rel))
-	w, err := shardfmt.Create(path, r.writerOptions(k))
+	w, err := r.tx.CreateShard(k.epoch, k.rank, r.writerOptions(k))
 	if err != nil {
 		return nil, err
 	}
@@ -689,154 +640,19 @@ func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *r
 	return r.commitShard(o)
 }
 
-// commitShard commits o and records it in the manifest.
+// commitShard commits o and records it in the manifest (shardset.Txn.Commit).
 func (r *runner) commitShard(o *shardOut) error {
-	if err := o.w.Commit(); err != nil {
-		return err
-	}
 	k := o.k
-	steps := r.p.Steps()
-	size := o.w.Size()
-	r.mu.Lock()
-	r.committed = append(r.committed, o.path)
-	entry := shardfmt.ShardEntry{Path: o.rel, Epoch: k.epoch, Rank: k.rank, Batches: steps, Size: size, Digest: o.w.Digest()}
-	replaced := false
-	for i, s := range r.manifest.Shards {
-		if s.Epoch == k.epoch && s.Rank == k.rank {
-			r.manifest.Shards[i], replaced = entry, true
-		}
-	}
-	if !replaced {
-		r.manifest.Shards = append(r.manifest.Shards, entry)
-	}
-	r.wroteMan = true
-	r.manVersion++
-	mine := r.manVersion
-	r.mu.Unlock()
-	if err := r.syncManifest(mine); err != nil {
+	entry, err := r.tx.Commit(o.w, shardfmt.ShardEntry{Epoch: k.epoch, Rank: k.rank, Batches: r.p.Steps()})
+	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	r.sum.Shards++
 	r.sum.Rows += o.rows
-	r.sum.Bytes += size
+	r.sum.Bytes += entry.Size
 	r.mu.Unlock()
 	return nil
-}
-
-// syncManifest makes sure manifest.json on disk holds version v of the
-// in-memory manifest or a later one. Writers take turns (manWriteMu) and
-// each writes the latest version, encoded under r.mu, so the fsyncs of the
-// manifest run outside the lock that guards the in-memory state and a
-// writer whose shard a later manifest already lists writes nothing: commits
-// that pile up behind one fsync share the next. The manifest on disk only
-// ever lists committed shards.
-func (r *runner) syncManifest(v int) error {
-	r.manWriteMu.Lock()
-	defer r.manWriteMu.Unlock()
-	if r.manWritten >= v {
-		return nil
-	}
-	r.mu.Lock()
-	b, err := r.manifest.Encode()
-	latest := r.manVersion
-	r.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if err := shardfmt.WriteManifestBytes(r.o.Output, b); err != nil {
-		return err
-	}
-	r.manWritten = latest
-	return nil
-}
-
-// rollback undoes a failed run: first the manifest is put back atomically
-// (the one from before the run, less any shard this run rewrote; or none
-// when there was none or --force had replaced it), and only then are the
-// shards this run committed removed. A kill between the two steps leaves
-// shard files that no manifest lists (a rerun rewrites them; gc removes
-// them), never a manifest listing a missing file.
-func (r *runner) rollback() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.o.Output
-	defer os.RemoveAll(filepath.Join(out, TempDirName))
-	mp := filepath.Join(out, shardfmt.ManifestName)
-	var err error
-	switch {
-	case r.oldManifest != nil && !r.replaced && len(r.committed) > 0:
-		err = r.restoreManifest()
-	case (r.oldManifest == nil || r.replaced) && r.wroteMan:
-		if err = removeFile(mp); errors.Is(err, fs.ErrNotExist) {
-			err = nil
-		}
-	}
-	if err != nil {
-		// Keep the shards the manifest on disk lists: removing them would
-		// leave it listing missing files.
-		r.log.Error("rollback: manifest not restored; keeping this run's shards", "manifest", mp, "err", err.Error())
-		return
-	}
-	for _, p := range r.committed {
-		removeFile(p)
-	}
-	if r.wrotePlan {
-		pp := filepath.Join(out, PlanFileName)
-		if r.oldPlan != nil && !r.replaced {
-			shardfmt.WriteFileAtomic(pp, r.oldPlan, 0o644)
-		} else {
-			removeFile(pp)
-		}
-	}
-}
-
-// restoreManifest writes back the manifest found before the run: its bytes
-// unchanged when this run rewrote none of the shards it lists, otherwise
-// without those shards (their files are about to be removed).
-func (r *runner) restoreManifest() error {
-	mp := filepath.Join(r.o.Output, shardfmt.ManifestName)
-	var old shardfmt.Manifest
-	if err := json.Unmarshal(r.oldManifest, &old); err != nil {
-		return shardfmt.WriteFileAtomic(mp, r.oldManifest, 0o644)
-	}
-	rewritten := map[string]bool{}
-	for _, p := range r.committed {
-		rewritten[p] = true
-	}
-	touched := false
-	for _, s := range old.Shards {
-		touched = touched || rewritten[filepath.Join(r.o.Output, filepath.FromSlash(s.Path))]
-	}
-	if !touched {
-		return shardfmt.WriteFileAtomic(mp, r.oldManifest, 0o644)
-	}
-	// Same inputs (otherwise nothing was committed before replacement): the
-	// in-memory manifest is the old one plus this run's shards.
-	m := *r.manifest
-	m.Shards = nil
-	for _, s := range r.manifest.Shards {
-		if !rewritten[filepath.Join(r.o.Output, filepath.FromSlash(s.Path))] {
-			m.Shards = append(m.Shards, s)
-		}
-	}
-	if m.Shards == nil {
-		m.Shards = []shardfmt.ShardEntry{}
-	}
-	return shardfmt.WriteManifest(r.o.Output, &m)
-}
-
-// removeFile is os.Remove; a variable so tests can observe the order of
-// rollback's steps.
-var removeFile = os.Remove
-
-// removeEmptyEpochDirs removes the epoch directories under out that are
-// empty.
-func removeEmptyEpochDirs(out string) {
-	m, _ := filepath.Glob(filepath.Join(out, "epoch-*"))
-	for _, d := range m {
-		os.Remove(d) // fails unless empty
-	}
 }
 
 // neededIDs returns the set of sample ids the shards in todo hold.

@@ -5,8 +5,8 @@
 // # Crash safety
 //
 // Run removes the entries from the manifest first, with one atomic manifest
-// rewrite (shardfmt.WriteManifest: temporary file, fsync, rename, fsync of the
-// directory), and only then deletes the shard files and the epoch directories
+// rewrite (temporary file, fsync, rename, fsync of the directory), and only
+// then deletes the shard files and the epoch directories
 // left empty. A crash at any point therefore leaves a manifest that lists only
 // shards that still exist and are complete: before the rewrite nothing has
 // changed; after it, some unlisted shard files of old epochs may remain on
@@ -14,24 +14,35 @@
 // of old epochs left by a killed convert, are found and deleted by the next
 // Run. So is the temporary directory of a killed convert (TempDirName: its
 // staging spill file can be as large as the decoded input), which no live
-// convert can be using while the caller holds the directory's lock.
+// convert can be using while gc holds the directory's lock, and so are the
+// temporary files of the manifest and plan copy ("manifest.json.tmp-*") a
+// killed gc or convert left.
 //
-// Run does not lock the directory: the caller holds the output directory's
-// lock (the same one convert takes) for the duration of the call, so no
-// convert can write or commit a shard meanwhile.
+// Run takes the directory's lock (shardset.Lock, the one convert takes) for
+// the duration of the call, so no convert can write or commit a shard
+// meanwhile.
+//
+// # Symbolic links
+//
+// Every name is resolved through the set's directory (package shardset) and
+// no symbolic link inside the set is followed: a link at a shard's name is
+// removed itself, and a set whose epoch directory to be cleaned is a link is
+// refused (shardset.ErrUnsafe) before anything changes, so gc never deletes
+// a file outside the set.
 package gc
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+	"syscall"
 
+	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // Sentinel errors.
@@ -44,8 +55,8 @@ var (
 )
 
 // TempDirName is convert's temporary directory under a shard set
-// (convert.TempDirName), removed by Run.
-const TempDirName = ".prep-tmp"
+// (shardset.TempDirName), removed by Run.
+const TempDirName = shardset.TempDirName
 
 // Error locates a failure of Run: the operation, the path it concerned and
 // the cause.
@@ -66,7 +77,8 @@ type Options struct {
 	// KeepFromEpoch is the first epoch kept: shards of epochs below it are
 	// deleted. Must be >= 0.
 	KeepFromEpoch int
-	// DryRun reports what would be deleted and changes nothing.
+	// DryRun reports what would be deleted and changes nothing. On a
+	// read-only file system a dry run reports without the lock.
 	DryRun bool
 }
 
@@ -90,19 +102,49 @@ type Result struct {
 	FreedBytes    int64    `json:"freed_bytes"`  // shards, strays and temporary files
 	Kept          int      `json:"kept"`         // shards still listed in the manifest
 	KeptEpochs    []int    `json:"kept_epochs"`  // distinct epochs still listed, ascending
+	// TempFiles are the unfinished atomic writes of the manifest and plan
+	// copy ("manifest.json.tmp-*", "plan.json.tmp-*") left by killed runs,
+	// removed (their bytes are in FreedBytes).
+	TempFiles []string `json:"temp_files,omitempty"`
+	// StaleLock names the owner of a lock left by a killed run that Run took
+	// over ("" when there was none); Stale is the same, structured.
+	StaleLock string          `json:"stale_lock,omitempty"`
+	Stale     *shardset.Owner `json:"-"`
 }
 
 // Run deletes, from the shard set in dir, every shard of an epoch below
-// opts.KeepFromEpoch: first from the manifest, then from disk. See the package
-// documentation for the crash-safety argument. The caller must hold the
-// output directory's lock.
+// opts.KeepFromEpoch: first from the manifest, then from disk, holding the
+// directory's lock (a *shardset.HeldError when another run holds it). See
+// the package documentation for the crash-safety argument. Errors are
+// *Error; ErrNoManifest, ErrInvalid and shardset.ErrUnsafe are wrapped where
+// they apply.
 func Run(dir string, opts Options) (*Result, error) {
 	if opts.KeepFromEpoch < 0 {
 		return nil, fmt.Errorf("%w: keep-from epoch %d is negative", ErrInvalid, opts.KeepFromEpoch)
 	}
 	res := &Result{Dir: dir, KeepFromEpoch: opts.KeepFromEpoch, DryRun: opts.DryRun, Removed: []Shard{}, RemovedDirs: []string{}, KeptEpochs: []int{}}
-	manPath := filepath.Join(dir, shardfmt.ManifestName)
-	m, err := shardfmt.ReadManifest(dir)
+	manPath := filepath.Join(dir, shardset.ManifestName)
+	set, err := shardset.OpenDir(dir)
+	if err != nil {
+		return nil, &Error{Op: "opening", Path: dir, Err: err}
+	}
+	defer set.Close()
+	lock, err := shardset.Lock(dir)
+	if opts.DryRun && errors.Is(err, syscall.EROFS) {
+		// Nothing can change a set on a read-only file system, and a dry
+		// run changes nothing: report without the lock.
+		lock, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if lock != nil {
+		defer lock.Release()
+		if lock.Stale != nil {
+			res.StaleLock, res.Stale = lock.Stale.String(), lock.Stale
+		}
+	}
+	m, err := set.ReadManifest()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{Op: "reading manifest", Path: manPath, Err: ErrNoManifest}
 	}
@@ -111,29 +153,46 @@ func Run(dir string, opts Options) (*Result, error) {
 	}
 
 	var kept []shardfmt.ShardEntry
-	listed := map[string]bool{}
 	for _, s := range m.Shards {
-		listed[s.Path] = true
 		if s.Epoch >= opts.KeepFromEpoch {
 			kept = append(kept, s)
 			continue
 		}
 		res.Removed = append(res.Removed, Shard{Path: s.Path, Epoch: s.Epoch, Rank: s.Rank, Listed: true})
 	}
-	strays, err := findStrays(dir, listed, opts.KeepFromEpoch)
-	if err != nil {
-		return nil, err
+	var walkErr error
+	for _, st := range set.Strays(func(p string, err error) {
+		if walkErr == nil {
+			walkErr = &Error{Op: "listing", Path: filepath.Join(dir, filepath.FromSlash(p)), Err: err}
+		}
+	}) {
+		switch {
+		case st.Kind == shardset.StrayShard || st.Kind == shardset.StrayTemp && st.Epoch >= 0:
+			if st.Epoch < opts.KeepFromEpoch {
+				res.Removed = append(res.Removed, Shard{Path: st.Path, Epoch: st.Epoch, Rank: st.Rank})
+			}
+		case st.AtomicTemp():
+			res.TempFiles = append(res.TempFiles, st.Path)
+			res.FreedBytes += st.Size
+		}
 	}
-	res.Removed = append(res.Removed, strays...)
+	if walkErr != nil {
+		return nil, walkErr
+	}
 	slices.SortFunc(res.Removed, func(a, b Shard) int { return strings.Compare(a.Path, b.Path) })
+	// Nothing is followed: a removal through a linked epoch directory is
+	// refused before the manifest changes.
 	for i := range res.Removed {
-		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(res.Removed[i].Path))); err == nil {
+		fi, err := set.CheckName(res.Removed[i].Path)
+		if errors.Is(err, shardset.ErrUnsafe) && !isLinkItself(set, res.Removed[i].Path) {
+			return nil, &Error{Op: "checking", Path: filepath.Join(dir, filepath.FromSlash(res.Removed[i].Path)), Err: err}
+		}
+		if err == nil {
 			res.Removed[i].Size = fi.Size()
 			res.FreedBytes += fi.Size()
 		}
 	}
-	tmp := filepath.Join(dir, TempDirName)
-	res.TempBytes = treeBytes(tmp)
+	res.TempBytes = treeBytes(set)
 	res.FreedBytes += res.TempBytes
 	res.Kept = len(kept)
 	for _, s := range kept {
@@ -143,8 +202,8 @@ func Run(dir string, opts Options) (*Result, error) {
 	}
 	slices.Sort(res.KeptEpochs)
 	if opts.DryRun {
-		res.RemovedDirs = emptyDirsAfter(dir, res.Removed)
-		for _, d := range emptyOldEpochDirs(dir, opts.KeepFromEpoch) {
+		res.RemovedDirs = emptyDirsAfter(set, res.Removed)
+		for _, d := range emptyOldEpochDirs(set, opts.KeepFromEpoch) {
 			if !slices.Contains(res.RemovedDirs, d) {
 				res.RemovedDirs = append(res.RemovedDirs, d)
 			}
@@ -158,46 +217,67 @@ func Run(dir string, opts Options) (*Result, error) {
 		if m.Shards == nil {
 			m.Shards = []shardfmt.ShardEntry{}
 		}
-		if err := shardfmt.WriteManifest(dir, m); err != nil {
+		if err := set.WriteManifest(m); err != nil {
 			return nil, &Error{Op: "writing manifest", Path: manPath, Err: err}
 		}
 	}
-	// 2. The files go.
+	// 2. The files go (a link at a shard's name is removed itself).
 	for _, s := range res.Removed {
-		p := filepath.Join(dir, filepath.FromSlash(s.Path))
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return res, &Error{Op: "removing shard", Path: p, Err: err}
+		if err := set.Remove(s.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, &Error{Op: "removing shard", Path: filepath.Join(dir, filepath.FromSlash(s.Path)), Err: err}
 		}
 	}
-	if err := os.RemoveAll(tmp); err != nil {
-		return res, &Error{Op: "removing temporary files", Path: tmp, Err: err}
+	for _, p := range res.TempFiles {
+		if err := set.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, &Error{Op: "removing temporary file", Path: filepath.Join(dir, filepath.FromSlash(p)), Err: err}
+		}
+	}
+	if err := set.RemoveAll(TempDirName); err != nil {
+		return res, &Error{Op: "removing temporary files", Path: filepath.Join(dir, TempDirName), Err: err}
 	}
 	// 3. Epoch directories left empty, deepest first; then those of old
 	// epochs a killed gc emptied and did not remove.
 	for _, d := range parentDirs(res.Removed) {
-		p := filepath.Join(dir, filepath.FromSlash(d))
-		if err := os.Remove(p); err == nil {
+		if fi, err := set.CheckName(d); err == nil && fi.IsDir() && set.Remove(d) == nil {
 			res.RemovedDirs = append(res.RemovedDirs, d)
 		}
 	}
-	for _, d := range emptyOldEpochDirs(dir, opts.KeepFromEpoch) {
-		if err := os.Remove(filepath.Join(dir, d)); err == nil {
+	for _, d := range emptyOldEpochDirs(set, opts.KeepFromEpoch) {
+		if err := set.Remove(d); err == nil {
 			res.RemovedDirs = append(res.RemovedDirs, d)
 		}
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	_ = atomicfile.SyncDirIn(set.Root(), ".")
 	return res, nil
 }
 
-// treeBytes returns the bytes removing the regular files under dir frees
-// (diskBytes: a punched-out spill file counts its remaining blocks), 0 when
-// dir does not exist.
-func treeBytes(dir string) int64 {
+// isLinkItself reports whether name's directory is reached without a link,
+// so that name is a link itself (removed, not followed).
+func isLinkItself(set *shardset.Set, name string) bool {
+	d := pathDir(name)
+	if d == "" {
+		return true
+	}
+	fi, err := set.CheckName(d)
+	return err == nil && fi.IsDir()
+}
+
+// treeBytes returns the bytes removing the regular files under the set's
+// TempDirName frees (diskBytes: a punched-out spill file counts its remaining
+// blocks; a plain file there counts itself), 0 when it does not exist or is a
+// link (removed itself).
+func treeBytes(set *shardset.Set) int64 {
+	fi, err := set.CheckName(TempDirName)
+	switch {
+	case err != nil:
+		return 0
+	case fi.Mode().IsRegular():
+		return diskBytes(fi)
+	case !fi.IsDir():
+		return 0
+	}
 	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	fs.WalkDir(set.Root().FS(), TempDirName, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
 				n += diskBytes(fi)
@@ -208,81 +288,10 @@ func treeBytes(dir string) int64 {
 	return n
 }
 
-// findStrays walks dir for files the manifest does not list that are shard
-// files (or temporary shard files) of an epoch below keep.
-func findStrays(dir string, listed map[string]bool, keep int) ([]Shard, error) {
-	var out []Shard
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return &Error{Op: "listing", Path: path, Err: err}
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		if listed[rel] {
-			return nil
-		}
-		e, r, ok := ParseShardPath(rel)
-		if ok && e < keep {
-			out = append(out, Shard{Path: rel, Epoch: e, Rank: r})
-		}
-		return nil
-	})
-	return out, err
-}
-
 // ParseShardPath reports whether rel ('/'-separated, relative to the shard set
-// directory) is the canonical path of a shard, shardfmt.ShardFileName(epoch,
-// rank), or a temporary file of one ("<name>.tmp-*", ".<name>.tmp*",
-// "<name>.partial"), and if so which (epoch, rank). It is independent of the
-// naming scheme: the first two decimal numbers in rel are taken as epoch
-// and rank and the canonical name is rebuilt from them and compared.
-func ParseShardPath(rel string) (epoch, rank int, ok bool) {
-	dirPart, base := "", rel
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		dirPart, base = rel[:i+1], rel[i+1:]
-	}
-	if i := strings.Index(base, ".tmp"); i >= 0 {
-		base = strings.TrimPrefix(base[:i], ".")
-	}
-	base = strings.TrimSuffix(base, ".partial")
-	cand := dirPart + base
-	nums := leadingInts(cand, 2)
-	if len(nums) < 2 {
-		return 0, 0, false
-	}
-	if filepath.ToSlash(shardfmt.ShardFileName(nums[0], nums[1])) != cand {
-		return 0, 0, false
-	}
-	return nums[0], nums[1], true
-}
-
-// leadingInts returns up to n decimal numbers found in s, in order.
-func leadingInts(s string, n int) []int {
-	var out []int
-	for i := 0; i < len(s) && len(out) < n; {
-		if s[i] < '0' || s[i] > '9' {
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		v, err := strconv.Atoi(s[i:j])
-		if err != nil {
-			return out
-		}
-		out = append(out, v)
-		i = j
-	}
-	return out
-}
+// directory) is the canonical path of a shard or a temporary file of one,
+// and if so which (epoch, rank): shardset.ParseShardPath.
+func ParseShardPath(rel string) (epoch, rank int, ok bool) { return shardset.ParseShardPath(rel) }
 
 // parentDirs returns the distinct directories (relative, not ".") holding
 // the removed files and their ancestors, deepest first.
@@ -313,21 +322,20 @@ func pathDir(p string) string {
 	return ""
 }
 
-// emptyOldEpochDirs returns the empty epoch directories of dir (named as
-// shardfmt.ShardFileName names them; real directories, not symbolic links)
-// of epochs below keep.
-func emptyOldEpochDirs(dir string, keep int) []string {
-	ents, err := os.ReadDir(dir)
+// emptyOldEpochDirs returns the empty epoch directories of the set
+// (shardset.EpochDir names; real directories, not symbolic links) of epochs
+// below keep.
+func emptyOldEpochDirs(set *shardset.Set, keep int) []string {
+	ents, err := fs.ReadDir(set.Root().FS(), ".")
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range ents {
-		nums := leadingInts(e.Name(), 1)
-		if !e.IsDir() || len(nums) != 1 || nums[0] >= keep || e.Name() != pathDir(shardfmt.ShardFileName(nums[0], 0)) {
+		if ep, ok := shardset.ParseEpochDir(e.Name()); !ok || !e.IsDir() || ep >= keep {
 			continue
 		}
-		if sub, err := os.ReadDir(filepath.Join(dir, e.Name())); err == nil && len(sub) == 0 {
+		if sub, err := fs.ReadDir(set.Root().FS(), e.Name()); err == nil && len(sub) == 0 {
 			out = append(out, e.Name())
 		}
 	}
@@ -336,14 +344,17 @@ func emptyOldEpochDirs(dir string, keep int) []string {
 
 // emptyDirsAfter predicts which parent directories would be empty once the
 // removed files are gone (for a dry run).
-func emptyDirsAfter(dir string, removed []Shard) []string {
+func emptyDirsAfter(set *shardset.Set, removed []Shard) []string {
 	gone := map[string]bool{}
 	for _, s := range removed {
 		gone[s.Path] = true
 	}
 	out := []string{}
 	for _, d := range parentDirs(removed) {
-		ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(d)))
+		if fi, err := set.CheckName(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		ents, err := fs.ReadDir(set.Root().FS(), d)
 		if err != nil {
 			continue
 		}

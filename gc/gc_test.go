@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // makeSet writes a fake shard set: a manifest listing epochs x ranks, and a
@@ -477,5 +478,80 @@ func TestEmptyEpochDirOfAKilledGCRemoved(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, d)); (err == nil) != want {
 			t.Errorf("%s exists: %v, want %v", d, err == nil, want)
 		}
+	}
+}
+
+// TestSymlinkedEpochDirRefused pins fault "gc deletes files outside the set
+// through a symlinked epoch directory": with epoch-00000 a link to another
+// directory holding files of the same names (outside the set, or another
+// epoch inside it), gc refuses before changing anything, and no file the
+// link points to is removed.
+func TestSymlinkedEpochDirRefused(t *testing.T) {
+	for name, target := range map[string]func(dir, outside string) string{
+		"outside": func(_, outside string) string { return outside },
+		"inside":  func(string, string) string { return "epoch-00001" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := makeSet(t, 2, 2)
+			outside := t.TempDir()
+			for _, f := range []string{"rank-00000.shard", "rank-00001.shard"} {
+				if err := os.WriteFile(filepath.Join(outside, f), []byte("keep"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.RemoveAll(filepath.Join(dir, "epoch-00000")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target(dir, outside), filepath.Join(dir, "epoch-00000")); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(filepath.Join(dir, shardfmt.ManifestName))
+			for _, dry := range []bool{true, false} {
+				if _, err := Run(dir, Options{KeepFromEpoch: 1, DryRun: dry}); !errors.Is(err, shardset.ErrUnsafe) {
+					t.Fatalf("dry run %v: err = %v, want ErrUnsafe", dry, err)
+				}
+			}
+			if got := listFiles(t, outside); !reflect.DeepEqual(got, []string{"rank-00000.shard", "rank-00001.shard"}) {
+				t.Fatalf("files outside the set: %v", got)
+			}
+			want := []string{"epoch-00000", "epoch-00001/rank-00000.shard", "epoch-00001/rank-00001.shard", "manifest.json"}
+			if got := listFiles(t, dir); !reflect.DeepEqual(got, want) {
+				t.Fatalf("files in the set: %v, want %v", got, want)
+			}
+			if after, _ := os.ReadFile(filepath.Join(dir, shardfmt.ManifestName)); string(after) != string(before) {
+				t.Fatal("manifest changed")
+			}
+		})
+	}
+}
+
+// TestKilledGCTemporariesRemoved pins fault "a killed gc leaves
+// manifest.json.tmp-* that later gc runs never remove": gc removes the
+// unfinished atomic writes of the manifest and the plan copy, counts their
+// bytes, and leaves other files alone.
+func TestKilledGCTemporariesRemoved(t *testing.T) {
+	dir := makeSet(t, 1, 1)
+	for name, size := range map[string]int{"manifest.json.tmp-123456": 7, "plan.json.tmp-42": 5, "notes.tmp-1": 3} {
+		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dry, err := Run(dir, Options{KeepFromEpoch: 0, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"manifest.json.tmp-123456", "plan.json.tmp-42"}; !reflect.DeepEqual(dry.TempFiles, want) || dry.FreedBytes != 12 {
+		t.Fatalf("dry run: temp files %v, freed %d; want %v, 12", dry.TempFiles, dry.FreedBytes, want)
+	}
+	res, err := Run(dir, Options{KeepFromEpoch: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.TempFiles, dry.TempFiles) || res.FreedBytes != 12 {
+		t.Fatalf("temp files %v, freed %d", res.TempFiles, res.FreedBytes)
+	}
+	want := []string{"epoch-00000/rank-00000.shard", "manifest.json", "notes.tmp-1"}
+	if got := listFiles(t, dir); !reflect.DeepEqual(got, want) {
+		t.Fatalf("files %v, want %v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // Backend names accepted in Options.Backend.
@@ -215,62 +216,37 @@ type slotMeta struct {
 // returns ErrNoShard when the manifest lists no such shard, and
 // ErrCUDAUnavailable or a *CUDAError when the cuda backend cannot start.
 func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
-	m, err := shardfmt.ReadManifest(dir)
+	// The shard set (shardset) follows no symbolic link inside the set and
+	// makes every check against the manifest before the file is mapped.
+	set, err := shardset.Open(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, shardset.ErrNotSet) {
 			err = fmt.Errorf("%w: %w", ErrNoShard, err)
 		}
-		return nil, &Error{Op: "reading manifest", Path: filepath.Join(dir, shardfmt.ManifestName), Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
+		return nil, &Error{Op: "reading manifest", Path: filepath.Join(dir, shardset.ManifestName), Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
 	}
-	var ent *shardfmt.ShardEntry
-	for i := range m.Shards {
-		if m.Shards[i].Epoch == epoch && m.Shards[i].Rank == rank {
-			ent = &m.Shards[i]
-			break
-		}
-	}
+	defer set.Close()
 	where := func(path string, err error) error {
 		return &Error{Op: "opening shard", Path: path, Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
 	}
-	if ent == nil {
-		return nil, where(dir, fmt.Errorf("%w: epoch %d rank %d not in %s", ErrNoShard, epoch, rank, shardfmt.ManifestName))
+	ent, ok := set.Entry(epoch, rank)
+	if !ok {
+		return nil, where(dir, fmt.Errorf("%w: epoch %d rank %d not in %s", ErrNoShard, epoch, rank, shardset.ManifestName))
 	}
-	path := filepath.Join(dir, filepath.FromSlash(ent.Path))
-	if opts.PlanFingerprint != "" && opts.PlanFingerprint != m.PlanFingerprint {
+	path := set.Path(ent.Path)
+	if m := set.Manifest(); opts.PlanFingerprint != "" && opts.PlanFingerprint != m.PlanFingerprint {
 		return nil, where(path, fmt.Errorf("%w: manifest plan fingerprint %s, want %s", ErrPlanMismatch, m.PlanFingerprint, opts.PlanFingerprint))
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			err = fmt.Errorf("%w: %w", ErrNoShard, err)
-		}
-		return nil, where(path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, where(path, fmt.Errorf("%w: %s: not a regular file (%s)", ErrCorrupt, filepath.Base(path), fi.Mode().Type()))
-	}
-	if fi.Size() != ent.Size {
-		return nil, where(path, fmt.Errorf("%w: %s: expected size %d bytes (manifest), actual size %d", ErrCorrupt, filepath.Base(path), ent.Size, fi.Size()))
-	}
-	r, err := shardfmt.Open(path)
-	if err != nil {
-		return nil, where(path, err)
-	}
-	p := r.Provenance()
-	var bad string
+	r, _, err := set.Shard(epoch, rank, true)
 	switch {
-	case p.PlanFingerprint != m.PlanFingerprint:
-		bad = fmt.Sprintf("shard plan fingerprint %s, manifest %s", p.PlanFingerprint, m.PlanFingerprint)
-	case int(p.Epoch) != epoch || int(p.Rank) != rank:
-		bad = fmt.Sprintf("shard is epoch %d rank %d", p.Epoch, p.Rank)
-	case r.NumBatches() != ent.Batches:
-		bad = fmt.Sprintf("shard has %d batches, manifest %d", r.NumBatches(), ent.Batches)
-	case len(m.Tensors) > 0 && !shardfmt.SameTensors(r.Tensors(), m.Tensors):
-		bad = "shard tensor table differs from the manifest's"
-	}
-	if bad != "" {
-		r.Close()
-		return nil, where(path, fmt.Errorf("%w: %s", ErrPlanMismatch, bad))
+	case errors.Is(err, shardset.ErrNoShard):
+		return nil, where(path, fmt.Errorf("%w: %w", ErrNoShard, err))
+	case errors.Is(err, shardset.ErrDamaged), errors.Is(err, shardset.ErrUnsafe):
+		return nil, where(path, fmt.Errorf("%w: %w", ErrCorrupt, err))
+	case errors.Is(err, shardset.ErrMismatch):
+		return nil, where(path, fmt.Errorf("%w: %w", ErrPlanMismatch, err))
+	case err != nil:
+		return nil, where(path, err)
 	}
 	l, err := newLoader(r, path, epoch, rank, opts)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/internal/atomicfile"
 )
 
 // Shuffle is a shuffle mode (PLAN.md §Shuffle modes).
@@ -316,7 +316,7 @@ func (p *Plan) Marshal() ([]byte, error) {
 }
 
 // Save writes the plan file atomically, mode 0644, with
-// shardfmt.WriteFileAtomic: a temporary file in the same directory, fsync,
+// atomicfile.WriteFile: a temporary file in the same directory, fsync,
 // rename over path, fsync of the directory. It refuses an
 // empty path and a path that exists but is not a regular file (a directory,
 // a device such as /dev/stdout or /dev/full, a FIFO), which the rename would
@@ -332,7 +332,7 @@ func (p *Plan) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := shardfmt.WriteFileAtomic(path, data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("saving plan %s: %w", path, err)
 	}
 	return nil

@@ -3,6 +3,8 @@ package shardfmt
 import (
 	"errors"
 	"fmt"
+
+	"github.com/prepml/prep/internal/atomicfile"
 )
 
 // Sentinel errors. Every error returned by Open, OpenReaderAt and the Reader
@@ -38,6 +40,11 @@ var (
 	// ErrClosed: the Reader or Writer was already closed, committed or
 	// aborted.
 	ErrClosed = errors.New("closed")
+	// ErrNotDurable is wrapped by Writer.Commit and WriteManifest when the
+	// file was renamed to its final name but the directory fsync failed:
+	// the new file is in place but may not survive a crash, so a caller that
+	// undoes its writes on error must undo this one too.
+	ErrNotDurable = atomicfile.ErrNotDurable
 	// ErrProvenance: the shard was made by a different plan, feature spec,
 	// epoch or rank than the caller expects (see CheckProvenance).
 	ErrProvenance = errors.New("provenance mismatch")

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/prepml/prep/internal/atomicfile"
 )
 
 // ManifestName is the file name of a shard set's manifest.
@@ -63,16 +65,6 @@ type DroppedIDs struct {
 	IDs   []uint64 `json:"ids"`
 }
 
-// Shard returns the entry for (epoch, rank) and whether it exists.
-func (m *Manifest) Shard(epoch, rank int) (ShardEntry, bool) {
-	for _, s := range m.Shards {
-		if s.Epoch == epoch && s.Rank == rank {
-			return s, true
-		}
-	}
-	return ShardEntry{}, false
-}
-
 // ShardFileName returns the canonical shard path for (epoch, rank) relative
 // to the shard set directory, slash-separated:
 // "epoch-00003/rank-00012.shard". Numbers are zero-padded to 5 digits so names
@@ -122,7 +114,9 @@ func (m *Manifest) Check() error {
 // Manifest.Check, so every entry's Path names a file inside dir. It fails
 // if the format field is not ManifestFormat (wrapping ErrManifest) or the
 // shard list is invalid (wrapping ErrManifest); a missing file gives an
-// error wrapping fs.ErrNotExist. Unknown fields are ignored.
+// error wrapping fs.ErrNotExist. Unknown fields are ignored. It reads the
+// path as given, following symbolic links: tools working on a shard set read
+// it through shardset.Set, which follows none inside the set.
 func ReadManifest(dir string) (*Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
 	if err != nil {
@@ -148,7 +142,8 @@ func ParseManifest(data []byte, dir string) (*Manifest, error) {
 // ReadManifestUnchecked is ReadManifest without Manifest.Check: it only
 // decodes and checks the format field. It is for checkers that report each
 // problem of the shard list themselves (prep verify); anything that opens,
-// replaces or deletes the listed files must use ReadManifest.
+// replaces or deletes the listed files must use ReadManifest (through
+// shardset.Set, so that no link inside the set is followed).
 func ReadManifestUnchecked(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(p)
@@ -156,6 +151,12 @@ func ReadManifestUnchecked(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
 	return parseManifest(b, p)
+}
+
+// ParseManifestUnchecked is ReadManifestUnchecked for bytes already read;
+// path only names the file in errors.
+func ParseManifestUnchecked(data []byte, path string) (*Manifest, error) {
+	return parseManifest(data, path)
 }
 
 // parseManifest decodes a manifest (read from path) and checks its format
@@ -206,51 +207,13 @@ func (m *Manifest) Encode() ([]byte, error) {
 }
 
 // WriteManifestBytes writes b (from Manifest.Encode) to dir/manifest.json
-// atomically, as WriteManifest does.
+// atomically, as WriteManifest does. An error of the final directory fsync
+// wraps ErrNotDurable: the new manifest is then in place.
 func WriteManifestBytes(dir string, b []byte) error {
-	if err := WriteFileAtomic(filepath.Join(dir, ManifestName), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ManifestName), b, 0o644); err != nil {
 		return fmt.Errorf("writing manifest: %w", err)
 	}
 	return nil
-}
-
-// WriteFileAtomic writes data to path so that path holds either its old
-// contents or all of data, even across a crash: it writes
-// "<path>.tmp-<random>" in the same directory, fsyncs it, renames it over
-// path and fsyncs the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
 }
 
 // FileDigest opens and validates the shard at path and returns its digest

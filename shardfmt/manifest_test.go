@@ -80,8 +80,8 @@ func TestManifestRoundTrip(t *testing.T) {
 			t.Errorf("shard %d = %q, want %q", i, got.Shards[i].Path, want)
 		}
 	}
-	if s, ok := got.Shard(0, 0); !ok || s.Digest != "sha256:00" || s.Batches != 3 {
-		t.Errorf("Shard(0,0) = %+v, %v", s, ok)
+	if s := got.Shards[0]; s.Epoch != 0 || s.Rank != 0 || s.Digest != "sha256:00" || s.Batches != 3 {
+		t.Errorf("shard (0, 0) = %+v", s)
 	}
 	if !strings.Contains(string(first), `"name": "Тест"`) || !strings.Contains(string(first), `"dtype": "F16"`) {
 		t.Errorf("manifest does not keep names byte-exact or dtype names:\n%s", first)

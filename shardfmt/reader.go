@@ -50,46 +50,6 @@ type Reader struct {
 	closed  bool
 }
 
-// Open opens a shard file and validates it (see FORMAT.md, "Validation").
-// The file length is checked against the header before the file is mapped,
-// so a truncated shard fails with ErrSize, never SIGBUS. Where mmap is not
-// available the Reader falls back to pread. A path that is not a regular
-// file (a directory, a named pipe, a device) is refused before it is opened,
-// so a pipe cannot block the caller (ErrCorrupt). Errors are *FormatError
-// wrapping a sentinel, or the OS error from opening the file.
-func Open(path string) (*Reader, error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, ferr(path, "file", -1, -1, ErrCorrupt, "not a regular file (%s)", fi.Mode().Type())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening shard: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("opening shard: %w", err)
-	}
-	r := &Reader{path: path, f: f, ra: f, size: st.Size()}
-	if err := r.open(true); err != nil {
-		r.Close()
-		return nil, err
-	}
-	return r, nil
-}
-
-// OpenReaderAt opens a shard held by ra, size bytes long, and validates it as
-// Open does. name is used in errors and returned by Path. Blocks are read
-// with ReadAt (Block then returns a fresh copy). The caller keeps ra open
-// while the Reader is in use; Close does not close it.
-func OpenReaderAt(ra io.ReaderAt, size int64, name string) (*Reader, error) {
-	r := &Reader{path: name, ra: ra, size: size}
-	if err := r.open(false); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
 func (r *Reader) fail(section string, off uint64, sentinel error, format string, args ...any) *FormatError {
 	return ferr(r.path, section, int64(off), -1, sentinel, format, args...)
 }
@@ -687,39 +647,6 @@ func (r *Reader) ReadBlocks(k int, dst [][]byte) error {
 // (a slice of block, no copy). It panics if block is shorter than BlockSize,
 // i is out of range or count is not in [0, BatchSize].
 func (r *Reader) BatchSlab(block []byte, i, count int) []byte { return r.geo.Slab(block, i, count) }
-
-// VerifyBatch checks batch k: the block's CRC-32C, that every byte outside
-// the slabs' first Count samples is zero, the sample ids' CRC-32C, and that
-// unused id slots hold UnusedSampleID. Errors are *FormatError wrapping
-// ErrChecksum or ErrCorrupt (or ErrRange, ErrClosed, ErrSize).
-func (r *Reader) VerifyBatch(k int) (err error) {
-	defer r.faultGuard("block", k, &err)()
-	bi, err := r.Batch(k)
-	if err != nil {
-		return err
-	}
-	block, err := r.Block(k)
-	if err != nil {
-		return err
-	}
-	if got := crc32c(block); got != bi.CRC {
-		return ferr(r.path, "block", int64(bi.Offset), k, ErrChecksum, "CRC-32C %08x, stored %08x", got, bi.CRC)
-	}
-	if p := r.geo.firstNonZeroPadding(block, bi.Count); p >= 0 {
-		return ferr(r.path, "block", int64(bi.Offset)+p, k, ErrCorrupt, "nonzero padding byte")
-	}
-	ids, err := r.rawIDs(k)
-	if err != nil {
-		return err
-	}
-	for j := bi.Count; j < r.geo.BatchSize; j++ {
-		if id := le.Uint64(ids[8*j:]); id != UnusedSampleID {
-			off := r.h.idsOff + uint64(k)*r.h.batchSize*8 + uint64(8*j)
-			return ferr(r.path, "sample ids", int64(off), k, ErrCorrupt, "unused slot %d holds id %d", j, id)
-		}
-	}
-	return nil
-}
 
 // VerifySampleIDs checks the CRC-32C of the whole sample ids section against
 // the header (I/O proportional to the sample count: 8 bytes per slot).

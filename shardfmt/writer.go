@@ -1,6 +1,7 @@
 package shardfmt
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/prepml/prep/internal/atomicfile"
 )
 
 // TensorInfo describes one tensor of a shard: its name (UTF-8, stored
@@ -86,7 +89,8 @@ type WriterOptions struct {
 // crash never leaves an incomplete file at the final path. A Writer is not
 // safe for concurrent use.
 type Writer struct {
-	path, tmp string
+	path, tmp string   // path names in errors; with root, both are names inside it
+	root      *os.Root // CreateIn: every name is resolved inside it; nil for Create
 	f         *os.File
 	opts      WriterOptions
 	geo       Geometry
@@ -148,34 +152,44 @@ func FileSize(opts WriterOptions) (int64, error) {
 // are validated as by NewGeometry; NumBatches must be >= 0. Errors wrap
 // ErrInvalid for bad options, or the OS error.
 func Create(path string, opts WriterOptions) (*Writer, error) {
+	return create(nil, path, opts)
+}
+
+// CreateIn is Create for name (slash-separated) inside root: the directory,
+// the temporary file (created exclusively), the rename and the directory
+// fsync all resolve names through root, so a symbolic link planted in the
+// directory can never make the writer create, replace or remove a file
+// outside it. Errors name root's directory joined with name.
+func CreateIn(root *os.Root, name string, opts WriterOptions) (*Writer, error) {
+	return create(root, filepath.FromSlash(name), opts)
+}
+
+func create(root *os.Root, path string, opts WriterOptions) (*Writer, error) {
+	shown := path
+	if root != nil {
+		shown = filepath.Join(root.Name(), path)
+	}
 	geo, err := NewGeometry(opts.BatchSize, opts.Tensors)
 	if err != nil {
-		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+		return nil, fmt.Errorf("creating shard %s: %w", shown, err)
 	}
 	if opts.NumBatches < 0 {
-		return nil, fmt.Errorf("creating shard %s: %w: %d batches", path, ErrInvalid, opts.NumBatches)
+		return nil, fmt.Errorf("creating shard %s: %w: %d batches", shown, ErrInvalid, opts.NumBatches)
 	}
 	meta, err := json.Marshal(opts.Provenance)
 	if err != nil {
-		return nil, fmt.Errorf("creating shard %s: encoding metadata: %w", path, err)
+		return nil, fmt.Errorf("creating shard %s: encoding metadata: %w", shown, err)
 	}
 	h, prefix, err := planLayout(geo, opts, meta)
 	if err != nil {
-		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+		return nil, fmt.Errorf("creating shard %s: %w", shown, err)
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating shard %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, base+".tmp-*")
+	f, tmp, err := createTemp(root, path)
 	if err != nil {
-		return nil, fmt.Errorf("creating shard %s: %w", path, err)
+		return nil, fmt.Errorf("creating shard %s: %w", shown, err)
 	}
 	w := &Writer{
-		path: path, tmp: f.Name(), f: f, opts: opts, geo: geo, h: h, prefix: prefix,
+		path: path, tmp: tmp, root: root, f: f, opts: opts, geo: geo, h: h, prefix: prefix,
 		batches: make([]byte, 0, h.btLen),
 		ids:     make([]byte, 8*opts.BatchSize),
 	}
@@ -391,10 +405,15 @@ func (w *Writer) commit() error {
 		return err
 	}
 	w.f = nil
-	if err := os.Rename(w.tmp, w.path); err != nil {
+	if err := w.rename(w.tmp, w.path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(w.path))
+	if err := w.syncDir(); err != nil {
+		// The shard is in place under its final name: say so, so that a
+		// caller undoing its writes removes it too.
+		return fmt.Errorf("%w: %w", ErrNotDurable, err)
+	}
+	return nil
 }
 
 // Digest returns the committed shard's digest, "sha256:<hex>", equal to what
@@ -422,21 +441,63 @@ func (w *Writer) abort() error {
 		err = w.f.Close()
 		w.f = nil
 	}
-	if rerr := os.Remove(w.tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+	remove := os.Remove
+	if w.root != nil {
+		remove = w.root.Remove
+	}
+	if rerr := remove(w.tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = errors.Join(err, rerr)
 	}
 	return err
 }
 
-// syncDir fsyncs a directory so a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// createTemp creates path's directory if needed and a new temporary file
+// "<base>.tmp-<random>" beside path, through root when it is not nil.
+func createTemp(root *os.Root, path string) (*os.File, string, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
+	if root == nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, "", err
+		}
+		f, err := os.CreateTemp(dir, base+".tmp-*")
+		if err != nil {
+			return nil, "", err
+		}
+		return f, f.Name(), nil
 	}
-	return err
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	for range 10000 {
+		var rnd [8]byte
+		rand.Read(rnd[:])
+		tmp := filepath.Join(dir, base+".tmp-"+hex.EncodeToString(rnd[:]))
+		f, err := root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			return f, tmp, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, "", err
+		}
+	}
+	return nil, "", fmt.Errorf("creating a temporary file beside %s: too many name clashes", path)
+}
+
+// rename moves the committed temporary file to its final name.
+func (w *Writer) rename(from, to string) error {
+	if w.root != nil {
+		return w.root.Rename(from, to)
+	}
+	return os.Rename(from, to)
+}
+
+// syncDir fsyncs the directory holding the shard so its rename is durable.
+func (w *Writer) syncDir() error {
+	if w.root != nil {
+		return atomicfile.SyncDirIn(w.root, filepath.Dir(w.path))
+	}
+	return atomicfile.SyncDir(filepath.Dir(w.path))
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/prepml/prep/internal/atomicfile"
 )
 
 // TestWriterDigestMatchesFile checks that the digest the Writer computes at
@@ -204,5 +206,63 @@ func TestFileSizeIsCommittedSize(t *testing.T) {
 	bad = testOpts(0, 2)
 	if _, err := FileSize(bad); !errors.Is(err, ErrInvalid) {
 		t.Errorf("FileSize with batch size 0: %v, want ErrInvalid", err)
+	}
+}
+
+// TestCommitDirSyncFailureIsNotDurable: when the directory fsync after the
+// rename fails, the shard is already at its final name; Commit says so
+// (ErrNotDurable) so that a caller rolling back removes it.
+func TestCommitDirSyncFailureIsNotDurable(t *testing.T) {
+	atomicfile.SyncDirHook = func(string) error { return errors.New("injected EIO") }
+	t.Cleanup(func() { atomicfile.SyncDirHook = nil })
+	path := filepath.Join(t.TempDir(), "s.shard")
+	w, err := Create(path, testOpts(4, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Commit()
+	if !errors.Is(err, ErrNotDurable) {
+		t.Fatalf("Commit = %v, want ErrNotDurable", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("renamed shard: %v", err)
+	}
+}
+
+// TestCreateInNeverLeavesRoot: a shard written by name inside a root whose
+// directory is a symbolic link to another place fails, and nothing is
+// created there.
+func TestCreateInNeverLeavesRoot(t *testing.T) {
+	base := t.TempDir()
+	set, outside := filepath.Join(base, "set"), filepath.Join(base, "outside")
+	for _, d := range []string{set, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(set, "epoch-00000")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if w, err := CreateIn(root, "epoch-00000/rank-00000.shard", testOpts(4, 0)); err == nil {
+		w.Abort()
+		t.Fatal("CreateIn through a symlinked directory succeeded")
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("files created outside the root: %v", ents)
+	}
+	w, err := CreateIn(root, "epoch-00001/rank-00000.shard", testOpts(4, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(filepath.Join(set, "epoch-00001", "rank-00000.shard")); err != nil {
+		t.Fatalf("committed shard: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prepml/prep/internal/npy"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // Names of the extra files Export writes beside the tensors.
@@ -64,19 +65,17 @@ type ExportResult struct {
 // (epoch, rank) than requested (renamed or swapped) is an error wrapping
 // shardfmt.ErrProvenance.
 func Export(opts ExportOptions) (*ExportResult, error) {
-	st, err := os.Stat(opts.Dir)
-	if err != nil || !st.IsDir() {
+	set, err := shardset.OpenDir(opts.Dir)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotShardSet, opts.Dir)
 	}
-	path, err := shardPath(opts.Dir, opts.Epoch, opts.Rank)
-	if err != nil {
-		return nil, err
-	}
-	r, err := shardfmt.Open(path)
+	defer set.Close()
+	r, err := exportShard(set, opts.Epoch, opts.Rank)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	path := r.Path()
 	// A shard renamed or swapped with another rank's holds other samples:
 	// its header, not its file name, says which (epoch, rank) it is.
 	if opts.Epoch < 0 || opts.Rank < 0 || opts.Epoch > 1<<32-1 || opts.Rank > 1<<32-1 {
@@ -174,21 +173,22 @@ func fileNameFor(name string) string {
 	return name + ".npy"
 }
 
-// shardPath finds the (epoch, rank) shard through the manifest, or by its
-// canonical name when the manifest is unreadable.
-func shardPath(dir string, epoch, rank int) (string, error) {
-	m, err := shardfmt.ReadManifest(dir)
-	if err != nil {
-		p := filepath.Join(dir, shardfmt.ShardFileName(epoch, rank))
-		if _, serr := os.Stat(p); serr == nil {
-			return p, nil
+// exportShard opens the (epoch, rank) shard through the manifest with every
+// check of shardset.Set.Shard (no link followed, size, provenance), or by
+// its canonical name when the manifest is unreadable. The shard is read
+// with pread, never mapped, so a shard cut short under export is an error.
+func exportShard(set *shardset.Set, epoch, rank int) (*shardfmt.Reader, error) {
+	if _, err := set.ReadManifest(); err != nil {
+		name := shardset.ShardPath(epoch, rank)
+		f, ferr := set.OpenFile(name)
+		if ferr != nil {
+			return nil, fmt.Errorf("reading manifest: %w", err)
 		}
-		return "", fmt.Errorf("reading manifest: %w", err)
+		return shardfmt.OpenFile(f, set.Path(name), false)
 	}
-	for _, s := range m.Shards {
-		if s.Epoch == epoch && s.Rank == rank {
-			return filepath.Join(dir, filepath.FromSlash(s.Path)), nil
-		}
+	r, _, err := set.Shard(epoch, rank, false)
+	if errors.Is(err, shardset.ErrNoShard) {
+		return nil, fmt.Errorf("%w: %w", ErrNoShard, err)
 	}
-	return "", fmt.Errorf("%w: the manifest lists no shard for epoch %d rank %d", ErrNoShard, epoch, rank)
+	return r, err
 }

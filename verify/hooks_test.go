@@ -3,7 +3,7 @@ package verify
 import (
 	"context"
 
-	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // SetPlanDigestPath turns the epoch digest path of plan conformance on or
@@ -20,8 +20,13 @@ func ConformingEpochs(opts Options) map[int]bool {
 	if opts.Jobs <= 0 {
 		opts.Jobs = 2
 	}
-	c := &checker{opts: opts, rep: &Report{}}
-	m, err := shardfmt.ReadManifestUnchecked(opts.Dir)
+	set, err := shardset.OpenDir(opts.Dir)
+	if err != nil {
+		return nil
+	}
+	defer set.Close()
+	c := &checker{opts: opts, set: set, rep: &Report{}}
+	m, err := set.ReadManifestUnchecked()
 	if err != nil {
 		return nil
 	}

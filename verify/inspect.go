@@ -11,6 +11,7 @@ import (
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // Kinds of path Inspect understands.
@@ -176,12 +177,22 @@ func planView(path string, p *plan.Plan) *PlanView {
 	return v
 }
 
+// inspectShard describes the shard file at path. It is read with pread,
+// never mapped, so a shard cut short while it is inspected is an error
+// (shardfmt.ErrSize), not a memory fault.
 func inspectShard(path string) (*ShardView, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
-	r, err := shardfmt.Open(path)
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrUnknownKind, path, st.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening shard: %w", err)
+	}
+	r, err := shardfmt.OpenFile(f, path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -209,8 +220,16 @@ func inspectShard(path string) (*ShardView, error) {
 	return v, nil
 }
 
+// inspectSet summarizes the set in dir. Every name is reached through
+// shardset (no symbolic link inside the set followed): a linked shard shows
+// as invalid and is not opened.
 func inspectSet(dir string) (*SetView, error) {
-	m, err := shardfmt.ReadManifest(dir)
+	set, err := shardset.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnknownKind, dir, err)
+	}
+	defer set.Close()
+	m, err := set.ReadManifest()
 	if errors.Is(err, shardfmt.ErrManifest) {
 		return nil, fmt.Errorf("%s: %w (run prep verify for every finding)", dir, err)
 	}
@@ -238,9 +257,11 @@ func inspectSet(dir string) (*SetView, error) {
 		listed[s.Path] = true
 		c := &v.Cells[ei[s.Epoch]][ri[s.Rank]]
 		*c = SetCell{Path: s.Path, Size: s.Size, Batches: s.Batches, Status: "ok"}
-		path := filepath.Join(dir, filepath.FromSlash(s.Path))
-		st, err := os.Stat(path)
+		path := set.Path(s.Path)
+		st, err := set.CheckName(s.Path)
 		switch {
+		case errors.Is(err, shardset.ErrUnsafe):
+			c.Status, c.Detail = "invalid", err.Error()
 		case err != nil:
 			c.Status, c.Detail = "missing", err.Error()
 		case !st.Mode().IsRegular():
@@ -248,7 +269,7 @@ func inspectSet(dir string) (*SetView, error) {
 		case st.Size() != s.Size:
 			c.Status, c.Detail = "size_mismatch", fmt.Sprintf("expected size %d, actual size %d", s.Size, st.Size())
 		default:
-			r, err := shardfmt.Open(path)
+			r, err := openInSet(set, s.Path, path)
 			if err != nil {
 				c.Status, c.Detail = "invalid", err.Error()
 				break
@@ -270,6 +291,16 @@ func inspectSet(dir string) (*SetView, error) {
 		}
 	}
 	return v, nil
+}
+
+// openInSet opens the shard name of set (no link followed) for reading its
+// header and tables with pread; path names it in errors.
+func openInSet(set *shardset.Set, name, path string) (*shardfmt.Reader, error) {
+	f, err := set.OpenFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return shardfmt.OpenFile(f, path, false)
 }
 
 func sortedKeys(m map[int]bool) []int {

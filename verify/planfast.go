@@ -3,8 +3,6 @@ package verify
 import (
 	"context"
 	"crypto/sha256"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -90,12 +88,15 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 		if ent.Rank < 0 || ent.Rank >= R || readers[ent.Rank] != nil || ent.Batches != steps {
 			return false
 		}
-		path := filepath.Join(c.opts.Dir, filepath.FromSlash(ent.Path))
-		// The size is compared before Open maps the file, as checkShard does.
-		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() || st.Size() != ent.Size {
+		// The size is compared before the file is opened, as checkShard
+		// does; nothing is followed or mapped (checker.openShard).
+		if !safePath(ent.Path) {
 			return false
 		}
-		r, err := shardfmt.Open(path)
+		if st, err := c.set.CheckName(ent.Path); err != nil || !st.Mode().IsRegular() || st.Size() != ent.Size {
+			return false
+		}
+		r, err := c.openShard(*ent)
 		if err != nil {
 			return false
 		}

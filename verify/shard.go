@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // shardResult is what one shard's check produced.
@@ -97,16 +96,34 @@ func kindsInOrder(fs []Finding) []Kind {
 	return ks
 }
 
+// openShard opens the shard of a manifest entry through the set (no
+// symbolic link followed, not regular refused) for reading with pread,
+// never mapped: a shard cut short while verify reads it gives errors
+// wrapping shardfmt.ErrSize, never SIGBUS.
+func (c *checker) openShard(e shardfmt.ShardEntry) (*shardfmt.Reader, error) {
+	f, err := c.set.OpenFile(e.Path)
+	if err != nil {
+		return nil, err
+	}
+	return shardfmt.OpenFile(f, c.set.Path(e.Path), false)
+}
+
 // checkShard runs every per-shard check on one manifest entry. The size is
-// compared with the manifest before the file is opened (and so mapped): a
-// truncated shard is reported, never touched.
+// compared with the manifest before the file is opened: a truncated shard
+// is reported, never touched. An entry whose path leaves the set (reported
+// by checkManifest) is never opened.
 func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardResult {
 	s := &shardCheck{c: c, entry: e, counts: map[Kind]int{}}
-	path := filepath.Join(c.opts.Dir, filepath.FromSlash(e.Path))
-	st, err := os.Stat(path)
+	if !safePath(e.Path) {
+		return s.finish()
+	}
+	st, err := c.set.CheckName(e.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		s.add(Finding{Kind: KindShardMissing, Message: "shard listed in the manifest does not exist"})
+		return s.finish()
+	case errors.Is(err, shardset.ErrUnsafe):
+		s.add(Finding{Kind: KindHeaderInvalid, Message: "shard is reached through a symbolic link, which is never followed (" + err.Error() + ")"})
 		return s.finish()
 	case err != nil:
 		s.add(Finding{Kind: KindIOError, Message: err.Error()})
@@ -123,12 +140,13 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 		return s.finish()
 	}
 
-	r, err := shardfmt.Open(path)
+	r, err := c.openShard(e)
 	if err != nil {
 		s.add(Finding{Kind: KindHeaderInvalid, Message: errDetail(err)})
 		return s.finish()
 	}
 	defer r.Close()
+	path := c.set.Path(e.Path)
 
 	// The digest through the Reader already open: a second Open would map
 	// the file again and fault in the tables and ids a second time.
@@ -262,6 +280,7 @@ type batchCheck struct {
 	needIDs     bool // read the sample ids
 	epoch, rank int
 	want        []uint64
+	block       []byte // this copy's block buffer (pread), allocated on first use
 }
 
 // check checks batch k, reporting findings to add and counting into res,
@@ -274,10 +293,21 @@ func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 
 		return nil
 	}
 	bs := int64(r.Geometry().BlockSize)
-	verr := r.VerifyBatch(k)
+	// The block is read with pread into this check's own buffer, never
+	// through a mapping: a shard cut short under verify is an ErrSize
+	// finding, not a SIGBUS.
+	if b.block == nil {
+		b.block = make([]byte, bs)
+	}
+	verr := r.ReadBlock(k, b.block)
+	if verr == nil {
+		verr = r.VerifyBlock(k, b.block)
+	}
 	if verr != nil {
 		f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(verr)}
-		if got := actualCRC(r, k); got != fmt.Sprintf("%08x", bi.CRC) {
+		if errors.Is(verr, shardfmt.ErrSize) {
+			f.Kind, f.Message = KindSizeMismatch, "shard changed while being read: "+errDetail(verr)
+		} else if got := fmt.Sprintf("%08x", shardfmt.CRC32C(b.block)); errors.Is(verr, shardfmt.ErrChecksum) && got != fmt.Sprintf("%08x", bi.CRC) {
 			f.What, f.Expected, f.Actual = "crc32c", fmt.Sprintf("%08x", bi.CRC), got
 			f.Message = "batch block does not match its checksum"
 		}
@@ -291,7 +321,11 @@ func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 
 	}
 	ids, err := r.SampleIDs(k)
 	if err != nil {
-		if verr == nil { // else the same damage, reported above
+		switch {
+		case verr != nil: // the same damage, reported above
+		case errors.Is(err, shardfmt.ErrSize):
+			add(Finding{Kind: KindSizeMismatch, Batch: intp(k), Message: "shard changed while being read: reading sample ids: " + errDetail(err)})
+		default:
 			add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + errDetail(err)})
 		}
 		return nil
@@ -326,16 +360,6 @@ func comparePlan(add func(Finding), k int, bi shardfmt.BatchInfo, ids, want []ui
 			return // one per batch: a shifted batch differs everywhere
 		}
 	}
-}
-
-// actualCRC recomputes batch k's CRC-32C for the report, or "" when the block
-// cannot be read.
-func actualCRC(r *shardfmt.Reader, k int) string {
-	b, err := r.Block(k)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%08x", shardfmt.CRC32C(b))
 }
 
 func (c *checker) progress(n int64) {

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -23,15 +22,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // PlanFileName is the name of the plan copy convert keeps in a shard set
-// directory; Run loads it unless Options.PlanPath names another file.
-const PlanFileName = convert.PlanFileName
+// directory (shardset.PlanName); Run loads it unless Options.PlanPath names
+// another file.
+const PlanFileName = shardset.PlanName
 
 // ErrNotShardSet is returned by Run and Export when the directory does not
 // exist or is not a directory. Any other problem is a Finding.
@@ -60,7 +60,8 @@ type Options struct {
 	SourceRoot string
 	// Jobs is the number of shards checked at once; when there are fewer
 	// shards than jobs, each shard's batches are split across the jobs left
-	// over. <= 0 means GOMAXPROCS.
+	// over. <= 0 means GOMAXPROCS. Each job holds one batch block in
+	// memory (blocks are read with pread, never mapped).
 	Jobs int
 	// AllowPartial accepts a shard set holding only some of the plan's
 	// (epoch, rank) pairs (a node that materialized its own ranks).
@@ -113,19 +114,26 @@ type Report struct {
 // Run checks the shard set in opts.Dir and returns every finding. The error
 // is non-nil only when the check could not run at all (ErrNotShardSet, a
 // cancelled ctx).
+//
+// Every file of the set is reached through shardset, which follows no
+// symbolic link inside the set: a link, or a manifest path leaving the set,
+// is a finding and is never opened. Shards are read with pread, never
+// mapped, so a shard cut short while it is checked is a finding, not a
+// crash.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	start := time.Now()
-	st, err := os.Stat(opts.Dir)
-	if err != nil || !st.IsDir() {
+	set, err := shardset.OpenDir(opts.Dir)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotShardSet, opts.Dir)
 	}
+	defer set.Close()
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
 	}
 	if opts.MaxPerShard <= 0 {
 		opts.MaxPerShard = 20
 	}
-	c := &checker{opts: opts, rep: &Report{Dir: opts.Dir, Findings: []Finding{}}}
+	c := &checker{opts: opts, set: set, rep: &Report{Dir: opts.Dir, Findings: []Finding{}}}
 	c.run(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -140,6 +148,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 type checker struct {
 	opts Options
+	set  *shardset.Set
 	rep  *Report
 	man  *shardfmt.Manifest
 	plan *plan.Plan
@@ -153,7 +162,7 @@ type checker struct {
 func (c *checker) add(f Finding) { c.rep.Findings = append(c.rep.Findings, f) }
 
 func (c *checker) run(ctx context.Context) {
-	m, err := shardfmt.ReadManifestUnchecked(c.opts.Dir)
+	m, err := c.set.ReadManifestUnchecked()
 	if err != nil {
 		msg := "cannot read " + shardfmt.ManifestName + ": " + err.Error()
 		if errors.Is(err, fs.ErrNotExist) {
@@ -190,10 +199,8 @@ func (c *checker) checkManifest() {
 	pairs := map[[2]int]string{}
 	for i, s := range m.Shards {
 		switch {
-		case s.Path == "" || filepath.IsAbs(s.Path) || strings.Contains(s.Path, "\\") ||
-			s.Path != filepath.ToSlash(filepath.Clean(filepath.FromSlash(s.Path))) ||
-			s.Path == ".." || strings.HasPrefix(s.Path, "../"):
-			bad(fmt.Sprintf("shard %d has an unsafe or unclean path %q", i, s.Path), "", "", "")
+		case !safePath(s.Path):
+			bad(fmt.Sprintf("shard %d has an unsafe or unclean path %q (not opened)", i, s.Path), "", "", "")
 		case s.Path == shardfmt.ManifestName || s.Path == PlanFileName:
 			bad(fmt.Sprintf("shard %d uses the reserved name %q", i, s.Path), "", "", "")
 		}
@@ -215,13 +222,26 @@ func (c *checker) checkManifest() {
 	}
 }
 
+// safePath reports whether a manifest path names a file inside the set:
+// relative, clean, slash-separated and not leaving the directory. A shard
+// whose path is not safe is reported (checkManifest) and never opened.
+func safePath(p string) bool {
+	return p != "" && !filepath.IsAbs(p) && !strings.Contains(p, "\\") &&
+		p == filepath.ToSlash(filepath.Clean(filepath.FromSlash(p))) &&
+		p != ".." && !strings.HasPrefix(p, "../")
+}
+
 // loadPlan loads the plan and checks the manifest and coverage against it.
 func (c *checker) loadPlan() {
 	path := c.opts.PlanPath
+	var p *plan.Plan
+	var err error
 	if path == "" {
 		path = filepath.Join(c.opts.Dir, PlanFileName)
+		p, err = c.set.Plan()
+	} else {
+		p, err = plan.Load(path)
 	}
-	p, err := plan.Load(path)
 	if err != nil {
 		msg := "plan conformance not checked: " + err.Error()
 		if c.opts.PlanPath == "" && errors.Is(err, fs.ErrNotExist) {
@@ -302,59 +322,35 @@ func (c *checker) checkStepsWithoutPlan() {
 	}
 }
 
-// isTempName reports whether a file name looks like an unfinished write or a
-// lock: "*.tmp", "*.tmp-*", "*.tmp.*", ".*tmp*", "*.partial", "*.lock".
-func isTempName(name string) bool {
-	lower := strings.ToLower(name)
-	switch {
-	case strings.HasSuffix(lower, ".tmp"), strings.Contains(lower, ".tmp-"), strings.Contains(lower, ".tmp."),
-		strings.HasPrefix(lower, ".") && strings.Contains(lower, "tmp"),
-		strings.HasSuffix(lower, ".partial"), strings.HasSuffix(lower, ".lock"), lower == "lock":
-		return true
-	}
-	return false
-}
-
-// checkFiles reports files under Dir that the manifest does not list.
+// checkFiles reports the names under Dir that the manifest does not list
+// (shardset.Set.Strays: nothing is followed, and the set's own directory is
+// never a stray, even when Dir is a symbolic link to it).
 func (c *checker) checkFiles() {
-	listed := map[string]bool{shardfmt.ManifestName: true, PlanFileName: true}
-	for _, s := range c.man.Shards {
-		listed[s.Path] = true
+	onError := func(p string, err error) {
+		c.add(Finding{Kind: KindIOError, Shard: c.set.Path(p), Message: "cannot list: " + err.Error()})
 	}
-	_ = filepath.WalkDir(c.opts.Dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			c.add(Finding{Kind: KindIOError, Shard: path, Message: "cannot list: " + err.Error()})
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, rerr := filepath.Rel(c.opts.Dir, path)
-		if rerr != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		if listed[rel] {
-			return nil
-		}
-		if strings.HasPrefix(rel, convert.TempDirName+"/") {
-			c.add(Finding{Kind: KindTempFile, Shard: rel, Message: "staging of a running or killed convert (prep gc removes it)"})
-			return nil
-		}
-		if isTempName(d.Name()) {
-			msg := "temporary file left by an unfinished or running write"
-			if strings.HasSuffix(d.Name(), ".lock") {
-				msg = "output-directory lock of a running or killed convert or gc"
-				if o, err := dirlock.ReadOwner(path); err == nil && (o.PID != 0 || o.Host != "") {
-					msg += " (" + o.String() + ")"
-				}
+	for _, st := range c.set.Strays(onError) {
+		switch st.Kind {
+		case shardset.StrayStaging:
+			c.add(Finding{Kind: KindTempFile, Shard: st.Path, Message: "staging of a running or killed convert (prep gc removes it)"})
+		case shardset.StrayLock:
+			msg := "output-directory lock of a running or killed convert or gc"
+			if o, err := dirlock.ReadOwner(c.set.Path(st.Path)); err == nil && (o.PID != 0 || o.Host != "") {
+				msg += " (" + o.String() + ")"
 			}
-			c.add(Finding{Kind: KindTempFile, Shard: rel, Message: msg})
-			return nil
+			c.add(Finding{Kind: KindTempFile, Shard: st.Path, Message: msg})
+		case shardset.StrayTemp:
+			msg := "temporary file left by an unfinished or running write"
+			if strings.HasSuffix(st.Path, ".lock") {
+				msg = "output-directory lock of a running or killed convert or gc"
+			}
+			c.add(Finding{Kind: KindTempFile, Shard: st.Path, Message: msg})
+		case shardset.StrayLink:
+			c.add(Finding{Kind: KindUnlistedFile, Shard: st.Path, Message: "symbolic link inside the shard set (not followed)"})
+		default:
+			c.add(Finding{Kind: KindUnlistedFile, Shard: st.Path, Message: "file is not listed in the manifest"})
 		}
-		c.add(Finding{Kind: KindUnlistedFile, Shard: rel, Message: "file is not listed in the manifest"})
-		return nil
-	})
+	}
 }
 
 // sortFindings orders set-level findings (manifest, plan, source files)

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -569,5 +571,147 @@ func TestPartialSet(t *testing.T) {
 	}
 	if rep := run(t, verify.Options{Dir: f.Dir, AllowPartial: true}); !rep.OK || rep.Batches != 2*f.Plan.Steps() {
 		t.Fatalf("partial:\n%s", lines(rep))
+	}
+}
+
+// atimeSentinel sets path's access time far in the past and returns a
+// function reporting whether the file was read since (the file system
+// updates a stale access time on read under relatime and strictatime).
+func atimeSentinel(t *testing.T, path string) (read func() bool) {
+	t.Helper()
+	old := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	return func() bool {
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return time.Unix(st.Atim.Unix()).After(old.Add(time.Hour))
+	}
+}
+
+// TestUnsafeManifestPathNeverOpened pins fault "verify reads files outside
+// the set": a manifest path leaving the set ("../x/keep.shard",
+// "epoch-00000/../../x/keep.shard") is one manifest_invalid finding and the
+// file it names is never opened, and a shard that is a symbolic link to an
+// outside file is a finding, not 0 findings.
+func TestUnsafeManifestPathNeverOpened(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(f *verifytest.Fixture, outside string, m *shardfmt.Manifest)
+		want []string
+	}{
+		{"dot-dot path", func(f *verifytest.Fixture, outside string, m *shardfmt.Manifest) {
+			m.Shards[1].Path = "../x/keep.shard"
+		}, []string{"manifest_invalid manifest.json", "unlisted_file epoch-00000/rank-00001.shard"}},
+		{"path through the epoch directory", func(f *verifytest.Fixture, outside string, m *shardfmt.Manifest) {
+			m.Shards[1].Path = "epoch-00000/../../x/keep.shard"
+		}, []string{"manifest_invalid manifest.json", "unlisted_file epoch-00000/rank-00001.shard"}},
+		{"shard is a link to an outside file", func(f *verifytest.Fixture, outside string, m *shardfmt.Manifest) {
+			p := f.ShardPath(1)
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, p); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"header_invalid epoch-00000/rank-00001.shard"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := verifytest.Build(t)
+			// The outside file is a valid shard: reading it would show.
+			x := filepath.Join(filepath.Dir(f.Dir), "x")
+			if err := os.MkdirAll(x, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			outside := filepath.Join(x, "keep.shard")
+			b, err := os.ReadFile(f.ShardPath(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(outside, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m := *f.Man
+			m.Shards = append([]shardfmt.ShardEntry(nil), f.Man.Shards...)
+			tc.edit(f, outside, &m)
+			if err := shardfmt.WriteManifest(f.Dir, &m); err != nil {
+				t.Fatal(err)
+			}
+			read := atimeSentinel(t, outside)
+			rep := run(t, verify.Options{Dir: f.Dir, Jobs: 2, AllowPartial: true})
+			if got := keys(rep.Findings); strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+				t.Errorf("findings %q, want %q", got, tc.want)
+			}
+			if rep.Batches != 3*f.Plan.Steps() {
+				t.Errorf("checked %d batches, want %d (the outside file's excluded)", rep.Batches, 3*f.Plan.Steps())
+			}
+			if read() {
+				t.Error("the file outside the set was read")
+			}
+		})
+	}
+}
+
+// TestSymlinkedSetDirNoFalseFinding pins fault "verify through a symlinked
+// output path reports a false unlisted_file finding for '.'": a clean set
+// reached through a link verifies clean, with and without a trailing slash.
+func TestSymlinkedSetDirNoFalseFinding(t *testing.T) {
+	f := verifytest.Build(t)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(f.Dir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{link, link + "/"} {
+		rep := run(t, verify.Options{Dir: dir, Jobs: 2})
+		if !rep.OK || rep.Batches != 4*f.Plan.Steps() {
+			t.Errorf("%s: findings %v, %d batches; want none, %d", dir, keys(rep.Findings), rep.Batches, 4*f.Plan.Steps())
+		}
+	}
+}
+
+// TestShardTruncatedDuringVerify pins fault "a shard truncated while verify
+// reads it kills verify with SIGBUS": the shard is cut to its first block
+// after verify checked batch 0's block; every batch whose block or sample
+// ids lie past the cut (batch 0's ids too: they follow the blocks) is a
+// finding (size_mismatch, naming the batch) and verify returns.
+func TestShardTruncatedDuringVerify(t *testing.T) {
+	f := verifytest.BuildSize(t, verifytest.Size{Rows: 64, Dim: 1024, GlobalBatch: 8})
+	path := f.ShardPath(0)
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b0, _ := r.Batch(0)
+	cut := int64(b0.Offset) + int64(r.Geometry().BlockSize)
+	steps := r.NumBatches()
+	r.Close()
+	m := *f.Man
+	m.Shards = f.Man.Shards[:1] // only this shard, so the cut lands mid-shard
+	if err := shardfmt.WriteManifest(f.Dir, &m); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(f.Man.Shards); i++ {
+		if err := os.Remove(f.ShardPath(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	rep := run(t, verify.Options{Dir: f.Dir, Jobs: 1, AllowPartial: true, RecomputePlan: true, Progress: func(int64) {
+		if calls++; calls == 1 {
+			if err := os.Truncate(path, cut); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	var want []string
+	for k := 0; k < steps; k++ {
+		want = append(want, fmt.Sprintf("size_mismatch epoch-00000/rank-00000.shard b%d", k))
+	}
+	sort.Strings(want)
+	if got := keys(rep.Findings); strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("findings %q, want %q", got, want)
 	}
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,19 +82,12 @@ func runGC(g *globalOptions, o *gcOptions, dir string) (err error) {
 		}
 		writeMetrics(g, &o.ops, "gc", dir, start, runSummary{}, err)
 	}()
-	release, err := lockOutputDir(g, dir)
-	if o.dryRun && errors.Is(err, syscall.EROFS) {
-		// Nothing can change a set on a read-only file system, and a
-		// dry run changes nothing: report without the lock.
-		release, err = func() {}, nil
-	}
-	if err != nil {
-		return err
-	}
-	defer release()
 	res, err = gc.Run(dir, gc.Options{KeepFromEpoch: o.keepFrom, DryRun: o.dryRun})
 	if err != nil {
 		return err
+	}
+	if res.Stale != nil && g.log != nil {
+		g.log.Warn("took over a stale lock left by a killed run", "output", dir, "stale_pid", res.Stale.PID, "stale_host", res.Stale.Host)
 	}
 	if o.asJSON {
 		return json.NewEncoder(g.stdout).Encode(res)

@@ -15,6 +15,7 @@ import (
 	"github.com/prepml/prep/internal/metrics"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // fakeSet writes a manifest and one small file per (epoch, rank); gc does not
@@ -59,7 +60,7 @@ func TestGCCommand(t *testing.T) {
 	if out != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", out, want)
 	}
-	if _, err := os.Stat(filepath.Join(dir, lockFileName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, shardset.LockName)); !os.IsNotExist(err) {
 		t.Fatalf("lock file left behind: %v", err)
 	}
 	got := testutil.ReadMetrics(t, prom, "gc", dir)
@@ -98,11 +99,11 @@ func TestGCCommandJSONDryRun(t *testing.T) {
 
 func TestGCCommandLockedExits3(t *testing.T) {
 	dir := fakeSet(t, 2, 1)
-	release, err := lockOutputDir(nil, dir)
+	lock, err := shardset.Lock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
+	defer lock.Release()
 	code, _, errOut := runPrep("gc", dir, "--keep-from-epoch", "1")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3: %s", code, errOut)
@@ -118,7 +119,7 @@ func TestGCCommandLockedExits3(t *testing.T) {
 
 func TestGCCommandTakesOverStaleLock(t *testing.T) {
 	dir := fakeSet(t, 2, 1)
-	if err := os.WriteFile(filepath.Join(dir, lockFileName), []byte("4242 deadhost\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, shardset.LockName), []byte("4242 deadhost\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut := runPrep("gc", dir, "--keep-from-epoch", "1", "--log-format", "json")

@@ -7,14 +7,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/prepml/prep/convert"
-	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/internal/metrics"
 )
@@ -164,25 +162,6 @@ func writeMetrics(g *globalOptions, o *opsOptions, command, output string, start
 	if err != nil && g.log != nil {
 		g.log.Warn("metrics not written", "path", o.metricsFile, "err", err.Error())
 	}
-}
-
-// lockFileName is the output directory's advisory lock, shared by every
-// command that writes a shard set (convert, gc).
-const lockFileName = ".prep.lock"
-
-// lockOutputDir takes the output directory's lock (internal/dirlock) without
-// waiting. A lock held by a live run is a *dirlock.HeldError (exit 3) naming
-// its pid and host; a stale lock left by a killed run is taken over and
-// reported on the log. The returned function releases it.
-func lockOutputDir(g *globalOptions, dir string) (func(), error) {
-	l, err := dirlock.Acquire(filepath.Join(dir, lockFileName))
-	if err != nil {
-		return nil, err
-	}
-	if l.Stale != nil && g != nil && g.log != nil {
-		g.log.Warn("took over a stale lock left by a killed run", "output", dir, "stale_pid", l.Stale.PID, "stale_host", l.Stale.Host)
-	}
-	return func() { _ = l.Release() }, nil
 }
 
 // convertSummary is the metrics view of a convert run's summary (zero when

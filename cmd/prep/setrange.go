@@ -1,18 +1,21 @@
 package main
 
 import (
-	"path/filepath"
-
-	"github.com/prepml/prep/plan"
-	"github.com/prepml/prep/verify"
+	"github.com/prepml/prep/shardset"
 )
 
 // checkSetRange checks epoch and rank against the plan a shard set carries
 // (OUT/plan.json, written by convert), so an out-of-range request is a usage
 // error (exit 2) like in `prep plan show`, not a missing-shard failure. A set
-// without a readable plan.json is left to the reader's own errors.
+// without a readable plan.json is left to the reader's own errors; a
+// plan.json that is a symbolic link is not followed (shardset).
 func checkSetRange(dir string, epoch, rank int) error {
-	p, err := plan.Load(filepath.Join(dir, verify.PlanFileName))
+	set, err := shardset.OpenDir(dir)
+	if err != nil {
+		return nil // the reader reports what is wrong
+	}
+	defer set.Close()
+	p, err := set.Plan()
 	if err != nil {
 		return nil // no or unreadable plan.json: the reader reports what is wrong
 	}

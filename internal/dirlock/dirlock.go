@@ -61,12 +61,45 @@ type Lock struct {
 	f     *os.File
 }
 
+// ErrNotRegular is wrapped by the errors of Acquire and ReadOwner when the
+// lock path is a symbolic link or anything else that is not a regular file:
+// it is refused, never followed, so a planted link cannot make a run write
+// (or read) its target.
+var ErrNotRegular = errors.New("lock path is not a regular file")
+
+// openNoFollow opens path with flag and O_NOFOLLOW, and checks that it is a
+// regular file. A symbolic link (ELOOP) and any other type wrap
+// ErrNotRegular. O_NONBLOCK keeps a planted FIFO from blocking the open.
+func openNoFollow(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s: %w: it is a symbolic link (remove it)", path, ErrNotRegular)
+	}
+	if errors.Is(err, syscall.EISDIR) {
+		return nil, fmt.Errorf("%s: %w: it is a directory (remove it)", path, ErrNotRegular)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w (%s; remove it)", path, ErrNotRegular, st.Mode().Type())
+	}
+	return f, nil
+}
+
 // Acquire takes the lock file at path without blocking. It returns a
-// *HeldError when another process holds it. On success it writes
-// "pid host\n" into the file.
+// *HeldError when another process holds it, and an error wrapping
+// ErrNotRegular when path is a symbolic link (never followed) or not a
+// regular file. On success it writes "pid host\n" into the file.
 func Acquire(path string) (*Lock, error) {
 	for attempt := 0; attempt < 10; attempt++ {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE)
 		if err != nil {
 			return nil, fmt.Errorf("opening lock file: %w", err)
 		}
@@ -85,7 +118,7 @@ func Acquire(path string) (*Lock, error) {
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
-		if err := syscall.Stat(path, &pst); err != nil || fst.Ino != pst.Ino || fst.Dev != pst.Dev {
+		if err := syscall.Lstat(path, &pst); err != nil || fst.Ino != pst.Ino || fst.Dev != pst.Dev {
 			f.Close()
 			continue
 		}
@@ -136,9 +169,10 @@ func readHolder(f *os.File) Owner {
 
 // ReadOwner returns the owner a lock file at path names (its first two
 // fields: pid and host), without taking the lock. A file that names no owner
-// gives the zero Owner; errors are those of opening the file.
+// gives the zero Owner; errors are those of opening the file (a symbolic
+// link is not followed: ErrNotRegular).
 func ReadOwner(path string) (Owner, error) {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path, os.O_RDONLY)
 	if err != nil {
 		return Owner{}, err
 	}

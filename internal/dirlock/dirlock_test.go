@@ -78,3 +78,39 @@ func TestReadOwner(t *testing.T) {
 		t.Fatalf("missing file: err = %v, want ErrNotExist", err)
 	}
 }
+
+// TestLockSymlinkNeverFollowed: a lock path that is a symbolic link (to a
+// file, or dangling) or a directory is refused; the link's target is
+// neither written nor created, and ReadOwner does not read it.
+func TestLockSymlinkNeverFollowed(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "precious")
+	if err := os.WriteFile(target, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func(p string) error{
+		"link to file":  func(p string) error { return os.Symlink(target, p) },
+		"dangling link": func(p string) error { return os.Symlink(filepath.Join(dir, "created"), p) },
+		"directory":     func(p string) error { return os.Mkdir(p, 0o755) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), ".prep.lock")
+			if err := plant(p); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := Acquire(p); !errors.Is(err, ErrNotRegular) {
+				l.Release()
+				t.Fatalf("Acquire = %v, want ErrNotRegular", err)
+			}
+			if _, err := ReadOwner(p); !errors.Is(err, ErrNotRegular) {
+				t.Fatalf("ReadOwner = %v, want ErrNotRegular", err)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep me\n" {
+		t.Fatalf("link target rewritten: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "created")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dangling link's target created: %v", err)
+	}
+}

@@ -52,7 +52,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/internal/atomicfile"
 )
 
 // ErrSyntax is returned (wrapped in a *ParseError) when a metrics file is not
@@ -208,7 +208,7 @@ func WriteFile(path string, r Run) error {
 	var buf bytes.Buffer
 	format(&buf, series)
 	// 0644: the collector may run as another user.
-	if err := shardfmt.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing metrics %s: %w", path, err)
 	}
 	return nil

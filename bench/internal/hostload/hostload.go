@@ -10,7 +10,7 @@ import (
 	"io"
 
 	"github.com/prepml/prep/gpuload"
-	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 // Totals is what Deliver consumed.
@@ -27,10 +27,12 @@ type Totals struct {
 // the data, enough to fault in pages handed out as views of the map.
 func Deliver(dir string, opts gpuload.Options) (Totals, error) {
 	var t Totals
-	m, err := shardfmt.ReadManifest(dir)
+	set, err := shardset.Open(dir)
 	if err != nil {
 		return t, err
 	}
+	m := set.Manifest()
+	set.Close()
 	for _, s := range m.Shards {
 		l, err := gpuload.Open(dir, s.Epoch, s.Rank, opts)
 		if err != nil {

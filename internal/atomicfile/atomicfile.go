@@ -1,0 +1,156 @@
+// Package atomicfile writes whole files so that a reader, or a crash, sees
+// either the old contents or all of the new ones: a temporary file in the
+// same directory, fsync, rename over the final name, fsync of the directory.
+//
+// WriteFile works on a path; WriteFileIn works on a name inside an os.Root,
+// so a symbolic link planted inside that directory can never redirect the
+// write out of it.
+package atomicfile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ErrNotDurable is wrapped by the errors of WriteFile and WriteFileIn when
+// the rename succeeded but the fsync of the directory failed: the new
+// contents are in place (and the old ones gone) but may not survive a
+// crash. A caller that undoes its writes on error must treat the file as
+// written.
+var ErrNotDurable = errors.New("renamed, but the directory fsync failed")
+
+// SyncDirHook, when not nil, replaces the directory fsync of this package
+// (and of the shard writer, which uses SyncDir). It exists for tests that
+// inject a failing fsync; production code never sets it.
+var SyncDirHook func(dir string) error
+
+// SyncDir fsyncs the directory dir so that a rename in it is durable.
+func SyncDir(dir string) error {
+	if SyncDirHook != nil {
+		return SyncDirHook(dir)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// SyncDirIn fsyncs the directory name inside root ("." for root itself),
+// opened without following a symbolic link out of root.
+func SyncDirIn(root *os.Root, name string) error {
+	if SyncDirHook != nil {
+		return SyncDirHook(filepath.Join(root.Name(), name))
+	}
+	d, err := root.Open(name)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// TempSuffix is the infix of the temporary names this package creates:
+// "<name>.tmp-<random>" beside the final name.
+const TempSuffix = ".tmp-"
+
+// WriteFile writes data to path with mode perm so that path holds either its
+// old contents or all of data, even across a crash: it writes
+// "<path>.tmp-<random>" in the same directory, fsyncs it, renames it over
+// path and fsyncs the directory. On an error before the rename nothing
+// changes and the temporary file is removed; an error of the final
+// directory fsync wraps ErrNotDurable.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, base+TempSuffix+"*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := fill(f, data, perm); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := SyncDir(dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotDurable, err)
+	}
+	return nil
+}
+
+// WriteFileIn is WriteFile for the slash-separated name inside root: the
+// temporary file is created exclusively (O_EXCL, so never through an
+// existing symbolic link) and every step resolves names through root, so
+// nothing outside root's directory is written, renamed or removed. The
+// rename replaces a symbolic link at name itself, never its target.
+func WriteFileIn(root *os.Root, name string, data []byte, perm os.FileMode) error {
+	dir, base := filepath.Split(filepath.FromSlash(name))
+	if dir == "" {
+		dir = "."
+	}
+	var f *os.File
+	var tmp string
+	for range 10000 {
+		var rnd [8]byte
+		rand.Read(rnd[:])
+		tmp = filepath.Join(dir, base+TempSuffix+hex.EncodeToString(rnd[:]))
+		var err error
+		f, err = root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	if f == nil {
+		return fmt.Errorf("creating a temporary file for %s: too many name clashes", name)
+	}
+	if err := fill(f, data, perm); err != nil {
+		root.Remove(tmp)
+		return err
+	}
+	if err := root.Rename(tmp, filepath.FromSlash(name)); err != nil {
+		root.Remove(tmp)
+		return err
+	}
+	if err := SyncDirIn(root, dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotDurable, err)
+	}
+	return nil
+}
+
+// fill writes data to f, sets perm, fsyncs and closes it (closing it on
+// error too).
+func fill(f *os.File, data []byte, perm os.FileMode) error {
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

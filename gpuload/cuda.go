@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -60,6 +61,15 @@ type filled struct {
 	host int
 	src  unsafe.Pointer
 	err  error
+}
+
+// shardFile returns the open file of a shard read from one (a
+// *shardfmt.Reader from a path), else nil.
+func shardFile(sh shard) *os.File {
+	if f, ok := sh.(interface{ File() *os.File }); ok {
+		return f.File()
+	}
+	return nil
 }
 
 // residency measures the page-cache residency of a mapped span; a variable
@@ -233,7 +243,7 @@ func (c *cudaBackend) allocPinned(n int) error {
 // so that a file system that accepts the open but refuses the reads
 // (EINVAL) is found at Open rather than at step 0.
 func (c *cudaBackend) openDirect() error {
-	f, offAlign, memAlign, err := openDirect(c.l.path)
+	f, offAlign, memAlign, err := openDirect(shardFile(c.l.sh), c.l.path)
 	if err != nil {
 		return err
 	}

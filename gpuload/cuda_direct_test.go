@@ -66,7 +66,7 @@ func TestDirectGroupErrorNamesItsBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withOpenDirect(t, func(p string) (blockFile, uint32, uint32, error) {
+	withOpenDirect(t, func(_ *os.File, p string) (blockFile, uint32, uint32, error) {
 		f, err := os.Open(p)
 		return failsFrom{f, int64(info.Offset)}, 512, 512, err
 	})

@@ -24,7 +24,7 @@ func (c *cudaBackend) openGDS() error {
 		return err
 	}
 	c.stats.GDS = "loaded"
-	f, offAlign, _, err := openDirect(c.l.path)
+	f, offAlign, _, err := openDirect(shardFile(c.l.sh), c.l.path)
 	if err != nil {
 		return err
 	}

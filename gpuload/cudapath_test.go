@@ -153,7 +153,13 @@ func noDirect() string {
 			directWhy = err.Error()
 			return
 		}
-		f, _, _, err := openDirect(p)
+		plain, err := os.Open(p)
+		if err != nil {
+			directWhy = err.Error()
+			return
+		}
+		defer plain.Close()
+		f, _, _, err := openDirect(plain, p)
 		if err != nil {
 			directWhy = err.Error()
 			return

@@ -24,21 +24,28 @@ type blockFile interface {
 	Close() error
 }
 
-// openDirect opens path for O_DIRECT reads and returns the file with its
-// offset and memory alignments. It is a variable so tests can stand in for
-// file systems that refuse O_DIRECT.
-var openDirect = func(path string) (f blockFile, offAlign, memAlign uint32, err error) {
+// openDirect opens the file open in f (named name in errors) again for
+// O_DIRECT reads, through /proc/self/fd: the same file, never a name looked
+// up again (the shard set follows no symbolic link, and a file renamed over
+// the shard since it was opened is not the shard), and returns it with its
+// offset and memory alignments (statx STATX_DIOALIGN, or
+// assumedDirectAlign). It is a variable so tests can stand in for file
+// systems that refuse O_DIRECT.
+var openDirect = func(f *os.File, name string) (bf blockFile, offAlign, memAlign uint32, err error) {
+	if f == nil {
+		return nil, 0, 0, fmt.Errorf("opening %s for O_DIRECT: the shard is not an open file", name)
+	}
 	offAlign, memAlign = assumedDirectAlign, assumedDirectAlign
 	var st unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_DIOALIGN, &st); err == nil && st.Mask&unix.STATX_DIOALIGN != 0 {
+	if err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &st); err == nil && st.Mask&unix.STATX_DIOALIGN != 0 {
 		if st.Dio_offset_align == 0 {
-			return nil, 0, 0, fmt.Errorf("opening %s for O_DIRECT: the file system reports no direct I/O support (statx)", path)
+			return nil, 0, 0, fmt.Errorf("opening %s for O_DIRECT: the file system reports no direct I/O support (statx)", name)
 		}
 		offAlign, memAlign = st.Dio_offset_align, st.Dio_mem_align
 	}
-	file, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
+	file, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_RDONLY|unix.O_DIRECT, 0)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("opening for O_DIRECT: %w", err)
+		return nil, 0, 0, fmt.Errorf("opening %s for O_DIRECT: %w", name, err)
 	}
 	return file, offAlign, memAlign, nil
 }

@@ -78,7 +78,12 @@ func TestOpenDirectReadsAlignedBlocks(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, offAlign, memAlign, err := openDirect(path)
+	plain, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	f, offAlign, memAlign, err := openDirect(plain, path)
 	if err != nil {
 		t.Skipf("this file system refuses O_DIRECT: %v", err)
 	}
@@ -106,4 +111,54 @@ func TestOpenDirectReadsAlignedBlocks(t *testing.T) {
 	if err := readFull(f, buf, 8192); err == nil || err.Error() != "wrong file size: read 4096 of 8192 bytes at offset 8192" {
 		t.Errorf("read across the end = %v, want a short read", err)
 	}
+}
+
+// TestOpenDirectReopensTheOpenFile: the O_DIRECT file is the file already
+// open, not whatever the name points to now (a shard renamed over, or a
+// symbolic link put in its place, after the shard set opened it).
+func TestOpenDirectReopensTheOpenFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shard")
+	if err := os.WriteFile(path, bytes4096(1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, bytes4096(2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	f, _, _, err := openDirect(plain, path)
+	if err != nil {
+		t.Skipf("this file system refuses O_DIRECT: %v", err)
+	}
+	defer f.Close()
+	buf, err := allocBuffer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer freeBuffer(buf)
+	if err := readFull(f, buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	if buf[0] != 1 {
+		t.Errorf("O_DIRECT read byte %d: read the file now at the name, not the one open", buf[0])
+	}
+	if _, _, _, err := openDirect(nil, "x.shard"); err == nil || err.Error() != "opening x.shard for O_DIRECT: the shard is not an open file" {
+		t.Errorf("openDirect(nil) = %v", err)
+	}
+}
+
+func bytes4096(v byte) []byte {
+	b := make([]byte, 4096)
+	for i := range b {
+		b[i] = v
+	}
+	return b
 }

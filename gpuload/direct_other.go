@@ -5,6 +5,7 @@ package gpuload
 import (
 	"errors"
 	"io"
+	"os"
 )
 
 const assumedDirectAlign = 4096
@@ -16,7 +17,7 @@ type blockFile interface {
 }
 
 // openDirect refuses: O_DIRECT is used on Linux only.
-var openDirect = func(path string) (f blockFile, offAlign, memAlign uint32, err error) {
+var openDirect = func(f *os.File, name string) (bf blockFile, offAlign, memAlign uint32, err error) {
 	return nil, 0, 0, errors.New("O_DIRECT reads are supported on Linux only")
 }
 

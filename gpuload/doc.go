@@ -62,7 +62,9 @@
 //     when the shard is not resident. Shard blocks are 4096-aligned in
 //     offset and length and the slots page-aligned, which satisfies any
 //     file system whose O_DIRECT alignment (statx) is at most 4096; the
-//     shard is opened with O_DIRECT and block 0 read at Open, so a file
+//     shard's open file is opened again with O_DIRECT through
+//     /proc/self/fd (the same file: no name is looked up again) and block 0
+//     read at Open, so a file
 //     system that refuses (tmpfs before Linux 6.6, some overlayfs and FUSE
 //     mounts: EINVAL) is found then.
 //   - pread: the same ring filled with pread, one CPU copy out of the page

@@ -28,7 +28,7 @@ func withResidency(t *testing.T, f float64) {
 }
 
 // withOpenDirect replaces how shards are opened for O_DIRECT.
-func withOpenDirect(t *testing.T, open func(path string) (blockFile, uint32, uint32, error)) {
+func withOpenDirect(t *testing.T, open func(f *os.File, name string) (blockFile, uint32, uint32, error)) {
 	t.Helper()
 	saved := openDirect
 	openDirect = open
@@ -89,14 +89,14 @@ func TestCUDAPathChoiceAndFallbacks(t *testing.T) {
 	span := uint64(l0.Steps()) * l0.Geometry().BlockSize
 	l0.Close()
 	align := dioAlign(t, path)
-	refuseOpen := func(p string) (blockFile, uint32, uint32, error) {
-		return nil, 0, 0, fmt.Errorf("opening for O_DIRECT: %w", &os.PathError{Op: "open", Path: p, Err: syscall.EINVAL})
+	refuseOpen := func(_ *os.File, p string) (blockFile, uint32, uint32, error) {
+		return nil, 0, 0, fmt.Errorf("opening %s for O_DIRECT: %w", p, &os.PathError{Op: "open", Path: "/proc/self/fd/9", Err: syscall.EINVAL})
 	}
-	refuseRead := func(p string) (blockFile, uint32, uint32, error) {
+	refuseRead := func(_ *os.File, p string) (blockFile, uint32, uint32, error) {
 		f, err := os.Open(p)
 		return refusesReads{f}, 512, 512, err
 	}
-	openRefused := Fallback{Path: CUDAPathDirect, Error: "opening for O_DIRECT: open " + path + ": invalid argument"}
+	openRefused := Fallback{Path: CUDAPathDirect, Error: "opening " + path + " for O_DIRECT: open /proc/self/fd/9: invalid argument"}
 	readRefused := Fallback{Path: CUDAPathDirect, Error: "reading block 0 with O_DIRECT: invalid argument"}
 	regRefused := Fallback{Path: CUDAPathRegister,
 		Error: fmt.Sprintf("registering the mapped shard (%d bytes) read-only: cuMemHostRegister: invalid argument (CUDA_ERROR_INVALID_VALUE, 1)", span)}
@@ -104,7 +104,7 @@ func TestCUDAPathChoiceAndFallbacks(t *testing.T) {
 		name     string
 		resident float64
 		fail     string // FAKECUDA_FAIL_AT
-		open     func(string) (blockFile, uint32, uint32, error)
+		open     func(*os.File, string) (blockFile, uint32, uint32, error)
 		env      string // PREP_CUDA_PATH
 		want     TransferStats
 	}{
@@ -176,14 +176,14 @@ func TestCUDARequestedPathRefused(t *testing.T) {
 	gds := noCuFile(t)
 	dir := writeSet(t, small)
 	path := filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 0)))
-	withOpenDirect(t, func(p string) (blockFile, uint32, uint32, error) {
-		return nil, 0, 0, fmt.Errorf("opening for O_DIRECT: %w", &os.PathError{Op: "open", Path: p, Err: syscall.EINVAL})
+	withOpenDirect(t, func(_ *os.File, p string) (blockFile, uint32, uint32, error) {
+		return nil, 0, 0, fmt.Errorf("opening %s for O_DIRECT: %w", p, &os.PathError{Op: "open", Path: "/proc/self/fd/9", Err: syscall.EINVAL})
 	})
 	for _, c := range []struct {
 		path, want string
 		is         error
 	}{
-		{CUDAPathDirect, "CUDA transfer path unavailable: direct: opening for O_DIRECT: open " + path + ": invalid argument", syscall.EINVAL},
+		{CUDAPathDirect, "CUDA transfer path unavailable: direct: opening " + path + " for O_DIRECT: open /proc/self/fd/9: invalid argument", syscall.EINVAL},
 		{CUDAPathGDS, "CUDA transfer path unavailable: gds: " + gds, ErrGDSUnavailable},
 	} {
 		_, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, CUDAPath: c.path})

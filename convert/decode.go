@@ -216,7 +216,7 @@ func (d *decoder) plan() (perFile []int) {
 			g := &rowGroupJob{fi: fi, rg: rg, start: first, rows: rows, runs: runs, first: seq}
 			for ti, tp := range d.plans {
 				for j, ci := range tp.cols[fi] {
-					b := chunkBytes(tp, rows, f.pq.DecodedSize(rg, ci))
+					b := chunkBytes(tp, rows, f.decodedSize(rg, ci))
 					g.tasks = append(g.tasks, decodeTask{seq: seq, g: len(d.groups), k: len(g.tasks), t: ti, j: j, bytes: b})
 					g.cost += b + pageAllowance
 					seq++
@@ -226,6 +226,8 @@ func (d *decoder) plan() (perFile []int) {
 			if g.cost > d.memoryLimit {
 				d.planSlices(g)
 			}
+			// The file's footer is held while its row groups are read.
+			g.cost += f.footerCost
 			if g.slices != nil {
 				d.rowGroupsSliced++
 				d.rowSlices += len(g.slices)
@@ -314,14 +316,14 @@ func (d *decoder) run(ctx context.Context) error {
 				return d.decodeOne(d.groups[task.g], task, rr)
 			}
 			// decoded counts n column chunks of file fi as read, and
-			// releases the file's descriptor after its last one.
+			// releases the file's footer and descriptor after its last one.
 			decoded := func(fi, n int) {
 				mu.Lock()
 				left[fi] -= n
 				done := left[fi] == 0
 				mu.Unlock()
 				if done {
-					d.files[fi].pq.Close() // releases the descriptor ReadColumn opened
+					d.files[fi].release()
 				}
 			}
 			for w := range ch {
@@ -415,13 +417,17 @@ func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask, rr *pqread.RowRange
 	tp := d.plans[task.t]
 	ci := tp.cols[g.fi][task.j]
 	dict := tp.mode == modeBytesHash // strings hashed once per dictionary entry
+	pf, err := f.parquet()
+	if err != nil {
+		return nil, err
+	}
 	if rr != nil {
 		rr.Dict = dict
-		return f.pq.ReadColumnRows(g.rg, ci, *rr)
+		return pf.ReadColumnRows(g.rg, ci, *rr)
 	}
-	read := f.pq.ReadColumn
+	read := pf.ReadColumn
 	if dict {
-		read = f.pq.ReadColumnDict
+		read = pf.ReadColumnDict
 	}
 	col, err := read(g.rg, ci)
 	if err != nil {

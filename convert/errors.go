@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/prepml/prep/source"
 )
 
 // Sentinel errors. Each is wrapped (usually inside an *Error carrying the
@@ -24,9 +26,11 @@ var (
 	// allowed.
 	ErrValue = errors.New("bad value")
 
-	// ErrSourceChanged is returned when a source file no longer matches the
-	// size or footer hash recorded in the plan.
-	ErrSourceChanged = errors.New("source changed since the plan was made")
+	// ErrSourceChanged is source.ErrSourceChanged: a source file no longer
+	// matches the plan's record of it (size, footer hash, row groups), is
+	// gone, or changed while it was read. The error is a
+	// *source.ChangedError naming the file and what differs.
+	ErrSourceChanged = source.ErrSourceChanged
 
 	// ErrOutputMismatch is returned when the output directory already holds a
 	// manifest made from another plan, source or spec and Force is not set.

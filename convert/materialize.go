@@ -4,8 +4,8 @@ import (
 	"context"
 	"runtime"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -28,20 +28,25 @@ func (s *Samples) Sample(t, i int) []byte {
 	return s.Data[t][i*n : (i+1)*n]
 }
 
+// materializeFooters is the estimated footer heap Materialize keeps held
+// between opening the files and decoding.
+const materializeFooters = 64 << 20
+
 // Materialize decodes the given sample ids from the plan's source with the
 // spec's transforms, exactly as Run writes them into shards, reading only the
 // row groups that hold them. It checks the source against the plan first.
 // Memory: the samples' bytes plus the decoded column chunks of up to
 // GOMAXPROCS row groups. Errors are those of Run's checks and stage 1.
-func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*Samples, error) {
+func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (_ *Samples, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, plans, err := openForSpec(ctx, p, spec, pqread.Limits{})
+	files, plans, err := openForSpec(ctx, p, nil, spec, pqread.Limits{}, materializeFooters)
 	if err != nil {
 		return nil, err
 	}
 	defer closeSources(files)
+	defer relativeNames(&err, files)
 	tensors := outputs(plans)
 	set := newIDSet(p.NumSamples())
 	for _, id := range ids {

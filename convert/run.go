@@ -19,6 +19,7 @@ import (
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
+	"github.com/prepml/prep/source"
 )
 
 // LockName is the lock file of an output directory (shardset.LockName).
@@ -60,6 +61,9 @@ type Options struct {
 	ToolVersion string       // recorded in shards and manifest
 	Logger      *slog.Logger // nil: discard
 	Limits      pqread.Limits
+	// Source is where the plan's files are read from; nil: the local
+	// directory Plan.Source.Root.
+	Source source.Store
 
 	// OnStage is called when a stage starts with its total rows and bytes
 	// (bytes are 0 for StageDecode). Progress is called with increments;
@@ -111,7 +115,7 @@ type shardKey struct{ epoch, rank int }
 // *shardset.HeldError (exit code 3) or wraps a sentinel of this package.
 // When ctx is cancelled, the shards already committed stay (complete and
 // listed in the manifest) so that a rerun resumes; temporaries are removed.
-func Run(ctx context.Context, o Options) (*Summary, error) {
+func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 	t0 := time.Now()
 	log := o.Logger
 	if log == nil {
@@ -141,11 +145,12 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 
 	// Everything that can fail on the inputs fails here, before the output
 	// directory is touched.
-	files, plans, err := openForSpec(ctx, p, spec, o.Limits)
+	files, plans, err := openForSpec(ctx, p, o.Source, spec, o.Limits, o.MemoryLimit/4)
 	if err != nil {
 		return nil, err
 	}
 	defer closeSources(files)
+	defer relativeNames(&err, files)
 	tensors := outputs(plans)
 	geo, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
 	if err != nil {

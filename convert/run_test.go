@@ -23,6 +23,7 @@ import (
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 )
 
 type testRow struct {
@@ -76,7 +77,7 @@ func writeParquet(t testing.TB, path string, first, n int64, rowsPerGroup int64,
 
 func makePlan(t testing.TB, dir string, cfg plan.Config) *plan.Plan {
 	t.Helper()
-	src, err := DiscoverSource([]string{dir})
+	src, err := source.Discover(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +520,7 @@ func TestNeededIDsShortcut(t *testing.T) {
 }
 
 func mustDiscover(t *testing.T, dir string) plan.Source {
-	s, err := DiscoverSource([]string{dir})
+	s, err := source.Discover(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,14 @@
 package plan
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // digestLeafSlots is the target number of slots hashed per digest leaf.
@@ -36,11 +39,7 @@ func AppendDigestSlots(buf []byte, ids []uint64, pads int) []byte {
 // EpochDigestRoot returns "sha256:<hex>" of an epoch of steps steps whose
 // leaves (in order) hash to leaves (PLAN.md §8).
 func EpochDigestRoot(steps int, leaves [][32]byte) string {
-	h := sha256.New()
-	h.Write([]byte("prep-epoch/v1\x00"))
-	var hdr [8]byte
-	binary.LittleEndian.PutUint64(hdr[:], uint64(steps))
-	h.Write(hdr[:])
+	h := newDigestRoot(steps)
 	for j := range leaves {
 		h.Write(leaves[j][:])
 	}
@@ -51,43 +50,82 @@ func EpochDigestRoot(steps int, leaves [][32]byte) string {
 // digest): a two-level SHA-256 over every rank batch of every step, so two
 // plans with the same digest feed the same samples in the same order with
 // the same pad flags. The epoch number itself is not hashed, so epochs with
-// the same order (shuffle none) have equal digests. Except in partitioned mode it does not depend on R
-// or W. Cost O(N); leaves are hashed on all CPUs. It returns "" for an
-// epoch out of range.
+// the same order (shuffle none) have equal digests. Except in partitioned
+// mode it does not depend on R or W. Cost O(N) time on all CPUs and
+// O(GOMAXPROCS) memory (EpochDigestContext). It returns "" for an epoch out
+// of range.
 func (p *Plan) EpochDigest(e int) string {
+	d, _ := p.EpochDigestContext(context.Background(), e, nil)
+	return d
+}
+
+// digestBatchLeaves is how many leaves per CPU are hashed between two
+// writes to the root hash, progress calls and cancellation checks.
+const digestBatchLeaves = 4
+
+// EpochDigestContext is EpochDigest, stoppable and reporting progress: the
+// leaves are hashed in parallel a few per CPU at a time and fed to the root
+// hash in order, so memory stays O(GOMAXPROCS) whatever N is, and after
+// each such group progress (if not nil) is called with the number of steps
+// hashed so far. It returns ctx's error as soon as ctx is done between two
+// groups, and "" with no error for an epoch out of range.
+func (p *Plan) EpochDigestContext(ctx context.Context, e int, progress func(steps int)) (string, error) {
 	if e < 0 || e >= p.Config.Epochs {
-		return ""
+		return "", nil
 	}
 	steps := p.Steps()
 	per := p.DigestLeafSteps()
 	leaves := (steps + per - 1) / per
-	sums := make([][32]byte, leaves)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ids := make([]uint64, 0, p.BatchSize())
-			buf := make([]byte, 0, 8*p.Config.GlobalBatch)
-			for j := range next {
+	workers := max(1, runtime.GOMAXPROCS(0))
+	sums := make([][32]byte, min(leaves, workers*digestBatchLeaves))
+	root := newDigestRoot(steps)
+	for base := 0; base < leaves; base += len(sums) {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		n := min(len(sums), leaves-base)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := 0; w < min(workers, n); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ids := make([]uint64, 0, p.BatchSize())
+				buf := make([]byte, 0, 8*p.Config.GlobalBatch)
 				h := sha256.New()
-				for k := j * per; k < min(steps, (j+1)*per); k++ {
-					for r := 0; r < p.Config.WorldSize; r++ {
-						var pads int
-						ids, pads, _ = p.RankBatch(e, r, k, ids)
-						buf = AppendDigestSlots(buf[:0], ids, pads)
-						h.Write(buf)
+				for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+					j := base + i
+					h.Reset()
+					for k := j * per; k < min(steps, (j+1)*per); k++ {
+						for r := 0; r < p.Config.WorldSize; r++ {
+							var pads int
+							ids, pads, _ = p.RankBatch(e, r, k, ids)
+							buf = AppendDigestSlots(buf[:0], ids, pads)
+							h.Write(buf)
+						}
 					}
+					h.Sum(sums[i][:0])
 				}
-				h.Sum(sums[j][:0])
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		for i := 0; i < n; i++ {
+			root.Write(sums[i][:])
+		}
+		if progress != nil {
+			progress(min(steps, (base+n)*per))
+		}
 	}
-	for j := 0; j < leaves; j++ {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
-	return EpochDigestRoot(steps, sums)
+	return "sha256:" + hex.EncodeToString(root.Sum(nil)), nil
+}
+
+// newDigestRoot returns the root hash of an epoch digest of steps steps,
+// its header written; the leaves follow in order.
+func newDigestRoot(steps int) hash.Hash {
+	h := sha256.New()
+	h.Write([]byte("prep-epoch/v1\x00"))
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], uint64(steps))
+	h.Write(hdr[:])
+	return h
 }

@@ -16,6 +16,7 @@ package plan
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,13 +128,30 @@ type Plan struct {
 // Source.Normalize); the caller's slices are not modified. Errors wrap
 // ErrConfig.
 func New(src Source, cfg Config) (*Plan, error) {
+	return NewContext(context.Background(), src, cfg, nil)
+}
+
+// NewContext is New, stoppable and reporting progress: the epoch digests
+// (O(Epochs·N) time, O(GOMAXPROCS) memory) are computed with
+// EpochDigestContext, and progress (if not nil) is called with the epoch
+// and the steps of it hashed so far, and the steps per epoch. It returns
+// ctx's error when ctx is done before the last digest.
+func NewContext(ctx context.Context, src Source, cfg Config, progress func(epoch, steps, total int)) (*Plan, error) {
 	p, err := derive(src, cfg)
 	if err != nil {
 		return nil, err
 	}
 	p.Epochs = make([]EpochInfo, cfg.Epochs)
 	for e := range p.Epochs {
-		p.Epochs[e] = EpochInfo{Epoch: e, Digest: p.EpochDigest(e)}
+		var onSteps func(int)
+		if progress != nil {
+			onSteps = func(k int) { progress(e, k, p.Steps()) }
+		}
+		d, err := p.EpochDigestContext(ctx, e, onSteps)
+		if err != nil {
+			return nil, err
+		}
+		p.Epochs[e] = EpochInfo{Epoch: e, Digest: d}
 	}
 	return p, nil
 }

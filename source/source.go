@@ -4,6 +4,14 @@
 // typed error, and Object, the one ranged-read interface through which every
 // byte of Parquet is read. It imports pqread (for footer validation) and
 // plan (for the source fingerprint types) and nothing above them.
+//
+// Discover turns paths into a plan.Source (prep plan); ReadInfo reads one
+// file's plan record; Open opens a plan's file from a Store checked
+// against the plan (convert), Check only compares it (verify); both report
+// a difference as a *ChangedError (errors.Is ErrSourceChanged) and any
+// other failure as an *Error giving the real cause. Local is the Store of a
+// local directory. Every error names its file relative to the source root,
+// as the plan records it.
 package source
 
 import (

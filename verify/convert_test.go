@@ -1,14 +1,12 @@
 package verify_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strconv"
 	"testing"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 	"github.com/prepml/prep/verify"
 )
 
@@ -74,7 +73,7 @@ func convertFixture(t *testing.T) (out, src string, p *plan.Plan) {
 		t.Fatal(err)
 	}
 	writePQ(t, filepath.Join(src, "part-0.parquet"), nil)
-	source, err := convert.DiscoverSource([]string{src})
+	source, err := source.Discover(context.Background(), []string{src})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,79 +95,6 @@ func convertFixture(t *testing.T) (out, src string, p *plan.Plan) {
 		}
 	}
 	return out, src, p
-}
-
-// TestDeepOverConvertedParquet runs --deep with convert's materializer over
-// a set convert made from a real Parquet file: clean, then after the file is
-// rewritten with one value changed (same size and footer, so only the value
-// comparison can tell), then after a change that alters the footer.
-func TestDeepOverConvertedParquet(t *testing.T) {
-	out, src, p := convertFixture(t)
-	opts := verify.Options{Dir: out, Deep: true, Source: verify.ConvertSource, MaxPerShard: 100}
-	rep := run(t, opts)
-	if !rep.OK || rep.DeepBatches != 4*p.Steps() || rep.Batches != 4*p.Steps() {
-		t.Fatalf("clean set: deep %d batches %d\n%s", rep.DeepBatches, rep.Batches, lines(rep))
-	}
-
-	// Rewrite with x[17] changed to another value inside its row group's
-	// range: page CRCs are recomputed and the footer stays byte-identical.
-	path := filepath.Join(src, "part-0.parquet")
-	before := footer(t, path)
-	const id, newX = 17, 1001.0625 // unique, inside row group 0's range
-	writePQ(t, path, map[int64]float64{id: newX})
-	if !bytes.Equal(before, footer(t, path)) {
-		t.Fatal("test premise: the rewrite changed the footer")
-	}
-	rep = run(t, opts)
-	var want []string
-	for _, s := range mustManifest(t, out).Shards {
-		for k := 0; k < p.Steps(); k++ {
-			ids, _, _ := p.RankBatch(s.Epoch, s.Rank, k, nil)
-			for _, x := range ids {
-				if x == id {
-					want = append(want, "value_mismatch "+s.Path+" b"+itoa(k)+" feat id17", "value_mismatch "+s.Path+" b"+itoa(k)+" x id17")
-				}
-			}
-		}
-	}
-	sort.Strings(want)
-	if len(want) != 4 { // sample 17 once per epoch (drop), two tensors
-		t.Fatalf("expected findings %q", want)
-	}
-	if got := keys(rep.Findings); !reflect.DeepEqual(got, want) {
-		t.Fatalf("findings\n got %q\nwant %q\n%s", got, want, lines(rep))
-	}
-	f64 := func(v float64) string {
-		return verify.FormatValue(shardfmt.F64, binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
-	}
-	f32 := func(v float64) string {
-		return verify.FormatValue(shardfmt.F32, binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v))))
-	}
-	for _, x := range rep.Findings {
-		switch x.Tensor {
-		case "x":
-			if *x.Element != 0 || x.Expected != f64(newX) || x.Actual != f64(pqX(id)) {
-				t.Errorf("x finding: %s", x)
-			}
-		case "feat":
-			if *x.Element != 1 || x.Expected != f32(newX) || x.Actual != f32(pqX(id)) {
-				t.Errorf("feat finding: %s", x)
-			}
-		}
-	}
-
-	// A new maximum changes the footer's statistics: the file no longer
-	// matches the plan and the values cannot be trusted or compared.
-	writePQ(t, path, map[int64]float64{id: 5000})
-	rep = run(t, opts)
-	if rep.OK || rep.Findings[0].Kind != verify.KindSourceChanged || rep.Findings[0].What != "footer sha256" {
-		t.Fatalf("footer change:\n%s", lines(rep))
-	}
-	for _, x := range rep.Findings[1:] {
-		if x.Kind != verify.KindSourceUnreadable {
-			t.Errorf("after footer change: %s", x)
-		}
-	}
 }
 
 // TestExportMatchesParquet exports batches of a converted set and compares

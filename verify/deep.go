@@ -6,15 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 )
 
 // SampleSource produces the bytes convert should have written for a batch,
@@ -28,6 +24,17 @@ type SampleSource interface {
 	// Close releases open source files.
 	Close() error
 }
+
+// Prefetcher is implemented by a SampleSource that reads many samples more
+// cheaply at once. Before comparing, verify calls Prefetch with the ids of a
+// window of upcoming batches (about PrefetchBytes of samples); FillBlock
+// must still work for ids not prefetched.
+type Prefetcher interface {
+	Prefetch(ctx context.Context, ids []uint64) error
+}
+
+// PrefetchBytes bounds the sample bytes verify asks a Prefetcher to hold.
+const PrefetchBytes = 64 << 20
 
 // SourceOpener opens a SampleSource for one shard's geometry and tensors.
 // Run calls it once per shard checked deeply, from that shard's goroutine.
@@ -56,40 +63,38 @@ func (c *checker) checkSourceFingerprints() {
 	if c.opts.Source == nil {
 		c.add(Finding{Kind: KindSourceUnreadable, Message: "values not compared: this build has no source reader for --deep"})
 	}
-	root := c.sourceRoot()
+	st, err := source.NewLocal(c.sourceRoot())
+	if err != nil {
+		c.add(Finding{Kind: KindSourceUnreadable, Message: err.Error()})
+		return
+	}
 	for _, sf := range c.plan.Source.Files {
-		path := filepath.Join(root, filepath.FromSlash(sf.Path))
-		f := Finding{Kind: KindSourceChanged, Shard: path}
-		st, err := os.Stat(path)
-		if err != nil {
-			f.Message = "source file unreadable: " + err.Error()
-			if errors.Is(err, fs.ErrNotExist) {
-				f.Message = "source file is missing"
-				if c.opts.SourceRoot == "" {
-					f.Message += " (if the source moved, give its directory with --source-root)"
-				}
-			}
-			c.add(f)
-			continue
-		}
-		if st.Size() != sf.Size {
-			f.What, f.Expected, f.Actual = "size", fmt.Sprint(sf.Size), fmt.Sprint(st.Size())
-			f.Message = "source file changed since the plan was made"
-			c.add(f)
-			continue
-		}
-		h, _, err := convert.FooterSHA256(path)
-		if err != nil {
-			f.Message = "reading footer: " + err.Error()
-			c.add(f)
-			continue
-		}
-		if want := strings.TrimPrefix(sf.FooterSHA256, "sha256:"); h != want {
-			f.What, f.Expected, f.Actual = "footer sha256", want, h
-			f.Message = "source file changed since the plan was made"
-			c.add(f)
+		c.addSourceFinding(st.Path(sf.Path), source.Check(context.Background(), st, sf))
+	}
+}
+
+// addSourceFinding reports the result of checking one source file: a
+// *source.ChangedError is a source_changed finding with what differs, any
+// other error a source_unreadable finding giving the real cause.
+func (c *checker) addSourceFinding(path string, err error) {
+	if err == nil {
+		return
+	}
+	var ce *source.ChangedError
+	if !errors.As(err, &ce) {
+		c.add(Finding{Kind: KindSourceUnreadable, Shard: path, Message: "source file unreadable: " + err.Error()})
+		return
+	}
+	f := Finding{Kind: KindSourceChanged, Shard: path, What: ce.What, Expected: ce.Expected, Actual: ce.Actual,
+		Message: "source file changed since the plan was made"}
+	if ce.Missing() {
+		f.What, f.Expected, f.Actual = "", "", ""
+		f.Message = "source file is missing"
+		if c.opts.SourceRoot == "" {
+			f.Message += " (if the source moved, give its directory with --source-root)"
 		}
 	}
+	c.add(f)
 }
 
 // deepFraction returns the fraction of batches compared.

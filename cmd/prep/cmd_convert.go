@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/source"
 )
 
 func init() { subcommands = append(subcommands, newConvertCmd) }
@@ -123,6 +123,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if err := checkJobs(o.jobs); err != nil {
 		return err
 	}
+	setGoMemoryLimit(mem)
 	var epochs []int // nil: every epoch
 	if strings.TrimSpace(o.epochs) != "" {
 		epochs, err = launcher.ParseList(o.epochs, 0)
@@ -163,6 +164,10 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 			return usagef("--epochs: epoch %d is not in the plan, which has epochs 0-%d", e, p.Config.Epochs-1)
 		}
 	}
+	store, err := source.NewLocal(p.Source.Root)
+	if err != nil {
+		return usagef("--source-root: %v", err)
+	}
 	ranks, err := resolveRanks(o.ranks, p.Config.WorldSize, os.Getenv, &o.ops)
 	if err != nil {
 		return err
@@ -178,7 +183,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	lastEpoch, lastRank := 0, 0
 	opts := convert.Options{
 		Plan: p, PlanBytes: planBytes, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
-		Jobs: o.jobs, MemoryLimit: mem, Force: o.force,
+		Jobs: o.jobs, MemoryLimit: mem, Force: o.force, Source: store,
 		ToolVersion: buildVersion().Version, Logger: g.log,
 		OnStage: func(stage string, rows, bytes int64) {
 			bar.Finish()
@@ -209,12 +214,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	}
 	sum, err = convert.Run(ctx, opts)
 	bar.Finish()
-	var ce *convert.Error
-	if errors.Is(err, convert.ErrSourceChanged) && errors.As(err, &ce) && ce.File != "" {
-		if _, serr := os.Stat(filepath.Join(p.Source.Root, filepath.FromSlash(ce.File))); errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Errorf("%w (source root %s; if the data moved, give its directory with --source-root)", err, p.Source.Root)
-		}
-	}
+	// A missing file's *source.ChangedError suggests --source-root itself.
 	if err != nil {
 		return err
 	}
@@ -240,6 +240,25 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		_, err = fmt.Fprintf(g.stdout, "overflows (values too large for the dtype, stored as ±Inf or ±448): %s\n", formatCounts(sum.Overflows))
 	}
 	return err
+}
+
+// setGoMemoryLimit gives the Go runtime a soft memory limit of twice
+// --memory-limit (at least 64 MiB), so that the garbage collector keeps the
+// heap within it: --memory-limit bounds the live bytes (decoded column
+// chunks in flight, staging, the footers of files being read), and without
+// a limit the collector lets garbage grow the heap to twice the live bytes
+// and more. GOMEMLIMIT, when set, is left as the user set it.
+func setGoMemoryLimit(memoryLimit int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := int64(64 << 20)
+	if memoryLimit <= math.MaxInt64/2 {
+		limit = max(limit, 2*memoryLimit)
+	} else {
+		limit = math.MaxInt64
+	}
+	debug.SetMemoryLimit(limit)
 }
 
 // formatCounts renders name counts sorted by name: "a=3, b=12".

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"github.com/prepml/prep/internal/metrics"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/source"
 )
 
 // convertFixture writes a 100-row Parquet file and a plan over it and
@@ -38,7 +40,7 @@ func convertFixture(t *testing.T) string {
 	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
 		t.Fatal(err)
 	}
-	s, err := convert.DiscoverSource([]string{src})
+	s, err := source.Discover(context.Background(), []string{src})
 	if err != nil {
 		t.Fatal(err)
 	}

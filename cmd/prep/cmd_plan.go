@@ -1,19 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/source"
 )
 
 func init() { subcommands = append(subcommands, newPlanCmd) }
@@ -73,7 +75,7 @@ the sample ids of a rank.`,
 			if cmd.Flags().Changed("window") && o.shuffle != string(plan.ShuffleBlocks) {
 				return usagef("--window applies only to --shuffle blocks")
 			}
-			return runPlan(g, o)
+			return runPlan(cmd.Context(), g, o)
 		},
 	}
 	f := cmd.Flags()
@@ -156,13 +158,19 @@ type planSummary struct {
 	PaddedPerEpoch  uint64     `json:"padded_per_epoch"`
 	// IdlePairs lists the (rank, worker) pairs that produce no sample in
 	// an epoch (more ranks x workers than batches): reported, not an error.
-	IdlePairs         []rankWorker `json:"idle_pairs"`
-	Fingerprint       string       `json:"fingerprint"`
-	OrderFingerprint  string       `json:"order_fingerprint"`
-	SourceFingerprint string       `json:"source_fingerprint"`
+	IdlePairs         []plan.RankWorker `json:"idle_pairs"`
+	Fingerprint       string            `json:"fingerprint"`
+	OrderFingerprint  string            `json:"order_fingerprint"`
+	SourceFingerprint string            `json:"source_fingerprint"`
 }
 
-func runPlan(g *globalOptions, o *planOptions) error {
+func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// Ctrl-C or SIGTERM stops footer reading and the epoch digests.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	cfg, err := o.config()
 	if err != nil {
 		return err
@@ -170,7 +178,7 @@ func runPlan(g *globalOptions, o *planOptions) error {
 	if len(o.sources) == 0 {
 		return usagef("--source is required")
 	}
-	src, err := convert.DiscoverSource(o.sources)
+	src, err := source.Discover(ctx, o.sources)
 	if err != nil {
 		if errors.Is(err, filepath.ErrBadPattern) {
 			for _, s := range o.sources {
@@ -182,30 +190,35 @@ func runPlan(g *globalOptions, o *planOptions) error {
 		return fmt.Errorf("reading source footers: %w", err)
 	}
 	g.log.Info("source read", "files", len(src.Files), "empty_files", len(src.EmptyFiles), "samples", src.NumSamples(), "root", src.Root)
-	p, err := plan.New(src, cfg)
+	// The epoch digests cost O(N) each: one progress bar per epoch.
+	var bar *progress
+	barEpoch, done := -1, 0
+	p, err := plan.NewContext(ctx, src, cfg, func(epoch, steps, total int) {
+		if epoch != barEpoch {
+			bar.Finish()
+			bar = g.newRowProgress(fmt.Sprintf("epoch %d digest (steps)", epoch), int64(total))
+			barEpoch, done = epoch, 0
+		}
+		bar.Add(int64(steps-done), int64(steps-done))
+		done = steps
+	})
+	bar.Finish()
 	if err != nil {
 		if errors.Is(err, plan.ErrConfig) {
 			return usageError{err}
 		}
 		return err
 	}
-	if p.Steps() == 0 {
-		// A plan whose ranks take no step would convert, verify and load
-		// as empty shards: almost always a mistake, so say why instead.
-		if p.NumSamples() == 0 {
-			return fmt.Errorf("the source has no rows (%d files, all empty): nothing to plan", len(src.Files)+len(src.EmptyFiles))
-		}
-		// Partitioned mode deals whole row groups to ranks: with more
-		// ranks than row groups some rank has no sample, and neither a
-		// smaller batch nor remainder pad (nothing to pad from) helps.
-		for r, n := range p.Derived.PartitionRows {
-			if n == 0 {
-				return fmt.Errorf("the plan has no steps: partitioned mode gives rank %d no row group (%d row groups for world size %d) and remainder %s stops every rank at the smallest partition; use fewer ranks, smaller row groups or --remainder partial",
-					r, p.Derived.Blocks, cfg.WorldSize, cfg.Remainder)
-			}
-		}
-		return fmt.Errorf("the plan has no steps: %d samples with global batch %d, shuffle %s and remainder %s leave every rank without a batch; lower --global-batch or use --remainder pad or partial",
-			p.NumSamples(), cfg.GlobalBatch, cfg.Shuffle, cfg.Remainder)
+	local, err := source.NewLocal(src.Root)
+	if err != nil {
+		return err
+	}
+	sum, err := plan.Summarize(p, local.SameFile)
+	if err != nil {
+		return err
+	}
+	if sum.NoSteps != "" {
+		return errors.New(sum.NoSteps)
 	}
 	if err := p.Save(o.output); err != nil {
 		return err
@@ -220,12 +233,9 @@ func runPlan(g *globalOptions, o *planOptions) error {
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)
 	}
-	s.SameFiles = sameFiles(p.Source)
+	s.SameFiles, s.IdlePairs = sum.SameFiles, sum.IdlePairs
 	for _, group := range s.SameFiles {
 		g.log.Warn("source paths name the same file (hard or symbolic links): its rows are planned once per path", "paths", strings.Join(group, ", "))
-	}
-	if s.IdlePairs, err = idlePairs(p); err != nil {
-		return err
 	}
 	if o.asJSON {
 		return json.NewEncoder(g.stdout).Encode(s)
@@ -265,84 +275,6 @@ func runPlan(g *globalOptions, o *planOptions) error {
 	}
 	fmt.Fprintf(w, "  fingerprint      %s\n", s.Fingerprint)
 	return nil
-}
-
-// sameFiles groups the source's non-empty files that are one file on disk
-// (os.SameFile: same device and inode), in path order. Only files sharing a
-// size and footer digest (which two paths of one file do) are stat'ed, so
-// a source without duplicates costs nothing; a file that cannot be stat'ed
-// now is left out (the plan was just made from it).
-func sameFiles(src plan.Source) [][]string {
-	type key struct {
-		size   int64
-		footer string
-	}
-	candidates := map[key][]string{}
-	for _, f := range src.Files {
-		k := key{f.Size, f.FooterSHA256}
-		candidates[k] = append(candidates[k], f.Path)
-	}
-	groups := [][]string{}
-	for _, paths := range candidates {
-		if len(paths) < 2 {
-			continue
-		}
-		infos := make([]os.FileInfo, len(paths))
-		for i, p := range paths {
-			infos[i], _ = os.Stat(filepath.Join(src.Root, filepath.FromSlash(p)))
-		}
-		used := make([]bool, len(paths))
-		for i := range paths {
-			if used[i] || infos[i] == nil {
-				continue
-			}
-			group := []string{paths[i]}
-			for j := i + 1; j < len(paths); j++ {
-				if !used[j] && infos[j] != nil && os.SameFile(infos[i], infos[j]) {
-					used[j] = true
-					group = append(group, paths[j])
-				}
-			}
-			if len(group) > 1 {
-				sort.Strings(group)
-				groups = append(groups, group)
-			}
-		}
-	}
-	sort.Slice(groups, func(a, b int) bool { return groups[a][0] < groups[b][0] })
-	return groups
-}
-
-// rankWorker names one data-loader worker of one rank.
-type rankWorker struct {
-	Rank   int `json:"rank"`
-	Worker int `json:"worker"`
-}
-
-// idlePairs returns the (rank, worker) pairs whose steps (k mod W = worker)
-// hold no real (non-pad) sample in epoch 0. Batch sizes per (rank, step) are
-// the same in every epoch, and short or empty batches are trailing, so each
-// pair usually needs one RankBatch call.
-func idlePairs(p *plan.Plan) ([]rankWorker, error) {
-	idle := []rankWorker{}
-	var ids []uint64
-	for r := 0; r < p.Config.WorldSize; r++ {
-		for w := 0; w < p.Config.Workers; w++ {
-			empty := true
-			for k := w; k < p.Steps() && empty; k += p.Config.Workers {
-				var pads int
-				var err error
-				if ids, pads, err = p.RankBatch(0, r, k, ids); err != nil {
-					return nil, err
-				}
-				empty = len(ids)-pads == 0
-			}
-			if empty {
-				idle = append(idle, rankWorker{r, w})
-			}
-		}
-	}
-	return idle, nil
 }
 
 // planShowOptions are the flags of prep plan show.

@@ -63,7 +63,7 @@ func (d *deepFlag) Type() string { return "fraction" }
 
 // sourceOpener is the --deep value reader: convert's materializer. Tests
 // replace it.
-var sourceOpener verify.SourceOpener = verify.ConvertSource
+var sourceOpener verify.SourceOpener = convertSource
 
 func newVerifyCmd(g *globalOptions) *cobra.Command {
 	o := &verifyOptions{}

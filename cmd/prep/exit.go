@@ -16,6 +16,7 @@ const (
 	exitFailed = 1
 	exitUsage  = 2
 	exitLocked = 3 // returned through dirlock.HeldError's ExitCode
+	exitCrash  = 4 // a panic caught in run: a bug in prep, never a usage error
 )
 
 // usageError marks an error caused by bad flags or arguments (exit 2).

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/verify/verifytest"
 )
@@ -89,5 +91,28 @@ func TestPositionalArgumentsNamed(t *testing.T) {
 				t.Errorf("%v: stderr %q lacks %q", c.args, errs, w)
 			}
 		}
+	}
+}
+
+// TestPanicIsNotUsageError pins the fault where a crash exited 2, the
+// documented code of a usage error: a panic in a command is caught by run,
+// reported as an internal error with its stack, and exits exitCrash.
+func TestPanicIsNotUsageError(t *testing.T) {
+	old := subcommands
+	defer func() { subcommands = old }()
+	subcommands = append(append([]func(*globalOptions) *cobra.Command(nil), old...), func(*globalOptions) *cobra.Command {
+		return &cobra.Command{Use: "crash-for-test", RunE: func(*cobra.Command, []string) error {
+			var m map[string]int
+			m["x"] = 1 // assignment to entry in nil map
+			return nil
+		}}
+	})
+	var stderr strings.Builder
+	code := run([]string{"crash-for-test"}, io.Discard, &stderr)
+	if code != exitCrash || exitCrash == exitUsage || exitCrash == exitFailed {
+		t.Fatalf("exit %d, want %d", code, exitCrash)
+	}
+	if msg := stderr.String(); !strings.Contains(msg, "prep: internal error") || !strings.Contains(msg, "assignment to entry in nil map") || !strings.Contains(msg, "TestPanicIsNotUsageError") {
+		t.Errorf("stderr does not report the panic and its stack:\n%s", msg)
 	}
 }

@@ -7,6 +7,7 @@
 //	1  the job failed, or a check found problems
 //	2  usage error (bad flags or arguments)
 //	3  another run holds the output directory's lock
+//	4  internal error: prep panicked (a bug); the panic and stack are printed
 package main
 
 import (

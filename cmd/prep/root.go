@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -54,7 +55,7 @@ Typical run:
   prep verify /local/shards
 
 Exit codes: 0 success, 1 failed or problems found, 2 usage error,
-3 another run holds the output directory's lock.`,
+3 another run holds the output directory's lock, 4 internal error (a bug).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -99,7 +100,17 @@ Exit codes: 0 success, 1 failed or problems found, 2 usage error,
 // registers its own in an init function.
 var subcommands []func(*globalOptions) *cobra.Command
 
-func run(args []string, stdout, stderr io.Writer) int {
+// run executes the command line and returns the process exit code. A
+// panic in the command's goroutine is caught here and exits exitCrash with
+// the panic value and stack on stderr, so a crash never looks like a usage
+// error (exit 2).
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "prep: internal error (a bug in prep; please report it): panic: %v\n%s", r, debug.Stack())
+			code = exitCrash
+		}
+	}()
 	root, g := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()

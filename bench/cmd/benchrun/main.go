@@ -126,6 +126,7 @@ func main() {
 			d.measureAll(g)
 		}
 		d.measureAll([]*Row{byID["convert-1x-m256"], byID["convert-10x-m256"], byID["convert-10x"]})
+		d.measureAll([]*Row{byID["convert-wide-m32"]})
 	}
 	if want("plan") {
 		rep.Plan = d.planRows()
@@ -290,7 +291,42 @@ func (d *driver) convertRows(rep *report) (rows, scaling []*Row) {
 	one256 := d.convertRow("convert-1x-m256", "`prep convert` --jobs 2 --memory-limit 256MiB: req-plain-snappy", d.input("req-plain-snappy"), specs[false], 2, in.Rows, in.UncompressedBytes, "--memory-limit", "256MiB")
 	big256 := d.convertRow("convert-10x-m256", "`prep convert` --jobs 2 --memory-limit 256MiB: 10x input", filepath.Join(d.data, "big"), specs[false], 2, 10*in.Rows, 10*in.UncompressedBytes, "--memory-limit", "256MiB")
 	big256.Note = big.Note
-	return rows, []*Row{j1, big, one256, big256}
+	return rows, []*Row{j1, big, one256, big256, d.wideRow()}
+}
+
+// specWide stacks the 5,000 columns of the wide input into one tensor.
+const specWide = `# bench: wide files, every column of each row into one F32 tensor
+tensors:
+  - {name: x, columns_regex: "^c", dtype: F32}
+`
+
+// wideRow is the wide-footer bound: 16 files of 5,000 columns (each footer
+// decodes to about 6 MiB) under --memory-limit 32MiB, peak heap read from
+// the --json summary.
+func (d *driver) wideRow() *Row {
+	spec := filepath.Join(d.work, "spec-wide.yaml")
+	os.WriteFile(spec, []byte(specWide), 0o644)
+	const files = 16
+	rows := int64(files * gen.WideRows)
+	r := d.convertRow("convert-wide-m32", fmt.Sprintf("`prep convert` --jobs 2 --memory-limit 32MiB: %d files of %d columns, %d rows each", files, gen.WideColumns, gen.WideRows),
+		filepath.Join(d.data, "wide"), spec, 2, rows, rows*gen.WideColumns*4, "--memory-limit", "32MiB", "--json")
+	if r.Err != "" {
+		return r
+	}
+	prep, planPath, out := d.exe("prep"), filepath.Join(d.work, "plan-convert-wide-m32.json"), filepath.Join(d.work, "out-convert-wide-m32")
+	planned := false
+	r.Setup = func() error {
+		if !planned {
+			args := []string{prep, "plan", "--source", filepath.Join(d.data, "wide"), "--seed", "1", "--global-batch", "64", "--shuffle", "global", "-o", planPath}
+			if b, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+				return fmt.Errorf("plan: %v: %s", err, oneLine(string(b)))
+			}
+			planned = true
+		}
+		return os.RemoveAll(out)
+	}
+	r.Note = "throughput counts the decoded F32 values; peak heap is the largest `peak_heap_bytes` of the runs' `--json` summaries"
+	return r
 }
 
 // shardSet is the shard set verify and gpuload read, and its plan: the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,6 +48,7 @@ type Row struct {
 	Walls   []float64 // wall seconds per run
 	CPU     []float64 // user+sys seconds per run
 	RSS     []int64   // ru_maxrss per run, bytes
+	Heap    []int64   // peak_heap_bytes per run from a `prep convert --json` summary (0: none)
 	Results []result.Result
 	Err     string // why the row has no figures
 }
@@ -102,7 +104,7 @@ func (d *driver) step(r *Row, warm bool) {
 			return
 		}
 	}
-	wall, cpu, rss, res, err := d.runOnce(r)
+	wall, cpu, rss, heap, res, err := d.runOnce(r)
 	if err != nil {
 		r.Err = err.Error()
 		return
@@ -118,10 +120,11 @@ func (d *driver) step(r *Row, warm bool) {
 	r.Walls = append(r.Walls, wall)
 	r.CPU = append(r.CPU, cpu)
 	r.RSS = append(r.RSS, rss)
+	r.Heap = append(r.Heap, heap)
 	r.Results = append(r.Results, res)
 }
 
-func (d *driver) runOnce(r *Row) (wall, cpu float64, rss int64, res result.Result, err error) {
+func (d *driver) runOnce(r *Row) (wall, cpu float64, rss, heap int64, res result.Result, err error) {
 	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
 	cmd.Dir = d.root
 	cmd.Env = append(os.Environ(), r.Env...)
@@ -136,7 +139,7 @@ func (d *driver) runOnce(r *Row) (wall, cpu float64, rss int64, res result.Resul
 		if len(msg) > 400 {
 			msg = "…" + msg[len(msg)-400:]
 		}
-		return 0, 0, 0, res, fmt.Errorf("failed: %v: %s", err, oneLine(msg))
+		return 0, 0, 0, 0, res, fmt.Errorf("failed: %v: %s", err, oneLine(msg))
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		cpu = tv(ru.Utime) + tv(ru.Stime)
@@ -144,15 +147,30 @@ func (d *driver) runOnce(r *Row) (wall, cpu float64, rss int64, res result.Resul
 	}
 	res, ok := result.Parse(out.String())
 	if !ok && r.Timing == Inner {
-		return 0, 0, 0, res, fmt.Errorf("failed: no result line in output")
+		return 0, 0, 0, 0, res, fmt.Errorf("failed: no result line in output")
 	}
-	return wall, cpu, rss, res, nil
+	var sum struct {
+		PeakHeapBytes int64 `json:"peak_heap_bytes"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(out.Bytes()), &sum) == nil {
+		heap = sum.PeakHeapBytes
+	}
+	return wall, cpu, rss, heap, res, nil
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "|", "/")), " ")
+}
+
+// PeakHeap returns the largest peak_heap_bytes of the runs (0: none).
+func (r *Row) PeakHeap() int64 {
+	var m int64
+	for _, h := range r.Heap {
+		m = max(m, h)
+	}
+	return m
 }
 
 // OK reports whether the row has figures.

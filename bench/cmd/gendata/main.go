@@ -4,6 +4,7 @@
 //	<dir>/<variant>.parquet   the 2,000,000-row file in four layouts
 //	<dir>/big/part-NN.parquet 10 hard links of req-plain-snappy (the 10x input)
 //	<dir>/small/part-NNNNN.parquet  10,000 files of 10 rows (the many-files input)
+//	<dir>/wide/part-NN.parquet  16 files of 5,000 FLOAT columns and 64 rows (the wide-footer input)
 //
 // Files that already exist with the current generator stamp are kept, so a
 // second run costs nothing.
@@ -19,6 +20,9 @@ import (
 
 	"github.com/prepml/prep/bench/internal/gen"
 )
+
+// wideFiles is the number of files in wide/.
+const wideFiles = 16
 
 // stamp changes whenever the generator's output changes.
 const stamp = "gendata v1"
@@ -44,10 +48,11 @@ func main() {
 		}
 		os.RemoveAll(filepath.Join(*dir, "big"))
 		os.RemoveAll(filepath.Join(*dir, "small"))
+		os.RemoveAll(filepath.Join(*dir, "wide"))
 	}
 
 	var wg sync.WaitGroup
-	errs := make(chan error, len(gen.Variants)+1)
+	errs := make(chan error, len(gen.Variants)+2)
 	sem := make(chan struct{}, 2)
 	for _, v := range gen.Variants {
 		p := filepath.Join(*dir, v.Name+".parquet")
@@ -70,6 +75,14 @@ func main() {
 		defer wg.Done()
 		log.Printf("writing %d small files", *small)
 		if err := gen.SmallFiles(filepath.Join(*dir, "small"), *small, *smallRows); err != nil {
+			errs <- err
+		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		log.Printf("writing %d wide files", wideFiles)
+		if err := gen.WideFiles(filepath.Join(*dir, "wide"), wideFiles); err != nil {
 			errs <- err
 		}
 	}()

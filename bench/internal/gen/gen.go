@@ -239,3 +239,62 @@ func SmallFiles(dir string, n, rowsEach int) error {
 	}
 	return nil
 }
+
+// WideColumns and WideRows shape the wide-file input: FLOAT columns
+// c0000..c4999, REQUIRED, PLAIN, snappy, one row group per file.
+const (
+	WideColumns = 5000
+	WideRows    = 64
+)
+
+// WideFiles writes n files of WideColumns FLOAT columns and WideRows rows
+// into dir as part-00.parquet, part-01.parquet, ... (the wide-footer input:
+// each file's footer describes 5,000 column chunks). Value (i, j) is
+// Feature(i, j) of the file's global row i. Files already present are kept.
+func WideFiles(dir string, n int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	group := parquet.Group{}
+	for j := range WideColumns {
+		group[fmt.Sprintf("c%04d", j)] = parquet.Compressed(parquet.Leaf(parquet.FloatType), &parquet.Snappy)
+	}
+	schema := parquet.NewSchema("wide", group)
+	for k := range n {
+		p := filepath.Join(dir, fmt.Sprintf("part-%02d.parquet", k))
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		tmp := p + ".tmp"
+		f, err := os.Create(tmp)
+		if err != nil {
+			return err
+		}
+		w := parquet.NewWriter(f, schema)
+		rows := make([]parquet.Row, WideRows)
+		for r := range rows {
+			i := uint64(k*WideRows + r)
+			row := make(parquet.Row, WideColumns)
+			// Group fields are sorted by name, so leaf j is c%04d(j).
+			for j := range row {
+				row[j] = parquet.FloatValue(Feature(i, j)).Level(0, 0, j)
+			}
+			rows[r] = row
+		}
+		if _, err := w.WriteRows(rows); err != nil {
+			f.Close()
+			return err
+		}
+		if err := w.Close(); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

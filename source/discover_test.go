@@ -1,7 +1,8 @@
-package convert
+package source
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -35,7 +36,7 @@ func rowGroupsOf(src plan.Source) map[string][]int64 {
 // data give the same plan as the two non-empty files alone, and are listed.
 func TestDiscoverCaseB17EmptyFiles(t *testing.T) {
 	dir := caseDir("B17-empty-files")
-	all, err := DiscoverSource([]string{dir})
+	all, err := Discover(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestDiscoverCaseB17EmptyFiles(t *testing.T) {
 			t.Errorf("empty file %+v: want no row groups, size %d, footer sha256 %x", f, len(b), sum)
 		}
 	}
-	two, err := DiscoverSource([]string{filepath.Join(dir, "part-3.parquet"), filepath.Join(dir, "part-0.parquet")})
+	two, err := Discover(context.Background(), []string{filepath.Join(dir, "part-3.parquet"), filepath.Join(dir, "part-0.parquet")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestDiscoverCaseB19CorruptFiles(t *testing.T) {
 		{"zero_bytes.parquet", "file too small: 0 bytes"},
 	}
 	for _, c := range cases {
-		_, err := DiscoverSource([]string{filepath.Join(dir, c.file)})
+		_, err := Discover(context.Background(), []string{filepath.Join(dir, c.file)})
 		if err == nil {
 			t.Errorf("%s: accepted", c.file)
 			continue
@@ -120,12 +121,12 @@ func TestDiscoverCaseB19CorruptFiles(t *testing.T) {
 	}
 	// The damaged page header is past the footer: discovery accepts the file
 	// (convert reports it).
-	src, err := DiscoverSource([]string{filepath.Join(dir, "bad_page_header_rg1_x.parquet")})
+	src, err := Discover(context.Background(), []string{filepath.Join(dir, "bad_page_header_rg1_x.parquet")})
 	if err != nil || !slices.Equal(src.Files[0].RowGroups, []int64{10, 10, 10}) {
 		t.Errorf("bad page header file: %v %+v", err, src.Files)
 	}
 	// The whole folder: every broken footer reported at once.
-	_, err = DiscoverSource([]string{dir})
+	_, err = Discover(context.Background(), []string{dir})
 	if err == nil {
 		t.Fatal("folder with broken files accepted")
 	}
@@ -134,7 +135,7 @@ func TestDiscoverCaseB19CorruptFiles(t *testing.T) {
 			t.Errorf("joined error does not name %s: %v", c.file, err)
 		}
 	}
-	good, err := DiscoverSource([]string{filepath.Join(dir, "good.parquet")})
+	good, err := Discover(context.Background(), []string{filepath.Join(dir, "good.parquet")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func mustAbs(t *testing.T, p string) string {
 // TestDiscoverCaseB27AndB29RowGroups checks row-group counts read from the
 // footers against case.json.
 func TestDiscoverCaseB27AndB29RowGroups(t *testing.T) {
-	src, err := DiscoverSource([]string{filepath.Join(caseDir("B27-ranks-coverage"), "part-*.parquet")})
+	src, err := Discover(context.Background(), []string{filepath.Join(caseDir("B27-ranks-coverage"), "part-*.parquet")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestDiscoverCaseB27AndB29RowGroups(t *testing.T) {
 	if got := rowGroupsOf(src); fmt.Sprint(got) != fmt.Sprint(want) || src.NumSamples() != 103 {
 		t.Errorf("B27 row groups %v, N %d", got, src.NumSamples())
 	}
-	src, err = DiscoverSource([]string{caseDir("B29-order-stability")})
+	src, err = Discover(context.Background(), []string{caseDir("B29-order-stability")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestDiscoverFingerprintIgnoresMountAndOrder(t *testing.T) {
 			{filepath.Join(d, "part-2.parquet"), filepath.Join(d, "part-0.parquet"), filepath.Join(d, "part-1.parquet")},
 			{d, filepath.Join(d, "part-1.parquet")},
 		} {
-			src, err := DiscoverSource(args)
+			src, err := Discover(context.Background(), args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,13 +209,13 @@ func TestDiscoverFingerprintIgnoresMountAndOrder(t *testing.T) {
 			t.Fatalf("fingerprints differ: %v", fps)
 		}
 	}
-	if _, err := DiscoverSource([]string{filepath.Join(t.TempDir(), "*.parquet")}); !errors.Is(err, ErrNoInput) {
+	if _, err := Discover(context.Background(), []string{filepath.Join(t.TempDir(), "*.parquet")}); !errors.Is(err, ErrNoInput) {
 		t.Errorf("empty glob: %v, want ErrNoInput", err)
 	}
-	if _, err := DiscoverSource([]string{t.TempDir()}); !errors.Is(err, ErrNoInput) {
+	if _, err := Discover(context.Background(), []string{t.TempDir()}); !errors.Is(err, ErrNoInput) {
 		t.Errorf("empty dir: %v, want ErrNoInput", err)
 	}
-	if _, err := DiscoverSource([]string{"/nonexistent/x.parquet"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/x.parquet") {
+	if _, err := Discover(context.Background(), []string{"/nonexistent/x.parquet"}); err == nil || !strings.Contains(err.Error(), "/nonexistent/x.parquet") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -282,7 +283,7 @@ func TestDiscoverCaseB26ManySmallFiles(t *testing.T) {
 			}
 		}
 	}()
-	src, err := DiscoverSource([]string{root})
+	src, err := Discover(context.Background(), []string{root})
 	close(stop)
 	<-done
 	if err != nil {
@@ -325,7 +326,7 @@ func BenchmarkDiscoverSource10k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		src, err := DiscoverSource([]string{root})
+		src, err := Discover(context.Background(), []string{root})
 		if err != nil || len(src.Files) != 10000 {
 			b.Fatal(err, len(src.Files))
 		}

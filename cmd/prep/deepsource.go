@@ -1,4 +1,4 @@
-package verify
+package main
 
 import (
 	"context"
@@ -8,26 +8,16 @@ import (
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/verify"
 )
 
-// Prefetcher is implemented by a SampleSource that reads many samples more
-// cheaply at once. Before comparing, verify calls Prefetch with the ids of a
-// window of upcoming batches (about PrefetchBytes of samples); FillBlock
-// must still work for ids not prefetched.
-type Prefetcher interface {
-	Prefetch(ctx context.Context, ids []uint64) error
-}
-
-// PrefetchBytes bounds the sample bytes verify asks a Prefetcher to hold.
-const PrefetchBytes = 64 << 20
-
-// ConvertSource is the SourceOpener of `prep verify --deep`: it rebuilds the
+// convertSource is the verify.SourceOpener of `prep verify --deep`: it rebuilds the
 // feature spec recorded in the manifest (checking it against the manifest's
 // spec hash) and materializes expected samples with convert.Materialize,
 // the same decode and transform code convert writes shards with, reading
 // only the row groups that hold the requested samples. Source files are
 // resolved under sourceRoot.
-func ConvertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (SampleSource, error) {
+func convertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (verify.SampleSource, error) {
 	spec, err := specFromManifest(m)
 	if err != nil {
 		return nil, err
@@ -37,7 +27,7 @@ func ConvertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shar
 		q.Source.Root = sourceRoot
 		p = &q
 	}
-	return &convertSource{p: p, spec: spec, g: g, tensors: tensors}, nil
+	return &deepSource{p: p, spec: spec, g: g, tensors: tensors}, nil
 }
 
 // specFromManifest decodes the manifest's spec and checks its hash.
@@ -62,7 +52,8 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 	return &spec, nil
 }
 
-type convertSource struct {
+// deepSource materializes expected samples with convert.Materialize.
+type deepSource struct {
 	p       *plan.Plan
 	spec    *convert.Spec
 	g       shardfmt.Geometry
@@ -74,7 +65,7 @@ type convertSource struct {
 
 // Prefetch materializes ids (duplicates allowed) and keeps them, replacing
 // the previous window.
-func (s *convertSource) Prefetch(ctx context.Context, ids []uint64) error {
+func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 	uniq := make([]uint64, 0, len(ids))
 	index := make(map[uint64]int, len(ids))
 	for _, id := range ids {
@@ -95,7 +86,7 @@ func (s *convertSource) Prefetch(ctx context.Context, ids []uint64) error {
 }
 
 // FillBlock lays out the samples of ids as a shard block.
-func (s *convertSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
 	for _, id := range ids {
 		if _, ok := s.index[id]; !ok {
 			if err := s.Prefetch(ctx, ids); err != nil {
@@ -114,4 +105,16 @@ func (s *convertSource) FillBlock(ctx context.Context, ids []uint64, block []byt
 	return nil
 }
 
-func (s *convertSource) Close() error { return nil }
+func (s *deepSource) Close() error { return nil }
+
+// tensorList renders tensors as "[name dtype shape, ...]".
+func tensorList(ts []shardfmt.TensorInfo) string {
+	out := "["
+	for i, t := range ts {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s %v %v", t.Name, t.DType, t.Shape)
+	}
+	return out + "]"
+}

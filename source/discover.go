@@ -1,6 +1,7 @@
-package convert
+package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,29 +12,14 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 )
 
-// Source discovery reads only the tail of each Parquet file
-// (pqread.ReadFooter) and walks its footer for the row-group row counts
-// (pqread.Footer.RowGroupRows), without decoding the rest.
-const (
-	maxFooterBytes   = 1 << 30
-	discoverParallel = 8 // files whose footers are read at once (one descriptor each)
-)
+// discoverParallel is how many files' footers discovery reads at once.
+const discoverParallel = 8
 
-var (
-	// ErrFooter is returned (inside an *Error naming the file) when a file is
-	// not a readable Parquet file: too small, a missing "PAR1" magic, a
-	// footer length outside the file, or a footer that does not decode.
-	ErrFooter = errors.New("bad parquet footer")
-
-	// ErrNoInput is returned when the source paths name no Parquet file.
-	ErrNoInput = errors.New("no parquet files found")
-)
-
-// DiscoverSource expands paths into the plan source:
+// Discover expands paths into the plan source:
 //
 //   - a regular file is taken as is, whatever its name;
 //   - a directory is walked recursively for regular files named *.parquet
@@ -50,15 +36,17 @@ var (
 // is relative to it with '/' separators, so the source fingerprint does not
 // depend on where the data set is mounted.
 //
-// Of each file only the footer is read: open, read the first 4 and last 8
-// bytes, check both magics and the footer length against the file size
-// before allocating, read the footer, SHA-256 it (with the trailing 8
-// bytes), decode the row-group row counts, close. At most 8 files are open
-// at once. Every file is checked; problems are returned together
-// (errors.Join of *Error values wrapping ErrFooter or the I/O error, sorted
-// by path) so that a run over many files writes nothing when any is bad.
-// Files with zero rows are returned in Source.EmptyFiles.
-func DiscoverSource(paths []string) (plan.Source, error) {
+// Of each file only the footer is read, through a Local store over the
+// root, and validated by pqread exactly as convert validates it (magics and
+// footer length before allocating, thrift nesting, schema, physical types,
+// row counts, every column chunk inside the data region), and its row count
+// checked against what a file of its size can hold (MaxRows). At most 8
+// files are read at once. Every file is checked; problems are returned
+// together (errors.Join of *Error values naming the file relative to the
+// root, wrapping ErrFooter or the I/O error, sorted by path) so that a run
+// over many files writes nothing when any is bad. Files with zero rows are
+// returned in Source.EmptyFiles. ctx stops the reading between files.
+func Discover(ctx context.Context, paths []string) (plan.Source, error) {
 	files, err := expandPaths(paths)
 	if err != nil {
 		return plan.Source{}, err
@@ -67,6 +55,10 @@ func DiscoverSource(paths []string) (plan.Source, error) {
 		return plan.Source{}, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoInput)
 	}
 	root := commonDir(files)
+	st, err := NewLocal(root)
+	if err != nil {
+		return plan.Source{}, err
+	}
 	results := make([]plan.SourceFile, len(files))
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
@@ -78,24 +70,24 @@ func DiscoverSource(paths []string) (plan.Source, error) {
 			for i := range next {
 				rel, err := filepath.Rel(root, files[i])
 				if err != nil {
-					errs[i] = &Error{File: files[i], RowGroup: -1, Row: -1, Element: -1, Err: err}
+					errs[i] = &Error{File: files[i], Err: err}
 					continue
 				}
-				sf, err := readFooterInfo(files[i])
-				if err != nil {
-					errs[i] = &Error{File: files[i], RowGroup: -1, Row: -1, Element: -1, Err: err}
-					continue
-				}
-				sf.Path = filepath.ToSlash(rel)
-				results[i] = sf
+				results[i], errs[i] = ReadInfo(ctx, st, filepath.ToSlash(rel))
 			}
 		}()
 	}
 	for i := range files {
+		if ctx.Err() != nil {
+			break
+		}
 		next <- i
 	}
 	close(next)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return plan.Source{}, err
+	}
 	if err := errors.Join(errs...); err != nil {
 		return plan.Source{}, err
 	}
@@ -209,32 +201,19 @@ func within(dir, f string) bool {
 	return strings.HasPrefix(f, dir+string(filepath.Separator))
 }
 
-// readFooterInfo reads the footer of one Parquet file (one descriptor,
-// closed before returning) and returns its size, footer hash and row-group
-// row counts.
-func readFooterInfo(path string) (plan.SourceFile, error) {
-	var sf plan.SourceFile
-	f, err := os.Open(path)
+// ReadInfo reads the footer of the named file of st, validates it (see
+// Discover) and returns its plan record: path, size, footer SHA-256 and
+// row-group row counts. Errors are *Error values naming the file.
+func ReadInfo(ctx context.Context, st Store, name string) (plan.SourceFile, error) {
+	obj, err := st.Open(ctx, name)
 	if err != nil {
-		return sf, err
+		return plan.SourceFile{}, err
 	}
-	defer f.Close()
-	ft, err := pqread.ReadFooter(f, maxFooterBytes)
+	defer obj.Close()
+	pf, err := openParquet(obj, pqread.Limits{})
 	if err != nil {
-		return sf, footerErr(err)
+		return plan.SourceFile{}, err
 	}
-	sf.Size, sf.FooterSHA256 = ft.Size, ft.SHA256()
-	if sf.RowGroups, err = ft.RowGroupRows(); err != nil {
-		return sf, fmt.Errorf("decoding footer at offset %d: %w", ft.Offset, footerErr(err))
-	}
-	return sf, nil
-}
-
-// footerErr marks a malformed or unsupported footer (pqread's ErrCorrupt,
-// ErrUnsupported, ErrLimit) with ErrFooter too; I/O errors pass as they are.
-func footerErr(err error) error {
-	if errors.Is(err, pqread.ErrCorrupt) || errors.Is(err, pqread.ErrUnsupported) || errors.Is(err, pqread.ErrLimit) {
-		return fmt.Errorf("%w: %w", err, ErrFooter)
-	}
-	return err
+	defer pf.Close()
+	return plan.SourceFile{Path: name, Size: pf.Size(), FooterSHA256: pf.FooterSHA256(), RowGroups: pf.RowGroups()}, nil
 }

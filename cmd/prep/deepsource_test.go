@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
+	"github.com/prepml/prep/verify"
+)
+
+// pqRow is the source row of the end-to-end tests: 40 rows in row groups of
+// 20, x = 1000 + id/8 (exact in binary), PLAIN float64 and int64 columns.
+type pqRow struct {
+	ID int64   `parquet:"id"`
+	X  float64 `parquet:"x"`
+	F  float32 `parquet:"f"`
+}
+
+const pqRows = 40
+
+func pqX(id int64) float64 { return 1000 + float64(id)/8 }
+
+func writePQ(t *testing.T, path string, edit map[int64]float64) {
+	t.Helper()
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[pqRow](fh, parquet.MaxRowsPerRowGroup(20))
+	rows := make([]pqRow, pqRows)
+	for i := range rows {
+		id := int64(i)
+		rows[i] = pqRow{ID: id, X: pqX(id), F: float32(id) * -0.5}
+		if v, ok := edit[id]; ok {
+			rows[i].X = v
+		}
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const pqSpec = `tensors:
+  - {name: x, column: x, dtype: F64}
+  - {name: feat, columns: [f, x], dtype: F32}
+  - {name: id, column: id, dtype: I64}
+`
+
+// deepFixture converts a real Parquet file with convert.Run and keeps a
+// copy of the plan in the output directory.
+func deepFixture(t *testing.T) (out, src string, p *plan.Plan) {
+	t.Helper()
+	src = filepath.Join(t.TempDir(), "src")
+	out = filepath.Join(t.TempDir(), "out")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writePQ(t, filepath.Join(src, "part-0.parquet"), nil)
+	src0, err := source.Discover(context.Background(), []string{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = plan.New(src0, plan.Config{Seed: 11, Epochs: 2, GlobalBatch: 8, WorldSize: 2, Workers: 1,
+		Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := convert.ParseSpec([]byte(pqSpec), "features.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out, ToolVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, verify.PlanFileName)); err != nil {
+		if err := p.Save(filepath.Join(out, verify.PlanFileName)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out, src, p
+}
+
+// TestDeepOverConvertedParquet runs --deep with convert's materializer over
+// a set convert made from a real Parquet file: clean, then after the file is
+// rewritten with one value changed (same size and footer, so only the value
+// comparison can tell), then after a change that alters the footer.
+func TestDeepOverConvertedParquet(t *testing.T) {
+	out, src, p := deepFixture(t)
+	opts := verify.Options{Dir: out, Deep: true, Source: convertSource, MaxPerShard: 100}
+	rep := deepRun(t, opts)
+	if !rep.OK || rep.DeepBatches != 4*p.Steps() || rep.Batches != 4*p.Steps() {
+		t.Fatalf("clean set: deep %d batches %d\n%s", rep.DeepBatches, rep.Batches, deepLines(rep))
+	}
+
+	// Rewrite with x[17] changed to another value inside its row group's
+	// range: page CRCs are recomputed and the footer stays byte-identical.
+	path := filepath.Join(src, "part-0.parquet")
+	before := footerBytes(t, path)
+	const id, newX = 17, 1001.0625 // unique, inside row group 0's range
+	writePQ(t, path, map[int64]float64{id: newX})
+	if !bytes.Equal(before, footerBytes(t, path)) {
+		t.Fatal("test premise: the rewrite changed the footer")
+	}
+	rep = deepRun(t, opts)
+	var want []string
+	for _, s := range deepManifest(t, out).Shards {
+		for k := 0; k < p.Steps(); k++ {
+			ids, _, _ := p.RankBatch(s.Epoch, s.Rank, k, nil)
+			for _, x := range ids {
+				if x == id {
+					want = append(want, "value_mismatch "+s.Path+" b"+strconv.Itoa(k)+" feat id17", "value_mismatch "+s.Path+" b"+strconv.Itoa(k)+" x id17")
+				}
+			}
+		}
+	}
+	sort.Strings(want)
+	if len(want) != 4 { // sample 17 once per epoch (drop), two tensors
+		t.Fatalf("expected findings %q", want)
+	}
+	if got := deepKeys(rep.Findings); !reflect.DeepEqual(got, want) {
+		t.Fatalf("findings\n got %q\nwant %q\n%s", got, want, deepLines(rep))
+	}
+	f64 := func(v float64) string {
+		return verify.FormatValue(shardfmt.F64, binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+	}
+	f32 := func(v float64) string {
+		return verify.FormatValue(shardfmt.F32, binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v))))
+	}
+	for _, x := range rep.Findings {
+		switch x.Tensor {
+		case "x":
+			if *x.Element != 0 || x.Expected != f64(newX) || x.Actual != f64(pqX(id)) {
+				t.Errorf("x finding: %s", x)
+			}
+		case "feat":
+			if *x.Element != 1 || x.Expected != f32(newX) || x.Actual != f32(pqX(id)) {
+				t.Errorf("feat finding: %s", x)
+			}
+		}
+	}
+
+	// A new maximum changes the footer's statistics: the file no longer
+	// matches the plan and the values cannot be trusted or compared.
+	writePQ(t, path, map[int64]float64{id: 5000})
+	rep = deepRun(t, opts)
+	if rep.OK || rep.Findings[0].Kind != verify.KindSourceChanged || rep.Findings[0].What != "footer sha256" {
+		t.Fatalf("footer change:\n%s", deepLines(rep))
+	}
+	for _, x := range rep.Findings[1:] {
+		if x.Kind != verify.KindSourceUnreadable {
+			t.Errorf("after footer change: %s", x)
+		}
+	}
+}
+
+func footerBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	return b[len(b)-8-n:]
+}
+
+func deepManifest(t *testing.T, dir string) *shardfmt.Manifest {
+	t.Helper()
+	m, err := shardfmt.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// deepKey renders a finding's kind and location for comparison.
+func deepKey(f verify.Finding) string {
+	s := string(f.Kind) + " " + f.Shard
+	if f.Batch != nil {
+		s += fmt.Sprintf(" b%d", *f.Batch)
+	}
+	if f.Tensor != "" {
+		s += " " + f.Tensor
+	}
+	if f.SampleID != nil {
+		s += fmt.Sprintf(" id%d", *f.SampleID)
+	}
+	return s
+}
+
+func deepKeys(fs []verify.Finding) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = deepKey(f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func deepRun(t *testing.T, opts verify.Options) *verify.Report {
+	t.Helper()
+	rep, err := verify.Run(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if rep.OK != (len(rep.Findings) == 0) || rep.FindingCount != len(rep.Findings) {
+		t.Fatalf("report ok=%v count=%d with %d findings", rep.OK, rep.FindingCount, len(rep.Findings))
+	}
+	return rep
+}
+
+func deepLines(rep *verify.Report) string {
+	var b strings.Builder
+	for _, f := range rep.Findings {
+		b.WriteString(f.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

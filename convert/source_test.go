@@ -1,0 +1,156 @@
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
+	"github.com/prepml/prep/source"
+)
+
+// TestErrorsNameFilesRelativeToTheRoot pins the fault where footer and
+// decode errors named files by absolute path while null, range and schema
+// errors gave base names: every error names the file as the plan records
+// it, relative to the source root ("b/x.parquet", never the root's path).
+func TestErrorsNameFilesRelativeToTheRoot(t *testing.T) {
+	root := t.TempDir()
+	cases := filepath.Join("..", "testdata", "cases", "B19-corrupt-files")
+	for from, to := range map[string]string{"good.parquet": "a/good.parquet", "bad_page_header_rg1_x.parquet": "b/x.parquet"} {
+		b, err := os.ReadFile(filepath.Join(cases, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(root, filepath.Dir(to)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(to)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := source.Discover(context.Background(), []string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(src, plan.Config{Epochs: 1, GlobalBatch: 10, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderDrop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(spec *Spec) error {
+		_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out")})
+		return err
+	}
+	// A decode error (pqread's): the damaged page header in row group 1.
+	err = run(&Spec{Tensors: []TensorSpec{{Name: "x", Column: "x", DType: "F32"}}})
+	var pe *pqread.Error
+	if !errors.As(err, &pe) || pe.File != "b/x.parquet" || !strings.HasPrefix(err.Error(), "b/x.parquet: ") || strings.Contains(err.Error(), root) {
+		t.Errorf("decode error: %v", err)
+	}
+	// A schema error (convert's): a column no file has.
+	err = run(&Spec{Tensors: []TensorSpec{{Name: "n", Column: "no_such_column", DType: "F32"}}})
+	if !errors.Is(err, ErrSchema) || !strings.HasPrefix(err.Error(), "a/good.parquet: ") || strings.Contains(err.Error(), root) {
+		t.Errorf("schema error: %v", err)
+	}
+	// A footer error (source's): the file damaged after planning.
+	os.WriteFile(filepath.Join(root, "a", "good.parquet"), []byte("PAR1 not a parquet file PAR1"), 0o644)
+	err = run(&Spec{Tensors: []TensorSpec{{Name: "x", Column: "x", DType: "F32"}}})
+	if !errors.Is(err, ErrSourceChanged) || !strings.HasPrefix(err.Error(), "a/good.parquet: ") || strings.Contains(err.Error(), root) {
+		t.Errorf("changed file: %v", err)
+	}
+}
+
+// TestFootersHeldOnlyWhileRead pins the fault where convert kept every
+// file's decoded footer for the whole run (16 files of 5,000 columns: 250
+// MiB of heap under --memory-limit 32MiB): after the spec is compiled no
+// footer is held beyond a budget, during decoding only those of the files being read (here
+// one row group fits the limit at a time, so at most two: the one finishing
+// and the next), and none after the run.
+func TestFootersHeldOnlyWhileRead(t *testing.T) {
+	root := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "cases", "B19-corrupt-files", "good.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const files = 8
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("part-%d.parquet", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := source.Discover(context.Background(), []string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.New(src, plan.Config{Epochs: 1, GlobalBatch: 10, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &Spec{Tensors: []TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}
+	base := footersHeld.Load()
+	fs, _, err := openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := footersHeld.Load() - base; n != 0 || len(fs) != files {
+		t.Fatalf("%d footers held after compiling the spec over %d files", n, len(fs))
+	}
+	closeSources(fs)
+	// Within a budget the first footers stay held for the decoder.
+	fs, _, err = openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 3*fs[0].footerCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := footersHeld.Load() - base; n != 3 || fs[2].held == nil || fs[3].held != nil {
+		t.Fatalf("%d footers held within a budget of three", n)
+	}
+	closeSources(fs)
+
+	var most atomic.Int64
+	old := beforeDecode
+	defer func() { beforeDecode = old }()
+	beforeDecode = func(int, context.Context) {
+		if n := footersHeld.Load() - base; n > most.Load() {
+			most.Store(n)
+		}
+	}
+	// 30 rows per file in 3 row groups; a limit of one byte admits one row
+	// group at a time.
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), MemoryLimit: 1, Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m < 1 || m > 2 {
+		t.Errorf("up to %d footers held while decoding %d files one row group at a time", m, files)
+	}
+	if n := footersHeld.Load() - base; n != 0 {
+		t.Errorf("%d footers held after the run", n)
+	}
+}
+
+// denyStore is a local store whose files cannot be opened, as a file of
+// mode 0 is for a user other than root.
+type denyStore struct{ *source.Local }
+
+func (s denyStore) Open(ctx context.Context, name string) (source.Object, error) {
+	return nil, &source.Error{File: name, Err: fmt.Errorf("open: %w", fs.ErrPermission)}
+}
+
+// TestUnreadableSourceIsNotReportedChanged pins the fault where a source
+// that could not be read (permission denied) failed convert with "source
+// changed since the plan was made": the error gives the real cause.
+func TestUnreadableSourceIsNotReportedChanged(t *testing.T) {
+	p := caseSource(t, "B19-corrupt-files", "good.parquet")
+	local, err := source.NewLocal(p.Source.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Plan: p, Source: denyStore{local}, Output: filepath.Join(t.TempDir(), "out"),
+		Spec: &Spec{Tensors: []TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}})
+	if errors.Is(err, ErrSourceChanged) || !errors.Is(err, fs.ErrPermission) || err.Error() != "good.parquet: open: permission denied" {
+		t.Errorf("got %v, want the permission error naming good.parquet", err)
+	}
+}

@@ -1,0 +1,77 @@
+package plan
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestEpochDigestHugeNBoundedAndStoppable pins the faults where a footer
+// claiming 2^62 rows made New panic ("makeslice: len out of range": one
+// leaf sum per 65536 slots allocated up front) and 10^12 rows ran without
+// end or progress: the digest streams its leaves in order with
+// O(GOMAXPROCS) memory, reports progress and stops when ctx is done.
+func TestEpochDigestHugeNBoundedAndStoppable(t *testing.T) {
+	for _, rows := range []int64{1 << 62, 1_000_000_000_000} {
+		src := synthSource([]int64{rows})
+		cfg := Config{Epochs: 2, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderDrop}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		var calls, last int
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		p, err := NewContext(ctx, src, cfg, func(epoch, steps, total int) {
+			if epoch != 0 || steps <= last || total != int(rows) {
+				t.Errorf("progress(%d, %d, %d) after %d steps", epoch, steps, total, last)
+			}
+			calls, last = calls+1, steps
+		})
+		cancel()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		if p != nil || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%d rows: plan %v, err %v; want the context's error", rows, p != nil, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%d rows: stopped %v after the deadline", rows, d)
+		}
+		if calls == 0 {
+			t.Errorf("%d rows: no progress", rows)
+		}
+		if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 16<<20 {
+			t.Errorf("%d rows: heap grew by %d bytes", rows, grew)
+		}
+	}
+}
+
+// TestEpochDigestContextEqualsLeafTree checks the streaming digest against
+// EpochDigestRoot over leaves hashed one by one (PLAN.md §8), for leaf
+// counts below, at and above one group of leaves.
+func TestEpochDigestContextEqualsLeafTree(t *testing.T) {
+	for _, n := range []int64{1, 65536*3 + 5, 65536 * 40} {
+		p, err := New(synthSource([]int64{n}), Config{Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderDrop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := p.DigestLeafSteps()
+		var leaves [][32]byte
+		var ids []uint64
+		for j := 0; j*per < p.Steps(); j++ {
+			h := sha256.New()
+			for k := j * per; k < min(p.Steps(), (j+1)*per); k++ {
+				var pads int
+				ids, pads, _ = p.RankBatch(0, 0, k, ids)
+				h.Write(AppendDigestSlots(nil, ids, pads))
+			}
+			var s [32]byte
+			h.Sum(s[:0])
+			leaves = append(leaves, s)
+		}
+		if want := EpochDigestRoot(p.Steps(), leaves); p.Epochs[0].Digest != want {
+			t.Errorf("N %d: digest %s, want %s", n, p.Epochs[0].Digest, want)
+		}
+	}
+}

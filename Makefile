@@ -25,6 +25,8 @@ test: lint
 bench:
 	./scripts/bench.sh
 
+# Every native fuzz target in the module (footer, page header, shard format,
+# ...), FUZZTIME each (default 10s): make fuzz FUZZTIME=5m
 fuzz:
 	./scripts/fuzz.sh
 

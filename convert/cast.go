@@ -350,22 +350,31 @@ const julianUnixEpoch = 2440588
 
 // Int96ToUnixNanos converts a Parquet INT96 timestamp (nanoseconds of the day
 // as u64 little-endian, then the Julian day as u32 little-endian) to
-// nanoseconds since the Unix epoch. ok is false on int64 overflow.
+// nanoseconds since the Unix epoch. ok is false when the sum days ×
+// 86,400 s + nanoseconds lies outside int64; it is computed exactly (in
+// unsigned magnitudes), so both ends of the int64 range are reached:
+// 1677-09-21T00:12:43.145224192 and 2262-04-11T23:47:16.854775807.
 func Int96ToUnixNanos(b []byte) (ns int64, ok bool) {
 	nanos := binary.LittleEndian.Uint64(b[0:8])
 	day := int64(binary.LittleEndian.Uint32(b[8:12]))
-	hi, lo := bits.Mul64(uint64(abs64(day-julianUnixEpoch)), 86400e9)
-	if hi != 0 || lo > math.MaxInt64 || nanos > math.MaxInt64 {
+	hi, m := bits.Mul64(uint64(abs64(day-julianUnixEpoch)), 86400e9) // |days| × ns per day
+	if hi != 0 || nanos > math.MaxInt64 {
 		return 0, false
 	}
-	d := int64(lo)
-	if day < julianUnixEpoch {
-		d = -d
+	if day >= julianUnixEpoch {
+		if m > math.MaxInt64 || nanos > math.MaxInt64-m {
+			return 0, false
+		}
+		return int64(m + nanos), true
 	}
-	if d > 0 && int64(nanos) > math.MaxInt64-d {
+	if nanos >= m {
+		return int64(nanos - m), true // nanos <= MaxInt64
+	}
+	d := m - nanos // the result is -d
+	if d > 1<<63 {
 		return 0, false
 	}
-	return d + int64(nanos), true
+	return -int64(d-1) - 1, true
 }
 
 func abs64(v int64) int64 {

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
@@ -413,5 +414,48 @@ func TestShardfmtHalfMatchesReference(t *testing.T) {
 		if math.Float32bits(shardfmt.F16ToF32(uint16(h))) != math.Float32bits(refF16ToF32(uint16(h))) {
 			t.Fatalf("F16ToF32(%04x) differs", h)
 		}
+	}
+}
+
+// TestInt96AtTheInt64Ends pins a fault: INT96 timestamps at exactly the
+// int64-nanosecond minimum (1677-09-21T00:12:43.145224192) and one ns
+// later were refused, the check overflowing on days × ns-per-day before
+// the nanoseconds of the day were added. Both ends convert exactly; one
+// ns beyond either end is refused.
+func TestInt96AtTheInt64Ends(t *testing.T) {
+	// int96 returns the INT96 bytes of ns since the epoch (floor division
+	// into Julian day and nanoseconds of the day), from exact big math.
+	int96 := func(ns *big.Int) []byte {
+		perDay := big.NewInt(86400e9)
+		day, nod := new(big.Int), new(big.Int)
+		day.DivMod(ns, perDay, nod) // Euclidean: 0 <= nod < perDay
+		b := make([]byte, 12)
+		binary.LittleEndian.PutUint64(b, nod.Uint64())
+		binary.LittleEndian.PutUint32(b[8:], uint32(day.Int64()+julianUnixEpoch))
+		return b
+	}
+	one := big.NewInt(1)
+	lo, hi := big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
+	for _, c := range []struct {
+		ns   *big.Int
+		want int64
+		ok   bool
+	}{
+		{lo, math.MinInt64, true},
+		{new(big.Int).Add(lo, one), math.MinInt64 + 1, true},
+		{new(big.Int).Sub(lo, one), 0, false},
+		{hi, math.MaxInt64, true},
+		{new(big.Int).Sub(hi, one), math.MaxInt64 - 1, true},
+		{new(big.Int).Add(hi, one), 0, false},
+		{big.NewInt(0), 0, true},
+		{big.NewInt(-1), -1, true},
+	} {
+		got, ok := Int96ToUnixNanos(int96(c.ns))
+		if ok != c.ok || got != c.want {
+			t.Errorf("%v ns: got %d, %v; want %d, %v", c.ns, got, ok, c.want, c.ok)
+		}
+	}
+	if got := time.Unix(0, math.MinInt64).UTC().Format(time.RFC3339Nano); got != "1677-09-21T00:12:43.145224192Z" {
+		t.Errorf("the int64 minimum is %s", got)
 	}
 }

@@ -22,19 +22,19 @@ type decodeTask struct {
 }
 
 // work is what a decode worker is handed: one column chunk of a row group
-// decoded whole, or one row slice (every column of it) of a sliced row
-// group.
+// decoded whole, or a whole row group read in row windows.
 type work struct {
-	task  decodeTask // the column chunk; for a slice, the group's first
-	slice int        // index into the group's slices, or -1
+	task     decodeTask // the column chunk; for a windowed group, its first
+	windowed bool       // the whole row group, window by window (assembleWindows)
 }
 
 // rowGroupJob is one row group holding needed ids: its column chunks are
 // decoded by decodeTasks (in parallel), and the worker that finishes the
-// last one assembles the group's staging records (assemble). A row group
-// whose column chunks would not fit the memory limit together is instead
-// assembled in row slices, each slice handed to one worker
-// (assembleSliced).
+// last one assembles the group's staging records (assemble): the whole
+// group is one row window. A row group whose column chunks would not fit
+// the memory limit together is instead read forward in row windows by one
+// worker (assembleWindows), every column's window decoded before the
+// window is assembled.
 type rowGroupJob struct {
 	fi, rg  int
 	start   uint64 // sample id of the row group's first row
@@ -42,22 +42,20 @@ type rowGroupJob struct {
 	runs    []run  // needed rows and their staging slots
 	first   int    // seq of the group's first task
 	tasks   []decodeTask
-	cost    int64      // estimated bytes in flight from admission to assembly (of one slice, when sliced)
-	slices  []rowSlice // non-nil: assembled slice by slice (assembleSliced)
-	errOnce sync.Once  // a sliced row group's error is searched for once (sliceError)
-	errSeq  int
-	errVal  error
+	cost    int64            // estimated bytes in flight from admission to assembly (of one window, when windowed)
+	windows []rowSlice       // non-nil: read in these row windows (assembleWindows)
+	window  int              // the most rows of a window, and of a piece of rows read past
 	cols    []*pqread.Column // whole row groups only: the decoded columns
 	errs    []error          // and their errors
-	pending atomic.Int32     // column chunks (or slices) not done yet
+	pending atomic.Int32     // column chunks not done yet (whole row groups)
 }
 
 // decoder runs stage 1: every needed column chunk decoded (whole, or a row
-// slice at a time for a row group over the memory limit), and each row
+// window at a time for a row group over the memory limit), and each row
 // group's needed rows written into the staging records.
 //
 // A row group's columns are decoded in parallel (or, for a row group over
-// the memory limit, one slice of one column at a time: assembleSliced); its
+// the memory limit, window by window: assembleWindows); its
 // records are then assembled block by block (blockRows slots at a time, a
 // block small enough to stay in the core's cache) with every column's
 // transform applied to the block before it is stored, so each record is
@@ -77,14 +75,14 @@ type decoder struct {
 	groups           []*rowGroupJob
 	rowGroupsRead    int
 	rowGroupsSkipped int
-	rowGroupsSliced  int
-	rowSlices        int
+	rowGroupsSliced  int // row groups read in more than one row window
+	rowSlices        int // the row windows of those
 }
 
 // beforeDecode, when set (tests only), is called by a decode worker with a
 // task's sequence number and the run's internal context (cancelled at the
 // first failure) before it decides whether to decode the task: once per
-// task, or once per slice and again on a failure for a sliced row group.
+// task, or once per row window of a windowed row group.
 var beforeDecode func(seq int, ctx context.Context)
 
 // errSkipped marks a column chunk not decoded because the run was already
@@ -135,64 +133,6 @@ func rowCost(tp *tensorPlan) int64 {
 	return 2*per + 2
 }
 
-// rowSlice is a stretch of rows [lo, hi) of a row group assembled on its
-// own, with the needed runs inside it (rows relative to lo, slots as in the
-// row group's runs).
-type rowSlice struct {
-	lo, hi int
-	runs   []run
-}
-
-// sliceRuns cuts runs into slices spanning at most n rows each (n >= 1),
-// each starting at a needed row and ending after its last needed row, so
-// that rows needed by no slice are not copied.
-func sliceRuns(runs []run, n int) []rowSlice {
-	var out []rowSlice
-	i, off := 0, 0 // next run, and rows of it already in a slice
-	for i < len(runs) {
-		lo := runs[i].lo + off
-		s := rowSlice{lo: lo, hi: lo}
-		for i < len(runs) && runs[i].lo+off < lo+n {
-			r := runs[i]
-			a, b := r.lo+off, min(r.hi, lo+n)
-			s.runs = append(s.runs, run{lo: a - lo, hi: b - lo, dst: r.dst + int64(off)})
-			s.hi = b
-			if b < r.hi {
-				off = b - r.lo
-			} else {
-				i, off = i+1, 0
-			}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// planSlices makes g, whose estimated cost exceeds the memory limit, a
-// sliced row group: its needed rows are cut into slices whose decoded
-// columns together take about half the limit shared by the Jobs workers
-// that may each assemble one slice at once (at least one row each), and its
-// cost, counted per slice, becomes one slice and the page allowance for
-// every column chunk, since assembleSliced holds no more than that
-// (pqread.ReadColumnRows keeps only the rows asked for and the page being
-// decoded). A row group whose rows all fit one slice stays whole.
-func (d *decoder) planSlices(g *rowGroupJob) {
-	var perRow int64
-	for _, task := range g.tasks {
-		perRow += taskRowBytes(g, task)
-	}
-	if n := max(1, d.memoryLimit/2/int64(d.jobs)/perRow); n < g.rows {
-		g.slices = sliceRuns(g.runs, int(n))
-		g.cost = n*perRow + int64(len(g.tasks))*pageAllowance
-	}
-}
-
-// taskRowBytes is the estimated decoded bytes per row of task's column
-// chunk in g (at least 1).
-func taskRowBytes(g *rowGroupJob, task decodeTask) int64 {
-	return max(1, (task.bytes+g.rows-1)/g.rows)
-}
-
 // plan lists the row groups to read and their column chunks, in (file, row
 // group, tensor, value) order, skipping row groups with no needed id. It
 // returns the number of column chunks per file.
@@ -224,14 +164,13 @@ func (d *decoder) plan() (perFile []int) {
 				}
 			}
 			if g.cost > d.memoryLimit {
-				d.planSlices(g)
+				d.planWindows(g)
 			}
 			// The file's footer is held while its row groups are read.
 			g.cost += f.footerCost
-			if g.slices != nil {
+			if g.windows != nil {
 				d.rowGroupsSliced++
-				d.rowSlices += len(g.slices)
-				g.pending.Store(int32(len(g.slices)))
+				d.rowSlices += len(g.windows)
 			} else {
 				g.cols = make([]*pqread.Column, len(g.tasks))
 				g.errs = make([]error, len(g.tasks))
@@ -243,11 +182,11 @@ func (d *decoder) plan() (perFile []int) {
 	return perFile
 }
 
-// run decodes every row group with at most d.jobs column chunks (or slices)
-// decoding at once and about d.memoryLimit estimated bytes in flight (a row
-// group is admitted whole, and its memory counts until its records are
-// assembled; each slice of a sliced row group is admitted on its own, and
-// assembled by whichever worker takes it).
+// run decodes every row group with at most d.jobs column chunks (or
+// windowed row groups) decoding at once and about d.memoryLimit estimated
+// bytes in flight (a row group is admitted whole, and its memory counts
+// until its records are assembled; a windowed row group counts one
+// window).
 // On failure it returns the error of the earliest failing column chunk in
 // task order: a failure skips only the column chunks after it in that
 // order, so every earlier one still runs and the error reported does not
@@ -303,17 +242,22 @@ func (d *decoder) run(ctx context.Context) error {
 					}
 				}()
 			}
-			// decode decodes the column chunk of task (the rows of rr
-			// only, if set), or returns errSkipped when the run is
-			// failing before it or cancelled.
-			decode := func(task decodeTask, rr *pqread.RowRange) (*pqread.Column, error) {
+			// skip reports whether task is not to be decoded (now, or
+			// its next window): the run is failing before it or
+			// cancelled.
+			skip := func(task decodeTask) bool {
 				if beforeDecode != nil {
 					beforeDecode(task.seq, ctx)
 				}
-				if parent.Err() != nil || int64(task.seq) >= skipFrom.Load() {
+				return parent.Err() != nil || int64(task.seq) >= skipFrom.Load()
+			}
+			// decode decodes the column chunk of task, or returns
+			// errSkipped (skip).
+			decode := func(task decodeTask) (*pqread.Column, error) {
+				if skip(task) {
 					return nil, errSkipped
 				}
-				return d.decodeOne(d.groups[task.g], task, rr)
+				return d.decodeOne(d.groups[task.g], task)
 			}
 			// decoded counts n column chunks of file fi as read, and
 			// releases the file's footer and descriptor after its last one.
@@ -334,15 +278,12 @@ func (d *decoder) run(ctx context.Context) error {
 					err error
 				)
 				runs := g.runs
-				if g.slices != nil {
-					// One slice of the row group, decoded and assembled here.
-					runs = g.slices[w.slice].runs
-					seq, err, scratch = d.assembleSliced(parent, g, w.slice, scratch, rb, decode)
-					if g.pending.Add(-1) == 0 {
-						decoded(g.fi, len(g.tasks))
-					}
+				if w.windowed {
+					// The whole row group, window by window, here.
+					seq, err, scratch = d.assembleWindows(parent, g, scratch, rb, skip)
+					decoded(g.fi, len(g.tasks))
 				} else {
-					g.cols[task.k], g.errs[task.k] = decode(task, nil)
+					g.cols[task.k], g.errs[task.k] = decode(task)
 					decoded(g.fi, 1)
 					if g.pending.Add(-1) != 0 {
 						continue
@@ -382,24 +323,17 @@ func (d *decoder) run(ctx context.Context) error {
 		inFlight += cost
 		return true
 	}
-admission:
 	for _, g := range d.groups {
 		g.cost = min(g.cost, d.memoryLimit)
-		if g.slices != nil {
-			// Each slice is admitted and assembled on its own, by any worker.
-			for si := range g.slices {
-				if !admit(g.cost) {
-					break admission
-				}
-				ch <- work{task: g.tasks[0], slice: si}
-			}
-			continue
-		}
 		if !admit(g.cost) {
 			break
 		}
+		if g.windows != nil {
+			ch <- work{task: g.tasks[0], windowed: true}
+			continue
+		}
 		for _, task := range g.tasks {
-			ch <- work{task: task, slice: -1}
+			ch <- work{task: task}
 		}
 	}
 	close(ch)
@@ -410,24 +344,18 @@ admission:
 	return ctx.Err()
 }
 
-// decodeOne reads one column chunk, or with rr the rows rr.Lo to rr.Hi of
-// it (pqread.ReadColumnRows), and checks its row count.
-func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask, rr *pqread.RowRange) (*pqread.Column, error) {
+// decodeOne reads one column chunk whole and checks its row count.
+func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask) (*pqread.Column, error) {
 	f := d.files[g.fi]
 	tp := d.plans[task.t]
 	ci := tp.cols[g.fi][task.j]
-	dict := tp.mode == modeBytesHash // strings hashed once per dictionary entry
 	pf, err := f.parquet()
 	if err != nil {
 		return nil, err
 	}
-	if rr != nil {
-		rr.Dict = dict
-		return pf.ReadColumnRows(g.rg, ci, *rr)
-	}
 	read := pf.ReadColumn
-	if dict {
-		read = pf.ReadColumnDict
+	if tp.mode == modeBytesHash {
+		read = pf.ReadColumnDict // strings hashed once per dictionary entry
 	}
 	col, err := read(g.rg, ci)
 	if err != nil {
@@ -462,17 +390,18 @@ const blockMaxBytes = 4 << 20
 // order (a decode error, or a transform error of the earliest column that
 // has one), and the scratch buffer for reuse.
 func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers) (int, error, []byte) {
+	w := window{runs: g.runs, cols: g.cols, errs: g.errs}
 	for k, err := range g.errs {
 		if err != nil {
 			// A column failed to decode: the error to report is the first
 			// one in task order, which may be a transform error of an
 			// earlier column.
-			return d.firstError(g, k, scratch)
+			return d.firstError(g, w, k, scratch, nil)
 		}
 	}
 	seq, err, scratch := d.assembleBlocks(ctx, g, g.runs, g.cols, 0, scratch, rb)
 	if err == errTransform {
-		return d.firstError(g, len(g.tasks), scratch)
+		return d.firstError(g, w, len(g.tasks), scratch, nil)
 	}
 	return seq, err, scratch
 }
@@ -530,42 +459,6 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 	}
 }
 
-// assembleSliced decodes and assembles slice si of a sliced row group
-// (g.slices), holding no more than that slice of every column: the slice's
-// rows of every column chunk are decoded in task order
-// (pqread.ReadColumnRows, which passes over the pages before them), then
-// its records are assembled as assemble does. The slices of a row group
-// may be assembled by several workers at once. The last slice reads every
-// column chunk to its end, so every page is checked as in the unsliced
-// path. On failure it reports the error the unsliced path would, found by
-// firstErrorSliced (once per row group: sliceError).
-func (d *decoder) assembleSliced(ctx context.Context, g *rowGroupJob, si int, scratch []byte, rb *routeBuffers, decode decodeFunc) (int, error, []byte) {
-	sl := g.slices[si]
-	cols := make([]*pqread.Column, len(g.tasks))
-	for k, task := range g.tasks {
-		col, err := decode(task, &pqread.RowRange{Lo: sl.lo, Hi: sl.hi, Rest: si == len(g.slices)-1})
-		if err == errSkipped {
-			return notRun, context.Canceled, scratch
-		}
-		if err != nil {
-			clear(cols)
-			return d.sliceError(g, scratch, decode)
-		}
-		cols[k] = col
-	}
-	seq, err, scratch := d.assembleBlocks(ctx, g, sl.runs, cols, sl.lo, scratch, rb)
-	clear(cols)
-	if err == errTransform {
-		return d.sliceError(g, scratch, decode)
-	}
-	return seq, err, scratch
-}
-
-// decodeFunc decodes the column chunk of a task, or the rows of rr only if
-// rr is set; it returns errSkipped when the run is failing before the task
-// or cancelled.
-type decodeFunc func(task decodeTask, rr *pqread.RowRange) (*pqread.Column, error)
-
 // applyOne applies col, the column of task (its row 0 being row rowBase of
 // g), to runs: row ranges relative to rowBase with their slots in target.
 // Errors quote counts from counts if set, else from col.
@@ -575,118 +468,36 @@ func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col *pqread.Column, 
 	return tp.apply(col, g.fi, task.j, runs, target, loc)
 }
 
-// firstError finds the error to report for g once a failure is known: the
-// first column in task order whose decode failed, or, among the columns
-// before limit, whose transform fails on a needed row. Transforms are rerun
-// column by column into scratch, and their output discarded: the run fails
-// anyway.
-func (d *decoder) firstError(g *rowGroupJob, limit int, scratch []byte) (int, error, []byte) {
+// firstError finds the error to report for a window w of g (the whole
+// row group, for an unwindowed one) once a failure is known: the first
+// column in task order whose decode failed, or, among the columns before
+// limit, whose transform fails on a needed row of the window. Transforms
+// are rerun column by column into scratch, and their output discarded:
+// the run fails anyway. Errors quote the counts of counts(task) when
+// counts is set (a windowed row group: the whole chunk's), else of the
+// window's column.
+func (d *decoder) firstError(g *rowGroupJob, w window, limit int, scratch []byte, counts func(decodeTask) *chunkCounts) (int, error, []byte) {
 	for k, task := range g.tasks {
-		if g.errs[k] == errSkipped {
+		if w.errs[k] == errSkipped {
 			return notRun, context.Canceled, scratch
 		}
-		if g.errs[k] != nil {
-			return task.seq, g.errs[k], scratch
+		if w.errs[k] != nil {
+			return task.seq, w.errs[k], scratch
 		}
 		if k >= limit {
 			break
 		}
 		var err error
-		if scratch, err = d.checkColumn(g, task, g.cols[k], 0, g.runs, scratch, nil); err != nil {
+		if scratch, err = d.checkColumn(g, task, w.cols[k], w.rowBase, w.runs, scratch, nil); err != nil {
+			if counts != nil {
+				if c := counts(task); c != nil {
+					_, err = d.checkColumn(g, task, w.cols[k], w.rowBase, w.runs, scratch, c)
+				}
+			}
 			return task.seq, err, scratch
 		}
 	}
 	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
-}
-
-// sliceError returns the error to report for a failed sliced row group,
-// found once per row group by firstErrorSliced: slices of it that fail at
-// once on other workers wait for that search instead of each running
-// their own, which would hold a piece each beside the memory limit.
-func (d *decoder) sliceError(g *rowGroupJob, scratch []byte, decode decodeFunc) (int, error, []byte) {
-	g.errOnce.Do(func() { g.errSeq, g.errVal, scratch = d.firstErrorSliced(g, scratch, decode) })
-	return g.errSeq, g.errVal, scratch
-}
-
-// firstErrorSliced is firstError for a sliced row group. Each column chunk
-// in task order is decoded again in pieces that cover all its rows, as
-// many rows a piece as half the memory limit holds of that column (the
-// last piece reads it to its end, with Rest; a piece that fails reads on
-// to the end too, so that a damaged page comes first as in a whole read),
-// and its transform run over the needed rows of each piece, until one
-// fails to decode or to convert. So the error is the one the unsliced path
-// reports (earliest column in task order, a decode error before a
-// transform error of the same column, then earliest row), and counts in
-// its message ("nulls in this column chunk") are over the whole column
-// chunk: the failing piece is converted again with the counts of all
-// pieces. One piece is held at a time.
-func (d *decoder) firstErrorSliced(g *rowGroupJob, scratch []byte, decode decodeFunc) (int, error, []byte) {
-	for _, task := range g.tasks {
-		// Pieces of the rows half the limit holds of this column alone.
-		n := int(max(1, min(g.rows, d.memoryLimit/2/taskRowBytes(g, task))))
-		var (
-			counts    chunkCounts
-			failed    bool
-			failLo    int
-			failRange pqread.RowRange
-		)
-		for lo := 0; lo < int(g.rows); lo += n {
-			// The last piece reads to the chunk's end (a read of a
-			// column without repetition stops at its last row's page).
-			rr := pqread.RowRange{Lo: lo, Hi: min(lo+n, int(g.rows))}
-			rr.Rest = rr.Hi == int(g.rows)
-			col, err := decode(task, &rr)
-			if err != nil && err != errSkipped && !rr.Rest {
-				// The whole read decodes every page before it assembles
-				// rows, so a damaged page further on comes before a fault
-				// of these rows: read on to the chunk's end for it.
-				rest := rr
-				rest.Rest = true
-				if _, rerr := decode(task, &rest); rerr != nil {
-					err = rerr
-				}
-			}
-			if err == errSkipped {
-				return notRun, context.Canceled, scratch
-			}
-			if err != nil {
-				return task.seq, err, scratch
-			}
-			counts.add(d.plans[task.t], col)
-			if failed {
-				continue
-			}
-			if scratch, err = d.checkColumn(g, task, col, lo, runsIn(g.runs, lo, rr.Hi), scratch, nil); err != nil {
-				failed, failLo, failRange = true, lo, rr
-			}
-		}
-		if failed {
-			col, err := decode(task, &failRange)
-			if err == nil {
-				scratch, err = d.checkColumn(g, task, col, failLo, runsIn(g.runs, failLo, failRange.Hi), scratch, &counts)
-			}
-			if err == errSkipped {
-				return notRun, context.Canceled, scratch
-			}
-			if err != nil {
-				return task.seq, err, scratch
-			}
-		}
-	}
-	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
-}
-
-// runsIn returns the parts of runs inside rows [lo, hi), with rows relative
-// to lo.
-func runsIn(runs []run, lo, hi int) []run {
-	var out []run
-	for _, r := range runs {
-		a, b := max(r.lo, lo), min(r.hi, hi)
-		if a < b {
-			out = append(out, run{lo: a - lo, hi: b - lo, dst: r.dst + int64(a-r.lo)})
-		}
-	}
-	return out
 }
 
 // checkColumn runs the transform of task over runs (rows relative to

@@ -91,27 +91,24 @@
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate
 // of decode.go), including a row group of a single column chunk, is instead
-// assembled in row slices, each by one worker (Jobs slices at once): its
-// needed rows are cut into slices whose columns take about half the limit
-// over Jobs (at least one row each), and for each slice the slice's rows
-// of every column chunk are decoded in turn (pqread.ReadColumnRows: only
-// the slice's values and levels are kept, plus the page being decoded),
-// before the slice's records are assembled as usual. Each worker then
-// holds one slice of every column and one page: 512 INT64 columns of a
-// 1,000,000-row row group stacked into an I64 tensor, about 4 GiB decoded,
-// or one embedding list column of a huge row group, convert under a 1 GiB
-// limit. The price is decode time: each slice reads every column chunk
-// from its start again, passing over the pages before its rows by their
-// headers (a list column's by its repetition levels) or resuming at a mark
-// the slice before it left (pqread keeps one per 256 KiB of chunk; a
-// string column hashed from its dictionary is read in dictionary form,
-// which decodes every page before the slice again), and the last slice
-// decodes every column chunk to its end in full so that every page is
-// checked as in a whole decode; that is why slicing is kept for
-// row groups that do not fit. The output and the errors are those of
-// the whole row group: on a failure each column chunk in task order is
-// decoded once more in slice-sized pieces to find the earliest failing
-// column and its earliest row, with counts over the whole column chunk.
+// read forward in row windows by one worker (Jobs such row groups at
+// once): its needed rows are cut into windows whose columns take about
+// half the limit over Jobs (at least one row each), and every column chunk
+// is read once, from its first page to its last, by a pqread.ColumnReader
+// (holding the window's rows and the rest of the page that ends it). With
+// staging in memory each column chunk is read alone, window by window, its
+// transform applied straight into the staging records, so one window of
+// one column and one page are held; a spilled run builds each window's
+// records whole, so it holds a window of every column and the rest of a
+// page of each. 512 INT64 columns of a 1,000,000-row row group stacked
+// into an I64 tensor, about 4 GiB decoded, or one embedding list column of
+// a huge row group, convert under a 1 GiB limit, with every page decoded
+// once. The output and the errors are those of the whole row group (the
+// first failing column in task order, a decode error anywhere in its chunk
+// before a transform error of it, then its earliest row, with counts over
+// the whole column chunk), found in the same forward pass: after a failure
+// only the columns before it (and a column whose failure is a transform
+// error) are read on.
 // A column chunk's decoded size is estimated as the larger of the tensor's
 // output per row and the footer's sizes (pqread.File.DecodedSize: values
 // and levels of the source, such as whole strings hashed or padded to a
@@ -125,9 +122,8 @@
 // pad samples: fewer than a global batch per epoch; a partitioned plan's
 // pads, which can be most of a rank's slots, are spilled like every other
 // sample). Summary.PeakRSSBytes
-// reports getrusage's peak RSS, which also counts the pages of the column
-// chunks being decoded (source files are read through a read-only mapping
-// whose pages are dropped from the resident set once a chunk is decoded);
+// reports getrusage's peak RSS (column chunks are read page by page into
+// pooled buffers through pqread's Input, never mapped);
 // Summary.SpillBytes and SpillWindows say whether and how a run spilled.
 //
 // # Column names

@@ -35,9 +35,21 @@ const materializeFooters = 64 << 20
 // Materialize decodes the given sample ids from the plan's source with the
 // spec's transforms, exactly as Run writes them into shards, reading only the
 // row groups that hold them. It checks the source against the plan first.
-// Memory: the samples' bytes plus the decoded column chunks of up to
-// GOMAXPROCS row groups. Errors are those of Run's checks and stage 1.
-func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (_ *Samples, err error) {
+// It is MaterializeWithin under a 1 GiB memory limit.
+func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*Samples, error) {
+	return MaterializeWithin(ctx, p, spec, ids, 0)
+}
+
+// MaterializeWithin is Materialize with the decoded column chunks in
+// flight bounded by memoryLimit bytes (<= 0: 1 GiB), as Run bounds them
+// under Options.MemoryLimit: a row group over the limit is read in row
+// windows. Memory: twice the samples' bytes (staged, then copied out) plus
+// about memoryLimit, plus the footers of the files read. Errors are those
+// of Run's checks and stage 1.
+func MaterializeWithin(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (_ *Samples, err error) {
+	if memoryLimit <= 0 {
+		memoryLimit = 1 << 30
+	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -57,7 +69,7 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (_
 	}
 	set.seal()
 	staged := newRecords(tensors, make([]byte, int(set.count)*recordSize(tensors)))
-	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, jobs: runtime.GOMAXPROCS(0), memoryLimit: 1 << 30}
+	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, jobs: runtime.GOMAXPROCS(0), memoryLimit: memoryLimit}
 	if err := dec.run(ctx); err != nil {
 		return nil, err
 	}

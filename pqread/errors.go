@@ -14,7 +14,7 @@ var (
 	// parse, offsets or sizes outside the file or column chunk, a page
 	// checksum mismatch, levels above their maximum, too few or too many
 	// values or rows, a dictionary index out of range, or a panic recovered
-	// inside a decoder.
+	// inside a decoder (a Go panic; memory faults are never recovered).
 	ErrCorrupt = errors.New("corrupt parquet data")
 
 	// ErrUnsupported is returned for valid Parquet that pqread does not
@@ -28,6 +28,13 @@ var (
 	// value is larger than the Limits allow. It is checked before the
 	// allocation it guards.
 	ErrLimit = errors.New("size limit exceeded")
+
+	// ErrChanged is returned when a read of the file comes back short or
+	// the file's size differs from its size at open: the file was
+	// truncated or replaced while it was read. Bytes are always read into
+	// memory pqread owns (Input.ReadAt), never decoded from a mapping, so
+	// a file that shrinks gives this error, never a memory fault.
+	ErrChanged = errors.New("file changed while reading")
 
 	// ErrNotFound is returned by Lookup when no leaf column has the name.
 	ErrNotFound = errors.New("column not found")
@@ -50,7 +57,7 @@ var (
 // pages of the column chunk from 0, a dictionary page included; offset is a
 // byte offset in the file.
 type Error struct {
-	File     string // path as given to Open
+	File     string // the name given to OpenInput (the path given to Open)
 	Column   string // ColumnInfo.Name ("" if not column-specific)
 	RowGroup int    // row group index, -1 if unknown
 	Page     int    // page index within the column chunk, -1 if unknown

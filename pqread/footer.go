@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,15 +51,32 @@ func ReadFooter(f *os.File, maxFooterBytes int64) (*Footer, error) {
 	if !st.Mode().IsRegular() {
 		return nil, corruptf("not a regular file")
 	}
-	ft := &Footer{Size: st.Size()}
+	return ReadFooterAt(sizedReaderAt{f, st.Size()}, maxFooterBytes)
+}
+
+// sizedReaderAt is an io.ReaderAt with a size known in advance: an Input.
+type sizedReaderAt struct {
+	io.ReaderAt
+	size int64
+}
+
+func (s sizedReaderAt) Size() int64 { return s.size }
+
+// ReadFooterAt is ReadFooter for any Input: the file is in.Size() bytes
+// long, and every byte is read with in.ReadAt (three reads: the header
+// magic, the trailer, the footer). A read that comes back short (the file
+// shrank) fails with an error wrapping ErrChanged. Errors do not name the
+// file.
+func ReadFooterAt(in Input, maxFooterBytes int64) (*Footer, error) {
+	ft := &Footer{Size: in.Size()}
 	if ft.Size < minFileLen {
 		return nil, corruptf("file too small: %d bytes, a Parquet file has at least %d", ft.Size, minFileLen)
 	}
 	var head [magicLen]byte
-	if _, err := f.ReadAt(head[:], 0); err != nil {
+	if err := readFull(in, head[:], 0); err != nil {
 		return nil, fmt.Errorf("reading header magic: %w", err)
 	}
-	if _, err := f.ReadAt(ft.Trailer[:], ft.Size-trailerLen); err != nil {
+	if err := readFull(in, ft.Trailer[:], ft.Size-trailerLen); err != nil {
 		return nil, fmt.Errorf("reading footer length: %w", err)
 	}
 	tail := ft.Trailer[4:]
@@ -79,10 +97,24 @@ func ReadFooter(f *os.File, maxFooterBytes int64) (*Footer, error) {
 	}
 	ft.Offset = ft.Size - trailerLen - n
 	ft.Meta = make([]byte, n)
-	if _, err := f.ReadAt(ft.Meta, ft.Offset); err != nil && err != io.EOF {
+	if err := readFull(in, ft.Meta, ft.Offset); err != nil {
 		return nil, fmt.Errorf("reading footer: %w", err)
 	}
 	return ft, nil
+}
+
+// readFull reads len(p) bytes at off from in. A short read (io.EOF or
+// io.ErrUnexpectedEOF: the file ends before in.Size() says) is reported as
+// ErrChanged, other errors as they are.
+func readFull(in Input, p []byte, off int64) error {
+	n, err := in.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %d bytes at offset %d, only %d there (the file is shorter than its %d bytes at open)", ErrChanged, len(p), off, n, in.Size())
+	}
+	return err
 }
 
 // SHA256 returns the lower-case hex SHA-256 of Meta followed by Trailer:
@@ -127,7 +159,7 @@ func (ft *Footer) RowGroupRows() ([]int64, error) {
 					if fid == 3 && ft == tI64 {
 						rows = w.zigzag()
 					} else {
-						w.value(ft, 1)
+						w.value(ft, false)
 					}
 				}
 				if w.err == nil && rows < 0 {
@@ -136,7 +168,7 @@ func (ft *Footer) RowGroupRows() ([]int64, error) {
 				rgs = append(rgs, rows)
 			}
 		default:
-			w.value(typ, 0)
+			w.value(typ, false)
 		}
 	}
 	if w.err != nil {

@@ -186,7 +186,7 @@ func checkNoPanic(t *testing.T, dir string, b []byte) {
 }
 
 // checkRanges reads row ranges of column ci of row group rg (of rows rows)
-// with ReadColumnRows: never a panic, errors are *Error; the whole range
+// with ColumnReader: never a panic, errors are *Error; the whole range
 // with Rest fails exactly as ReadColumn did (werr) or returns its column
 // (whole); a part of the rows equals whole's slice when ReadColumn
 // succeeded.
@@ -196,20 +196,20 @@ func checkRanges(t *testing.T, f *File, rg, rows int, ci ColumnInfo, whole *Colu
 		return
 	}
 	for _, r := range []RowRange{{Lo: 0, Hi: rows, Rest: true}, {Lo: rows / 2, Hi: rows}, {Lo: rows / 3, Hi: rows/3 + 1}} {
-		got, err := f.ReadColumnRows(rg, ci, r)
+		got, err := readRows(f, rg, ci, r)
 		if err != nil {
 			var pe *Error
 			if !errors.As(err, &pe) || strings.Contains(err.Error(), "panic") {
-				t.Fatalf("ReadColumnRows(%v): %v", r, err)
+				t.Fatalf("ColumnReader(%v): %v", r, err)
 			}
 		}
 		switch {
 		case r.Rest && (err == nil) != (werr == nil):
-			t.Fatalf("ReadColumnRows(%v): %v; ReadColumn: %v", r, err, werr)
+			t.Fatalf("ColumnReader(%v): %v; ReadColumn: %v", r, err, werr)
 		case r.Rest && err != nil && err.Error() != werr.Error():
-			t.Fatalf("ReadColumnRows(%v): %v; ReadColumn: %v", r, err, werr)
+			t.Fatalf("ColumnReader(%v): %v; ReadColumn: %v", r, err, werr)
 		case werr == nil && err != nil:
-			t.Fatalf("ReadColumnRows(%v): %v; ReadColumn succeeds", r, err)
+			t.Fatalf("ColumnReader(%v): %v; ReadColumn succeeds", r, err)
 		case werr == nil:
 			sameRows(t, fmt.Sprint(r), got, whole.Slice(r.Lo, r.Hi))
 		}
@@ -288,7 +288,7 @@ func TestDescriptors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.fd != nil {
+		if f.local.fd != nil {
 			t.Fatal("Open kept a descriptor")
 		}
 		files[i] = f
@@ -313,22 +313,22 @@ func TestDescriptors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if f.fd == nil {
+	if f.local.fd == nil {
 		t.Fatal("no descriptor after ReadColumn")
 	}
 	for _, f := range files {
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if f.fd != nil {
+		if f.local.fd != nil {
 			t.Fatal("Close kept the descriptor")
 		}
 	}
 	// Close does not end the File: reading again reopens, Close releases.
-	if _, err := f.ReadColumn(0, f.Columns()[0]); err != nil || f.fd == nil {
+	if _, err := f.ReadColumn(0, f.Columns()[0]); err != nil || f.local.fd == nil {
 		t.Fatalf("ReadColumn after Close: %v", err)
 	}
-	if err := f.Close(); err != nil || f.fd != nil {
+	if err := f.Close(); err != nil || f.local.fd != nil {
 		t.Fatalf("second Close: %v", err)
 	}
 	if err := f.Close(); err != nil {
@@ -349,34 +349,53 @@ func TestFooterListCountChecked(t *testing.T) {
 	}
 }
 
-// TestTruncatedWhileMapped: ReadColumn takes column chunks from a mapping of
-// the file; a file cut short after it was mapped must fail with ErrCorrupt
-// naming the file (the memory fault on the vanished pages is caught), never
-// crash with SIGBUS, and the File must still close.
-func TestTruncatedWhileMapped(t *testing.T) {
+// TestTruncatedWhileReading: a file cut short after its first column chunk
+// was read (the descriptor open) must fail the later reads with ErrChanged
+// ("file changed while reading") naming the file, never crash with SIGBUS
+// nor report a recovered panic, and the File must still close. Cut to
+// nothing and to the middle of its data, for ReadColumn and ColumnReader.
+func TestTruncatedWhileReading(t *testing.T) {
 	b, err := os.ReadFile(casePath("B19-corrupt-files", "good.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "shrinks.parquet")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f := mustOpen(t, path)
-	defer f.Close()
-	cols := f.Columns()
-	if _, err := f.ReadColumn(0, cols[0]); err != nil {
-		t.Fatal(err)
-	}
-	if f.data == nil {
-		t.Skip("file not mapped on this platform")
-	}
-	if err := os.Truncate(path, 0); err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.ReadColumn(len(f.RowGroups())-1, cols[len(cols)-1])
-	wantErr(t, err, ErrCorrupt, "shrinks.parquet")
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
+	for _, inside := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "shrinks.parquet")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f := mustOpen(t, path)
+		cols := f.Columns()
+		cut := int64(0)
+		if inside { // one byte into the last column chunk
+			rg := f.meta.RowGroups[len(f.meta.RowGroups)-1]
+			cut, _ = chunkRange(&rg.Columns[len(cols)-1].MetaData)
+			cut++
+		}
+		if _, err := f.ReadColumn(0, cols[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, cut); err != nil {
+			t.Fatal(err)
+		}
+		last := len(f.RowGroups()) - 1
+		_, err = f.ReadColumn(last, cols[len(cols)-1])
+		wantErr(t, err, ErrChanged, "shrinks.parquet", "file changed while reading")
+		if strings.Contains(err.Error(), "panic") {
+			t.Errorf("cut at %d: %v", cut, err)
+		}
+		r, err := f.ColumnReader(last, cols[len(cols)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Next(1)
+		wantErr(t, err, ErrChanged, "shrinks.parquet", "file changed while reading")
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// A File opened afterwards reads the new size: refused at open.
+		if _, err := Open(path, Limits{}); err == nil {
+			t.Errorf("cut at %d: Open of the truncated file succeeds", cut)
+		}
 	}
 }

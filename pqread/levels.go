@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // bitWidth returns the number of bits needed for values 0..max.
@@ -166,3 +168,94 @@ var spreadBits = func() (t [256]uint64) {
 	}
 	return t
 }()
+
+// levelsV1 decodes n levels with maximum max from src in the given encoding
+// (V1: RLE with a 4-byte length prefix, or BIT_PACKED), appends them to
+// *dst and returns the bytes used.
+func levelsV1(dst *[]uint8, src []byte, enc format.Encoding, max, n int, what string) (int, error) {
+	switch enc {
+	case format.RLE:
+		if len(src) < 4 {
+			return 0, corruptf("%s levels: %d bytes, need a 4-byte length", what, len(src))
+		}
+		ln := int64(binary.LittleEndian.Uint32(src))
+		if ln > int64(len(src)-4) {
+			return 0, corruptf("%s levels: length %d exceeds the %d bytes left", what, ln, len(src)-4)
+		}
+		return 4 + int(ln), levelsHybrid(dst, src[4:4+ln], max, n, what)
+	case format.BitPacked:
+		start := len(*dst)
+		*dst = grow(*dst, n)
+		out := (*dst)[start:]
+		used, err := decodeBitPackedLevels(out, src, bitWidth(max))
+		if err != nil {
+			return 0, corruptf("%s levels: %v", what, err)
+		}
+		return used, checkLevels(out, max, what)
+	}
+	return 0, unsupportedf("unsupported %s level encoding %s", what, encodingName(enc))
+}
+
+// levelsHybrid decodes n RLE/bit-packed hybrid levels with maximum max from
+// src (no length prefix), appends them to *dst and checks them.
+func levelsHybrid(dst *[]uint8, src []byte, max, n int, what string) error {
+	start := len(*dst)
+	*dst = grow(*dst, n)
+	out := (*dst)[start:]
+	if _, err := decodeHybrid(out, src, bitWidth(max)); err != nil {
+		return corruptf("%s levels: %v", what, err)
+	}
+	return checkLevels(out, max, what)
+}
+
+func checkLevels(lv []uint8, max int, what string) error {
+	for i, v := range lv {
+		if int(v) > max {
+			return corruptf("%s level %d at entry %d exceeds the maximum %d", what, v, i, max)
+		}
+	}
+	return nil
+}
+
+// countLevel returns how many levels in v equal x, eight at a time without
+// a branch per level (a data-dependent branch costs far more than the count
+// when nulls are scattered).
+func countLevel(v []uint8, x uint8) int {
+	const lows = 0x7f7f7f7f7f7f7f7f
+	pat := uint64(x) * 0x0101010101010101
+	n, i := 0, 0
+	for ; i+8 <= len(v); i += 8 {
+		// t has a zero byte exactly where v's byte equals x; the
+		// expression counted sets the high bit of those bytes only.
+		t := binary.LittleEndian.Uint64(v[i:]) ^ pat
+		if t == 0 {
+			n += 8
+			continue
+		}
+		n += bits.OnesCount64(^((t&lows + lows) | t | lows))
+	}
+	for _, d := range v[i:] {
+		if d == x {
+			n++
+		}
+	}
+	return n
+}
+
+// allLevels reports whether every level in v equals x, comparing eight
+// levels at a time.
+func allLevels(v []uint8, x uint8) bool {
+	pat := uint64(x) * 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		if binary.LittleEndian.Uint64(v[i:]) != pat {
+			return false
+		}
+	}
+	for ; i < len(v); i++ {
+		if v[i] != x {
+			return false
+		}
+	}
+	return true
+}

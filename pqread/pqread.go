@@ -2,9 +2,10 @@
 // Arrow-like columns: one Column per (row group, leaf column).
 //
 // It is the correctness core of prep convert, so it owns the page loop
-// itself: it takes each column chunk's bytes from a read-only mapping of the
-// file (or, where the file cannot be mapped, with one ReadAt), parses every
-// page header with parquet-go's format and thrift packages, checks sizes
+// itself: it reads each column chunk's pages through an Input (ReadAt into
+// buffers it owns, one page at a time for a ColumnReader), walks every
+// page header with a bounded thrift walker before parquet-go's format and
+// thrift packages decode it, checks sizes
 // against Limits before allocating, verifies page CRCs when present,
 // decompresses with exact expected output sizes (SNAPPY, GZIP, ZSTD, BROTLI,
 // LZ4_RAW, LZ4 in both Hadoop framing and raw block form), decodes
@@ -26,8 +27,9 @@
 // spec requires), accepting widths up to 64 bits for both INT32 and INT64 and
 // rejecting wider ones as corrupt.
 //
-// Any panic inside decoding is recovered and reported as ErrCorrupt naming
-// file, column and row group.
+// A Go panic inside decoding is recovered and reported as ErrCorrupt
+// naming file, column and row group. Memory faults are never recovered:
+// nothing is decoded from mapped memory, so none can come from the file.
 //
 // Column shapes decoded: REQUIRED and OPTIONAL scalars, including fields of
 // (nested, optional) structs; and one level of repetition in every layout
@@ -44,8 +46,6 @@ package pqread
 
 import (
 	"fmt"
-	"os"
-	"sync"
 
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -233,19 +233,21 @@ func (c *Column) Slots() int {
 
 // File is an opened Parquet file with a validated footer.
 //
-// File descriptors: Open reads the footer and closes its descriptor, so an
-// open File holds none. The first ReadColumn opens one descriptor, shared by
-// all later and concurrent ReadColumn calls, and Close releases it; a File
-// never holds more than one. ReadColumn is safe for concurrent use; Close
-// must not run concurrently with ReadColumn.
+// Every byte is read through its Input (ReadAt) into buffers pqread owns:
+// nothing is decoded from a mapping of the file, so a file truncated or
+// replaced while it is read gives an error wrapping ErrChanged, never a
+// memory fault. ReadColumn and ColumnReader are safe for concurrent use.
 //
-// Descriptors are opened with os.Open and so have close-on-exec set. With
-// the descriptor, the file is mapped read-only (MAP_SHARED: the page cache's
-// pages, no copy into the process) once its size is checked against Open's,
-// and unmapped by Close. A file truncated while mapped makes ReadColumn fail
-// with ErrCorrupt (the memory fault is caught), never crash the process.
+// File descriptors (Open only): Open reads the footer and closes its
+// descriptor, so an open File holds none. The first read of a column chunk
+// opens one descriptor (checking the file's size is unchanged), shared by
+// all later and concurrent reads, and Close releases it; a File never
+// holds more than one. Close must not run concurrently with a read.
+// Descriptors are opened with os.Open and so have close-on-exec set.
 type File struct {
 	path    string
+	in      Input       // where every byte is read from
+	local   *localInput // in, when Open made it (Close releases its descriptor)
 	size    int64
 	lim     Limits
 	meta    *format.FileMetaData
@@ -258,16 +260,10 @@ type File struct {
 	nodes  []SchemaNode
 	rows   []int64
 	total  int64
-
-	mu   sync.Mutex
-	fd   *os.File
-	data []byte // read-only mapping of [0, size) while fd is open; nil: use ReadAt
-
-	marksMu sync.Mutex
-	marks   map[markKey][]pageMark // by column chunk: where ReadColumnRows may resume
 }
 
-// Path returns the path given to Open.
+// Path returns the name given to OpenInput (the path given to Open): what
+// errors print.
 func (f *File) Path() string { return f.path }
 
 // SetMaxValueBytes sets Limits.MaxValueBytes for the reads that follow
@@ -344,58 +340,19 @@ func (f *File) Columns() []ColumnInfo {
 // CreatedBy returns the footer's created_by string ("" if absent).
 func (f *File) CreatedBy() string { return f.meta.CreatedBy }
 
-// Close releases the file descriptor if ReadColumn opened one. It is safe to
-// call more than once, and it does not end the File: a later ReadColumn
-// opens a descriptor again (checking the size is unchanged), so a pipeline
-// may release descriptors between passes over many files.
+// Close releases the file descriptor if a read opened one (Open only; an
+// Input given to OpenInput is the caller's to close). It is safe to call
+// more than once, and it does not end the File: a later read opens a
+// descriptor again (checking the size is unchanged), so a pipeline may
+// release descriptors between passes over many files.
 func (f *File) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fd == nil {
+	if f.local == nil {
 		return nil
 	}
-	var err error
-	if f.data != nil {
-		err = unmapFile(f.data)
-		f.data = nil
-	}
-	if cerr := f.fd.Close(); err == nil {
-		err = cerr
-	}
-	f.fd = nil
-	if err != nil {
+	if err := f.local.close(); err != nil {
 		return &Error{File: f.path, RowGroup: -1, Page: -1, Row: -1, Offset: -1, Err: err}
 	}
 	return nil
-}
-
-// handle returns the shared descriptor and the file's mapping (nil when it
-// could not be mapped), opening and mapping on first use after checking the
-// file still has the size it had at Open.
-func (f *File) handle() (*os.File, []byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fd != nil {
-		return f.fd, f.data, nil
-	}
-	fd, err := os.Open(f.path)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := fd.Stat()
-	if err != nil {
-		fd.Close()
-		return nil, nil, err
-	}
-	if st.Size() != f.size {
-		fd.Close()
-		return nil, nil, corruptf("file size changed since open: %d bytes, was %d", st.Size(), f.size)
-	}
-	f.fd = fd
-	if st.Mode().IsRegular() {
-		f.data, _ = mapFile(fd, f.size)
-	}
-	return fd, f.data, nil
 }
 
 // Slice returns a copy of rows [lo, hi) of c as a Column of hi-lo rows:

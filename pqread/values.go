@@ -323,42 +323,93 @@ func (v *values) fill(c *Column, valid []bool) {
 	}
 }
 
-// keep reduces v to its values [a, b) (0 <= a <= b <= v.n()), moved to the
-// front of the same memory.
-func (v *values) keep(a, b int) {
+// split keeps v's values [0, a) in v and returns a new values holding
+// [a, n), with room for capHint more, in the same form (indexed values
+// share the dictionary); BYTE_ARRAY values get room for window more
+// values as long on average as those before a.
+func (v *values) split(a, capHint, window int) *values {
+	t := &values{kind: v.kind, width: v.width, indexed: v.indexed, dict: v.dict}
 	if v.indexed {
-		v.idx = keepT(v.idx, a, b)
-		return
+		t.idx = append(make([]uint32, 0, capHint+len(v.idx)-a), v.idx[a:]...)
+		t.offs = []int64{0} // for unindex
+		v.idx = v.idx[:a:a]
+		return t
 	}
 	switch v.kind {
 	case KindBool:
-		v.b = keepT(v.b, a, b)
+		t.b = splitT(&v.b, a, capHint)
 	case KindInt32:
-		v.i32 = keepT(v.i32, a, b)
+		t.i32 = splitT(&v.i32, a, capHint)
 	case KindInt64:
-		v.i64 = keepT(v.i64, a, b)
+		t.i64 = splitT(&v.i64, a, capHint)
 	case KindFloat32:
-		v.f32 = keepT(v.f32, a, b)
+		t.f32 = splitT(&v.f32, a, capHint)
 	case KindFloat64:
-		v.f64 = keepT(v.f64, a, b)
+		t.f64 = splitT(&v.f64, a, capHint)
 	case KindBytes:
-		d0, d1 := v.offs[a], v.offs[b]
-		v.data = keepT(v.data, int(d0), int(d1))
-		v.offs = keepT(v.offs, a, b+1)
-		if d0 != 0 {
-			for i := range v.offs {
-				v.offs[i] -= d0
-			}
+		d0 := v.offs[a]
+		room := 0
+		if a > 0 {
+			room = int(min(int64(window)*(d0/int64(a)+1), 1<<30))
 		}
+		t.data = append(make([]byte, 0, room+len(v.data)-int(d0)), v.data[d0:]...)
+		t.offs = make([]int64, 0, capHint+len(v.offs)-a)
+		for _, o := range v.offs[a:] {
+			t.offs = append(t.offs, o-d0)
+		}
+		v.data, v.offs = v.data[:d0:d0], v.offs[:a+1:a+1]
 	case KindFixed, KindInt96:
-		v.fix = keepT(v.fix, a*v.width, b*v.width)
+		t.fix = splitT(&v.fix, a*v.width, capHint*v.width)
 	}
+	return t
 }
 
-// keepT returns s[a:b] moved to the front of s's memory.
-func keepT[T any](s []T, a, b int) []T {
-	if a == 0 {
-		return s[:b]
+// splitT cuts *s at a: *s keeps [0, a), and the rest is returned in new
+// memory with room for capHint more.
+func splitT[T any](s *[]T, a, capHint int) []T {
+	t := append(make([]T, 0, capHint+len(*s)-a), (*s)[a:]...)
+	*s = (*s)[:a:a]
+	return t
+}
+
+// cutFront returns a new values holding v's values [0, a) exactly, in the
+// same form, and moves v's values [a, n) to the front of its memory.
+func (v *values) cutFront(a int) *values {
+	h := &values{kind: v.kind, width: v.width, indexed: v.indexed, dict: v.dict}
+	if v.indexed {
+		h.idx = cutFrontT(&v.idx, a)
+		h.offs = []int64{0} // for unindex
+		return h
 	}
-	return s[:copy(s, s[a:b])]
+	switch v.kind {
+	case KindBool:
+		h.b = cutFrontT(&v.b, a)
+	case KindInt32:
+		h.i32 = cutFrontT(&v.i32, a)
+	case KindInt64:
+		h.i64 = cutFrontT(&v.i64, a)
+	case KindFloat32:
+		h.f32 = cutFrontT(&v.f32, a)
+	case KindFloat64:
+		h.f64 = cutFrontT(&v.f64, a)
+	case KindBytes:
+		d0 := v.offs[a]
+		h.data = cutFrontT(&v.data, int(d0))
+		h.offs = append([]int64(nil), v.offs[:a+1]...)
+		v.offs = v.offs[:copy(v.offs, v.offs[a:])]
+		for i := range v.offs {
+			v.offs[i] -= d0
+		}
+	case KindFixed, KindInt96:
+		h.fix = cutFrontT(&v.fix, a*v.width)
+	}
+	return h
+}
+
+// cutFrontT returns a copy of (*s)[:a] and moves (*s)[a:] to the front of
+// *s's memory.
+func cutFrontT[T any](s *[]T, a int) []T {
+	h := append([]T(nil), (*s)[:a]...)
+	*s = (*s)[:copy(*s, (*s)[a:])]
+	return h
 }

@@ -36,6 +36,14 @@ type Prefetcher interface {
 // PrefetchBytes bounds the sample bytes verify asks a Prefetcher to hold.
 const PrefetchBytes = 64 << 20
 
+// MemoryLimiter is implemented by a SampleSource whose decoding memory can
+// be bounded: verify calls SetMemoryLimit once, before the first
+// Prefetch or FillBlock, with the bytes the source may use to decode
+// (half of the check's share of Options.MemoryLimit).
+type MemoryLimiter interface {
+	SetMemoryLimit(bytes int64)
+}
+
 // SourceOpener opens a SampleSource for one shard's geometry and tensors.
 // Run calls it once per shard checked deeply, from that shard's goroutine.
 // sourceRoot is the directory the plan's relative source paths resolve to.
@@ -125,12 +133,19 @@ type deepCheck struct {
 	fraction float64
 	want     []byte
 
-	fetchedTo int   // batches below this were prefetched (Prefetcher only)
-	fetchErr  error // the error of that prefetch, reported per batch
+	fetchedTo int    // batches below this were prefetched (Prefetcher only)
+	fetchErr  error  // the error of that prefetch, reported per batch
+	fetchMax  uint64 // bytes one prefetch may hold: samples and their bookkeeping (prefetchIDBytes an id)
 }
 
+// prefetchIDBytes is the memory counted per sample id prefetched beside
+// its sample bytes: the id lists and index of verify and of the source, and
+// the decoder's runs of needed rows.
+const prefetchIDBytes = 128
+
 // prefetch hands a Prefetcher the ids of the selected batches from k on, up
-// to PrefetchBytes of samples.
+// to PrefetchBytes of samples and fetchMax bytes of samples and
+// bookkeeping (and at least one batch).
 func (d *deepCheck) prefetch(ctx context.Context, k int) {
 	pf, ok := d.src.(Prefetcher)
 	if !ok || k < d.fetchedTo {
@@ -142,7 +157,7 @@ func (d *deepCheck) prefetch(ctx context.Context, k int) {
 	}
 	var ids []uint64
 	j := k
-	for n := d.r.NumBatches(); j < n && uint64(len(ids))*per < PrefetchBytes; j++ {
+	for n := d.r.NumBatches(); j < n && uint64(len(ids))*per < PrefetchBytes && uint64(len(ids))*(per+prefetchIDBytes) < d.fetchMax; j++ {
 		if !d.selected(j) {
 			continue
 		}
@@ -166,8 +181,15 @@ func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, e
 		s.add(Finding{Kind: KindSourceUnreadable, Message: "opening source: " + err.Error()})
 		return nil
 	}
+	// Each of the Jobs checks that may run at once gets an equal share of
+	// the limit: a quarter for the samples prefetched, half for decoding.
+	share := max(1, c.opts.MemoryLimit/int64(max(1, c.opts.Jobs)))
+	if ml, ok := src.(MemoryLimiter); ok {
+		ml.SetMemoryLimit(max(1, share/2))
+	}
 	return &deepCheck{s: s, r: r, src: src, g: g, tensors: ts, epoch: epoch, rank: rank,
-		seed: c.opts.Seed, fraction: c.deepFraction(), want: make([]byte, g.BlockSize)}
+		seed: c.opts.Seed, fraction: c.deepFraction(), want: make([]byte, g.BlockSize),
+		fetchMax: uint64(max(1, share/4))}
 }
 
 func (d *deepCheck) close() { _ = d.src.Close() }

@@ -63,6 +63,14 @@ type Options struct {
 	// over. <= 0 means GOMAXPROCS. Each job holds one batch block in
 	// memory (blocks are read with pread, never mapped).
 	Jobs int
+	// MemoryLimit bounds the memory of the --deep value checks, all shards
+	// checked at once together (each of the Jobs checks gets an equal
+	// share): the source samples a check holds for its upcoming batches
+	// (at most a quarter of its share, PrefetchBytes at most) and the
+	// column chunks decoded to produce them, which a source implementing
+	// MemoryLimiter reads in row windows within half its share, as
+	// convert does under its --memory-limit. <= 0 means 1 GiB.
+	MemoryLimit int64
 	// AllowPartial accepts a shard set holding only some of the plan's
 	// (epoch, rank) pairs (a node that materialized its own ranks).
 	AllowPartial bool
@@ -129,6 +137,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer set.Close()
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if opts.MemoryLimit <= 0 {
+		opts.MemoryLimit = 1 << 30
 	}
 	if opts.MaxPerShard <= 0 {
 		opts.MaxPerShard = 20

@@ -23,6 +23,7 @@ type verifyOptions struct {
 	maxPer     int
 	asJSON     bool
 	recompute  bool
+	memLimit   string
 }
 
 // deepFlag is --deep[=FRACTION]: off, on with the default fraction, or a
@@ -122,6 +123,7 @@ source_unreadable, value_mismatch.`,
 	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
 	f.BoolVar(&o.recompute, "recompute-plan", false, "recompute every batch's ids from the plan's inputs instead of trusting the epoch digests in the plan file (slower; implied by --deep)")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
+	f.StringVar(&o.memLimit, "memory-limit", "1GiB", "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), e.g. 512MiB")
 	return cmd
 }
 
@@ -132,12 +134,17 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	if o.maxPer < 1 {
 		return usagef("--max-per-shard must be >= 1, not %d", o.maxPer)
 	}
+	mem, err := parseByteSize(o.memLimit)
+	if err != nil {
+		return usagef("--memory-limit: %v", err)
+	}
 	bar := g.newProgress("verify", -1)
 	opts := verify.Options{
 		Dir: dir, PlanPath: o.planPath, Deep: o.deep.on, DeepFraction: o.deep.fraction, Seed: o.seed,
 		Source: sourceOpener, SourceRoot: o.sourceRoot, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
 		Progress:      func(n int64) { bar.Add(0, n) },
 		RecomputePlan: o.recompute,
+		MemoryLimit:   mem,
 	}
 	rep, err := verify.Run(cmd.Context(), opts)
 	bar.Finish()

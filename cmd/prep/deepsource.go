@@ -61,7 +61,11 @@ type deepSource struct {
 
 	samples *convert.Samples
 	index   map[uint64]int // id -> position in samples
+	limit   int64          // decoding memory (SetMemoryLimit); 0: Materialize's default
 }
+
+// SetMemoryLimit bounds the decoding of each Prefetch (MemoryLimiter).
+func (s *deepSource) SetMemoryLimit(bytes int64) { s.limit = bytes }
 
 // Prefetch materializes ids (duplicates allowed) and keeps them, replacing
 // the previous window.
@@ -74,7 +78,7 @@ func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 			uniq = append(uniq, id)
 		}
 	}
-	got, err := convert.Materialize(ctx, s.p, s.spec, uniq)
+	got, err := convert.MaterializeWithin(ctx, s.p, s.spec, uniq, s.limit)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,378 @@
+package convert
+
+import (
+	"context"
+
+	"github.com/prepml/prep/pqread"
+)
+
+// This file is the windowed half of assemble: a row group whose needed
+// column chunks would not fit the memory limit together is read forward
+// in row windows (pqread.ColumnReader), every page once.
+
+// rowSlice is a window of rows [lo, hi) of a row group assembled on its
+// own, with the needed runs inside it (rows relative to lo, slots as in the
+// row group's runs).
+type rowSlice struct {
+	lo, hi int
+	runs   []run
+}
+
+// sliceRuns cuts runs into windows spanning at most n rows each (n >= 1),
+// each starting at a needed row and ending after its last needed row (rows
+// needed by no window are read past in pieces of at most n rows).
+func sliceRuns(runs []run, n int) []rowSlice {
+	var out []rowSlice
+	i, off := 0, 0 // next run, and rows of it already in a slice
+	for i < len(runs) {
+		lo := runs[i].lo + off
+		s := rowSlice{lo: lo, hi: lo}
+		for i < len(runs) && runs[i].lo+off < lo+n {
+			r := runs[i]
+			a, b := r.lo+off, min(r.hi, lo+n)
+			s.runs = append(s.runs, run{lo: a - lo, hi: b - lo, dst: r.dst + int64(off)})
+			s.hi = b
+			if b < r.hi {
+				off = b - r.lo
+			} else {
+				i, off = i+1, 0
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// planWindows makes g, whose estimated cost exceeds the memory limit, a
+// windowed row group: its needed rows are cut into windows whose decoded
+// columns together take about half the limit shared by the Jobs workers
+// that may each read a windowed row group at once (at least one row each),
+// and its cost becomes one window and the page allowance for every column
+// chunk, since assembleWindows holds no more than that (a
+// pqread.ColumnReader keeps the window's rows and the rest of the page
+// that ends it). A row group whose rows all fit one window stays whole.
+func (d *decoder) planWindows(g *rowGroupJob) {
+	var perRow int64
+	for _, task := range g.tasks {
+		perRow += taskRowBytes(g, task)
+	}
+	if n := max(1, d.memoryLimit/2/int64(d.jobs)/perRow); n < g.rows {
+		g.windows, g.window = sliceRuns(g.runs, int(n)), int(n)
+		g.cost = n*perRow + int64(len(g.tasks))*pageAllowance
+	}
+}
+
+// taskRowBytes is the estimated decoded bytes per row of task's column
+// chunk in g (at least 1).
+func taskRowBytes(g *rowGroupJob, task decodeTask) int64 {
+	return max(1, (task.bytes+g.rows-1)/g.rows)
+}
+
+// assembleWindows reads the windowed row group g forward, window by
+// window (g.windows, with the rows between them read past in pieces no
+// larger), holding one window of every column (pqread.ColumnReader: its
+// rows, and the rest of the page that ends it): each window's rows of
+// every column chunk are decoded in task order, then its records are
+// assembled as assemble does. Every column chunk is decoded once, to its
+// end, so every page is checked as in a whole decode.
+//
+// Errors are those of the whole row group decoded at once, found in the
+// same forward pass: the first column in task order that fails (a decode
+// error anywhere in its chunk before a transform error of it, else its
+// transform error at the earliest needed row), with the counts of the
+// whole column chunk in the message. Once a column fails, the pass reads
+// on only the columns before it (which may fail later) and, for a
+// transform error, the failing column itself (which may yet fail to
+// decode); nothing more is assembled.
+func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers, skip func(decodeTask) bool) (int, error, []byte) {
+	f := d.files[g.fi]
+	readers := make([]*pqread.ColumnReader, len(g.tasks))
+	defer func() {
+		for _, r := range readers {
+			if r != nil {
+				r.Close()
+			}
+		}
+	}()
+	open := func(task decodeTask) (*pqread.ColumnReader, error) {
+		tp := d.plans[task.t]
+		pf, err := f.parquet()
+		if err != nil {
+			return nil, err
+		}
+		if tp.mode == modeBytesHash {
+			return pf.ColumnReaderDict(g.rg, tp.cols[g.fi][task.j])
+		}
+		return pf.ColumnReader(g.rg, tp.cols[g.fi][task.j])
+	}
+	if d.spill == nil {
+		seq, err := d.assembleColumns(g, open, skip)
+		return seq, err, scratch
+	}
+	n := g.window
+	var fl windowFailure
+	fl.col = -1
+	w := window{cols: make([]*pqread.Column, len(g.tasks)), errs: make([]error, len(g.tasks)), same: d.sameChunks(g)}
+	// step reads the next m rows of the active columns into w and folds
+	// its failures into fl; runs are the window's needed runs (none for
+	// rows read past).
+	step := func(m int, runs []run) error {
+		w.runs = runs
+		if err := d.readWindow(g, readers, open, &w, m, skip, fl.active); err != nil {
+			return err
+		}
+		if fl.col < 0 && w.failed() < 0 {
+			seq, err, sc := d.assembleBlocks(ctx, g, w.runs, w.cols, w.rowBase, scratch, rb)
+			scratch = sc
+			if err != errTransform {
+				if err != nil {
+					fl.col, fl.seq, fl.err, fl.final = len(g.tasks), seq, err, true
+				}
+				clear(w.cols)
+				return nil
+			}
+		}
+		for k, task := range g.tasks {
+			switch {
+			case !fl.active(k):
+			case w.errs[k] != nil:
+				fl.col, fl.seq, fl.err, fl.col0 = k, task.seq, w.errs[k], nil
+			case k < fl.col || fl.col < 0:
+				var err error
+				if scratch, err = d.checkColumn(g, task, w.cols[k], w.rowBase, w.runs, scratch, nil); err != nil {
+					fl.col, fl.seq, fl.err = k, task.seq, err
+					fl.col0, fl.runs, fl.base = w.cols[k], w.runs, w.rowBase
+				}
+			}
+		}
+		clear(w.cols)
+		return nil
+	}
+	at := 0 // rows of the row group read
+	for wi := 0; wi <= len(g.windows) && !fl.final; wi++ {
+		lo, hi := int(g.rows), int(g.rows) // after the last window: to the end
+		var runs []run
+		if wi < len(g.windows) {
+			lo, hi, runs = g.windows[wi].lo, g.windows[wi].hi, g.windows[wi].runs
+		}
+		// Rows before the window are read past in pieces of at most n
+		// rows (and after the last window, to the chunks' end, so that
+		// every page is checked).
+		for ; at < lo && !fl.final; at = min(lo, at+n) {
+			w.rowBase = at
+			if err := step(min(n, lo-at), nil); err != nil {
+				return notRun, context.Canceled, scratch
+			}
+		}
+		if at < hi && !fl.final {
+			w.rowBase = lo
+			if err := step(hi-lo, runs); err != nil {
+				return notRun, context.Canceled, scratch
+			}
+			at = hi
+		}
+		if fl.col == 0 && fl.col0 == nil {
+			break // a decode error of the first column: nothing comes before it
+		}
+	}
+	if fl.col < 0 {
+		return 0, nil, scratch
+	}
+	if fl.col < len(g.tasks) && fl.col0 != nil {
+		// A transform error: quote the whole column chunk's counts.
+		task := g.tasks[fl.col]
+		if c := d.chunkCounts(g, task, open, n); c != nil {
+			if _, err := d.checkColumn(g, task, fl.col0, fl.base, fl.runs, scratch, c); err != nil {
+				fl.err = err
+			}
+		}
+	}
+	return fl.seq, fl.err, scratch
+}
+
+// assembleColumns is assembleWindows for staging in memory, where a
+// record need not be complete before it is stored: each column chunk in
+// task order is read forward alone, window by window, and its transform
+// applied to the window's needed rows straight into the staging records,
+// so one window of one column and one page are held at a time whatever
+// the number of columns. The error is the whole row group's: the first
+// column that fails, its decode error anywhere in its chunk before its
+// transform error at the earliest needed row (then quoting the whole
+// chunk's counts).
+func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread.ColumnReader, error), skip func(decodeTask) bool) (int, error) {
+	n := g.window
+	for _, task := range g.tasks {
+		r, err := open(task)
+		if err != nil {
+			return task.seq, err
+		}
+		var (
+			terr  error // the column's first transform error
+			tcol  *pqread.Column
+			truns []run
+			tbase int
+		)
+		at := 0
+		read := func(m int, runs []run) error {
+			if skip(task) {
+				return errSkipped
+			}
+			col, err := r.Next(m)
+			if err != nil {
+				return err
+			}
+			if terr == nil && len(runs) > 0 {
+				if err := d.applyOne(g, task, col, at, runs, d.bufs, nil); err != nil {
+					terr, tcol, truns, tbase = err, col, runs, at
+				}
+			}
+			at += m
+			return nil
+		}
+		for wi := 0; wi <= len(g.windows) && err == nil; wi++ {
+			lo, hi := int(g.rows), int(g.rows)
+			var runs []run
+			if wi < len(g.windows) {
+				lo, hi, runs = g.windows[wi].lo, g.windows[wi].hi, g.windows[wi].runs
+			}
+			for at < lo && err == nil {
+				err = read(min(n, lo-at), nil)
+			}
+			if at < hi && err == nil {
+				err = read(hi-lo, runs)
+			}
+		}
+		r.Close()
+		if err == errSkipped {
+			return notRun, context.Canceled
+		}
+		if err != nil {
+			return task.seq, err
+		}
+		if terr != nil {
+			if c := d.chunkCounts(g, task, open, n); c != nil {
+				var scratch []byte
+				if _, err := d.checkColumn(g, task, tcol, tbase, truns, scratch, c); err != nil {
+					terr = err
+				}
+			}
+			return task.seq, terr
+		}
+	}
+	return 0, nil
+}
+
+// windowFailure is the failure a windowed row group reports, as far as
+// the windows read so far tell.
+type windowFailure struct {
+	col   int // task index of the failing column (len(tasks): not a column's), -1: none yet
+	seq   int
+	err   error
+	final bool // no later window can change it (a staging error)
+	// a transform error: the failing window's column, runs and first row
+	col0 *pqread.Column
+	runs []run
+	base int
+}
+
+// active reports whether column k is still read: every column until one
+// fails, then those before it, and the failing one while its failure is a
+// transform error (a decode error later in its chunk comes first).
+func (f *windowFailure) active(k int) bool {
+	return f.col < 0 || k < f.col || k == f.col && f.col0 != nil
+}
+
+// window is one row window of a row group's columns: the needed runs in
+// it (rows relative to the window's first row, rowBase), each task's
+// column of its rows, and each task's decode error.
+type window struct {
+	runs    []run
+	cols    []*pqread.Column
+	errs    []error
+	rowBase int
+	same    []int // same[k]: the first task reading task k's column chunk in its form
+}
+
+// sameChunks returns, for each task of g, the first task that reads the
+// same column chunk in the same form (itself when none before does), so
+// that a column stacked or used by several tensors is read once.
+func (d *decoder) sameChunks(g *rowGroupJob) []int {
+	type key struct {
+		col  int
+		dict bool
+	}
+	first := map[key]int{}
+	same := make([]int, len(g.tasks))
+	for k, task := range g.tasks {
+		tp := d.plans[task.t]
+		kk := key{tp.cols[g.fi][task.j].Index, tp.mode == modeBytesHash}
+		if j, ok := first[kk]; ok {
+			same[k] = j
+		} else {
+			first[kk], same[k] = k, k
+		}
+	}
+	return same
+}
+
+// failed returns the first task whose decode failed, or -1.
+func (w *window) failed() int {
+	for k, err := range w.errs {
+		if err != nil {
+			return k
+		}
+	}
+	return -1
+}
+
+// readWindow decodes the next n rows of every active column chunk of g
+// into w, in task order, opening each reader on first use (tasks of one
+// column chunk share the first one's reader and window). It returns
+// errSkipped when the run is failing before the group or cancelled.
+func (d *decoder) readWindow(g *rowGroupJob, readers []*pqread.ColumnReader, open func(decodeTask) (*pqread.ColumnReader, error), w *window, n int, skip func(decodeTask) bool, active func(int) bool) error {
+	clear(w.errs)
+	for k, task := range g.tasks {
+		if !active(k) {
+			continue
+		}
+		if skip(task) {
+			return errSkipped
+		}
+		if j := w.same[k]; j < k {
+			// The same column chunk in the same form: one reader.
+			w.cols[k], w.errs[k] = w.cols[j], w.errs[j]
+			continue
+		}
+		if readers[k] == nil {
+			r, err := open(task)
+			if err != nil {
+				w.errs[k] = err
+				continue
+			}
+			readers[k] = r
+		}
+		w.cols[k], w.errs[k] = readers[k].Next(n)
+	}
+	return nil
+}
+
+// chunkCounts returns the counts over the whole column chunk of task in
+// g, read again from its start in windows of n rows, for the message of a
+// transform error found in one window; nil (the window's own counts are
+// quoted) when the chunk fails to read.
+func (d *decoder) chunkCounts(g *rowGroupJob, task decodeTask, open func(decodeTask) (*pqread.ColumnReader, error), n int) *chunkCounts {
+	r, err := open(task)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	var c chunkCounts
+	for r.Rows() > 0 {
+		col, err := r.Next(n)
+		if err != nil {
+			return nil
+		}
+		c.add(d.plans[task.t], col)
+	}
+	return &c
+}

@@ -1,0 +1,409 @@
+package pqread
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// ReadColumn decodes the column chunk of col in row group rowGroup. col must
+// come from this File (Columns or Lookup); a ColumnInfo of another file with
+// a different schema is rejected rather than read by index. It is one
+// ColumnReader's Next over all the row group's rows.
+//
+// Checks made while decoding, each failing with an *Error that names the
+// file, column, row group and, where known, page, row and file offset:
+// column chunk size against Limits.MaxChunkBytes; each page header parses
+// (nesting at most 64 levels) and its sizes fit the chunk and
+// Limits.MaxPageBytes; page CRCs when present; decompressed sizes exactly
+// as declared; levels within their maximum; values present for every
+// non-null slot and no bytes left over; dictionary indices in range;
+// BYTE_ARRAY lengths within Limits.MaxValueBytes (naming the row); the rows
+// decoded equal the row group's row count. A read that comes back short
+// fails with ErrChanged. ReadColumn is safe for concurrent use.
+func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (*Column, error) {
+	return f.readWhole(rowGroup, col, false)
+}
+
+// ReadColumnDict is ReadColumn, except that a non-repeated BYTE_ARRAY
+// column chunk whose data pages are all dictionary encoded comes back in
+// dictionary form (Column.DictIndex, DictData, DictOffsets; Data and
+// ByteOffsets nil): the values are not copied out of the dictionary once per
+// row, so a consumer can work per dictionary entry (hash each string once).
+// Other chunks, including one that falls back from dictionary to PLAIN
+// pages part way, come back exactly as from ReadColumn. Checks and errors
+// are ReadColumn's.
+func (f *File) ReadColumnDict(rowGroup int, col ColumnInfo) (*Column, error) {
+	return f.readWhole(rowGroup, col, true)
+}
+
+func (f *File) readWhole(rowGroup int, col ColumnInfo, dict bool) (*Column, error) {
+	r, err := f.columnReader(rowGroup, col, dict, wholeReadAhead)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.window(r.rgRows)
+}
+
+// ColumnReader reads one column chunk forward, in windows of rows, from
+// its first page to its last, each page once: Next(n) returns the next n
+// rows as a Column. Between calls it holds the undelivered rest of the
+// last page decoded (for a list column, that includes the start of a row
+// that goes on in the next page) and a read buffer of about one page, so
+// a column chunk that decodes to more memory than a caller can hold is
+// read in windows. Windows put back to back equal ReadColumn's Column
+// (Column.Slice of it), and every check ReadColumn makes is made: each
+// page's when it is decoded, and those over the whole chunk (the rows
+// decoded equal the row group's) when the window that ends the row group
+// has decoded the chunk to its end. A ColumnReader is used by one
+// goroutine at a time; readers of one File may run concurrently.
+type ColumnReader struct {
+	f        *File
+	l        *leaf
+	md       *format.ColumnMetaData
+	rg       int
+	rgRows   int64
+	start    int64 // file offset of the chunk's first byte
+	size     int64 // the chunk's bytes
+	codec    format.CompressionCodec
+	maxDef   int
+	maxRep   int
+	dictForm bool // keep dictionary indices of BYTE_ARRAY values
+	base     Error
+
+	pos     int64 // chunk offset of the next page header
+	page    int   // index of the page being decoded (-1 before the first)
+	pageOff int64 // file offset of its header
+	entries int64 // level entries decoded (value slots incl. nulls and empty lists)
+	rows    int64 // rows started by the entries decoded
+	pageMax int64 // most level entries of a data page decoded
+	done    int64 // rows returned by Next
+	want    int64 // rows of the window being read
+	most    int64 // rows of the largest window so far
+	ended   bool  // every page decoded
+	closed  bool  // the last window was returned
+	err     error // sticky: the first failure
+
+	// Entries decoded and not yet returned: they begin at row done.
+	defs []uint8 // definition levels (nil when maxDef == 0)
+	reps []uint8 // repetition levels (nil when maxRep == 0)
+	vals *values // non-null values, in order
+	dict *values // dictionary page values, nil until one is read
+
+	buf       *[]byte // chunk bytes [bufOff, bufOff+len(*buf))
+	bufOff    int64
+	readAhead int     // least bytes one read asks for
+	out       *[]byte // decompression buffer, reused per page
+	idx       []uint32
+	lens      []int64
+	lens2     []int64
+}
+
+// Read sizes: ReadColumn reads at least wholeReadAhead bytes at a time (so
+// small pages take one read for several); a ColumnReader reads each page
+// header (headerProbe bytes, with what follows) and the rest of its body,
+// and holds no read buffer between windows, so many readers open at once
+// (a wide row group read in windows) hold no more than their pages.
+const (
+	columnReadAhead = 0
+	wholeReadAhead  = 1 << 20
+)
+
+// ColumnReader returns a reader of the column chunk of col in row group
+// rowGroup, positioned before its first row. col must come from this File.
+// Errors are ReadColumn's that can be told without reading pages (a row
+// group out of range, a column of another schema, an unsupported column,
+// a chunk over Limits.MaxChunkBytes), as an *Error.
+func (f *File) ColumnReader(rowGroup int, col ColumnInfo) (*ColumnReader, error) {
+	return f.columnReader(rowGroup, col, false, columnReadAhead)
+}
+
+// ColumnReaderDict is ColumnReader in ReadColumnDict's dictionary form:
+// each window of a non-repeated BYTE_ARRAY chunk comes back in dictionary
+// form when every value it holds is dictionary encoded (and at least one
+// is), else in the plain form; once a page falls back from dictionary
+// encoding, the windows after it are plain. The values are the same
+// either way.
+func (f *File) ColumnReaderDict(rowGroup int, col ColumnInfo) (*ColumnReader, error) {
+	return f.columnReader(rowGroup, col, true, columnReadAhead)
+}
+
+func (f *File) columnReader(rowGroup int, col ColumnInfo, dictForm bool, readAhead int) (*ColumnReader, error) {
+	base := Error{File: f.path, Column: col.Name, RowGroup: rowGroup, Page: -1, Row: -1, Offset: -1}
+	fail := func(err error) (*ColumnReader, error) {
+		e := base
+		e.Err = err
+		return nil, &e
+	}
+	if rowGroup < 0 || rowGroup >= len(f.meta.RowGroups) {
+		base.RowGroup = -1
+		return fail(fmt.Errorf("row group %d out of range [0, %d)", rowGroup, len(f.meta.RowGroups)))
+	}
+	if col.Index < 0 || col.Index >= len(f.leaves) || !equalStrings(f.leaves[col.Index].info.Path, col.Path) {
+		return fail(fmt.Errorf("%w: column is not leaf %d of this file's schema", ErrNotFound, col.Index))
+	}
+	l := f.leaves[col.Index]
+	if l.unsupported != nil {
+		return fail(l.unsupported)
+	}
+	rg := &f.meta.RowGroups[rowGroup]
+	cc := &rg.Columns[col.Index]
+	if cc.FilePath != "" {
+		return fail(unsupportedf("column chunk stored in another file (%q)", cc.FilePath))
+	}
+	if cc.CryptoMetadata.Value != nil || len(cc.EncryptedColumnMetadata) > 0 {
+		return fail(unsupportedf("encrypted column chunk"))
+	}
+	md := &cc.MetaData
+	r := &ColumnReader{f: f, l: l, md: md, rg: rowGroup, rgRows: rg.NumRows, codec: md.Codec,
+		maxDef: l.info.MaxDef, maxRep: l.info.MaxRep, dictForm: dictForm, page: -1, readAhead: readAhead}
+	if md.NumValues == 0 {
+		// Nothing to read (Open did not check this chunk's byte range).
+		r.base, r.ended = base, true
+		r.vals = newValues(l.info.Kind, l.width, 0)
+		return r, nil
+	}
+	start, n := chunkRange(md)
+	base.Offset = start
+	if n > f.lim.MaxChunkBytes {
+		return fail(limitf("column chunk of %d bytes exceeds the limit of %d", n, f.lim.MaxChunkBytes))
+	}
+	r.base, r.start, r.size = base, start, n
+	return r, nil
+}
+
+// Rows returns the rows the reader has not returned yet.
+func (r *ColumnReader) Rows() int64 { return r.rgRows - r.done }
+
+// Next returns the next n rows (n >= 1; fewer when fewer are left) of the
+// column chunk as a Column whose row 0 is the first row not returned
+// before, and io.EOF once every row was returned. The window that ends the
+// row group decodes the chunk to its end and makes the whole-chunk checks
+// first. Errors are ReadColumn's, rows numbered within the row group; the
+// first is returned again by every later call.
+func (r *ColumnReader) Next(n int) (*Column, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.closed {
+		return nil, io.EOF
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("pqread: ColumnReader.Next(%d): want at least one row", n)
+	}
+	c, err := r.window(min(int64(n), r.rgRows-r.done))
+	if err == nil && c.Rows == 0 {
+		return nil, io.EOF // a row group without rows
+	}
+	return c, err
+}
+
+// Close releases the reader's buffers. It is safe to call more than once;
+// a closed reader's Next fails.
+func (r *ColumnReader) Close() {
+	r.release()
+	r.defs, r.reps, r.vals, r.dict = nil, nil, nil, nil
+	if r.err == nil && !r.closed {
+		r.err = errors.New("pqread: ColumnReader used after Close")
+	}
+}
+
+// release returns the read and decompression buffers to the pool.
+func (r *ColumnReader) release() {
+	if r.buf != nil {
+		putBuf(r.buf)
+		r.buf = nil
+	}
+	if r.out != nil {
+		putBuf(r.out)
+		r.out = nil
+	}
+}
+
+// window decodes pages until the next n rows are complete (all of them,
+// to the chunk's end, when they end the row group) and returns them.
+func (r *ColumnReader) window(n int64) (c *Column, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e := r.base
+			e.Page, e.Offset = r.page, r.pageOff
+			e.Err = corruptf("panic while decoding: %v", p)
+			c, err = nil, &e
+			r.err = err
+			r.release()
+		}
+	}()
+	r.want, r.most = n, max(r.most, n)
+	last := r.done+n == r.rgRows
+	if r.vals == nil {
+		r.alloc(n)
+	}
+	for !r.ended && (last || !r.complete(r.done+n)) {
+		if err := r.nextPage(); err != nil {
+			e := r.base
+			e.Page, e.Offset = r.page, r.pageOff
+			return nil, r.fail(&e, err)
+		}
+		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
+	}
+	r.release()
+	if c, err = r.take(n); err != nil {
+		// ReadColumn decodes every page before it assembles rows, so a
+		// damaged page further on comes before this window's fault: read
+		// on to the chunk's end for one.
+		if perr := r.drain(); perr != nil {
+			return nil, perr
+		}
+		e := r.base
+		return nil, r.fail(&e, err)
+	}
+	if last {
+		r.closed = true
+	}
+	return c, nil
+}
+
+// drain decodes the pages left, dropping their entries page by page, and
+// returns the first page error (located), or nil.
+func (r *ColumnReader) drain() error {
+	for !r.ended {
+		r.vals = newValues(r.l.info.Kind, r.l.width, 0)
+		if r.defs != nil {
+			r.defs = r.defs[:0]
+		}
+		if r.reps != nil {
+			r.reps = r.reps[:0]
+		}
+		if err := r.nextPage(); err != nil {
+			e := r.base
+			e.Page, e.Offset = r.page, r.pageOff
+			return r.fail(&e, err)
+		}
+		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
+	}
+	return nil
+}
+
+// fail records err, located by e (its row lifted from a rowError), as the
+// reader's error and returns it.
+func (r *ColumnReader) fail(e *Error, err error) error {
+	var re *rowError
+	if errors.As(err, &re) {
+		e.Row = re.row
+	}
+	e.Err = err
+	r.err = e
+	r.release()
+	return e
+}
+
+// complete reports whether the rows before row want are all decoded: for
+// a list column, row want has started (the row before it may go on in a
+// later page until then).
+func (r *ColumnReader) complete(want int64) bool {
+	if r.maxRep > 0 {
+		return r.rows > want
+	}
+	return r.rows >= want
+}
+
+// alloc makes the entry buffers for a window of n rows. The footer's
+// counts are trusted for preallocation only as far as the chunk's size
+// makes plausible; append grows beyond that if the data needs it.
+func (r *ColumnReader) alloc(n int64) {
+	r.vals = newValues(r.l.info.Kind, r.l.width, int(r.entryHint(n)))
+	r.vals.indexed = r.dictForm && r.vals.kind == KindBytes && r.maxRep == 0
+	if r.maxDef > 0 {
+		r.defs = make([]uint8, 0, r.entryHint(n))
+	}
+	if r.maxRep > 0 {
+		r.reps = make([]uint8, 0, r.entryHint(n))
+	}
+}
+
+// entryHint estimates the level entries of n rows, bounded by the chunk's
+// value count and size.
+func (r *ColumnReader) entryHint(n int64) int64 {
+	hint := r.md.NumValues
+	if r.maxRep == 0 && hint > r.rgRows {
+		hint = r.rgRows
+	}
+	hint = max(0, min(hint, 64*r.size+1024))
+	per := int64(1)
+	if r.maxRep > 0 && r.rgRows > 0 {
+		per = r.md.NumValues/r.rgRows + 1
+	}
+	// The window's entries, and room for the page that ends it (the
+	// largest page so far, or an eighth more before the first); hint
+	// bounds them, so a hostile count cannot overflow the product.
+	if n > 0 && per <= hint/n {
+		want := n * per
+		slack := r.pageMax
+		if slack == 0 {
+			slack = want / 8
+		}
+		hint = min(hint, want+min(slack, hint)+1024)
+	}
+	return hint
+}
+
+// chunkBytes returns the chunk's bytes [off, off+n), reading them into the
+// read buffer when they are not there (with what follows, up to the read
+// size). A short read fails with ErrChanged.
+func (r *ColumnReader) chunkBytes(off, n int64) ([]byte, error) {
+	if r.buf != nil && off >= r.bufOff && off+n <= r.bufOff+int64(len(*r.buf)) {
+		return (*r.buf)[off-r.bufOff : off-r.bufOff+n], nil
+	}
+	want := min(max(n, int64(r.readAhead)), r.size-off)
+	keep := int64(0) // bytes of the old buffer from off on, moved to the front
+	var old []byte
+	if r.buf != nil && off >= r.bufOff && off < r.bufOff+int64(len(*r.buf)) {
+		old = (*r.buf)[off-r.bufOff:]
+		keep = int64(len(old))
+	}
+	if r.buf == nil || int64(cap(*r.buf)) < want {
+		nb := getBuf(int(want))
+		copy(*nb, old)
+		if r.buf != nil {
+			putBuf(r.buf)
+		}
+		r.buf = nb
+	} else {
+		*r.buf = (*r.buf)[:want]
+		copy(*r.buf, old)
+	}
+	r.bufOff = off
+	if err := readFull(r.f.in, (*r.buf)[keep:want], r.start+off+keep); err != nil {
+		putBuf(r.buf)
+		r.buf = nil
+		return nil, fmt.Errorf("reading column chunk: %w", err)
+	}
+	return (*r.buf)[:n], nil
+}
+
+// bufPool recycles read and decompression buffers between reads (decoded
+// values are always copied out of them).
+var bufPool sync.Pool // *[]byte
+
+// getBuf returns a buffer of length n (contents unspecified).
+func getBuf(n int) *[]byte {
+	if b, ok := bufPool.Get().(*[]byte); ok {
+		if cap(*b) >= n {
+			*b = (*b)[:n]
+			return b
+		}
+		bufPool.Put(b)
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putBuf(b *[]byte) {
+	if cap(*b) > 0 && cap(*b) <= 1<<30 {
+		bufPool.Put(b)
+	}
+}

@@ -5,12 +5,21 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build demo test bench fuzz lint clean
+PYLIB   := gpuload/python/gpuload/libgpuload.so
+
+.PHONY: all build python demo test test-python bench bench-ab samebytes fuzz lint clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/prep
+
+# The Python package's native library, built into the package of this
+# checkout (PYTHONPATH=gpuload/python); pip install ./gpuload/python does the
+# same for an installed package.
+python:
+	$(GO) build -buildmode=c-shared -o $(PYLIB) ./gpuload/capi
+	@rm -f $(PYLIB:.so=.h)
 
 # The main job end to end on bundled real data: plan -> convert -> verify -> load.
 demo: build
@@ -21,9 +30,32 @@ test: lint
 	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || \
 		echo "note: /usr/bin/python3 cannot import numpy: TestPython (the Python binding) is skipped; apt-get install python3-numpy"
 	$(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory test-python
+
+# The Python package's PyTorch dataset, examples/train.py (DDP on CPU) and
+# a pip install into a venv, against sets made by bin/prep, with
+# /usr/bin/python3 and Debian's python3-torch, python3-numpy and python3-venv.
+test-python: build python
+	@if /usr/bin/python3 -c 'import numpy, torch' 2>/dev/null; then \
+		export PREP=$(CURDIR)/$(BIN) PYTHONDONTWRITEBYTECODE=1; \
+		/usr/bin/python3 gpuload/python/tests/test_torch.py && \
+		/usr/bin/python3 gpuload/python/tests/test_example.py && \
+		/usr/bin/python3 gpuload/python/tests/test_install.py; \
+	else \
+		echo "note: /usr/bin/python3 cannot import torch and numpy: the PyTorch dataset tests are skipped; apt-get install python3-torch python3-numpy"; \
+	fi
 
 bench:
 	./scripts/bench.sh
+
+# convert of a git revision (REV, default the merge base with main) against
+# the working tree: alternated A/B of throughput and peak RSS, and
+# byte-identical shards for the bench plans and the field cases.
+bench-ab:
+	./scripts/bench-ab.sh $(REV)
+
+samebytes:
+	./scripts/samebytes.sh $(REV)
 
 # Every native fuzz target in the module (footer, page header, shard format,
 # ...), FUZZTIME each (default 10s): make fuzz FUZZTIME=5m
@@ -36,4 +68,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin $(PYLIB) gpuload/python/build gpuload/python/*.egg-info

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 

@@ -1,15 +1,16 @@
 package convert
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"math"
-	"math/big"
-	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -219,90 +220,6 @@ func TestEncoderFloatToInt(t *testing.T) {
 	}
 }
 
-func TestDecimal(t *testing.T) {
-	// B13: the nearest doubles of the exact decimals.
-	for _, c := range []struct {
-		unscaled int64
-		scale    int
-		want     float64
-	}{
-		{-1234567, 2, -12345.67}, {-1, 2, -0.01}, {1, 2, 0.01}, {0, 2, 0}, {123456789, 2, 1234567.89},
-		{1, 30, 1e-30}, {-(1 << 60), 3, -1152921504606846.976}, {7, -2, 700},
-	} {
-		if got := pqread.DecimalInt64ToFloat64(c.unscaled, c.scale); got != c.want {
-			t.Errorf("DecimalInt64ToFloat64(%d, %d) = %v, want %v", c.unscaled, c.scale, got, c.want)
-		}
-		want32, _ := strconv.ParseFloat(decimalRat(big.NewInt(c.unscaled), c.scale).FloatString(40), 32)
-		if got := DecimalToF32(c.unscaled, c.scale); got != float32(want32) {
-			t.Errorf("DecimalToF32(%d, %d) = %v, want %v", c.unscaled, c.scale, got, float32(want32))
-		}
-	}
-	// 16-byte two's complement: -1234567 and a value beyond int64.
-	b := make([]byte, 16)
-	for i := range b {
-		b[i] = 0xff
-	}
-	neg := int64(-1234567)
-	binary.BigEndian.PutUint64(b[8:], uint64(neg))
-	if v := bigEndianSigned(b); v.Int64() != -1234567 {
-		t.Errorf("bigEndianSigned = %v", v)
-	}
-	if v, ok := bigEndianInt64([]byte{0xfe, 0xd6}); !ok || v != -298 {
-		t.Errorf("bigEndianInt64 = %d %v", v, ok)
-	}
-	big1 := new(big.Int).Lsh(big.NewInt(1), 100)
-	buf := make([]byte, 8)
-	if err := newEncoder(shardfmt.F64, "").putBig(buf, decimalRat(big1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := strconv.ParseFloat("12676506002282294014967032053.76", 64)
-	if got := math.Float64frombits(binary.LittleEndian.Uint64(buf)); got != want {
-		t.Errorf("2^100/100 = %v, want %v", got, want)
-	}
-	if err := newEncoder(shardfmt.I64, "").putBig(buf, decimalRat(big.NewInt(5), 1)); !errors.Is(err, ErrValue) {
-		t.Errorf("0.5 into I64: %v", err)
-	}
-}
-
-func TestInt96(t *testing.T) {
-	mk := func(day uint32, nanos uint64) []byte {
-		b := make([]byte, 12)
-		binary.LittleEndian.PutUint64(b, nanos)
-		binary.LittleEndian.PutUint32(b[8:], day)
-		return b
-	}
-	for _, c := range []struct {
-		day   uint32
-		nanos uint64
-		want  int64
-		ok    bool
-	}{
-		{2440588, 0, 0, true},
-		{2440589, 1, 86400e9 + 1, true},
-		{2440587, 86400e9 - 1, -1, true},
-		{2440588 + 18262, 3600e9, 18262*86400e9 + 3600e9, true}, // 2020-01-01T01:00Z
-		{0xffffffff, 0, 0, false},
-	} {
-		got, ok := Int96ToUnixNanos(mk(c.day, c.nanos))
-		if ok != c.ok || got != c.want {
-			t.Errorf("day %d nanos %d: %d %v, want %d %v", c.day, c.nanos, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestFNV1a64(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want uint64
-	}{
-		{"", 0xcbf29ce484222325}, {"a", 0xaf63dc4c8601ec8c}, {"foobar", 0x85944171f73967e8},
-	} {
-		if got := FNV1a64([]byte(c.in)); got != c.want {
-			t.Errorf("FNV1a64(%q) = %x, want %x", c.in, got, c.want)
-		}
-	}
-}
-
 // The reference below is an independent implementation of IEEE rounding,
 // used to cross-check shardfmt's half-precision helpers that convert uses.
 
@@ -417,45 +334,117 @@ func TestShardfmtHalfMatchesReference(t *testing.T) {
 	}
 }
 
-// TestInt96AtTheInt64Ends pins a fault: INT96 timestamps at exactly the
-// int64-nanosecond minimum (1677-09-21T00:12:43.145224192) and one ns
-// later were refused, the check overflowing on days × ns-per-day before
-// the nanoseconds of the day were added. Both ends convert exactly; one
-// ns beyond either end is refused.
-func TestInt96AtTheInt64Ends(t *testing.T) {
-	// int96 returns the INT96 bytes of ns since the epoch (floor division
-	// into Julian day and nanoseconds of the day), from exact big math.
-	int96 := func(ns *big.Int) []byte {
-		perDay := big.NewInt(86400e9)
-		day, nod := new(big.Int), new(big.Int)
-		day.DivMod(ns, perDay, nod) // Euclidean: 0 <= nod < perDay
-		b := make([]byte, 12)
-		binary.LittleEndian.PutUint64(b, nod.Uint64())
-		binary.LittleEndian.PutUint32(b[8:], uint32(day.Int64()+julianUnixEpoch))
-		return b
-	}
-	one := big.NewInt(1)
-	lo, hi := big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
+// TestNarrowFloatOverflowCounted: values beyond a narrow float's largest
+// finite value are stored as ±Inf (±448 for F8_E4M3) and counted; values
+// that round to the largest finite value, infinities into dtypes that have
+// them, NaN and wider dtypes are not overflows.
+func TestNarrowFloatOverflowCounted(t *testing.T) {
 	for _, c := range []struct {
-		ns   *big.Int
-		want int64
-		ok   bool
+		dt       shardfmt.DType
+		x        float64
+		want     uint64 // stored bits
+		overflow bool
 	}{
-		{lo, math.MinInt64, true},
-		{new(big.Int).Add(lo, one), math.MinInt64 + 1, true},
-		{new(big.Int).Sub(lo, one), 0, false},
-		{hi, math.MaxInt64, true},
-		{new(big.Int).Sub(hi, one), math.MaxInt64 - 1, true},
-		{new(big.Int).Add(hi, one), 0, false},
-		{big.NewInt(0), 0, true},
-		{big.NewInt(-1), -1, true},
+		{shardfmt.F16, 65504, 0x7bff, false},
+		{shardfmt.F16, 65519.99, 0x7bff, false}, // rounds down to 65504
+		{shardfmt.F16, 65520, 0x7c00, true},
+		{shardfmt.F16, -1e6, 0xfc00, true},
+		{shardfmt.F16, math.Inf(1), 0x7c00, false}, // already infinite
+		{shardfmt.F16, math.NaN(), 0x7e00, false},
+		{shardfmt.BF16, 3.3895313892515355e38, 0x7f7f, false},
+		{shardfmt.BF16, 1e300, 0x7f80, true},
+		{shardfmt.F8_E4M3, 464, 0x7e, false}, // tie, to even 448
+		{shardfmt.F8_E4M3, 465, 0x7e, true},  // saturates
+		{shardfmt.F8_E4M3, -1000, 0xfe, true},
+		{shardfmt.F8_E4M3, math.Inf(1), 0x7e, true}, // no infinity in E4M3FN
+		{shardfmt.F8_E5M2, 57344, 0x7b, false},
+		{shardfmt.F8_E5M2, 1e5, 0x7c, true},
+		{shardfmt.F32, 1e300, 0x7f800000, false}, // IEEE float32 rounding, not counted
 	} {
-		got, ok := Int96ToUnixNanos(int96(c.ns))
-		if ok != c.ok || got != c.want {
-			t.Errorf("%v ns: got %d, %v; want %d, %v", c.ns, got, ok, c.want, c.ok)
+		var n atomic.Int64
+		e := newEncoder(c.dt, "")
+		e.overflows = &n
+		dst := make([]byte, 8)
+		if err := e.putFloat(dst, c.x); err != nil {
+			t.Errorf("%s %v: %v", c.dt, c.x, err)
+			continue
+		}
+		var got uint64
+		switch c.dt.Size() {
+		case 1:
+			got = uint64(dst[0])
+		case 2:
+			got = uint64(binary.LittleEndian.Uint16(dst))
+		case 4:
+			got = uint64(binary.LittleEndian.Uint32(dst))
+		}
+		if got != c.want || (n.Load() == 1) != c.overflow || n.Load() > 1 {
+			t.Errorf("%s %v: stored %#x, %d overflows; want %#x, overflow %v", c.dt, c.x, got, n.Load(), c.want, c.overflow)
+		}
+		// Integer sources go through the same rule.
+		if c.x == math.Trunc(c.x) && math.Abs(c.x) < 1<<62 {
+			n.Store(0)
+			if err := e.putInt(dst, int64(c.x)); err != nil || (n.Load() == 1) != c.overflow {
+				t.Errorf("%s int %v: %d overflows, err %v", c.dt, c.x, n.Load(), err)
+			}
+		}
+
+		e.overflowErr = true
+		err := e.putFloat(dst, c.x)
+		if c.overflow != (err != nil) || (err != nil && !errors.Is(err, ErrValue)) {
+			t.Errorf("%s %v under cast.overflow error: %v", c.dt, c.x, err)
 		}
 	}
-	if got := time.Unix(0, math.MinInt64).UTC().Format(time.RFC3339Nano); got != "1677-09-21T00:12:43.145224192Z" {
-		t.Errorf("the int64 minimum is %s", got)
+	e := newEncoder(shardfmt.F16, "")
+	e.overflowErr = true
+	err := e.putFloat(make([]byte, 2), 70000)
+	if err == nil || err.Error() != "value 70000 overflows F16 (largest finite 65504; cast.overflow is error)" {
+		t.Errorf("message: %v", err)
+	}
+}
+
+// TestRunCountsOverflows: ids 0..999 cast to F8_E4M3 overflow for 465..999
+// (464 ties to 448); the run stores them saturated, reports 535 in the
+// summary and warns once; cast.overflow error fails at the first one, id
+// 465 = part-0.parquet row group 3 (rows of 128), row 81.
+func TestRunCountsOverflows(t *testing.T) {
+	p, _ := fixture(t, defaultCfg)
+	spec, err := ParseSpec([]byte(`tensors:
+  - {name: id, column: id, dtype: I64}
+  - {name: id8, column: id, dtype: F8_E4M3}
+  - {name: x, column: x, dtype: F16}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Overflows) != 1 || sum.Overflows["id8"] != 535 {
+		t.Errorf("overflows %v, want map[id8:535]", sum.Overflows)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "tensor=id8 dtype=F8_E4M3 count=535") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	s, err := Materialize(context.Background(), p, spec, []uint64{464, 465, 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Data[1]; !bytes.Equal(got, []byte{0x7e, 0x7e, 0x7e}) {
+		t.Errorf("saturated values %x", got)
+	}
+
+	spec.Tensors[1].Cast = &CastPolicy{Overflow: "error"}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir()})
+	mustContainAll(t, err, `part-0.parquet: column "id", row group 3, row 81: value 465 overflows F8_E4M3 (largest finite 448; cast.overflow is error)`)
+	if !errors.Is(err, ErrValue) {
+		t.Errorf("error %v does not wrap ErrValue", err)
+	}
+	spec.Tensors[1].Cast = &CastPolicy{Overflow: "clip"}
+	if err := spec.Validate(); !errors.Is(err, ErrSpec) {
+		t.Errorf("cast.overflow clip accepted: %v", err)
 	}
 }

@@ -3,6 +3,28 @@
 // applies the feature spec's declared transforms, and writes one shard per
 // (epoch, rank) in step order, plus the shard set's manifest.json.
 //
+// # Stages, one file each
+//
+//   - spec.go, spechash.go: the feature spec (SPEC.md), its validation,
+//     canonical form and versioned hash.
+//   - source.go: the plan's source files, checked through package source;
+//     each footer held only while its file is read.
+//   - compile.go: spec × source schemas -> one tensor plan per tensor
+//     (columns resolved in every file, classes, modes, fill bytes).
+//   - idset.go: the needed sample ids and their staging slots.
+//   - decode.go, window.go: the schedule (column chunk tasks, their
+//     estimated cost, admission under the memory limit) and assembly of
+//     records, a row group read in row windows by pqread's forward-only
+//     column readers when it does not fit whole.
+//   - apply.go, cast.go, logical.go: a decoded column's values into
+//     records: logical types (DECIMAL, INT96) turned into values in one
+//     place (logical.go), then every dtype conversion's rounding and range
+//     rule (cast.go).
+//   - staging.go, spill.go: where records wait between the stages, in
+//     memory or spilled by output window, behind one interface (stage).
+//   - write.go, gather.go: stage 2, the one shard writer.
+//   - run.go: orchestration, the output directory, rollback.
+//
 // # Checks first
 //
 // Before the output directory is touched, Run loads nothing lazily: every
@@ -20,7 +42,7 @@
 // of an id among the needed ids is its staging slot. Each row group holding a
 // needed id is read (the others are skipped: a partitioned plan reads only
 // its own partition); each of the spec's column chunks in it is decoded with
-// pqread, transformed (transform.go, cast.go) and written, for the needed
+// pqread, transformed (apply.go, cast.go) and written, for the needed
 // rows only, into staging: one fixed-size record per needed id holding every
 // output tensor's sample bytes back to back (so gathering a sample later
 // touches one place), sized exactly (needed ids x record bytes), outside the

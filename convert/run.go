@@ -11,7 +11,6 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,7 +95,7 @@ type Summary struct {
 	DecodeSeconds    float64 `json:"decode_seconds"`
 	WriteSeconds     float64 `json:"write_seconds"`
 	MBPerSecond      float64 `json:"throughput_mb_s"` // Bytes / Seconds / 1e6
-	PeakRSSBytes     int64   `json:"peak_rss_bytes"`  // getrusage max RSS of the process (mapped staging pages included)
+	PeakRSSBytes     int64   `json:"peak_rss_bytes"`  // peak RSS of the process, VmHWM on Linux (mapped staging pages included)
 	PeakHeapBytes    int64   `json:"peak_heap_bytes"` // largest Go heap (objects) seen, sampled every 20 ms
 	StaleLock        string  `json:"stale_lock,omitempty"`
 	// Overflows counts, per tensor name, the source values decoded this run
@@ -289,11 +288,14 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		if err != nil {
 			return err
 		}
-		same := old.PlanFingerprint == r.p.Fingerprint && old.SourceFingerprint == r.p.SourceFingerprint && old.SpecHash == r.spec.Hash()
+		same := old.PlanFingerprint == r.p.Fingerprint && old.SourceFingerprint == r.p.SourceFingerprint && r.spec.MatchesHash(old.SpecHash)
 		switch {
 		case same:
+			// The set keeps the hash it was made with (an earlier version's
+			// too: MatchesHash), in the manifest and in every new shard.
 			r.manifest = old
-			r.manifest.Spec = r.spec // same hash; keep the canonical field order
+			r.manifest.Spec = r.spec.manifestSpec(old.SpecHash)
+			r.prov.SpecHash = old.SpecHash
 			for _, s := range old.Shards {
 				if r.tx.Complete(s) {
 					skip[shardKey{s.Epoch, s.Rank}] = true
@@ -315,8 +317,8 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 
 	if r.manifest == nil {
 		r.manifest = &shardfmt.Manifest{Format: shardfmt.ManifestFormat, ToolVersion: r.o.ToolVersion,
-			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.spec.Hash(),
-			Spec: r.spec, BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
+			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.prov.SpecHash,
+			Spec: r.spec.manifestSpec(r.prov.SpecHash), BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
 		for _, f := range r.p.Source.EmptyFiles {
 			r.manifest.EmptyFiles = append(r.manifest.EmptyFiles, shardfmt.EmptyFile{Path: f.Path})
 		}
@@ -350,8 +352,6 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if err != nil {
 		return err
 	}
-	rec := recordSize(r.tensors)
-	stageTotal := int64(set.count) * int64(rec)
 	var shardTotal int64
 	for _, k := range todo {
 		n, err := shardfmt.FileSize(r.writerOptions(k))
@@ -360,40 +360,23 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		}
 		shardTotal += n
 	}
-	// Staging: anonymous memory when the records fit the memory limit,
-	// otherwise spilled to disk by output window (spill.go), so memory
-	// stays bounded by the limit whatever the input size.
-	tmp := filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid()))
-	st := &staging{} // none: nothing staged, or spilled
-	if anonStaging(stageTotal, r.o.MemoryLimit) {
-		if a := newStaging(stageTotal); a != nil {
-			st = a
-		}
+	st, err := newStage(ctx, r.p, todo, set, r.tensors, r.o.MemoryLimit, r.o.Jobs)
+	if err != nil {
+		return err
 	}
-	defer st.remove()
-	var sp *spiller
-	if stageTotal > 0 && st.data == nil {
-		if sp, err = newSpiller(ctx, r.p, todo, rec, r.o.MemoryLimit, r.o.Jobs, shardWriters(r.o.Jobs)); err != nil {
-			return err
-		}
-	}
-	var diskStage int64
-	if sp != nil {
-		diskStage = sp.spillBytes()
-	}
-	need := diskStage + shardTotal
+	defer st.close()
+	stageTotal := int64(set.count) * int64(recordSize(r.tensors))
+	need := st.diskBytes() + shardTotal
 	if free, ok := freeBytes(out); ok && free < need {
-		return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d for %d shards), %d free", out, ErrNoSpace, need, diskStage, shardTotal, len(todo), free)
+		return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d for %d shards), %d free", out, ErrNoSpace, need, st.diskBytes(), shardTotal, len(todo), free)
 	}
-	if sp != nil {
-		defer removeTemp(tmp)
-		if err := sp.create(tmp); err != nil {
-			return err
-		}
-		defer sp.close()
-		r.sum.SpillBytes, r.sum.SpillWindows = diskStage, len(sp.windows)
+	if err := st.open(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid()))); err != nil {
+		return err
+	}
+	if sp := st.router(); sp != nil {
+		r.sum.SpillBytes, r.sum.SpillWindows = sp.spillBytes(), len(sp.windows)
 		r.log.Info("staging exceeds the memory limit: spilling to disk by output window",
-			"staging_bytes", stageTotal, "memory_limit", r.o.MemoryLimit, "spill_bytes", diskStage, "windows", len(sp.windows))
+			"staging_bytes", stageTotal, "memory_limit", r.o.MemoryLimit, "spill_bytes", sp.spillBytes(), "windows", len(sp.windows))
 	}
 
 	// Stage 1: decode once into staging.
@@ -401,16 +384,13 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
-	staged := newRecords(r.tensors, st.data)
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: staged, spill: sp, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.records(), spill: st.router(), jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
 		progress: func(rows int64) { r.progress(StageDecode, rows, 0) }}
 	if err := dec.run(ctx); err != nil {
 		return err
 	}
-	if sp != nil {
-		if err := sp.checkFull(); err != nil {
-			return err
-		}
+	if err := st.finish(); err != nil {
+		return err
 	}
 	r.reportOverflows()
 	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
@@ -434,12 +414,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageWrite, int64(len(todo))*int64(r.p.Steps())*int64(r.p.BatchSize()), shardTotal)
 	}
-	if sp != nil {
-		err = r.writeSpilled(ctx, sp)
-	} else {
-		err = r.writeShards(ctx, todo, set, staged)
-	}
-	if err != nil {
+	if err := r.writeShards(ctx, st); err != nil {
 		return err
 	}
 	r.sum.WriteSeconds = time.Since(t2).Seconds()
@@ -507,224 +482,6 @@ func (r *runner) writePlanCopy() error {
 	return nil
 }
 
-// writeShards writes every shard in todo, 2*r.o.Jobs shards in parallel
-// (one at a time, in order, for Jobs 1): each writer spends part of its
-// time blocked in fsync (shard commit, manifest), when another can gather.
-func (r *runner) writeShards(ctx context.Context, todo []shardKey, set *idSet, bufs *records) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan shardKey)
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	var skipped atomic.Bool // a shard not started because ctx was done
-	writers := shardWriters(r.o.Jobs)
-	for w := 0; w < min(writers, len(todo)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range ch {
-				if ctx.Err() != nil {
-					skipped.Store(true)
-					continue
-				}
-				r.shardEvent(k, false)
-				if err := r.writeShard(ctx, k, set, bufs); err != nil {
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errMu.Unlock()
-					cancel()
-					continue
-				}
-				r.shardEvent(k, true)
-			}
-		}()
-	}
-	for _, k := range todo {
-		ch <- k
-	}
-	close(ch)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	if skipped.Load() {
-		return ctx.Err()
-	}
-	return nil // every shard committed, even if ctx ended after the last
-}
-
-// shardWriters returns how many shards stage 2 writes at once for jobs:
-// 2*jobs, or 1 for jobs 1.
-func shardWriters(jobs int) int {
-	if jobs > 1 {
-		return 2 * jobs
-	}
-	return max(1, jobs)
-}
-
-// shardOut is one shard being written: its writer, a reusable batch block
-// and the rows written so far.
-type shardOut struct {
-	k     shardKey
-	rel   string // path under Output, slash-separated
-	path  string
-	w     *shardfmt.Writer
-	geo   shardfmt.Geometry
-	block []byte
-	ids   []uint64
-	rows  int64
-}
-
-// writerOptions returns the shard writer options of k.
-func (r *runner) writerOptions(k shardKey) shardfmt.WriterOptions {
-	prov := r.prov
-	prov.Epoch, prov.Rank = uint32(k.epoch), uint32(k.rank)
-	return shardfmt.WriterOptions{BatchSize: r.p.BatchSize(), NumBatches: r.p.Steps(), Tensors: r.tensors, Provenance: prov}
-}
-
-// openShard creates the (temporary) shard file of k.
-func (r *runner) openShard(k shardKey) (*shardOut, error) {
-	rel := shardset.ShardPath(k.epoch, k.rank)
-	path := filepath.Join(r.o.Output, filepath.FromSlash(rel))
-	w, err := r.tx.CreateShard(k.epoch, k.rank, r.writerOptions(k))
-	if err != nil {
-		return nil, err
-	}
-	geo := w.Geometry()
-	return &shardOut{k: k, rel: rel, path: path, w: w, geo: geo, block: make([]byte, geo.BlockSize)}, nil
-}
-
-// writeStep writes the batch of step: fill copies its samples (ids, the
-// last pads of them pad samples) into block slots 0..len(ids)-1; the slots
-// after them are zero.
-func (r *runner) writeStep(o *shardOut, step int, fill func(block []byte, ids []uint64, pads int) error) error {
-	ids, pads, err := r.p.RankBatch(o.k.epoch, o.k.rank, step, o.ids)
-	o.ids = ids
-	if err != nil {
-		return fmt.Errorf("epoch %d, rank %d, step %d: %w", o.k.epoch, o.k.rank, step, err)
-	}
-	if len(ids) < o.geo.BatchSize {
-		clear(o.block)
-	}
-	if err := fill(o.block, ids, pads); err != nil {
-		return err
-	}
-	if err := o.w.WriteBatch(o.block, ids, pads); err != nil {
-		return err
-	}
-	o.rows += int64(len(ids))
-	r.progress(StageWrite, int64(len(ids)), int64(o.geo.BlockSize))
-	return nil
-}
-
-// writeShard writes one (epoch, rank) shard from the staging records,
-// commits it and records it in the manifest.
-func (r *runner) writeShard(ctx context.Context, k shardKey, set *idSet, bufs *records) (err error) {
-	o, err := r.openShard(k)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			o.w.Abort()
-		}
-	}()
-	ga := newGatherer(bufs, set, o.geo)
-	fill := func(block []byte, ids []uint64, _ int) error { return ga.gather(block, ids) }
-	for step := 0; step < r.p.Steps(); step++ {
-		if step%64 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err := r.writeStep(o, step, fill); err != nil {
-			return err
-		}
-	}
-	return r.commitShard(o)
-}
-
-// commitShard commits o and records it in the manifest (shardset.Txn.Commit).
-func (r *runner) commitShard(o *shardOut) error {
-	k := o.k
-	entry, err := r.tx.Commit(o.w, shardfmt.ShardEntry{Epoch: k.epoch, Rank: k.rank, Batches: r.p.Steps()})
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.sum.Shards++
-	r.sum.Rows += o.rows
-	r.sum.Bytes += entry.Size
-	r.mu.Unlock()
-	return nil
-}
-
-// neededIDs returns the set of sample ids the shards in todo hold.
-func neededIDs(ctx context.Context, p *plan.Plan, todo []shardKey) (*idSet, error) {
-	set := newIDSet(p.NumSamples())
-	// Shortcut: when every rank of some epoch is requested, that epoch
-	// holds every id but the ones it drops (remainder drop: fewer than a
-	// global batch, listed by Plan.Dropped), and a dropped id is needed only
-	// if another requested shard holds it (Plan.Position).
-	ranks := map[int]map[int]bool{}
-	for _, k := range todo {
-		if ranks[k.epoch] == nil {
-			ranks[k.epoch] = map[int]bool{}
-		}
-		ranks[k.epoch][k.rank] = true
-	}
-	for e, rs := range ranks {
-		if len(rs) != p.Config.WorldSize {
-			continue
-		}
-		dropped, err := p.Dropped(e)
-		if err != nil {
-			return nil, err
-		}
-		set.fill()
-		for _, id := range dropped {
-			held := false
-			for e2, rs2 := range ranks {
-				if e2 == e {
-					continue
-				}
-				pos, err := p.Position(e2, id)
-				if err != nil {
-					return nil, err
-				}
-				if !pos.Dropped && rs2[pos.Rank] {
-					held = true
-					break
-				}
-			}
-			if !held {
-				set.words[id>>6] &^= 1 << (id & 63)
-			}
-		}
-		set.seal()
-		return set, nil
-	}
-	var ids []uint64
-	var err error
-	for _, k := range todo {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		for step := 0; step < p.Steps(); step++ {
-			ids, _, err = p.RankBatch(k.epoch, k.rank, step, ids)
-			if err != nil {
-				return nil, err
-			}
-			for _, id := range ids {
-				set.add(id)
-			}
-		}
-	}
-	set.seal()
-	return set, nil
-}
-
 // selectRange returns the requested values, or 0..n-1 when none are given,
 // checking each is in [0, n).
 func selectRange(what string, req []int, n int) ([]int, error) {
@@ -759,8 +516,12 @@ func freeBytes(dir string) (int64, bool) {
 	return int64(st.Bavail) * int64(st.Bsize), true
 }
 
-// peakRSS returns the process's peak resident set size in bytes.
+// peakRSS returns the process's peak resident set size in bytes: VmHWM
+// where the system has it, else getrusage's ru_maxrss.
 func peakRSS() int64 {
+	if n, ok := vmHWM(); ok {
+		return n
+	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,14 +12,17 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 
+	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
@@ -481,44 +485,6 @@ func firstDiff(a, b string) string {
 	return fmt.Sprintf("%d lines before, %d after", len(al), len(bl))
 }
 
-// TestNeededIDsShortcut checks the all-ids shortcut against the plan itself
-// for every shuffle mode and remainder policy.
-func TestNeededIDsShortcut(t *testing.T) {
-	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 203, 16, &parquet.Snappy)
-	writeParquet(t, filepath.Join(src, "b.parquet"), 203, 50, 7, &parquet.Snappy)
-	for _, sh := range []plan.Shuffle{plan.ShuffleNone, plan.ShuffleGlobal, plan.ShuffleBlocks, plan.ShufflePartitioned} {
-		for _, rem := range []plan.Remainder{plan.RemainderDrop, plan.RemainderPad, plan.RemainderPartial} {
-			cfg := plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 12, WorldSize: 3, Workers: 2, Shuffle: sh, Remainder: rem}
-			if sh == plan.ShuffleBlocks {
-				cfg.Window = 2
-			}
-			p, err := plan.New(mustDiscover(t, src), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			todo := []shardKey{{1, 0}, {1, 1}, {1, 2}}
-			set, err := neededIDs(context.Background(), p, todo)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := newIDSet(p.NumSamples())
-			var ids []uint64
-			for _, k := range todo {
-				for s := 0; s < p.Steps(); s++ {
-					ids, _, _ = p.RankBatch(k.epoch, k.rank, s, ids)
-					for _, id := range ids {
-						want.add(id)
-					}
-				}
-			}
-			if fmt.Sprint(set.words) != fmt.Sprint(want.words) {
-				t.Errorf("%s/%s: needed ids differ from the plan", sh, rem)
-			}
-		}
-	}
-}
-
 func mustDiscover(t *testing.T, dir string) plan.Source {
 	s, err := source.Discover(context.Background(), []string{dir})
 	if err != nil {
@@ -620,5 +586,480 @@ func TestRunErrorIndependentOfScheduling(t *testing.T) {
 		if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), want) {
 			t.Errorf("jobs %d: err = %v, want one naming %q", jobs, err, want)
 		}
+	}
+}
+
+// copyTree copies the directory src to dst.
+func copyTree(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunResumesSpecV1ShardSet: a shard set written before spec hash
+// version 2 (testdata/shards/spec-v1, made by gen.sh with the prep of that
+// time; its manifest and shards carry the version 1 hash) is recognised
+// by a rerun with the same spec: every shard is skipped and nothing
+// changes, and a shard removed from it is written again byte for byte as
+// the old prep wrote it, the set keeping its version 1 hash.
+func TestRunResumesSpecV1ShardSet(t *testing.T) {
+	dir := t.TempDir()
+	copyTree(t, filepath.Join("..", "testdata", "shards", "spec-v1"), dir)
+	p, planBytes, err := plan.LoadBytes(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Source.Root = filepath.Join(dir, "src")
+	spec, err := LoadSpec(filepath.Join(dir, "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(m.SpecHash, SpecHashV1) || strings.HasPrefix(m.SpecHash, SpecHashV2) || spec.Hash() == m.SpecHash || !spec.MatchesHash(m.SpecHash) {
+		t.Fatalf("fixture spec hash %s, this spec %s: want a version 1 hash of the same spec", m.SpecHash, spec.Hash())
+	}
+	opts := Options{Plan: p, PlanBytes: planBytes, Spec: spec, Output: out, Jobs: 2, ToolVersion: "dev"}
+	before := snapshot(t, out)
+	sum, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Shards != 0 || sum.SkippedShards != 4 {
+		t.Errorf("rerun summary %+v, want 4 shards skipped", sum)
+	}
+	if after := snapshot(t, out); after != before {
+		t.Errorf("rerun changed the version 1 shard set:\n%s", firstDiff(before, after))
+	}
+	os.Remove(filepath.Join(out, m.Shards[2].Path))
+	sum, err = Run(context.Background(), opts)
+	if err != nil || sum.Shards != 1 || sum.SkippedShards != 3 {
+		t.Fatalf("resume: %+v %v", sum, err)
+	}
+	if after := snapshot(t, out); after != before {
+		t.Errorf("a shard rewritten into the version 1 shard set differs from the old one:\n%s", firstDiff(before, after))
+	}
+}
+
+// The manifest records what the shards cannot show: source files with no
+// rows, and each epoch's ids left out by remainder "drop".
+func TestManifestListsEmptyFilesAndDroppedIDs(t *testing.T) {
+	p0 := caseSource(t, "B17-empty-files", "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
+	// 150 samples, global batch 16: 6 ids dropped per epoch.
+	p, err := plan.New(p0.Source, plan.Config{Seed: 9, Epochs: 2, GlobalBatch: 16, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(m.EmptyFiles); got != "[{part-1.parquet 0} {part-2.parquet 0}]" {
+		t.Errorf("empty files %s", got)
+	}
+	if len(m.Dropped) != 2 {
+		t.Fatalf("dropped %+v, want 2 epochs", m.Dropped)
+	}
+	for e, d := range m.Dropped {
+		want, _ := p.Dropped(e)
+		if d.Epoch != e || len(d.IDs) != 6 || fmt.Sprint(d.IDs) != fmt.Sprint(want) {
+			t.Errorf("epoch %d: dropped %+v, plan says %v", e, d, want)
+		}
+		// A dropped id is in no shard of that epoch.
+		for r := 0; r < 2; r++ {
+			for step := 0; step < p.Steps(); step++ {
+				ids, _, _ := p.RankBatch(e, r, step, nil)
+				for _, id := range ids {
+					for _, x := range d.IDs {
+						if id == x {
+							t.Errorf("epoch %d: dropped id %d in rank %d step %d", e, id, r, step)
+						}
+					}
+				}
+			}
+		}
+	}
+	// Nothing dropped, no empty files: both fields omitted.
+	p1 := caseSource(t, "B17-empty-files", "part-0.parquet")
+	out1 := filepath.Join(t.TempDir(), "out")
+	if _, err := Run(context.Background(), Options{Plan: p1, Spec: spec, Output: out1}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := shardfmt.ReadManifest(out1); err != nil || m.EmptyFiles != nil || m.Dropped != nil {
+		t.Errorf("manifest %+v, %v: want no empty files or dropped ids", m, err)
+	}
+}
+
+// TestRunWritesPlanCopy: OUT/plan.json holds the plan file's exact bytes
+// before the first shard is written; a rerun with other plan bytes is
+// refused unless Force; a failed run into a new directory leaves no copy.
+func TestRunWritesPlanCopy(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	planBytes, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	copyPath := filepath.Join(out, PlanFileName)
+	var atFirstShard []byte
+	opts := Options{Plan: p, PlanBytes: planBytes, Spec: spec, Output: out, Jobs: 1,
+		Progress: func(stage string, rows, bytes int64) {
+			if stage == StageWrite && atFirstShard == nil {
+				atFirstShard, _ = os.ReadFile(copyPath)
+				if atFirstShard == nil {
+					atFirstShard = []byte{}
+				}
+			}
+		}}
+	if _, err := Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(atFirstShard, planBytes) {
+		t.Errorf("plan.json when the first batch was written: %d bytes, want the plan's %d", len(atFirstShard), len(planBytes))
+	}
+	if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, planBytes) {
+		t.Errorf("plan.json is not the plan file's bytes")
+	}
+
+	// The same plan in other bytes (compact JSON) is another plan file.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, planBytes); err != nil {
+		t.Fatal(err)
+	}
+	opts.Progress = nil
+	opts.PlanBytes = compact.Bytes()
+	before := snapshot(t, out)
+	_, err = Run(context.Background(), opts)
+	if !errors.Is(err, ErrOutputMismatch) || !strings.Contains(err.Error(), "plan.json differs") || !strings.Contains(err.Error(), out) {
+		t.Fatalf("rerun with other plan bytes: %v", err)
+	}
+	if snapshot(t, out) != before {
+		t.Errorf("refused rerun changed the output")
+	}
+	opts.Force = true
+	sum, err := Run(context.Background(), opts)
+	if err != nil || sum.SkippedShards != 4 || sum.Shards != 0 {
+		t.Fatalf("forced rerun: %+v %v", sum, err)
+	}
+	if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, compact.Bytes()) {
+		t.Errorf("forced rerun did not replace plan.json")
+	}
+
+	// A shard set written before plan.json existed gets it on a rerun.
+	os.Remove(copyPath)
+	opts.Force = false
+	if _, err := Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(copyPath); !bytes.Equal(got, compact.Bytes()) {
+		t.Errorf("rerun over a set without plan.json did not write it")
+	}
+
+	// Nil PlanBytes: the plan's canonical encoding.
+	out2 := filepath.Join(t.TempDir(), "out2")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out2, PlanFileName)); !bytes.Equal(got, planBytes) {
+		t.Errorf("plan.json without PlanBytes is not Plan.Marshal()")
+	}
+
+	// Rolled back: a new output keeps no plan.json.
+	out3 := filepath.Join(t.TempDir(), "out3")
+	blockShard(t, out3, 1, 1)
+	if _, err := Run(context.Background(), Options{Plan: p, PlanBytes: planBytes, Spec: spec, Output: out3, Jobs: 1}); err == nil {
+		t.Fatal("run with a blocked shard path succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(out3, PlanFileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("plan.json left after a rolled-back run: %v", err)
+	}
+}
+
+// TestRunRemovesPlanCopyTemporaries: a run killed while writing plan.json
+// leaves its temporary file; the next run removes it.
+func TestRunRemovesPlanCopyTemporaries(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	out := t.TempDir()
+	tmp := filepath.Join(out, PlanFileName+".tmp-123456")
+	if err := os.WriteFile(tmp, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("temporary plan copy of a killed run left: %v", err)
+	}
+}
+
+// TestRunShardEvents: OnShard reports every written shard once as started
+// and once as committed, in that order, never concurrently with itself or
+// Progress; write progress for a shard falls between its two events.
+func TestRunShardEvents(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	var busy atomic.Int32
+	enter := func() {
+		if busy.Add(1) != 1 {
+			t.Error("callbacks ran concurrently")
+		}
+	}
+	leave := func() { busy.Add(-1) }
+	var events []string
+	inFlight := map[string]bool{}
+	var writeBytes int64
+	o := Options{Plan: p, Spec: spec, Output: t.TempDir(), Jobs: 2,
+		OnShard: func(epoch, rank int, done bool) {
+			enter()
+			defer leave()
+			k := fmt.Sprintf("e%dr%d", epoch, rank)
+			if done {
+				if !inFlight[k] {
+					t.Errorf("%s committed without a start", k)
+				}
+				delete(inFlight, k)
+				events = append(events, k+" done")
+			} else {
+				inFlight[k] = true
+				events = append(events, k+" start")
+			}
+		},
+		Progress: func(stage string, rows, bytes int64) {
+			enter()
+			defer leave()
+			if stage == StageWrite {
+				if len(inFlight) == 0 {
+					t.Error("write progress outside any shard")
+				}
+				writeBytes += bytes
+			}
+		}}
+	sum, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(events)
+	want := []string{"e0r0 done", "e0r0 start", "e0r1 done", "e0r1 start", "e1r0 done", "e1r0 start", "e1r1 done", "e1r1 start"}
+	if !slices.Equal(events, want) {
+		t.Errorf("events %v, want %v", events, want)
+	}
+	if sum.Shards != 4 || writeBytes == 0 {
+		t.Errorf("summary %+v, write progress %d bytes", sum, writeBytes)
+	}
+}
+
+// blockShard makes the commit (rename) of shard (epoch, rank) in out fail by
+// putting a non-empty directory at its path.
+func blockShard(t *testing.T, out string, epoch, rank int) string {
+	t.Helper()
+	p := filepath.Join(out, filepath.FromSlash(shardfmt.ShardFileName(epoch, rank)))
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "keep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// listed returns the shard paths the manifest in out lists (nil when there
+// is no manifest).
+func listed(t *testing.T, out string) []string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(out, shardfmt.ManifestName)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatalf("manifest unreadable during rollback: %v", err)
+	}
+	var ps []string
+	for _, s := range m.Shards {
+		ps = append(ps, s.Path)
+	}
+	return ps
+}
+
+// shardsOnDisk returns the shard files under out, slash-separated and
+// sorted.
+func shardsOnDisk(t *testing.T, out string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(out, "epoch-*", "rank-*.shard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []string
+	for _, p := range m {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			rel, _ := filepath.Rel(out, p)
+			ps = append(ps, filepath.ToSlash(rel))
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// TestRollbackRestoresManifestBeforeRemovingShards pins what a failed run's
+// rollback leaves: the manifest as before (byte for byte, or less the shards
+// the run rewrote) and none of the run's shards. The order of its steps
+// (manifest first, shards after) is pinned in shardset's Txn tests.
+func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	run := func(out string, epochs []int) error {
+		_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: epochs})
+		return err
+	}
+
+	t.Run("new output", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		blockShard(t, out, 1, 1) // the last of 4 shards with Jobs 1
+		if err := run(out, nil); err == nil {
+			t.Fatal("run with a blocked shard path succeeded")
+		}
+		if got := shardsOnDisk(t, out); len(got) != 0 {
+			t.Errorf("rollback left shards %v", got)
+		}
+		if _, err := os.Stat(filepath.Join(out, shardfmt.ManifestName)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("manifest left after rolling back a new output: %v", err)
+		}
+	})
+
+	t.Run("resumed output", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		if err := run(out, []int{0}); err != nil {
+			t.Fatal(err)
+		}
+		before, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blockShard(t, out, 1, 1)
+		if err := run(out, nil); err == nil {
+			t.Fatal("run with a blocked shard path succeeded")
+		}
+		if got, want := shardsOnDisk(t, out), []string{shardfmt.ShardFileName(0, 0), shardfmt.ShardFileName(0, 1)}; !slices.Equal(got, want) {
+			t.Errorf("after rollback the shards on disk are %v, want %v", got, want)
+		}
+		after, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName))
+		if err != nil || string(after) != string(before) {
+			t.Errorf("manifest not restored byte for byte (%v)", err)
+		}
+	})
+
+	t.Run("rewritten shard dropped from the restored manifest", func(t *testing.T) {
+		// The manifest lists (0,1), but its file was lost: the rerun writes
+		// it again, fails later, and removes it, so the restored manifest
+		// must no longer list it.
+		out := filepath.Join(t.TempDir(), "out")
+		if err := run(out, []int{0}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(out, filepath.FromSlash(shardfmt.ShardFileName(0, 1)))); err != nil {
+			t.Fatal(err)
+		}
+		blockShard(t, out, 1, 0)
+		if err := run(out, nil); err == nil {
+			t.Fatal("run with a blocked shard path succeeded")
+		}
+		if got, want := shardsOnDisk(t, out), []string{shardfmt.ShardFileName(0, 0)}; !slices.Equal(got, want) {
+			t.Errorf("after rollback the shards on disk are %v, want %v", got, want)
+		}
+		if got, want := listed(t, out), []string{shardfmt.ShardFileName(0, 0)}; !slices.Equal(got, want) {
+			t.Errorf("restored manifest lists %v, want %v", got, want)
+		}
+	})
+}
+
+// TestFailedRunIntoExistingDirLeavesNoEpochDirs pins leftovers of a failed
+// run into a directory that existed before it: the rollback removed the
+// shards it had committed but kept the epoch directories it had created,
+// empty (only a run that had created the output directory removed them),
+// so the directory no longer looked as it did before the run.
+func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
+	src := t.TempDir()
+	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
+	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	spec, err := ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocked := blockShard(t, out, 1, 0) // epoch 1's shard cannot commit
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1}); err == nil {
+		t.Fatal("run succeeded over a blocked shard path")
+	}
+	if err := os.RemoveAll(filepath.Dir(blocked)); err != nil { // the test's own blocker
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"notes.txt"}) {
+		t.Errorf("after the failed run the directory holds %v, want only [notes.txt]", names)
+	}
+}
+
+// TestFailedDirSyncLeavesNoUnlistedShard pins fault "a failed directory
+// fsync leaves an unlisted shard in an existing set": the first shard of a
+// run into an existing set is renamed into place and then its directory
+// fsync fails; the run fails and leaves the set as it was.
+func TestFailedDirSyncLeavesNoUnlistedShard(t *testing.T) {
+	p, spec := fixture(t, defaultCfg)
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(out, shardfmt.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	atomicfile.SyncDirHook = func(dir string) error {
+		if !failed && strings.HasSuffix(dir, "epoch-00001") {
+			failed = true
+			return errors.New("injected EIO")
+		}
+		return nil
+	}
+	defer func() { atomicfile.SyncDirHook = nil }()
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1})
+	if !errors.Is(err, shardfmt.ErrNotDurable) {
+		t.Fatalf("run = %v, want ErrNotDurable", err)
+	}
+	if got, want := shardsOnDisk(t, out), []string{shardfmt.ShardFileName(0, 0), shardfmt.ShardFileName(0, 1)}; !slices.Equal(got, want) {
+		t.Errorf("shards on disk %v, want %v", got, want)
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, shardfmt.ManifestName)); string(after) != string(before) {
+		t.Error("manifest not restored byte for byte")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -14,80 +13,6 @@ import (
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/source"
 )
-
-// idSet is the set of sample ids a run needs, with the compact rank of each
-// member (its index among the members in id order), which is its staging
-// slot. Memory: 2 bits per source row.
-type idSet struct {
-	n     uint64
-	words []uint64
-	ranks []uint64 // ranks[w] = members below id 64*w
-	count uint64
-}
-
-func newIDSet(n uint64) *idSet {
-	return &idSet{n: n, words: make([]uint64, (n+63)/64)}
-}
-
-func (s *idSet) add(id uint64) { s.words[id>>6] |= 1 << (id & 63) }
-
-// fill adds every id in [0, n).
-func (s *idSet) fill() {
-	for i := range s.words {
-		s.words[i] = ^uint64(0)
-	}
-	if r := s.n & 63; r != 0 {
-		s.words[len(s.words)-1] = 1<<r - 1
-	}
-}
-
-func (s *idSet) has(id uint64) bool { return s.words[id>>6]&(1<<(id&63)) != 0 }
-
-// seal computes the ranks; call after the last add.
-func (s *idSet) seal() {
-	s.ranks = make([]uint64, len(s.words))
-	var c uint64
-	for i, w := range s.words {
-		s.ranks[i] = c
-		c += uint64(bits.OnesCount64(w))
-	}
-	s.count = c
-}
-
-// rank returns the staging slot of member id.
-func (s *idSet) rank(id uint64) uint64 {
-	w := id >> 6
-	return s.ranks[w] + uint64(bits.OnesCount64(s.words[w]&(1<<(id&63)-1)))
-}
-
-// runs returns the stretches of members in [start, start+rows) as row
-// ranges relative to start, with their first staging slot.
-func (s *idSet) runs(start uint64, rows int64) []run {
-	var out []run
-	i := int64(0)
-	for i < rows {
-		id := start + uint64(i)
-		if !s.has(id) {
-			// skip a whole empty word at once
-			if id&63 == 0 && s.words[id>>6] == 0 {
-				i += 64
-				continue
-			}
-			i++
-			continue
-		}
-		lo := i
-		for i < rows && s.has(start+uint64(i)) {
-			if id := start + uint64(i); id&63 == 0 && s.words[id>>6] == ^uint64(0) && i+64 <= rows {
-				i += 64
-				continue
-			}
-			i++
-		}
-		out = append(out, run{lo: int(lo), hi: int(i), dst: int64(s.rank(start + uint64(lo)))})
-	}
-	return out
-}
 
 // sourceFile is one plan source file, checked against the plan. Its
 // footer (a *pqread.File, several times the footer's bytes in memory: 6 MiB

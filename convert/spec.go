@@ -2,8 +2,6 @@ package convert
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -23,8 +22,9 @@ import (
 // Spec is a feature spec: which source columns feed which output tensor and
 // how values are transformed on the way. It is read from YAML by LoadSpec or
 // ParseSpec (unknown keys are rejected with their line number) and extended
-// by ParseTensorFlags. A spec is identified by Hash, computed over its
-// canonical JSON form, never over the YAML text.
+// by ParseTensorFlags. convert/SPEC.md specifies every key. A spec is
+// identified by Hash, computed over its canonical form (SPEC.md §5), never
+// over the YAML text.
 //
 // Example:
 //
@@ -287,6 +287,12 @@ func LoadSpec(path string) (*Spec, error) {
 // ParseSpec parses and validates a YAML feature spec. name is used in error
 // messages. Unknown keys are errors.
 func ParseSpec(data []byte, name string) (*Spec, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil {
+		if err := nullKey(&doc); err != nil {
+			return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
+		}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var s Spec
@@ -307,6 +313,24 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &s, nil
+}
+
+// nullKey finds a mapping key that is YAML null (null, ~, or empty), which
+// the decoder's unknown-field check lets through silently.
+func nullKey(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!null" {
+				return fmt.Errorf("line %d: key %q is null, not a spec key (quote it if it names a column)", k.Line, k.Value)
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := nullKey(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // emptyDocument reports whether n, a decoded YAML document, holds nothing
@@ -392,6 +416,12 @@ func (s *Spec) Validate() error {
 func (t *TensorSpec) validate() error {
 	if t.Name == "" {
 		return specErrorf("missing name")
+	}
+	for _, v := range append([]string{t.Name, t.Column, t.ColumnsRegex}, t.Columns...) {
+		if !utf8.ValidString(v) {
+			// The canonical form (SPEC.md) and the manifest are UTF-8.
+			return specErrorf("%q is not valid UTF-8", v)
+		}
 	}
 	if strings.ContainsFunc(t.Name, unicode.IsControl) {
 		// It would split verify's finding lines and inspect's tables,
@@ -532,21 +562,4 @@ func shapeProduct(s []int64) int64 {
 		p *= d
 	}
 	return p
-}
-
-// CanonicalJSON returns the canonical JSON form of the spec: fields in
-// declaration order, defaults omitted, numbers in canonical text. It is what
-// Hash digests and what the manifest records.
-func (s *Spec) CanonicalJSON() []byte {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // every field is marshalable
-	}
-	return b
-}
-
-// Hash returns "sha256:<hex>" of CanonicalJSON.
-func (s *Spec) Hash() string {
-	h := sha256.Sum256(s.CanonicalJSON())
-	return "sha256:" + hex.EncodeToString(h[:])
 }

@@ -53,6 +53,10 @@ tensors:
 func TestParseSpecRejects(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    colour: red\n", "line 5: field colour not found"},
+		// Regression: null and ~ keys passed the unknown-key check silently.
+		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    null: {fill: 0}\n", `line 5: key "null" is null, not a spec key`},
+		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    ~: 1\n", `line 5: key "~" is null, not a spec key`},
+		{"~: 1\ntensors:\n  - name: a\n    column: a\n    dtype: I64\n", `line 1: key "~" is null`},
 		{"tensors:\n  - name: a\n    column: a\n    dtype: I65\n", "unknown dtype"},
 		{"tensors:\n  - name: a\n    dtype: I64\n", "exactly one of column"},
 		{"tensors:\n  - {name: a, column: a, columns: [b], dtype: I64}\n", "exactly one of column"},
@@ -103,8 +107,9 @@ func TestNumberCanonical(t *testing.T) {
 	}
 }
 
-// TestSpecJSONRoundTrip: the manifest records the spec as JSON; decoding it
-// must give the same spec hash (verify --deep relies on it).
+// TestSpecJSONRoundTrip: the manifest records the spec's canonical form;
+// decoding it must give the same spec hash and canonical form (verify
+// --deep relies on it).
 func TestSpecJSONRoundTrip(t *testing.T) {
 	s, err := ParseSpec([]byte(`
 tensors:
@@ -118,10 +123,7 @@ tensors:
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := s.CanonicalJSON() // what the manifest records
 	var back Spec
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/prepml/prep/plan"
@@ -83,7 +82,10 @@ type spiller struct {
 	groups  []spillGroup
 	routes  []spillRoute // one per requested epoch, ascending
 	windows []*spillWindow
-	bufCap  int // bytes per route buffer
+	bufCap  int      // bytes per route buffer
+	dir     string   // the run's temporary directory, holding the spill file
+	layout  *records // the record layout (no data)
+	jobs    int      // goroutines reading a window back, and shards written at once
 }
 
 // spillChunk is the read size of stage 2 (rounded down to whole entries).
@@ -144,9 +146,10 @@ func newSpiller(ctx context.Context, p *plan.Plan, todo []shardKey, rec int, lim
 	return s, nil
 }
 
-// create makes the spill file under dir with every block reserved (see
+// open makes the spill file under dir with every block reserved (see
 // reserveSpace): a full disk fails here, with ErrNoSpace, not midway.
-func (s *spiller) create(dir string) error {
+func (s *spiller) open(dir string) error {
+	s.dir = dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating spill file: %w", err)
 	}
@@ -178,12 +181,61 @@ func (s *spiller) spillBytes() int64 {
 	return w.base + w.count*int64(s.ent)
 }
 
-// close closes the spill file (the caller removes the temporary directory).
+// close closes the spill file and removes the run's temporary directory.
 func (s *spiller) close() {
 	if s.file != nil {
 		s.file.Close()
 		s.file = nil
 	}
+	if s.dir != "" {
+		removeTemp(s.dir)
+		s.dir = ""
+	}
+}
+
+func (s *spiller) records() *records { return s.layout }
+func (s *spiller) router() *spiller  { return s }
+func (s *spiller) diskBytes() int64  { return s.spillBytes() }
+func (s *spiller) finish() error     { return s.checkFull() }
+
+// phases is one phase per window, in order: the window's records are read
+// back (load) into one window buffer and its steps written to its group's
+// shards, Jobs shards at once; a group's shards are committed in its last
+// window.
+func (s *spiller) phases() []phase {
+	rec := s.rec
+	slots := 0
+	for _, w := range s.windows {
+		slots = max(slots, len(s.groups[w.group].ranks)*(w.s1-w.s0)*s.b)
+	}
+	win := make([]byte, slots*rec)
+	var out []phase
+	for gi := range s.groups {
+		grp := &s.groups[gi]
+		keys := make([]shardKey, len(grp.ranks))
+		for u, k := range grp.ranks {
+			keys[u] = shardKey{grp.epoch, k}
+		}
+		for wi := grp.first; wi < len(s.windows) && s.windows[wi].group == gi; wi++ {
+			w := s.windows[wi]
+			last := wi+1 == len(s.windows) || s.windows[wi+1].group != gi
+			out = append(out, phase{keys: keys, s0: w.s0, s1: w.s1, par: s.jobs, commit: last,
+				load: func(ctx context.Context) error { return s.load(ctx, wi, win, s.jobs) },
+				filler: func(u int, o *shardOut) fillFunc {
+					ga := newGatherer(s.layout, nil, o.geo)
+					var src []int
+					return func(step int, block []byte, ids []uint64, _ int) error {
+						src = src[:0]
+						first := (u*(w.s1-w.s0) + step - w.s0) * s.b
+						for i := range ids { // pads too: routed like every record
+							src = append(src, (first+i)*rec)
+						}
+						return ga.gatherAt(win, block, src)
+					}
+				}})
+		}
+	}
+	return out
 }
 
 // countRecords sets each window's record count: every slot of its batches
@@ -373,123 +425,5 @@ func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error 
 		return err
 	}
 	dropRange(s.file, w.base, total*int64(s.ent))
-	return nil
-}
-
-// writeSpilled is stage 2 of a spilled run: for each window in order, its
-// records are loaded into one window buffer and its batches written to the
-// group's shards (on Jobs goroutines, one shard each at a time); a group's
-// shards are committed after its last window.
-func (r *runner) writeSpilled(ctx context.Context, s *spiller) error {
-	rec := s.rec
-	slots := 0
-	for _, w := range s.windows {
-		slots = max(slots, len(s.groups[w.group].ranks)*(w.s1-w.s0)*s.b)
-	}
-	win := make([]byte, slots*rec)
-	layout := newRecords(r.tensors, nil)
-	jobs := max(1, r.o.Jobs)
-
-	for gi := range s.groups {
-		grp := &s.groups[gi]
-		outs := make([]*shardOut, len(grp.ranks))
-		abort := func() {
-			for _, o := range outs {
-				if o != nil {
-					o.w.Abort()
-				}
-			}
-		}
-		for u, k := range grp.ranks {
-			key := shardKey{grp.epoch, k}
-			r.shardEvent(key, false)
-			o, err := r.openShard(key)
-			if err != nil {
-				abort()
-				return err
-			}
-			outs[u] = o
-		}
-		for wi := grp.first; wi < len(s.windows) && s.windows[wi].group == gi; wi++ {
-			w := s.windows[wi]
-			if err := s.load(ctx, wi, win, jobs); err != nil {
-				abort()
-				return err
-			}
-			err := forEach(ctx, len(outs), jobs, func(u int) error {
-				o := outs[u]
-				ga := newGatherer(layout, nil, o.geo)
-				var src []int
-				var step int
-				fill := func(block []byte, ids []uint64, _ int) error {
-					src = src[:0]
-					first := (u*(w.s1-w.s0) + step - w.s0) * s.b
-					for i := range ids { // pads too: routed like every record
-						src = append(src, (first+i)*rec)
-					}
-					return ga.gatherAt(win, block, src)
-				}
-				for step = w.s0; step < w.s1; step++ {
-					if err := r.writeStep(o, step, fill); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				abort()
-				return err
-			}
-		}
-		err := forEach(ctx, len(outs), 2*jobs, func(u int) error {
-			if err := r.commitShard(outs[u]); err != nil {
-				return err
-			}
-			outs[u] = nil
-			r.shardEvent(shardKey{grp.epoch, grp.ranks[u]}, true)
-			return nil
-		})
-		if err != nil {
-			abort()
-			return err
-		}
-	}
-	return nil
-}
-
-// forEach calls fn(0..n-1) on at most par goroutines and returns the first
-// error (by index) of the calls that ran; after an error or cancellation of
-// ctx no new call starts.
-func forEach(ctx context.Context, n, par int, fn func(i int) error) error {
-	errs := make([]error, n)
-	var next atomic.Int64
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for range min(n, max(1, par)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || failed.Load() {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[i] = err
-					failed.Store(true)
-					return
-				}
-				if errs[i] = fn(i); errs[i] != nil {
-					failed.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
 	return nil
 }

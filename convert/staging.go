@@ -1,13 +1,94 @@
 package convert
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
 )
+
+// stage is where stage 1 leaves the record of every needed sample and stage
+// 2 takes it from: in memory (memStage: anonymous memory, records at their
+// slots) or spilled to disk by output window (spiller, spill.go). newStage
+// picks one; the rest of a run does not ask which.
+type stage interface {
+	// records is the record layout; stage 1 assembles records in place in
+	// its data, which is nil for a spilled stage.
+	records() *records
+	// router, non-nil for a spilled stage, is where stage 1 routes each
+	// assembled block of records instead.
+	router() *spiller
+	// diskBytes is the space the stage takes on disk (0 in memory).
+	diskBytes() int64
+	// open makes the stage ready for stage 1, using dir for its files.
+	open(dir string) error
+	// finish checks, after stage 1, that every record arrived.
+	finish() error
+	// phases cuts stage 2 into phases (write.go).
+	phases() []phase
+	// close releases the stage's memory and files.
+	close()
+}
+
+// newStage returns the stage of todo, whose needed ids are set: anonymous
+// memory when the records fit memoryLimit (and the mapping succeeds),
+// otherwise spilled by output window, so that memory stays bounded by the
+// limit whatever the input size. A stage with no records is in memory.
+func newStage(ctx context.Context, p *plan.Plan, todo []shardKey, set *idSet, tensors []shardfmt.TensorInfo, memoryLimit int64, jobs int) (stage, error) {
+	rec := recordSize(tensors)
+	size := int64(set.count) * int64(rec)
+	mem := &staging{} // nothing staged
+	if anonStaging(size, memoryLimit) {
+		if a := newStaging(size); a != nil {
+			mem = a
+		}
+	}
+	if size == 0 || mem.data != nil {
+		return &memStage{mem: mem, recs: newRecords(tensors, mem.data), set: set, todo: todo, steps: p.Steps(), par: shardWriters(jobs)}, nil
+	}
+	sp, err := newSpiller(ctx, p, todo, rec, memoryLimit, jobs, shardWriters(jobs))
+	if err != nil {
+		return nil, err
+	}
+	sp.layout, sp.jobs = newRecords(tensors, nil), max(1, jobs)
+	return sp, nil
+}
+
+// memStage is a stage in memory: every needed sample's record at its slot
+// (idSet.rank) of one staging area.
+type memStage struct {
+	mem   *staging
+	recs  *records
+	set   *idSet
+	todo  []shardKey
+	steps int
+	par   int // shards written at once
+}
+
+func (m *memStage) records() *records { return m.recs }
+func (m *memStage) router() *spiller  { return nil }
+func (m *memStage) diskBytes() int64  { return 0 }
+func (m *memStage) open(string) error { return nil }
+func (m *memStage) finish() error     { return nil }
+func (m *memStage) close()            { m.mem.remove() }
+
+// phases is one phase: every shard, every step, shardWriters(Jobs) shards
+// at once (each writer spends part of its time blocked in fsync, shard
+// commit and manifest, while another gathers), each sample gathered from
+// its slot.
+func (m *memStage) phases() []phase {
+	return []phase{{keys: m.todo, s0: 0, s1: m.steps, par: m.par, commit: true,
+		filler: func(_ int, o *shardOut) fillFunc {
+			ga := newGatherer(m.recs, m.set, o.geo)
+			return func(_ int, block []byte, ids []uint64, _ int) error { return ga.gather(block, ids) }
+		}}}
+}
 
 // staging is a run's stage-1 output when it fits the memory limit: the
 // staging records (see records), sized exactly (slots x record bytes), in

@@ -46,7 +46,7 @@ func TestSpillBlocksReserved(t *testing.T) {
 			}
 			dir := filepath.Join(t.TempDir(), TempDirName, "1")
 			s := &spiller{ent: 4096, windows: []*spillWindow{{count: 512}, {base: 512 * 4096, count: size/4096 - 512}}}
-			if err := s.create(dir); err != nil {
+			if err := s.open(dir); err != nil {
 				t.Fatal(err)
 			}
 			defer removeTemp(dir)
@@ -79,7 +79,7 @@ func TestSpillDiskFull(t *testing.T) {
 			}
 			dir := filepath.Join(fs, TempDirName, "1")
 			s := &spiller{ent: 8, windows: []*spillWindow{{count: 1 << 20}}}
-			err := s.create(dir)
+			err := s.open(dir)
 			removeTemp(dir)
 			if err == nil {
 				t.Fatal("8 MiB of spill on a 1 MiB file system succeeded")

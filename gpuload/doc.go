@@ -88,6 +88,18 @@
 // BenchmarkCUDAControlPath). Builds without cgo get a backend that fails
 // with ErrCUDAUnavailable.
 //
+// # Shard-set metadata and errors
+//
+// ReadSetInfo reads what a trainer checks before its first batch (world
+// size, epochs, steps per epoch, tensors, plan and order fingerprints) from
+// the set's manifest.json and plan.json without opening a shard. Open tells
+// a missing directory or manifest (ErrNoShardSet), an epoch or rank outside
+// the plan (ErrOutsidePlan, naming the range) and a shard in the plan but
+// not in this set (ErrNoShard: another node's rank, or deleted by prep gc)
+// apart. The C ABI has them as gl_get_info, gl_tensor_info and distinct
+// GL_ERR_* codes; the Python package (gpuload/python) reads the same files
+// in pure Python.
+//
 // # Batch lifetime
 //
 // Batches are released explicitly: a Batch's memory (Tensor.Ptr and

@@ -10,9 +10,19 @@ import (
 // Sentinel errors. Errors returned by this package wrap them (test with
 // errors.Is); most arrive inside an *Error that says where.
 var (
-	// ErrNoShard is returned by Open when the manifest has no shard for the
-	// requested (epoch, rank), or the shard file is missing.
-	ErrNoShard = errors.New("no shard for this epoch and rank")
+	// ErrNoShard is returned by Open when the (epoch, rank) is in the plan
+	// but the shard set holds no shard for it (another node's rank, an epoch
+	// not converted here or deleted by prep gc), or the shard file is
+	// missing.
+	ErrNoShard = errors.New("no shard for this epoch and rank on this node")
+
+	// ErrNoShardSet is returned by Open and ReadSetInfo when the directory
+	// does not exist or holds no manifest.json.
+	ErrNoShardSet = errors.New("no shard set")
+
+	// ErrOutsidePlan is returned by Open when the epoch or rank is outside
+	// the plan's range (the message names the range).
+	ErrOutsidePlan = errors.New("outside the plan")
 
 	// ErrPlanMismatch is returned by Open when the shard set or the shard was
 	// made by a different plan than Options.PlanFingerprint, or when the

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -213,17 +211,16 @@ type slotMeta struct {
 // manifest's (a truncated shard fails here, naming expected and actual
 // size, ErrCorrupt), then that the shard's provenance, batch count and tensor table
 // agree with the manifest and opts.PlanFingerprint (ErrPlanMismatch). It
-// returns ErrNoShard when the manifest lists no such shard, and
+// returns ErrNoShardSet when dir or its manifest is missing, ErrOutsidePlan
+// when epoch or rank is outside the plan, ErrNoShard when the shard is in
+// the plan but not in this shard set (or its file is missing), and
 // ErrCUDAUnavailable or a *CUDAError when the cuda backend cannot start.
 func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
 	// The shard set (shardset) follows no symbolic link inside the set and
 	// makes every check against the manifest before the file is mapped.
 	set, err := shardset.Open(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, shardset.ErrNotSet) {
-			err = fmt.Errorf("%w: %w", ErrNoShard, err)
-		}
-		return nil, &Error{Op: "reading manifest", Path: filepath.Join(dir, shardset.ManifestName), Epoch: epoch, Rank: rank, Step: -1, Offset: -1, Err: err}
+		return nil, setOpenError(dir, err)
 	}
 	defer set.Close()
 	where := func(path string, err error) error {
@@ -231,7 +228,7 @@ func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
 	}
 	ent, ok := set.Entry(epoch, rank)
 	if !ok {
-		return nil, where(dir, fmt.Errorf("%w: epoch %d rank %d not in %s", ErrNoShard, epoch, rank, shardset.ManifestName))
+		return nil, where(dir, missingShard(set, epoch, rank))
 	}
 	path := set.Path(ent.Path)
 	if m := set.Manifest(); opts.PlanFingerprint != "" && opts.PlanFingerprint != m.PlanFingerprint {

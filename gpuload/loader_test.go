@@ -284,6 +284,7 @@ func copyToHostAfterClose(t *testing.T, dir string, o Options) {
 
 func TestOpenErrors(t *testing.T) {
 	dir := writeSet(t, small)
+	node := writeSet(t, small)
 	shard := filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(1, 0)))
 	cases := []struct {
 		name    string
@@ -294,8 +295,19 @@ func TestOpenErrors(t *testing.T) {
 		want    error
 		mention []string
 	}{
-		{name: "no manifest", dir: t.TempDir(), want: ErrNoShard, mention: []string{"manifest.json"}},
-		{name: "epoch not in manifest", dir: dir, epoch: 2, want: ErrNoShard, mention: []string{"epoch 2 rank 0"}},
+		{name: "no manifest", dir: t.TempDir(), want: ErrNoShardSet, mention: []string{"manifest.json"}},
+		{name: "no directory", dir: filepath.Join(t.TempDir(), "gone"), want: ErrNoShardSet, mention: []string{"gone: no shard set: no such directory"}},
+		{name: "epoch outside the plan", dir: dir, epoch: 2, want: ErrOutsidePlan, mention: []string{"epoch 2 outside the plan's epochs [0, 2)"}},
+		{name: "shard not on this node", dir: node, epoch: 1, damage: func(t *testing.T) {
+			m, err := shardfmt.ReadManifest(node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Shards = m.Shards[:2] // epoch 0 only: epoch 1 converted elsewhere
+			if err := shardfmt.WriteManifest(node, m); err != nil {
+				t.Fatal(err)
+			}
+		}, want: ErrNoShard, mention: []string{"epoch 1 rank 0 not in manifest.json (in the plan, but not converted on this node"}},
 		{name: "other plan", dir: dir, opts: Options{PlanFingerprint: "plan:other"}, want: ErrPlanMismatch, mention: []string{"plan:other", testshards.PlanFingerprint}},
 		{name: "unknown backend", dir: dir, opts: Options{Backend: "tpu"}, mention: []string{`"tpu"`}},
 		{name: "negative prefetch", dir: dir, opts: Options{Prefetch: -1}, mention: []string{"prefetch -1"}},

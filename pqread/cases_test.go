@@ -49,7 +49,7 @@ func hexBits(t *testing.T, v any) []int64 {
 	return out
 }
 
-func TestB01ZeroIsNotNull(t *testing.T) {
+func TestCaseB01ZeroVsNull(t *testing.T) {
 	f := mustOpen(t, casePath("B01-zero-vs-null", "zeros_and_nulls.parquet"))
 	x := mustRead(t, f, "x", 0)
 	if x.Kind != KindFloat32 || !slices.Equal(x.RowValid, []bool{false, true, true, false}) || !slices.Equal(x.Float32, []float32{0, 0, 1.5, 0}) {
@@ -64,7 +64,7 @@ func TestB01ZeroIsNotNull(t *testing.T) {
 	}
 }
 
-func TestB03ListNullElementKeepsLength(t *testing.T) {
+func TestCaseB03ListNullElement(t *testing.T) {
 	f := mustOpen(t, casePath("B03-list-null-element", "list_null_elem.parquet"))
 	v := mustRead(t, f, "v", 0)
 	if !slices.Equal(v.Offsets, []int64{0, 3, 6}) || v.RowValid != nil {
@@ -85,7 +85,7 @@ func TestB03ListNullElementKeepsLength(t *testing.T) {
 	}
 }
 
-func TestB04EveryListLayoutReadsAlike(t *testing.T) {
+func TestCaseB04ListLayouts(t *testing.T) {
 	want := []float32{}
 	for i := range 4 {
 		want = append(want, float32(i), float32(i)+0.5, -float32(i), 0.25)
@@ -107,7 +107,7 @@ func TestB04EveryListLayoutReadsAlike(t *testing.T) {
 	}
 }
 
-func TestB06RaggedListOffsets(t *testing.T) {
+func TestCaseB06RaggedLists(t *testing.T) {
 	for _, file := range []string{"ragged.parquet", "ragged_double.parquet"} {
 		f := mustOpen(t, casePath("B06-ragged-lists", file))
 		v := mustRead(t, f, "v", 0)
@@ -128,7 +128,7 @@ func TestB06RaggedListOffsets(t *testing.T) {
 	}
 }
 
-func TestB07DictionaryThenPlainFallback(t *testing.T) {
+func TestCaseB07DictFallback(t *testing.T) {
 	f := mustOpen(t, casePath("B07-dict-fallback", "dict_then_plain.parquet"))
 	x := mustRead(t, f, "x", 0)
 	if x.Rows != 20000 {
@@ -153,7 +153,7 @@ func TestB07DictionaryThenPlainFallback(t *testing.T) {
 	}
 }
 
-func TestB09DeltaExtremesAndWideMiniblocks(t *testing.T) {
+func TestCaseB09DeltaIntExtremes(t *testing.T) {
 	a := []int64{math.MinInt64, math.MaxInt64, 0, -1, math.MaxInt64, math.MinInt64}
 	b := []int32{math.MinInt32, math.MaxInt32, 0, -1, math.MaxInt32, math.MinInt32}
 	f := mustOpen(t, casePath("B09-delta-int-extremes", "delta_extremes.parquet"))
@@ -177,7 +177,7 @@ func TestB09DeltaExtremesAndWideMiniblocks(t *testing.T) {
 	}
 }
 
-func TestB10DeltaByteArrayEqualsPlain(t *testing.T) {
+func TestCaseB10DeltaByteArray(t *testing.T) {
 	ex := caseExpect(t, "B10-delta-byte-array")["values"].(map[string]any)
 	s := ex["s"].(map[string]any)
 	fb := ex["fb"].(map[string]any)
@@ -204,7 +204,7 @@ func TestB10DeltaByteArrayEqualsPlain(t *testing.T) {
 	}
 }
 
-func TestB11ByteStreamSplitWithNulls(t *testing.T) {
+func TestCaseB11ByteStreamSplitNulls(t *testing.T) {
 	ex := caseExpect(t, "B11-byte-stream-split-nulls")["values"].(map[string]any)
 	f := mustOpen(t, casePath("B11-byte-stream-split-nulls", "bss_nullable.parquet"))
 	for _, name := range []string{"x", "d"} {
@@ -234,7 +234,7 @@ func TestB11ByteStreamSplitWithNulls(t *testing.T) {
 	}
 }
 
-func TestB13NegativeDecimals(t *testing.T) {
+func TestCaseB13NegativeDecimals(t *testing.T) {
 	ex := caseExpect(t, "B13-negative-decimals")["values"].(map[string]any)
 	wantBits := hexBits(t, ex["float64"].(map[string]any)["bits"])
 	unscaled := []int64{-1234567, -1, 1, 0, 123456789}
@@ -288,7 +288,7 @@ func TestB13NegativeDecimals(t *testing.T) {
 	check("decimal_flba13.parquet", "b", got)
 }
 
-func TestB14Float16InputBits(t *testing.T) {
+func TestCaseB14Float16Input(t *testing.T) {
 	want := []uint16{0x3C00, 0xC000, 0x7BFF, 0x7C00, 0x7E01, 0x0001, 0x8000}
 	for _, file := range []string{"f16_plain.parquet", "f16_byte_stream_split.parquet", "f16_unannotated_flba2.parquet"} {
 		f := mustOpen(t, casePath("B14-float16-input", file))
@@ -312,7 +312,7 @@ func TestB14Float16InputBits(t *testing.T) {
 	}
 }
 
-func TestB16NaNInfBitExact(t *testing.T) {
+func TestCaseB16NaNInf(t *testing.T) {
 	ex := caseExpect(t, "B16-nan-inf")["values"].(map[string]any)
 	want := hexBits(t, ex["x"].(map[string]any)["bits"])
 	f := mustOpen(t, casePath("B16-nan-inf", "nan_inf_two_row_groups.parquet"))
@@ -330,7 +330,7 @@ func TestB16NaNInfBitExact(t *testing.T) {
 	}
 }
 
-func TestB19CorruptFilesFailCleanly(t *testing.T) {
+func TestCaseB19CorruptFiles(t *testing.T) {
 	for _, tc := range []struct {
 		file  string
 		parts []string
@@ -367,7 +367,7 @@ func TestB19CorruptFilesFailCleanly(t *testing.T) {
 	}
 }
 
-func TestB20ListRowsContinueAcrossPages(t *testing.T) {
+func TestCaseB20ListsAcrossPages(t *testing.T) {
 	for _, file := range []string{"emb_pages_row_aligned.parquet", "emb_pages_split_rows.parquet"} {
 		f := mustOpen(t, casePath("B20-lists-across-pages", file))
 		var all []float32
@@ -398,7 +398,7 @@ func TestB20ListRowsContinueAcrossPages(t *testing.T) {
 	}
 }
 
-func TestB21HugeStringExactAndLimited(t *testing.T) {
+func TestCaseB21HugeString(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates 40 MB")
 	}
@@ -421,7 +421,7 @@ func TestB21HugeStringExactAndLimited(t *testing.T) {
 	wantErr(t, err, ErrLimit, "hugestr.parquet", `column "text"`, "row group 0", "row 1", "40000000")
 }
 
-func TestB23ColumnsMatchedByName(t *testing.T) {
+func TestCaseB23ColumnOrder(t *testing.T) {
 	// f1 holds ids 0..2 as (id, x, y); f2 ids 3..5 as (y, id, x).
 	for fi, file := range []string{"f1.parquet", "f2.parquet"} {
 		f := mustOpen(t, casePath("B23-column-order", file))
@@ -435,7 +435,7 @@ func TestB23ColumnsMatchedByName(t *testing.T) {
 	}
 }
 
-func TestB25NamesByteExactAndUnambiguous(t *testing.T) {
+func TestCaseB25ColumnNames(t *testing.T) {
 	f := mustOpen(t, casePath("B25-column-names", "names.parquet"))
 	readI := func(name string) int32 {
 		c := mustRead(t, f, name, 0)

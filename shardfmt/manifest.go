@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,11 +161,18 @@ func ParseManifestUnchecked(data []byte, path string) (*Manifest, error) {
 }
 
 // parseManifest decodes a manifest (read from path) and checks its format
-// field.
+// field. Numbers inside the feature spec (Manifest.Spec) are kept as their text
+// (json.Number), so an integer such as bytes.buckets up to 2^63-1 is
+// encoded again exactly, not rounded through float64.
 func parseManifest(b []byte, path string) (*Manifest, error) {
 	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("decoding manifest %s: %w", path, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("decoding manifest %s: data after the JSON object", path)
 	}
 	if m.Format != ManifestFormat {
 		return nil, fmt.Errorf("decoding manifest %s: format %q, want %q: %w", path, m.Format, ManifestFormat, ErrManifest)

@@ -198,3 +198,41 @@ func TestTensorNameWithNULRefused(t *testing.T) {
 		t.Errorf("name with '/', '-', '.', space and Cyrillic refused: %v", err)
 	}
 }
+
+// TestManifestSpecIntegersExact pins a fault: a manifest's feature spec was
+// decoded through float64, so bytes.buckets 2^63-1 (the documented maximum)
+// came back as 9223372036854775808 and the spec no longer matched its hash.
+// Reading and rewriting a manifest keeps every spec integer exact.
+func TestManifestSpecIntegersExact(t *testing.T) {
+	dir := t.TempDir()
+	spec := `{"tensors":[{"bytes":{"buckets":9223372036854775807,"mode":"hash"},"column":"s","dtype":"I64","name":"h"},{"bytes":{"buckets":9007199254740993,"mode":"hash"},"column":"s","dtype":"I64","name":"g"}]}`
+	m := &Manifest{ToolVersion: "v1", PlanFingerprint: "p", SourceFingerprint: "s", SpecHash: "h",
+		Spec: json.RawMessage(spec), Tensors: []TensorInfo{{Name: "h", DType: I64}}, Shards: []ShardEntry{}}
+	if err := WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, ManifestName))
+	got, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(got.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != spec {
+		t.Errorf("spec read back as\n%s\nwant\n%s", b, spec)
+	}
+	if err := WriteManifest(dir, got); err != nil {
+		t.Fatal(err)
+	}
+	if second, _ := os.ReadFile(filepath.Join(dir, ManifestName)); string(second) != string(first) {
+		t.Errorf("manifest not byte-identical on rewrite:\n%s\n%s", first, second)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), append(first, `{}`...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), "data after the JSON object") {
+		t.Errorf("manifest with trailing data: %v", err)
+	}
+}

@@ -22,7 +22,7 @@ import (
 )
 
 // smallParquet returns a Parquet file of 3 int64 rows in one row group.
-func smallParquet(t *testing.T) []byte {
+func smallParquet(t testing.TB) []byte {
 	t.Helper()
 	type row struct {
 		ID int64 `parquet:"id"`
@@ -40,7 +40,7 @@ func smallParquet(t *testing.T) []byte {
 
 // rewriteFooter returns file with its FileMetaData decoded, edited and
 // encoded again (thrift compact), the footer length updated.
-func rewriteFooter(t *testing.T, file []byte, edit func(*format.FileMetaData)) []byte {
+func rewriteFooter(t testing.TB, file []byte, edit func(*format.FileMetaData)) []byte {
 	t.Helper()
 	n := int(binary.LittleEndian.Uint32(file[len(file)-8:]))
 	var fm format.FileMetaData

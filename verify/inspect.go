@@ -32,6 +32,8 @@ type Inspection struct {
 	Shard *ShardView `json:"shard,omitempty"`
 	Set   *SetView   `json:"set,omitempty"`
 	Plan  *PlanView  `json:"plan,omitempty"`
+	// Parquet is a Parquet file's columns (Kind InspectParquet).
+	Parquet *ParquetView `json:"parquet,omitempty"`
 }
 
 // ShardView is the structure of one shard file.
@@ -139,7 +141,11 @@ func Inspect(path string) (*Inspection, error) {
 	}
 	head := readHead(path, 64)
 	if bytes.HasPrefix(head, []byte("PAR1")) {
-		return nil, fmt.Errorf("%w: %s is a Parquet file (inspect reads shards, shard sets and plans; prep plan --source reads Parquet)", ErrUnknownKind, path)
+		v, err := inspectParquet(path)
+		if err != nil {
+			return nil, err
+		}
+		return &Inspection{Kind: InspectParquet, Parquet: v}, nil
 	}
 	if bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("{")) { // a plan file
 		p, err := plan.Load(path)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -91,5 +92,28 @@ func TestInspectSetRefusesManifestPathOutsideSet(t *testing.T) {
 	}
 	if _, err := verify.Inspect(filepath.Join(f.Dir, shardfmt.ManifestName)); !errors.Is(err, shardfmt.ErrManifest) {
 		t.Errorf("Inspect(manifest.json) = %v; want shardfmt.ErrManifest", err)
+	}
+}
+
+// TestInspectParquetListsColumns: prep inspect FILE.parquet gives the names
+// a feature spec's column keys take, with physical and logical types and
+// nullability, from the bundled venomx file (pyarrow 15).
+func TestInspectParquetListsColumns(t *testing.T) {
+	in, err := verify.Inspect(filepath.Join("..", "testdata", "ml", "venomx", "embeddings.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Kind != verify.InspectParquet || in.Parquet.Rows != 100 || in.Parquet.RowGroups != 1 || in.Parquet.Size != 33154 {
+		t.Fatalf("kind %q view %+v", in.Kind, in.Parquet)
+	}
+	want := []verify.ParquetColumn{
+		{Name: "id", Physical: "INT32", Nullable: true},
+		{Name: "name", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true},
+		{Name: "embedding", Physical: "FLOAT", Nullable: true, List: true, ElemNullable: true},
+		{Name: "metadata.key_value.key", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true, List: true},
+		{Name: "metadata.key_value.value", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true, List: true, ElemNullable: true},
+	}
+	if !reflect.DeepEqual(in.Parquet.Columns, want) {
+		t.Errorf("columns\n%+v\nwant\n%+v", in.Parquet.Columns, want)
 	}
 }

@@ -302,7 +302,7 @@ func (c *checker) loadPlan() {
 		for r := 0; r < cfg.WorldSize; r++ {
 			if !have[[2]int{e, r}] {
 				c.add(Finding{Kind: KindRankMissing, Shard: shardfmt.ShardFileName(e, r), Epoch: intp(e), Rank: intp(r),
-					Message: "the plan has this (epoch, rank) but the manifest lists no shard for it"})
+					Message: "the plan has this (epoch, rank) but the manifest lists no shard for it (a set holding only some epochs or ranks, such as one node's: verify --partial)"})
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -57,7 +56,7 @@ DIR/.prep.lock keeps two runs apart (exit code 3).
 --tensor NAME=COL[,COL...]:DTYPE[:SHAPE] adds a tensor without a spec file,
 for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2.
 
-The feature spec (YAML; keys in convert/doc.go) names each tensor's columns,
+The feature spec (YAML; keys in convert/SPEC.md) names each tensor's columns,
 dtype, per-sample shape, and the null, NaN, list, bytes and cast policies.
 Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 		Example: `  # every epoch and rank of the plan
@@ -219,25 +218,22 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		return err
 	}
 	if o.asJSON {
-		return json.NewEncoder(g.stdout).Encode(sum)
+		return newJSONEncoder(g.stdout).Encode(sum)
 	}
-	_, err = fmt.Fprintf(g.stdout, "%s: %d shards written (%d already complete), %d rows, %s in %.2fs (%.0f MB/s); decoded %d samples from %d row groups (%d skipped); peak RSS %s, peak heap %s\n",
-		sum.Output, sum.Shards, sum.SkippedShards, sum.Rows, formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
-		sum.SamplesDecoded, sum.RowGroupsRead, sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
+	out := g.summary()
+	_, err = fmt.Fprintf(out, "%s: %s written (%d already complete), %s, %s in %.2fs (%.0f MB/s); decoded %s from %s (%d skipped); peak RSS %s, peak heap %s\n",
+		sum.Output, count(sum.Shards, "shard"), sum.SkippedShards, count(sum.Rows, "row"), formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
+		count(sum.SamplesDecoded, "sample"), count(sum.RowGroupsRead, "row group"), sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
 	if err == nil && sum.RowGroupsSliced > 0 {
-		groups := "row groups"
-		if sum.RowGroupsSliced == 1 {
-			groups = "row group"
-		}
-		_, err = fmt.Fprintf(g.stdout, "%d %s would not fit --memory-limit decoded whole: decoded in %d row slices, which costs decode time (a larger --memory-limit or smaller row groups avoid it)\n",
-			sum.RowGroupsSliced, groups, sum.RowSlices)
+		_, err = fmt.Fprintf(out, "%s would not fit --memory-limit decoded whole: decoded in %s, which costs decode time (a larger --memory-limit or smaller row groups avoid it)\n",
+			count(sum.RowGroupsSliced, "row group"), count(sum.RowSlices, "row slice"))
 	}
 	if err == nil && sum.SpillWindows > 0 {
-		_, err = fmt.Fprintf(g.stdout, "staging (%s) exceeded --memory-limit: spilled %s to disk in %d output windows\n",
-			formatBytes(sum.StagingBytes), formatBytes(sum.SpillBytes), sum.SpillWindows)
+		_, err = fmt.Fprintf(out, "staging (%s) exceeded --memory-limit: spilled %s to disk in %s\n",
+			formatBytes(sum.StagingBytes), formatBytes(sum.SpillBytes), count(sum.SpillWindows, "output window"))
 	}
 	if err == nil && len(sum.Overflows) > 0 {
-		_, err = fmt.Fprintf(g.stdout, "overflows (values too large for the dtype, stored as ±Inf or ±448): %s\n", formatCounts(sum.Overflows))
+		_, err = fmt.Fprintf(out, "overflows (values too large for the dtype, stored as ±Inf or ±448): %s\n", formatCounts(sum.Overflows))
 	}
 	return err
 }

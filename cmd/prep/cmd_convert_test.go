@@ -320,7 +320,7 @@ func TestConvertUnknownColumnListsTheFileColumns(t *testing.T) {
 	pf := convertFixture(t)
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "id=idd:I64", "-o", out, "-q")
-	if code != 1 || !strings.Contains(errs, `column \"idd\"`) || !strings.Contains(errs, `the file's columns are \"id\", \"a\", \"b\"`) {
+	if code != 1 || !strings.Contains(errs, `column "idd"`) || !strings.Contains(errs, `the file's columns are "id", "a", "b"`) {
 		t.Errorf("exit %d, stderr %q; want 1 listing the file's columns", code, errs)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -346,10 +346,10 @@ func TestConvertBadTensorFlagIsUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--tensor", "x=id:i64"}, `unknown dtype \"i64\"`},
+		{[]string{"--tensor", "x=id:i64"}, `unknown dtype "i64"`},
 		{[]string{"--tensor", "x=id:I64:0"}, "every dimension must be in [1, 2^31]"},
 		{[]string{"--tensor", "x=:I64"}, "set exactly one of column"},
-		{[]string{"--spec", specPath, "--tensor", "id=a:F32"}, `tensor name \"id\" used twice`},
+		{[]string{"--spec", specPath, "--tensor", "id=a:F32"}, `tensor name "id" used twice`},
 	} {
 		args := append([]string{"convert", "--plan", pf, "-o", out, "-q"}, c.args...)
 		code, _, errs := runCLI(args...)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -52,15 +51,16 @@ name becomes '_' in its file name. The batch checksum is verified first.`,
 				return err
 			}
 			if o.asJSON {
-				enc := json.NewEncoder(g.stdout)
+				enc := newJSONEncoder(g.stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(res)
 			}
+			out := g.summary()
 			for _, f := range res.Files {
-				fmt.Fprintf(g.stdout, "%s\t%s %v\n", f.File, f.Descr, f.Shape)
+				fmt.Fprintf(out, "%s\t%s %v\n", f.File, f.Descr, f.Shape)
 			}
-			fmt.Fprintf(g.stdout, "epoch %d rank %d step %d: %d samples (%d pads) from %s\n",
-				res.Epoch, res.Rank, res.Step, res.Count, res.Pads, res.Shard)
+			fmt.Fprintf(out, "epoch %d rank %d step %d: %s (%s) from %s\n",
+				res.Epoch, res.Rank, res.Step, count(res.Count, "sample"), count(res.Pads, "pad"), res.Shard)
 			return nil
 		},
 	}

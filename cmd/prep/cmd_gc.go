@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -90,8 +89,9 @@ func runGC(g *globalOptions, o *gcOptions, dir string) (err error) {
 		g.log.Warn("took over a stale lock left by a killed run", "output", dir, "stale_pid", res.Stale.PID, "stale_host", res.Stale.Host)
 	}
 	if o.asJSON {
-		return json.NewEncoder(g.stdout).Encode(res)
+		return newJSONEncoder(g.stdout).Encode(res)
 	}
+	out := g.summary()
 	verb := "removed"
 	if res.DryRun {
 		verb = "would remove"
@@ -101,16 +101,16 @@ func runGC(g *globalOptions, o *gcOptions, dir string) (err error) {
 		if !s.Listed {
 			note = " (unlisted)"
 		}
-		fmt.Fprintf(g.stdout, "%s %s%s\n", verb, s.Path, note)
+		fmt.Fprintf(out, "%s %s%s\n", verb, s.Path, note)
 	}
 	for _, d := range res.RemovedDirs {
-		fmt.Fprintf(g.stdout, "%s %s/\n", verb, d)
+		fmt.Fprintf(out, "%s %s/\n", verb, d)
 	}
 	if res.TempBytes > 0 {
-		fmt.Fprintf(g.stdout, "%s %s/ (%d bytes left by a killed convert)\n", verb, gc.TempDirName, res.TempBytes)
+		fmt.Fprintf(out, "%s %s/ (%s left by a killed convert)\n", verb, gc.TempDirName, count(res.TempBytes, "byte"))
 	}
-	fmt.Fprintf(g.stdout, "%s %d files, %d bytes; %d shards kept (epochs %s)\n",
-		verb, len(res.Removed), res.FreedBytes, res.Kept, formatEpochs(res.KeptEpochs))
+	fmt.Fprintf(out, "%s %s, %s; %s kept (epochs %s)\n",
+		verb, count(len(res.Removed), "file"), count(res.FreedBytes, "byte"), count(res.Kept, "shard"), formatEpochs(res.KeptEpochs))
 	if g.log != nil {
 		g.log.Info("gc done", "output", dir, "keep_from_epoch", o.keepFrom, "dry_run", res.DryRun,
 			"removed_files", len(res.Removed), "freed_bytes", res.FreedBytes, "kept_shards", res.Kept)

@@ -236,7 +236,7 @@ func TestGCCommandRefusesManifestPathOutsideSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := runCLI("gc", dir, "--keep-from-epoch", "1")
-	if code != 1 || out != "" || !strings.Contains(errs, `invalid manifest: shard 0: path \"../canary\" is not`) {
+	if code != 1 || out != "" || !strings.Contains(errs, `invalid manifest: shard 0: path "../canary" is not`) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	if b, err := os.ReadFile(canary); err != nil || string(b) != "precious" {

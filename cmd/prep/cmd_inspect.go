@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -24,7 +23,7 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
 	o := &inspectOptions{}
 	cmd := &cobra.Command{
 		Use:   "inspect PATH",
-		Short: "Show the structure of a shard, a shard set or a plan",
+		Short: "Show the structure of a shard, a shard set, a plan or a Parquet file",
 		Long: `inspect describes PATH without reading batch data:
 
   a shard file      its layout (regions with offsets and sizes), provenance,
@@ -36,20 +35,24 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
                     missing, size_mismatch, invalid)
   a plan file       its inputs (source, seed, epochs, global batch, world
                     size, workers, shuffle, remainder) and derived counts
+  a Parquet file    its rows, row groups and columns (the names a feature
+                    spec's column keys take, physical and logical type,
+                    nullability), from the footer alone
 
---json prints {"kind": "shard"|"shard_set"|"plan", "shard"|"set"|"plan": {...}}
+--json prints {"kind": "shard"|"shard_set"|"plan"|"parquet", "shard"|"set"|"plan"|"parquet": {...}}
 with the fields shown in the text form.`,
 		Example: `  prep inspect /local/shards
   prep inspect /local/shards/epoch-00000/rank-00000.shard --batches 0
-  prep inspect plan.json --json`,
-		Args: oneArg("a shard, shard set directory or plan file (PATH)"),
+  prep inspect plan.json --json
+  prep inspect data/part-0.parquet       # column names for a feature spec`,
+		Args: oneArg("a shard, shard set directory, plan file or Parquet file (PATH)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := verify.Inspect(args[0])
 			if err != nil {
 				return err
 			}
 			if o.asJSON {
-				enc := json.NewEncoder(g.stdout)
+				enc := newJSONEncoder(g.stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(in)
 			}
@@ -78,7 +81,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		p := s.Provenance
 		row("shard", "%s", s.Path)
 		row("size", "%d bytes", s.Size)
-		row("epoch, rank", "%d, %d (world size %d, %d workers)", p.Epoch, p.Rank, p.WorldSize, p.Workers)
+		row("epoch, rank", "%d, %d (world size %d, %s)", p.Epoch, p.Rank, p.WorldSize, count(p.Workers, "worker"))
 		fingerprints(p.PlanFingerprint, p.SourceFingerprint, p.SpecHash)
 		row("tool", "%s", p.ToolVersion)
 		row("batches", "%d, each %d sample slots in a %d-byte block", s.NumBatches, s.BatchSize, s.BlockSize)
@@ -144,7 +147,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		row("source fingerprint", "%s", p.SourceFP)
 		row("seed", "%d", c.Seed)
 		row("epochs", "%d", c.Epochs)
-		row("global batch", "%d (world size %d, %d per rank, %d workers per rank)", c.GlobalBatch, c.WorldSize, p.BatchSize, c.Workers)
+		row("global batch", "%d (world size %d, %d per rank, %s per rank)", c.GlobalBatch, c.WorldSize, p.BatchSize, count(c.Workers, "worker"))
 		shuffle := string(c.Shuffle)
 		if c.Window > 0 {
 			shuffle += fmt.Sprintf(" (window %d)", c.Window)
@@ -152,6 +155,37 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		row("shuffle", "%s", shuffle)
 		row("remainder", "%s", c.Remainder)
 		row("steps", "%d per rank per epoch", p.Steps)
+	case verify.InspectParquet:
+		p := in.Parquet
+		row("parquet", "%s", p.Path)
+		row("size", "%s", count(p.Size, "byte"))
+		row("rows", "%d in %s", p.Rows, count(p.RowGroups, "row group"))
+		if p.CreatedBy != "" {
+			row("created by", "%s", p.CreatedBy)
+		}
+		fmt.Fprintln(tw, "\nCOLUMN\tPHYSICAL\tLOGICAL\tNULLABLE")
+		for _, c := range p.Columns {
+			phys, logical, null := c.Physical, c.Logical, "no"
+			if c.Width > 0 {
+				phys += fmt.Sprintf("(%d)", c.Width)
+			}
+			if c.List {
+				logical = "LIST"
+				if c.Logical != "" {
+					logical += "<" + c.Logical + ">"
+				}
+				if c.ElemNullable {
+					logical += " (elements nullable)"
+				}
+			}
+			if logical == "" {
+				logical = "-"
+			}
+			if c.Nullable {
+				null = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, phys, logical, null)
+		}
 	}
 	return tw.Flush()
 }

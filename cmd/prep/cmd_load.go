@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,22 +139,23 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 		s.GBPerSecond = float64(s.Bytes) / s.Seconds / 1e9
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(g.stdout)
+		enc := newJSONEncoder(g.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
 	}
-	fmt.Fprintf(g.stdout, "load %s epoch %d rank %d (%s backend)\n", dir, o.epoch, o.rank, o.backend)
-	fmt.Fprintf(g.stdout, "  batches   %d of %d steps\n", s.Batches, s.Steps)
-	fmt.Fprintf(g.stdout, "  samples   %d (%d pad)\n", s.Samples, s.PadSamples)
-	fmt.Fprintf(g.stdout, "  bytes     %d\n", s.Bytes)
-	fmt.Fprintf(g.stdout, "  time      %.3fs wall, %.3fs CPU\n", s.Seconds, s.CPUSeconds)
-	fmt.Fprintf(g.stdout, "  rate      %.2f GB/s\n", s.GBPerSecond)
-	fmt.Fprintf(g.stdout, "  path      %s (%s)\n", s.Transfer.Path, s.Transfer.Reason)
+	out := g.summary()
+	fmt.Fprintf(out, "load %s epoch %d rank %d (%s backend)\n", dir, o.epoch, o.rank, o.backend)
+	fmt.Fprintf(out, "  batches   %d of %s\n", s.Batches, count(s.Steps, "step"))
+	fmt.Fprintf(out, "  samples   %d (%d pad)\n", s.Samples, s.PadSamples)
+	fmt.Fprintf(out, "  bytes     %d\n", s.Bytes)
+	fmt.Fprintf(out, "  time      %.3fs wall, %.3fs CPU\n", s.Seconds, s.CPUSeconds)
+	fmt.Fprintf(out, "  rate      %.2f GB/s\n", s.GBPerSecond)
+	fmt.Fprintf(out, "  path      %s (%s)\n", s.Transfer.Path, s.Transfer.Reason)
 	for _, fb := range s.Transfer.Fallbacks {
-		fmt.Fprintf(g.stdout, "  fell back from %s: %s\n", fb.Path, fb.Error)
+		fmt.Fprintf(out, "  fell back from %s: %s\n", fb.Path, fb.Error)
 	}
 	if o.verify {
-		fmt.Fprintf(g.stdout, "  checksums verified for every batch read\n")
+		fmt.Fprintf(out, "  checksums verified for every batch read\n")
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -238,11 +237,11 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		g.log.Warn("source paths name the same file (hard or symbolic links): its rows are planned once per path", "paths", strings.Join(group, ", "))
 	}
 	if o.asJSON {
-		return json.NewEncoder(g.stdout).Encode(s)
+		return newJSONEncoder(g.stdout).Encode(s)
 	}
-	w := g.stdout
+	w := g.summary()
 	fmt.Fprintf(w, "wrote %s\n", s.Plan)
-	fmt.Fprintf(w, "  samples          %d in %d files, %d non-empty row groups", s.Samples, s.Files, s.RowGroups)
+	fmt.Fprintf(w, "  samples          %d in %s, %s", s.Samples, count(s.Files, "file"), count(s.RowGroups, "non-empty row group"))
 	if len(s.EmptyFiles) > 0 {
 		fmt.Fprintf(w, " (+%d empty files: %s)", len(s.EmptyFiles), strings.Join(s.EmptyFiles, ", "))
 	}
@@ -250,7 +249,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 	for _, group := range s.SameFiles {
 		fmt.Fprintf(w, "  same file        %s (planned %d times)\n", strings.Join(group, ", "), len(group))
 	}
-	fmt.Fprintf(w, "  layout           %d epochs, global batch %d = %d ranks x %d, %d workers per rank\n", s.Epochs, s.GlobalBatch, s.WorldSize, s.BatchSize, s.Workers)
+	fmt.Fprintf(w, "  layout           %s, global batch %d = %s x %d, %s per rank\n", count(s.Epochs, "epoch"), s.GlobalBatch, count(s.WorldSize, "rank"), s.BatchSize, count(s.Workers, "worker"))
 	mode := s.Shuffle
 	if cfg.Shuffle == plan.ShuffleBlocks {
 		mode += fmt.Sprintf(" (window %d)", cfg.Window)
@@ -417,7 +416,7 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 		}
 	}
 	if o.asJSON {
-		return json.NewEncoder(g.stdout).Encode(out)
+		return newJSONEncoder(g.stdout).Encode(out)
 	}
 	return nil
 }

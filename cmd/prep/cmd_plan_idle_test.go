@@ -38,12 +38,12 @@ func TestPlanReportsIdleWorkers(t *testing.T) {
 		}
 	}
 	code, out, errs := runPrep("plan", "--source", src, "--global-batch", "4", "--world-size", "4", "--workers", "3",
-		"--remainder", "partial", "-o", filepath.Join(dir, "text.json"), "-q")
+		"--remainder", "partial", "-o", filepath.Join(dir, "text.json"))
 	if code != 0 || !strings.Contains(out, "idle workers     7 of 12 (rank, worker) pairs get no samples: rank 0 worker 2, rank 1 worker 1,") {
 		t.Errorf("exit %d, summary:\n%s%s", code, out, errs)
 	}
 	// Enough batches for every worker: none idle, no line.
-	code, out, _ = runPrep("plan", "--source", src, "--global-batch", "1", "-o", filepath.Join(dir, "busy.json"), "-q")
+	code, out, _ = runPrep("plan", "--source", src, "--global-batch", "1", "-o", filepath.Join(dir, "busy.json"))
 	if code != 0 || strings.Contains(out, "idle") {
 		t.Errorf("exit %d, summary:\n%s", code, out)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func TestPlanCommandCaseB27(t *testing.T) {
+func TestCaseB27RanksCoverage(t *testing.T) {
 	dir := t.TempDir()
 	planPath := filepath.Join(dir, "plan.json")
 	src := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "part-*.parquet")

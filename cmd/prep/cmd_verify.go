@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -152,7 +151,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 		return err
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(g.stdout)
+		enc := newJSONEncoder(g.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err
@@ -161,12 +160,9 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 		for _, f := range rep.Findings {
 			fmt.Fprintln(g.stdout, f.String())
 		}
-		noun := "findings"
-		if rep.FindingCount == 1 {
-			noun = "finding"
-		}
-		fmt.Fprintf(g.stdout, "%d %s (%d shards, %d batches, %.1f MB checked, %d batches compared with the source, %.2fs)\n",
-			rep.FindingCount, noun, rep.Shards, rep.Batches, float64(rep.Bytes)/1e6, rep.DeepBatches, rep.Seconds)
+		fmt.Fprintf(g.summary(), "%s (%s, %s, %.1f MB checked, %s compared with the source, %.2fs)\n",
+			count(rep.FindingCount, "finding"), count(rep.Shards, "shard"), count(rep.Batches, "batch"), float64(rep.Bytes)/1e6,
+			count(rep.DeepBatches, "batch"), rep.Seconds)
 	}
 	if g.log != nil && rep.Seconds > 0 {
 		g.log.Info("verify done", "findings", rep.FindingCount, "bytes", rep.Bytes, "MB_per_s", float64(rep.Bytes)/1e6/rep.Seconds)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify/verifytest"
 )
@@ -23,10 +25,10 @@ func TestVerifyCommandClean(t *testing.T) {
 	}
 }
 
-// TestVerifyCommandTruncatedShard is field case B33: a shard cut by 4096
+// TestCaseB33TruncatedShard is field case B33: a shard cut by 4096
 // bytes after it was built is reported with its name, expected size and
 // actual size, exit 1, and never mapped (no SIGBUS).
-func TestVerifyCommandTruncatedShard(t *testing.T) {
+func TestCaseB33TruncatedShard(t *testing.T) {
 	f := verifytest.Build(t)
 	e := f.Man.Shards[2]
 	if err := os.Truncate(f.ShardPath(2), e.Size-4096); err != nil {
@@ -201,5 +203,73 @@ func TestExportCommand(t *testing.T) {
 	}
 	if code, _, _ := runCLI("export", f.Dir, "--epoch", "0", "--rank", "0", "--step", "0"); code != 2 {
 		t.Errorf("missing -o: exit %d, want 2", code)
+	}
+}
+
+// TestVerifyDeepSpecV1ShardSet: verify --deep accepts a shard set written
+// before spec hash version 2 (testdata/shards/spec-v1): the manifest's
+// version 1 hash is recognised, not rejected.
+func TestVerifyDeepSpecV1ShardSet(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "testdata", "shards", "spec-v1")
+	for _, name := range []string{"src/d.parquet", "out/manifest.json", "out/plan.json",
+		"out/epoch-00000/rank-00000.shard", "out/epoch-00000/rank-00001.shard",
+		"out/epoch-00001/rank-00000.shard", "out/epoch-00001/rank-00001.shard"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runCLI("verify", "--deep", "--source-root", filepath.Join(dir, "src"), filepath.Join(dir, "out"))
+	if code != 0 || !strings.HasPrefix(out, "0 findings (4 shards, 20 batches, ") || !strings.Contains(out, "20 batches compared with the source") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestVerifyDeepHashBucketsBeyondFloat64 pins a fault: a shard set made
+// with bytes.buckets above 2^53 (the documented maximum is 2^63-1) failed
+// verify --deep, because the manifest's spec was read back through
+// float64 and no longer matched its hash. Spec integers round-trip exactly.
+func TestVerifyDeepHashBucketsBeyondFloat64(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	type row struct {
+		ID    int64  `parquet:"id"`
+		Label string `parquet:"label"`
+	}
+	rows := make([]row, 40)
+	for i := range rows {
+		rows[i] = row{int64(i), fmt.Sprintf("label-%d", i%9)}
+	}
+	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
+		t.Fatal(err)
+	}
+	pp := filepath.Join(dir, "plan.json")
+	if code, _, errs := runCLI("plan", "--source", src, "--seed", "1", "--epochs", "1", "--global-batch", "8", "--world-size", "2", "-o", pp, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	for _, buckets := range []string{"9007199254740993", "9223372036854775807"} {
+		spec := filepath.Join(dir, "spec-"+buckets+".yaml")
+		if err := os.WriteFile(spec, []byte("tensors:\n  - {name: l, column: label, dtype: I64, bytes: {mode: hash, buckets: "+buckets+"}}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out-"+buckets)
+		if code, _, errs := runCLI("convert", "--plan", pp, "--spec", spec, "-o", out, "-q"); code != 0 {
+			t.Fatalf("buckets %s: convert exit %d: %s", buckets, code, errs)
+		}
+		man, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+		if err != nil || !strings.Contains(string(man), `"buckets": `+buckets+",") {
+			t.Fatalf("buckets %s: manifest does not record them exactly (%v):\n%s", buckets, err, man)
+		}
+		code, stdout, errs := runCLI("verify", "--deep", out)
+		if code != 0 || !strings.Contains(stdout, "0 findings") || !strings.Contains(stdout, "10 batches compared with the source") {
+			t.Errorf("buckets %s: verify --deep exit %d\n%s%s", buckets, code, stdout, errs)
+		}
 	}
 }

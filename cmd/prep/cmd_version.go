@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -49,7 +48,7 @@ func newVersionCmd(g *globalOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := buildVersion()
 			if asJSON {
-				return json.NewEncoder(g.stdout).Encode(v)
+				return newJSONEncoder(g.stdout).Encode(v)
 			}
 			_, err := fmt.Fprintf(g.stdout, "prep %s (commit %s, %s)\n", v.Version, v.Commit, v.GoVersion)
 			return err

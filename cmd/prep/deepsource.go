@@ -46,8 +46,8 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("manifest spec: %w", err)
 	}
-	if h := spec.Hash(); h != m.SpecHash {
-		return nil, fmt.Errorf("manifest spec hashes to %s, manifest says %s", h, m.SpecHash)
+	if !spec.MatchesHash(m.SpecHash) {
+		return nil, fmt.Errorf("manifest spec hashes to %s, manifest says %s", spec.Hash(), m.SpecHash)
 	}
 	return &spec, nil
 }

@@ -79,7 +79,7 @@ func TestPositionalArgumentsNamed(t *testing.T) {
 		{[]string{"gc", "--keep-from-epoch", "1"}, []string{"gc takes one argument, the shard set directory (OUT)"}},
 		{[]string{"load"}, []string{"load takes one argument, the shard set directory (OUT)"}},
 		{[]string{"export"}, []string{"export takes one argument, the shard set directory (OUT)"}},
-		{[]string{"inspect"}, []string{"inspect takes one argument, a shard, shard set directory or plan file (PATH)"}},
+		{[]string{"inspect"}, []string{"inspect takes one argument, a shard, shard set directory, plan file or Parquet file (PATH)"}},
 		{[]string{"plan", "show"}, []string{"show takes one argument, the plan file (plan.json)"}},
 	} {
 		code, _, errs := runCLI(c.args...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,24 @@ type globalOptions struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+}
+
+// summary is where a command's text summary goes: stdout, or nowhere with
+// --quiet. Machine output (--json) and a command's requested output (plan
+// show, inspect, verify findings) always go to stdout.
+func (g *globalOptions) summary() io.Writer {
+	if g.quiet {
+		return io.Discard
+	}
+	return g.stdout
+}
+
+// newJSONEncoder returns an encoder for --json output on w that writes <, >
+// and & as themselves (not \u003c escapes: the output is not HTML).
+func newJSONEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
 }
 
 // showProgress reports whether progress bars should be drawn on stderr.
@@ -81,12 +100,15 @@ Exit codes: 0 success, 1 failed or problems found, 2 usage error,
 			return nil
 		},
 	}
+	v := buildVersion()
+	root.Version = v.Version
+	root.SetVersionTemplate(fmt.Sprintf("prep %s (commit %s, %s)\n", v.Version, v.Commit, v.GoVersion))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.logFormat, "log-format", "text", "diagnostics format on stderr: text or json")
 	pf.StringVar(&g.progress, "progress", "auto", "progress bars on stderr: auto (only on a terminal), always or never")
-	pf.BoolVarP(&g.quiet, "quiet", "q", false, "print only warnings and errors; no progress bars")
+	pf.BoolVarP(&g.quiet, "quiet", "q", false, "print only warnings, errors and the output asked for (--json, findings, listings); no summaries or progress bars")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
@@ -114,5 +136,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	root, g := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
-	return exitCode(err, stderr, g.log)
+	lg := g.log
+	if g.logFormat != "json" {
+		lg = nil // text: the error as a sentence, "prep: ...", not a log record
+	}
+	return exitCode(err, stderr, lg)
 }

@@ -42,7 +42,7 @@ func TestConvertEpochListIsBounded(t *testing.T) {
 	pp := convertFixture(t)
 	out := filepath.Join(t.TempDir(), "shards")
 	code, _, stderr := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--epochs", "0-1000000000000")
-	if code != exitUsage || !strings.Contains(stderr, `--epochs: bad list \"0-1000000000000\": range \"0-1000000000000\" too large`) {
+	if code != exitUsage || !strings.Contains(stderr, `--epochs: bad list "0-1000000000000": range "0-1000000000000" too large`) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	if code, _, stderr := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--epochs", "1,0,1", "--json"); code != 0 {

@@ -1,6 +1,6 @@
 // Command capi is gpuload's C ABI, built as a shared library:
 //
-//	go build -buildmode=c-shared -o libgpuload.so ./gpuload/capi
+//	go build -buildmode=c-shared -o bin/libgpuload.so ./gpuload/capi
 //
 // The documented interface is gpuload.h in this directory (the header cgo
 // generates beside the library is not the public one). Every pointer handed
@@ -18,6 +18,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"unsafe"
@@ -31,6 +32,8 @@ func main() {}
 // cLoader is the Go side of a gl_loader handle.
 type cLoader struct {
 	l       *gpuload.Loader
+	info    *gpuload.SetInfo               // the shard set's plan numbers
+	fps     [2]*C.char                     // fingerprint, order fingerprint, freed at close
 	names   []*C.char                      // tensor names, freed at close
 	batches map[*C.gl_batch]*gpuload.Batch // unreleased batches
 }
@@ -58,6 +61,10 @@ func code(err error) C.int {
 	switch {
 	case errors.Is(err, gpuload.ErrInvalid):
 		return C.GL_ERR_INVALID
+	case errors.Is(err, gpuload.ErrNoShardSet):
+		return C.GL_ERR_NO_SHARD_SET
+	case errors.Is(err, gpuload.ErrOutsidePlan):
+		return C.GL_ERR_OUTSIDE_PLAN
 	case errors.Is(err, gpuload.ErrNoShard):
 		return C.GL_ERR_NO_SHARD
 	case errors.Is(err, gpuload.ErrPlanMismatch), errors.Is(err, shardfmt.ErrProvenance):
@@ -115,7 +122,13 @@ func gl_open(dir *C.char, epoch, rank C.int, opts *C.gl_options, out **C.gl_load
 	if err != nil {
 		return fail(err)
 	}
-	cl := &cLoader{l: l, batches: map[*C.gl_batch]*gpuload.Batch{}}
+	info, err := gpuload.ReadSetInfo(C.GoString(dir))
+	if err != nil {
+		l.Close()
+		return fail(err)
+	}
+	cl := &cLoader{l: l, info: info, batches: map[*C.gl_batch]*gpuload.Batch{}}
+	cl.fps = [2]*C.char{C.CString(info.Fingerprint), C.CString(info.OrderFingerprint)}
 	for _, t := range l.Tensors() {
 		cl.names = append(cl.names, C.CString(t.Name))
 	}
@@ -290,6 +303,9 @@ func gl_close(h *C.gl_loader) C.int {
 	for _, s := range cl.names {
 		C.free(unsafe.Pointer(s))
 	}
+	for _, s := range cl.fps {
+		C.free(unsafe.Pointer(s))
+	}
 	C.free(unsafe.Pointer(h))
 	if err != nil {
 		return fail(err)
@@ -306,3 +322,61 @@ func gl_last_error() *C.char {
 	}
 	return lastErr
 }
+
+//export gl_get_info
+func gl_get_info(h *C.gl_loader, out *C.gl_info) C.int {
+	cl, rc := lookup(h)
+	if cl == nil {
+		return rc
+	}
+	if out == nil {
+		return fail(errNull)
+	}
+	i := cl.info
+	out.world_size, out.epochs, out.workers = C.int64_t(i.WorldSize), C.int64_t(i.Epochs), C.int64_t(i.Workers)
+	out.global_batch, out.steps_per_epoch = C.int64_t(i.GlobalBatch), C.int64_t(i.StepsPerEpoch)
+	out.batch_size, out.num_tensors = C.int64_t(cl.l.Geometry().BatchSize), C.int64_t(len(cl.names))
+	out.fingerprint, out.order_fingerprint = cl.fps[0], cl.fps[1]
+	return C.GL_OK
+}
+
+//export gl_tensor_info
+func gl_tensor_info(h *C.gl_loader, i C.int, out *C.gl_tensor) C.int {
+	cl, rc := lookup(h)
+	if cl == nil {
+		return rc
+	}
+	if out == nil {
+		return fail(errNull)
+	}
+	ts := cl.l.Tensors()
+	if i < 0 || int(i) >= len(ts) {
+		return fail(fmt.Errorf("%w: tensor %d outside [0, %d)", gpuload.ErrInvalid, int(i), len(ts)))
+	}
+	t := ts[i]
+	*out = C.gl_tensor{}
+	out.name = cl.names[i]
+	out.dtype = C.uint16_t(t.DType)
+	c, bits, lanes := gpuload.DLPackType(t.DType)
+	out.dl_code, out.dl_bits, out.dl_lanes = C.uint8_t(c), C.uint8_t(bits), C.uint16_t(lanes)
+	shape := append([]int64{int64(cl.l.Geometry().BatchSize)}, make([]int64, len(t.Shape))...)
+	for j, d := range t.Shape {
+		shape[j+1] = int64(d)
+	}
+	if len(shape) > C.GL_MAX_DIMS {
+		return fail(fmt.Errorf("%w: tensor %s has %d dimensions, more than %d", gpuload.ErrInvalid, t.Name, len(shape), C.GL_MAX_DIMS))
+	}
+	out.ndim = C.int32_t(len(shape))
+	n, stride := int64(t.DType.Size()), int64(1)
+	for j := len(shape) - 1; j >= 0; j-- {
+		out.shape[j] = C.int64_t(shape[j])
+		out.strides[j] = C.int64_t(stride)
+		stride *= shape[j]
+	}
+	out.nbytes = C.uint64_t(n * stride)
+	out.device_type = C.GL_DL_CPU
+	return C.GL_OK
+}
+
+//export gl_abi_version
+func gl_abi_version() C.int { return C.GL_ABI_VERSION }

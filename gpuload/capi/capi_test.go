@@ -15,7 +15,7 @@ import (
 
 // These tests build libgpuload.so with `go build -buildmode=c-shared`, then
 // run the C test program (test/capi_test.c, built with gcc) and the Python
-// binding's tests (../python/test_gpuload.py, with /usr/bin/python3 and
+// binding's tests (../python/tests/test_gpuload.py, with /usr/bin/python3 and
 // NumPy) against a generated shard set, on the host backend and on the cuda
 // backend over the fake driver (../internal/cuda/testdata/fakecuda.c).
 
@@ -81,5 +81,5 @@ func TestPython(t *testing.T) {
 	}
 	e := setup(t)
 	run(t, "", []string{"GPULOAD_LIB=" + e.lib, "GPULOAD_TEST_DIR=" + e.dir, "GPULOAD_TEST_CUDA=1", "PREP_LIBCUDA=" + e.fake,
-		"PYTHONDONTWRITEBYTECODE=1"}, py, "../python/test_gpuload.py")
+		"PYTHONDONTWRITEBYTECODE=1"}, py, "../python/tests/test_gpuload.py")
 }

@@ -1,8 +1,8 @@
 /*
  * gpuload.h - C ABI of prep's training-time shard reader (libgpuload.so).
  *
- * Build:   go build -buildmode=c-shared -o libgpuload.so ./gpuload/capi
- * Link:    cc app.c -I gpuload/capi -L. -lgpuload
+ * Build:   go build -buildmode=c-shared -o bin/libgpuload.so ./gpuload/capi
+ * Link:    cc app.c -I gpuload/capi -Lbin -lgpuload
  *
  * A loader reads the shard of one (epoch, rank) of a shard set written by
  * `prep convert` and delivers its batches in step order. Each batch holds
@@ -39,13 +39,19 @@ extern "C" {
 #define GL_OK 0
 #define GL_EOF 1                  /* gl_next: no more batches */
 #define GL_ERR_INVALID (-1)       /* bad argument (NULL pointer, unknown backend, step out of range) */
-#define GL_ERR_NO_SHARD (-2)      /* no manifest, or no shard for (epoch, rank), or file missing */
+#define GL_ERR_NO_SHARD (-2)      /* (epoch, rank) in the plan but not in this shard set, or file missing */
 #define GL_ERR_PLAN_MISMATCH (-3) /* shard made by another plan, or disagrees with its manifest */
 #define GL_ERR_CORRUPT (-4)       /* damaged shard: wrong size, bad structure, checksum mismatch */
 #define GL_ERR_CUDA (-5)          /* CUDA unavailable or a driver call failed (message has the CUresult) */
 #define GL_ERR_RING_FULL (-6)     /* every ring buffer is held by an unreleased batch */
 #define GL_ERR_CLOSED (-7)        /* loader already closed */
 #define GL_ERR_IO (-8)            /* any other failure (I/O error, ...) */
+#define GL_ERR_NO_SHARD_SET (-9)  /* dir does not exist or holds no manifest.json */
+#define GL_ERR_OUTSIDE_PLAN (-10) /* epoch or rank outside the plan's range (the message names it) */
+
+/* Version of this interface; gl_abi_version() returns the library's. A
+ * binding built for another version must refuse the library (rebuild it). */
+#define GL_ABI_VERSION 2
 
 /* Maximum number of dimensions of a batch tensor: the batch dimension plus a
  * per-sample rank of at most 8. */
@@ -108,6 +114,20 @@ typedef struct gl_batch {
 /* Opaque loader handle. */
 typedef struct gl_loader gl_loader;
 
+/* What a loader's shard set says about itself (manifest.json and its
+ * plan.json copy). Plan numbers are 0 for a set without plan.json. */
+typedef struct gl_info {
+	int64_t world_size;           /* ranks of the plan */
+	int64_t epochs;               /* epochs of the plan */
+	int64_t workers;              /* data-loader workers per rank of the plan */
+	int64_t global_batch;         /* samples per step over all ranks */
+	int64_t steps_per_epoch;      /* steps of every rank in every epoch */
+	int64_t batch_size;           /* per-rank batch size of the shards */
+	int64_t num_tensors;          /* entries of the tensor table (gl_tensor_info) */
+	const char *fingerprint;      /* plan fingerprint, valid until gl_close */
+	const char *order_fingerprint;/* order fingerprint ("" without plan.json) */
+} gl_info;
+
 #ifndef GPULOAD_NO_PROTOTYPES
 /* Opens the shard of (epoch, rank) in the shard set directory dir (holding
  * manifest.json). opts may be NULL. On GL_OK *out is the new loader. */
@@ -138,6 +158,17 @@ int gl_copy_to_host(gl_loader *l, const gl_tensor *t, void *dst, size_t dst_len)
 /* Stops the pipeline and frees everything, unreleased batches included
  * (their descriptors too). l and all its batches are invalid afterwards. */
 int gl_close(gl_loader *l);
+
+/* Fills *out with the shard set's plan numbers and fingerprints. */
+int gl_get_info(gl_loader *l, gl_info *out);
+
+/* Fills *out with entry i of the tensor table: name, dtype, DLPack type,
+ * ndim, shape [batch_size, per-sample shape...] and strides; data is NULL and
+ * nbytes is for a full batch. */
+int gl_tensor_info(gl_loader *l, int i, gl_tensor *out);
+
+/* GL_ABI_VERSION of the library. */
+int gl_abi_version(void);
 
 /* Message of the most recent failed call in this process (never NULL; ""
  * if none). Valid until the next failed call. */

@@ -2,7 +2,8 @@
 // packages: building the prep binary once per test run, running a command
 // with its stdout, stderr, exit status and signal captured, digesting a
 // directory tree, reading the Prometheus textfile a command wrote, and
-// mounting a size-limited tmpfs.
+// mounting a size-limited tmpfs, and writing a shard set with the real
+// shardfmt writer (WriteShardSet, the one shard-set builder of the tests).
 //
 // It is imported only from _test.go files.
 package testutil

@@ -7,30 +7,33 @@ import (
 	"testing"
 )
 
-// caseTests names the test that runs each field case of testdata/cases.
+// caseTests names the test that runs each field case of testdata/cases. A
+// case's tests have one name in every package that tests it:
+// TestCase<id><folder name in camel case>, plus an aspect where a package
+// has two (TestCaseB04ListLayoutsOlderWriters).
 var caseTests = map[string]string{
-	"B01": "TestNullsFromDefinitionLevelsNotZeros",
-	"B03": "TestListNullElementKeepsItsSlot",
-	"B04": "TestListLayoutsOfEveryWriter", // and TestListLayoutsOfOlderWriters
-	"B06": "TestRaggedListsNeedPadPolicy",
-	"B07": "TestDictionaryToPlainFallbackInOneChunk", // and TestDictionaryFallbackEveryType
-	"B09": "TestDeltaBinaryPackedOverflowAndWideMiniblocks",
-	"B10": "TestDeltaByteArrayMatchesPlain",
-	"B11": "TestByteStreamSplitWithNulls",
-	"B13": "TestNegativeDecimalsEveryPhysicalType",
-	"B14": "TestFloat16InputAnnotatedOrDeclared",
-	"B16": "TestNaNAndInfinityPassBitExact",
-	"B17": "TestEmptyFilesBetweenDataFiles",
-	"B19": "TestCorruptFilesFailCleanly",
-	"B20": "TestListRowsAcrossPageBoundaries",
-	"B21": "TestHugeStringValue",
-	"B23": "TestColumnsMatchedByNameNotPosition",
-	"B25": "TestColumnNamesUnicodeAndDots",
-	"B26": "TestManySmallFilesUnderLowDescriptorLimit",
-	"B27": "TestRanksAndWorkersCoverEverySample",
-	"B29": "TestOrderStableAcrossRunsAndWorkers",
-	"B31": "TestConcurrentBuildsIntoOneDirectory",
-	"B33": "TestTruncatedShardAndBoundedRead",
+	"B01": "TestCaseB01ZeroVsNull",
+	"B03": "TestCaseB03ListNullElement",
+	"B04": "TestCaseB04ListLayouts", // and TestCaseB04ListLayoutsOlderWriters
+	"B06": "TestCaseB06RaggedLists",
+	"B07": "TestCaseB07DictFallback", // and TestCaseB07DictFallbackEveryType
+	"B09": "TestCaseB09DeltaIntExtremes",
+	"B10": "TestCaseB10DeltaByteArray",
+	"B11": "TestCaseB11ByteStreamSplitNulls",
+	"B13": "TestCaseB13NegativeDecimals",
+	"B14": "TestCaseB14Float16Input",
+	"B16": "TestCaseB16NaNInf",
+	"B17": "TestCaseB17EmptyFiles",
+	"B19": "TestCaseB19CorruptFiles",
+	"B20": "TestCaseB20ListsAcrossPages",
+	"B21": "TestCaseB21HugeString",
+	"B23": "TestCaseB23ColumnOrder",
+	"B25": "TestCaseB25ColumnNames",
+	"B26": "TestCaseB26ManySmallFiles",
+	"B27": "TestCaseB27RanksCoverage",
+	"B29": "TestCaseB29OrderStability",
+	"B31": "TestCaseB31ConcurrentBuilds",
+	"B33": "TestCaseB33TruncatedShard",
 }
 
 // Every case folder has a test here, and every test named above exists.
@@ -60,10 +63,29 @@ func TestEveryFieldCaseHasATest(t *testing.T) {
 		if !strings.Contains(src.String(), "func "+name+"(t *testing.T)") {
 			t.Errorf("case %s: test %s not found", id, name)
 		}
+		if want := caseTestName(filepath.Base(d)); name != want {
+			t.Errorf("case %s: test %s, want the case's name %s", id, name, want)
+		}
 	}
 	for id := range caseTests {
 		if !seen[id] {
 			t.Errorf("test listed for case %s, which has no folder", id)
 		}
 	}
+}
+
+// caseTestName returns the test name of the case in folder dir
+// ("B16-nan-inf" -> "TestCaseB16NaNInf").
+func caseTestName(dir string) string {
+	id, slug, _ := strings.Cut(dir, "-")
+	var b strings.Builder
+	b.WriteString("TestCase" + id)
+	for _, w := range strings.Split(slug, "-") {
+		if w == "nan" {
+			b.WriteString("NaN")
+			continue
+		}
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	return b.String()
 }

@@ -37,7 +37,7 @@ func closeAndOpen(t testing.TB, w io.Closer, buf *bytes.Buffer) *parquet.File {
 	return f
 }
 
-func TestListLayoutsOfOlderWriters(t *testing.T) {
+func TestCaseB04ListLayoutsOlderWriters(t *testing.T) {
 	c := loadCase(t, "B04")
 	float := parquet.Leaf(parquet.FloatType)
 	layouts := []struct {

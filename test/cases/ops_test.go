@@ -116,7 +116,7 @@ func underFDLimit(t *testing.T, limit int, args ...string) (result, int) {
 
 // B26: 5,000 files of 3 rows each, planned and converted under ulimit -n
 // 256: success, every id once, descriptors well below the limit.
-func TestManySmallFilesUnderLowDescriptorLimit(t *testing.T) {
+func TestCaseB26ManySmallFiles(t *testing.T) {
 	c := loadCase(t, "B26")
 	files := int(c.int(t, "expect", "values", "files"))
 	samples := int(c.int(t, "expect", "values", "samples"))
@@ -193,7 +193,7 @@ func TestManySmallFilesUnderLowDescriptorLimit(t *testing.T) {
 // B27: more ranks and workers than row groups: every id exactly once over
 // all (rank, worker) pairs; pad and drop policies exact; out-of-range ranks
 // rejected while parsing arguments.
-func TestRanksAndWorkersCoverEverySample(t *testing.T) {
+func TestCaseB27RanksCoverage(t *testing.T) {
 	c := loadCase(t, "B27")
 	plans := c.list(t, "expect", "plans")
 	a := plans[0].(map[string]any)
@@ -367,7 +367,7 @@ type b29Config struct {
 // B29: the same inputs give byte-identical plans and shards; the per-rank
 // order does not depend on the worker count; without shuffling epoch 0 ==
 // epoch 1.
-func TestOrderStableAcrossRunsAndWorkers(t *testing.T) {
+func TestCaseB29OrderStability(t *testing.T) {
 	c := loadCase(t, "B29")
 	opts := c.get(t, "expect", "plans", 0, "options").(map[string]any)
 	seed := strconv.FormatInt(jsonInt(t, opts["seed"]), 10)
@@ -519,7 +519,7 @@ func b31Setup(t *testing.T, seed string) (r *caseRun, spec string) {
 
 // B31: two builds into one directory at once, and a build killed midway
 // then restarted.
-func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
+func TestCaseB31ConcurrentBuilds(t *testing.T) {
 	loadCase(t, "B31")
 	r, spec := b31Setup(t, "7")
 	ref := filepath.Join(r.dir, "ref")
@@ -664,7 +664,7 @@ func TestConcurrentBuildsIntoOneDirectory(t *testing.T) {
 // B33: a shard cut short after it was built is named with its expected and
 // actual size by verify, and refused cleanly (never SIGBUS) by the reader;
 // reading a shard far larger than the reader's memory stays bounded.
-func TestTruncatedShardAndBoundedRead(t *testing.T) {
+func TestCaseB33TruncatedShard(t *testing.T) {
 	c := loadCase(t, "B33")
 	d := loadCase(t, "B29")
 	r := newRun(t, d, "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")

@@ -40,7 +40,7 @@ func dictValue(i int) (v int64, null bool) {
 
 // B07 kind: a column chunk switching from dictionary to PLAIN pages, for
 // every physical type, required and optional, in V1 and V2 data pages.
-func TestDictionaryFallbackEveryType(t *testing.T) {
+func TestCaseB07DictFallbackEveryType(t *testing.T) {
 	c := loadCase(t, "B07")
 	const n = 10000
 	for _, version := range []int{1, 2} {

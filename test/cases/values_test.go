@@ -17,7 +17,7 @@ import (
 // B01: a reader that guesses nulls from values turns real zeros into nulls.
 // prep reads definition levels: by default a null fails the run; with fills
 // the masks flag exactly the source nulls and zeros stay valid.
-func TestNullsFromDefinitionLevelsNotZeros(t *testing.T) {
+func TestCaseB01ZeroVsNull(t *testing.T) {
 	c := loadCase(t, "B01")
 	r := newRun(t, c, "zeros_and_nulls.parquet")
 	r.planAll(4)
@@ -41,7 +41,7 @@ func u8s(b []byte) []int64 {
 }
 
 // B03: a null list element must keep its slot: later values never shift.
-func TestListNullElementKeepsItsSlot(t *testing.T) {
+func TestCaseB03ListNullElement(t *testing.T) {
 	c := loadCase(t, "B03")
 	r := newRun(t, c, "list_null_elem.parquet")
 	r.planAll(2)
@@ -82,7 +82,7 @@ func jsonShape(t testing.TB, c *fieldCase, path ...any) []int {
 // B04: every list layout real writers produce (DuckDB fixed ARRAY and
 // LIST, a bare repeated field, parquet-go's 3-level LIST) gives the same
 // bytes.
-func TestListLayoutsOfEveryWriter(t *testing.T) {
+func TestCaseB04ListLayouts(t *testing.T) {
 	c := loadCase(t, "B04")
 	files := []string{"emb_array_duckdb.parquet", "emb_bare_repeated.parquet", "emb_list_duckdb.parquet", "emb_list_parquet_go.parquet"}
 	var first []byte
@@ -110,7 +110,7 @@ func TestListLayoutsOfEveryWriter(t *testing.T) {
 
 // B06: ragged lists need a declared policy; with pad and truncate the
 // values, lengths and offsets are exact, for FLOAT[] and DOUBLE[] alike.
-func TestRaggedListsNeedPadPolicy(t *testing.T) {
+func TestCaseB06RaggedLists(t *testing.T) {
 	c := loadCase(t, "B06")
 	for _, f := range []string{"ragged.parquet", "ragged_double.parquet"} {
 		t.Run(f, func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestRaggedListsNeedPadPolicy(t *testing.T) {
 }
 
 // B07: one column chunk switching from dictionary pages to PLAIN pages.
-func TestDictionaryToPlainFallbackInOneChunk(t *testing.T) {
+func TestCaseB07DictFallback(t *testing.T) {
 	c := loadCase(t, "B07")
 	r := newRun(t, c, "dict_then_plain.parquet")
 	n := int(c.int(t, "expect", "values", "x", "count"))
@@ -188,7 +188,7 @@ func TestDictionaryToPlainFallbackInOneChunk(t *testing.T) {
 // B09: delta-encoded extremes whose deltas overflow, and an INT32 page whose
 // miniblocks are 33 bits wide: exact values by wrapping arithmetic or an
 // error naming the page, never wrong numbers.
-func TestDeltaBinaryPackedOverflowAndWideMiniblocks(t *testing.T) {
+func TestCaseB09DeltaIntExtremes(t *testing.T) {
 	c := loadCase(t, "B09")
 	r := newRun(t, c, "delta_extremes.parquet")
 	n := int(c.int(t, "expect", "values", "a", "count"))
@@ -252,7 +252,7 @@ func TestDeltaBinaryPackedOverflowAndWideMiniblocks(t *testing.T) {
 
 // B10: DELTA_BYTE_ARRAY strings and fixed binary give the same bytes and
 // offsets (bytes, not characters) as PLAIN.
-func TestDeltaByteArrayMatchesPlain(t *testing.T) {
+func TestCaseB10DeltaByteArray(t *testing.T) {
 	c := loadCase(t, "B10")
 	type blob struct{ s, fb []byte }
 	var got []blob
@@ -309,7 +309,7 @@ func TestDeltaByteArrayMatchesPlain(t *testing.T) {
 
 // B11: BYTE_STREAM_SPLIT pages with nulls: the non-null values are
 // bit-exact and the nulls exactly where the definition levels put them.
-func TestByteStreamSplitWithNulls(t *testing.T) {
+func TestCaseB11ByteStreamSplitNulls(t *testing.T) {
 	c := loadCase(t, "B11")
 	r := newRun(t, c, "bss_nullable.parquet")
 	r.planAll(100)
@@ -343,7 +343,7 @@ func TestByteStreamSplitWithNulls(t *testing.T) {
 // B13: negative decimals in INT32, INT64 and 16- and 13-byte big-endian
 // two's-complement binary: nearest doubles, and a documented rounding cast
 // to float32 (round to nearest even).
-func TestNegativeDecimalsEveryPhysicalType(t *testing.T) {
+func TestCaseB13NegativeDecimals(t *testing.T) {
 	c := loadCase(t, "B13")
 	want64 := c.list(t, "expect", "values", "float64", "values")
 	bits64 := c.list(t, "expect", "values", "float64", "bits")
@@ -366,7 +366,7 @@ func TestNegativeDecimalsEveryPhysicalType(t *testing.T) {
 
 // B14: FLOAT16 input (PLAIN and BYTE_STREAM_SPLIT) widens exactly, NaN
 // payload kept; the same bytes without the annotation fail unless declared.
-func TestFloat16InputAnnotatedOrDeclared(t *testing.T) {
+func TestCaseB14Float16Input(t *testing.T) {
 	c := loadCase(t, "B14")
 	want := c.list(t, "expect", "values", "h_float32_widened", "values")
 	bits := c.list(t, "expect", "values", "h_float32_widened", "bits")
@@ -402,7 +402,7 @@ func TestFloat16InputAnnotatedOrDeclared(t *testing.T) {
 
 // B16: NaN, infinities, -0.0 and subnormals pass bit-exact whatever the
 // footer statistics say; the NaN policy "error" names the first NaN.
-func TestNaNAndInfinityPassBitExact(t *testing.T) {
+func TestCaseB16NaNInf(t *testing.T) {
 	c := loadCase(t, "B16")
 	r := newRun(t, c, "nan_inf_two_row_groups.parquet")
 	r.planAll(10)
@@ -414,7 +414,7 @@ func TestNaNAndInfinityPassBitExact(t *testing.T) {
 
 // B17: files with zero rows and zero row groups between data files change
 // nothing: the same order and byte-identical shards as without them.
-func TestEmptyFilesBetweenDataFiles(t *testing.T) {
+func TestCaseB17EmptyFiles(t *testing.T) {
 	c := loadCase(t, "B17")
 	all := newRun(t, c, "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
 	some := newRun(t, c, "part-0.parquet", "part-3.parquet")
@@ -508,7 +508,7 @@ func TestEmptyFilesBetweenDataFiles(t *testing.T) {
 // B19: damaged files fail naming the file and the reason, with nothing
 // written, whether alone or next to a good file; a damaged page header names
 // the column and row group.
-func TestCorruptFilesFailCleanly(t *testing.T) {
+func TestCaseB19CorruptFiles(t *testing.T) {
 	c := loadCase(t, "B19")
 	for _, e := range c.list(t, "expect", "error", "cases") {
 		e := e.(map[string]any)
@@ -572,7 +572,7 @@ func TestCorruptFilesFailCleanly(t *testing.T) {
 
 // B20: list rows cut across page boundaries, read under a shuffled plan
 // with 3 ranks and 2 workers: every sample holds exactly its own row.
-func TestListRowsAcrossPageBoundaries(t *testing.T) {
+func TestCaseB20ListsAcrossPages(t *testing.T) {
 	c := loadCase(t, "B20")
 	for _, f := range []string{"emb_pages_row_aligned.parquet", "emb_pages_split_rows.parquet"} {
 		t.Run(f, func(t *testing.T) {
@@ -642,7 +642,7 @@ func TestListRowsAcrossPageBoundaries(t *testing.T) {
 
 // B21: a 40,000,000-byte string value converts exactly; a maximum value
 // size below it fails naming the column, row and length.
-func TestHugeStringValue(t *testing.T) {
+func TestCaseB21HugeString(t *testing.T) {
 	c := loadCase(t, "B21")
 	r := newRun(t, c, "hugestr.parquet")
 	r.planAll(3)
@@ -690,7 +690,7 @@ func fnv1a(b []byte) uint64 {
 }
 
 // B23: two files with the same columns in another order: matched by name.
-func TestColumnsMatchedByNameNotPosition(t *testing.T) {
+func TestCaseB23ColumnOrder(t *testing.T) {
 	c := loadCase(t, "B23")
 	r := newRun(t, c, "f1.parquet", "f2.parquet")
 	r.planAll(6)
@@ -703,7 +703,7 @@ func TestColumnsMatchedByNameNotPosition(t *testing.T) {
 // B25: non-ASCII, hyphenated and dotted column names resolve exactly; the
 // manifest keeps them byte-exact; a dotted name that could mean two columns
 // is refused as ambiguous.
-func TestColumnNamesUnicodeAndDots(t *testing.T) {
+func TestCaseB25ColumnNames(t *testing.T) {
 	c := loadCase(t, "B25")
 	r := newRun(t, c, "names.parquet")
 	r.planAll(1)

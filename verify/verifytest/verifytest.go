@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
@@ -168,50 +169,16 @@ func BuildSize(t testing.TB, size Size) *Fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &shardfmt.Manifest{Format: "prep-manifest/v1", ToolVersion: "test", PlanFingerprint: p.Fingerprint,
-		SourceFingerprint: p.Source.Fingerprint(), SpecHash: "sha256:spec", Tensors: tensors}
-	for e := 0; e < p.Config.Epochs; e++ {
-		for r := 0; r < p.Config.WorldSize; r++ {
-			name := shardfmt.ShardFileName(e, r)
-			path := filepath.Join(f.Dir, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: p.BatchSize(), NumBatches: p.Steps(), Tensors: tensors,
-				Provenance: shardfmt.Provenance{PlanFingerprint: p.Fingerprint, SourceFingerprint: m.SourceFingerprint, SpecHash: m.SpecHash,
-					Epoch: uint32(e), Rank: uint32(r), WorldSize: uint32(p.Config.WorldSize), Workers: uint32(p.Config.Workers), ToolVersion: "test"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := w.Geometry()
-			var ids []uint64
-			for k := 0; k < p.Steps(); k++ {
-				var pads int
-				ids, pads, err = p.RankBatch(e, r, k, ids)
-				if err != nil {
-					t.Fatal(err)
-				}
-				block := make([]byte, g.BlockSize)
-				FillBlock(g, data, ids, block)
-				if err := w.WriteBatch(block, ids, pads); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := w.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			st, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := shardfmt.FileDigest(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.Shards = append(m.Shards, shardfmt.ShardEntry{Path: name, Epoch: e, Rank: r, Batches: p.Steps(), Size: st.Size(), Digest: d})
-		}
-	}
-	if err := shardfmt.WriteManifest(f.Dir, m); err != nil {
+	m, err := testutil.WriteShardSet(f.Dir, testutil.ShardSet{Epochs: p.Config.Epochs, Ranks: p.Config.WorldSize, Steps: p.Steps(),
+		BatchSize: p.BatchSize(), Tensors: tensors,
+		Provenance: shardfmt.Provenance{PlanFingerprint: p.Fingerprint, SourceFingerprint: p.Source.Fingerprint(), SpecHash: "sha256:spec",
+			WorldSize: uint32(p.Config.WorldSize), Workers: uint32(p.Config.Workers), ToolVersion: "test"},
+		Manifest: shardfmt.Manifest{Format: "prep-manifest/v1", ToolVersion: "test", PlanFingerprint: p.Fingerprint,
+			SourceFingerprint: p.Source.Fingerprint(), SpecHash: "sha256:spec"},
+		Batch: func(e, r, k int) ([]uint64, int, error) { return p.RankBatch(e, r, k, nil) },
+		Fill:  func(g shardfmt.Geometry, ids []uint64, block []byte) { FillBlock(g, data, ids, block) },
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	f.Plan, f.Man = p, m

@@ -94,8 +94,12 @@ int main(int argc, char **argv) {
 
 	gl_loader *l = NULL;
 	int rc = gl_open("/nonexistent/shards", 0, 0, NULL, &l);
-	CHECK(rc == GL_ERR_NO_SHARD, "open of a missing set: %d", rc);
-	CHECK(strstr(gl_last_error(), "manifest.json") != NULL, "last error %s", gl_last_error());
+	CHECK(rc == GL_ERR_NO_SHARD_SET, "open of a missing set: %d", rc);
+	CHECK(strstr(gl_last_error(), "/nonexistent/shards: no shard set: no such directory") != NULL, "last error %s", gl_last_error());
+	rc = gl_open(dir, 99, 0, NULL, &l);
+	CHECK(rc == GL_ERR_OUTSIDE_PLAN, "open of epoch 99: %d", rc);
+	CHECK(strstr(gl_last_error(), "epoch 99 outside the plan's epochs [0, 2)") != NULL, "last error %s", gl_last_error());
+	CHECK(gl_abi_version() == GL_ABI_VERSION, "abi version %d", gl_abi_version());
 	gl_options bad = {0};
 	bad.backend = "tpu";
 	rc = gl_open(dir, epoch, rank_, &bad, &l);
@@ -116,6 +120,23 @@ int main(int argc, char **argv) {
 	}
 	CHECK(gl_steps(l) == steps, "steps %lld", (long long)gl_steps(l));
 	CHECK(gl_ring(l) == 3, "ring %lld", (long long)gl_ring(l));
+	gl_info info;
+	rc = gl_get_info(l, &info);
+	CHECK(rc == GL_OK, "gl_get_info: %d %s", rc, gl_last_error());
+	CHECK(info.world_size == 2 && info.epochs == 2 && info.workers == 1 && info.global_batch == 2 * bsz &&
+	      info.steps_per_epoch == steps && info.batch_size == bsz && info.num_tensors == 3,
+	      "info world %lld epochs %lld workers %lld G %lld steps %lld b %lld tensors %lld", (long long)info.world_size,
+	      (long long)info.epochs, (long long)info.workers, (long long)info.global_batch, (long long)info.steps_per_epoch,
+	      (long long)info.batch_size, (long long)info.num_tensors);
+	CHECK(strcmp(info.fingerprint, "plan:test-0001") == 0, "fingerprint %s", info.fingerprint);
+	CHECK(strcmp(info.order_fingerprint, "order:test-0001") == 0, "order fingerprint %s", info.order_fingerprint);
+	gl_tensor ti;
+	rc = gl_tensor_info(l, 0, &ti);
+	CHECK(rc == GL_OK && strcmp(ti.name, "x") == 0 && ti.dtype == GL_F32 && ti.ndim == 2 && ti.shape[0] == bsz &&
+	      ti.shape[1] == 3 && ti.strides[0] == 3 && ti.strides[1] == 1 && ti.nbytes == (uint64_t)bsz * 12 && ti.data == NULL,
+	      "tensor 0: rc %d %s dtype %d ndim %d shape %lld %lld nbytes %llu", rc, ti.name, ti.dtype, ti.ndim,
+	      (long long)ti.shape[0], (long long)ti.shape[1], (unsigned long long)ti.nbytes);
+	CHECK(gl_tensor_info(l, 3, &ti) == GL_ERR_INVALID, "tensor 3 accepted");
 
 	/* Hold the whole ring: the next call must fail, not block. */
 	gl_batch *held[3] = {NULL, NULL, NULL};

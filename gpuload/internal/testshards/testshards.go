@@ -19,8 +19,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -95,52 +97,40 @@ func Sample(t int, id uint64) []byte {
 }
 
 // Write writes the shard set described by c into dir: one shard per (epoch,
-// rank) at shardfmt.ShardFileName, and the manifest.
+// rank) at shardfmt.ShardFileName, the manifest, and a plan.json holding
+// the plan numbers (epochs, world size, steps per epoch, fingerprints).
 func Write(dir string, c Config) (*shardfmt.Manifest, error) {
-	m := &shardfmt.Manifest{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
-		BatchSize: c.BatchSize, Tensors: Tensors}
-	for e := range c.Epochs {
-		for r := range c.Ranks {
-			rel := shardfmt.ShardFileName(e, r)
-			path := filepath.Join(dir, filepath.FromSlash(rel))
-			w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: c.BatchSize, NumBatches: c.Steps, Tensors: Tensors,
-				Provenance: shardfmt.Provenance{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
-					Epoch: uint32(e), Rank: uint32(r), WorldSize: uint32(c.Ranks), Workers: 1}})
-			if err != nil {
-				return nil, err
-			}
-			geo := w.Geometry()
-			for k := range c.Steps {
-				block := make([]byte, geo.BlockSize)
-				ids := c.IDs(e, r, k)
-				for t := range Tensors {
-					for j, id := range ids {
-						copy(block[geo.SlabOffset[t]+uint64(j)*geo.SampleBytes[t]:], Sample(t, id))
-					}
-				}
-				if err := w.WriteBatch(block, ids, c.Pad(k)); err != nil {
-					w.Abort()
-					return nil, err
+	prov := shardfmt.Provenance{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
+		WorldSize: uint32(c.Ranks), Workers: 1}
+	m, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: c.Epochs, Ranks: c.Ranks, Steps: c.Steps, BatchSize: c.BatchSize,
+		Tensors: Tensors, Provenance: prov, RecordBatchSize: true,
+		Manifest: shardfmt.Manifest{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test"},
+		Batch:    func(e, r, k int) ([]uint64, int, error) { return c.IDs(e, r, k), c.Pad(k), nil },
+		Fill: func(g shardfmt.Geometry, ids []uint64, block []byte) {
+			for t := range Tensors {
+				for j, id := range ids {
+					copy(block[g.SlabOffset[t]+uint64(j)*g.SampleBytes[t]:], Sample(t, id))
 				}
 			}
-			if err := w.Commit(); err != nil {
-				return nil, err
-			}
-			digest, err := shardfmt.FileDigest(path)
-			if err != nil {
-				return nil, err
-			}
-			st, err := shardfmt.Open(path)
-			if err != nil {
-				return nil, err
-			}
-			size := st.FileSize()
-			st.Close()
-			m.Shards = append(m.Shards, shardfmt.ShardEntry{Path: rel, Epoch: e, Rank: r, Batches: c.Steps, Size: size, Digest: digest})
-		}
+		}})
+	if err != nil {
+		return nil, err
 	}
-	if err := shardfmt.WriteManifest(dir, m); err != nil {
-		return nil, fmt.Errorf("writing manifest: %w", err)
+	if err := os.WriteFile(filepath.Join(dir, "plan.json"), c.planJSON(), 0o644); err != nil {
+		return nil, fmt.Errorf("writing plan.json: %w", err)
 	}
 	return m, nil
+}
+
+// planJSON is the head of a plan file (plan/PLAN.md §9) describing c, the
+// fields readers of a shard set take from its plan.json copy.
+func (c Config) planJSON() []byte {
+	return fmt.Appendf(nil, `{
+  "format": "prep-plan/v1",
+  "fingerprint": %q,
+  "order_fingerprint": "order:test-0001",
+  "config": {"seed": 0, "epochs": %d, "global_batch": %d, "world_size": %d, "workers": 1, "shuffle": "none", "remainder": "pad"},
+  "derived": {"batch_size": %d, "steps_per_epoch": %d}
+}
+`, PlanFingerprint, c.Epochs, c.BatchSize*c.Ranks, c.Ranks, c.BatchSize, c.Steps)
 }

@@ -2,7 +2,11 @@ package convert
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/plan"
 )
@@ -43,6 +47,44 @@ func TestNeededIDsWithDrops(t *testing.T) {
 		for id := uint64(0); id < p.NumSamples(); id++ {
 			if got.has(id) != want.has(id) {
 				t.Fatalf("%v: id %d needed = %v, want %v", todo, id, got.has(id), want.has(id))
+			}
+		}
+	}
+}
+
+// TestNeededIDsShortcut checks the all-ids shortcut against the plan itself
+// for every shuffle mode and remainder policy.
+func TestNeededIDsShortcut(t *testing.T) {
+	src := t.TempDir()
+	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 203, 16, &parquet.Snappy)
+	writeParquet(t, filepath.Join(src, "b.parquet"), 203, 50, 7, &parquet.Snappy)
+	for _, sh := range []plan.Shuffle{plan.ShuffleNone, plan.ShuffleGlobal, plan.ShuffleBlocks, plan.ShufflePartitioned} {
+		for _, rem := range []plan.Remainder{plan.RemainderDrop, plan.RemainderPad, plan.RemainderPartial} {
+			cfg := plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 12, WorldSize: 3, Workers: 2, Shuffle: sh, Remainder: rem}
+			if sh == plan.ShuffleBlocks {
+				cfg.Window = 2
+			}
+			p, err := plan.New(mustDiscover(t, src), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			todo := []shardKey{{1, 0}, {1, 1}, {1, 2}}
+			set, err := neededIDs(context.Background(), p, todo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := newIDSet(p.NumSamples())
+			var ids []uint64
+			for _, k := range todo {
+				for s := 0; s < p.Steps(); s++ {
+					ids, _, _ = p.RankBatch(k.epoch, k.rank, s, ids)
+					for _, id := range ids {
+						want.add(id)
+					}
+				}
+			}
+			if fmt.Sprint(set.words) != fmt.Sprint(want.words) {
+				t.Errorf("%s/%s: needed ids differ from the plan", sh, rem)
 			}
 		}
 	}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestQuietSilencesSummaries: -q silenced only progress bars and info logs;
+// the plan and convert summaries still filled stdout. Requested output
+// (--json) still comes.
+func TestQuietSilencesSummaries(t *testing.T) {
+	pp := convertFixture(t)
+	out := filepath.Join(t.TempDir(), "shards")
+	code, stdout, stderr := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "-q")
+	if code != 0 || stdout != "" || stderr != "" {
+		t.Errorf("convert -q: exit %d, stdout %q, stderr %q; want silence", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("verify", out, "-q", "--json")
+	if code != 0 || !strings.HasPrefix(stdout, "{") {
+		t.Errorf("verify -q --json: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runCLI("plan", "--source", filepath.Join(filepath.Dir(pp), "src"), "--global-batch", "4", "-o", filepath.Join(t.TempDir(), "p.json"), "-q")
+	if code != 0 || stdout != "" {
+		t.Errorf("plan -q: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// TestSummariesUsePlurals: "1 shards written", "1 workers per rank".
+func TestSummariesUsePlurals(t *testing.T) {
+	pp := convertFixture(t)
+	out := filepath.Join(t.TempDir(), "shards")
+	code, stdout, stderr := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--epochs", "1", "--ranks", "1")
+	if code != 0 || !strings.Contains(stdout, ": 1 shard written (0 already complete), 56 rows,") ||
+		!strings.Contains(stdout, "decoded 52 samples from 1 row group (0 skipped)") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("plan", "--source", filepath.Join(filepath.Dir(pp), "src"), "--global-batch", "4", "-o", filepath.Join(t.TempDir(), "p.json"))
+	if code != 0 || !strings.Contains(stdout, "100 in 1 file, 1 non-empty row group") || !strings.Contains(stdout, "1 epoch, global batch") ||
+		!strings.Contains(stdout, "1 rank x") || !strings.Contains(stdout, "1 worker per rank") {
+		t.Errorf("exit %d, summary %q", code, stdout)
+	}
+	// A partial set checked as a whole: rank_missing says how to check it.
+	code, stdout, _ = runCLI("verify", out)
+	if code != 1 || !strings.Contains(stdout, "epoch-00000/rank-00000.shard: rank_missing: ") ||
+		!strings.Contains(stdout, "(a set holding only some epochs or ranks, such as one node's: verify --partial)") ||
+		!strings.Contains(stdout, "3 findings (1 shard, 7 batches,") {
+		t.Errorf("verify of a partial set: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// TestVersionFlag: prep --version prints what prep version does.
+func TestVersionFlag(t *testing.T) {
+	code, flag, _ := runPrep("--version")
+	_, cmd, _ := runPrep("version")
+	if code != 0 || flag != cmd || !strings.HasPrefix(flag, "prep ") {
+		t.Errorf("--version: exit %d, %q; version: %q", code, flag, cmd)
+	}
+}
+
+// TestJSONKeepsAngleBrackets: --json wrote "a\u003cb" for a path a<b.
+func TestJSONKeepsAngleBrackets(t *testing.T) {
+	pp := convertFixture(t)
+	dir := filepath.Join(t.TempDir(), "a<b&c>")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("plan", "--source", filepath.Join(filepath.Dir(pp), "src"), "--global-batch", "4", "-o", filepath.Join(dir, "p.json"), "--json")
+	if code != 0 || !strings.Contains(stdout, `a<b&c>/p.json"`) || strings.Contains(stdout, `\u003c`) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestTextErrorsAreSentences: with --log-format text a failure was a slog
+// record (time=... level=ERROR msg="..." exit_code=1); it is now one line,
+// "prep: <what failed>", and a JSON record with --log-format json.
+func TestTextErrorsAreSentences(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	code, _, stderr := runCLI("convert", "--plan", missing, "--tensor", "id=id:I64", "-o", t.TempDir())
+	if code != 1 || !strings.HasPrefix(stderr, "prep: ") || strings.Contains(stderr, "level=") || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, "missing.json") {
+		t.Errorf("text: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI("--log-format", "json", "convert", "--plan", missing, "--tensor", "id=id:I64", "-o", t.TempDir())
+	if code != 1 || !strings.Contains(stderr, `"level":"ERROR"`) || !strings.Contains(stderr, `"exit_code":1`) {
+		t.Errorf("json: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -1,0 +1,335 @@
+"""Tests of gpuload.torch.ShardDataset against shard sets made by the prep
+binary from the bundled venomx file (100 rows; id = row index), run by
+`make test` (test-python) with /usr/bin/python3, Debian's python3-torch:
+
+    PREP=bin/prep PYTHONPATH=gpuload/python python3 gpuload/python/tests/test_torch.py
+
+Every batch is checked against `prep plan show --json` (sample ids and pad
+flags, in order) and every value against the row its sample id names.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(TESTS)))
+sys.path.insert(0, os.path.dirname(TESTS))
+import gpuload  # noqa: E402
+from gpuload.torch import ShardDataset  # noqa: E402
+
+PREP = os.environ.get("PREP") or os.path.join(ROOT, "bin", "prep")
+SRC = os.path.join(ROOT, "testdata", "ml", "venomx", "embeddings.parquet")
+SPEC = os.path.join(ROOT, "testdata", "ml", "venomx", "features.yaml")
+N = 100
+WORK = None
+SETS = {}
+
+
+def prep(*args):
+    return subprocess.run([PREP, *args], check=True, capture_output=True, text=True).stdout
+
+
+def make_set(name, world, remainder="pad", seed=7, spec=SPEC, tensors=(), workers=2):
+    """Plans and converts a set: global batch 16, 2 epochs, global shuffle."""
+    plan = os.path.join(WORK, name + ".json")
+    out = os.path.join(WORK, name)
+    prep("plan", "--source", SRC, "--seed", str(seed or 0), "--epochs", "2", "--global-batch", "16", "--world-size",
+         str(world), "--workers", str(workers), "--shuffle", "global" if seed is not None else "none",
+         "--remainder", remainder, "-o", plan, "-q")
+    args = ["convert", "--plan", plan, "-o", out, "-q"] + (["--spec", spec] if spec else [])
+    for t in tensors:
+        args += ["--tensor", t]
+    prep(*args)
+    SETS[name] = (plan, out)
+    return out
+
+
+def plan_show(name, epoch, rank):
+    """[(step, ids, pad)] of `prep plan show --json`."""
+    d = json.loads(prep("plan", "show", SETS[name][0], "--epoch", str(epoch), "--rank", str(rank), "--json"))
+    return [(b["step"], b["samples"], b["pad"]) for b in d["batches"]]
+
+
+def items(ds, **kw):
+    """The dataset's items through a DataLoader, tensors copied (a zero-copy
+    item holds its ring slot while it lives)."""
+    return [{k: v.clone() if torch.is_tensor(v) else v for k, v in it.items()}
+            for it in DataLoader(ds, batch_size=None, **kw)]
+
+
+def setUpModule():
+    global WORK, REF
+    WORK = tempfile.mkdtemp(prefix="gpuload-torch.")
+    make_set("r2", 2)
+    make_set("r4", 4)
+    make_set("r1", 1)
+    make_set("p2", 2, remainder="partial")
+    make_set("p4", 4, remainder="partial")
+    make_set("p1", 1, remainder="partial")
+    make_set("seed8", 2, seed=8)
+    # Reference rows by sample id: no shuffle, one rank, no pads.
+    ref = make_set("ref", 1, remainder="partial", seed=None)
+    REF = {}
+    for b in DataLoader(ShardDataset(ref, rank=0, world_size=1), batch_size=None):
+        for j, i in enumerate(b["sample_ids"].tolist()):
+            REF[i] = {k: b[k][j].clone() for k in ("emb", "id", "name_bucket")}
+    assert sorted(REF) == list(range(N)), sorted(REF)
+
+
+def tearDownModule():
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+class Case(unittest.TestCase):
+    def check_values(self, item):
+        ids = item["sample_ids"].tolist()
+        self.assertEqual(item["sample_ids"].dtype, torch.int64)
+        self.assertEqual(item["pad"].dtype, torch.bool)
+        for k in ("emb", "id", "name_bucket"):
+            self.assertEqual(item[k].shape[0], len(ids))
+            for j, i in enumerate(ids):
+                self.assertTrue(torch.equal(item[k][j], REF[i][k]), f"step {item['step']} {k} row {j} (id {i})")
+
+    def check_plan(self, items, want):
+        self.assertEqual([(it["step"], it["sample_ids"].tolist(), it["pad"].tolist()) for it in items], want)
+
+
+class DatasetTest(Case):
+    def test_plan_order_and_values_in_process(self):
+        for rank in (0, 1):
+            for epoch in (0, 1):
+                ds = ShardDataset(SETS["r2"][1], rank=rank, world_size=2, epoch=epoch)
+                seen = []
+                for it in DataLoader(ds, batch_size=None):  # zero-copy views, checked as they stream
+                    self.check_values(it)
+                    self.assertEqual(it["emb"].dtype, torch.float16)
+                    self.assertEqual(tuple(it["emb"].shape), (8, 50))
+                    self.assertEqual(it["id"].dtype, torch.int64)
+                    seen.append((it["step"], it["sample_ids"].tolist(), it["pad"].tolist()))
+                self.assertEqual(seen, plan_show("r2", epoch, rank))
+        self.assertEqual(seen[-1][2], [True] * 8)  # rank 1's last batch is all pads
+
+    def test_len_epochs_and_state(self):
+        ds = ShardDataset(SETS["r2"][1], rank=0, world_size=2)
+        self.assertEqual((len(ds), ds.epochs, ds.batch_size, ds.epoch), (7, 2, 8, 0))
+        it = iter(DataLoader(ds, batch_size=None))
+        for _ in range(3):
+            held = next(it)
+        st = ds.state_dict()
+        plan, _ = SETS["r2"]
+        with open(plan) as f:
+            p = json.load(f)
+        self.assertEqual(st, {"format": "gpuload-dataset/v1", "plan_fingerprint": p["fingerprint"],
+                              "order_fingerprint": p["order_fingerprint"], "world_size": 2, "epoch": 0, "step": 3})
+        del it
+        self.check_values(held)  # still valid after the iterator (and its loader) closed
+        ds2 = ShardDataset(SETS["r2"][1], rank=0, world_size=2)
+        ds2.load_state_dict(st)
+        ds2.set_epoch(0)  # the loaded position is kept for its own epoch
+        self.check_plan(items(ds2), plan_show("r2", 0, 0)[3:])
+        ds2.set_epoch(1)
+        self.assertEqual(ds2.state_dict()["step"], 0)
+        self.check_plan(items(ds2), plan_show("r2", 1, 0))
+        ds2.set_epoch(0)  # the resume applied to epoch 0's first pass only
+        self.assertEqual(len(items(ds2)), 7)
+
+    def test_state_from_another_plan_is_refused(self):
+        other = ShardDataset(SETS["seed8"][1], rank=0, world_size=2).state_dict(next_step=2)
+        ds = ShardDataset(SETS["r2"][1], rank=0, world_size=2)
+        with self.assertRaises(gpuload.GpuloadError) as cm:
+            ds.load_state_dict(other)
+        self.assertEqual(cm.exception.code, gpuload.GL_ERR_PLAN_MISMATCH)
+        self.assertIn("state from another plan: order fingerprint " + other["order_fingerprint"], str(cm.exception))
+        with self.assertRaises(gpuload.GpuloadError):
+            ds.load_state_dict({"epoch": 0, "step": 1})
+
+    def test_rank_and_world_size_from_the_environment(self):
+        env = dict(os.environ)
+        try:
+            os.environ.update(RANK="1", WORLD_SIZE="2")
+            ds = ShardDataset(SETS["r2"][1])
+            self.assertEqual((ds.rank, ds.world_size), (1, 2))
+            os.environ.update(RANK="3", WORLD_SIZE="4")
+            with self.assertRaises(gpuload.GpuloadError) as cm:
+                ShardDataset(SETS["r2"][1])
+            self.assertEqual(cm.exception.code, gpuload.GL_ERR_PLAN_MISMATCH)
+            self.assertIn("world size 4 (from RANK/WORLD_SIZE) differs from the plan's 2", str(cm.exception))
+            self.assertIn("elastic=True", str(cm.exception))
+            del os.environ["RANK"], os.environ["WORLD_SIZE"]
+            os.environ.update(SLURM_PROCID="1", SLURM_NTASKS="2")
+            self.assertEqual(ShardDataset(SETS["r2"][1]).rank, 1)
+            del os.environ["SLURM_PROCID"], os.environ["SLURM_NTASKS"]
+            with self.assertRaises(gpuload.GpuloadError) as cm:
+                ShardDataset(SETS["r2"][1])  # no launcher: one process, but the plan has 2 ranks
+            self.assertIn("world size 1 (from default (no launcher variables set)) differs from the plan's 2",
+                          str(cm.exception))
+            with self.assertRaises(gpuload.GpuloadError) as cm:
+                ShardDataset(SETS["r2"][1], rank=0, world_size=3, elastic=True)
+            self.assertIn("world size 3 does not divide the plan's global batch 16", str(cm.exception))
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+
+    def test_elastic_reads_equal_a_fresh_convert(self):
+        # R' = 2R, R' = R/2, and with remainder partial (short and empty
+        # batches); both epochs, every rank.
+        for old, new, world in (("r2", "r4", 4), ("r2", "r1", 1), ("p2", "p4", 4), ("p2", "p1", 1), ("r4", "r2", 2)):
+            for rank in range(world):
+                for epoch in (0, 1):
+                    got = items(ShardDataset(SETS[old][1], rank=rank, world_size=world, epoch=epoch, elastic=True))
+                    want = items(ShardDataset(SETS[new][1], rank=rank, world_size=world, epoch=epoch))
+                    self.assertEqual(len(got), len(want))
+                    for g, w in zip(got, want):
+                        self.assertEqual(sorted(g), sorted(w))
+                        for k in w:
+                            if k == "step":
+                                self.assertEqual(g[k], w[k])
+                            else:
+                                self.assertTrue(torch.equal(g[k], w[k]), f"{old} as {new} rank {rank} epoch {epoch} "
+                                                f"step {w['step']} {k}")
+        # The partial sets' last step: rank 0 of 4 holds 4 samples, ranks 1-3 none.
+        last = items(ShardDataset(SETS["p2"][1], rank=1, world_size=4, elastic=True))[-1]
+        self.assertEqual(last["sample_ids"].tolist(), [])
+        self.assertEqual(tuple(last["emb"].shape), (0, 50))
+
+    def test_shards_missing_on_this_node_fail_at_set_epoch(self):
+        d = os.path.join(WORK, "node")
+        shutil.copytree(SETS["r2"][1], d)
+        mpath = os.path.join(d, "manifest.json")
+        with open(mpath) as f:
+            m = json.load(f)
+        m["shards"] = [s for s in m["shards"] if s["epoch"] == 0]  # epoch 1 converted elsewhere
+        with open(mpath, "w") as f:
+            json.dump(m, f)
+        ds = ShardDataset(d, rank=0, world_size=1, elastic=True)  # reads ranks 0 and 1
+        with self.assertRaises(gpuload.GpuloadError) as cm:
+            ds.set_epoch(1)
+        self.assertEqual(cm.exception.code, gpuload.GL_ERR_NO_SHARD)
+        self.assertIn("epoch 1 rank 0 not in manifest.json (in the plan, but not converted on this node", str(cm.exception))
+        self.assertEqual(ds.epoch, 0)
+
+    def test_resume_across_world_sizes(self):
+        st = ShardDataset(SETS["r2"][1], rank=0, world_size=2).state_dict(next_step=3)
+        for world in (4, 1):
+            for rank in range(world):
+                ds = ShardDataset(SETS["r2"][1], rank=rank, world_size=world, elastic=True)
+                ds.load_state_dict(st)
+                fresh = plan_show("r4" if world == 4 else "r1", 0, rank)
+                self.check_plan(items(ds), fresh[3:])
+
+    def test_bf16_and_unsigned(self):
+        f32 = make_set("f32", 2, spec=None, tensors=["e=embedding:F32:50", "i=id:U32"])
+        bf = make_set("bf16", 2, spec=None, tensors=["e=embedding:BF16:50", "i=id:U64"])
+        for a, b in zip(DataLoader(ShardDataset(f32, rank=1, world_size=2), batch_size=None),
+                        DataLoader(ShardDataset(bf, rank=1, world_size=2), batch_size=None)):
+            self.assertEqual((a["e"].dtype, b["e"].dtype, a["i"].dtype, b["i"].dtype),
+                             (torch.float32, torch.bfloat16, torch.int32, torch.int64))
+            self.assertTrue(torch.equal(a["e"].to(torch.bfloat16), b["e"]))  # both round to nearest even
+            self.assertEqual(a["i"].tolist(), a["sample_ids"].tolist())
+            self.assertEqual(b["i"].tolist(), a["sample_ids"].tolist())
+
+
+class ReadmeTest(unittest.TestCase):
+    def test_the_readme_snippet_trains_and_resumes_in_under_20_lines(self):
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        section = readme[readme.index("## Reading shards in a trainer"):]
+        code = section[section.index("```python\n") + 10:section.index("```\n", section.index("```python"))]
+        self.assertLess(len(code.strip().splitlines()), 20)
+        code = code.replace("/local/shards", SETS["r2"][1])
+        work = tempfile.mkdtemp(dir=WORK)
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(TESTS), RANK="1", WORLD_SIZE="2")
+        code = code.replace("for batch in loader:", "for batch in loader:\n        print(epoch, batch['step'])")
+        killed = code.replace("print(epoch, batch['step'])", "if (epoch, batch['step']) == (1, 3): raise SystemExit(3)")
+        out = subprocess.run([sys.executable, "-c", killed], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 3, out.stderr)  # killed before epoch 1's step 3
+        out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.split("\n"), ["1 3", "1 4", "1 5", "1 6", ""])  # resumed there
+        ck = torch.load(os.path.join(work, "ckpt.pt"))
+        self.assertEqual((ck["data"]["epoch"], ck["data"]["step"]), (1, 7))
+
+
+def run_fresh(code, timeout=120):
+    """Runs code in a fresh interpreter (no library loaded yet)."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(TESTS), PYTHONDONTWRITEBYTECODE="1")
+    head = ("import os, sys, json, torch\nfrom torch.utils.data import DataLoader\nimport gpuload\n"
+            "from gpuload.torch import ShardDataset\n")
+    return subprocess.run([sys.executable, "-c", head + textwrap.dedent(code)], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+class WorkersTest(Case):
+    def test_two_fork_workers_after_len_give_plan_order(self):
+        # The parent builds the dataset and reads its length (pure Python),
+        # resumes at an odd step, then forks two workers.
+        out = run_fresh(f"""
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2, epoch=1)
+            assert len(ds) == 7
+            ds.load_state_dict(ds.state_dict(next_step=3))
+            items = list(DataLoader(ds, batch_size=None, num_workers=2))
+            assert not gpuload._native.loaded_here()
+            torch.save(items, {os.path.join(WORK, 'workers.pt')!r})
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        items = torch.load(os.path.join(WORK, "workers.pt"))
+        self.check_plan(items, plan_show("r2", 1, 1)[3:])
+        for it in items:
+            self.check_values(it)
+
+    def test_persistent_workers_follow_set_epoch_and_resume(self):
+        # Regression (a torch pitfall): persistent workers keep their copy of
+        # the dataset, so set_epoch in the parent did not reach them and
+        # every epoch repeated the first one's order.
+        out = run_fresh(f"""
+            import pickle
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2)
+            ds.load_state_dict(ds.state_dict(next_step=5))
+            loader = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+            got = []
+            for epoch in (0, 1, 0):
+                ds.set_epoch(epoch)
+                got.append([(b["step"], b["sample_ids"].tolist(), b["pad"].tolist()) for b in loader])
+            print(json.dumps(got))
+            copy = pickle.loads(pickle.dumps(ds))  # outside a worker start: a copy with its own state
+            copy.set_epoch(1)
+            print(ds.epoch, copy.epoch)
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        got = json.loads(lines[0])
+        want = [plan_show("r2", 0, 0)[5:], plan_show("r2", 1, 0), plan_show("r2", 0, 0)]
+        self.assertEqual([[tuple(b) for b in e] for e in got], want)
+        self.assertEqual(lines[1], "0 1")
+
+    def test_fork_after_the_library_was_loaded_raises(self):
+        out = run_fresh(f"""
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2)
+            next(iter(DataLoader(ds, batch_size=None)))  # loads the library in the parent
+            try:
+                list(DataLoader(ds, batch_size=None, num_workers=2))
+            except RuntimeError as e:
+                print(e)
+            # the documented fix
+            got = [b["step"] for b in DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn")]
+            print("spawn", got)
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("Caught ForkError in DataLoader worker process", out.stdout)
+        self.assertIn("a fork of a process that had loaded libgpuload.so: a Go runtime does not survive fork", out.stdout)
+        self.assertIn('multiprocessing_context="spawn" or "forkserver"', out.stdout)
+        self.assertIn("spawn [0, 1, 2, 3, 4, 5, 6]", out.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -5,13 +5,16 @@ The measure of the study prep answers (GPUs at 10-15 % utilization because
 every step read Parquet, converted PyArrow to NumPy and copied to the GPU):
 
   ceiling  the model alone: one batch already on the device, every step;
-  (a)      prep shards through the CUDA backend: gpuload.Loader(backend="cuda"),
-           each tensor wrapped with torch.from_dlpack (no copy);
+  (a)      prep shards through the CUDA backend: gpuload.torch.ShardDataset
+           (device="cuda", tensors wrapped by DLPack, no copy), or, where that
+           package has no torch module, gpuload.Loader(backend="cuda") with
+           torch.from_dlpack;
   (b)      the study's bottleneck path: pyarrow.parquet -> to_numpy ->
            torch.from_numpy -> .cuda(), in a DataLoader with W worker
            processes, best of W = 0, 4, 8;
-  (c)      prep shards through the host backend, .pin_memory() and
-           .cuda(non_blocking=True).
+  (c)      prep shards through the host backend: ShardDataset in a
+           DataLoader(pin_memory=True), then .cuda(non_blocking=True) (or
+           the Loader's views, .pin_memory() and .cuda(non_blocking=True)).
 
 For each: steps/s, x the ceiling, GPU utilization (nvidia-smi sampled every
 100 ms while timed), CPU cores busy (user+system time of this process and
@@ -28,7 +31,7 @@ stops at once unless --dry-run, which runs the parts that need no GPU on the
 CPU (the ceiling, (c) without pinning, (b) when pyarrow is present) with a
 few steps, to check the script itself.
 
-    python3 bench/e2e/train_e2e.py --data DIR --shards DIR --lib libgpuload.so [--json out.json]
+    python3 bench/e2e/train_e2e.py --data DIR --shards DIR [--lib libgpuload.so] [--json out.json]
 """
 
 import argparse
@@ -44,6 +47,7 @@ import warnings
 
 BATCH = 4096
 DENSE, CATS, HIST, BUCKETS = 13, 26, 20, 100_000
+KEYS = ("dense", "cats", "hist", "hist_lengths", "label")  # the tensors the model reads
 
 
 def log(msg):
@@ -75,15 +79,24 @@ def detect():
     return have, notes
 
 
-def import_gpuload(repo):
-    """Imports the gpuload package, installed or from the repository."""
+def import_gpuload(repo, lib):
+    """Imports the gpuload package, installed or from the repository, with
+    its library at lib ($GPULOAD_LIB) when given, and its torch module
+    (gpuload.torch) when it has one (None otherwise)."""
+    if lib:
+        os.environ["GPULOAD_LIB"] = os.path.abspath(lib)
     try:
         import gpuload
-        return gpuload, "installed"
+        where = "installed"
     except ImportError:
         sys.path.insert(0, os.path.join(repo, "gpuload", "python"))
         import gpuload
-        return gpuload, "from " + os.path.join(repo, "gpuload", "python")
+        where = "from " + os.path.join(repo, "gpuload", "python")
+    try:
+        import gpuload.torch as gtorch
+    except ImportError:
+        gtorch = None
+    return gpuload, gtorch, where
 
 
 # ---- CPU and GPU accounting -------------------------------------------------
@@ -199,32 +212,58 @@ def make_model(torch, device, hidden):
 
 # ---- the feeds -----------------------------------------------------------------
 
-def feed_prep_cuda(gpuload, torch, shards, lib, device):
-    """(a): device tensors straight from the loader's device buffers. A batch
-    is given back to the ring (by dropping its tensors) two steps after its
-    step was queued, once an event recorded after that step completes."""
-    loader = gpuload.Loader(shards, 0, 0, backend="cuda", device=device, prefetch=6, lib=lib)
+def hold_until_done(torch, batches):
+    """Yields each batch of device tensors and keeps it alive two steps
+    longer, until an event recorded after its step completes: a batch's ring
+    slot is given back when its tensors are dropped, and the kernels queued
+    by its step may still be reading it."""
     held = collections.deque()
     try:
-        while True:
-            for b in loader.batches():
-                t = {k: torch.from_dlpack(v) for k, v in b.tensors.items()}
-                yield t
-                ev = torch.cuda.Event()
-                ev.record()
-                held.append((ev, t))
-                if len(held) > 2:
-                    held.popleft()[0].synchronize()
-            loader.seek(0)
+        for t in batches:
+            yield t
+            ev = torch.cuda.Event()
+            ev.record()
+            held.append((ev, t))
+            if len(held) > 2:
+                held.popleft()[0].synchronize()
     finally:
         held.clear()
+
+
+def feed_prep_cuda(gpuload, gtorch, torch, shards, device):
+    """(a): device tensors straight from the loader's device buffers, the
+    shard read again from step 0 at its end."""
+    if gtorch is not None:
+        ds = gtorch.ShardDataset(shards, rank=0, world_size=1, device=f"cuda:{device}", prefetch=6)
+
+        def passes():
+            while True:
+                yield from ds
+        yield from hold_until_done(torch, passes())
+        return
+    loader = gpuload.Loader(shards, 0, 0, backend="cuda", device=device, prefetch=6)
+
+    def batches():
+        while True:
+            for b in loader.batches():
+                yield {k: torch.from_dlpack(v) for k, v in b.tensors.items()}
+            loader.seek(0)
+    try:
+        yield from hold_until_done(torch, batches())
+    finally:
         loader.close()
 
 
-def feed_prep_host(gpuload, torch, shards, lib, device):
-    """(c): host views, pinned and copied without blocking (CPU: the views)."""
-    loader = gpuload.Loader(shards, 0, 0, backend="host", prefetch=6, lib=lib)
+def feed_prep_host(gpuload, gtorch, torch, shards, device):
+    """(c): host tensors pinned and copied without blocking (CPU: as they are)."""
     cuda = device != "cpu"
+    if gtorch is not None:
+        ds = gtorch.ShardDataset(shards, rank=0, world_size=1, device="cpu", prefetch=6)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0, pin_memory=cuda)
+        while True:
+            for b in dl:
+                yield {k: b[k].to(device, non_blocking=True) for k in KEYS}
+    loader = gpuload.Loader(shards, 0, 0, backend="host", prefetch=6)
     try:
         while True:
             for t in loader:
@@ -331,7 +370,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="folder of the e2edata Parquet files")
     ap.add_argument("--shards", required=True, help="the shard set prep convert wrote from them")
-    ap.add_argument("--lib", default=os.environ.get("GPULOAD_LIB"), help="libgpuload.so")
+    ap.add_argument("--lib", default=os.environ.get("GPULOAD_LIB"), help="libgpuload.so (default: $GPULOAD_LIB, else the package's own)")
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--steps", type=int, default=300, help="timed steps per measurement")
     ap.add_argument("--warmup", type=int, default=30)
@@ -353,8 +392,9 @@ def main():
     if not have.get("cuda") and not args.dry_run:
         log("train_e2e: no CUDA device: this measure needs an NVIDIA GPU (use --dry-run to check the CPU parts)")
         return 2
-    gpuload, where = import_gpuload(repo)
-    log(f"train_e2e: torch {have['torch']}, pyarrow {have.get('pyarrow', 'absent')}, gpuload {where}")
+    gpuload, gtorch, where = import_gpuload(repo, args.lib)
+    log(f"train_e2e: torch {have['torch']}, pyarrow {have.get('pyarrow', 'absent')}, gpuload {where}, "
+        f"{'gpuload.torch.ShardDataset' if gtorch else 'gpuload.Loader (no gpuload.torch)'} for (a) and (c)")
     device = "cpu" if args.dry_run else f"cuda:{args.device}"
     if args.dry_run:
         args.steps, args.warmup, args.min_seconds = min(args.steps, 3), min(args.warmup, 1), 0
@@ -366,14 +406,14 @@ def main():
     exclude = {sampler.pid} if sampler and sampler.pid else set()
 
     results, skipped = {}, []
-    head = feed_prep_host(gpuload, torch, args.shards, args.lib, "cpu")
+    head = feed_prep_host(gpuload, None, torch, args.shards, "cpu")
     first = {k: v.clone() for k, v in next(head).items()}  # copies before the views go
     head.close()
     results["ceiling"] = measure(torch, step, feed_ceiling(torch, first, device), args.warmup, args.steps, args.min_seconds, device, sampler, exclude)
     if args.dry_run:
         skipped.append("(a) prep CUDA backend: needs a CUDA GPU")
     else:
-        results["a"] = measure(torch, step, feed_prep_cuda(gpuload, torch, args.shards, args.lib, args.device),
+        results["a"] = measure(torch, step, feed_prep_cuda(gpuload, gtorch, torch, args.shards, args.device),
                                args.warmup, args.steps, args.min_seconds, device, sampler, exclude)
     if "pyarrow" in have and files:
         best = None
@@ -386,7 +426,7 @@ def main():
         results["b"] = best
     else:
         skipped.append("(b) pyarrow -> NumPy -> torch: " + ("pyarrow missing" if "pyarrow" not in have else f"no Parquet files in {args.data}"))
-    results["c"] = measure(torch, step, feed_prep_host(gpuload, torch, args.shards, args.lib, device),
+    results["c"] = measure(torch, step, feed_prep_host(gpuload, gtorch, torch, args.shards, device),
                            args.warmup, args.steps, args.min_seconds, device, sampler, exclude)
     if sampler:
         sampler.close()

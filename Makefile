@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 PYLIB   := gpuload/python/gpuload/libgpuload.so
 
-.PHONY: all build python demo test test-python bench bench-ab samebytes fuzz lint clean
+.PHONY: all build python demo test test-python test-s3 bench bench-ab samebytes fuzz lint clean
 
 all: build
 
@@ -44,6 +44,11 @@ test-python: build python
 	else \
 		echo "note: /usr/bin/python3 cannot import torch and numpy: the PyTorch dataset tests are skipped; apt-get install python3-torch python3-numpy"; \
 	fi
+
+# Opt-in: the object-store tests against a real S3 server (SeaweedFS, built
+# once into .cache/weed) on 127.0.0.1. Not part of CI.
+test-s3:
+	./scripts/test-s3.sh
 
 bench:
 	./scripts/bench.sh

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prepml/prep/pqread"
+	"github.com/prepml/prep/source"
 )
 
 // decodeTask is one column chunk to decode: value j of tensor t, from the
@@ -332,6 +333,7 @@ func (d *decoder) run(ctx context.Context) error {
 			ch <- work{task: g.tasks[0], windowed: true}
 			continue
 		}
+		d.prefetch(g)
 		for _, task := range g.tasks {
 			ch <- work{task: task}
 		}
@@ -556,4 +558,32 @@ func (b *blockIter) next() (blk []run, base int64, slots int, ok bool) {
 		}
 	}
 	return b.buf, base, slots, true
+}
+
+// prefetch asks the source object of g's file, when it fetches ahead (an
+// object store: source.Prefetcher), for the column chunks g will read, as
+// soon as g is admitted: the fetches overlap the decoding of the row
+// groups before it, coalesced per row group. Windowed row groups (larger
+// than the memory limit) are read as they decode instead.
+func (d *decoder) prefetch(g *rowGroupJob) {
+	f := d.files[g.fi]
+	if _, local := f.st.(*source.Local); local {
+		return // nothing to fetch ahead, and no need to open the file here
+	}
+	sf, err := f.open() // held until its last chunk is decoded; a failure is the decoder's to report
+	if err != nil {
+		return
+	}
+	pf, ok := sf.Object.(source.Prefetcher)
+	if !ok {
+		return
+	}
+	rs := make([]source.Range, 0, len(g.tasks))
+	for _, task := range g.tasks {
+		ci := d.plans[task.t].cols[g.fi][task.j]
+		if off, n := sf.Parquet.ChunkRange(g.rg, ci); n > 0 {
+			rs = append(rs, source.Range{Off: off, Len: n})
+		}
+	}
+	pf.Prefetch(rs)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 )
 
 // Samples holds the expected bytes of some samples, as a shard would hold
@@ -46,14 +47,20 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 // windows. Memory: twice the samples' bytes (staged, then copied out) plus
 // about memoryLimit, plus the footers of the files read. Errors are those
 // of Run's checks and stage 1.
-func MaterializeWithin(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (_ *Samples, err error) {
+func MaterializeWithin(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (*Samples, error) {
+	return MaterializeFrom(ctx, nil, p, spec, ids, memoryLimit)
+}
+
+// MaterializeFrom is MaterializeWithin reading the plan's files from st
+// (nil: the local directory p.Source.Root), as Options.Source does for Run.
+func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (_ *Samples, err error) {
 	if memoryLimit <= 0 {
 		memoryLimit = 1 << 30
 	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, plans, err := openForSpec(ctx, p, nil, spec, pqread.Limits{}, materializeFooters)
+	files, plans, err := openForSpec(ctx, p, st, spec, pqread.Limits{}, materializeFooters)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,10 @@ type SourceFile struct {
 	Size         int64   `json:"size"`
 	FooterSHA256 string  `json:"footer_sha256"` // hex sha256 of the footer bytes (thrift FileMetaData + length + "PAR1")
 	RowGroups    []int64 `json:"row_groups"`    // rows per row group, in file order (zero-row groups kept)
+	// ETag is the object's version when the source is an object store
+	// (as listed, quotes included); reads from the same root are pinned
+	// to it. Not fingerprinted: a local copy has none and plans the same.
+	ETag string `json:"etag,omitempty"`
 }
 
 // Rows returns the number of rows of the file (the sum of its row groups).

@@ -63,6 +63,32 @@ func OpenInput(name string, in Input, lim Limits) (*File, error) {
 	if err != nil {
 		return fail(err)
 	}
+	return OpenFooter(name, ft, in, lim)
+}
+
+// OpenFooter is OpenInput for a caller that has already read the footer ft
+// of in (with ReadFooterAt, or from a suffix read of an object whose tail
+// it checked the same way, "PAR1" at the end and the footer length inside
+// the file): it makes every check OpenInput makes after reading, from the
+// footer's decoding on, with no read of in. Errors are *Error values
+// naming name.
+func OpenFooter(name string, ft *Footer, in Input, lim Limits) (*File, error) {
+	f := &File{path: name, in: in, lim: lim.withDefaults()}
+	fail := func(err error) (*File, error) {
+		var pe *Error
+		if e, ok := err.(*Error); ok {
+			pe = e
+		} else {
+			pe = &Error{File: name, RowGroup: -1, Page: -1, Row: -1, Offset: -1, Err: err}
+		}
+		return nil, pe
+	}
+	if ft.Size != in.Size() || ft.Offset < magicLen || ft.Offset+int64(len(ft.Meta))+trailerLen != ft.Size {
+		return fail(corruptf("footer of %d bytes at offset %d does not end a file of %d bytes", len(ft.Meta), ft.Offset, in.Size()))
+	}
+	if f.lim.MaxFooterBytes > 0 && int64(len(ft.Meta)) > f.lim.MaxFooterBytes {
+		return fail(limitf("footer of %d bytes exceeds the limit of %d", len(ft.Meta), f.lim.MaxFooterBytes))
+	}
 	f.size, f.dataEnd, f.footSum = ft.Size, ft.Offset, ft.SHA256()
 	buf, err := checkThrift(ft.Meta)
 	if err == nil {

@@ -10,7 +10,7 @@
 # BENCHMARKS.md; the script goes on with the rest.
 #
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
-# list of stages: convert (with its peers and limits), plan, verify, gpuload;
+# list of stages: convert (with its peers and limits), plan, verify, gpuload, s3;
 # verify and gpuload read the shard set the convert stage wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +36,7 @@ build loadbench bench ./cmd/loadbench
 build profbench bench ./cmd/profbench
 build gendata bench ./cmd/gendata
 build benchrun bench ./cmd/benchrun
+build s3bench bench ./cmd/s3bench
 for must in gendata benchrun; do
 	[ -x "$BIN/$must" ] || { echo "bench: $must is required" >&2; exit 1; }
 done
@@ -43,4 +44,17 @@ done
 echo "bench: generating inputs (cached)" >&2
 "$BIN/gendata" -dir "$CACHE/data"
 
-"$BIN/benchrun" -root . -o BENCHMARKS.md -runs "${BENCH_RUNS:-5}" -only "${BENCH_ONLY:-}"
+if [ "${BENCH_ONLY:-}" != s3 ]; then
+	"$BIN/benchrun" -root . -o BENCHMARKS.md -runs "${BENCH_RUNS:-5}" -only "${BENCH_ONLY:-}"
+fi
+
+# Object-store sources: convert and plan from an in-process S3 server on
+# 127.0.0.1 against the same runs from local files (its own section of
+# BENCHMARKS.md).
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,s3,* ]]; then
+	if [ -x "$BIN/s3bench" ] && [ -x "$BIN/prep" ]; then
+		"$BIN/s3bench" -prep "$BIN/prep" -data "$CACHE/data" -o BENCHMARKS.md -runs "${BENCH_S3_RUNS:-5}"
+	else
+		echo "bench: s3bench or prep did not build; the object-store section is not measured" >&2
+	fi
+fi

@@ -39,11 +39,25 @@ func MaxRows(size int64) int64 {
 // schema, physical types, row counts and every column chunk's range.
 // Errors are *Error values naming obj relative to its root.
 func openParquet(obj Object, lim pqread.Limits) (*pqread.File, error) {
-	lo, ok := obj.(*localObject)
-	if !ok {
-		return nil, &Error{File: obj.Name(), Err: errors.New("this reader opens only local files")}
+	if lo, ok := obj.(*localObject); ok {
+		return checkedParquet(obj, func() (*pqread.File, error) { return pqread.Open(lo.path, lim) })
 	}
-	pf, err := pqread.Open(lo.path, lim)
+	// Object stores: every byte by ReadAt.
+	return checkedParquet(obj, func() (*pqread.File, error) { return pqread.OpenInput(obj.Name(), obj, lim) })
+}
+
+// openFooter is openParquet for a footer ft already read from obj's tail
+// (an object store's suffix read): the same validation of the footer and
+// the row counts, with no further read.
+func openFooter(obj Object, ft *pqread.Footer, lim pqread.Limits) (*pqread.File, error) {
+	return checkedParquet(obj, func() (*pqread.File, error) { return pqread.OpenFooter(obj.Name(), ft, obj, lim) })
+}
+
+// checkedParquet runs open, names its errors after obj (relative to the
+// root, marked ErrFooter where the footer is at fault) and refuses row
+// counts the file cannot hold (checkCapacity).
+func checkedParquet(obj Object, open func() (*pqread.File, error)) (*pqread.File, error) {
+	pf, err := open()
 	if err != nil {
 		var pe *pqread.Error
 		if errors.As(err, &pe) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -71,13 +72,23 @@ func (c *checker) checkSourceFingerprints() {
 	if c.opts.Source == nil {
 		c.add(Finding{Kind: KindSourceUnreadable, Message: "values not compared: this build has no source reader for --deep"})
 	}
-	st, err := source.NewLocal(c.sourceRoot())
+	var st source.Store
+	var err error
+	if c.opts.Store != nil {
+		st, err = c.opts.Store(c.plan, c.sourceRoot())
+	} else {
+		st, err = source.NewLocal(c.sourceRoot())
+	}
 	if err != nil {
 		c.add(Finding{Kind: KindSourceUnreadable, Message: err.Error()})
 		return
 	}
 	for _, sf := range c.plan.Source.Files {
-		c.addSourceFinding(st.Path(sf.Path), source.Check(context.Background(), st, sf))
+		name := strings.TrimSuffix(st.String(), "/") + "/" + sf.Path // an object's URL
+		if l, ok := st.(*source.Local); ok {
+			name = l.Path(sf.Path)
+		}
+		c.addSourceFinding(name, source.Check(context.Background(), st, sf))
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
+	"github.com/prepml/prep/source"
 )
 
 // PlanFileName is the name of the plan copy convert keeps in a shard set
@@ -58,6 +59,10 @@ type Options struct {
 	Source SourceOpener
 	// SourceRoot overrides the plan's Source.Root (for a source that moved).
 	SourceRoot string
+	// Store, when set, returns the Store holding p's files under root (the
+	// resolved source root: SourceRoot or the plan's): how an object-store
+	// root is read. nil: root is a local directory.
+	Store func(p *plan.Plan, root string) (source.Store, error)
 	// Jobs is the number of shards checked at once; when there are fewer
 	// shards than jobs, each shard's batches are split across the jobs left
 	// over. <= 0 means GOMAXPROCS. Each job holds one batch block in

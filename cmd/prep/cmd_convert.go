@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -38,6 +37,7 @@ type convertOptions struct {
 	force       bool
 	asJSON      bool
 	ops         opsOptions
+	io          s3Flags
 }
 
 func newConvertCmd(g *globalOptions) *cobra.Command {
@@ -77,7 +77,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f := cmd.Flags()
 	f.StringVar(&o.planPath, "plan", "", "plan file made by prep plan (required)")
 	f.StringVar(&o.specPath, "spec", "", "feature spec (YAML)")
-	f.StringVar(&o.sourceRoot, "source-root", "", "directory holding the source files, when they moved since the plan was made (default: the plan's source root)")
+	f.StringVar(&o.sourceRoot, "source-root", "", "directory or s3:// URL holding the source files, when they are not where the plan was made (default: the plan's source root)")
 	f.StringArrayVar(&o.tensors, "tensor", nil, "tensor NAME=COL[,COL...]:DTYPE[:SHAPE] (repeatable; added after the spec's tensors)")
 	f.StringVarP(&o.output, "output", "o", "", "output shard set directory (required)")
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
@@ -88,13 +88,19 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addRankFlags(cmd, &o.ops)
 	addMetricsFlag(cmd, &o.ops)
+	addIOFlags(cmd, &o.io)
 	return cmd
 }
 
 func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err error) {
 	start := time.Now()
 	var sum *convert.Summary
-	defer func() { writeMetrics(g, &o.ops, "convert", o.output, start, convertSummary(sum), err) }()
+	var srcStats *source.S3Stats // set before the metrics are written
+	defer func() {
+		s := convertSummary(sum)
+		s.Source = srcStats
+		writeMetrics(g, &o.ops, "convert", o.output, start, s, err)
+	}()
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -153,19 +159,24 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	// The plan names files relative to its source root, which its
 	// fingerprint does not cover: the same data mounted elsewhere is the
 	// same plan. OUT/plan.json keeps the plan file's bytes either way.
-	if o.sourceRoot != "" {
-		if p.Source.Root, err = filepath.Abs(o.sourceRoot); err != nil {
-			return usagef("--source-root: %v", err)
-		}
-	}
 	for _, e := range epochs {
 		if e >= p.Config.Epochs {
 			return usagef("--epochs: epoch %d is not in the plan, which has epochs 0-%d", e, p.Config.Epochs-1)
 		}
 	}
-	store, err := source.NewLocal(p.Source.Root)
+	if err := o.io.check(); err != nil {
+		return err
+	}
+	// Object-store read-ahead takes its share of --memory-limit.
+	readAhead := readAheadShare(mem)
+	store, remote, err := planStore(ctx, p, o.sourceRoot, &o.io, readAhead)
 	if err != nil {
-		return usagef("--source-root: %v", err)
+		return err
+	}
+	if remote != nil {
+		mem -= readAhead
+		defer func() { srcStats = remote.stats() }()
+		defer remote.close()
 	}
 	ranks, err := resolveRanks(o.ranks, p.Config.WorldSize, os.Getenv, &o.ops)
 	if err != nil {
@@ -205,6 +216,9 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		},
 		Progress: func(stage string, rows, bytes int64) {
 			if stage == convert.StageDecode {
+				if remote != nil {
+					bar.SetLabel("decode, " + remote.fetchLabel()) // bytes fetched so far
+				}
 				bar.Add(rows, rows) // the decode bar counts rows
 			} else {
 				bar.Add(rows, bytes)
@@ -217,13 +231,20 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if err != nil {
 		return err
 	}
+	st := remote.stats()
 	if o.asJSON {
-		return newJSONEncoder(g.stdout).Encode(sum)
+		return newJSONEncoder(g.stdout).Encode(struct {
+			*convert.Summary
+			Source *source.S3Stats `json:"source,omitempty"`
+		}{sum, st})
 	}
 	out := g.summary()
 	_, err = fmt.Fprintf(out, "%s: %s written (%d already complete), %s, %s in %.2fs (%.0f MB/s); decoded %s from %s (%d skipped); peak RSS %s, peak heap %s\n",
 		sum.Output, count(sum.Shards, "shard"), sum.SkippedShards, count(sum.Rows, "row"), formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
 		count(sum.SamplesDecoded, "sample"), count(sum.RowGroupsRead, "row group"), sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
+	if err == nil && st != nil {
+		_, err = fmt.Fprintln(out, sourceLine(st))
+	}
 	if err == nil && sum.RowGroupsSliced > 0 {
 		_, err = fmt.Fprintf(out, "%s would not fit --memory-limit decoded whole: decoded in %s, which costs decode time (a larger --memory-limit or smaller row groups avoid it)\n",
 			count(sum.RowGroupsSliced, "row group"), count(sum.RowSlices, "row slice"))

@@ -33,6 +33,7 @@ type planOptions struct {
 	remainder   string
 	output      string
 	asJSON      bool
+	io          s3Flags
 }
 
 // defaultWindow is the blocks-mode window when --window is not given.
@@ -90,6 +91,7 @@ the sample ids of a rank.`,
 	f.StringVar(&o.remainder, "remainder", string(plan.RemainderDrop), "remainder policy: drop, pad or partial")
 	f.StringVarP(&o.output, "output", "o", "plan.json", "plan file to write")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
+	addIOFlags(cmd, &o.io)
 	cmd.MarkFlagsMutuallyExclusive("global-batch", "batch-size")
 	cmd.AddCommand(newPlanShowCmd(g))
 	return cmd
@@ -161,6 +163,9 @@ type planSummary struct {
 	Fingerprint       string            `json:"fingerprint"`
 	OrderFingerprint  string            `json:"order_fingerprint"`
 	SourceFingerprint string            `json:"source_fingerprint"`
+	// Source is the object-store traffic of reading the footers (absent
+	// for local sources).
+	Source *source.S3Stats `json:"source,omitempty"`
 }
 
 func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
@@ -177,8 +182,15 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 	if len(o.sources) == 0 {
 		return usagef("--source is required")
 	}
-	src, err := source.Discover(ctx, o.sources)
+	if err := o.io.check(); err != nil {
+		return err
+	}
+	src, remote, err := discoverSources(ctx, o.sources, &o.io)
 	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return err
+		}
 		if errors.Is(err, filepath.ErrBadPattern) {
 			for _, s := range o.sources {
 				if _, gerr := filepath.Glob(s); gerr != nil {
@@ -208,11 +220,15 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		}
 		return err
 	}
-	local, err := source.NewLocal(src.Root)
-	if err != nil {
-		return err
+	sameFile := func(a, b string) bool { return false } // objects are never links of each other
+	if remote == nil {
+		local, err := source.NewLocal(src.Root)
+		if err != nil {
+			return err
+		}
+		sameFile = local.SameFile
 	}
-	sum, err := plan.Summarize(p, local.SameFile)
+	sum, err := plan.Summarize(p, sameFile)
 	if err != nil {
 		return err
 	}
@@ -228,6 +244,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		Shuffle: string(cfg.Shuffle), Remainder: string(cfg.Remainder),
 		StepsPerEpoch: p.Steps(), DroppedPerEpoch: p.Derived.DroppedPerEpoch, PaddedPerEpoch: p.Derived.PaddedPerEpoch,
 		Fingerprint: p.Fingerprint, OrderFingerprint: p.OrderFingerprint, SourceFingerprint: p.SourceFingerprint,
+		Source: remote.stats(),
 	}
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)
@@ -273,6 +290,10 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		fmt.Fprintf(w, "  partition rows   %v\n", p.Derived.PartitionRows)
 	}
 	fmt.Fprintf(w, "  fingerprint      %s\n", s.Fingerprint)
+	if st := s.Source; st != nil {
+		fmt.Fprintf(w, "  source reads     %d requests (%.2f per file), %d retries, %s fetched\n",
+			st.Requests, float64(st.Requests)/float64(max(1, s.Files+len(s.EmptyFiles))), st.Retries, formatBytes(st.BytesFetched))
+	}
 	return nil
 }
 

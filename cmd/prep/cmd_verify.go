@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -23,6 +24,7 @@ type verifyOptions struct {
 	asJSON     bool
 	recompute  bool
 	memLimit   string
+	io         s3Flags
 }
 
 // deepFlag is --deep[=FRACTION]: off, on with the default fraction, or a
@@ -115,7 +117,8 @@ source_unreadable, value_mismatch.`,
 	f.Var(&o.deep, "deep", "compare values with the source Parquet for a FRACTION of batches (default: all when small)")
 	f.Lookup("deep").NoOptDefVal = "true"
 	f.StringVar(&o.planPath, "plan", "", "plan file to check against (default OUT/plan.json)")
-	f.StringVar(&o.sourceRoot, "source-root", "", "directory holding the source files (default: the plan's source root)")
+	f.StringVar(&o.sourceRoot, "source-root", "", "directory or s3:// URL holding the source files (default: the plan's source root)")
+	addIOFlags(cmd, &o.io)
 	f.Uint64Var(&o.seed, "seed", 0, "seed choosing the --deep sample of batches")
 	f.IntVar(&o.jobs, "jobs", 0, "shards checked at once, at most 1024 (default GOMAXPROCS)")
 	f.BoolVar(&o.partial, "partial", false, "accept a set holding only some of the plan's ranks (one node's share)")
@@ -137,15 +140,28 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	if err != nil {
 		return usagef("--memory-limit: %v", err)
 	}
+	if err := o.io.check(); err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// One Store per source root, an object store's client shared by the
+	// fingerprint check and every shard's deep source.
+	stores := &storeCache{ctx: ctx, io: &o.io, readAhead: readAheadShare(mem)}
+	deepStores = stores
+	defer func() { deepStores = nil; stores.close() }()
+	sourceRoot := o.sourceRoot
 	bar := g.newProgress("verify", -1)
 	opts := verify.Options{
 		Dir: dir, PlanPath: o.planPath, Deep: o.deep.on, DeepFraction: o.deep.fraction, Seed: o.seed,
-		Source: sourceOpener, SourceRoot: o.sourceRoot, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
+		Source: sourceOpener, SourceRoot: sourceRoot, Store: stores.store, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
 		Progress:      func(n int64) { bar.Add(0, n) },
 		RecomputePlan: o.recompute,
 		MemoryLimit:   mem,
 	}
-	rep, err := verify.Run(cmd.Context(), opts)
+	rep, err := verify.Run(ctx, opts)
 	bar.Finish()
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 	"github.com/prepml/prep/verify"
 )
 
@@ -22,12 +23,18 @@ func convertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shar
 	if err != nil {
 		return nil, err
 	}
+	var st source.Store // nil: the local directory p.Source.Root
+	if deepStores != nil {
+		if st, err = deepStores.store(p, sourceRoot); err != nil {
+			return nil, err
+		}
+	}
 	if sourceRoot != "" && sourceRoot != p.Source.Root {
 		q := *p
 		q.Source.Root = sourceRoot
 		p = &q
 	}
-	return &deepSource{p: p, spec: spec, g: g, tensors: tensors}, nil
+	return &deepSource{p: p, spec: spec, g: g, tensors: tensors, st: st}, nil
 }
 
 // specFromManifest decodes the manifest's spec and checks its hash.
@@ -52,8 +59,13 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 	return &spec, nil
 }
 
-// deepSource materializes expected samples with convert.Materialize.
+// deepStores, when set (by prep verify), resolves the Store of each deep
+// source's root, object stores included.
+var deepStores *storeCache
+
+// deepSource materializes expected samples with convert.MaterializeFrom.
 type deepSource struct {
+	st      source.Store
 	p       *plan.Plan
 	spec    *convert.Spec
 	g       shardfmt.Geometry
@@ -78,7 +90,7 @@ func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 			uniq = append(uniq, id)
 		}
 	}
-	got, err := convert.MaterializeWithin(ctx, s.p, s.spec, uniq, s.limit)
+	got, err := convert.MaterializeFrom(ctx, s.st, s.p, s.spec, uniq, s.limit)
 	if err != nil {
 		return err
 	}

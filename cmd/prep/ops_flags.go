@@ -15,6 +15,7 @@ import (
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/internal/metrics"
+	"github.com/prepml/prep/source"
 )
 
 // opsOptions are the operations flags a command adds with addOpsFlags.
@@ -142,6 +143,7 @@ type runSummary struct {
 	ShardsSkipped int64
 	PeakRSSBytes  int64 // 0: not reported
 	SpillBytes    int64
+	Source        *source.S3Stats // object-store traffic; nil for local sources
 }
 
 // writeMetrics records a finished run in o.metricsFile (nothing when unset).
@@ -153,12 +155,16 @@ func writeMetrics(g *globalOptions, o *opsOptions, command, output string, start
 		return
 	}
 	end := time.Now()
-	err := metrics.WriteFile(o.metricsFile, metrics.Run{
+	r := metrics.Run{
 		Command: command, Output: output,
 		Rows: s.Rows, Bytes: s.Bytes, ShardsWritten: s.ShardsWritten, ShardsSkipped: s.ShardsSkipped,
 		PeakRSSBytes: s.PeakRSSBytes, SpillBytes: s.SpillBytes,
 		Duration: end.Sub(start), End: end, Success: runErr == nil,
-	})
+	}
+	if st := s.Source; st != nil {
+		r.SourceRequests, r.SourceRetries, r.SourceBytesFetched, r.SourceBytesNeeded = st.Requests, st.Retries, st.BytesFetched, st.BytesNeeded
+	}
+	err := metrics.WriteFile(o.metricsFile, r)
 	if err != nil && g.log != nil {
 		g.log.Warn("metrics not written", "path", o.metricsFile, "err", err.Error())
 	}

@@ -91,6 +91,15 @@ type Run struct {
 	PeakRSSBytes int64
 	SpillBytes   int64 // staging bytes spilled to disk (convert)
 
+	// Source traffic of a run reading an object store (all 0, and not
+	// written, for local sources): HTTP requests sent (retries included),
+	// retries, response body bytes received, and bytes the readers asked
+	// for (column chunks and footers, each read counted once).
+	SourceRequests     int64
+	SourceRetries      int64
+	SourceBytesFetched int64
+	SourceBytesNeeded  int64
+
 	Duration time.Duration // wall time of the run
 	End      time.Time     // when the run ended
 	Success  bool
@@ -110,11 +119,19 @@ const (
 	LastSuccessTimestamp = "prep_last_success_timestamp_seconds"
 	PeakRSSBytes         = "prep_peak_rss_bytes"
 	SpillBytes           = "prep_spill_bytes"
+	SourceRequests       = "prep_source_requests_total"
+	SourceRetries        = "prep_source_retries_total"
+	SourceBytesFetched   = "prep_source_bytes_fetched_total"
+	SourceBytesNeeded    = "prep_source_bytes_needed_total"
 )
 
 type family struct {
 	name, typ, help string
 }
+
+// optional families get HELP and TYPE lines only when a series has a
+// sample (object-store counters: absent for runs over local files).
+var optional = map[string]bool{SourceRequests: true, SourceRetries: true, SourceBytesFetched: true, SourceBytesNeeded: true}
 
 var families = []family{
 	{RunsTotal, "counter", "Runs of prep finished, successful or not."},
@@ -129,6 +146,10 @@ var families = []family{
 	{LastSuccessTimestamp, "gauge", "Unix time in seconds when the last successful run ended; 0 if none."},
 	{PeakRSSBytes, "gauge", "Peak resident set size of the last run in bytes."},
 	{SpillBytes, "gauge", "Bytes of staging the last run spilled to disk for exceeding its memory limit; 0 if none."},
+	{SourceRequests, "counter", "Requests sent to the object store holding the source, retries included."},
+	{SourceRetries, "counter", "Object-store requests retried after a throttling, server, connection or truncation fault."},
+	{SourceBytesFetched, "counter", "Bytes received from the object store holding the source."},
+	{SourceBytesNeeded, "counter", "Bytes of the source (column chunks and footers) the readers asked the object store for."},
 }
 
 // Sample is one series value: a metric name, its command and output labels,
@@ -197,6 +218,12 @@ func WriteFile(path string, r Run) error {
 		cur[PeakRSSBytes] = float64(r.PeakRSSBytes)
 		cur[SpillBytes] = float64(r.SpillBytes)
 	}
+	if r.SourceRequests > 0 || old[SourceRequests] > 0 {
+		cur[SourceRequests] = old[SourceRequests] + float64(r.SourceRequests)
+		cur[SourceRetries] = old[SourceRetries] + float64(r.SourceRetries)
+		cur[SourceBytesFetched] = old[SourceBytesFetched] + float64(r.SourceBytesFetched)
+		cur[SourceBytesNeeded] = old[SourceBytesNeeded] + float64(r.SourceBytesNeeded)
+	}
 	if r.Success {
 		cur[LastRunSuccess] = 1
 		cur[LastSuccessTimestamp] = end
@@ -228,6 +255,9 @@ func format(w io.Writer, series map[key]map[string]float64) {
 		return strings.Compare(a.output, b.output)
 	})
 	for _, f := range families {
+		if optional[f.name] && !slices.ContainsFunc(keys, func(k key) bool { _, ok := series[k][f.name]; return ok }) {
+			continue
+		}
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)
 		for _, k := range keys {
 			v, ok := series[k][f.name]

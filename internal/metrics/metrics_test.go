@@ -212,3 +212,33 @@ func TestConcurrentWritersLoseNoRun(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// TestSourceCountersAccumulate: object-store traffic is written only for
+// runs that had some, and adds up over runs like the other counters.
+func TestSourceCountersAccumulate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prep.prom")
+	runs := []Run{
+		{Command: "convert", Output: "/o", SourceRequests: 10, SourceRetries: 2, SourceBytesFetched: 5000, SourceBytesNeeded: 4900, End: time.Unix(1000, 0), Success: true},
+		{Command: "convert", Output: "/o", SourceRequests: 3, SourceRetries: 0, SourceBytesFetched: 700, SourceBytesNeeded: 690, End: time.Unix(2000, 0), Success: true},
+		{Command: "convert", Output: "/local", End: time.Unix(2000, 0), Success: true},
+	}
+	for _, r := range runs {
+		if err := WriteFile(path, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := values(t, path)
+	for k, v := range map[string]float64{
+		"convert|/o|prep_source_requests_total":      13,
+		"convert|/o|prep_source_retries_total":       2,
+		"convert|/o|prep_source_bytes_fetched_total": 5700,
+		"convert|/o|prep_source_bytes_needed_total":  5590,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if _, ok := got["convert|/local|prep_source_requests_total"]; ok {
+		t.Error("a local run wrote object-store counters")
+	}
+}

@@ -1,0 +1,401 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
+)
+
+// S3Entry is one listed object.
+type S3Entry struct {
+	Key  string // full key in the bucket
+	Size int64  // bytes, as listed
+	ETag string // as listed, quotes included
+}
+
+// List expands one s3:// source into the objects it names, sorted by key:
+//
+//   - s3://bucket/ or s3://bucket/prefix/ (ending in '/'): every object
+//     below the prefix whose name ends in .parquet (any case), skipping any
+//     key with a component below the prefix starting with '.' or '_'
+//     (Spark and Hive markers such as _SUCCESS, _temporary/);
+//   - a key containing *, ? or [: a glob (path.Match syntax, '*' does not
+//     cross '/'); a key with as many components as the pattern is taken
+//     when it matches, whatever its name; a longer key is taken when its
+//     leading components match and it would be taken from that prefix as a
+//     directory;
+//   - any other key: that object, or, when none has that exact key, the
+//     directory key/.
+//
+// Listing costs one request per 1,000 keys. A source naming nothing
+// returns an error wrapping fs.ErrNotExist; others wrap ErrNoBucket,
+// ErrAccessDenied, ErrBadCredentials or ErrRetriesExhausted.
+func (c *S3Client) List(ctx context.Context, source string) ([]S3Entry, error) {
+	var out []S3Entry
+	if err := c.listEach(ctx, source, func(e S3Entry) { out = append(out, e) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// listEach calls fn for each object List returns, in key order, as the
+// pages arrive (for a plain key: once the listing tells a key from a
+// directory).
+func (c *S3Client) listEach(ctx context.Context, source string, fn func(S3Entry)) error {
+	u, err := ParseS3URL(source)
+	if err != nil {
+		return err
+	}
+	key := u.Key
+	n := 0
+	count := func(e S3Entry) { n++; fn(e) }
+	switch {
+	case key == "" || strings.HasSuffix(key, "/"):
+		err := c.list(ctx, u.Bucket, key, func(e S3Entry) {
+			if inDir(e.Key[len(key):]) {
+				count(e)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: no .parquet object below it: %w", source, fs.ErrNotExist)
+		}
+		return nil
+	case strings.ContainsAny(key, "*?["):
+		if _, err := path.Match(key, ""); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadURL, source, err)
+		}
+		lit := key[:strings.IndexAny(key, "*?[")]
+		nseg := strings.Count(key, "/") + 1
+		err := c.list(ctx, u.Bucket, lit, func(e S3Entry) {
+			segs := strings.SplitN(e.Key, "/", nseg+1)
+			if len(segs) < nseg {
+				return
+			}
+			head := strings.Join(segs[:nseg], "/")
+			if ok, _ := path.Match(key, head); !ok {
+				return
+			}
+			if len(segs) == nseg || inDir(e.Key[len(head)+1:]) {
+				count(e)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: no object matches: %w", source, fs.ErrNotExist)
+		}
+		return nil
+	default:
+		var exact, below []S3Entry
+		err := c.list(ctx, u.Bucket, key, func(e S3Entry) {
+			switch {
+			case e.Key == key:
+				exact = append(exact, e)
+			case strings.HasPrefix(e.Key, key+"/") && inDir(e.Key[len(key)+1:]):
+				below = append(below, e)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if len(exact) == 0 {
+			exact = below
+		}
+		if len(exact) == 0 {
+			return fmt.Errorf("%s: no such key: %w", source, fs.ErrNotExist)
+		}
+		for _, e := range exact {
+			fn(e)
+		}
+		return nil
+	}
+}
+
+// inDir reports whether rel, a key relative to a listed directory, is
+// taken from it: a .parquet name and no component starting with '.' or '_'.
+func inDir(rel string) bool {
+	if !strings.EqualFold(path.Ext(rel), ".parquet") {
+		return false
+	}
+	for _, s := range strings.Split(rel, "/") {
+		if s == "" || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "_") {
+			return false
+		}
+	}
+	return true
+}
+
+// list calls fn for every object whose key starts with prefix, in key
+// order, one ListObjectsV2 request per page (retried like reads).
+func (c *S3Client) list(ctx context.Context, bucket, prefix string, fn func(S3Entry)) error {
+	u := "s3://" + bucket + "/" + prefix
+	var token *string
+	for {
+		in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, ContinuationToken: token}
+		var out *s3.ListObjectsV2Output
+		err := c.retry(ctx, func(ctx context.Context) error {
+			select {
+			case c.sem <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			defer func() { <-c.sem }()
+			c.n.requests.Add(1)
+			var err error
+			out, err = c.api.ListObjectsV2(ctx, in)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", u, err)
+		}
+		for _, o := range out.Contents {
+			if o.Key == nil || strings.HasSuffix(*o.Key, "/") {
+				continue
+			}
+			e := S3Entry{Key: *o.Key}
+			if o.Size != nil {
+				e.Size = *o.Size
+			}
+			if o.ETag != nil {
+				e.ETag = *o.ETag
+			}
+			fn(e)
+		}
+		if out.IsTruncated == nil || !*out.IsTruncated || out.NextContinuationToken == nil {
+			return nil
+		}
+		token = out.NextContinuationToken
+	}
+}
+
+// retry runs attempt until it succeeds, fails for good, or MaxAttempts
+// attempts failed retryably; the error wraps the sentinel classify finds.
+func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) error) error {
+	for i := 1; ; i++ {
+		err := attempt(ctx)
+		if err == nil {
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		kind, again := classify(err)
+		if kind != nil {
+			if errors.Is(kind, fs.ErrNotExist) {
+				kind = ErrNoBucket // a listing's 404 is the bucket's
+			}
+			err = fmt.Errorf("%w (%s)", kind, describe(err))
+		} else {
+			err = errors.New(describe(err))
+		}
+		if !again {
+			return err
+		}
+		if i >= c.o.MaxAttempts {
+			return fmt.Errorf("%w after %d attempts, last: %w", ErrRetriesExhausted, i, err)
+		}
+		c.n.retries.Add(1)
+		if err := c.sleep(ctx, c.backoff(i)); err != nil {
+			return err
+		}
+	}
+}
+
+// DiscoverS3 lists sources (each an s3:// URL as List takes; all in one
+// bucket) and reads every object's footer with one suffix-range GET (two
+// when a footer exceeds DefaultFooterGuess), Concurrency at a time while
+// later pages are still being listed: about one request per file. It
+// checks what the tail holds (the "PAR1" magic, the footer length inside
+// the object; the leading magic too when the whole object fits the first
+// request), validates the footer as a local discovery does (pqread's
+// checks of schema, physical types, row counts and column chunk ranges,
+// and MaxRows) and returns size, footer SHA-256 and row-group row counts per
+// file, exactly as a local discovery of a copy of the same files would,
+// and each file's ETag (plan.SourceFile.ETag). Source.Root is the deepest
+// s3:// "directory" holding every object.
+// Every object is checked; bad ones are reported together (errors.Join,
+// sorted by key).
+func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (plan.Source, error) {
+	bucket := ""
+	for _, s := range sources {
+		u, err := ParseS3URL(s)
+		if err != nil {
+			return plan.Source{}, err
+		}
+		if bucket != "" && u.Bucket != bucket {
+			return plan.Source{}, fmt.Errorf("%w: sources in two buckets (%s and %s): one plan reads one bucket", ErrBadURL, bucket, u.Bucket)
+		}
+		bucket = u.Bucket
+	}
+	// Footers are read while later pages are still being listed: the
+	// objects are opened by full key (a store at the bucket's root) and
+	// named relative to the common root once every key is known.
+	st := &S3Store{c: c, bucket: bucket}
+	type found struct {
+		e    S3Entry
+		f    plan.SourceFile
+		etag string
+		err  error
+	}
+	var (
+		mu  sync.Mutex
+		all []*found
+		wg  sync.WaitGroup
+	)
+	next := make(chan *found)
+	for w := 0; w < c.o.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range next {
+				r.f, r.etag, r.err = st.footerInfo(ctx, r.e.Key, r.e)
+			}
+		}()
+	}
+	seen := map[string]bool{}
+	var lerr error
+	for _, s := range sources {
+		lerr = c.listEach(ctx, s, func(e S3Entry) {
+			if seen[e.Key] {
+				return
+			}
+			seen[e.Key] = true
+			r := &found{e: e}
+			mu.Lock()
+			all = append(all, r)
+			mu.Unlock()
+			next <- r
+		})
+		if lerr != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	if lerr != nil {
+		return plan.Source{}, lerr
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].e.Key < all[j].e.Key })
+	entries := make([]S3Entry, len(all))
+	for i, r := range all {
+		entries[i] = r.e
+	}
+	dir := commonKeyDir(entries)
+	files := make([]plan.SourceFile, len(all))
+	errs := make([]error, len(all))
+	for i, r := range all {
+		files[i], errs[i] = r.f, r.err
+		files[i].Path = r.e.Key[len(dir):]
+		files[i].ETag = r.etag
+	}
+	if err := errors.Join(errs...); err != nil {
+		return plan.Source{}, err
+	}
+	src := plan.Source{Root: (&S3Store{bucket: bucket, prefix: dir}).String(), Files: files}
+	if err := src.Normalize(); err != nil {
+		return plan.Source{}, err
+	}
+	return src, nil
+}
+
+// commonKeyDir returns the longest "dir/" prefix holding every key ("" for
+// the bucket's root).
+func commonKeyDir(es []S3Entry) string {
+	if len(es) == 0 {
+		return ""
+	}
+	dir := es[0].Key[:strings.LastIndex(es[0].Key, "/")+1]
+	for _, e := range es[1:] {
+		for !strings.HasPrefix(e.Key, dir) {
+			dir = dir[:strings.LastIndex(strings.TrimSuffix(dir, "/"), "/")+1]
+		}
+	}
+	return dir
+}
+
+// footerInfo opens one listed object (pinned to its listed ETag), checks
+// its tail and returns size, footer hash and row groups.
+func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry) (plan.SourceFile, string, error) {
+	var sf plan.SourceFile
+	obj, err := s.OpenVersion(ctx, name, e.ETag)
+	if err != nil {
+		return sf, "", err
+	}
+	defer obj.Close()
+	o := obj.(*s3Object)
+	ft, err := o.footer(pqreadMaxFooter)
+	if err != nil {
+		return sf, "", fmt.Errorf("%s: %w", o.url(), err)
+	}
+	// The same validation as a local file's (schema, physical types, row
+	// counts, every column chunk inside the data region), from the bytes
+	// already read.
+	pf, err := openFooter(obj, ft, pqread.Limits{})
+	if err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			err = se.Err
+		}
+		return sf, "", fmt.Errorf("%s: %w", o.url(), err)
+	}
+	defer pf.Close()
+	sf.Size, sf.FooterSHA256, sf.RowGroups = pf.Size(), pf.FooterSHA256(), pf.RowGroups()
+	return sf, o.etag, nil
+}
+
+// pqreadMaxFooter is the largest footer discovery reads (as for local
+// files).
+const pqreadMaxFooter = 1 << 30
+
+// footer returns the object's footer from the tail read at open (reading
+// more when the footer is longer), with pqread.ReadFooter's checks and
+// errors (wrapping pqread.ErrCorrupt, ErrUnsupported or ErrLimit). The
+// leading "PAR1" is checked when the tail read at open covers it.
+func (o *s3Object) footer(maxFooter int64) (*pqread.Footer, error) {
+	const minFile = 12
+	ft := &pqread.Footer{Size: o.size}
+	if o.size < minFile {
+		return nil, fmt.Errorf("%w: file too small: %d bytes, a Parquet file has at least %d", pqread.ErrCorrupt, o.size, minFile)
+	}
+	if _, err := o.ReadAt(ft.Trailer[:], o.size-trailerBytes); err != nil {
+		return nil, fmt.Errorf("reading footer length: %w", err)
+	}
+	tail := ft.Trailer[4:]
+	switch {
+	case bytes.Equal(tail, []byte("PARE")):
+		return nil, fmt.Errorf("%w: encrypted footer (PARE magic)", pqread.ErrUnsupported)
+	case !bytes.Equal(tail, []byte("PAR1")):
+		return nil, fmt.Errorf("%w: missing PAR1 magic at end of file (ends in %q; truncated?)", pqread.ErrCorrupt, tail)
+	}
+	if o.tailOff == 0 && !bytes.Equal(o.tail[:4], []byte("PAR1")) {
+		return nil, fmt.Errorf("%w: missing PAR1 magic at start of file (starts with %q)", pqread.ErrCorrupt, o.tail[:4])
+	}
+	n := int64(binary.LittleEndian.Uint32(ft.Trailer[:4]))
+	if n == 0 || n > o.size-minFile {
+		return nil, fmt.Errorf("%w: footer length %d beyond file size %d", pqread.ErrCorrupt, n, o.size)
+	}
+	if maxFooter > 0 && n > maxFooter {
+		return nil, fmt.Errorf("%w: footer of %d bytes exceeds the limit of %d", pqread.ErrLimit, n, maxFooter)
+	}
+	ft.Offset = o.size - trailerBytes - n
+	ft.Meta = make([]byte, n)
+	if _, err := o.ReadAt(ft.Meta, ft.Offset); err != nil {
+		return nil, fmt.Errorf("reading footer: %w", err)
+	}
+	return ft, nil
+}

@@ -1,0 +1,211 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+	"github.com/prepml/prep/pqread"
+)
+
+type listRow struct {
+	ID int64   `parquet:"id"`
+	X  float32 `parquet:"x"`
+}
+
+// rowsParquet returns a real Parquet file of rows rows (row groups of 10).
+func rowsParquet(t testing.TB, rows int, seed int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[listRow](&buf, parquet.MaxRowsPerRowGroup(10))
+	rs := make([]listRow, rows)
+	for i := range rs {
+		rs[i] = listRow{ID: seed*1000 + int64(i), X: float32(i) / 3}
+	}
+	if _, err := w.Write(rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func keys(es []S3Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Key)
+	}
+	return out
+}
+
+func TestListForms(t *testing.T) {
+	e := newS3Env(t, S3Options{})
+	for _, k := range []string{
+		"t/a.parquet", "t/b.PARQUET", "t/_SUCCESS", "t/notes.txt", "t/_temporary/x.parquet", "t/.hidden.parquet",
+		"t/day=1/c.parquet", "t/day=2/d.parquet", "t/day=2/e.json", "u/f.parquet", "tt/g.parquet",
+	} {
+		e.put(t, k, []byte("x"))
+	}
+	for _, tc := range []struct {
+		src  string
+		want []string
+	}{
+		{"s3://data/t/", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet"}},
+		{"s3://data/t", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet"}},
+		{"s3://data/t/a.parquet", []string{"t/a.parquet"}},
+		{"s3://data/t/notes.txt", []string{"t/notes.txt"}},
+		{"s3://data/t/day=*/*.parquet", []string{"t/day=1/c.parquet", "t/day=2/d.parquet"}},
+		{"s3://data/t/day=*", []string{"t/day=1/c.parquet", "t/day=2/d.parquet"}},
+		// A glob takes what it matches, as filepath.Glob does locally.
+		{"s3://data/t/*.parquet", []string{"t/.hidden.parquet", "t/a.parquet"}},
+		{"s3://data/", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet", "tt/g.parquet", "u/f.parquet"}},
+	} {
+		got, err := e.c.List(context.Background(), tc.src)
+		if err != nil {
+			t.Errorf("%s: %v", tc.src, err)
+			continue
+		}
+		if !reflect.DeepEqual(keys(got), tc.want) {
+			t.Errorf("%s: %v, want %v", tc.src, keys(got), tc.want)
+		}
+	}
+	for _, src := range []string{"s3://data/nothing/", "s3://data/t/z*.parquet", "s3://data/t/none.parquet"} {
+		if _, err := e.c.List(context.Background(), src); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: error %v, want fs.ErrNotExist", src, err)
+		}
+	}
+	if _, err := e.c.List(context.Background(), "s3://nobucket/"); !errors.Is(err, ErrNoBucket) {
+		t.Errorf("no bucket: error %v", err)
+	}
+	e.srv.Deny("data/u/")
+	if _, err := e.c.List(context.Background(), "s3://data/u/"); !errors.Is(err, ErrAccessDenied) {
+		t.Errorf("denied: error %v", err)
+	}
+}
+
+// TestDiscoverS3MatchesLocal: the S3 discovery of files gives the same
+// plan source files (path, size, footer hash, row groups) as reading local
+// copies, at one request per file plus the listing.
+func TestDiscoverS3MatchesLocal(t *testing.T) {
+	e := newS3Env(t, S3Options{})
+	dir := t.TempDir()
+	const n = 40
+	e.files = map[string][]byte{}
+	for i := range n {
+		data := rowsParquet(t, 5+i%23, int64(i))
+		key := fmt.Sprintf("ds/part=%d/f-%02d.parquet", i%3, i)
+		e.files[key[len("ds/"):]] = data
+		e.put(t, key, data)
+		p := filepath.Join(dir, filepath.FromSlash(key[len("ds/"):]))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.c.DiscoverS3(context.Background(), []string{"s3://data/ds/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Root != "s3://data/ds/" || len(got.Files) != n {
+		t.Fatalf("root %s, %d files", got.Root, len(got.Files))
+	}
+	for _, f := range got.Files {
+		if want := `"` + md5hex(e.files[f.Path]) + `"`; f.ETag != want {
+			t.Errorf("%s: etag %s, want %s", f.Path, f.ETag, want)
+		}
+		fd, err := os.Open(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, err := pqread.ReadFooter(fd, 0)
+		fd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rgs, _ := ft.RowGroupRows()
+		if f.Size != ft.Size || f.FooterSHA256 != ft.SHA256() || !reflect.DeepEqual(f.RowGroups, rgs) {
+			t.Errorf("%s: S3 %d %s %v, local %d %s %v", f.Path, f.Size, f.FooterSHA256, f.RowGroups, ft.Size, ft.SHA256(), rgs)
+		}
+	}
+	c := e.srv.Counts()
+	if c.Lists != 1 || c.Gets != n {
+		t.Fatalf("counts %+v, want 1 LIST and %d GETs", c, n)
+	}
+}
+
+func TestDiscoverS3ReportsBadFiles(t *testing.T) {
+	e := newS3Env(t, S3Options{})
+	e.put(t, "m/good.parquet", rowsParquet(t, 3, 1))
+	e.put(t, "m/short.parquet", []byte("PAR1"))
+	e.put(t, "m/nomagic.parquet", bytes.Repeat([]byte{7}, 100))
+	_, err := e.c.DiscoverS3(context.Background(), []string{"s3://data/m/"})
+	if !errors.Is(err, pqread.ErrCorrupt) {
+		t.Fatalf("error %v, want ErrCorrupt", err)
+	}
+	msg := err.Error()
+	for _, sub := range []string{"s3://data/m/nomagic.parquet: corrupt parquet data: missing PAR1 magic at end of file", "s3://data/m/short.parquet: corrupt parquet data: file too small: 4 bytes"} {
+		if !bytes.Contains([]byte(msg), []byte(sub)) {
+			t.Errorf("error %q lacks %q", msg, sub)
+		}
+	}
+}
+
+// TestDiscoverS3RefusesFootersConvertRefuses pins the gap where discovery
+// over an object store checked only a footer's tail: the footers plan once
+// accepted and convert refuses (an unknown physical type, a column chunk
+// outside the data region, a schema nested too deep, more rows than the
+// object can hold) are refused from S3 as from a local copy, naming the
+// object, and a good object beside them is not reported.
+func TestDiscoverS3RefusesFootersConvertRefuses(t *testing.T) {
+	good := smallParquet(t)
+	deep := func(fm *format.FileMetaData) {
+		leaf := fm.Schema[1]
+		fm.Schema = fm.Schema[:1]
+		fm.Schema[0].NumChildren = thrift.New[int32](1)
+		for i := 0; i < 100; i++ {
+			fm.Schema = append(fm.Schema, format.SchemaElement{Name: "g", RepetitionType: thrift.New(format.Optional), NumChildren: thrift.New[int32](1)})
+		}
+		fm.Schema = append(fm.Schema, leaf)
+	}
+	bad := map[string]func(*format.FileMetaData){
+		"type.parquet": func(fm *format.FileMetaData) {
+			fm.Schema[1].Type = thrift.New(format.Type(-7))
+			fm.RowGroups[0].Columns[0].MetaData.Type = format.Type(-7)
+		},
+		"range.parquet": func(fm *format.FileMetaData) {
+			fm.RowGroups[0].Columns[0].MetaData.DataPageOffset = 1 << 40
+			fm.RowGroups[0].Columns[0].MetaData.DictionaryPageOffset = 0
+		},
+		"deep.parquet": deep,
+		"rows.parquet": func(fm *format.FileMetaData) { fm.NumRows, fm.RowGroups[0].NumRows = 1<<62, 1<<62 },
+	}
+	e := newS3Env(t, S3Options{})
+	e.put(t, "v/good.parquet", good)
+	for name, edit := range bad {
+		e.put(t, "v/"+name, rewriteFooter(t, good, edit))
+	}
+	_, err := e.c.DiscoverS3(context.Background(), []string{"s3://data/v/"})
+	if !errors.Is(err, ErrFooter) {
+		t.Fatalf("error %v, want ErrFooter", err)
+	}
+	msg := err.Error()
+	for name := range bad {
+		if !strings.Contains(msg, "s3://data/v/"+name+": ") {
+			t.Errorf("error %q does not report %s", msg, name)
+		}
+	}
+	if strings.Contains(msg, "good.parquet") {
+		t.Errorf("error %q reports the good object", msg)
+	}
+}

@@ -15,6 +15,15 @@ package shardfmt
 //
 // Every section offset is fixed by the lengths before it; a v1 reader
 // recomputes each one and rejects a file whose header disagrees.
+//
+// Format 2 (jagged tensors, blocks of varying size) moves the sample ids to
+// right after the metadata, and places block k at the offset its batch
+// table entry records (blocks.go, jagged.go):
+//
+//	meta_off + meta_len                     sample ids
+//	ids end                                 zero padding up to data_off
+//	data_off = align4096(ids end)           block 0, block 1, ... back to back
+//	end of the last block                   batch table, then the footer
 
 import (
 	"encoding/binary"

@@ -139,6 +139,9 @@ type JaggedSlab struct {
 	// values are rows [Offsets[j], Offsets[j+1]) of Values; the first is 0
 	// and the last is N. Pad samples repeat rows like any other.
 	Offsets []byte
+	// ValuesAt and OffsetsAt are the offsets of Values and Offsets from the
+	// block start (ValuesAt a multiple of 256, also when N is 0).
+	ValuesAt, OffsetsAt uint64
 }
 
 // Offset returns offsets entry j (0 <= j <= Count) as an int.
@@ -180,6 +183,7 @@ func (r *Reader) Jagged(k int, block []byte, i int) (JaggedSlab, error) {
 		}
 		s.N = r.valuesCount(k, j)
 		s.Values = block[off : off+size : off+size]
+		s.ValuesAt = off
 		return false
 	})
 	off := r.geo.SlabOffset[i]
@@ -187,5 +191,6 @@ func (r *Reader) Jagged(k int, block []byte, i int) (JaggedSlab, error) {
 		return JaggedSlab{}, ferr(r.path, "block", int64(bi.Offset)+p, k, ErrCorrupt, "tensor %q: %s", r.tensors[i].Name, why)
 	}
 	s.Offsets = block[off : off+uint64(bi.Count+1)*8 : off+uint64(bi.Count+1)*8]
+	s.OffsetsAt = off
 	return s, nil
 }

@@ -300,19 +300,31 @@ func TestJaggedWriterRefuses(t *testing.T) {
 	}
 }
 
-// TestFormat1ReaderRefusesJagged runs the independent format-1 reader
-// (tools/readshard.py) over a format-2 shard: it refuses it by its version
-// instead of misreading the blocks. Skipped without python3.
-func TestFormat1ReaderRefusesJagged(t *testing.T) {
+// TestUnknownMajorRefusedNamingIt: a shard of a major this package does
+// not know (3) is refused by the Go reader and by the independent reader
+// (tools/readshard.py, skipped without python3), each naming the version.
+func TestUnknownMajorRefusedNamingIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.shard")
+	writeJagged(t, path)
+	img, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img[hMajor] = 3
+	reseal(img)
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "format version 3.0, this reader supports 1.x and 2.x") {
+		t.Errorf("Open = %v, want ErrVersion naming 3.0", err)
+	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not installed")
 	}
-	path := filepath.Join(t.TempDir(), "j.shard")
-	writeJagged(t, path)
 	out, err := exec.Command(py, "tools/readshard.py", path).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "invalid: version: major 2") {
-		t.Errorf("readshard.py on a format-2 shard: %v\n%s", err, out)
+	if err == nil || !strings.Contains(string(out), "invalid: version: major 3 (format 3.0)") {
+		t.Errorf("readshard.py on a format-3 shard: %v\n%s", err, out)
 	}
 }
 

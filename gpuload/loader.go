@@ -318,7 +318,8 @@ func (l *Loader) Ring() int { return l.be.ring() }
 // Tensors returns the shard's tensor table (name, dtype, per-sample shape).
 func (l *Loader) Tensors() []shardfmt.TensorInfo { return l.tinfo }
 
-// Geometry returns the shard's batch block geometry.
+// Geometry returns the shard's batch block geometry (BlockSize is the
+// largest block when the shard has jagged tensors).
 func (l *Loader) Geometry() shardfmt.Geometry { return l.geo }
 
 // Provenance returns the plan and spec identity recorded in the shard.

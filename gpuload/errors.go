@@ -31,7 +31,9 @@ var (
 	ErrPlanMismatch = errors.New("shard does not match the plan")
 
 	// ErrCorrupt is returned by Open when the shard file's size differs from
-	// the size the manifest records (a truncated or overwritten shard).
+	// the size the manifest records (a truncated or overwritten shard), and
+	// by Next when a jagged tensor's offsets are invalid (wrapping
+	// shardfmt.ErrCorrupt).
 	ErrCorrupt = errors.New("shard file damaged")
 
 	// ErrChecksum is returned by Next when Options.VerifyChecksums is set and a

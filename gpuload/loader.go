@@ -252,7 +252,7 @@ func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
 	case errors.Is(err, shardset.ErrNoShard):
 		return nil, where(path, fmt.Errorf("%w: %w", ErrNoShard, err))
 	case errors.Is(err, shardset.ErrDamaged), errors.Is(err, shardset.ErrUnsafe):
-		return nil, where(path, fmt.Errorf("%w: %w", ErrCorrupt, err))
+		return nil, where(path, also(ErrCorrupt, err))
 	case errors.Is(err, shardset.ErrMismatch):
 		return nil, where(path, fmt.Errorf("%w: %w", ErrPlanMismatch, err))
 	case err != nil:

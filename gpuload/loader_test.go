@@ -368,6 +368,13 @@ func TestOpenErrors(t *testing.T) {
 					t.Errorf("error %q does not mention %q", err, s)
 				}
 			}
+			// A sentinel's text is said once: "shard file damaged: shard
+			// file damaged: ..." was printed for a truncated shard.
+			for _, sentinel := range []error{ErrCorrupt, ErrNoShard, ErrPlanMismatch, ErrNoShardSet} {
+				if n := strings.Count(err.Error(), sentinel.Error()); n > 1 {
+					t.Errorf("error %q says %q %d times", err, sentinel, n)
+				}
+			}
 		})
 	}
 }

@@ -88,6 +88,20 @@
 // BenchmarkCUDAControlPath). Builds without cgo get a backend that fails
 // with ErrCUDAUnavailable.
 //
+// # Jagged tensors
+//
+// A shard of format 2.0 may hold jagged tensors (a variable number of
+// values per sample). A Batch gives such a tensor (Tensor.Jagged) as its
+// values, Shape [N, per-value shape...], and Tensor.Offsets, an I64 tensor
+// of Shape [Count+1]: sample j's values are rows [off[j], off[j+1]). Both
+// are views of the batch's one block, read with the same single read as
+// every other tensor, and the offsets are checked (0, never decreasing,
+// ending at N) before the batch is delivered; bad offsets fail Next with
+// ErrCorrupt. Blocks then differ in size: the ring's buffers have the size
+// of the shard's largest block (Geometry.BlockSize). The host backend
+// delivers them; the cuda backend refuses such a shard at Open (ErrInvalid)
+// for now. A shard without jagged tensors is read exactly as before.
+//
 // # Shard-set metadata and errors
 //
 // ReadSetInfo reads what a trainer checks before its first batch (world

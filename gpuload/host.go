@@ -80,6 +80,8 @@ type hostBackend struct {
 	queue     []delivery // consumer side: received from cur.out, not yet taken by next
 }
 
+// newHostBackend allocates the ring: Prefetch+1 buffers of the shard's
+// largest block (Geometry.BlockSize), so any block fits any slot.
 func newHostBackend(l *Loader, opts Options) (*hostBackend, error) {
 	n := opts.Prefetch + 1
 	h := &hostBackend{l: l, verify: opts.VerifyChecksums, mapBlocks: opts.MapBlocks, prefetch: opts.Prefetch, free: make(chan int, n)}
@@ -239,7 +241,7 @@ func (l *Loader) checkBlock(s int, block []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	if got := shardfmt.CRC32C(block[:l.geo.BlockSize]); got != info.CRC {
+	if got := shardfmt.CRC32C(block[:info.Size]); got != info.CRC {
 		return fmt.Errorf("%w: CRC-32C %08x, batch table %08x", ErrChecksum, got, info.CRC)
 	}
 	return nil

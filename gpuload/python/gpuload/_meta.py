@@ -13,6 +13,19 @@ DTYPE_CODES = {
 }
 
 
+def _read_json(path):
+    """Loads the JSON file at path, never through a symbolic link (ELOOP, an
+    OSError, as prep refuses every link inside a shard set)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        if os.path.islink(path):
+            raise OSError(e.errno, "a symbolic link (never followed): unsafe name in a shard set") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        return json.load(f)
+
+
 class TensorInfo:
     """One entry of a shard set's tensor table: ``name``, ``dtype`` (the
     shard dtype name, e.g. ``"F32"``), ``dtype_code`` and ``shape`` (the
@@ -55,8 +68,7 @@ class ShardSet:
             raise GpuloadError(GL_ERR_NO_SHARD_SET, f"gpuload: opening shard set: {self.directory}: no shard set: no such directory")
         mpath = os.path.join(self.directory, "manifest.json")
         try:
-            with open(mpath, "rb") as f:
-                m = json.load(f)
+            m = _read_json(mpath)
         except FileNotFoundError:
             raise GpuloadError(GL_ERR_NO_SHARD_SET, f"gpuload: reading manifest: {mpath}: no shard set: no manifest.json "
                                "(not a shard set, or prep convert has not finished)") from None
@@ -64,8 +76,7 @@ class ShardSet:
             raise GpuloadError(GL_ERR_NO_SHARD_SET, f"gpuload: reading manifest: {mpath}: {e}") from None
         ppath = os.path.join(self.directory, "plan.json")
         try:
-            with open(ppath, "rb") as f:
-                p = json.load(f)
+            p = _read_json(ppath)
         except FileNotFoundError:
             raise GpuloadError(GL_ERR_NO_SHARD_SET, f"gpuload: reading plan: {ppath}: no plan.json beside the manifest "
                                "(a set made by an older prep convert: convert it again)") from None

@@ -152,6 +152,26 @@ class HostTest(unittest.TestCase):
         finally:
             shutil.rmtree(tmp)
 
+    def test_metadata_never_follows_a_symbolic_link(self):
+        # manifest.json and plan.json are read in pure Python before the
+        # library is loaded: a link at either name is refused, never read.
+        import shutil
+        import tempfile
+        for name in ("manifest.json", "plan.json"):
+            tmp = tempfile.mkdtemp()
+            try:
+                d = os.path.join(tmp, "set")
+                shutil.copytree(DIR, d)
+                outside = os.path.join(tmp, "outside.json")
+                os.rename(os.path.join(d, name), outside)
+                os.symlink(outside, os.path.join(d, name))
+                with self.assertRaises(gpuload.GpuloadError, msg=name) as cm:
+                    gpuload.Loader(d, 0, 0)
+                self.assertEqual(cm.exception.code, gpuload.GL_ERR_NO_SHARD_SET, name)
+                self.assertIn("symbolic link", str(cm.exception), name)
+            finally:
+                shutil.rmtree(tmp)
+
     def test_metadata_without_the_library(self):
         loader = gpuload.Loader(DIR, 1, 0)
         self.assertEqual((loader.steps, loader.world_size, loader.epochs, loader.steps_per_epoch, loader.batch_size),

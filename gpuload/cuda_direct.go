@@ -105,7 +105,9 @@ func (c *cudaBackend) readDirect(r *cudaRun, step int) {
 }
 
 // readGroup reads the blocks of steps s, s+1, ... into slots with one
-// vectored O_DIRECT read (one plain read for one slot).
+// vectored O_DIRECT read (one plain read for one slot). The blocks are
+// block_size bytes apart: the cuda backend refuses shards with jagged
+// tensors, the only ones whose blocks differ in size.
 func (c *cudaBackend) readGroup(s int, slots []int) error {
 	if len(slots) == 1 {
 		return c.readBlock(s, c.slot(slots[0]))

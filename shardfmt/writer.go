@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/prepml/prep/internal/atomicfile"
 )
@@ -31,6 +32,23 @@ type TensorInfo struct {
 	DType  DType    `json:"dtype"`
 	Shape  []uint64 `json:"shape"`
 	Jagged bool     `json:"jagged,omitempty"`
+}
+
+// TensorList renders ts for messages as "[name dtype shape, ...]", a jagged
+// tensor's entry ending in " jagged".
+func TensorList(ts []TensorInfo) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %v %v", t.Name, t.DType, t.Shape)
+		if t.Jagged {
+			b.WriteString(" jagged")
+		}
+	}
+	return b.String() + "]"
 }
 
 // SameTensors reports whether a and b describe the same tensors in the same

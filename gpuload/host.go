@@ -72,6 +72,8 @@ type hostBackend struct {
 	prefetch  int
 	maxGroup  int          // most blocks per group
 	readNanos atomic.Int64 // how long the producer's last group read took
+	readTotal atomic.Int64 // nanoseconds of every group read (TransferStats)
+	batches   atomic.Int64 // blocks read (TransferStats)
 	bufs      [][]byte     // ring buffers (nil with mapBlocks)
 	free      chan int     // ring slots not held by anyone
 	cur       *hostRun
@@ -134,7 +136,14 @@ func (h *hostBackend) produce(r *hostRun, step int) {
 		}
 		t0 := time.Now()
 		g := h.fillGroup(s, slots)
-		h.readNanos.Store(int64(time.Since(t0)))
+		took := int64(time.Since(t0))
+		h.readNanos.Store(took)
+		h.readTotal.Add(took)
+		if g[len(g)-1].err == nil {
+			h.batches.Add(int64(len(g)))
+		} else {
+			h.batches.Add(int64(len(g) - 1))
+		}
 		select {
 		case r.out <- g:
 		case <-r.quit:

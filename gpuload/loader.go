@@ -52,6 +52,11 @@ type Options struct {
 	// are copied from the pages pinned at Open, and a step whose sample ids
 	// were cut off fails Next (wrapping shardfmt.ErrSize).
 	RegisterMmap bool
+	// CUDAPath (cuda only) chooses how blocks reach the device: one of the
+	// CUDAPath* constants (cudapath.go). Empty means $PREP_CUDA_PATH, else
+	// CUDAPathAuto, which picks per shard at Open; RegisterMmap is
+	// CUDAPathRegister. Loader.TransferStats reports the path in use.
+	CUDAPath string
 	// MapBlocks (host only) hands out read-only views of the mapped shard
 	// instead of copies in ring buffers. A view faults if the file is
 	// truncated while mapped (SIGBUS); pread reports an error instead.

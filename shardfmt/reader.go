@@ -394,6 +394,12 @@ func (r *Reader) Path() string { return r.path }
 // FileSize returns the file length in bytes.
 func (r *Reader) FileSize() int64 { return r.size }
 
+// File returns the open shard file, or nil for a Reader from
+// OpenReaderAt. The Reader keeps owning it (Close closes it): use it to
+// read, or to open the same file again (as /proc/self/fd/N) with other
+// flags, never to close it.
+func (r *Reader) File() *os.File { return r.f }
+
 // Version returns the major and minor format version of the file.
 func (r *Reader) Version() (major, minor int) { return int(r.h.major), int(r.h.minor) }
 

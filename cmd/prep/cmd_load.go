@@ -22,6 +22,7 @@ type loadOptions struct {
 	fromStep     int
 	verify       bool
 	registerMmap bool
+	cudaPath     string
 	asJSON       bool
 }
 
@@ -41,6 +42,9 @@ type loadSummary struct {
 	GBPerSecond  float64 `json:"gb_per_s"`
 	CPUSeconds   float64 `json:"cpu_seconds"`
 	ChecksumsRun bool    `json:"checksums_verified"`
+	// Transfer is the reader's transfer path, why it was chosen, the
+	// fallbacks taken at open, and where its time went.
+	Transfer gpuload.TransferStats `json:"transfer"`
 }
 
 func newLoadCmd(g *globalOptions) *cobra.Command {
@@ -54,8 +58,11 @@ throughput. Use it to smoke-test a node's shards and its read path before a
 job starts.
 
 The host backend (default) reads into reusable buffers in CPU memory. The cuda
-backend copies each batch to GPU memory through a pinned ring with one DMA per
-batch; it needs libcuda.so.1 at run time.
+backend copies each batch to GPU memory with one DMA per batch; it needs
+libcuda.so.1 at run time. Its transfer path (--cuda-path) is chosen per shard
+by default: DMA from the registered mapping when the shard is in the page
+cache, O_DIRECT reads into a pinned ring when it is not, pread into the ring
+where either is refused; the summary names the path and any fallback.
 
 Example:
   prep load /local/shards --epoch 0 --rank 0 --verify-checksums`,
@@ -72,7 +79,8 @@ Example:
 	f.IntVar(&o.prefetch, "prefetch", gpuload.DefaultPrefetch, "batches prepared ahead of the consumer")
 	f.IntVar(&o.fromStep, "from-step", 0, "first step to read (resume)")
 	f.BoolVar(&o.verify, "verify-checksums", false, "check each batch's CRC-32C as it is read")
-	f.BoolVar(&o.registerMmap, "register-mmap", false, "cuda: register the mapped shard read-only and DMA straight from it")
+	f.BoolVar(&o.registerMmap, "register-mmap", false, "cuda: register the mapped shard read-only and DMA straight from it (same as --cuda-path register)")
+	f.StringVar(&o.cudaPath, "cuda-path", "", "cuda: transfer path: auto (default: register when the shard is in page cache, else O_DIRECT), register, direct, pread or gds")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	return cmd
 }
@@ -96,6 +104,7 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 		StartStep:       o.fromStep,
 		VerifyChecksums: o.verify,
 		RegisterMmap:    o.registerMmap,
+		CUDAPath:        o.cudaPath,
 	})
 	if errors.Is(err, gpuload.ErrInvalid) {
 		return usageError{err} // --from-step or --prefetch out of range
@@ -125,6 +134,7 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	bar.Finish()
 	s.Seconds = time.Since(start).Seconds()
 	s.CPUSeconds = cpuSeconds() - cpu0
+	s.Transfer = l.TransferStats()
 	if s.Seconds > 0 {
 		s.GBPerSecond = float64(s.Bytes) / s.Seconds / 1e9
 	}
@@ -140,6 +150,10 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	fmt.Fprintf(out, "  bytes     %d\n", s.Bytes)
 	fmt.Fprintf(out, "  time      %.3fs wall, %.3fs CPU\n", s.Seconds, s.CPUSeconds)
 	fmt.Fprintf(out, "  rate      %.2f GB/s\n", s.GBPerSecond)
+	fmt.Fprintf(out, "  path      %s (%s)\n", s.Transfer.Path, s.Transfer.Reason)
+	for _, fb := range s.Transfer.Fallbacks {
+		fmt.Fprintf(out, "  fell back from %s: %s\n", fb.Path, fb.Error)
+	}
 	if o.verify {
 		fmt.Fprintf(out, "  checksums verified for every batch read\n")
 	}

@@ -3,7 +3,7 @@
 import json
 import os
 
-from ._errors import (GL_ERR_INVALID, GL_ERR_NO_SHARD, GL_ERR_NO_SHARD_SET, GL_ERR_OUTSIDE_PLAN,
+from ._errors import (GL_ERR_INVALID, GL_ERR_IO, GL_ERR_NO_SHARD, GL_ERR_NO_SHARD_SET, GL_ERR_OUTSIDE_PLAN,
                       GL_ERR_PLAN_MISMATCH, GpuloadError)
 
 # Shard dtype names (shardfmt/FORMAT.md) -> codes, never reused.
@@ -116,8 +116,14 @@ class ShardSet:
             raise GpuloadError(GL_ERR_NO_SHARD, f"gpuload: opening shard: {self.directory}: no shard for this epoch and rank "
                                f"on this node: epoch {epoch} rank {rank} not in manifest.json (in the plan, but not "
                                "converted on this node or deleted by prep gc)")
-        path = os.path.join(self.directory, *ent["path"].split("/"))
-        if not os.path.exists(path):
+        parts = ent["path"].split("/")
+        if os.path.isabs(ent["path"]) or "\\" in ent["path"] or any(c in ("", ".", "..") for c in parts):
+            # As the shard set's Go side: a path that could leave the set is
+            # refused and never looked at.
+            raise GpuloadError(GL_ERR_IO, f"gpuload: opening shard: {self.directory}: manifest.json: shard path "
+                               f"{ent['path']!r} of epoch {epoch} rank {rank} is not a path inside the shard set")
+        path = os.path.join(self.directory, *parts)
+        if not os.path.lexists(path):
             raise GpuloadError(GL_ERR_NO_SHARD, f"gpuload: opening shard: {path}: no shard for this epoch and rank on "
                                "this node: the file is missing")
         return path

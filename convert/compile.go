@@ -183,21 +183,7 @@ func nameFields(name string) []string {
 		}
 		return []string{name}
 	}
-	var out []string
-	var cur strings.Builder
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c == '\\' && i+1 < len(name):
-			i++
-			cur.WriteByte(name[i])
-		case c == '.':
-			out = append(out, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	return append(out, cur.String())
+	return pqread.SplitName(name)
 }
 
 func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {

@@ -1,7 +1,9 @@
 package gpuload
 
 import (
+	"encoding/binary"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -239,6 +241,111 @@ func BenchmarkHostDeliveryRatio(b *testing.B) {
 			b.ReportMetric(plainGBs, "plain-GB/s")
 			b.ReportMetric(delGBs, "delivery-GB/s")
 			b.ReportMetric(delGBs/plainGBs, "x-plain")
+		})
+	}
+}
+
+// writeZipfShard writes a shard of steps batches of batch samples of one
+// jagged I32 tensor whose row lengths follow a Zipf law over 1..1024 (mean
+// about 20, seeded), and returns the values bytes it holds.
+func writeZipfShard(path string, batch, steps int) (int64, error) {
+	w, err := shardfmt.Create(path, shardfmt.WriterOptions{BatchSize: batch, NumBatches: steps,
+		Tensors: []shardfmt.TensorInfo{{Name: "hist", DType: shardfmt.I32, Jagged: true}}})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Abort()
+	g := w.Geometry()
+	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.7, 2, 1023)
+	lens := make([]int, batch)
+	ids := make([]uint64, batch)
+	var total int64
+	for k := range steps {
+		n := 0
+		for j := range lens {
+			lens[j] = int(z.Uint64()) + 1
+			n += lens[j]
+			ids[j] = uint64(k*batch + j)
+		}
+		lay, err := g.BatchLayout([]uint64{uint64(n)})
+		if err != nil {
+			return 0, err
+		}
+		block := make([]byte, lay.Size)
+		o := 0
+		for j := 0; j <= batch; j++ {
+			binary.LittleEndian.PutUint64(block[8*j:], uint64(o))
+			if j < batch {
+				o += lens[j]
+			}
+		}
+		for v := range n {
+			binary.LittleEndian.PutUint32(block[lay.ValuesOffset[0]+4*uint64(v):], uint32(v*7+k))
+		}
+		if err := w.WriteBatch(block, ids, 0); err != nil {
+			return 0, err
+		}
+		total += 4 * int64(n)
+	}
+	return total, w.Commit()
+}
+
+// BenchmarkHostDeliveryJaggedRatio is BenchmarkHostDeliveryRatio for a shard
+// of one Zipf-skewed jagged I32 tensor (512 batches of 1024 rows of 1 to 1024
+// values, mean about 20): delivery (values and offsets touched) against a
+// plain read of the same file in the same iteration ("x-plain"), the file's
+// size against the raw values bytes ("x-values": offsets, sample ids and
+// page rounding included) and the size the same rows padded to 1024 values
+// would take against them ("padded-x-values").
+func BenchmarkHostDeliveryJaggedRatio(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "zipf.shard")
+	raw, err := writeZipfShard(path, 1024, 512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	if _, err := plainRead(path, buf); err != nil {
+		b.Fatal(err)
+	}
+	fi, _ := os.Stat(path)
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			var plain, del time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := plainRead(path, buf); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				r, err := shardfmt.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l, err := newLoader(r, path, 0, 0, m.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for {
+					bt, err := l.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					h := &bt.Tensors[0]
+					touch(h.Bytes)
+					touch(h.Offsets.Bytes)
+					bt.Release()
+				}
+				l.Close()
+				del += time.Since(t1)
+				plain += t1.Sub(t0)
+			}
+			b.ReportMetric(plain.Seconds()/del.Seconds(), "x-plain")
+			b.ReportMetric(float64(fi.Size())/float64(raw), "x-values")
+			b.ReportMetric(float64(raw)/float64(1024*512*4), "mean-len")
+			b.ReportMetric(float64(1024*512*1024*4)/float64(raw), "padded-x-values")
 		})
 	}
 }

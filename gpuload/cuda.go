@@ -3,9 +3,14 @@ package gpuload
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/prepml/prep/gpuload/internal/cuda"
+	"github.com/prepml/prep/shardfmt"
 )
 
 // minPinnedSlots is the least number of pinned host slots of the cuda
@@ -13,8 +18,10 @@ import (
 // reader never waits on the copy it just queued.
 const minPinnedSlots = 3
 
-// cudaBackend is the pread -> pinned ring -> async DMA -> device buffer
-// pipeline (or, with RegisterMmap, registered mapping -> device buffer).
+// cudaBackend is the pinned ring -> async DMA -> device buffer pipeline
+// (filled by pread or O_DIRECT reads), or registered mapping -> device
+// buffer, or cuFileRead straight into device buffers (cudapath.go names the
+// paths).
 type cudaBackend struct {
 	l      *Loader
 	ctx    *cuda.Context
@@ -23,13 +30,22 @@ type cudaBackend struct {
 	size   uint64 // block size
 
 	stream   cuda.Stream
-	pinned   []unsafe.Pointer // pinned host slots (nil when the mapping is registered)
+	pinned   []unsafe.Pointer // pinned host slots (none on register and gds)
 	hostFree chan int
 	devBufs  []cuda.DevicePtr
 	events   []cuda.Event // events[j]: recorded after the copy into devBufs[j]
 	devFree  chan int
-	regBase  unsafe.Pointer // registered mapping (RegisterMmap), else nil
+	regBase  unsafe.Pointer // registered mapping (register), else nil
 	cur      *cudaRun
+
+	path      string    // the transfer path in use
+	direct    blockFile // the shard opened with O_DIRECT (direct and gds), else nil
+	gds       *gdsFile  // the shard registered with cuFile (gds), else nil
+	stats     TransferStats
+	batches   atomic.Int64
+	readNanos atomic.Int64
+	copyNanos atomic.Int64
+	waitNanos atomic.Int64
 }
 
 // cudaRun is one run of the cuda pipeline.
@@ -47,10 +63,57 @@ type filled struct {
 	err  error
 }
 
+// shardFile returns the open file of a shard read from one (a
+// *shardfmt.Reader from a path), else nil.
+func shardFile(sh shard) *os.File {
+	if f, ok := sh.(interface{ File() *os.File }); ok {
+		return f.File()
+	}
+	return nil
+}
+
+// residency measures the page-cache residency of a mapped span; a variable
+// so tests can stand in for a cold cache.
+var residency = residentFraction
+
+// shardSpan returns the mapped view of the shard's blocks (nil when the
+// shard is not mapped or has none) and the inputs of the path choice.
+func shardSpan(l *Loader) ([]byte, pathInputs, error) {
+	in := pathInputs{steps: l.steps, mapped: l.sh.Mapped(), resident: -1, ramBytes: physicalMemory()}
+	if l.steps == 0 {
+		return nil, in, nil
+	}
+	in.shardBytes = uint64(l.steps) * l.geo.BlockSize
+	if !in.mapped {
+		return nil, in, nil
+	}
+	first, err := l.sh.Block(0)
+	if err != nil {
+		return nil, in, fmt.Errorf("mapping block 0: %w", err)
+	}
+	last, err := l.sh.Block(l.steps - 1)
+	if err != nil {
+		return nil, in, fmt.Errorf("mapping block %d: %w", l.steps-1, err)
+	}
+	span := unsafe.Slice(unsafe.SliceData(first), uint64(addr(last)-addr(first))+uint64(len(last)))
+	if f, err := residency(span); err == nil {
+		in.resident = f
+	}
+	return span, in, nil
+}
+
 func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 	if l.geo.BlockSize == 0 {
 		return nil, errors.New("shard geometry has an empty block")
 	}
+	req, err := requestedPath(opts)
+	if err != nil {
+		return nil, err
+	}
+	if req == CUDAPathGDS && opts.VerifyChecksums {
+		return nil, fmt.Errorf("%w: VerifyChecksums with CUDAPath gds: the blocks never reach host memory", ErrInvalid)
+	}
+	t0 := time.Now()
 	ctx, err := cuda.Open(opts.Device)
 	if err != nil {
 		return nil, err
@@ -58,30 +121,19 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 	nDev := opts.Prefetch + 1
 	nHost := max(minPinnedSlots, opts.Prefetch)
 	c := &cudaBackend{l: l, ctx: ctx, dev: opts.Device, verify: opts.VerifyChecksums, size: l.geo.BlockSize,
-		hostFree: make(chan int, nHost), devFree: make(chan int, nDev)}
+		devFree: make(chan int, nDev)}
 	defer func() {
 		if err != nil {
 			c.freeAll()
 		}
 	}()
-	// Registering needs the shard mapped: where the reader fell back to
-	// pread, Block returns a fresh heap copy per call, nothing a copy may
-	// read after the call, so the pinned ring is used instead.
-	register := opts.RegisterMmap && l.sh.Mapped()
-	var base unsafe.Pointer
-	var span uint64
-	if register && l.steps > 0 {
-		first, err := l.sh.Block(0)
-		if err != nil {
-			return nil, fmt.Errorf("mapping block 0: %w", err)
-		}
-		last, err := l.sh.Block(l.steps - 1)
-		if err != nil {
-			return nil, fmt.Errorf("mapping block %d: %w", l.steps-1, err)
-		}
-		base = unsafe.Pointer(unsafe.SliceData(first))
-		span = uint64(addr(last)-addr(first)) + uint64(len(last))
+	span, in, err := shardSpan(l)
+	if err != nil {
+		return nil, err
 	}
+	plan := chooseCUDAPaths(req, in)
+	c.stats = TransferStats{Backend: BackendCUDA, Requested: req, Reason: plan.reason, Resident: in.resident,
+		Fallbacks: plan.fallbacks, GDS: "not tried"}
 	err = ctx.Do(func(cur *cuda.Current) error {
 		var err error
 		if c.stream, err = cur.StreamCreate(cuda.StreamNonBlocking); err != nil {
@@ -103,34 +155,142 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 			}
 			c.events = append(c.events, ev)
 		}
-		if register {
-			if base != nil {
-				if err := cur.MemHostRegister(base, span, cuda.HostRegisterReadOnly); err != nil {
-					return fmt.Errorf("registering the mapped shard (%d bytes) read-only: %w", span, err)
-				}
-				c.regBase = base
-			}
-			return nil
-		}
-		for range nHost {
-			p, err := cur.MemHostAlloc(c.size)
-			if err != nil {
-				return fmt.Errorf("allocating %d pinned host slots of %d bytes: %w", nHost, c.size, err)
-			}
-			c.pinned = append(c.pinned, p)
-		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	for i, p := range plan.paths {
+		err = c.setUp(p, span, nHost)
+		if err == nil {
+			c.path = p
+			break
+		}
+		if plan.explicit && p != CUDAPathPread {
+			return nil, fmt.Errorf("%w: %s: %w", ErrPathUnavailable, p, err)
+		}
+		if plan.explicit || i == len(plan.paths)-1 {
+			return nil, err
+		}
+		c.stats.Fallbacks = append(c.stats.Fallbacks, Fallback{Path: p, Error: err.Error()})
+	}
+	c.stats.Path = c.path
+	c.hostFree = make(chan int, len(c.pinned))
 	for i := range c.pinned {
 		c.hostFree <- i
 	}
 	for i := range c.devBufs {
 		c.devFree <- i
 	}
+	c.stats.SetupSeconds = time.Since(t0).Seconds()
 	return c, nil
+}
+
+// setUp prepares path p (span is the mapped view of the shard's blocks, nil
+// when not mapped), or returns why it cannot be used; what a failed path set
+// up is undone, except pinned slots, which the next path may use.
+func (c *cudaBackend) setUp(p string, span []byte, nHost int) error {
+	switch p {
+	case CUDAPathRegister:
+		if len(span) == 0 {
+			return nil // nothing to register: an empty shard
+		}
+		base := unsafe.Pointer(unsafe.SliceData(span))
+		return c.ctx.Do(func(cur *cuda.Current) error {
+			if err := cur.MemHostRegister(base, uint64(len(span)), cuda.HostRegisterReadOnly); err != nil {
+				return fmt.Errorf("registering the mapped shard (%d bytes) read-only: %w", len(span), err)
+			}
+			c.regBase = base
+			return nil
+		})
+	case CUDAPathDirect:
+		if err := c.allocPinned(directSlots(nHost, c.size)); err != nil {
+			return err
+		}
+		return c.openDirect()
+	case CUDAPathPread:
+		return c.allocPinned(nHost)
+	case CUDAPathGDS:
+		return c.openGDS()
+	}
+	return fmt.Errorf("%w: unknown CUDA path %q", ErrInvalid, p)
+}
+
+// allocPinned allocates n pinned host slots unless they exist already; on
+// failure it frees the ones it allocated.
+func (c *cudaBackend) allocPinned(n int) error {
+	if len(c.pinned) > 0 {
+		return nil
+	}
+	return c.ctx.Do(func(cur *cuda.Current) error {
+		for range n {
+			p, err := cur.MemHostAlloc(c.size)
+			if err != nil {
+				for _, q := range c.pinned {
+					cur.MemFreeHost(q)
+				}
+				c.pinned = nil
+				return fmt.Errorf("allocating %d pinned host slots of %d bytes: %w", n, c.size, err)
+			}
+			c.pinned = append(c.pinned, p)
+		}
+		return nil
+	})
+}
+
+// openDirect opens the shard with O_DIRECT, checks the alignment rules
+// against its blocks and the pinned slots, and reads block 0 into a slot,
+// so that a file system that accepts the open but refuses the reads
+// (EINVAL) is found at Open rather than at step 0.
+func (c *cudaBackend) openDirect() error {
+	f, offAlign, memAlign, err := openDirect(shardFile(c.l.sh), c.l.path)
+	if err != nil {
+		return err
+	}
+	bufs := make([]uintptr, len(c.pinned))
+	for i, p := range c.pinned {
+		bufs[i] = uintptr(p)
+	}
+	err = c.alignedAndReadable(f, offAlign, memAlign, bufs)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	c.direct = f
+	c.stats.DirectAlign = offAlign
+	return nil
+}
+
+// alignedAndReadable checks the O_DIRECT rules for the shard and reads its
+// first block through f into pinned slot 0.
+func (c *cudaBackend) alignedAndReadable(f blockFile, offAlign, memAlign uint32, bufs []uintptr) error {
+	if c.l.steps == 0 {
+		return nil
+	}
+	info, err := c.l.sh.Batch(0)
+	if err != nil {
+		return err
+	}
+	if err := directAlignment(offAlign, memAlign, info.Offset, c.size, bufs); err != nil {
+		return err
+	}
+	if err := readFull(f, unsafe.Slice((*byte)(c.pinned[0]), c.size), int64(info.Offset)); err != nil {
+		return fmt.Errorf("reading block 0 with O_DIRECT: %w", err)
+	}
+	return nil
+}
+
+// readFull reads len(dst) bytes at off from f; a short read (the file cut
+// short) wraps shardfmt.ErrSize.
+func readFull(f blockFile, dst []byte, off int64) error {
+	n, err := f.ReadAt(dst, off)
+	if n == len(dst) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: read %d of %d bytes at offset %d", shardfmt.ErrSize, n, len(dst), off)
+	}
+	return err
 }
 
 func (c *cudaBackend) ring() int   { return cap(c.devFree) }
@@ -140,6 +300,12 @@ func (c *cudaBackend) start(step int) {
 	r := &cudaRun{pipeRun: pipeRun[delivery]{quit: make(chan struct{}), out: make(chan delivery, cap(c.devFree))},
 		filled: make(chan filled, max(cap(c.hostFree), 1))}
 	c.cur = r
+	if c.gds != nil {
+		close(r.filled)
+		r.wg.Add(1)
+		go c.readGDS(r, step)
+		return
+	}
 	if c.regBase != nil && !c.verify {
 		// Blocks of the registered mapping need no reading: the copy
 		// loop takes them itself, saving a goroutine hand-off per batch.
@@ -149,7 +315,11 @@ func (c *cudaBackend) start(step int) {
 		return
 	}
 	r.wg.Add(2)
-	go c.read(r, step)
+	if c.direct != nil {
+		go c.readDirect(r, step)
+	} else {
+		go c.read(r, step)
+	}
 	go c.copy(r, step, false)
 }
 
@@ -186,7 +356,7 @@ func (c *cudaBackend) read(r *cudaRun, step int) {
 			block = unsafe.Slice((*byte)(f.src), c.size)
 		}
 		if f.err == nil && c.regBase == nil {
-			if err := l.sh.ReadBlock(s, block); err != nil {
+			if err := c.readBlock(s, block); err != nil {
 				f.err = l.blockError("reading block", s, err)
 			}
 		}
@@ -205,6 +375,21 @@ func (c *cudaBackend) read(r *cudaRun, step int) {
 			return
 		}
 	}
+}
+
+// readBlock reads step s's block into a pinned slot: with O_DIRECT on the
+// direct path, else with pread.
+func (c *cudaBackend) readBlock(s int, block []byte) error {
+	t := time.Now()
+	defer func() { c.readNanos.Add(int64(time.Since(t))) }()
+	if c.direct == nil {
+		return c.l.sh.ReadBlock(s, block)
+	}
+	info, err := c.l.sh.Batch(s)
+	if err != nil {
+		return err
+	}
+	return readFull(c.direct, block[:c.size], int64(info.Offset))
 }
 
 func (c *cudaBackend) putHost(slot int) {
@@ -317,10 +502,12 @@ func (c *cudaBackend) copy(r *cudaRun, step int, inline bool) {
 			}
 			if dev >= 0 {
 				p := *pending
+				t := time.Now()
 				err := cur.MemcpyHtoDAsync(c.devBufs[dev], p.src, c.size, c.stream)
 				if err == nil {
 					err = cur.EventRecord(c.events[dev], c.stream)
 				}
+				c.copyNanos.Add(int64(time.Since(t)))
 				if err != nil {
 					c.devFree <- dev
 					c.putHost(p.host)
@@ -343,12 +530,16 @@ func (c *cudaBackend) copy(r *cudaRun, step int, inline bool) {
 			continue
 		}
 		x := q[0]
-		if err := cur.EventSynchronize(c.events[x.dev]); err != nil {
+		t := time.Now()
+		err := cur.EventSynchronize(c.events[x.dev])
+		c.waitNanos.Add(int64(time.Since(t)))
+		if err != nil {
 			deliver(delivery{step: x.f.step, slot: -1, err: c.l.blockError("waiting for copy to device", x.f.step, err)})
 			quit()
 			return
 		}
 		q = q[1:]
+		c.batches.Add(1)
 		c.putHost(x.f.host)
 		if !deliver(delivery{step: x.f.step, slot: x.dev, dev: uintptr(c.devBufs[x.dev])}) {
 			quit()
@@ -424,10 +615,18 @@ func (c *cudaBackend) freeAll() error {
 			keep(cur.MemHostUnregister(c.regBase))
 			c.regBase = nil
 		}
+		if c.gds != nil {
+			keep(c.gds.close(cur))
+			c.gds = nil
+		}
 		c.devBufs, c.events, c.pinned = nil, nil, nil
 		return nil
 	}))
 	keep(c.ctx.Close())
+	if c.direct != nil {
+		keep(c.direct.Close())
+		c.direct = nil
+	}
 	return first
 }
 

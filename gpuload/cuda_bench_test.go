@@ -32,9 +32,13 @@ func BenchmarkCUDAControlPath(b *testing.B) {
 		name string
 		opts Options
 	}{
-		{"pinned-ring", Options{Backend: BackendCUDA}},
+		{"pinned-ring", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread}},
+		{"direct", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect}},
 		{"register-mmap", Options{Backend: BackendCUDA, RegisterMmap: true}},
 	} {
+		if !usable(c.opts) {
+			continue
+		}
 		b.Run(c.name, func(b *testing.B) {
 			var batches int64
 			var r0, r1 syscall.Rusage

@@ -27,13 +27,17 @@ import (
 // that Close leaves no driver resource, goroutine or thread with the
 // context behind.
 
-// cudaModes are the four pipelines of the cuda backend.
+// cudaModes are the pipelines of the cuda backend: the pinned ring filled
+// by pread or O_DIRECT, and the registered mapping, each with and without
+// checksums.
 var cudaModes = []struct {
 	name string
 	opts Options
 }{
-	{"pinned ring", Options{Backend: BackendCUDA}},
-	{"pinned ring, checksums", Options{Backend: BackendCUDA, VerifyChecksums: true}},
+	{"pinned ring", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread}},
+	{"pinned ring, checksums", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread, VerifyChecksums: true}},
+	{"O_DIRECT ring", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect}},
+	{"O_DIRECT ring, checksums", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect, VerifyChecksums: true}},
 	{"registered mapping", Options{Backend: BackendCUDA, RegisterMmap: true}},
 	{"registered mapping, checksums", Options{Backend: BackendCUDA, RegisterMmap: true, VerifyChecksums: true}},
 }
@@ -93,6 +97,9 @@ func TestCUDAEveryModePrefetchAndStartStep(t *testing.T) {
 		cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 3, Steps: steps}
 		dir := writeSet(t, cfg)
 		for _, m := range cudaModes {
+			if !usable(m.opts) {
+				continue
+			}
 			for pf := 0; pf <= 6; pf++ {
 				for _, start := range []int{0, max(steps-1, 0), steps} {
 					t.Run(fmt.Sprintf("%d steps, %s, prefetch %d, start %d", steps, m.name, pf, start), func(t *testing.T) {
@@ -175,6 +182,9 @@ func TestCUDASeekWhileTheCopierWaitsForADeviceBuffer(t *testing.T) {
 	cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 3, Steps: 9}
 	dir := writeSet(t, cfg)
 	for _, m := range cudaModes {
+		if !usable(m.opts) {
+			continue
+		}
 		t.Run(m.name, func(t *testing.T) {
 			g0 := runtime.NumGoroutine()
 			o := m.opts
@@ -241,6 +251,9 @@ func TestCUDADriverFailureAtEveryCopierCall(t *testing.T) {
 		{"cuStreamSynchronize", "cuStreamSynchronize", "", func(n int) (int, bool) { return -1, n == 1 }},
 	} {
 		for _, m := range cudaModes {
+			if !usable(m.opts) {
+				continue
+			}
 			for _, delay := range []string{"0", "300"} {
 				for n := 1; n <= cfg.Steps+2; n++ {
 					t.Run(fmt.Sprintf("%s:%d, %s, delay %s µs", c.entry, n, m.name, delay), func(t *testing.T) {
@@ -322,6 +335,9 @@ func TestCUDARandomSeekNextRelease(t *testing.T) {
 	dir := writeSet(t, cfg)
 	for seed := range int64(12) {
 		for _, m := range cudaModes {
+			if !usable(m.opts) {
+				continue
+			}
 			t.Run(fmt.Sprintf("seed %d, %s", seed, m.name), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(seed))
 				t.Setenv("FAKECUDA_DELAY_US", fmt.Sprint(rng.Intn(800)))
@@ -399,6 +415,9 @@ func TestCUDAReleaseFromAnotherGoroutineDuringSeekAndClose(t *testing.T) {
 	cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 3, Steps: 23, LastCount: 2, Pads: 1}
 	dir := writeSet(t, cfg)
 	for _, m := range cudaModes {
+		if !usable(m.opts) {
+			continue
+		}
 		t.Run(m.name, func(t *testing.T) {
 			g0 := runtime.NumGoroutine()
 			o := m.opts
@@ -455,6 +474,9 @@ func TestCUDAChecksumErrorsDoNotLeakHostSlots(t *testing.T) {
 	dir := writeSet(t, small)
 	flipBlockByte(t, filepath.Join(dir, filepath.FromSlash(shardfmt.ShardFileName(0, 1))), 2)
 	for _, m := range cudaModes {
+		if !usable(m.opts) {
+			continue
+		}
 		if !m.opts.VerifyChecksums {
 			continue
 		}

@@ -54,11 +54,16 @@ func TestCUDADeliversEveryByteToTheDevice(t *testing.T) {
 		delay string
 		opts  Options
 	}{
-		{"pinned ring", "0", Options{Backend: BackendCUDA}},
-		{"pinned ring, slow copies, prefetch 1", "3000", Options{Backend: BackendCUDA, Prefetch: 1, VerifyChecksums: true}},
-		{"pinned ring, slow copies, prefetch 6", "1500", Options{Backend: BackendCUDA, Prefetch: 6}},
+		{"pinned ring", "0", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread}},
+		{"pinned ring, slow copies, prefetch 1", "3000", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread, Prefetch: 1, VerifyChecksums: true}},
+		{"pinned ring, slow copies, prefetch 6", "1500", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread, Prefetch: 6}},
+		{"O_DIRECT ring, slow copies", "1000", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect, Prefetch: 2}},
+		{"automatic choice", "0", Options{Backend: BackendCUDA}},
 		{"registered mapping", "1000", Options{Backend: BackendCUDA, RegisterMmap: true, VerifyChecksums: true}},
 	} {
+		if !usable(c.opts) {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("FAKECUDA_DELAY_US", c.delay)
 			l := openLoader(t, dir, 1, 1, c.opts)
@@ -92,7 +97,7 @@ func TestCUDASlotRecyclingUnderSlowCopies(t *testing.T) {
 	cfg := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 8, Steps: 40}
 	dir := writeSet(t, cfg)
 	t.Setenv("FAKECUDA_DELAY_US", "700")
-	l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA, Prefetch: 2})
+	l := openLoader(t, dir, 0, 0, Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread, Prefetch: 2})
 	defer assertNoLeaks(t)
 	defer l.Close()
 	if l.Ring() != 3 {
@@ -179,7 +184,7 @@ func TestCUDAInjectedErrorsSurfaceWithDriverMessage(t *testing.T) {
 	for _, fail := range []string{"cuMemHostAlloc:2", "cuMemAlloc_v2:3", "cuEventCreate:1", "cuStreamCreate:1", "cuDevicePrimaryCtxRetain:1"} {
 		t.Run("Open fails at "+fail, func(t *testing.T) {
 			t.Setenv("FAKECUDA_FAIL_AT", fail)
-			l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA})
+			l, err := Open(dir, 0, 0, Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread})
 			if err == nil {
 				l.Close()
 				t.Fatal("Open succeeded")
@@ -331,8 +336,12 @@ func TestCUDARegisteredShardTruncatedWhileCopying(t *testing.T) {
 	for _, opts := range []Options{
 		{Backend: BackendCUDA, Prefetch: 6, RegisterMmap: true},
 		{Backend: BackendCUDA, Prefetch: 6, RegisterMmap: true, VerifyChecksums: true},
-		{Backend: BackendCUDA, Prefetch: 6},
+		{Backend: BackendCUDA, Prefetch: 6, CUDAPath: CUDAPathPread},
+		{Backend: BackendCUDA, Prefetch: 6, CUDAPath: CUDAPathDirect},
 	} {
+		if !usable(opts) {
+			continue
+		}
 		dir := writeSet(t, c)
 		l := openLoader(t, dir, 0, 0, opts)
 		b := mustNext(t, l)
@@ -354,6 +363,9 @@ func TestCUDACopyToHostAfterCloseReturnsErrClosed(t *testing.T) {
 	needCUDA(t)
 	dir := writeSet(t, small)
 	for _, m := range cudaModes {
+		if !usable(m.opts) {
+			continue
+		}
 		copyToHostAfterClose(t, dir, m.opts)
 	}
 	assertNoLeaks(t)

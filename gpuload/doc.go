@@ -37,23 +37,70 @@
 // MapBlocks when the shards are known to stay put and sit in the page cache.
 //
 // "cuda" loads the CUDA driver (libcuda.so.1, or $PREP_LIBCUDA) at run time.
-// A reader goroutine preads blocks into a ring of pinned host slots (at
-// least 3, allocated once with cuMemHostAlloc); a copier issues
-// cuMemcpyHtoDAsync into device buffers (allocated once) on a dedicated
-// non-blocking stream and records an event per copy; a host slot is reused
-// only after its event completes, and a batch is delivered only once its
-// bytes are on the device. Context-bound calls run on goroutines locked to
+// Device buffers (Prefetch+1) and one event per buffer are allocated once;
+// a copier issues cuMemcpyHtoDAsync into them on a dedicated non-blocking
+// stream and records an event per copy, and a batch is delivered only once
+// its bytes are on the device. How a block gets there is the transfer path,
+// chosen per shard at Open (Options.CUDAPath, default CUDAPathAuto; the rule
+// and its measured reasons are on chooseCUDAPaths in cudapath.go):
+//
+//   - register: the mapped shard is registered read-only with the driver
+//     (CU_MEMHOSTREGISTER_READ_ONLY, which pins every page of it once, at
+//     Open) and each block is copied to the device straight from the
+//     mapping, the copier taking each block itself (no reader, unless
+//     checksums are verified). Chosen when mincore finds the shard in the
+//     page cache (as it usually is after prep convert) and it is no larger
+//     than half the RAM: it runs at the link's speed with no CPU copy.
+//   - direct: a reader goroutine reads blocks with O_DIRECT into a ring of
+//     pinned host slots (cuMemHostAlloc, allocated once: at least 3, and at
+//     least 32 MiB of them up to 64 slots), so the disk controller writes
+//     into pinned memory and no CPU copies the bytes; it fills the
+//     consecutive slots free at the time, up to 16 MiB and half the ring,
+//     with one vectored read (preadv), so the disk serves the pieces in
+//     parallel instead of idling between single reads; a host slot is
+//     reused only after its copy's event completes. Chosen
+//     when the shard is not resident. Shard blocks are 4096-aligned in
+//     offset and length and the slots page-aligned, which satisfies any
+//     file system whose O_DIRECT alignment (statx) is at most 4096; the
+//     shard's open file is opened again with O_DIRECT through
+//     /proc/self/fd (the same file: no name is looked up again) and block 0
+//     read at Open, so a file
+//     system that refuses (tmpfs before Linux 6.6, some overlayfs and FUSE
+//     mounts: EINVAL) is found then.
+//   - pread: the same ring filled with pread, one CPU copy out of the page
+//     cache (about one core's memory bandwidth: 8 GB/s on an H200 host). The
+//     last resort, always possible.
+//   - gds: GPUDirect Storage, only on request: libcufile.so is loaded with
+//     dlopen at Open (never needed to build or run otherwise), the shard
+//     registered with cuFile and each block read by cuFileRead straight into
+//     a device buffer.
+//
+// With CUDAPathAuto a path that fails at Open (registration refused by the
+// driver, O_DIRECT refused or misaligned) falls back to the next one;
+// Loader.TransferStats names the path in use, why it was chosen, each
+// fallback with its error, and the time spent reading, queueing copies and
+// waiting for them. A path asked for explicitly fails Open instead
+// (ErrPathUnavailable). Context-bound calls run on goroutines locked to
 // their OS threads: set-up and tear-down on the context's own thread, and
 // the per-batch copies, event records and waits on the copier, which binds
 // the context to its thread so they go straight to the driver (a hand-off to
 // another thread per call cost about 90 µs of CPU per batch,
-// BenchmarkCUDAControlPath). With Options.RegisterMmap the mapped shard is
-// instead registered read-only (CU_MEMHOSTREGISTER_READ_ONLY, which pins
-// every page of it once at Open) and copied to the device straight from the
-// mapping, the copier taking each block from it itself (no reader, unless
-// checksums are verified); a shard that could not be mapped uses the pinned
-// ring. Builds without cgo get a backend that fails with
-// ErrCUDAUnavailable.
+// BenchmarkCUDAControlPath). Builds without cgo get a backend that fails
+// with ErrCUDAUnavailable.
+//
+// # Jagged tensors
+//
+// A shard of format 2.0 may hold jagged tensors (a variable number of
+// values per sample). A Batch gives such a tensor (Tensor.Jagged) as its
+// values, Shape [N, per-value shape...], and Tensor.Offsets, an I64 tensor
+// of Shape [Count+1]: sample j's values are rows [off[j], off[j+1]). Both
+// are views of the batch's one block, read with the same single read as
+// every other tensor, and the offsets are checked (0, never decreasing,
+// ending at N) before the batch is delivered; bad offsets fail Next with
+// ErrCorrupt. Blocks then differ in size: the ring's buffers have the size
+// of the shard's largest block (Geometry.BlockSize). The host backend
+// delivers them; the cuda backend refuses such a shard at Open (ErrInvalid)
+// for now. A shard without jagged tensors is read exactly as before.
 //
 // # Shard-set metadata and errors
 //

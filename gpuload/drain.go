@@ -12,7 +12,8 @@ type DrainStats struct {
 	Samples    int64 // samples in them, real and pad
 	PadSamples int64 // pad samples among Samples
 	// Bytes is the batch block bytes delivered: Batches x the shard's
-	// block size (one DMA each on cuda).
+	// block size (Geometry.BlockSize: the largest block of a shard with
+	// jagged tensors).
 	Bytes int64
 	// Seconds and CPUSeconds are the wall time of the delivery loop and
 	// the process's user+system CPU time during it (0 where the platform

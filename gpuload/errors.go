@@ -3,6 +3,7 @@ package gpuload
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/prepml/prep/gpuload/internal/cuda"
 )
@@ -31,7 +32,9 @@ var (
 	ErrPlanMismatch = errors.New("shard does not match the plan")
 
 	// ErrCorrupt is returned by Open when the shard file's size differs from
-	// the size the manifest records (a truncated or overwritten shard).
+	// the size the manifest records (a truncated or overwritten shard), and
+	// by Next when a jagged tensor's offsets are invalid (wrapping
+	// shardfmt.ErrCorrupt).
 	ErrCorrupt = errors.New("shard file damaged")
 
 	// ErrChecksum is returned by Next when Options.VerifyChecksums is set and a
@@ -86,3 +89,20 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// also returns err marked with kind as well (errors.Is(result, kind) and
+// errors.Is(result, any sentinel err wraps)), reading as err alone when err's
+// text already begins with kind's, so that a message never says
+// "shard file damaged: shard file damaged: ...".
+func also(kind, err error) error {
+	if strings.HasPrefix(err.Error(), kind.Error()) {
+		return alsoError{kind: kind, err: err}
+	}
+	return fmt.Errorf("%w: %w", kind, err)
+}
+
+// alsoError is err, also matching kind.
+type alsoError struct{ kind, err error }
+
+func (e alsoError) Error() string   { return e.err.Error() }
+func (e alsoError) Unwrap() []error { return []error{e.kind, e.err} }

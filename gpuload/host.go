@@ -72,12 +72,16 @@ type hostBackend struct {
 	prefetch  int
 	maxGroup  int          // most blocks per group
 	readNanos atomic.Int64 // how long the producer's last group read took
+	readTotal atomic.Int64 // nanoseconds of every group read (TransferStats)
+	batches   atomic.Int64 // blocks read (TransferStats)
 	bufs      [][]byte     // ring buffers (nil with mapBlocks)
 	free      chan int     // ring slots not held by anyone
 	cur       *hostRun
 	queue     []delivery // consumer side: received from cur.out, not yet taken by next
 }
 
+// newHostBackend allocates the ring: Prefetch+1 buffers of the shard's
+// largest block (Geometry.BlockSize), so any block fits any slot.
 func newHostBackend(l *Loader, opts Options) (*hostBackend, error) {
 	n := opts.Prefetch + 1
 	h := &hostBackend{l: l, verify: opts.VerifyChecksums, mapBlocks: opts.MapBlocks, prefetch: opts.Prefetch, free: make(chan int, n)}
@@ -132,7 +136,14 @@ func (h *hostBackend) produce(r *hostRun, step int) {
 		}
 		t0 := time.Now()
 		g := h.fillGroup(s, slots)
-		h.readNanos.Store(int64(time.Since(t0)))
+		took := int64(time.Since(t0))
+		h.readNanos.Store(took)
+		h.readTotal.Add(took)
+		if g[len(g)-1].err == nil {
+			h.batches.Add(int64(len(g)))
+		} else {
+			h.batches.Add(int64(len(g) - 1))
+		}
 		select {
 		case r.out <- g:
 		case <-r.quit:
@@ -230,7 +241,7 @@ func (l *Loader) checkBlock(s int, block []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	if got := shardfmt.CRC32C(block[:l.geo.BlockSize]); got != info.CRC {
+	if got := shardfmt.CRC32C(block[:info.Size]); got != info.CRC {
 		return fmt.Errorf("%w: CRC-32C %08x, batch table %08x", ErrChecksum, got, info.CRC)
 	}
 	return nil

@@ -52,6 +52,11 @@ type Options struct {
 	// are copied from the pages pinned at Open, and a step whose sample ids
 	// were cut off fails Next (wrapping shardfmt.ErrSize).
 	RegisterMmap bool
+	// CUDAPath (cuda only) chooses how blocks reach the device: one of the
+	// CUDAPath* constants (cudapath.go). Empty means $PREP_CUDA_PATH, else
+	// CUDAPathAuto, which picks per shard at Open; RegisterMmap is
+	// CUDAPathRegister. Loader.TransferStats reports the path in use.
+	CUDAPath string
 	// MapBlocks (host only) hands out read-only views of the mapped shard
 	// instead of copies in ring buffers. A view faults if the file is
 	// truncated while mapped (SIGBUS); pread reports an error instead.
@@ -73,14 +78,23 @@ type shard interface {
 	Block(k int) ([]byte, error)
 	ReadBlock(k int, dst []byte) error
 	ReadBlocks(k int, dst [][]byte) error
+	// Jagged checks and locates jagged tensor i's values and offsets in
+	// step k's block.
+	Jagged(k int, block []byte, i int) (shardfmt.JaggedSlab, error)
 	Close() error
 }
 
 // Tensor is one tensor of a batch: a C-contiguous [Count, shape...] array.
+//
+// A jagged tensor (Jagged) is instead the batch's values, a C-contiguous
+// [N, per-value shape...] array (N values in all, varying by batch), with
+// Offsets saying which rows belong to which sample; both lie in the batch's
+// one block.
 type Tensor struct {
 	Name  string
 	DType shardfmt.DType
-	// Shape is [Count, per-sample shape...].
+	// Shape is [Count, per-sample shape...]; [N, per-value shape...] for a
+	// jagged tensor.
 	Shape []int64
 	// Strides are C-contiguous strides in elements (DLPack convention), one
 	// per dimension.
@@ -91,6 +105,15 @@ type Tensor struct {
 	// Bytes is the tensor's Count*sample-size bytes (host backend only; nil
 	// on cuda). Valid until the batch is released; do not write to it.
 	Bytes []byte
+	// Jagged is true for a jagged tensor.
+	Jagged bool
+	// Offsets, for a jagged tensor, is its row offsets: an I64 tensor of
+	// Shape [Count+1] (little-endian int64, 8-byte aligned), sample j's
+	// values being rows [Offsets[j], Offsets[j+1]) of this tensor; the first
+	// is 0 and the last N. The loader checks them (0, never decreasing,
+	// ending at N) before it delivers the batch. Its Name is the tensor's.
+	// Nil for a fixed-shape tensor.
+	Offsets *Tensor
 }
 
 // Batch is one step's batch. Its memory stays valid until Release (see the
@@ -234,7 +257,7 @@ func Open(dir string, epoch, rank int, opts Options) (*Loader, error) {
 	case errors.Is(err, shardset.ErrNoShard):
 		return nil, where(path, fmt.Errorf("%w: %w", ErrNoShard, err))
 	case errors.Is(err, shardset.ErrDamaged), errors.Is(err, shardset.ErrUnsafe):
-		return nil, where(path, fmt.Errorf("%w: %w", ErrCorrupt, err))
+		return nil, where(path, also(ErrCorrupt, err))
 	case errors.Is(err, shardset.ErrMismatch):
 		return nil, where(path, fmt.Errorf("%w: %w", ErrPlanMismatch, err))
 	case err != nil:
@@ -270,6 +293,9 @@ func newLoader(sh shard, path string, epoch, rank int, opts Options) (*Loader, e
 	if len(l.geo.SlabOffset) != len(l.tinfo) || len(l.geo.SampleBytes) != len(l.tinfo) {
 		return nil, fail(fmt.Errorf("geometry describes %d tensors, table has %d", len(l.geo.SlabOffset), len(l.tinfo)))
 	}
+	if l.geo.HasJagged() && opts.Backend == BackendCUDA {
+		return nil, fail(fmt.Errorf("%w: the shard has jagged tensors, which the cuda backend does not deliver yet (use the host backend)", ErrInvalid))
+	}
 	var err error
 	switch opts.Backend {
 	case "", BackendHost:
@@ -297,7 +323,8 @@ func (l *Loader) Ring() int { return l.be.ring() }
 // Tensors returns the shard's tensor table (name, dtype, per-sample shape).
 func (l *Loader) Tensors() []shardfmt.TensorInfo { return l.tinfo }
 
-// Geometry returns the shard's batch block geometry.
+// Geometry returns the shard's batch block geometry (BlockSize is the
+// largest block when the shard has jagged tensors).
 func (l *Loader) Geometry() shardfmt.Geometry { return l.geo }
 
 // Provenance returns the plan and spec identity recorded in the shard.
@@ -365,6 +392,12 @@ func (l *Loader) batch(d delivery) (*Batch, error) {
 	b := &Batch{Step: d.step, Count: info.Count, Pads: info.Pads, Device: l.be.device(), SampleIDs: sm.ids, Tensors: sm.tensors, l: l, slot: d.slot}
 	for i := range b.Tensors {
 		t := &b.Tensors[i]
+		if t.Jagged {
+			if err := l.jagged(t, d, i, info.Count); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		off := l.geo.SlabOffset[i]
 		n := uint64(info.Count) * l.geo.SampleBytes[i]
 		t.Shape[0] = int64(info.Count)
@@ -379,6 +412,26 @@ func (l *Loader) batch(d delivery) (*Batch, error) {
 	return b, nil
 }
 
+// jagged fills in jagged tensor t (tensor i) of delivery d, a batch of
+// count samples, after checking its offsets.
+func (l *Loader) jagged(t *Tensor, d delivery, i, count int) error {
+	if d.host == nil {
+		return &Error{Op: "reading jagged tensor " + t.Name, Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: d.step, Offset: -1,
+			Err: fmt.Errorf("%w: jagged tensors need the block in host memory", ErrInvalid)}
+	}
+	s, err := l.sh.Jagged(d.step, d.host, i)
+	if err != nil {
+		return &Error{Op: "reading jagged tensor " + t.Name, Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: d.step, Offset: -1,
+			Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+	}
+	t.Shape[0] = int64(s.N)
+	t.Bytes, t.Ptr = s.Values, addr(d.host)+uintptr(s.ValuesAt)
+	o := t.Offsets
+	o.Shape[0] = int64(count + 1)
+	o.Bytes, o.Ptr = s.Offsets, addr(d.host)+uintptr(s.OffsetsAt)
+	return nil
+}
+
 // newTensors returns the shard's tensor descriptors with Shape[0] (the
 // count) left to fill in: names, dtypes, per-sample shapes and C-contiguous
 // strides, which no batch changes. Shapes and strides share one allocation.
@@ -391,7 +444,10 @@ func (l *Loader) newTensors() []Tensor {
 	mem := make([]int64, 2*dims)
 	for i, ti := range l.tinfo {
 		nd := 1 + len(ti.Shape)
-		t := Tensor{Name: ti.Name, DType: ti.DType}
+		t := Tensor{Name: ti.Name, DType: ti.DType, Jagged: ti.Jagged}
+		if ti.Jagged {
+			t.Offsets = &Tensor{Name: ti.Name, DType: shardfmt.I64, Shape: []int64{0}, Strides: []int64{1}}
+		}
 		t.Shape, mem = mem[:nd:nd], mem[nd:]
 		t.Strides, mem = mem[:nd:nd], mem[nd:]
 		for j, s := range ti.Shape {

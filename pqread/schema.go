@@ -425,9 +425,10 @@ func formatName(fields []string) string {
 	return b.String()
 }
 
-// parseName splits the dotted, backslash-escaped syntax into field names.
-// A trailing lone backslash is kept literally.
-func parseName(s string) []string {
+// SplitName splits a column name in ColumnInfo.Name's syntax (field names
+// joined by ".", a "." or "\\" inside a name escaped by a backslash) into
+// its field names. A trailing lone backslash is kept literally.
+func SplitName(s string) []string {
 	var out []string
 	var cur strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -463,7 +464,7 @@ func (f *File) Lookup(name string) (ColumnInfo, error) {
 	fail := func(err error) (ColumnInfo, error) {
 		return ColumnInfo{}, &Error{File: f.path, Column: name, RowGroup: -1, Page: -1, Row: -1, Offset: -1, Err: err}
 	}
-	fieldsOf := func(c ColumnInfo) []string { return parseName(c.Name) }
+	fieldsOf := func(c ColumnInfo) []string { return SplitName(c.Name) }
 	var cand []int
 	add := func(i int) {
 		for _, j := range cand {
@@ -484,7 +485,7 @@ func (f *File) Lookup(name string) (ColumnInfo, error) {
 			}
 		}
 	} else {
-		want := parseName(name)
+		want := SplitName(name)
 		for i, c := range f.cols {
 			if c.Name == name || equalStrings(fieldsOf(c), want) {
 				add(i)

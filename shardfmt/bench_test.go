@@ -55,6 +55,60 @@ func buildSparse(tb testing.TB, path string, nb, b int) {
 	}
 }
 
+// buildSparseJagged is buildSparse for a format-2 shard: nb batches of one
+// jagged I32 tensor, every row empty (all-zero 4096-byte blocks, the data
+// section a hole).
+func buildSparseJagged(tb testing.TB, path string, nb, b int) {
+	tb.Helper()
+	opts := WriterOptions{BatchSize: b, NumBatches: nb, Tensors: []TensorInfo{{Name: "x", DType: I32, Jagged: true}}, Provenance: Provenance{PlanFingerprint: "bench"}}
+	geo, err := NewGeometry(b, opts.Tensors)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h, prefix, err := planLayout(geo, opts, []byte(`{"plan_fingerprint":"bench"}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	blockCRC := crc32c(make([]byte, geo.BlockSize))
+	ids := make([]byte, 8*b)
+	for j := range b {
+		le.PutUint64(ids[8*j:], UnusedSampleID)
+	}
+	idsCRC := crc32c(ids)
+	bel := uint64(h.batchEntryLen)
+	bt := make([]byte, uint64(nb)*bel)
+	idsSec := make([]byte, h.idsLen)
+	for k := range uint64(nb) {
+		e := bt[k*bel:]
+		le.PutUint32(e[bBlockCRC:], blockCRC)
+		le.PutUint32(e[bIDsCRC:], idsCRC)
+		le.PutUint64(e[bBlockOff:], h.dataOff+k*geo.BlockSize)
+		le.PutUint64(e[bBlockLen:], geo.BlockSize)
+		copy(idsSec[k*8*uint64(b):], ids)
+	}
+	h.btOff = h.dataOff + uint64(nb)*geo.BlockSize
+	h.btLen = uint64(len(bt))
+	h.footerOff = h.btOff + h.btLen
+	h.fileLen = h.footerOff + FooterLen
+	h.btCRC, h.idsCRC = crc32c(bt), crc32c(idsSec)
+	h.encode(prefix[:h.headerLen])
+	foot := make([]byte, FooterLen)
+	h.encodeFooter(foot)
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	for _, part := range []struct {
+		b   []byte
+		off uint64
+	}{{prefix, 0}, {idsSec, h.idsOff}, {bt, h.btOff}, {foot, h.footerOff}} {
+		if _, err := f.WriteAt(part.b, int64(part.off)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
 func TestSparseShardValid(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.shard")
 	buildSparse(t, path, 10, 3)
@@ -68,6 +122,18 @@ func TestSparseShardValid(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	jpath := filepath.Join(t.TempDir(), "j.shard")
+	buildSparseJagged(t, jpath, 10, 3)
+	j, err := Open(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for k := range 10 {
+		if err := j.VerifyBatch(k); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkOpen100kBatches measures Open + full validation of a shard with
@@ -75,6 +141,22 @@ func TestSparseShardValid(t *testing.T) {
 func BenchmarkOpen100kBatches(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "big.shard")
 	buildSparse(b, path, 100_000, 1)
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+}
+
+// BenchmarkOpen100kBatchesJagged is BenchmarkOpen100kBatches for a
+// format-2 shard, whose open also checks every block's offset, size and
+// values count against the geometry.
+func BenchmarkOpen100kBatchesJagged(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "big.shard")
+	buildSparseJagged(b, path, 100_000, 1)
 	b.ResetTimer()
 	for b.Loop() {
 		r, err := Open(path)

@@ -74,20 +74,7 @@ func TestCorruption(t *testing.T) {
 	}
 	block2 := lay.Block(2)
 
-	type when int
-	const (
-		atOpen when = iota
-		atVerify
-		never
-	)
-	tests := []struct {
-		name    string
-		damage  func([]byte) []byte
-		when    when
-		err     error
-		section string
-		batch   int // for atVerify
-	}{
+	tests := []corruptCase{
 		{"truncate one byte", func(b []byte) []byte { return b[:len(b)-1] }, atOpen, ErrSize, "file", 0},
 		{"truncate 4096 bytes", func(b []byte) []byte { return b[:len(b)-4096] }, atOpen, ErrSize, "file", 0},
 		{"truncate into header", func(b []byte) []byte { return b[:100] }, atOpen, ErrSize, "file", 0},
@@ -95,8 +82,9 @@ func TestCorruption(t *testing.T) {
 		{"extra trailing byte", func(b []byte) []byte { return append(b, 0) }, atOpen, ErrSize, "file", 0},
 		{"zero magic", func(b []byte) []byte { clear(b[:8]); return b }, atOpen, ErrMagic, "header", 0},
 		{"big-endian marker", func(b []byte) []byte { copy(b[hByteOrder:], []byte{1, 2, 3, 4}); return b }, atOpen, ErrEndian, "header", 0},
-		{"bump major version", func(b []byte) []byte { b[hMajor]++; return b }, atOpen, ErrVersion, "header", 0},
-		{"bump major version, resealed", func(b []byte) []byte { b[hMajor] = 2; reseal(b); return b }, atOpen, ErrVersion, "header", 0},
+		{"unknown major version", func(b []byte) []byte { b[hMajor] = 3; return b }, atOpen, ErrVersion, "header", 0},
+		{"unknown major version, resealed", func(b []byte) []byte { b[hMajor] = 3; reseal(b); return b }, atOpen, ErrVersion, "header", 0},
+		{"format 1 relabelled major 2, resealed", func(b []byte) []byte { b[hMajor] = 2; reseal(b); return b }, atOpen, ErrCorrupt, "header", 0},
 		{"flip header byte", flip(hDataOff + 1), atOpen, ErrChecksum, "header", 0},
 		{"flip header reserved byte", flip(200), atOpen, ErrChecksum, "header", 0},
 		{"flip header checksum", flip(HeaderLen - 1), atOpen, ErrChecksum, "header", 0},
@@ -184,6 +172,32 @@ func TestCorruption(t *testing.T) {
 			return b
 		}, never, nil, "", 0},
 	}
+	runCorruption(t, orig, tests)
+}
+
+// when says where a corruption case must be reported.
+type when int
+
+const (
+	atOpen   when = iota // Open and OpenReaderAt fail
+	atVerify             // VerifyBatch of one batch fails
+	never                // the file stays valid
+)
+
+// corruptCase damages a good shard one way.
+type corruptCase struct {
+	name    string
+	damage  func([]byte) []byte
+	when    when
+	err     error
+	section string
+	batch   int // for atVerify
+}
+
+// runCorruption applies each case to a copy of orig and checks that it is
+// reported where and as the case says.
+func runCorruption(t *testing.T, orig []byte, tests []corruptCase) {
+	dir := t.TempDir()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			img := tc.damage(bytes.Clone(orig))
@@ -266,4 +280,75 @@ func TestMinorVersionPreserved(t *testing.T) {
 	if ext := r.HeaderExtension(); len(ext) != HeaderLen-4-hKnownEnd || string(ext[:6]) != "future" {
 		t.Errorf("HeaderExtension = %q", ext)
 	}
+}
+
+// TestCorruptionJagged is TestCorruption for a format-2 shard (jagged
+// tensors): damage to the block locations, values counts, offsets and values
+// is reported at open or when the batch is verified.
+func TestCorruptionJagged(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "j.shard")
+	writeJagged(t, good)
+	orig, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		tt    = 256   // tensor table
+		ids   = 4096  // end of the sample ids is before this (padding up to it)
+		bt    = 24576 // batch table
+		bel   = 48    // batch entry length: 32 + 8 per jagged tensor
+		blk0  = 4096  // block 0 (4096 bytes), block 1 at 8192 (12288), block 2 at 20480
+		blk1  = 8192
+		pairs = 512 // offsets slab of "pairs" in a block
+	)
+	idsOff := le.Uint64(orig[hIDsOff:])
+	flip := func(off uint64) func([]byte) []byte {
+		return func(b []byte) []byte { b[off] ^= 0x40; return b }
+	}
+	// put writes a u64 at off, then fixes the CRC of the block holding it
+	// (block k at blockOff, size bytes) and reseals.
+	put := func(k int, blockOff, size, off, v uint64) func([]byte) []byte {
+		return func(b []byte) []byte {
+			le.PutUint64(b[off:], v)
+			le.PutUint32(b[bt+uint64(k)*bel+bBlockCRC:], crc32c(b[blockOff:blockOff+size]))
+			reseal(b)
+			return b
+		}
+	}
+	entry := func(k int, field, v uint64) func([]byte) []byte {
+		return func(b []byte) []byte { le.PutUint64(b[bt+uint64(k)*bel+field:], v); reseal(b); return b }
+	}
+	runCorruption(t, orig, []corruptCase{
+		{"truncate one byte", func(b []byte) []byte { return b[:len(b)-1] }, atOpen, ErrSize, "file", 0},
+		{"relabelled major 1, resealed", func(b []byte) []byte { b[hMajor] = 1; reseal(b); return b }, atOpen, ErrCorrupt, "header", 0},
+		{"unknown major 3", func(b []byte) []byte { b[hMajor] = 3; return b }, atOpen, ErrVersion, "header", 0},
+		{"unknown tensor kind, resealed", func(b []byte) []byte { le.PutUint16(b[tt+tKind:], 2); reseal(b); return b }, atOpen, ErrCorrupt, "tensor table", 0},
+		{"offsets slab size wrong, resealed", func(b []byte) []byte {
+			le.PutUint64(b[tt+2*TensorEntryLen+tSlabSize:], 32)
+			reseal(b)
+			return b
+		}, atOpen, ErrCorrupt, "tensor table", 0},
+		{"nonzero padding after the sample ids", flip(ids - 1), atOpen, ErrCorrupt, "padding", 0},
+		{"flip a values count", flip(bt + bel + bValues), atOpen, ErrChecksum, "batch table", 0},
+		{"values count too large for the block, resealed", entry(0, bValues, 1<<20), atOpen, ErrCorrupt, "batch table", 0},
+		{"values count overflows, resealed", entry(0, bValues+8, 1<<63), atOpen, ErrCorrupt, "batch table", 0},
+		{"block offset moved, resealed", entry(1, bBlockOff, blk1+4096), atOpen, ErrCorrupt, "batch table", 0},
+		{"block size changed, resealed", entry(2, bBlockLen, 8192), atOpen, ErrCorrupt, "batch table", 0},
+		{"largest block overstated, resealed", func(b []byte) []byte { le.PutUint64(b[hBlockSize:], 16384); reseal(b); return b }, atOpen, ErrCorrupt, "header", 0},
+		{"largest block understated, resealed", func(b []byte) []byte { le.PutUint64(b[hBlockSize:], 8192); reseal(b); return b }, atOpen, ErrCorrupt, "batch table", 0},
+		{"largest block unaligned, resealed", func(b []byte) []byte { le.PutUint64(b[hBlockSize:], 12289); reseal(b); return b }, atOpen, ErrCorrupt, "header", 0},
+		{"batch table offset moved, resealed", func(b []byte) []byte { le.PutUint64(b[hBTOff:], bt-4096); reseal(b); return b }, atOpen, ErrCorrupt, "header", 0},
+		{"values count disagrees with offsets, resealed", entry(0, bValues, 7), atVerify, ErrCorrupt, "block", 0},
+		{"flip an offset", flip(blk0 + 8), atVerify, ErrChecksum, "block", 0},
+		{"flip a value", flip(blk1 + 768 + 800), atVerify, ErrChecksum, "block", 1},
+		{"offsets[0] not zero, CRC fixed", put(0, blk0, 4096, blk0, 1), atVerify, ErrCorrupt, "block", 0},
+		{"offsets decrease, CRC fixed", put(0, blk0, 4096, blk0+16, 0), atVerify, ErrCorrupt, "block", 0},
+		{"last offset short of the values count, CRC fixed", put(0, blk0, 4096, blk0+32, 5), atVerify, ErrCorrupt, "block", 0},
+		{"offset past the values, CRC fixed", put(1, blk1, 12288, blk1+24, 1202), atVerify, ErrCorrupt, "block", 1},
+		{"unused row not empty, CRC fixed", put(1, blk1, 12288, blk1+pairs+24, 2), atVerify, ErrCorrupt, "block", 1},
+		{"nonzero between values slabs, CRC fixed", put(0, blk0, 4096, blk0+1000, 1), atVerify, ErrCorrupt, "block", 0},
+		{"nonzero after the last values slab, CRC fixed", put(1, blk1, 12288, blk1+12000, 1), atVerify, ErrCorrupt, "block", 1},
+		{"flip sample id", flip(idsOff + 4*8 + 1), atVerify, ErrChecksum, "sample ids", 1},
+		{"bump minor version, resealed", func(b []byte) []byte { b[hMinor] = 4; reseal(b); return b }, never, nil, "", 0},
+	})
 }

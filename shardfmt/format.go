@@ -15,6 +15,15 @@ package shardfmt
 //
 // Every section offset is fixed by the lengths before it; a v1 reader
 // recomputes each one and rejects a file whose header disagrees.
+//
+// Format 2 (jagged tensors, blocks of varying size) moves the sample ids to
+// right after the metadata, and places block k at the offset its batch
+// table entry records (blocks.go, jagged.go):
+//
+//	meta_off + meta_len                     sample ids
+//	ids end                                 zero padding up to data_off
+//	data_off = align4096(ids end)           block 0, block 1, ... back to back
+//	end of the last block                   batch table, then the footer
 
 import (
 	"encoding/binary"
@@ -30,27 +39,42 @@ const (
 	FooterMagic = "\x89SHEND\r\n"
 )
 
-// Format version written by this package. A reader accepts any minor of
-// MajorVersion and ignores (but exposes) fields a later minor appends.
+// Format versions written by this package. A shard whose tensors all have
+// a fixed per-sample shape is written as MajorVersion.MinorVersion (1.0),
+// byte for byte as before jagged tensors existed, so every reader of major 1
+// reads it. A shard holding a jagged tensor is written as
+// JaggedMajorVersion.JaggedMinorVersion (2.0): its blocks differ in size, so
+// a major-1 reader, which places block k at data_off + k*block_size, would
+// misread it and refuses it by its major version instead (ErrVersion). This
+// reader accepts any minor of majors 1 and 2 and ignores (but exposes)
+// fields a later minor appends.
 const (
-	MajorVersion = 1
-	MinorVersion = 0
+	MajorVersion       = 1
+	MinorVersion       = 0
+	JaggedMajorVersion = 2
+	JaggedMinorVersion = 0
 )
 
 // Fixed sizes and alignments of format v1.0.
 const (
-	HeaderLen      = 256  // header bytes written by v1.0 (a later minor may write more)
-	TensorEntryLen = 128  // tensor table entry bytes written by v1.0
-	BatchEntryLen  = 16   // batch table entry bytes (fixed for major 1)
-	FooterLen      = 64   // footer bytes (fixed for major 1)
-	BlockAlign     = 4096 // alignment of data_off and of block_size
-	SlabAlign      = 256  // alignment of each slab offset inside a block
-	MaxRank        = 8    // maximum per-sample tensor rank
-	MaxTensors     = 4096 // maximum tensors per shard
-	MaxNameLen     = 4096 // maximum tensor name length in bytes
-	MaxMetaLen     = 1 << 20
-	MaxHeaderLen   = 1 << 16
-	byteOrderMark  = 0x01020304
+	HeaderLen      = 256 // header bytes written by v1.0 (a later minor may write more)
+	TensorEntryLen = 128 // tensor table entry bytes written by v1.0
+	BatchEntryLen  = 16  // batch table entry bytes written by v1.0
+	// BatchEntryLenV2 is the fixed part of a v2.0 batch table entry; each
+	// jagged tensor adds 8 bytes (its values count) after it.
+	BatchEntryLenV2 = 32
+	// MaxJagged bounds the jagged tensors of a shard so that a v2.0 batch
+	// entry stays within the 4096 bytes a reader accepts.
+	MaxJagged     = (4096 - BatchEntryLenV2) / 8
+	FooterLen     = 64   // footer bytes (fixed for major 1)
+	BlockAlign    = 4096 // alignment of data_off and of block_size
+	SlabAlign     = 256  // alignment of each slab offset inside a block
+	MaxRank       = 8    // maximum per-sample tensor rank
+	MaxTensors    = 4096 // maximum tensors per shard
+	MaxNameLen    = 4096 // maximum tensor name length in bytes
+	MaxMetaLen    = 1 << 20
+	MaxHeaderLen  = 1 << 16
+	byteOrderMark = 0x01020304
 )
 
 // UnusedSampleID is the sample id stored for slots [Count, BatchSize) of a
@@ -99,6 +123,15 @@ const (
 	tSlabOff     = 88
 	tSlabSize    = 96
 	tKnownEnd    = 104
+	tKind        = 104 // v2.0: u16 tensor kind (kindFixed or kindJagged)
+)
+
+// Tensor kinds of a v2.0 tensor table entry (field tKind). Any other value
+// is refused: a new kind changes how blocks are laid out, so it needs a new
+// major version.
+const (
+	kindFixed  = 0
+	kindJagged = 1
 )
 
 // Batch table entry field offsets.
@@ -107,6 +140,9 @@ const (
 	bPads     = 4
 	bBlockCRC = 8
 	bIDsCRC   = 12
+	bBlockOff = 16 // v2.0: u64 file offset of the block
+	bBlockLen = 24 // v2.0: u64 bytes of the block
+	bValues   = 32 // v2.0: u64 per jagged tensor, its values count
 )
 
 // Footer field offsets.

@@ -12,12 +12,21 @@ import (
 // Sample j of tensor i is the SampleBytes[i] bytes at
 // SlabOffset[i] + j*SampleBytes[i]. Bytes outside the slabs' used prefixes
 // are zero.
+//
+// A jagged tensor (Jagged[i]) has, at SlabOffset[i] of every block, its
+// offsets slab: b+1 int64 little-endian, SlabSize[i] = (b+1)*8 bytes, and
+// SampleBytes[i] is the bytes of one value. Its values slab follows the
+// fixed part of the block and differs in size per batch (BatchLayout), so
+// the blocks of a shard with a jagged tensor differ in size: BlockSize is
+// then the largest block of the shard (the size a ring buffer or device
+// buffer needs), and the size of an empty block in a Writer's Geometry.
 type Geometry struct {
 	BatchSize   int      // b: sample slots per batch
-	BlockSize   uint64   // bytes per batch block, a multiple of 4096 (BlockAlign)
-	SlabOffset  []uint64 // per tensor: offset of its slab inside a block, a multiple of 256 (SlabAlign)
-	SlabSize    []uint64 // per tensor: b * SampleBytes
-	SampleBytes []uint64 // per tensor: bytes of one sample (dtype size * product(shape))
+	BlockSize   uint64   // bytes per batch block (the largest, with jagged tensors), a multiple of 4096 (BlockAlign)
+	SlabOffset  []uint64 // per tensor: offset of its slab (offsets slab, if jagged) inside a block, a multiple of 256 (SlabAlign)
+	SlabSize    []uint64 // per tensor: b * SampleBytes; (b+1)*8 for a jagged tensor's offsets
+	SampleBytes []uint64 // per tensor: bytes of one sample (dtype size * product(shape)); of one value if jagged
+	Jagged      []bool   // per tensor: true for a jagged tensor; nil when the shard has none
 }
 
 // NewGeometry computes the canonical block geometry for b samples of the
@@ -41,6 +50,7 @@ func NewGeometry(b int, tensors []TensorInfo) (Geometry, error) {
 	}
 	seen := make(map[string]bool, len(tensors))
 	var end uint64
+	jagged := 0
 	for i, t := range tensors {
 		if err := checkName(t.Name); err != nil {
 			return Geometry{}, fmt.Errorf("%w: tensor %d: %v", ErrInvalid, i, err)
@@ -54,6 +64,16 @@ func NewGeometry(b int, tensors []TensorInfo) (Geometry, error) {
 			return Geometry{}, fmt.Errorf("%w: tensor %q: %v", ErrInvalid, t.Name, err)
 		}
 		size, ok1 := mul64(sb, uint64(b))
+		if t.Jagged {
+			if jagged++; jagged > MaxJagged {
+				return Geometry{}, fmt.Errorf("%w: more than %d jagged tensors", ErrInvalid, MaxJagged)
+			}
+			if g.Jagged == nil {
+				g.Jagged = make([]bool, len(tensors))
+			}
+			g.Jagged[i] = true
+			size, ok1 = (uint64(b)+1)*8, true
+		}
 		off, ok2 := alignUp(end, SlabAlign)
 		e, ok3 := add64(off, size)
 		if !ok1 || !ok2 || !ok3 {
@@ -109,30 +129,47 @@ func sampleBytes(d DType, shape []uint64) (uint64, error) {
 }
 
 // Slab returns the [count, shape...] prefix of tensor i's slab inside block
-// (a slice of block, no copy). It panics if block is shorter than BlockSize,
-// i is out of range, or count is not in [0, BatchSize].
+// (a slice of block, no copy); for a jagged tensor, its count+1 offsets
+// (see Reader.Jagged for its values). It panics if block is shorter than
+// the fixed part of the block, i is out of range, or count is not in
+// [0, BatchSize].
 func (g Geometry) Slab(block []byte, i, count int) []byte {
 	if count < 0 || count > g.BatchSize {
 		panic(fmt.Sprintf("shardfmt: slab count %d not in [0, %d]", count, g.BatchSize))
 	}
 	off := g.SlabOffset[i]
-	return block[off : off+uint64(count)*g.SampleBytes[i] : off+g.SlabSize[i]]
+	n := uint64(count) * g.SampleBytes[i]
+	if g.IsJagged(i) {
+		n = uint64(count+1) * 8
+	}
+	return block[off : off+n : off+g.SlabSize[i]]
 }
+
+// IsJagged reports whether tensor i is a jagged tensor.
+func (g Geometry) IsJagged(i int) bool { return g.Jagged != nil && g.Jagged[i] }
+
+// HasJagged reports whether the shard has a jagged tensor (and so is
+// format 2.0, with blocks of varying size).
+func (g Geometry) HasJagged() bool { return g.Jagged != nil }
 
 // firstNonZeroPadding returns the block offset of the first nonzero byte
 // that lies outside the used prefixes [off, off+count*sampleBytes) of the
-// slabs, or -1 when all such bytes are zero.
-func (g Geometry) firstNonZeroPadding(block []byte, count int) int64 {
+// fixed slabs, the jagged tensors' whole offsets slabs and their values
+// slabs (values(j) values for the j-th jagged tensor), or -1 when all such
+// bytes are zero. block is exactly the batch's block.
+func (g Geometry) firstNonZeroPadding(block []byte, count int, values func(j int) uint64) int64 {
 	var pos uint64
-	for i := range g.SlabOffset {
-		if p := firstNonZero(block[pos:g.SlabOffset[i]]); p >= 0 {
-			return int64(pos) + p
+	bad := int64(-1)
+	g.usedRanges(count, values, func(start, end uint64) bool {
+		if p := firstNonZero(block[pos:start]); p >= 0 {
+			bad = int64(pos) + p
+			return false
 		}
-		used := g.SlabOffset[i] + uint64(count)*g.SampleBytes[i]
-		pos = g.SlabOffset[i] + g.SlabSize[i]
-		if p := firstNonZero(block[used:pos]); p >= 0 {
-			return int64(used) + p
-		}
+		pos = end
+		return true
+	})
+	if bad >= 0 {
+		return bad
 	}
 	if p := firstNonZero(block[pos:]); p >= 0 {
 		return int64(pos) + p

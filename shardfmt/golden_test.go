@@ -45,8 +45,12 @@ type goldenBatch struct {
 	Pads      int      `json:"pads"`
 	CRC       string   `json:"crc32c"`
 	SampleIDs []uint64 `json:"sample_ids"`
-	// Slabs holds, per tensor, the hex of the [count, shape...] slab prefix.
+	// Slabs holds, per tensor, the hex of the [count, shape...] slab prefix;
+	// for a jagged tensor, of its [N, shape...] values.
 	Slabs []string `json:"slabs"`
+	// Offsets holds, per jagged tensor (by name), its count+1 offsets;
+	// absent in a shard without jagged tensors.
+	Offsets map[string][]int64 `json:"offsets,omitempty"`
 }
 
 func leBytes(v any) []byte {
@@ -175,7 +179,49 @@ func goldenShards() []*goldenShard {
 		Provenance: Provenance{Epoch: 5, Rank: 3, WorldSize: 4, ToolVersion: "golden"},
 		spec:       func(k, j, i int) []byte { return nil },
 	}
-	return []*goldenShard{small, allDTypes, empty}
+	// jagged (format 2.0): "seq" I32 lists of lengths (k + j) % 3 * 2 (batch
+	// 1 also holds a 700-value row, to make its block larger), "w" an F32
+	// fixed scalar, "pts" U8 [2] values of lengths j % 2.
+	jagged := &goldenShard{
+		File:      "jagged.shard",
+		BatchSize: 3,
+		Tensors: []TensorInfo{
+			{Name: "seq", DType: I32, Jagged: true},
+			{Name: "w", DType: F32},
+			{Name: "pts", DType: U8, Shape: []uint64{2}, Jagged: true},
+		},
+		Provenance: Provenance{PlanFingerprint: "sha256:jag", SpecHash: "sha256:jagspec", Epoch: 0, Rank: 0, WorldSize: 1, Workers: 1, ToolVersion: "golden"},
+		counts:     []int{3, 3, 2},
+		pads:       []int{0, 0, 1},
+	}
+	// Value e of sample j in batch k: seq = -(100k + 10j + e) (I32), pts
+	// element c = 10k + 4j + 2e + c, w = k + j/2.
+	jagged.spec = func(k, j, i int) []byte {
+		var out []byte
+		switch i {
+		case 0:
+			for e := range goldenSeqLen(k, j) {
+				out = append(out, leBytes(uint32(int32(-(100*k + 10*j + e))))...)
+			}
+		case 1:
+			out = leBytes(math.Float32bits(float32(k) + float32(j)/2))
+		default:
+			for e := range j % 2 {
+				out = append(out, byte(10*k+4*j+2*e), byte(10*k+4*j+2*e+1))
+			}
+		}
+		return out
+	}
+	return []*goldenShard{small, allDTypes, empty, jagged}
+}
+
+// goldenSeqLen is the row length of "seq" for sample j of batch k of the
+// jagged golden shard.
+func goldenSeqLen(k, j int) int {
+	if k == 1 && j == 2 {
+		return 700
+	}
+	return (k + j) % 3 * 2
 }
 
 // goldenID is the sample id of slot j of batch k: 10k + j + 100.
@@ -189,19 +235,59 @@ func (gs *goldenShard) write(path string) error {
 	defer w.Abort()
 	g := w.Geometry()
 	for k, count := range gs.counts {
-		block := make([]byte, g.BlockSize)
+		block, err := gs.block(g, k, count)
+		if err != nil {
+			return err
+		}
 		ids := make([]uint64, count)
 		for j := range count {
 			ids[j] = goldenID(k, j)
-			for i := range gs.Tensors {
-				copy(block[g.SlabOffset[i]+uint64(j)*g.SampleBytes[i]:], gs.spec(k, j, i))
-			}
 		}
 		if err := w.WriteBatch(block, ids, gs.pads[k]); err != nil {
 			return err
 		}
 	}
 	return w.Commit()
+}
+
+// block builds batch k's block: fixed tensors' samples at their slots, a
+// jagged tensor's rows one after another in its values slab, with their
+// offsets.
+func (gs *goldenShard) block(g Geometry, k, count int) ([]byte, error) {
+	var values []uint64
+	for i := range gs.Tensors {
+		if g.IsJagged(i) {
+			var n uint64
+			for j := range count {
+				n += uint64(len(gs.spec(k, j, i))) / g.SampleBytes[i]
+			}
+			values = append(values, n)
+		}
+	}
+	lay, err := g.BatchLayout(values)
+	if err != nil {
+		return nil, err
+	}
+	block := make([]byte, lay.Size)
+	for i := range gs.Tensors {
+		if !g.IsJagged(i) {
+			for j := range count {
+				copy(block[g.SlabOffset[i]+uint64(j)*g.SampleBytes[i]:], gs.spec(k, j, i))
+			}
+			continue
+		}
+		v, o := lay.ValuesOffset[i], uint64(0)
+		for j := 0; j <= g.BatchSize; j++ {
+			le.PutUint64(block[g.SlabOffset[i]+8*uint64(j):], o)
+			if j < count {
+				row := gs.spec(k, j, i)
+				copy(block[v:], row)
+				v += uint64(len(row))
+				o += uint64(len(row)) / g.SampleBytes[i]
+			}
+		}
+	}
+	return block, nil
 }
 
 // describe reads a shard and records what a reader sees.
@@ -227,8 +313,22 @@ func describe(path string) (*goldenShard, error) {
 		}
 		blk, _ := r.Block(k)
 		gb := goldenBatch{Count: bi.Count, Pads: bi.Pads, CRC: fmt.Sprintf("%08x", bi.CRC), SampleIDs: ids}
-		for i := range out.Tensors {
-			gb.Slabs = append(gb.Slabs, fmt.Sprintf("%x", r.BatchSlab(blk, i, bi.Count)))
+		for i, ti := range out.Tensors {
+			if !ti.Jagged {
+				gb.Slabs = append(gb.Slabs, fmt.Sprintf("%x", r.BatchSlab(blk, i, bi.Count)))
+				continue
+			}
+			s, err := r.Jagged(k, blk, i)
+			if err != nil {
+				return nil, err
+			}
+			gb.Slabs = append(gb.Slabs, fmt.Sprintf("%x", s.Values))
+			if gb.Offsets == nil {
+				gb.Offsets = map[string][]int64{}
+			}
+			for j := 0; j <= bi.Count; j++ {
+				gb.Offsets[ti.Name] = append(gb.Offsets[ti.Name], int64(s.Offset(j)))
+			}
 		}
 		out.Batches = append(out.Batches, gb)
 	}
@@ -303,7 +403,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestIndependentPythonReader runs shardfmt/tools/readshard.py, a reader
+// TestIndependentPythonReader runs shardfmt/tools/readshard.py, a reader (formats 1.x and 2.x)
 // written from FORMAT.md alone with the Python standard library, over the
 // golden shards and requires it to see exactly golden.json, and to reject a
 // truncated shard. Skipped when python3 is not installed.

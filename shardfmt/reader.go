@@ -22,7 +22,8 @@ type BatchInfo struct {
 	Count  int    // samples present (real + pad), <= BatchSize; slots [Count, b) are unused and zero
 	Pads   int    // pad samples among Count; they are always the last Pads of the Count samples
 	CRC    uint32 // CRC-32C of the whole block, padding included
-	Offset uint64 // file offset of the block: data_off + k*block_size
+	Offset uint64 // file offset of the block: data_off + k*block_size (format 1), from the batch table (format 2)
+	Size   uint64 // bytes of the block: block_size (format 1), from the batch table (format 2); a multiple of 4096
 }
 
 // Real returns the number of real (non-pad) samples, Count - Pads.
@@ -87,8 +88,8 @@ func (r *Reader) open(mmap bool) error {
 		return r.fail("header", hByteOrder, ErrEndian, "byte-order marker reads %#08x, want %#08x", bom, byteOrderMark)
 	}
 	// 4. version
-	if major := le.Uint16(hb[hMajor:]); major != MajorVersion {
-		return r.fail("header", hMajor, ErrVersion, "major version %d (minor %d), this reader supports %d", major, le.Uint16(hb[hMinor:]), MajorVersion)
+	if major := le.Uint16(hb[hMajor:]); major != MajorVersion && major != JaggedMajorVersion {
+		return r.fail("header", hMajor, ErrVersion, "format version %d.%d, this reader supports %d.x and %d.x", major, le.Uint16(hb[hMinor:]), MajorVersion, JaggedMajorVersion)
 	}
 	// 5. header length
 	hl := uint64(le.Uint32(hb[hHeaderLen:]))
@@ -171,6 +172,9 @@ func (r *Reader) checkLayout() error {
 	}
 	if h.metaLen > MaxMetaLen {
 		return bad(hMetaLen, "metadata length %d exceeds %d", h.metaLen, MaxMetaLen)
+	}
+	if h.major >= JaggedMajorVersion {
+		return r.checkLayoutV2()
 	}
 	dataOff, _ := alignUp(h.metaOff+h.metaLen, BlockAlign) // both bounded above
 	if h.dataOff != dataOff {
@@ -294,6 +298,16 @@ func (r *Reader) readTensors() error {
 			return bad(tSampleBytes, "sample bytes %d, want %d", got, sb)
 		}
 		ss, ok := mul64(sb, b)
+		jagged := false
+		if h.major >= JaggedMajorVersion {
+			switch kind := le.Uint16(e[tKind:]); kind {
+			case kindFixed:
+			case kindJagged:
+				jagged, ss, ok = true, (b+1)*8, true
+			default:
+				return bad(tKind, "unknown tensor kind %d", kind)
+			}
+		}
 		if got := le.Uint64(e[tSlabSize:]); !ok || got != ss {
 			return bad(tSlabSize, "slab size %d, want %d", got, ss)
 		}
@@ -303,8 +317,14 @@ func (r *Reader) readTensors() error {
 			return bad(tSlabOff, "slab [%d, +%d) not %d-aligned, overlapping or outside the %d-byte block", so, ss, SlabAlign, h.blockSize)
 		}
 		prevEnd = end
-		r.tensors[i] = TensorInfo{Name: name, DType: d, Shape: shape}
+		r.tensors[i] = TensorInfo{Name: name, DType: d, Shape: shape, Jagged: jagged}
 		g.SampleBytes[i], g.SlabSize[i], g.SlabOffset[i] = sb, ss, so
+		if jagged {
+			if g.Jagged == nil {
+				g.Jagged = make([]bool, n)
+			}
+			g.Jagged[i] = true
+		}
 	}
 	r.geo = g
 	return nil
@@ -312,12 +332,18 @@ func (r *Reader) readTensors() error {
 
 func (r *Reader) readMeta() error {
 	h := &r.h
-	gapLen := h.dataOff - (h.metaOff + h.metaLen)
-	b, err := r.read(h.metaOff, h.metaLen+gapLen)
+	gapOff := h.metaOff + h.metaLen // format 2: the sample ids come first
+	if h.major >= JaggedMajorVersion {
+		gapOff = h.idsOff + h.idsLen
+	}
+	meta, err := r.read(h.metaOff, h.metaLen)
 	if err != nil {
 		return r.fail("metadata", h.metaOff, ErrSize, "reading: %v", err)
 	}
-	meta := b[:h.metaLen]
+	gap, err := r.read(gapOff, h.dataOff-gapOff)
+	if err != nil {
+		return r.fail("padding", gapOff, ErrSize, "reading: %v", err)
+	}
 	if got := crc32c(meta); got != h.metaCRC {
 		return r.fail("metadata", h.metaOff, ErrChecksum, "CRC-32C %08x, stored %08x", got, h.metaCRC)
 	}
@@ -325,8 +351,8 @@ func (r *Reader) readMeta() error {
 		return r.fail("metadata", h.metaOff, ErrCorrupt, "decoding provenance: %v", err)
 	}
 	r.meta = bytes.Clone(meta) // a copy: valid whatever happens to the file
-	if p := firstNonZero(b[h.metaLen:]); p >= 0 {
-		return r.fail("padding", h.metaOff+h.metaLen+uint64(p), ErrCorrupt, "nonzero byte before the data section")
+	if p := firstNonZero(gap); p >= 0 {
+		return r.fail("padding", gapOff+uint64(p), ErrCorrupt, "nonzero byte before the data section")
 	}
 	return nil
 }
@@ -349,6 +375,11 @@ func (r *Reader) readBatchTable() error {
 				"count %d, pads %d for batch size %d", count, pads, h.batchSize)
 		}
 	}
+	if h.major >= JaggedMajorVersion {
+		if err := r.checkBlocksV2(bt); err != nil {
+			return err
+		}
+	}
 	// Kept as a copy, like the metadata: Batch and SampleIDs' checks read
 	// it for every step, and a view of the mapping would fault (SIGBUS) once
 	// the file is cut short after Open. It is small (one entry per batch)
@@ -362,6 +393,12 @@ func (r *Reader) Path() string { return r.path }
 
 // FileSize returns the file length in bytes.
 func (r *Reader) FileSize() int64 { return r.size }
+
+// File returns the open shard file, or nil for a Reader from
+// OpenReaderAt. The Reader keeps owning it (Close closes it): use it to
+// read, or to open the same file again (as /proc/self/fd/N) with other
+// flags, never to close it.
+func (r *Reader) File() *os.File { return r.f }
 
 // Version returns the major and minor format version of the file.
 func (r *Reader) Version() (major, minor int) { return int(r.h.major), int(r.h.minor) }
@@ -424,11 +461,13 @@ func (r *Reader) Batch(k int) (BatchInfo, error) {
 		return BatchInfo{}, err
 	}
 	e := r.entry(k)
+	off, size := r.block(k)
 	return BatchInfo{
 		Count:  int(le.Uint32(e[bCount:])),
 		Pads:   int(le.Uint32(e[bPads:])),
 		CRC:    le.Uint32(e[bBlockCRC:]),
-		Offset: r.h.dataOff + uint64(k)*r.h.blockSize,
+		Offset: off,
+		Size:   size,
 	}, nil
 }
 
@@ -541,7 +580,8 @@ func (r *Reader) ReadSampleIDSlots(k, n int, dst []uint64) ([]uint64, error) {
 // the file does, so ids read into a []uint64 need no byte swap.
 var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-// Block returns batch k's block (BlockSize bytes). When the file is mapped it
+// Block returns batch k's block (BatchInfo.Size bytes: BlockSize in a shard
+// without jagged tensors). When the file is mapped it
 // is a zero-copy read-only view valid until Close; otherwise a fresh copy read
 // with ReadAt. The block is not verified; see VerifyBatch. Reading a view
 // faults (SIGBUS) if someone truncates the file after Open; ReadBlock (pread)
@@ -551,11 +591,11 @@ func (r *Reader) Block(k int) ([]byte, error) {
 	if err := r.check(k); err != nil {
 		return nil, err
 	}
+	off, size := r.block(k)
 	if r.data != nil {
-		off := r.h.dataOff + uint64(k)*r.h.blockSize
-		return r.data[off : off+r.h.blockSize : off+r.h.blockSize], nil
+		return r.data[off : off+size : off+size], nil
 	}
-	dst := make([]byte, r.h.blockSize)
+	dst := make([]byte, size)
 	if err := r.ReadBlock(k, dst); err != nil {
 		return nil, err
 	}
@@ -574,30 +614,31 @@ func (r *Reader) ReleaseBlock(k int) error {
 	if r.data == nil {
 		return nil
 	}
-	off := r.h.dataOff + uint64(k)*r.h.blockSize
-	return dontNeed(r.data[off : off+r.h.blockSize])
+	off, size := r.block(k)
+	return dontNeed(r.data[off : off+size])
 }
 
-// ReadBlock copies batch k's block into dst[:BlockSize] with one positioned
-// read (pread), bypassing the mapping; dst may be pinned host memory.
+// ReadBlock copies batch k's block into dst[:BatchInfo.Size] with one
+// positioned read (pread), bypassing the mapping; dst may be pinned host
+// memory (a buffer of BlockSize bytes holds any block of the shard).
 // Errors wrap ErrInvalid (dst too short), ErrRange, ErrClosed or ErrSize
 // (short read).
 func (r *Reader) ReadBlock(k int, dst []byte) error {
 	if err := r.check(k); err != nil {
 		return err
 	}
-	if uint64(len(dst)) < r.h.blockSize {
-		return ferr(r.path, "block", -1, k, ErrInvalid, "buffer of %d bytes, block is %d", len(dst), r.h.blockSize)
+	off, size := r.block(k)
+	if uint64(len(dst)) < size {
+		return ferr(r.path, "block", -1, k, ErrInvalid, "buffer of %d bytes, block is %d", len(dst), size)
 	}
-	off := r.h.dataOff + uint64(k)*r.h.blockSize
-	if _, err := r.ra.ReadAt(dst[:r.h.blockSize], int64(off)); err != nil {
+	if _, err := r.ra.ReadAt(dst[:size], int64(off)); err != nil {
 		return ferr(r.path, "block", int64(off), k, ErrSize, "reading: %v", err)
 	}
 	return nil
 }
 
 // ReadBlocks copies the blocks of batches k, k+1, ..., k+len(dst)-1 into
-// dst[i][:BlockSize], in order. The blocks are consecutive in the file, so
+// dst[i][:BatchInfo.Size], in order. The blocks are consecutive in the file, so
 // on Linux a shard opened with Open reads them with one vectored positioned
 // read (preadv) instead of one pread each, bypassing the mapping. On error
 // nothing is said about which buffers were filled; ReadBlock on each batch
@@ -613,11 +654,15 @@ func (r *Reader) ReadBlocks(k int, dst [][]byte) error {
 	if err := r.check(k + len(dst) - 1); err != nil {
 		return err
 	}
-	bs := r.h.blockSize
+	bufs := make([][]byte, len(dst))
+	var want uint64
 	for i, d := range dst {
+		_, bs := r.block(k + i)
 		if uint64(len(d)) < bs {
 			return ferr(r.path, "block", -1, k+i, ErrInvalid, "buffer of %d bytes, block is %d", len(d), bs)
 		}
+		bufs[i] = d[:bs]
+		want += bs
 	}
 	if r.f == nil {
 		for i, d := range dst {
@@ -627,12 +672,7 @@ func (r *Reader) ReadBlocks(k int, dst [][]byte) error {
 		}
 		return nil
 	}
-	off := r.h.dataOff + uint64(k)*bs
-	bufs := make([][]byte, len(dst))
-	for i, d := range dst {
-		bufs[i] = d[:bs]
-	}
-	want := uint64(len(dst)) * bs
+	off, _ := r.block(k)
 	n, err := preadv(r.f, bufs, int64(off))
 	if err == nil && uint64(n) != want {
 		err = fmt.Errorf("read %d of %d bytes: %w", n, want, io.ErrUnexpectedEOF)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/prepml/prep/internal/atomicfile"
 )
@@ -19,18 +20,43 @@ import (
 // byte-exact), dtype and per-sample shape (rank <= 8, every dimension >= 1;
 // an empty shape is a scalar per sample). A batch holds a [b, Shape...] slab
 // of it. In JSON the dtype is its name ("F32").
+//
+// A Jagged tensor has a variable number of values per sample instead: Shape
+// is then the shape of one value (empty for scalar values), and a batch
+// holds a values slab [N, Shape...] (N values in all, N varying by batch)
+// and an offsets slab of b+1 int64 (sample j's values are [off[j],
+// off[j+1])); see FORMAT.md, "Jagged tensors". A shard with a jagged tensor
+// is written as format 2.0.
 type TensorInfo struct {
-	Name  string   `json:"name"`
-	DType DType    `json:"dtype"`
-	Shape []uint64 `json:"shape"`
+	Name   string   `json:"name"`
+	DType  DType    `json:"dtype"`
+	Shape  []uint64 `json:"shape"`
+	Jagged bool     `json:"jagged,omitempty"`
+}
+
+// TensorList renders ts for messages as "[name dtype shape, ...]", a jagged
+// tensor's entry ending in " jagged".
+func TensorList(ts []TensorInfo) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %v %v", t.Name, t.DType, t.Shape)
+		if t.Jagged {
+			b.WriteString(" jagged")
+		}
+	}
+	return b.String() + "]"
 }
 
 // SameTensors reports whether a and b describe the same tensors in the same
-// order: equal names (byte-exact), dtypes and shapes, a nil and an empty
-// shape (a scalar) being the same.
+// order: equal names (byte-exact), dtypes, shapes and kinds (fixed or
+// jagged), a nil and an empty shape (a scalar) being the same.
 func SameTensors(a, b []TensorInfo) bool {
 	return slices.EqualFunc(a, b, func(x, y TensorInfo) bool {
-		return x.Name == y.Name && x.DType == y.DType && slices.Equal(x.Shape, y.Shape)
+		return x.Name == y.Name && x.DType == y.DType && slices.Equal(x.Shape, y.Shape) && x.Jagged == y.Jagged
 	})
 }
 
@@ -95,13 +121,16 @@ type Writer struct {
 	opts      WriterOptions
 	geo       Geometry
 	h         header
-	prefix    []byte // header placeholder, tensor table, metadata, zero padding: [0, data_off)
-	batches   []byte // batch table, filled as batches arrive
-	ids       []byte // scratch: one batch's sample ids
-	allIDs    []byte // the whole sample ids section, when it is at most idsBufferMax bytes; nil: written per batch
-	idsCRC    uint32 // running CRC-32C of the sample ids section
-	next      int    // index of the next batch
-	kicked    uint64 // file offset up to which writeback has been started
+	prefix    []byte   // header placeholder, tensor table, metadata, zero padding: [0, data_off)
+	batches   []byte   // batch table, filled as batches arrive
+	ids       []byte   // scratch: one batch's sample ids
+	allIDs    []byte   // the whole sample ids section, when it is at most idsBufferMax bytes; nil: written per batch
+	idsCRC    uint32   // running CRC-32C of the sample ids section
+	next      int      // index of the next batch
+	dataEnd   uint64   // file offset where the next block goes
+	maxBlock  uint64   // largest block written so far
+	values    []uint64 // scratch: a batch's values count per jagged tensor
+	kicked    uint64   // file offset up to which writeback has been started
 	done      bool
 	digest    string // set by Commit
 }
@@ -127,11 +156,15 @@ var writebackChunk uint64 = 8 << 20
 // write with opts (FORMAT.md: header, tensor table, metadata, padding to a
 // block boundary, the blocks, the batch table, the sample ids and the
 // footer), for a caller that checks free space before writing. Errors are
-// Create's for invalid options.
+// Create's for invalid options; with a jagged tensor the size depends on
+// the values written, and FileSize fails with ErrInvalid.
 func FileSize(opts WriterOptions) (int64, error) {
 	geo, err := NewGeometry(opts.BatchSize, opts.Tensors)
 	if err != nil {
 		return 0, err
+	}
+	if geo.HasJagged() {
+		return 0, fmt.Errorf("%w: the size of a shard with jagged tensors depends on its values", ErrInvalid)
 	}
 	if opts.NumBatches < 0 {
 		return 0, fmt.Errorf("%w: %d batches", ErrInvalid, opts.NumBatches)
@@ -190,8 +223,14 @@ func create(root *os.Root, path string, opts WriterOptions) (*Writer, error) {
 	}
 	w := &Writer{
 		path: path, tmp: tmp, root: root, f: f, opts: opts, geo: geo, h: h, prefix: prefix,
-		batches: make([]byte, 0, h.btLen),
+		batches: make([]byte, 0, uint64(opts.NumBatches)*uint64(h.batchEntryLen)),
 		ids:     make([]byte, 8*opts.BatchSize),
+		dataEnd: h.dataOff,
+	}
+	for i := range opts.Tensors {
+		if geo.IsJagged(i) {
+			w.values = append(w.values, 0)
+		}
 	}
 	if h.idsLen <= idsBufferMax {
 		w.allIDs = make([]byte, h.idsLen)
@@ -206,13 +245,25 @@ func create(root *os.Root, path string, opts WriterOptions) (*Writer, error) {
 		w.abort()
 		return nil, fmt.Errorf("creating shard %s: %w", path, err)
 	}
+	if geo.HasJagged() { // format 2: the zero padding after the sample ids
+		gap := h.idsOff + h.idsLen
+		if _, err := f.WriteAt(make([]byte, h.dataOff-gap), int64(gap)); err != nil {
+			w.abort()
+			return nil, fmt.Errorf("creating shard %s: %w", path, err)
+		}
+	}
 	return w, nil
 }
 
 // planLayout computes the header (without checksums) and the bytes
 // [0, data_off): a zero header, the tensor table, the metadata and zero
-// padding.
+// padding. With jagged tensors (format 2) it computes the header up to the
+// data offset (the sample ids come before the data, the rest is fixed at
+// Commit) and the bytes up to the end of the metadata.
 func planLayout(geo Geometry, opts WriterOptions, meta []byte) (header, []byte, error) {
+	if geo.HasJagged() {
+		return planLayoutV2(geo, opts, meta)
+	}
 	n := uint64(len(opts.Tensors))
 	var names uint64
 	for _, t := range opts.Tensors {
@@ -251,6 +302,52 @@ func planLayout(geo Geometry, opts WriterOptions, meta []byte) (header, []byte, 
 	}
 
 	prefix := make([]byte, h.dataOff)
+	fillTables(&h, prefix, geo, opts, meta)
+	return h, prefix, nil
+}
+
+// planLayoutV2 is planLayout for a shard with jagged tensors.
+func planLayoutV2(geo Geometry, opts WriterOptions, meta []byte) (header, []byte, error) {
+	n := uint64(len(opts.Tensors))
+	var names uint64
+	jagged := uint32(0)
+	for i, t := range opts.Tensors {
+		names += uint64(len(t.Name))
+		if geo.IsJagged(i) {
+			jagged++
+		}
+	}
+	h := header{
+		major: JaggedMajorVersion, minor: JaggedMinorVersion,
+		headerLen: HeaderLen, tensorEntryLen: TensorEntryLen, batchEntryLen: BatchEntryLenV2 + 8*jagged,
+		numTensors: uint32(n),
+		batchSize:  uint64(opts.BatchSize), numBatches: uint64(opts.NumBatches),
+		ttOff:     HeaderLen,
+		blockSize: geo.BlockSize,
+	}
+	h.ttLen, _ = alignUp(n*TensorEntryLen+names, 8)
+	h.metaOff = h.ttOff + h.ttLen
+	h.metaLen = uint64(len(meta))
+	if h.metaLen > MaxMetaLen {
+		return header{}, nil, fmt.Errorf("%w: metadata of %d bytes exceeds %d", ErrInvalid, h.metaLen, MaxMetaLen)
+	}
+	h.idsOff = h.metaOff + h.metaLen
+	ids, ok1 := mul64(h.numBatches, h.batchSize*8)
+	end, ok2 := add64(h.idsOff, ids)
+	if !ok1 || !ok2 || end > 1<<62 {
+		return header{}, nil, fmt.Errorf("%w: shard size overflows", ErrInvalid)
+	}
+	h.idsLen = ids
+	h.dataOff, _ = alignUp(end, BlockAlign)
+	prefix := make([]byte, h.idsOff)
+	fillTables(&h, prefix, geo, opts, meta)
+	return h, prefix, nil
+}
+
+// fillTables writes the tensor table and the metadata into prefix (which
+// holds [0, end of metadata) at least) and records their CRCs in h.
+func fillTables(h *header, prefix []byte, geo Geometry, opts WriterOptions, meta []byte) {
+	n := uint64(len(opts.Tensors))
 	tt := prefix[h.ttOff : h.ttOff+h.ttLen]
 	pool := n * TensorEntryLen
 	for i, t := range opts.Tensors {
@@ -265,13 +362,15 @@ func planLayout(geo Geometry, opts WriterOptions, meta []byte) (header, []byte, 
 		le.PutUint64(e[tSampleBytes:], geo.SampleBytes[i])
 		le.PutUint64(e[tSlabOff:], geo.SlabOffset[i])
 		le.PutUint64(e[tSlabSize:], geo.SlabSize[i])
+		if geo.IsJagged(i) {
+			le.PutUint16(e[tKind:], kindJagged)
+		}
 		copy(tt[pool:], t.Name)
 		pool += uint64(len(t.Name))
 	}
 	copy(prefix[h.metaOff:], meta)
 	h.ttCRC = crc32c(tt)
 	h.metaCRC = crc32c(prefix[h.metaOff : h.metaOff+h.metaLen])
-	return h, prefix, nil
 }
 
 // Geometry returns the block geometry used by this writer.
@@ -290,6 +389,13 @@ func (w *Writer) TempPath() string { return w.tmp }
 // length, count, pads, nonzero padding, more than NumBatches batches),
 // ErrClosed after Commit or Abort, or the OS error. An error does not abort
 // the writer; the caller decides (usually Abort).
+//
+// With jagged tensors, block is exactly Geometry().BatchLayout(values).Size
+// bytes, values being the last of each jagged tensor's b+1 offsets, which
+// the writer reads from the block: each offsets slab holds 0, then never
+// decreasing offsets, the one at len(ids) and every later one equal to the
+// tensor's values count (ErrInvalid otherwise), and the values slab holds
+// that many values at the offset BatchLayout gives.
 func (w *Writer) WriteBatch(block []byte, ids []uint64, pads int) error {
 	if w.done {
 		return fmt.Errorf("writing batch to %s: %w", w.path, ErrClosed)
@@ -298,14 +404,19 @@ func (w *Writer) WriteBatch(block []byte, ids []uint64, pads int) error {
 	switch {
 	case k >= w.opts.NumBatches:
 		return fmt.Errorf("writing batch %d to %s: %w: shard holds %d batches", k, w.path, ErrInvalid, w.opts.NumBatches)
-	case uint64(len(block)) != w.geo.BlockSize:
+	case !w.geo.HasJagged() && uint64(len(block)) != w.geo.BlockSize:
 		return fmt.Errorf("writing batch %d to %s: %w: block of %d bytes, want %d", k, w.path, ErrInvalid, len(block), w.geo.BlockSize)
 	case len(ids) > w.geo.BatchSize:
 		return fmt.Errorf("writing batch %d to %s: %w: %d samples exceed batch size %d", k, w.path, ErrInvalid, len(ids), w.geo.BatchSize)
 	case pads < 0 || pads > len(ids):
 		return fmt.Errorf("writing batch %d to %s: %w: %d pads for %d samples", k, w.path, ErrInvalid, pads, len(ids))
 	}
-	if p := w.geo.firstNonZeroPadding(block, len(ids)); p >= 0 {
+	if w.geo.HasJagged() {
+		if err := w.checkJagged(block, len(ids)); err != nil {
+			return fmt.Errorf("writing batch %d to %s: %w", k, w.path, err)
+		}
+	}
+	if p := w.geo.firstNonZeroPadding(block, len(ids), func(j int) uint64 { return w.values[j] }); p >= 0 {
 		return fmt.Errorf("writing batch %d to %s: %w: nonzero padding byte at block offset %d", k, w.path, ErrInvalid, p)
 	}
 	idb := w.ids
@@ -319,11 +430,11 @@ func (w *Writer) WriteBatch(block []byte, ids []uint64, pads int) error {
 		}
 		le.PutUint64(idb[8*j:], id)
 	}
-	off := w.h.dataOff + uint64(k)*w.h.blockSize
+	off := w.dataEnd
 	if _, err := w.f.WriteAt(block, int64(off)); err != nil {
 		return fmt.Errorf("writing batch %d to %s: %w", k, w.path, err)
 	}
-	if end := off + w.h.blockSize; end-w.kicked >= writebackChunk {
+	if end := off + uint64(len(block)); end-w.kicked >= writebackChunk {
 		startWriteback(w.f, w.kicked, end-w.kicked)
 		w.kicked = end
 	}
@@ -333,14 +444,54 @@ func (w *Writer) WriteBatch(block []byte, ids []uint64, pads int) error {
 			return fmt.Errorf("writing sample ids of batch %d to %s: %w", k, w.path, err)
 		}
 	}
-	var e [BatchEntryLen]byte
+	n := len(w.batches)
+	w.batches = append(w.batches, make([]byte, w.h.batchEntryLen)...)
+	e := w.batches[n:]
 	le.PutUint32(e[bCount:], uint32(len(ids)))
 	le.PutUint32(e[bPads:], uint32(pads))
 	le.PutUint32(e[bBlockCRC:], crc32c(block))
 	le.PutUint32(e[bIDsCRC:], crc32c(idb))
-	w.batches = append(w.batches, e[:]...)
+	if w.geo.HasJagged() {
+		le.PutUint64(e[bBlockOff:], off)
+		le.PutUint64(e[bBlockLen:], uint64(len(block)))
+		for j, v := range w.values {
+			le.PutUint64(e[bValues+8*j:], v)
+		}
+	}
 	w.idsCRC = crc32Update(w.idsCRC, idb)
+	w.dataEnd = off + uint64(len(block))
+	w.maxBlock = max(w.maxBlock, uint64(len(block)))
 	w.next++
+	return nil
+}
+
+// checkJagged reads a batch's values counts (into w.values) from the
+// jagged tensors' offsets slabs in block and checks the block's length and
+// the offsets.
+func (w *Writer) checkJagged(block []byte, count int) error {
+	g := w.geo
+	if fixed := g.fixedEnd(); uint64(len(block)) < fixed {
+		return fmt.Errorf("%w: block of %d bytes is shorter than its fixed part (%d bytes)", ErrInvalid, len(block), fixed)
+	}
+	j := 0
+	for i, off := range g.SlabOffset {
+		if g.IsJagged(i) {
+			w.values[j] = le.Uint64(block[off+8*uint64(g.BatchSize):])
+			j++
+		}
+	}
+	size, ok := g.placeValues(func(j int) uint64 { return w.values[j] }, nil)
+	if !ok || uint64(len(block)) != size {
+		return fmt.Errorf("%w: block of %d bytes, want %d for values counts %v", ErrInvalid, len(block), size, w.values)
+	}
+	for i, off := range g.SlabOffset {
+		if g.IsJagged(i) {
+			n := le.Uint64(block[off+8*uint64(g.BatchSize):])
+			if p, why := badOffsets(block, off, g.BatchSize, count, n); p >= 0 {
+				return fmt.Errorf("%w: tensor %q at block offset %d: %s", ErrInvalid, w.opts.Tensors[i].Name, p, why)
+			}
+		}
+	}
 	return nil
 }
 
@@ -367,6 +518,17 @@ func (w *Writer) Commit() error {
 
 func (w *Writer) commit() error {
 	h := &w.h
+	if w.geo.HasJagged() {
+		// Format 2: the data's end, and so the batch table, the footer and
+		// the largest block, are known now.
+		if w.next > 0 {
+			h.blockSize = w.maxBlock
+		}
+		h.btOff = w.dataEnd
+		h.btLen = uint64(len(w.batches))
+		h.footerOff = h.btOff + h.btLen
+		h.fileLen = h.footerOff + FooterLen
+	}
 	h.btCRC = crc32c(w.batches)
 	h.idsCRC = w.idsCRC
 	if _, err := w.f.WriteAt(w.batches, int64(h.btOff)); err != nil {
@@ -390,11 +552,25 @@ func (w *Writer) commit() error {
 	// (header included), the batch table, the sample ids and the footer.
 	d := sha256.New()
 	d.Write(w.prefix)
-	d.Write(w.batches)
-	if w.allIDs != nil {
-		d.Write(w.allIDs)
-	} else if _, err := io.Copy(d, io.NewSectionReader(w.f, int64(h.idsOff), int64(h.idsLen))); err != nil {
-		return fmt.Errorf("reading back sample ids for the digest: %w", err)
+	writeIDs := func() error {
+		if w.allIDs != nil {
+			d.Write(w.allIDs)
+		} else if _, err := io.Copy(d, io.NewSectionReader(w.f, int64(h.idsOff), int64(h.idsLen))); err != nil {
+			return fmt.Errorf("reading back sample ids for the digest: %w", err)
+		}
+		return nil
+	}
+	if w.geo.HasJagged() { // format 2: ids, then padding, before the data
+		if err := writeIDs(); err != nil {
+			return err
+		}
+		d.Write(make([]byte, h.dataOff-h.idsOff-h.idsLen))
+		d.Write(w.batches)
+	} else {
+		d.Write(w.batches)
+		if err := writeIDs(); err != nil {
+			return err
+		}
 	}
 	d.Write(foot[:])
 	w.digest = "sha256:" + hex.EncodeToString(d.Sum(nil))
@@ -422,7 +598,8 @@ func (w *Writer) commit() error {
 // without reading the file back. It is "" before a successful Commit.
 func (w *Writer) Digest() string { return w.digest }
 
-// Size returns the shard's file length in bytes (fixed by WriterOptions).
+// Size returns the shard's file length in bytes: fixed by WriterOptions, or
+// with jagged tensors known only once Commit succeeded (0 before).
 func (w *Writer) Size() int64 { return int64(w.h.fileLen) }
 
 // Abort discards the shard: it closes and removes the temporary file. It is

@@ -1,7 +1,6 @@
 package verify_test
 
 import (
-	"context"
 	"encoding/binary"
 	"math"
 	"os"
@@ -12,90 +11,24 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/prepml/prep/convert"
-	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/internal/deepfixture"
 	"github.com/prepml/prep/shardfmt"
-	"github.com/prepml/prep/source"
 	"github.com/prepml/prep/verify"
 )
 
-// pqRow is the source row of the end-to-end tests: 40 rows in row groups of
-// 20, x = 1000 + id/8 (exact in binary), PLAIN float64 and int64 columns.
-type pqRow struct {
-	ID int64   `parquet:"id"`
-	X  float64 `parquet:"x"`
-	F  float32 `parquet:"f"`
-}
+// The source, spec and converted set of these tests (deepfixture).
+type pqRow = deepfixture.Row
 
-const pqRows = 40
+const (
+	pqRows = deepfixture.Rows
+	pqSpec = deepfixture.Spec
+)
 
-func pqX(id int64) float64 { return 1000 + float64(id)/8 }
-
-func writePQ(t *testing.T, path string, edit map[int64]float64) {
-	t.Helper()
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[pqRow](fh, parquet.MaxRowsPerRowGroup(20))
-	rows := make([]pqRow, pqRows)
-	for i := range rows {
-		id := int64(i)
-		rows[i] = pqRow{ID: id, X: pqX(id), F: float32(id) * -0.5}
-		if v, ok := edit[id]; ok {
-			rows[i].X = v
-		}
-	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fh.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-const pqSpec = `tensors:
-  - {name: x, column: x, dtype: F64}
-  - {name: feat, columns: [f, x], dtype: F32}
-  - {name: id, column: id, dtype: I64}
-`
-
-// convertFixture converts a real Parquet file with convert.Run and keeps a
-// copy of the plan in the output directory.
-func convertFixture(t *testing.T) (out, src string, p *plan.Plan) {
-	t.Helper()
-	src = filepath.Join(t.TempDir(), "src")
-	out = filepath.Join(t.TempDir(), "out")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writePQ(t, filepath.Join(src, "part-0.parquet"), nil)
-	source, err := source.Discover(context.Background(), []string{src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err = plan.New(source, plan.Config{Seed: 11, Epochs: 2, GlobalBatch: 8, WorldSize: 2, Workers: 1,
-		Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := convert.ParseSpec([]byte(pqSpec), "features.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out, ToolVersion: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(out, verify.PlanFileName)); err != nil {
-		if err := p.Save(filepath.Join(out, verify.PlanFileName)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out, src, p
-}
+var (
+	pqX            = deepfixture.X
+	writePQ        = deepfixture.WriteSource
+	convertFixture = deepfixture.Convert
+)
 
 // TestExportMatchesParquet exports batches of a converted set and compares
 // every value with the source read by parquet-go's own row reader.

@@ -23,6 +23,11 @@ const (
 // requested (epoch, rank) or the shard has no such step.
 var ErrNoShard = errors.New("no such shard or step")
 
+// ErrUnsupported is returned by Export for a shard it cannot export
+// faithfully: one holding a jagged tensor (shard format 2.0), whose values
+// and offsets export does not write yet.
+var ErrUnsupported = errors.New("unsupported shard")
+
 // ExportOptions selects the batch Export writes.
 type ExportOptions struct {
 	Dir    string // shard set directory
@@ -86,6 +91,9 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 	}
 	if opts.Step < 0 || opts.Step >= r.NumBatches() {
 		return nil, fmt.Errorf("%w: step %d of %s (it has %d steps)", ErrNoShard, opts.Step, path, r.NumBatches())
+	}
+	if t := firstJagged(r.Tensors()); t != "" {
+		return nil, fmt.Errorf("%w: %s: tensor %q is jagged (format 2.0): export writes fixed-shape tensors only", ErrUnsupported, path, t)
 	}
 	k := opts.Step
 	bi, err := r.Batch(k)
@@ -191,4 +199,14 @@ func exportShard(set *shardset.Set, epoch, rank int) (*shardfmt.Reader, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoShard, err)
 	}
 	return r, err
+}
+
+// firstJagged returns the name of the first jagged tensor of ts, or "".
+func firstJagged(ts []shardfmt.TensorInfo) string {
+	for _, t := range ts {
+		if t.Jagged {
+			return t.Name
+		}
+	}
+	return ""
 }

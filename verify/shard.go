@@ -167,7 +167,7 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 	}
 	tensors := r.Tensors()
 	if len(m.Tensors) > 0 && !shardfmt.SameTensors(tensors, m.Tensors) {
-		s.add(Finding{Kind: KindShardIdentity, What: "tensors", Expected: tensorList(m.Tensors), Actual: tensorList(tensors),
+		s.add(Finding{Kind: KindShardIdentity, What: "tensors", Expected: shardfmt.TensorList(m.Tensors), Actual: shardfmt.TensorList(tensors),
 			Message: "shard's tensor table differs from the manifest"})
 	}
 	if b := r.Geometry().BatchSize; m.BatchSize != 0 && b != m.BatchSize {
@@ -345,15 +345,4 @@ func (c *checker) progress(n int64) {
 	c.mu.Lock()
 	c.opts.Progress(n)
 	c.mu.Unlock()
-}
-
-func tensorList(ts []shardfmt.TensorInfo) string {
-	out := "["
-	for i, t := range ts {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%s %v %v", t.Name, t.DType, t.Shape)
-	}
-	return out + "]"
 }

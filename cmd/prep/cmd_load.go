@@ -19,6 +19,7 @@ type loadOptions struct {
 	fromStep     int
 	verify       bool
 	registerMmap bool
+	cudaPath     string
 	asJSON       bool
 }
 
@@ -38,6 +39,9 @@ type loadSummary struct {
 	GBPerSecond  float64 `json:"gb_per_s"`
 	CPUSeconds   float64 `json:"cpu_seconds"`
 	ChecksumsRun bool    `json:"checksums_verified"`
+	// Transfer is the reader's transfer path, why it was chosen, the
+	// fallbacks taken at open, and where its time went.
+	Transfer gpuload.TransferStats `json:"transfer"`
 }
 
 func newLoadCmd(g *globalOptions) *cobra.Command {
@@ -51,8 +55,11 @@ throughput. Use it to smoke-test a node's shards and its read path before a
 job starts.
 
 The host backend (default) reads into reusable buffers in CPU memory. The cuda
-backend copies each batch to GPU memory through a pinned ring with one DMA per
-batch; it needs libcuda.so.1 at run time.
+backend copies each batch to GPU memory with one DMA per batch; it needs
+libcuda.so.1 at run time. Its transfer path (--cuda-path) is chosen per shard
+by default: DMA from the registered mapping when the shard is in the page
+cache, O_DIRECT reads into a pinned ring when it is not, pread into the ring
+where either is refused; the summary names the path and any fallback.
 
 Example:
   prep load /local/shards --epoch 0 --rank 0 --verify-checksums`,
@@ -69,7 +76,8 @@ Example:
 	f.IntVar(&o.prefetch, "prefetch", gpuload.DefaultPrefetch, "batches prepared ahead of the consumer")
 	f.IntVar(&o.fromStep, "from-step", 0, "first step to read (resume)")
 	f.BoolVar(&o.verify, "verify-checksums", false, "check each batch's CRC-32C as it is read")
-	f.BoolVar(&o.registerMmap, "register-mmap", false, "cuda: register the mapped shard read-only and DMA straight from it")
+	f.BoolVar(&o.registerMmap, "register-mmap", false, "cuda: register the mapped shard read-only and DMA straight from it (same as --cuda-path register)")
+	f.StringVar(&o.cudaPath, "cuda-path", "", "cuda: transfer path: auto (default: register when the shard is in page cache, else O_DIRECT), register, direct, pread or gds")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	return cmd
 }
@@ -91,6 +99,7 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 		StartStep:       o.fromStep,
 		VerifyChecksums: o.verify,
 		RegisterMmap:    o.registerMmap,
+		CUDAPath:        o.cudaPath,
 	})
 	if errors.Is(err, gpuload.ErrInvalid) {
 		return usageError{err} // --from-step or --prefetch out of range
@@ -108,7 +117,7 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	}
 	s := loadSummary{Dir: dir, Epoch: o.epoch, Rank: o.rank, Backend: o.backend, Steps: l.Steps(), ChecksumsRun: o.verify,
 		Batches: d.Batches, Samples: d.Samples, PadSamples: d.PadSamples, Bytes: d.Bytes,
-		Seconds: d.Seconds, GBPerSecond: d.GBPerSecond(), CPUSeconds: d.CPUSeconds}
+		Seconds: d.Seconds, GBPerSecond: d.GBPerSecond(), CPUSeconds: d.CPUSeconds, Transfer: l.TransferStats()}
 	if o.asJSON {
 		enc := newJSONEncoder(g.stdout)
 		enc.SetIndent("", "  ")
@@ -121,6 +130,10 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	fmt.Fprintf(out, "  bytes     %d\n", s.Bytes)
 	fmt.Fprintf(out, "  time      %.3fs wall, %.3fs CPU\n", s.Seconds, s.CPUSeconds)
 	fmt.Fprintf(out, "  rate      %.2f GB/s\n", s.GBPerSecond)
+	fmt.Fprintf(out, "  path      %s (%s)\n", s.Transfer.Path, s.Transfer.Reason)
+	for _, fb := range s.Transfer.Fallbacks {
+		fmt.Fprintf(out, "  fell back from %s: %s\n", fb.Path, fb.Error)
+	}
 	if o.verify {
 		fmt.Fprintf(out, "  checksums verified for every batch read\n")
 	}

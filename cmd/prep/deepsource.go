@@ -95,7 +95,7 @@ func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 		return err
 	}
 	if !shardfmt.SameTensors(got.Tensors, s.tensors) {
-		return fmt.Errorf("spec yields tensors %s, shard has %s", tensorList(got.Tensors), tensorList(s.tensors))
+		return fmt.Errorf("spec yields tensors %s, shard has %s", shardfmt.TensorList(got.Tensors), shardfmt.TensorList(s.tensors))
 	}
 	s.samples, s.index = got, index
 	return nil
@@ -122,15 +122,3 @@ func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) 
 }
 
 func (s *deepSource) Close() error { return nil }
-
-// tensorList renders tensors as "[name dtype shape, ...]".
-func tensorList(ts []shardfmt.TensorInfo) string {
-	out := "["
-	for i, t := range ts {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%s %v %v", t.Name, t.DType, t.Shape)
-	}
-	return out + "]"
-}

@@ -122,6 +122,14 @@ func gl_open(dir *C.char, epoch, rank C.int, opts *C.gl_options, out **C.gl_load
 	if err != nil {
 		return fail(err)
 	}
+	for _, t := range l.Tensors() {
+		if t.Jagged {
+			// gl_tensor describes fixed-shape slabs only: a jagged tensor's
+			// values and offsets have no C description yet.
+			l.Close()
+			return fail(fmt.Errorf("%w: tensor %q is jagged (shard format 2.0), which the C ABI does not describe yet", gpuload.ErrInvalid, t.Name))
+		}
+	}
 	info, err := gpuload.ReadSetInfo(C.GoString(dir))
 	if err != nil {
 		l.Close()

@@ -56,7 +56,23 @@ func WriteShardSet(dir string, s ShardSet) (*shardfmt.Manifest, error) {
 					w.Abort()
 					return nil, err
 				}
-				block := make([]byte, g.BlockSize)
+				size := g.BlockSize
+				if g.HasJagged() {
+					// Every jagged tensor's rows empty: zeroed offsets.
+					var jagged int
+					for _, t := range s.Tensors {
+						if t.Jagged {
+							jagged++
+						}
+					}
+					lay, err := g.BatchLayout(make([]uint64, jagged))
+					if err != nil {
+						w.Abort()
+						return nil, err
+					}
+					size = lay.Size
+				}
+				block := make([]byte, size)
 				s.Fill(g, ids, block)
 				if err := w.WriteBatch(block, ids, pads); err != nil {
 					w.Abort()

@@ -96,3 +96,25 @@ func (*Current) EventQuery(e Event) (bool, error) { return false, errNoCgo }
 
 // EventDestroy returns an error wrapping ErrUnavailable.
 func (*Current) EventDestroy(e Event) error { return errNoCgo }
+
+// LoadCuFile returns an error wrapping ErrGDSUnavailable.
+func LoadCuFile() error {
+	return fmt.Errorf("%w: built without cgo (CGO_ENABLED=0)", ErrGDSUnavailable)
+}
+
+// FileDriverOpen returns an error wrapping ErrGDSUnavailable.
+func (*Current) FileDriverOpen() error { return LoadCuFile() }
+
+// FileDriverClose returns an error wrapping ErrGDSUnavailable.
+func (*Current) FileDriverClose() error { return LoadCuFile() }
+
+// FileHandleRegister returns an error wrapping ErrGDSUnavailable.
+func (*Current) FileHandleRegister(fd int) (FileHandle, error) { return FileHandle{}, LoadCuFile() }
+
+// FileHandleDeregister does nothing.
+func (*Current) FileHandleDeregister(h FileHandle) {}
+
+// FileRead returns an error wrapping ErrGDSUnavailable.
+func (*Current) FileRead(h FileHandle, dst DevicePtr, n uint64, off int64) (int, error) {
+	return 0, LoadCuFile()
+}

@@ -3,7 +3,7 @@
 import json
 import os
 
-from ._errors import (GL_ERR_INVALID, GL_ERR_NO_SHARD, GL_ERR_NO_SHARD_SET, GL_ERR_OUTSIDE_PLAN,
+from ._errors import (GL_ERR_INVALID, GL_ERR_IO, GL_ERR_NO_SHARD, GL_ERR_NO_SHARD_SET, GL_ERR_OUTSIDE_PLAN,
                       GL_ERR_PLAN_MISMATCH, GpuloadError)
 
 # Shard dtype names (shardfmt/FORMAT.md) -> codes, never reused.
@@ -11,6 +11,19 @@ DTYPE_CODES = {
     "BOOL": 1, "U8": 2, "I8": 3, "U16": 4, "I16": 5, "U32": 6, "I32": 7, "U64": 8, "I64": 9,
     "F16": 10, "BF16": 11, "F32": 12, "F64": 13, "F8_E4M3": 14, "F8_E5M2": 15,
 }
+
+
+def _read_json(path):
+    """Loads the JSON file at path, never through a symbolic link (ELOOP, an
+    OSError, as prep refuses every link inside a shard set)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as e:
+        if os.path.islink(path):
+            raise OSError(e.errno, "a symbolic link (never followed): unsafe name in a shard set") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        return json.load(f)
 
 
 class TensorInfo:
@@ -55,8 +68,7 @@ class ShardSet:
             raise GpuloadError(GL_ERR_NO_SHARD_SET, f"gpuload: opening shard set: {self.directory}: no shard set: no such directory")
         mpath = os.path.join(self.directory, "manifest.json")
         try:
-            with open(mpath, "rb") as f:
-                m = json.load(f)
+            m = _read_json(mpath)
         except FileNotFoundError:
             raise GpuloadError(GL_ERR_NO_SHARD_SET, f"gpuload: reading manifest: {mpath}: no shard set: no manifest.json "
                                "(not a shard set, or prep convert has not finished)") from None
@@ -64,8 +76,7 @@ class ShardSet:
             raise GpuloadError(GL_ERR_NO_SHARD_SET, f"gpuload: reading manifest: {mpath}: {e}") from None
         ppath = os.path.join(self.directory, "plan.json")
         try:
-            with open(ppath, "rb") as f:
-                p = json.load(f)
+            p = _read_json(ppath)
         except FileNotFoundError:
             raise GpuloadError(GL_ERR_NO_SHARD_SET, f"gpuload: reading plan: {ppath}: no plan.json beside the manifest "
                                "(a set made by an older prep convert: convert it again)") from None
@@ -105,8 +116,14 @@ class ShardSet:
             raise GpuloadError(GL_ERR_NO_SHARD, f"gpuload: opening shard: {self.directory}: no shard for this epoch and rank "
                                f"on this node: epoch {epoch} rank {rank} not in manifest.json (in the plan, but not "
                                "converted on this node or deleted by prep gc)")
-        path = os.path.join(self.directory, *ent["path"].split("/"))
-        if not os.path.exists(path):
+        parts = ent["path"].split("/")
+        if os.path.isabs(ent["path"]) or "\\" in ent["path"] or any(c in ("", ".", "..") for c in parts):
+            # As the shard set's Go side: a path that could leave the set is
+            # refused and never looked at.
+            raise GpuloadError(GL_ERR_IO, f"gpuload: opening shard: {self.directory}: manifest.json: shard path "
+                               f"{ent['path']!r} of epoch {epoch} rank {rank} is not a path inside the shard set")
+        path = os.path.join(self.directory, *parts)
+        if not os.path.lexists(path):
             raise GpuloadError(GL_ERR_NO_SHARD, f"gpuload: opening shard: {path}: no shard for this epoch and rank on "
                                "this node: the file is missing")
         return path

@@ -10,6 +10,7 @@ x[c] = id + c/4 (F32 [3]), y = -id (I64), m[c] = (id + c) mod 256 (U8 [5]).
 """
 
 import ctypes
+import json
 import os
 import sys
 import unittest
@@ -151,6 +152,50 @@ class HostTest(unittest.TestCase):
             loader.close()
         finally:
             shutil.rmtree(tmp)
+
+    def test_metadata_never_follows_a_symbolic_link(self):
+        # manifest.json and plan.json are read in pure Python before the
+        # library is loaded: a link at either name is refused, never read.
+        import shutil
+        import tempfile
+        for name in ("manifest.json", "plan.json"):
+            tmp = tempfile.mkdtemp()
+            try:
+                d = os.path.join(tmp, "set")
+                shutil.copytree(DIR, d)
+                outside = os.path.join(tmp, "outside.json")
+                os.rename(os.path.join(d, name), outside)
+                os.symlink(outside, os.path.join(d, name))
+                with self.assertRaises(gpuload.GpuloadError, msg=name) as cm:
+                    gpuload.Loader(d, 0, 0)
+                self.assertEqual(cm.exception.code, gpuload.GL_ERR_NO_SHARD_SET, name)
+                self.assertIn("symbolic link", str(cm.exception), name)
+            finally:
+                shutil.rmtree(tmp)
+
+    def test_manifest_paths_leaving_the_set_are_never_looked_at(self):
+        # A manifest entry edited to leave the set (or be absolute) is
+        # refused in pure Python, before any file outside is stat'ed.
+        import shutil
+        import tempfile
+        for bad in ("../outside/victim.shard", "epoch-00000/../../x.shard", "/etc/passwd", "epoch-00000//rank-00000.shard"):
+            tmp = tempfile.mkdtemp()
+            try:
+                d = os.path.join(tmp, "set")
+                shutil.copytree(DIR, d)
+                mpath = os.path.join(d, "manifest.json")
+                with open(mpath) as f:
+                    m = json.load(f)
+                m["shards"][0]["path"] = bad
+                with open(mpath, "w") as f:
+                    json.dump(m, f)
+                e, r = m["shards"][0]["epoch"], m["shards"][0]["rank"]
+                with self.assertRaises(gpuload.GpuloadError, msg=bad) as cm:
+                    gpuload.Loader(d, e, r)
+                self.assertEqual(cm.exception.code, gpuload.GL_ERR_IO, bad)
+                self.assertIn("is not a path inside the shard set", str(cm.exception), bad)
+            finally:
+                shutil.rmtree(tmp)
 
     def test_metadata_without_the_library(self):
         loader = gpuload.Loader(DIR, 1, 0)

@@ -1,0 +1,104 @@
+// Package deepfixture builds the small real shard set the tests of
+// verify --deep and export compare against their Parquet source: one file
+// of Rows rows written by parquet-go, planned and converted with Spec by
+// convert.Run. It is for tests only.
+package deepfixture
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardset"
+	"github.com/prepml/prep/source"
+)
+
+// Row is the source row: Rows rows in row groups of 20, X(id) in x (exact
+// in binary), PLAIN float64, float32 and int64 columns.
+type Row struct {
+	ID int64   `parquet:"id"`
+	X  float64 `parquet:"x"`
+	F  float32 `parquet:"f"`
+}
+
+// Rows is the number of rows WriteSource writes.
+const Rows = 40
+
+// X returns row id's value of column x: 1000 + id/8.
+func X(id int64) float64 { return 1000 + float64(id)/8 }
+
+// Spec is the feature spec Convert converts with: x as F64, f and x
+// stacked as F32, id as I64.
+const Spec = `tensors:
+  - {name: x, column: x, dtype: F64}
+  - {name: feat, columns: [f, x], dtype: F32}
+  - {name: id, column: id, dtype: I64}
+`
+
+// WriteSource writes the source file at path: Rows rows, x = X(id) unless
+// edit gives another value for that id, f = -id/2.
+func WriteSource(t testing.TB, path string, edit map[int64]float64) {
+	t.Helper()
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[Row](fh, parquet.MaxRowsPerRowGroup(20))
+	rows := make([]Row, Rows)
+	for i := range rows {
+		id := int64(i)
+		rows[i] = Row{ID: id, X: X(id), F: float32(id) * -0.5}
+		if v, ok := edit[id]; ok {
+			rows[i].X = v
+		}
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Convert writes the source as src/part-0.parquet, plans it (seed 11, 2
+// epochs, global batch 8, world size 2, global shuffle, remainder drop)
+// and converts it with Spec into out, which keeps a copy of the plan.
+func Convert(t testing.TB) (out, src string, p *plan.Plan) {
+	t.Helper()
+	src = filepath.Join(t.TempDir(), "src")
+	out = filepath.Join(t.TempDir(), "out")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	WriteSource(t, filepath.Join(src, "part-0.parquet"), nil)
+	found, err := source.Discover(context.Background(), []string{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = plan.New(found, plan.Config{Seed: 11, Epochs: 2, GlobalBatch: 8, WorldSize: 2, Workers: 1,
+		Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := convert.ParseSpec([]byte(Spec), "features.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out, ToolVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, shardset.PlanName)); err != nil {
+		if err := p.Save(filepath.Join(out, shardset.PlanName)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out, src, p
+}

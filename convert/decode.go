@@ -7,49 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/source"
 )
-
-// decodeTask is one column chunk to decode: value j of tensor t, from the
-// row group of group g.
-type decodeTask struct {
-	seq   int // position in task order: (file, row group, tensor, value)
-	g     int // index into decoder.groups
-	k     int // column index within the group (tensor-major, then value)
-	t     int
-	j     int
-	bytes int64 // estimated decoded bytes of the whole column chunk (chunkBytes)
-}
-
-// work is what a decode worker is handed: one column chunk of a row group
-// decoded whole, or a whole row group read in row windows.
-type work struct {
-	task     decodeTask // the column chunk; for a windowed group, its first
-	windowed bool       // the whole row group, window by window (assembleWindows)
-}
-
-// rowGroupJob is one row group holding needed ids: its column chunks are
-// decoded by decodeTasks (in parallel), and the worker that finishes the
-// last one assembles the group's staging records (assemble): the whole
-// group is one row window. A row group whose column chunks would not fit
-// the memory limit together is instead read forward in row windows by one
-// worker (assembleWindows), every column's window decoded before the
-// window is assembled.
-type rowGroupJob struct {
-	fi, rg  int
-	start   uint64 // sample id of the row group's first row
-	rows    int64  // rows in the row group
-	runs    []run  // needed rows and their staging slots
-	first   int    // seq of the group's first task
-	tasks   []decodeTask
-	cost    int64            // estimated bytes in flight from admission to assembly (of one window, when windowed)
-	windows []rowSlice       // non-nil: read in these row windows (assembleWindows)
-	window  int              // the most rows of a window, and of a piece of rows read past
-	cols    []*pqread.Column // whole row groups only: the decoded columns
-	errs    []error          // and their errors
-	pending atomic.Int32     // column chunks not done yet (whole row groups)
-}
 
 // decoder runs stage 1: every needed column chunk decoded (whole, or a row
 // window at a time for a row group over the memory limit), and each row
@@ -60,15 +21,15 @@ type rowGroupJob struct {
 // records are then assembled block by block (blockRows slots at a time, a
 // block small enough to stay in the core's cache) with every column's
 // transform applied to the block before it is stored, so each record is
-// written while hot instead of once per column. Blocks are assembled in
-// place in bufs.data, or, with spill set, in a private buffer whose records
-// are then routed to their spill windows.
+// written while hot instead of once per column. Where each block is
+// assembled, and where its records go, is the stage's business: each
+// worker asks sink for its recordSink (staging.go).
 type decoder struct {
 	files       []*sourceFile
 	plans       []*tensorPlan
 	set         *idSet
-	bufs        *records
-	spill       *spiller // records are routed to spill windows instead of bufs.data
+	bufs        *records          // the record layout (its data nil when staging is not in memory)
+	sink        func() recordSink // one per decode worker (stage.sink)
 	jobs        int
 	memoryLimit int64
 	progress    func(rows int64) // rows assembled; serialised by the decoder
@@ -99,90 +60,6 @@ const notRun = int(^uint(0) >> 1)
 // costs little.
 const blockBytes = 256 << 10
 
-// pageAllowance is the memory counted for the page buffers of one column
-// chunk being decoded, beside its decoded values.
-const pageAllowance = 64 << 10
-
-// chunkBytes estimates the memory one decoded column chunk of rows rows of
-// tp takes: the larger of the tensor's own estimate (rowCost) and the
-// estimate from the source file's footer (pqread.File.DecodedSize, which
-// counts the source values, such as whole strings hashed or padded to a
-// few bytes, and whole lists truncated to a short shape).
-func chunkBytes(tp *tensorPlan, rows, footer int64) int64 {
-	// Capped at 1 PiB (a hostile footer's row count cannot make a row
-	// group's sum of these overflow): anything near it is sliced anyway.
-	const most = 1 << 50
-	per := rowCost(tp)
-	if rows > most/per {
-		return most
-	}
-	return min(max(rows*per, footer), most)
-}
-
-// rowCost is the estimated bytes per row of one decoded column chunk of tp,
-// from the tensor's output alone.
-func rowCost(tp *tensorPlan) int64 {
-	per := int64(tp.es)
-	switch tp.mode {
-	case modeList:
-		per = int64(tp.perSample * tp.es)
-	case modeBytesPad:
-		per = tp.maxLen
-	case modeBytesHash:
-		per = 32
-	}
-	return 2*per + 2
-}
-
-// plan lists the row groups to read and their column chunks, in (file, row
-// group, tensor, value) order, skipping row groups with no needed id. It
-// returns the number of column chunks per file.
-func (d *decoder) plan() (perFile []int) {
-	perFile = make([]int, len(d.files))
-	seq := 0
-	for fi, f := range d.files {
-		start := f.start
-		for rg, rows := range f.meta.RowGroups {
-			if rows == 0 {
-				continue
-			}
-			runs := d.set.runs(start, rows)
-			first := start
-			start += uint64(rows)
-			if len(runs) == 0 {
-				d.rowGroupsSkipped++
-				continue
-			}
-			d.rowGroupsRead++
-			g := &rowGroupJob{fi: fi, rg: rg, start: first, rows: rows, runs: runs, first: seq}
-			for ti, tp := range d.plans {
-				for j, ci := range tp.cols[fi] {
-					b := chunkBytes(tp, rows, f.decodedSize(rg, ci))
-					g.tasks = append(g.tasks, decodeTask{seq: seq, g: len(d.groups), k: len(g.tasks), t: ti, j: j, bytes: b})
-					g.cost += b + pageAllowance
-					seq++
-					perFile[fi]++
-				}
-			}
-			if g.cost > d.memoryLimit {
-				d.planWindows(g)
-			}
-			// The file's footer is held while its row groups are read.
-			g.cost += f.footerCost
-			if g.windows != nil {
-				d.rowGroupsSliced++
-				d.rowSlices += len(g.windows)
-			} else {
-				g.cols = make([]*pqread.Column, len(g.tasks))
-				g.errs = make([]error, len(g.tasks))
-				g.pending.Store(int32(len(g.tasks)))
-			}
-			d.groups = append(d.groups, g)
-		}
-	}
-	return perFile
-}
-
 // run decodes every row group with at most d.jobs column chunks (or
 // windowed row groups) decoding at once and about d.memoryLimit estimated
 // bytes in flight (a row group is admitted whole, and its memory counts
@@ -198,10 +75,9 @@ func (d *decoder) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	adm := newAdmission(d.memoryLimit)
 	var (
 		mu       sync.Mutex
-		cond     = sync.NewCond(&mu)
-		inFlight int64
 		firstErr error
 		errSeq   = notRun
 		left     = append([]int(nil), perFile...)
@@ -217,129 +93,108 @@ func (d *decoder) run(ctx context.Context) error {
 		mu.Unlock()
 		cancel()
 	}
-	release := func(cost int64) {
-		mu.Lock()
-		inFlight -= cost
-		cond.Broadcast()
-		mu.Unlock()
-	}
 	var progMu sync.Mutex
 
+	// The schedule feeds the workers in task order, each row group once
+	// admitted.
 	ch := make(chan work, 64)
-	var wg sync.WaitGroup
-	for w := 0; w < d.jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var scratch []byte
-			var rb *routeBuffers
-			if d.spill != nil {
-				rb = d.spill.newRouteBuffers()
-				defer func() {
-					if ctx.Err() == nil {
-						if err := d.spill.flushAll(rb); err != nil {
-							fail(0, err)
-						}
-					}
-				}()
+	go func() {
+		defer close(ch)
+		for _, g := range d.groups {
+			g.cost = min(g.cost, d.memoryLimit)
+			if !adm.admit(ctx, g.cost) {
+				return
 			}
-			// skip reports whether task is not to be decoded (now, or
-			// its next window): the run is failing before it or
-			// cancelled.
-			skip := func(task decodeTask) bool {
-				if beforeDecode != nil {
-					beforeDecode(task.seq, ctx)
-				}
-				return parent.Err() != nil || int64(task.seq) >= skipFrom.Load()
+			if g.windows != nil {
+				ch <- work{task: g.tasks[0], windowed: true}
+				continue
 			}
-			// decode decodes the column chunk of task, or returns
-			// errSkipped (skip).
-			decode := func(task decodeTask) (*pqread.Column, error) {
-				if skip(task) {
-					return nil, errSkipped
-				}
-				return d.decodeOne(d.groups[task.g], task)
+			d.prefetch(g)
+			for _, task := range g.tasks {
+				ch <- work{task: task}
 			}
-			// decoded counts n column chunks of file fi as read, and
-			// releases the file's footer and descriptor after its last one.
-			decoded := func(fi, n int) {
-				mu.Lock()
-				left[fi] -= n
-				done := left[fi] == 0
-				mu.Unlock()
-				if done {
-					d.files[fi].release()
-				}
-			}
-			for w := range ch {
-				task := w.task
-				g := d.groups[task.g]
-				var (
-					seq int
-					err error
-				)
-				runs := g.runs
-				if w.windowed {
-					// The whole row group, window by window, here.
-					seq, err, scratch = d.assembleWindows(parent, g, scratch, rb, skip)
-					decoded(g.fi, len(g.tasks))
-				} else {
-					g.cols[task.k], g.errs[task.k] = decode(task)
-					decoded(g.fi, 1)
-					if g.pending.Add(-1) != 0 {
-						continue
-					}
-					// Last column of the row group: assemble its records.
-					seq, err, scratch = d.assemble(parent, g, scratch, rb)
-					clear(g.cols) // the decoded columns are garbage now
-				}
-				release(g.cost)
-				if err != nil {
-					fail(seq, err)
-					continue
-				}
-				if d.progress != nil {
-					var n int64
-					for _, r := range runs {
-						n += int64(r.hi - r.lo)
-					}
-					progMu.Lock()
-					d.progress(n)
-					progMu.Unlock()
+		}
+	}()
+	// d.jobs decode workers, each taking work from ch until it is closed
+	// (so the pool's goroutines run one worker each).
+	jobs := max(1, d.jobs)
+	_ = pool.ForEach(context.Background(), jobs, jobs, func(int) error {
+		var scratch []byte
+		sink := d.sink()
+		defer func() {
+			if ctx.Err() == nil {
+				if err := sink.flush(); err != nil {
+					fail(0, err)
 				}
 			}
 		}()
-	}
-	// admit waits until cost fits the memory limit beside what is in flight
-	// (or nothing is), and counts it; false when the run is ending.
-	admit := func(cost int64) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		for inFlight > 0 && inFlight+cost > d.memoryLimit && ctx.Err() == nil {
-			cond.Wait()
+		// skip reports whether task is not to be decoded (now, or
+		// its next window): the run is failing before it or
+		// cancelled.
+		skip := func(task decodeTask) bool {
+			if beforeDecode != nil {
+				beforeDecode(task.seq, ctx)
+			}
+			return parent.Err() != nil || int64(task.seq) >= skipFrom.Load()
 		}
-		if ctx.Err() != nil {
-			return false
+		// decode decodes the column chunk of task, or returns
+		// errSkipped (skip).
+		decode := func(task decodeTask) (*pqread.Column, error) {
+			if skip(task) {
+				return nil, errSkipped
+			}
+			return d.decodeOne(d.groups[task.g], task)
 		}
-		inFlight += cost
-		return true
-	}
-	for _, g := range d.groups {
-		g.cost = min(g.cost, d.memoryLimit)
-		if !admit(g.cost) {
-			break
+		// decoded counts n column chunks of file fi as read, and
+		// releases the file's footer and descriptor after its last one.
+		decoded := func(fi, n int) {
+			mu.Lock()
+			left[fi] -= n
+			done := left[fi] == 0
+			mu.Unlock()
+			if done {
+				d.files[fi].release()
+			}
 		}
-		if g.windows != nil {
-			ch <- work{task: g.tasks[0], windowed: true}
-			continue
+		for w := range ch {
+			task := w.task
+			g := d.groups[task.g]
+			var (
+				seq int
+				err error
+			)
+			runs := g.runs
+			if w.windowed {
+				// The whole row group, window by window, here.
+				seq, err, scratch = d.assembleWindows(parent, g, scratch, sink, skip)
+				decoded(g.fi, len(g.tasks))
+			} else {
+				g.cols[task.k], g.errs[task.k] = decode(task)
+				decoded(g.fi, 1)
+				if g.pending.Add(-1) != 0 {
+					continue
+				}
+				// Last column of the row group: assemble its records.
+				seq, err, scratch = d.assemble(parent, g, scratch, sink)
+				clear(g.cols) // the decoded columns are garbage now
+			}
+			adm.release(g.cost)
+			if err != nil {
+				fail(seq, err)
+				continue
+			}
+			if d.progress != nil {
+				var n int64
+				for _, r := range runs {
+					n += int64(r.hi - r.lo)
+				}
+				progMu.Lock()
+				d.progress(n)
+				progMu.Unlock()
+			}
 		}
-		d.prefetch(g)
-		for _, task := range g.tasks {
-			ch <- work{task: task}
-		}
-	}
-	close(ch)
-	wg.Wait()
+		return nil
+	})
 	if firstErr != nil {
 		return firstErr
 	}
@@ -387,11 +242,11 @@ const blockMaxBytes = 4 << 20
 
 // assemble writes the needed rows of g into the staging records, block by
 // block, applying every column's transform to a block before moving on
-// (with a spiller, each block is routed to its spill windows through rb). It
+// and handing each block to sink. It
 // returns the task sequence number and error of the first failure in task
 // order (a decode error, or a transform error of the earliest column that
 // has one), and the scratch buffer for reuse.
-func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers) (int, error, []byte) {
+func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, sink recordSink) (int, error, []byte) {
 	w := window{runs: g.runs, cols: g.cols, errs: g.errs}
 	for k, err := range g.errs {
 		if err != nil {
@@ -401,7 +256,7 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, 
 			return d.firstError(g, w, k, scratch, nil)
 		}
 	}
-	seq, err, scratch := d.assembleBlocks(ctx, g, g.runs, g.cols, 0, scratch, rb)
+	seq, err, scratch := d.assembleBlocks(ctx, g, g.runs, g.cols, 0, scratch, sink)
 	if err == errTransform {
 		return d.firstError(g, w, len(g.tasks), scratch, nil)
 	}
@@ -413,23 +268,17 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, 
 var errTransform = errors.New("transform failed")
 
 // assembleBlocks writes runs of g into the staging records block by block,
-// applying the transform of every task to a block before moving on (with a
-// spiller, each block is then routed to its spill windows through rb).
+// applying the transform of every task to a block before moving on, each
+// block where sink says (in place, or in scratch) and then handed to it.
 // cols[k] is task k's column, whose row 0 is row rowBase of the row group;
 // the rows of runs are relative to rowBase too. It returns errTransform when
 // a transform fails, and otherwise the task sequence number to report with
 // an error.
-func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run, cols []*pqread.Column, rowBase int, scratch []byte, rb *routeBuffers) (int, error, []byte) {
-	rec := d.bufs.rec
-	if rec == 0 {
+func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run, cols []*pqread.Column, rowBase int, scratch []byte, sink recordSink) (int, error, []byte) {
+	if d.bufs.rec == 0 {
 		return 0, nil, scratch
 	}
-	bn := blockRows(rec)
-	private := d.spill != nil // blocks built in scratch
-	if private && len(scratch) < bn*rec {
-		scratch = make([]byte, bn*rec)
-	}
-	it := blockIter{runs: runs, n: bn}
+	it := blockIter{runs: runs, n: blockRows(d.bufs.rec)}
 	for {
 		blk, base, slots, ok := it.next()
 		if !ok {
@@ -440,23 +289,15 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 			// real one exists.
 			return notRun, ctx.Err(), scratch
 		}
-		target := d.bufs
-		if private {
-			target = &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
-		} else {
-			for i := range blk {
-				blk[i].dst += base
-			}
-		}
+		var target *records
+		target, scratch = sink.block(blk, base, slots, scratch)
 		for _, task := range g.tasks {
 			if err := d.applyOne(g, task, cols[task.k], rowBase, blk, target, nil); err != nil {
 				return 0, errTransform, scratch
 			}
 		}
-		if d.spill != nil {
-			if err := d.spill.route(rb, g.start+uint64(rowBase), blk, target.data); err != nil {
-				return g.first, err, scratch
-			}
+		if err := sink.put(g.start+uint64(rowBase), blk, target); err != nil {
+			return g.first, err, scratch
 		}
 	}
 }

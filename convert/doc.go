@@ -12,16 +12,20 @@
 //   - compile.go: spec × source schemas -> one tensor plan per tensor
 //     (columns resolved in every file, classes, modes, fill bytes).
 //   - idset.go: the needed sample ids and their staging slots.
-//   - decode.go, window.go: the schedule (column chunk tasks, their
-//     estimated cost, admission under the memory limit) and assembly of
-//     records, a row group read in row windows by pqread's forward-only
-//     column readers when it does not fit whole.
+//   - schedule.go: the schedule (column chunk tasks in task order, their
+//     estimated cost, the row windows of a row group over the memory
+//     limit, admission under the limit).
+//   - decode.go, window.go: the decode workers and assembly of records,
+//     a row group read in row windows by pqread's forward-only column
+//     readers when it does not fit whole; each block of records goes
+//     where the stage's sink says (staging.go).
 //   - apply.go, cast.go, logical.go: a decoded column's values into
 //     records: logical types (DECIMAL, INT96) turned into values in one
 //     place (logical.go), then every dtype conversion's rounding and range
 //     rule (cast.go).
 //   - staging.go, spill.go: where records wait between the stages, in
-//     memory or spilled by output window, behind one interface (stage).
+//     memory or spilled by output window, behind one interface (stage,
+//     and recordSink, the way in of each decode worker).
 //   - write.go, gather.go: stage 2, the one shard writer.
 //   - run.go: orchestration, the output directory, rollback.
 //
@@ -112,7 +116,7 @@
 // A row group is normally decoded whole (every needed column chunk of it at
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate
-// of decode.go), including a row group of a single column chunk, is instead
+// of schedule.go), including a row group of a single column chunk, is instead
 // read forward in row windows by one worker (Jobs such row groups at
 // once): its needed rows are cut into windows whose columns take about
 // half the limit over Jobs (at least one row each), and every column chunk

@@ -76,7 +76,7 @@ func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *S
 	}
 	set.seal()
 	staged := newRecords(tensors, make([]byte, int(set.count)*recordSize(tensors)))
-	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, jobs: runtime.GOMAXPROCS(0), memoryLimit: memoryLimit}
+	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, sink: func() recordSink { return memSink{staged} }, jobs: runtime.GOMAXPROCS(0), memoryLimit: memoryLimit}
 	if err := dec.run(ctx); err != nil {
 		return nil, err
 	}

@@ -373,10 +373,10 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if err := st.open(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid()))); err != nil {
 		return err
 	}
-	if sp := st.router(); sp != nil {
-		r.sum.SpillBytes, r.sum.SpillWindows = sp.spillBytes(), len(sp.windows)
+	if n := st.spillWindows(); n > 0 {
+		r.sum.SpillBytes, r.sum.SpillWindows = st.diskBytes(), n
 		r.log.Info("staging exceeds the memory limit: spilling to disk by output window",
-			"staging_bytes", stageTotal, "memory_limit", r.o.MemoryLimit, "spill_bytes", sp.spillBytes(), "windows", len(sp.windows))
+			"staging_bytes", stageTotal, "memory_limit", r.o.MemoryLimit, "spill_bytes", st.diskBytes(), "windows", n)
 	}
 
 	// Stage 1: decode once into staging.
@@ -384,7 +384,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.records(), spill: st.router(), jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.records(), sink: st.sink, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
 		progress: func(rows int64) { r.progress(StageDecode, rows, 0) }}
 	if err := dec.run(ctx); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/plan"
 )
 
@@ -194,8 +195,9 @@ func (s *spiller) close() {
 }
 
 func (s *spiller) records() *records { return s.layout }
-func (s *spiller) router() *spiller  { return s }
+func (s *spiller) sink() recordSink  { return &spillSink{s: s, rb: s.newRouteBuffers()} }
 func (s *spiller) diskBytes() int64  { return s.spillBytes() }
+func (s *spiller) spillWindows() int { return len(s.windows) }
 func (s *spiller) finish() error     { return s.checkFull() }
 
 // phases is one phase per window, in order: the window's records are read
@@ -274,6 +276,30 @@ func (s *spiller) countRecords(ctx context.Context) error {
 	}
 	return nil
 }
+
+// spillSink is one decode worker's sink into a spilled stage: each block
+// of records is built whole in the worker's scratch, then routed to the
+// windows of its samples' occurrences through the worker's append buffers.
+type spillSink struct {
+	s  *spiller
+	rb *routeBuffers
+}
+
+func (k *spillSink) inPlace() bool { return false }
+
+func (k *spillSink) block(_ []run, _ int64, slots int, scratch []byte) (*records, []byte) {
+	l := k.s.layout
+	if len(scratch) < slots*l.rec {
+		scratch = make([]byte, blockRows(l.rec)*l.rec)
+	}
+	return &records{data: scratch[:slots*l.rec], rec: l.rec, off: l.off, size: l.size}, scratch
+}
+
+func (k *spillSink) put(start uint64, blk []run, r *records) error {
+	return k.s.route(k.rb, start, blk, r.data)
+}
+
+func (k *spillSink) flush() error { return k.s.flushAll(k.rb) }
 
 // routeBuffers is one decode worker's append buffers, one per window, and
 // one scratch entry for records too large to buffer (see add).
@@ -397,7 +423,7 @@ func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error 
 	slots := uint64(len(s.groups[w.group].ranks)*(w.s1-w.s0)) * uint64(s.b)
 	per := (total + int64(jobs) - 1) / int64(jobs)
 	chunkEnt := int64(max(1, spillChunk/s.ent))
-	err := forEach(ctx, jobs, jobs, func(j int) error {
+	err := pool.ForEach(ctx, jobs, jobs, func(j int) error {
 		lo, hi := int64(j)*per, min(total, int64(j+1)*per)
 		if lo >= hi {
 			return nil

@@ -18,14 +18,17 @@ import (
 // slots) or spilled to disk by output window (spiller, spill.go). newStage
 // picks one; the rest of a run does not ask which.
 type stage interface {
-	// records is the record layout; stage 1 assembles records in place in
-	// its data, which is nil for a spilled stage.
+	// records is the record layout; its data is the staging records in
+	// memory, nil for a spilled stage.
 	records() *records
-	// router, non-nil for a spilled stage, is where stage 1 routes each
-	// assembled block of records instead.
-	router() *spiller
+	// sink returns a new recordSink, one per decode worker: how stage 1
+	// hands the stage its records.
+	sink() recordSink
 	// diskBytes is the space the stage takes on disk (0 in memory).
 	diskBytes() int64
+	// spillWindows is the number of output windows the records are
+	// spilled by (0 in memory).
+	spillWindows() int
 	// open makes the stage ready for stage 1, using dir for its files.
 	open(dir string) error
 	// finish checks, after stage 1, that every record arrived.
@@ -34,6 +37,27 @@ type stage interface {
 	phases() []phase
 	// close releases the stage's memory and files.
 	close()
+}
+
+// recordSink is one decode worker's way into a stage: stage 1 assembles
+// each block of records where block says, then hands it over with put.
+type recordSink interface {
+	// inPlace reports whether records are assembled straight into the
+	// staging records (records().data), so that a record may be written a
+	// column at a time (in memory); otherwise every block of records is
+	// built whole in scratch and then handed over (spilled).
+	inPlace() bool
+	// block returns the records to assemble a block of slots staging
+	// slots into, from slot base on, with blk's runs (slots relative to
+	// base) made relative to them, and scratch (grown if the block is
+	// built in it) for reuse.
+	block(blk []run, base int64, slots int, scratch []byte) (*records, []byte)
+	// put hands over an assembled block: blk's rows of a row group whose
+	// first sample id is start, their records in r.
+	put(start uint64, blk []run, r *records) error
+	// flush hands over whatever the sink still buffers; a decode worker
+	// calls it once at the end of a stage 1 that was not cancelled.
+	flush() error
 }
 
 // newStage returns the stage of todo, whose needed ids are set: anonymous
@@ -72,11 +96,28 @@ type memStage struct {
 }
 
 func (m *memStage) records() *records { return m.recs }
-func (m *memStage) router() *spiller  { return nil }
+func (m *memStage) sink() recordSink  { return memSink{m.recs} }
 func (m *memStage) diskBytes() int64  { return 0 }
+func (m *memStage) spillWindows() int { return 0 }
 func (m *memStage) open(string) error { return nil }
 func (m *memStage) finish() error     { return nil }
 func (m *memStage) close()            { m.mem.remove() }
+
+// memSink assembles records in place in the staging records: a block's
+// records are stored as they are built, and nothing is left to hand over.
+type memSink struct{ recs *records }
+
+func (s memSink) inPlace() bool { return true }
+
+func (s memSink) block(blk []run, base int64, _ int, scratch []byte) (*records, []byte) {
+	for i := range blk {
+		blk[i].dst += base
+	}
+	return s.recs, scratch
+}
+
+func (s memSink) put(uint64, []run, *records) error { return nil }
+func (s memSink) flush() error                      { return nil }
 
 // phases is one phase: every shard, every step, shardWriters(Jobs) shards
 // at once (each writer spends part of its time blocked in fsync, shard

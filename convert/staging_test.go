@@ -132,3 +132,45 @@ func TestStagingAnonymousWithinLimit(t *testing.T) {
 		t.Error("remove left the anonymous mapping referenced")
 	}
 }
+
+// TestMemSinkAssemblesInPlace: a block's records are the staging records
+// themselves, its runs' slots made absolute, and nothing is left to hand
+// over.
+func TestMemSinkAssemblesInPlace(t *testing.T) {
+	recs := &records{data: make([]byte, 10*8), rec: 8, off: []int{0}, size: []int{8}}
+	var s recordSink = memSink{recs}
+	blk := []run{{lo: 0, hi: 2, dst: 0}, {lo: 5, hi: 6, dst: 2}}
+	got, scratch := s.block(blk, 4, 3, nil)
+	if !s.inPlace() || got != recs || scratch != nil {
+		t.Fatalf("block = %p, scratch %d bytes; want the staging records %p and no scratch", got, len(scratch), recs)
+	}
+	if blk[0].dst != 4 || blk[1].dst != 6 {
+		t.Fatalf("slots %d, %d; want 4, 6", blk[0].dst, blk[1].dst)
+	}
+	if err := s.put(0, blk, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpillSinkBuildsBlocksInScratch: a spilled stage's block is built in
+// the worker's scratch (allocated once, at the largest block), laid out as
+// the stage's records, its runs' slots left relative to the block.
+func TestSpillSinkBuildsBlocksInScratch(t *testing.T) {
+	layout := &records{rec: 16, off: []int{0, 8}, size: []int{8, 8}}
+	s := &spillSink{s: &spiller{layout: layout}}
+	blk := []run{{lo: 0, hi: 3, dst: 0}}
+	got, scratch := s.block(blk, 100, 3, nil)
+	if s.inPlace() || len(scratch) != blockRows(16)*16 || len(got.data) != 3*16 || &got.data[0] != &scratch[0] {
+		t.Fatalf("block: %d bytes in %d of scratch", len(got.data), len(scratch))
+	}
+	if got.rec != 16 || fmt.Sprint(got.off, got.size) != "[0 8] [8 8]" || blk[0].dst != 0 {
+		t.Fatalf("layout %d %v %v, slot %d", got.rec, got.off, got.size, blk[0].dst)
+	}
+	again, scratch2 := s.block(blk, 103, 2, scratch)
+	if &scratch2[0] != &scratch[0] || len(again.data) != 2*16 {
+		t.Fatal("scratch not reused for a smaller block")
+	}
+}

@@ -10,64 +10,6 @@ import (
 // column chunks would not fit the memory limit together is read forward
 // in row windows (pqread.ColumnReader), every page once.
 
-// rowSlice is a window of rows [lo, hi) of a row group assembled on its
-// own, with the needed runs inside it (rows relative to lo, slots as in the
-// row group's runs).
-type rowSlice struct {
-	lo, hi int
-	runs   []run
-}
-
-// sliceRuns cuts runs into windows spanning at most n rows each (n >= 1),
-// each starting at a needed row and ending after its last needed row (rows
-// needed by no window are read past in pieces of at most n rows).
-func sliceRuns(runs []run, n int) []rowSlice {
-	var out []rowSlice
-	i, off := 0, 0 // next run, and rows of it already in a slice
-	for i < len(runs) {
-		lo := runs[i].lo + off
-		s := rowSlice{lo: lo, hi: lo}
-		for i < len(runs) && runs[i].lo+off < lo+n {
-			r := runs[i]
-			a, b := r.lo+off, min(r.hi, lo+n)
-			s.runs = append(s.runs, run{lo: a - lo, hi: b - lo, dst: r.dst + int64(off)})
-			s.hi = b
-			if b < r.hi {
-				off = b - r.lo
-			} else {
-				i, off = i+1, 0
-			}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// planWindows makes g, whose estimated cost exceeds the memory limit, a
-// windowed row group: its needed rows are cut into windows whose decoded
-// columns together take about half the limit shared by the Jobs workers
-// that may each read a windowed row group at once (at least one row each),
-// and its cost becomes one window and the page allowance for every column
-// chunk, since assembleWindows holds no more than that (a
-// pqread.ColumnReader keeps the window's rows and the rest of the page
-// that ends it). A row group whose rows all fit one window stays whole.
-func (d *decoder) planWindows(g *rowGroupJob) {
-	var perRow int64
-	for _, task := range g.tasks {
-		perRow += taskRowBytes(g, task)
-	}
-	if n := max(1, d.memoryLimit/2/int64(d.jobs)/perRow); n < g.rows {
-		g.windows, g.window = sliceRuns(g.runs, int(n)), int(n)
-		g.cost = n*perRow + int64(len(g.tasks))*pageAllowance
-	}
-}
-
-// taskRowBytes is the estimated decoded bytes per row of task's column
-// chunk in g (at least 1).
-func taskRowBytes(g *rowGroupJob, task decodeTask) int64 {
-	return max(1, (task.bytes+g.rows-1)/g.rows)
-}
-
 // assembleWindows reads the windowed row group g forward, window by
 // window (g.windows, with the rows between them read past in pieces no
 // larger), holding one window of every column (pqread.ColumnReader: its
@@ -84,7 +26,7 @@ func taskRowBytes(g *rowGroupJob, task decodeTask) int64 {
 // on only the columns before it (which may fail later) and, for a
 // transform error, the failing column itself (which may yet fail to
 // decode); nothing more is assembled.
-func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch []byte, rb *routeBuffers, skip func(decodeTask) bool) (int, error, []byte) {
+func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch []byte, sink recordSink, skip func(decodeTask) bool) (int, error, []byte) {
 	f := d.files[g.fi]
 	readers := make([]*pqread.ColumnReader, len(g.tasks))
 	defer func() {
@@ -105,7 +47,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 		}
 		return pf.ColumnReader(g.rg, tp.cols[g.fi][task.j])
 	}
-	if d.spill == nil {
+	if sink.inPlace() {
 		seq, err := d.assembleColumns(g, open, skip)
 		return seq, err, scratch
 	}
@@ -122,7 +64,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 			return err
 		}
 		if fl.col < 0 && w.failed() < 0 {
-			seq, err, sc := d.assembleBlocks(ctx, g, w.runs, w.cols, w.rowBase, scratch, rb)
+			seq, err, sc := d.assembleBlocks(ctx, g, w.runs, w.cols, w.rowBase, scratch, sink)
 			scratch = sc
 			if err != errTransform {
 				if err != nil {
@@ -190,8 +132,9 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 	return fl.seq, fl.err, scratch
 }
 
-// assembleColumns is assembleWindows for staging in memory, where a
-// record need not be complete before it is stored: each column chunk in
+// assembleColumns is assembleWindows for a sink that assembles in place
+// (staging in memory), where a record need not be complete before it is
+// stored: each column chunk in
 // task order is read forward alone, window by window, and its transform
 // applied to the window's needed rows straight into the staging records,
 // so one window of one column and one page are held at a time whatever

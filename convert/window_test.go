@@ -245,29 +245,7 @@ func TestSlicedRowGroupDecodeErrorMatchesWhole(t *testing.T) {
 	}
 }
 
-// TestSliceRuns cuts runs with gaps into slices of at most 4 rows: a slice
-// starts at a needed row, ends after its last needed row, and a run split
-// between slices keeps its staging slots.
-func TestSliceRuns(t *testing.T) {
-	runs := []run{{lo: 2, hi: 9, dst: 0}, {lo: 10, hi: 11, dst: 7}, {lo: 20, hi: 22, dst: 8}}
-	got := fmt.Sprint(sliceRuns(runs, 4))
-	want := "[{2 6 [{0 4 0}]} {6 9 [{0 3 4}]} {10 11 [{0 1 7}]} {20 22 [{0 2 8}]}]"
-	if got != want {
-		t.Errorf("sliceRuns(%v, 4) = %s, want %s", runs, got, want)
-	}
-	got = fmt.Sprint(sliceRuns(runs, 9))
-	want = "[{2 11 [{0 7 0} {8 9 7}]} {20 22 [{0 2 8}]}]"
-	if got != want {
-		t.Errorf("sliceRuns(%v, 9) = %s, want %s", runs, got, want)
-	}
-	got = fmt.Sprint(sliceRuns(runs, 1)[7:])
-	want = "[{10 11 [{0 1 7}]} {20 21 [{0 1 8}]} {21 22 [{0 1 9}]}]"
-	if got != want {
-		t.Errorf("sliceRuns(%v, 1)[7:] = %s, want %s", runs, got, want)
-	}
-}
-
-// Row groups read in row windows (window.go: planWindows, assembleWindows,
+// Row groups read in row windows (schedule.go: planWindows; window.go: assembleWindows,
 // assembleColumns) against the same runs with row groups decoded whole:
 // faults found in the sliced path the windows replace, and every column
 // shape and value error it treated apart.

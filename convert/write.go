@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 
+	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
 )
@@ -74,7 +74,7 @@ func (r *runner) writeShards(ctx context.Context, st stage) error {
 				return err
 			}
 		}
-		err := forEach(wctx, len(ph.keys), ph.par, func(u int) (err error) {
+		err := pool.ForEach(wctx, len(ph.keys), ph.par, func(u int) (err error) {
 			defer func() {
 				if err != nil {
 					fail(err)
@@ -211,42 +211,5 @@ func (r *runner) commitShard(o *shardOut) error {
 	r.sum.Rows += o.rows
 	r.sum.Bytes += entry.Size
 	r.mu.Unlock()
-	return nil
-}
-
-// forEach calls fn(0..n-1) on at most par goroutines and returns the first
-// error (by index) of the calls that ran; after an error or cancellation of
-// ctx no new call starts.
-func forEach(ctx context.Context, n, par int, fn func(i int) error) error {
-	errs := make([]error, n)
-	var next atomic.Int64
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for range min(n, max(1, par)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || failed.Load() {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[i] = err
-					failed.Store(true)
-					return
-				}
-				if errs[i] = fn(i); errs[i] != nil {
-					failed.Store(true)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
 	return nil
 }

@@ -129,4 +129,11 @@
 //
 // Next, Seek and Close must be called from one goroutine at a time; Release
 // may be called from any goroutine.
+//
+// # One pass
+//
+// Drain is the delivery loop of one pass over a shard (Next, an optional
+// look at each batch, Release, until io.EOF), returning DrainStats: the
+// batches, samples, pads and bytes delivered and the wall and CPU time of
+// the loop. prep load renders them; the benchmarks (bench/) call it too.
 package gpuload

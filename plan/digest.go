@@ -7,8 +7,8 @@ import (
 	"encoding/hex"
 	"hash"
 	"runtime"
-	"sync"
-	"sync/atomic"
+
+	"github.com/prepml/prep/internal/pool"
 )
 
 // digestLeafSlots is the target number of slots hashed per digest leaf.
@@ -84,31 +84,25 @@ func (p *Plan) EpochDigestContext(ctx context.Context, e int, progress func(step
 			return "", err
 		}
 		n := min(len(sums), leaves-base)
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for w := 0; w < min(workers, n); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ids := make([]uint64, 0, p.BatchSize())
-				buf := make([]byte, 0, 8*p.Config.GlobalBatch)
-				h := sha256.New()
-				for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-					j := base + i
-					h.Reset()
-					for k := j * per; k < min(steps, (j+1)*per); k++ {
-						for r := 0; r < p.Config.WorldSize; r++ {
-							var pads int
-							ids, pads, _ = p.RankBatch(e, r, k, ids)
-							buf = AppendDigestSlots(buf[:0], ids, pads)
-							h.Write(buf)
-						}
+		_ = pool.Workers(context.Background(), n, workers, func() func(int) error {
+			ids := make([]uint64, 0, p.BatchSize())
+			buf := make([]byte, 0, 8*p.Config.GlobalBatch)
+			h := sha256.New()
+			return func(i int) error {
+				j := base + i
+				h.Reset()
+				for k := j * per; k < min(steps, (j+1)*per); k++ {
+					for r := 0; r < p.Config.WorldSize; r++ {
+						var pads int
+						ids, pads, _ = p.RankBatch(e, r, k, ids)
+						buf = AppendDigestSlots(buf[:0], ids, pads)
+						h.Write(buf)
 					}
-					h.Sum(sums[i][:0])
 				}
-			}()
-		}
-		wg.Wait()
+				h.Sum(sums[i][:0])
+				return nil
+			}
+		})
 		for i := 0; i < n; i++ {
 			root.Write(sums[i][:])
 		}

@@ -10,8 +10,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
+	workers "github.com/prepml/prep/internal/pool" // pool is the descriptor pool (local.go)
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
@@ -61,30 +61,17 @@ func Discover(ctx context.Context, paths []string) (plan.Source, error) {
 	}
 	results := make([]plan.SourceFile, len(files))
 	errs := make([]error, len(files))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(discoverParallel, max(2, runtime.GOMAXPROCS(0)), len(files)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				rel, err := filepath.Rel(root, files[i])
-				if err != nil {
-					errs[i] = &Error{File: files[i], Err: err}
-					continue
-				}
-				results[i], errs[i] = ReadInfo(ctx, st, filepath.ToSlash(rel))
-			}
-		}()
-	}
-	for i := range files {
-		if ctx.Err() != nil {
-			break
+	// Every file is read (its error kept at its index, reported with the
+	// others); only cancellation stops the pool.
+	_ = workers.ForEach(ctx, len(files), min(discoverParallel, max(2, runtime.GOMAXPROCS(0))), func(i int) error {
+		rel, err := filepath.Rel(root, files[i])
+		if err != nil {
+			errs[i] = &Error{File: files[i], Err: err}
+			return nil
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		results[i], errs[i] = ReadInfo(ctx, st, filepath.ToSlash(rel))
+		return nil
+	})
 	if err := ctx.Err(); err != nil {
 		return plan.Source{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	workers "github.com/prepml/prep/internal/pool" // pool is the descriptor pool (local.go)
 	"github.com/prepml/prep/plan"
 )
 
@@ -339,45 +340,37 @@ func (s *S3Store) Preopen(ctx context.Context, files []plan.SourceFile) {
 		s.opened[n] = p
 		todo, todoNames = append(todo, p), append(todoNames, n)
 	}
-	next := make(chan int)
-	for w := 0; w < min(s.c.o.Concurrency, len(todo)); w++ {
-		go func() {
-			for i := range next {
-				p, name := todo[i], todoNames[i]
-				// With the version known from the plan, the leading magic
-				// is fetched beside the tail, not after it: one round trip.
-				etag := s.pins[name]
-				var hd headRead
-				var hw sync.WaitGroup
-				if etag != "" && sizes[name] > s.c.o.FooterGuess {
-					hw.Add(1)
-					go func() { defer hw.Done(); hd = s.readHeadPinned(ctx, name, etag) }()
-				}
-				obj, err := s.OpenVersion(ctx, name, etag)
-				hw.Wait()
-				if err == nil {
-					o := obj.(*s3Object)
-					if hd.err == nil && hd.b != nil && hd.total == o.size {
-						o.head = hd.b
-						s.rememberHead(o)
-					} else if err = o.readHead(); err != nil {
-						o.Close()
-					}
-					if err == nil {
-						p.obj = o
-					}
-				}
-				p.err = err
-				close(p.done)
-			}
-		}()
-	}
-	go func() {
-		for i := range todo {
-			next <- i
+	// In the background, Concurrency objects at a time; each open's
+	// error is its own (p.err), so every one is tried.
+	go workers.ForEach(context.Background(), len(todo), s.c.o.Concurrency, func(i int) error {
+		p, name := todo[i], todoNames[i]
+		// With the version known from the plan, the leading magic
+		// is fetched beside the tail, not after it: one round trip.
+		etag := s.pins[name]
+		var hd headRead
+		var hw sync.WaitGroup
+		if etag != "" && sizes[name] > s.c.o.FooterGuess {
+			hw.Add(1)
+			go func() { defer hw.Done(); hd = s.readHeadPinned(ctx, name, etag) }()
 		}
-		close(next)
-	}()
+		obj, err := s.OpenVersion(ctx, name, etag)
+		hw.Wait()
+		if err == nil {
+			o := obj.(*s3Object)
+			if hd.err == nil && hd.b != nil && hd.total == o.size {
+				o.head = hd.b
+				s.rememberHead(o)
+			} else if err = o.readHead(); err != nil {
+				o.Close()
+			}
+			if err == nil {
+				p.obj = o
+			}
+		}
+		p.err = err
+		close(p.done)
+		return nil
+	})
 }
 
 // headRead is a leading-magic read made beside an object's open.

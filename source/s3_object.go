@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	workers "github.com/prepml/prep/internal/pool" // pool is the descriptor pool (local.go)
 )
 
 // Range is a byte range [Off, Off+Len) of an object.
@@ -216,23 +218,12 @@ func (o *s3Object) fetch(dst []byte, off int64) error {
 	if nparts <= 1 {
 		return o.fetchOne(dst, off)
 	}
-	errs := make([]error, nparts)
-	var wg sync.WaitGroup
-	for i := int64(0); i < nparts; i++ {
-		lo, hi := i*part, min((i+1)*part, int64(len(dst)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = o.fetchOne(dst[lo:hi], off+lo)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	// Every part at once (the pool's limit is nparts); the first error by
+	// part is returned.
+	return workers.ForEach(context.Background(), int(nparts), int(nparts), func(i int) error {
+		lo, hi := int64(i)*part, min(int64(i+1)*part, int64(len(dst)))
+		return o.fetchOne(dst[lo:hi], off+lo)
+	})
 }
 
 // fetchOne reads dst at off with one ranged GET (retried).

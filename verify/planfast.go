@@ -3,10 +3,10 @@ package verify
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"slices"
-	"sync"
-	"sync/atomic"
 
+	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -109,57 +109,44 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 	per := p.DigestLeafSteps()
 	leaves := (steps + per - 1) / per
 	sums := make([][32]byte, leaves)
-	var wg sync.WaitGroup
-	var failed atomic.Bool
-	next := make(chan int)
-	for w := 0; w < c.opts.Jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots := make([][]uint64, R) // per rank: the id slots of the leaf's steps
-			var want []uint64
-			buf := make([]byte, 0, 8*b)
-			for j := range next {
-				if failed.Load() {
-					continue // drain: the sender stops soon
+	// A leaf that does not match stops the pool: the epoch is checked the
+	// slow way.
+	err := pool.Workers(ctx, leaves, c.opts.Jobs, func() func(int) error {
+		slots := make([][]uint64, R) // per rank: the id slots of the leaf's steps
+		var want []uint64
+		buf := make([]byte, 0, 8*b)
+		return func(j int) error {
+			k0, k1 := j*per, min(steps, (j+1)*per)
+			for rank, r := range readers {
+				var err error
+				if slots[rank], err = r.ReadSampleIDSlots(k0, k1-k0, slots[rank]); err != nil {
+					return errLeaf
 				}
-				k0, k1 := j*per, min(steps, (j+1)*per)
-				ok := true
-				for rank, r := range readers {
-					var err error
-					if slots[rank], err = r.ReadSampleIDSlots(k0, k1-k0, slots[rank]); err != nil {
-						ok = false
-						break
-					}
-				}
-				h := sha256.New()
-				for k := k0; k < k1 && ok; k++ {
-					for rank, r := range readers {
-						ids := slots[rank][(k-k0)*b : (k-k0+1)*b]
-						if buf, want, ok = leafBatch(p, r, e, rank, k, ids, want, buf); !ok {
-							break
-						}
-						h.Write(buf)
-					}
-				}
-				if !ok {
-					failed.Store(true)
-					continue
-				}
-				h.Sum(sums[j][:0])
 			}
-		}()
-	}
-	for j := 0; j < leaves && !failed.Load() && ctx.Err() == nil; j++ {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
-	if failed.Load() || ctx.Err() != nil {
+			h := sha256.New()
+			for k := k0; k < k1; k++ {
+				for rank, r := range readers {
+					ids := slots[rank][(k-k0)*b : (k-k0+1)*b]
+					var ok bool
+					if buf, want, ok = leafBatch(p, r, e, rank, k, ids, want, buf); !ok {
+						return errLeaf
+					}
+					h.Write(buf)
+				}
+			}
+			h.Sum(sums[j][:0])
+			return nil
+		}
+	})
+	if err != nil || ctx.Err() != nil {
 		return false
 	}
 	return plan.EpochDigestRoot(steps, sums) == p.Epochs[e].Digest
 }
+
+// errLeaf stops the leaf pool of epochMatchesPlan at a leaf that does not
+// match the plan.
+var errLeaf = errors.New("leaf differs from the plan")
 
 // leafBatch encodes rank batch k of shard r, whose id slots are ids, into
 // buf as digest slots, comparing it with plan.RankBatch when it is not a

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sync"
-	"sync/atomic"
 
+	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
@@ -26,25 +25,12 @@ type shardResult struct {
 func (c *checker) checkShards(ctx context.Context) {
 	shards := c.man.Shards
 	results := make([]shardResult, len(shards))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < c.opts.Jobs && w < len(shards); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = c.checkShard(ctx, shards[i])
-			}
-		}()
-	}
-	for i := range shards {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	// Cancellation stops the pool; a shard's problems are findings, not
+	// errors.
+	_ = pool.ForEach(ctx, len(shards), c.opts.Jobs, func(i int) error {
+		results[i] = c.checkShard(ctx, shards[i])
+		return nil
+	})
 	for _, r := range results {
 		c.rep.Findings = append(c.rep.Findings, r.findings...)
 		c.rep.Batches += r.batches
@@ -228,26 +214,16 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 	chunks := (n + batchChunk - 1) / batchChunk
 	found := make([][]Finding, chunks)
 	res := make([]shardResult, chunks)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			bc := bc
-			for {
-				j := int(next.Add(1) - 1)
-				if j >= chunks || ctx.Err() != nil {
-					return
-				}
-				add := func(f Finding) { found[j] = append(found[j], f) }
-				for k := j * batchChunk; k < min(n, (j+1)*batchChunk); k++ {
-					bc.check(k, add, &res[j])
-				}
+	_ = pool.Workers(ctx, chunks, workers, func() func(int) error {
+		bc := bc
+		return func(j int) error {
+			add := func(f Finding) { found[j] = append(found[j], f) }
+			for k := j * batchChunk; k < min(n, (j+1)*batchChunk); k++ {
+				bc.check(k, add, &res[j])
 			}
-		}()
-	}
-	wg.Wait()
+			return nil
+		}
+	})
 	for j := range chunks {
 		for _, f := range found[j] {
 			s.add(f)

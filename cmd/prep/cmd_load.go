@@ -3,9 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"syscall"
-	"time"
 
 	"github.com/prepml/prep/gpuload"
 	"github.com/spf13/cobra"
@@ -95,8 +92,6 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	if err := checkSetRange(dir, o.epoch, o.rank); err != nil {
 		return err
 	}
-	cpu0 := cpuSeconds()
-	start := time.Now()
 	l, err := gpuload.Open(dir, o.epoch, o.rank, gpuload.Options{
 		Backend:         o.backend,
 		Device:          o.device,
@@ -113,31 +108,16 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 		return err
 	}
 	defer l.Close()
-	s := loadSummary{Dir: dir, Epoch: o.epoch, Rank: o.rank, Backend: o.backend, Steps: l.Steps(), ChecksumsRun: o.verify}
-	bar := g.newProgress(fmt.Sprintf("epoch %d rank %d", o.epoch, o.rank), int64(l.Steps()-o.fromStep)*int64(l.Geometry().BlockSize))
-	for {
-		b, err := l.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			bar.Finish()
-			return err
-		}
-		s.Batches++
-		s.Samples += int64(b.Count)
-		s.PadSamples += int64(b.Pads)
-		s.Bytes += int64(l.Geometry().BlockSize)
-		bar.Add(int64(b.Count), int64(l.Geometry().BlockSize))
-		b.Release()
-	}
+	block := int64(l.Geometry().BlockSize)
+	bar := g.newProgress(fmt.Sprintf("epoch %d rank %d", o.epoch, o.rank), int64(l.Steps()-o.fromStep)*block)
+	d, err := gpuload.Drain(l, func(b *gpuload.Batch) { bar.Add(int64(b.Count), block) })
 	bar.Finish()
-	s.Seconds = time.Since(start).Seconds()
-	s.CPUSeconds = cpuSeconds() - cpu0
-	s.Transfer = l.TransferStats()
-	if s.Seconds > 0 {
-		s.GBPerSecond = float64(s.Bytes) / s.Seconds / 1e9
+	if err != nil {
+		return err
 	}
+	s := loadSummary{Dir: dir, Epoch: o.epoch, Rank: o.rank, Backend: o.backend, Steps: l.Steps(), ChecksumsRun: o.verify,
+		Batches: d.Batches, Samples: d.Samples, PadSamples: d.PadSamples, Bytes: d.Bytes,
+		Seconds: d.Seconds, GBPerSecond: d.GBPerSecond(), CPUSeconds: d.CPUSeconds, Transfer: l.TransferStats()}
 	if o.asJSON {
 		enc := newJSONEncoder(g.stdout)
 		enc.SetIndent("", "  ")
@@ -158,14 +138,4 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 		fmt.Fprintf(out, "  checksums verified for every batch read\n")
 	}
 	return nil
-}
-
-// cpuSeconds returns the user+system CPU time of this process so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
 }

@@ -5,9 +5,7 @@ package hostload
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/prepml/prep/gpuload"
 	"github.com/prepml/prep/shardset"
@@ -22,9 +20,10 @@ type Totals struct {
 }
 
 // Deliver opens each (epoch, rank) shard listed in dir's manifest, in order,
-// takes every batch with Loader.Next and releases it. For each tensor it
-// reads one little-endian uint64 per 4 KiB: the least a trainer does with
-// the data, enough to fault in pages handed out as views of the map.
+// takes every batch with gpuload.Drain (the delivery loop of prep load). For
+// each tensor of a batch it reads one little-endian uint64 per 4 KiB: the
+// least a trainer does with the data, enough to fault in pages handed out
+// as views of the map.
 func Deliver(dir string, opts gpuload.Options) (Totals, error) {
 	var t Totals
 	set, err := shardset.Open(dir)
@@ -38,22 +37,17 @@ func Deliver(dir string, opts gpuload.Options) (Totals, error) {
 		if err != nil {
 			return t, err
 		}
-		for {
-			b, err := l.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				l.Close()
-				return t, fmt.Errorf("epoch %d, rank %d: %w", s.Epoch, s.Rank, err)
-			}
-			t.Rows += int64(b.Count)
+		d, err := gpuload.Drain(l, func(b *gpuload.Batch) {
 			for _, x := range b.Tensors {
 				for off := 0; off+8 <= len(x.Bytes); off += 4096 {
 					t.Sum += binary.LittleEndian.Uint64(x.Bytes[off:])
 				}
 			}
-			b.Release()
+		})
+		t.Rows += d.Samples
+		if err != nil {
+			l.Close()
+			return t, fmt.Errorf("epoch %d, rank %d: %w", s.Epoch, s.Rank, err)
 		}
 		if err := l.Close(); err != nil {
 			return t, err

@@ -318,18 +318,11 @@ func deliver(dir string, opts gpuload.Options, profile string) (p pass, err erro
 	defer l.Close()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
 	t1 := time.Now()
-	var bytes float64
-	for {
-		b, err := l.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return p, err
-		}
-		bytes += float64(l.Geometry().BlockSize)
-		b.Release()
+	d, err := gpuload.Drain(l, nil)
+	if err != nil {
+		return p, err
 	}
+	bytes := float64(d.Bytes)
 	t2 := time.Now()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &r2)
 	cpu := func(a, b *syscall.Rusage) float64 { return tv(b.Utime) - tv(a.Utime) + tv(b.Stime) - tv(a.Stime) }

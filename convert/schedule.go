@@ -1,0 +1,238 @@
+package convert
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prepml/prep/pqread"
+)
+
+// This file is stage 1's schedule: the column chunk tasks of every row
+// group holding a needed id, in task order, their estimated cost, the row
+// windows of a row group over the memory limit, and the admission that
+// keeps the estimated bytes in flight under the limit. decode.go runs it.
+
+// decodeTask is one column chunk to decode: value j of tensor t, from the
+// row group of group g.
+type decodeTask struct {
+	seq   int // position in task order: (file, row group, tensor, value)
+	g     int // index into decoder.groups
+	k     int // column index within the group (tensor-major, then value)
+	t     int
+	j     int
+	bytes int64 // estimated decoded bytes of the whole column chunk (chunkBytes)
+}
+
+// work is what a decode worker is handed: one column chunk of a row group
+// decoded whole, or a whole row group read in row windows.
+type work struct {
+	task     decodeTask // the column chunk; for a windowed group, its first
+	windowed bool       // the whole row group, window by window (assembleWindows)
+}
+
+// rowGroupJob is one row group holding needed ids: its column chunks are
+// decoded by decodeTasks (in parallel), and the worker that finishes the
+// last one assembles the group's staging records (assemble): the whole
+// group is one row window. A row group whose column chunks would not fit
+// the memory limit together is instead read forward in row windows by one
+// worker (assembleWindows), every column's window decoded before the
+// window is assembled.
+type rowGroupJob struct {
+	fi, rg  int
+	start   uint64 // sample id of the row group's first row
+	rows    int64  // rows in the row group
+	runs    []run  // needed rows and their staging slots
+	first   int    // seq of the group's first task
+	tasks   []decodeTask
+	cost    int64            // estimated bytes in flight from admission to assembly (of one window, when windowed)
+	windows []rowSlice       // non-nil: read in these row windows (assembleWindows)
+	window  int              // the most rows of a window, and of a piece of rows read past
+	cols    []*pqread.Column // whole row groups only: the decoded columns
+	errs    []error          // and their errors
+	pending atomic.Int32     // column chunks not done yet (whole row groups)
+}
+
+// pageAllowance is the memory counted for the page buffers of one column
+// chunk being decoded, beside its decoded values.
+const pageAllowance = 64 << 10
+
+// chunkBytes estimates the memory one decoded column chunk of rows rows of
+// tp takes: the larger of the tensor's own estimate (rowCost) and the
+// estimate from the source file's footer (pqread.File.DecodedSize, which
+// counts the source values, such as whole strings hashed or padded to a
+// few bytes, and whole lists truncated to a short shape).
+func chunkBytes(tp *tensorPlan, rows, footer int64) int64 {
+	// Capped at 1 PiB (a hostile footer's row count cannot make a row
+	// group's sum of these overflow): anything near it is sliced anyway.
+	const most = 1 << 50
+	per := rowCost(tp)
+	if rows > most/per {
+		return most
+	}
+	return min(max(rows*per, footer), most)
+}
+
+// rowCost is the estimated bytes per row of one decoded column chunk of tp,
+// from the tensor's output alone.
+func rowCost(tp *tensorPlan) int64 {
+	per := int64(tp.es)
+	switch tp.mode {
+	case modeList:
+		per = int64(tp.perSample * tp.es)
+	case modeBytesPad:
+		per = tp.maxLen
+	case modeBytesHash:
+		per = 32
+	}
+	return 2*per + 2
+}
+
+// plan lists the row groups to read and their column chunks, in (file, row
+// group, tensor, value) order, skipping row groups with no needed id. It
+// returns the number of column chunks per file.
+func (d *decoder) plan() (perFile []int) {
+	perFile = make([]int, len(d.files))
+	seq := 0
+	for fi, f := range d.files {
+		start := f.start
+		for rg, rows := range f.meta.RowGroups {
+			if rows == 0 {
+				continue
+			}
+			runs := d.set.runs(start, rows)
+			first := start
+			start += uint64(rows)
+			if len(runs) == 0 {
+				d.rowGroupsSkipped++
+				continue
+			}
+			d.rowGroupsRead++
+			g := &rowGroupJob{fi: fi, rg: rg, start: first, rows: rows, runs: runs, first: seq}
+			for ti, tp := range d.plans {
+				for j, ci := range tp.cols[fi] {
+					b := chunkBytes(tp, rows, f.decodedSize(rg, ci))
+					g.tasks = append(g.tasks, decodeTask{seq: seq, g: len(d.groups), k: len(g.tasks), t: ti, j: j, bytes: b})
+					g.cost += b + pageAllowance
+					seq++
+					perFile[fi]++
+				}
+			}
+			if g.cost > d.memoryLimit {
+				d.planWindows(g)
+			}
+			// The file's footer is held while its row groups are read.
+			g.cost += f.footerCost
+			if g.windows != nil {
+				d.rowGroupsSliced++
+				d.rowSlices += len(g.windows)
+			} else {
+				g.cols = make([]*pqread.Column, len(g.tasks))
+				g.errs = make([]error, len(g.tasks))
+				g.pending.Store(int32(len(g.tasks)))
+			}
+			d.groups = append(d.groups, g)
+		}
+	}
+	return perFile
+}
+
+// rowSlice is a window of rows [lo, hi) of a row group assembled on its
+// own, with the needed runs inside it (rows relative to lo, slots as in the
+// row group's runs).
+type rowSlice struct {
+	lo, hi int
+	runs   []run
+}
+
+// sliceRuns cuts runs into windows spanning at most n rows each (n >= 1),
+// each starting at a needed row and ending after its last needed row (rows
+// needed by no window are read past in pieces of at most n rows).
+func sliceRuns(runs []run, n int) []rowSlice {
+	var out []rowSlice
+	i, off := 0, 0 // next run, and rows of it already in a slice
+	for i < len(runs) {
+		lo := runs[i].lo + off
+		s := rowSlice{lo: lo, hi: lo}
+		for i < len(runs) && runs[i].lo+off < lo+n {
+			r := runs[i]
+			a, b := r.lo+off, min(r.hi, lo+n)
+			s.runs = append(s.runs, run{lo: a - lo, hi: b - lo, dst: r.dst + int64(off)})
+			s.hi = b
+			if b < r.hi {
+				off = b - r.lo
+			} else {
+				i, off = i+1, 0
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// planWindows makes g, whose estimated cost exceeds the memory limit, a
+// windowed row group: its needed rows are cut into windows whose decoded
+// columns together take about half the limit shared by the Jobs workers
+// that may each read a windowed row group at once (at least one row each),
+// and its cost becomes one window and the page allowance for every column
+// chunk, since assembleWindows holds no more than that (a
+// pqread.ColumnReader keeps the window's rows and the rest of the page
+// that ends it). A row group whose rows all fit one window stays whole.
+func (d *decoder) planWindows(g *rowGroupJob) {
+	var perRow int64
+	for _, task := range g.tasks {
+		perRow += taskRowBytes(g, task)
+	}
+	if n := max(1, d.memoryLimit/2/int64(d.jobs)/perRow); n < g.rows {
+		g.windows, g.window = sliceRuns(g.runs, int(n)), int(n)
+		g.cost = n*perRow + int64(len(g.tasks))*pageAllowance
+	}
+}
+
+// taskRowBytes is the estimated decoded bytes per row of task's column
+// chunk in g (at least 1).
+func taskRowBytes(g *rowGroupJob, task decodeTask) int64 {
+	return max(1, (task.bytes+g.rows-1)/g.rows)
+}
+
+// admission bounds the estimated bytes of decoded column chunks in flight
+// by a limit: a row group is admitted whole (a windowed one counts one
+// window) when its cost fits beside what is in flight, or when nothing is,
+// and its cost counts until its records are assembled (release).
+type admission struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	inFlight int64
+	limit    int64
+}
+
+// newAdmission returns an admission of limit bytes, nothing in flight.
+func newAdmission(limit int64) *admission {
+	a := &admission{limit: limit}
+	a.cond = sync.NewCond(&a.mu)
+	return a
+}
+
+// admit waits until cost fits the limit beside what is in flight (or
+// nothing is), and counts it; false when ctx is done (it is checked
+// whenever a release wakes the wait).
+func (a *admission) admit(ctx context.Context, cost int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.inFlight > 0 && a.inFlight+cost > a.limit && ctx.Err() == nil {
+		a.cond.Wait()
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	a.inFlight += cost
+	return true
+}
+
+// release gives back cost admitted earlier.
+func (a *admission) release(cost int64) {
+	a.mu.Lock()
+	a.inFlight -= cost
+	a.cond.Broadcast()
+	a.mu.Unlock()
+}

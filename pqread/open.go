@@ -49,21 +49,20 @@ func Open(path string, lim Limits) (*File, error) {
 // negative, one column chunk per leaf column in each row group, and every
 // column chunk's byte range inside the data region of the file.
 func OpenInput(name string, in Input, lim Limits) (*File, error) {
-	f := &File{path: name, in: in, lim: lim.withDefaults()}
-	fail := func(err error) (*File, error) {
-		var pe *Error
-		if e, ok := err.(*Error); ok {
-			pe = e
-		} else {
-			pe = &Error{File: name, RowGroup: -1, Page: -1, Row: -1, Offset: -1, Err: err}
-		}
-		return nil, pe
-	}
-	ft, err := ReadFooterAt(in, f.lim.MaxFooterBytes)
+	ft, err := ReadFooterAt(in, lim.withDefaults().MaxFooterBytes)
 	if err != nil {
-		return fail(err)
+		return nil, fileError(name, err)
 	}
 	return OpenFooter(name, ft, in, lim)
+}
+
+// fileError returns err as an *Error naming file name (err itself when it
+// already is one).
+func fileError(name string, err error) *Error {
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	return &Error{File: name, RowGroup: -1, Page: -1, Row: -1, Offset: -1, Err: err}
 }
 
 // OpenFooter is OpenInput for a caller that has already read the footer ft
@@ -74,15 +73,7 @@ func OpenInput(name string, in Input, lim Limits) (*File, error) {
 // naming name.
 func OpenFooter(name string, ft *Footer, in Input, lim Limits) (*File, error) {
 	f := &File{path: name, in: in, lim: lim.withDefaults()}
-	fail := func(err error) (*File, error) {
-		var pe *Error
-		if e, ok := err.(*Error); ok {
-			pe = e
-		} else {
-			pe = &Error{File: name, RowGroup: -1, Page: -1, Row: -1, Offset: -1, Err: err}
-		}
-		return nil, pe
-	}
+	fail := func(err error) (*File, error) { return nil, fileError(name, err) }
 	if ft.Size != in.Size() || ft.Offset < magicLen || ft.Offset+int64(len(ft.Meta))+trailerLen != ft.Size {
 		return fail(corruptf("footer of %d bytes at offset %d does not end a file of %d bytes", len(ft.Meta), ft.Offset, in.Size()))
 	}

@@ -168,10 +168,15 @@ type countWriter struct {
 	n *atomic.Int64
 }
 
-// Write counts the body bytes written.
+// Write counts the body bytes written. They are counted before they are
+// written, since a client can hold them (and a test read the count) before
+// the write returns; bytes a failed write did not send are taken back.
 func (c *countWriter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
 	n, err := c.ResponseWriter.Write(p)
-	c.n.Add(int64(n))
+	if n < len(p) {
+		c.n.Add(int64(n - len(p)))
+	}
 	return n, err
 }
 

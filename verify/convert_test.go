@@ -16,29 +16,15 @@ import (
 	"github.com/prepml/prep/verify"
 )
 
-// The source, spec and converted set of these tests (deepfixture).
-type pqRow = deepfixture.Row
-
-const (
-	pqRows = deepfixture.Rows
-	pqSpec = deepfixture.Spec
-)
-
-var (
-	pqX            = deepfixture.X
-	writePQ        = deepfixture.WriteSource
-	convertFixture = deepfixture.Convert
-)
-
 // TestExportMatchesParquet exports batches of a converted set and compares
 // every value with the source read by parquet-go's own row reader.
 func TestExportMatchesParquet(t *testing.T) {
-	out, src, p := convertFixture(t)
-	rows, err := parquet.ReadFile[pqRow](filepath.Join(src, "part-0.parquet"))
+	out, src, p := deepfixture.Convert(t)
+	rows, err := parquet.ReadFile[deepfixture.Row](filepath.Join(src, "part-0.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != pqRows {
+	if len(rows) != deepfixture.Rows {
 		t.Fatalf("read %d rows", len(rows))
 	}
 	for _, rk := range [][3]int{{0, 0, 0}, {1, 1, p.Steps() - 1}, {0, 1, 2}} {

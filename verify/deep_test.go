@@ -9,6 +9,7 @@ import (
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
+	"github.com/prepml/prep/verify/verifytest"
 )
 
 // TestDeepSkipsJaggedTensorsWithAFinding pins that verify --deep, which
@@ -36,6 +37,6 @@ func TestDeepSkipsJaggedTensorsWithAFinding(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("no finding names the jagged tensor:\n%s", lines(rep))
+		t.Fatalf("no finding names the jagged tensor:\n%s", verifytest.Lines(rep))
 	}
 }

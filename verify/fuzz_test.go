@@ -36,7 +36,7 @@ func TestDamageInEveryRegionFound(t *testing.T) {
 			if err := os.WriteFile(f.ShardPath(1), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rep := run(t, verify.Options{Dir: f.Dir})
+			rep := verifytest.Run(t, verify.Options{Dir: f.Dir})
 			if rep.OK {
 				t.Errorf("%s: flip at offset %d not found", reg.Name, off)
 			}
@@ -50,8 +50,8 @@ func TestDamageInEveryRegionFound(t *testing.T) {
 	if err := os.WriteFile(f.ShardPath(1), orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if rep := run(t, verify.Options{Dir: f.Dir}); !rep.OK {
-		t.Fatalf("restored set: %s", lines(rep))
+	if rep := verifytest.Run(t, verify.Options{Dir: f.Dir}); !rep.OK {
+		t.Fatalf("restored set: %s", verifytest.Lines(rep))
 	}
 }
 

@@ -20,46 +20,10 @@ import (
 	"github.com/prepml/prep/verify/verifytest"
 )
 
-// key renders a finding's kind and location for comparison.
-func key(f verify.Finding) string {
-	s := string(f.Kind) + " " + f.Shard
-	if f.Batch != nil {
-		s += fmt.Sprintf(" b%d", *f.Batch)
-	}
-	if f.Tensor != "" {
-		s += " " + f.Tensor
-	}
-	if f.SampleID != nil {
-		s += fmt.Sprintf(" id%d", *f.SampleID)
-	}
-	return s
-}
-
-func keys(fs []verify.Finding) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = key(f)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func run(t *testing.T, opts verify.Options) *verify.Report {
-	t.Helper()
-	rep, err := verify.Run(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if rep.OK != (len(rep.Findings) == 0) || rep.FindingCount != len(rep.Findings) {
-		t.Fatalf("report ok=%v count=%d with %d findings", rep.OK, rep.FindingCount, len(rep.Findings))
-	}
-	return rep
-}
-
 func TestCleanSet(t *testing.T) {
 	f := verifytest.Build(t)
 	for _, deep := range []bool{false, true} {
-		rep := run(t, verify.Options{Dir: f.Dir, Deep: deep, Source: verifytest.OpenSource, Jobs: 2})
+		rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: deep, Source: verifytest.OpenSource, Jobs: 2})
 		if !rep.OK {
 			for _, x := range rep.Findings {
 				t.Errorf("deep=%v: %s", deep, x)
@@ -354,10 +318,10 @@ func TestCorruption(t *testing.T) {
 			f := verifytest.Build(t)
 			want := c.damage(t, f)
 			sort.Strings(want)
-			rep := run(t, verify.Options{Dir: f.Dir, Deep: c.deep, Source: verifytest.OpenSource, Jobs: 2, MaxPerShard: 100})
-			got := keys(rep.Findings)
+			rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: c.deep, Source: verifytest.OpenSource, Jobs: 2, MaxPerShard: 100})
+			got := verifytest.Keys(rep.Findings)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Fatalf("findings\n got %q\nwant %q\n%s", got, want, lines(rep))
+				t.Fatalf("findings\n got %q\nwant %q\n%s", got, want, verifytest.Lines(rep))
 			}
 			if c.check != nil {
 				c.check(t, f, rep)
@@ -374,8 +338,8 @@ func TestFindingOrderDeterministic(t *testing.T) {
 	write(t, filepath.Join(f.Dir, "zz.txt"), "z")
 	var first string
 	for jobs := 1; jobs <= 4; jobs++ {
-		rep := run(t, verify.Options{Dir: f.Dir, Jobs: jobs})
-		got := lines(rep)
+		rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Jobs: jobs})
+		got := verifytest.Lines(rep)
 		if jobs == 1 {
 			first = got
 			if len(rep.Findings) != 5 || rep.Findings[0].Kind != verify.KindUnlistedFile {
@@ -394,9 +358,9 @@ func TestPerShardCap(t *testing.T) {
 	for k := 0; k < f.Plan.Steps(); k++ {
 		flipByte(t, f.ShardPath(0), blockOffset(t, f.ShardPath(0), k))
 	}
-	rep := run(t, verify.Options{Dir: f.Dir, MaxPerShard: 1})
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, MaxPerShard: 1})
 	if len(rep.Findings) != 2 {
-		t.Fatalf("findings:\n%s", lines(rep))
+		t.Fatalf("findings:\n%s", verifytest.Lines(rep))
 	}
 	want := fmt.Sprintf("%d more batch_checksum findings in this shard not listed", f.Plan.Steps()-1)
 	if rep.Findings[1].Message != want {
@@ -409,7 +373,7 @@ func TestJSONReport(t *testing.T) {
 	if err := os.Truncate(f.ShardPath(1), 100); err != nil {
 		t.Fatal(err)
 	}
-	rep := run(t, verify.Options{Dir: f.Dir})
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir})
 	b, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)
@@ -482,15 +446,6 @@ func write(t *testing.T, path, s string) {
 	}
 }
 
-func lines(rep *verify.Report) string {
-	var b strings.Builder
-	for _, f := range rep.Findings {
-		b.WriteString(f.String())
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 // TestDeepSampleSeeded checks that --deep=FRACTION compares a seeded,
 // repeatable subset of batches.
 func TestDeepSampleSeeded(t *testing.T) {
@@ -499,9 +454,9 @@ func TestDeepSampleSeeded(t *testing.T) {
 	for seed := uint64(0); seed < 8; seed++ {
 		var n []int
 		for rep := 0; rep < 2; rep++ {
-			r := run(t, verify.Options{Dir: f.Dir, Deep: true, DeepFraction: 0.5, Seed: seed, Source: verifytest.OpenSource})
+			r := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: true, DeepFraction: 0.5, Seed: seed, Source: verifytest.OpenSource})
 			if !r.OK {
-				t.Fatal(lines(r))
+				t.Fatal(verifytest.Lines(r))
 			}
 			n = append(n, r.DeepBatches)
 		}
@@ -524,12 +479,12 @@ func TestDeepSampleSeeded(t *testing.T) {
 
 func TestDeepWithoutSourceReader(t *testing.T) {
 	f := verifytest.Build(t)
-	rep := run(t, verify.Options{Dir: f.Dir, Deep: true})
-	if got := keys(rep.Findings); len(got) != 1 || got[0] != "source_unreadable " {
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: true})
+	if got := verifytest.Keys(rep.Findings); len(got) != 1 || got[0] != "source_unreadable " {
 		t.Fatalf("findings %q", got)
 	}
 	if rep.Findings[0].Message != "values not compared: this build has no source reader for --deep" || rep.DeepBatches != 0 {
-		t.Fatalf("%s", lines(rep))
+		t.Fatalf("%s", verifytest.Lines(rep))
 	}
 }
 
@@ -539,13 +494,13 @@ func TestPlanElsewhere(t *testing.T) {
 	if err := os.Rename(filepath.Join(f.Dir, verify.PlanFileName), moved); err != nil {
 		t.Fatal(err)
 	}
-	rep := run(t, verify.Options{Dir: f.Dir})
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir})
 	if len(rep.Findings) != 1 || rep.Findings[0].Kind != verify.KindPlanInvalid ||
 		rep.Findings[0].Message != "plan conformance not checked: the shard set holds no plan.json; name the plan with --plan" {
-		t.Fatalf("without plan:\n%s", lines(rep))
+		t.Fatalf("without plan:\n%s", verifytest.Lines(rep))
 	}
-	if rep := run(t, verify.Options{Dir: f.Dir, PlanPath: moved}); !rep.OK || rep.Plan != moved {
-		t.Fatalf("with --plan:\n%s", lines(rep))
+	if rep := verifytest.Run(t, verify.Options{Dir: f.Dir, PlanPath: moved}); !rep.OK || rep.Plan != moved {
+		t.Fatalf("with --plan:\n%s", verifytest.Lines(rep))
 	}
 }
 
@@ -564,13 +519,13 @@ func TestPartialSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep := run(t, verify.Options{Dir: f.Dir})
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir})
 	want := []string{"rank_missing " + shardfmt.ShardFileName(0, 1), "rank_missing " + shardfmt.ShardFileName(1, 1)}
-	if got := keys(rep.Findings); strings.Join(got, "|") != strings.Join(want, "|") {
+	if got := verifytest.Keys(rep.Findings); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	if rep := run(t, verify.Options{Dir: f.Dir, AllowPartial: true}); !rep.OK || rep.Batches != 2*f.Plan.Steps() {
-		t.Fatalf("partial:\n%s", lines(rep))
+	if rep := verifytest.Run(t, verify.Options{Dir: f.Dir, AllowPartial: true}); !rep.OK || rep.Batches != 2*f.Plan.Steps() {
+		t.Fatalf("partial:\n%s", verifytest.Lines(rep))
 	}
 }
 
@@ -641,8 +596,8 @@ func TestUnsafeManifestPathNeverOpened(t *testing.T) {
 				t.Fatal(err)
 			}
 			read := atimeSentinel(t, outside)
-			rep := run(t, verify.Options{Dir: f.Dir, Jobs: 2, AllowPartial: true})
-			if got := keys(rep.Findings); strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+			rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Jobs: 2, AllowPartial: true})
+			if got := verifytest.Keys(rep.Findings); strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
 				t.Errorf("findings %q, want %q", got, tc.want)
 			}
 			if rep.Batches != 3*f.Plan.Steps() {
@@ -665,9 +620,9 @@ func TestSymlinkedSetDirNoFalseFinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{link, link + "/"} {
-		rep := run(t, verify.Options{Dir: dir, Jobs: 2})
+		rep := verifytest.Run(t, verify.Options{Dir: dir, Jobs: 2})
 		if !rep.OK || rep.Batches != 4*f.Plan.Steps() {
-			t.Errorf("%s: findings %v, %d batches; want none, %d", dir, keys(rep.Findings), rep.Batches, 4*f.Plan.Steps())
+			t.Errorf("%s: findings %v, %d batches; want none, %d", dir, verifytest.Keys(rep.Findings), rep.Batches, 4*f.Plan.Steps())
 		}
 	}
 }
@@ -699,7 +654,7 @@ func TestShardTruncatedDuringVerify(t *testing.T) {
 		}
 	}
 	calls := 0
-	rep := run(t, verify.Options{Dir: f.Dir, Jobs: 1, AllowPartial: true, RecomputePlan: true, Progress: func(int64) {
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Jobs: 1, AllowPartial: true, RecomputePlan: true, Progress: func(int64) {
 		if calls++; calls == 1 {
 			if err := os.Truncate(path, cut); err != nil {
 				t.Error(err)
@@ -711,7 +666,7 @@ func TestShardTruncatedDuringVerify(t *testing.T) {
 		want = append(want, fmt.Sprintf("size_mismatch epoch-00000/rank-00000.shard b%d", k))
 	}
 	sort.Strings(want)
-	if got := keys(rep.Findings); strings.Join(got, "; ") != strings.Join(want, "; ") {
+	if got := verifytest.Keys(rep.Findings); strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("findings %q, want %q", got, want)
 	}
 }

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -19,20 +17,7 @@ import (
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
-)
-
-// The source, spec and converted set of these tests (deepfixture).
-type pqRow = deepfixture.Row
-
-const (
-	pqRows = deepfixture.Rows
-	pqSpec = deepfixture.Spec
-)
-
-var (
-	pqX         = deepfixture.X
-	writePQ     = deepfixture.WriteSource
-	deepFixture = deepfixture.Convert
+	"github.com/prepml/prep/verify/verifytest"
 )
 
 // TestDeepOverConvertedParquet runs --deep with convert's materializer over
@@ -40,11 +25,11 @@ var (
 // rewritten with one value changed (same size and footer, so only the value
 // comparison can tell), then after a change that alters the footer.
 func TestDeepOverConvertedParquet(t *testing.T) {
-	out, src, p := deepFixture(t)
+	out, src, p := deepfixture.Convert(t)
 	opts := verify.Options{Dir: out, Deep: true, Source: convertSource, MaxPerShard: 100}
-	rep := deepRun(t, opts)
+	rep := verifytest.Run(t, opts)
 	if !rep.OK || rep.DeepBatches != 4*p.Steps() || rep.Batches != 4*p.Steps() {
-		t.Fatalf("clean set: deep %d batches %d\n%s", rep.DeepBatches, rep.Batches, deepLines(rep))
+		t.Fatalf("clean set: deep %d batches %d\n%s", rep.DeepBatches, rep.Batches, verifytest.Lines(rep))
 	}
 
 	// Rewrite with x[17] changed to another value inside its row group's
@@ -52,11 +37,11 @@ func TestDeepOverConvertedParquet(t *testing.T) {
 	path := filepath.Join(src, "part-0.parquet")
 	before := footerBytes(t, path)
 	const id, newX = 17, 1001.0625 // unique, inside row group 0's range
-	writePQ(t, path, map[int64]float64{id: newX})
+	deepfixture.WriteSource(t, path, map[int64]float64{id: newX})
 	if !bytes.Equal(before, footerBytes(t, path)) {
 		t.Fatal("test premise: the rewrite changed the footer")
 	}
-	rep = deepRun(t, opts)
+	rep = verifytest.Run(t, opts)
 	var want []string
 	for _, s := range deepManifest(t, out).Shards {
 		for k := 0; k < p.Steps(); k++ {
@@ -72,8 +57,8 @@ func TestDeepOverConvertedParquet(t *testing.T) {
 	if len(want) != 4 { // sample 17 once per epoch (drop), two tensors
 		t.Fatalf("expected findings %q", want)
 	}
-	if got := deepKeys(rep.Findings); !reflect.DeepEqual(got, want) {
-		t.Fatalf("findings\n got %q\nwant %q\n%s", got, want, deepLines(rep))
+	if got := verifytest.Keys(rep.Findings); !reflect.DeepEqual(got, want) {
+		t.Fatalf("findings\n got %q\nwant %q\n%s", got, want, verifytest.Lines(rep))
 	}
 	f64 := func(v float64) string {
 		return verify.FormatValue(shardfmt.F64, binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
@@ -84,11 +69,11 @@ func TestDeepOverConvertedParquet(t *testing.T) {
 	for _, x := range rep.Findings {
 		switch x.Tensor {
 		case "x":
-			if *x.Element != 0 || x.Expected != f64(newX) || x.Actual != f64(pqX(id)) {
+			if *x.Element != 0 || x.Expected != f64(newX) || x.Actual != f64(deepfixture.X(id)) {
 				t.Errorf("x finding: %s", x)
 			}
 		case "feat":
-			if *x.Element != 1 || x.Expected != f32(newX) || x.Actual != f32(pqX(id)) {
+			if *x.Element != 1 || x.Expected != f32(newX) || x.Actual != f32(deepfixture.X(id)) {
 				t.Errorf("feat finding: %s", x)
 			}
 		}
@@ -96,10 +81,10 @@ func TestDeepOverConvertedParquet(t *testing.T) {
 
 	// A new maximum changes the footer's statistics: the file no longer
 	// matches the plan and the values cannot be trusted or compared.
-	writePQ(t, path, map[int64]float64{id: 5000})
-	rep = deepRun(t, opts)
+	deepfixture.WriteSource(t, path, map[int64]float64{id: 5000})
+	rep = verifytest.Run(t, opts)
 	if rep.OK || rep.Findings[0].Kind != verify.KindSourceChanged || rep.Findings[0].What != "footer sha256" {
-		t.Fatalf("footer change:\n%s", deepLines(rep))
+		t.Fatalf("footer change:\n%s", verifytest.Lines(rep))
 	}
 	for _, x := range rep.Findings[1:] {
 		if x.Kind != verify.KindSourceUnreadable {
@@ -125,51 +110,6 @@ func deepManifest(t *testing.T, dir string) *shardfmt.Manifest {
 		t.Fatal(err)
 	}
 	return m
-}
-
-// deepKey renders a finding's kind and location for comparison.
-func deepKey(f verify.Finding) string {
-	s := string(f.Kind) + " " + f.Shard
-	if f.Batch != nil {
-		s += fmt.Sprintf(" b%d", *f.Batch)
-	}
-	if f.Tensor != "" {
-		s += " " + f.Tensor
-	}
-	if f.SampleID != nil {
-		s += fmt.Sprintf(" id%d", *f.SampleID)
-	}
-	return s
-}
-
-func deepKeys(fs []verify.Finding) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = deepKey(f)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func deepRun(t *testing.T, opts verify.Options) *verify.Report {
-	t.Helper()
-	rep, err := verify.Run(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if rep.OK != (len(rep.Findings) == 0) || rep.FindingCount != len(rep.Findings) {
-		t.Fatalf("report ok=%v count=%d with %d findings", rep.OK, rep.FindingCount, len(rep.Findings))
-	}
-	return rep
-}
-
-func deepLines(rep *verify.Report) string {
-	var b strings.Builder
-	for _, f := range rep.Findings {
-		b.WriteString(f.String())
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // limitRecorder wraps convert's SampleSource, recording the decode limit
@@ -203,7 +143,7 @@ func (l limitRecorder) Prefetch(ctx context.Context, ids []uint64) error {
 // the samples prefetched (at least one batch). Under a 2 KiB limit, far
 // below the row groups' size, the set still verifies clean.
 func TestDeepHonoursMemoryLimit(t *testing.T) {
-	out, _, p := deepFixture(t)
+	out, _, p := deepfixture.Convert(t)
 	var (
 		mu      sync.Mutex
 		limits  []int64
@@ -217,9 +157,9 @@ func TestDeepHonoursMemoryLimit(t *testing.T) {
 		return limitRecorder{SampleSource: src, mu: &mu, limits: &limits, fetches: &fetches}, nil
 	}
 	const limit, jobs = 2 << 10, 2
-	rep := deepRun(t, verify.Options{Dir: out, Deep: true, Source: opener, Jobs: jobs, MemoryLimit: limit})
+	rep := verifytest.Run(t, verify.Options{Dir: out, Deep: true, Source: opener, Jobs: jobs, MemoryLimit: limit})
 	if !rep.OK || rep.DeepBatches != 4*p.Steps() {
-		t.Fatalf("deep %d of %d batches\n%s", rep.DeepBatches, 4*p.Steps(), deepLines(rep))
+		t.Fatalf("deep %d of %d batches\n%s", rep.DeepBatches, 4*p.Steps(), verifytest.Lines(rep))
 	}
 	if len(limits) != 4 {
 		t.Fatalf("SetMemoryLimit called %d times, want once per shard", len(limits))

@@ -36,23 +36,7 @@ func buildSparse(tb testing.TB, path string, nb, b int) {
 		le.PutUint32(e[bIDsCRC:], idsCRC)
 		copy(idsSec[k*8*b:], ids)
 	}
-	h.btCRC, h.idsCRC = crc32c(bt), crc32c(idsSec)
-	h.encode(prefix[:h.headerLen])
-	foot := make([]byte, FooterLen)
-	h.encodeFooter(foot)
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	for _, part := range []struct {
-		b   []byte
-		off uint64
-	}{{prefix, 0}, {bt, h.btOff}, {idsSec, h.idsOff}, {foot, h.footerOff}} {
-		if _, err := f.WriteAt(part.b, int64(part.off)); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	writeSparse(tb, path, &h, prefix, bt, idsSec)
 }
 
 // buildSparseJagged is buildSparse for a format-2 shard: nb batches of one
@@ -90,23 +74,7 @@ func buildSparseJagged(tb testing.TB, path string, nb, b int) {
 	h.btLen = uint64(len(bt))
 	h.footerOff = h.btOff + h.btLen
 	h.fileLen = h.footerOff + FooterLen
-	h.btCRC, h.idsCRC = crc32c(bt), crc32c(idsSec)
-	h.encode(prefix[:h.headerLen])
-	foot := make([]byte, FooterLen)
-	h.encodeFooter(foot)
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	for _, part := range []struct {
-		b   []byte
-		off uint64
-	}{{prefix, 0}, {idsSec, h.idsOff}, {bt, h.btOff}, {foot, h.footerOff}} {
-		if _, err := f.WriteAt(part.b, int64(part.off)); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	writeSparse(tb, path, &h, prefix, bt, idsSec)
 }
 
 func TestSparseShardValid(t *testing.T) {
@@ -238,6 +206,31 @@ func BenchmarkWriteBatch(b *testing.B) {
 	for b.Loop() {
 		if err := w.WriteBatch(block, ids, 0); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// writeSparse checksums the batch table bt and sample-id section idsSec
+// into h, encodes h's header into prefix and its footer, and writes the
+// four at their offsets in a new file at path: the data section between
+// them stays a hole.
+func writeSparse(tb testing.TB, path string, h *header, prefix, bt, idsSec []byte) {
+	tb.Helper()
+	h.btCRC, h.idsCRC = crc32c(bt), crc32c(idsSec)
+	h.encode(prefix[:h.headerLen])
+	foot := make([]byte, FooterLen)
+	h.encodeFooter(foot)
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	for _, part := range []struct {
+		b   []byte
+		off uint64
+	}{{prefix, 0}, {bt, h.btOff}, {idsSec, h.idsOff}, {foot, h.footerOff}} {
+		if _, err := f.WriteAt(part.b, int64(part.off)); err != nil {
+			tb.Fatal(err)
 		}
 	}
 }

@@ -21,8 +21,13 @@ type ShardSet struct {
 	// Batch returns the sample ids of batch k of shard (epoch, rank), the
 	// last pads of them pad samples.
 	Batch func(epoch, rank, k int) (ids []uint64, pads int, err error)
-	// Fill lays out the samples of ids in a zeroed batch block of g.
+	// Fill lays out the samples of ids in a zeroed batch block of g. With
+	// jagged tensors and no Block, every jagged row is empty.
 	Fill func(g shardfmt.Geometry, ids []uint64, block []byte)
+	// Block, when set, replaces Fill: it returns the whole block of the
+	// samples of ids (for jagged tensors, of the size
+	// Geometry.BatchLayout gives for its values counts).
+	Block func(g shardfmt.Geometry, ids []uint64) []byte
 }
 
 // WriteShardSet writes s into dir with the real shardfmt writer: every
@@ -55,6 +60,13 @@ func WriteShardSet(dir string, s ShardSet) (*shardfmt.Manifest, error) {
 				if err != nil {
 					w.Abort()
 					return nil, err
+				}
+				if s.Block != nil {
+					if err := w.WriteBatch(s.Block(g, ids), ids, pads); err != nil {
+						w.Abort()
+						return nil, err
+					}
+					continue
 				}
 				size := g.BlockSize
 				if g.HasJagged() {

@@ -250,13 +250,3 @@ func exportShard(set *shardset.Set, epoch, rank int) (*shardfmt.Reader, error) {
 	}
 	return r, err
 }
-
-// firstJagged returns the name of the first jagged tensor of ts, or "".
-func firstJagged(ts []shardfmt.TensorInfo) string {
-	for _, t := range ts {
-		if t.Jagged {
-			return t.Name
-		}
-	}
-	return ""
-}

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/prepml/prep/internal/testutil"
@@ -287,4 +288,73 @@ func BuildSize(t testing.TB, size Size) *Fixture {
 // ShardPath returns the file path of manifest shard i.
 func (f *Fixture) ShardPath(i int) string {
 	return filepath.Join(f.Dir, filepath.FromSlash(f.Man.Shards[i].Path))
+}
+
+// RewriteShard rewrites manifest shard i of f as a well-formed shard with
+// valid checksums, edit giving each batch's block, sample ids and pad
+// count from the stored ones (the block a copy edit may change in place
+// or replace), and records the new size and digest in the manifest: only
+// a comparison with the plan or the source can tell.
+func (f *Fixture) RewriteShard(t testing.TB, i int, edit func(k int, block []byte, ids []uint64, pads int) ([]byte, []uint64, int)) {
+	t.Helper()
+	RewriteShard(t, f.Dir, f.Man, i, edit)
+}
+
+// RewriteShard is Fixture.RewriteShard for manifest m of the shard set in
+// dir (m is updated and written back).
+func RewriteShard(t testing.TB, dir string, m *shardfmt.Manifest, i int, edit func(k int, block []byte, ids []uint64, pads int) ([]byte, []uint64, int)) {
+	t.Helper()
+	path := filepath.Join(dir, filepath.FromSlash(m.Shards[i].Path))
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := shardfmt.WriterOptions{BatchSize: r.Geometry().BatchSize, NumBatches: r.NumBatches(), Tensors: r.Tensors(), Provenance: r.Provenance()}
+	type batch struct {
+		block []byte
+		ids   []uint64
+		pads  int
+	}
+	var bs []batch
+	for k := range r.NumBatches() {
+		bi, _ := r.Batch(k)
+		blk, err := r.Block(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := r.SampleIDs(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, ids, pads := edit(k, slices.Clone(blk), slices.Clone(ids), bi.Pads)
+		bs = append(bs, batch{b, ids, pads})
+	}
+	r.Close()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	w, err := shardfmt.Create(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if err := w.WriteBatch(b.block, b.ids, b.pads); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := shardfmt.FileDigest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Shards[i].Digest, m.Shards[i].Size = d, st.Size()
+	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
 }

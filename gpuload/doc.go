@@ -100,7 +100,10 @@
 // ErrCorrupt. Blocks then differ in size: the ring's buffers have the size
 // of the shard's largest block (Geometry.BlockSize). The host backend
 // delivers them; the cuda backend refuses such a shard at Open (ErrInvalid)
-// for now. A shard without jagged tensors is read exactly as before.
+// for now. A shard without jagged tensors is read exactly as before. The C
+// ABI (version 3) describes a jagged tensor as gl_tensor kind
+// GL_TENSOR_JAGGED holding the values, with its offsets tensor beside it in
+// gl_batch.offsets.
 //
 // # Shard-set metadata and errors
 //

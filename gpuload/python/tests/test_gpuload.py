@@ -319,7 +319,7 @@ class HostTest(unittest.TestCase):
         env["GPULOAD_LIB"] = "/lib/x86_64-linux-gnu/libz.so.1" if os.path.exists("/lib/x86_64-linux-gnu/libz.so.1") else ""
         if env["GPULOAD_LIB"]:
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-            self.assertIn("has C ABI version 1, this binding needs 2 (a stale build)", out.stdout, out.stderr)
+            self.assertIn("has C ABI version 1, this binding needs 3 (a stale build)", out.stdout, out.stderr)
 
 
 @unittest.skipUnless(CUDA, "GPULOAD_TEST_CUDA=1 not set")

@@ -105,6 +105,6 @@ func TestPython(t *testing.T) {
 		t.Skipf("%s cannot import numpy (install python3-numpy): %v", py, err)
 	}
 	e := setup(t)
-	run(t, "", []string{"GPULOAD_LIB=" + e.lib, "GPULOAD_TEST_DIR=" + e.dir, "GPULOAD_TEST_CUDA=1", "PREP_LIBCUDA=" + e.fake,
+	run(t, "", []string{"GPULOAD_LIB=" + e.lib, "GPULOAD_TEST_DIR=" + e.dir, "GPULOAD_TEST_JAGGED_DIR=" + e.jagged, "GPULOAD_TEST_CUDA=1", "PREP_LIBCUDA=" + e.fake,
 		"PYTHONDONTWRITEBYTECODE=1"}, py, "../python/tests/test_gpuload.py")
 }

@@ -97,6 +97,9 @@ func TestCAPIJagged(t *testing.T) {
 	e := setup(t)
 	bin := buildC(t, e, "test/capi_jagged_test.c")
 	t.Run("host", func(t *testing.T) { run(t, "", nil, bin, cArgs(e.jagged, 1, 1, "host")...) })
+	t.Run("cuda-fake", func(t *testing.T) {
+		run(t, "", []string{"PREP_LIBCUDA=" + e.fake, "FAKECUDA_DELAY_US=300"}, bin, cArgs(e.jagged, 0, 1, "cuda")...)
+	})
 }
 
 func TestPython(t *testing.T) {

@@ -500,6 +500,23 @@ class JaggedTest(unittest.TestCase):
             self.assertEqual([t.tolist() for t in nt.unbind()], [r.tolist() for r in rows])
 
 
+@unittest.skipUnless(CUDA and JAGGED_DIR, "GPULOAD_TEST_CUDA=1 and GPULOAD_TEST_JAGGED_DIR not set")
+class JaggedCUDATest(unittest.TestCase):
+    def test_device_pairs_of_dlpack_tensors(self):
+        with gpuload.Loader(JAGGED_DIR, 1, 1, backend="cuda", prefetch=2, verify_checksums=True) as loader:
+            k = -1
+            for k, batch in enumerate(loader):
+                want = expect_jagged(1, 1, k)
+                for name in ("h", "p"):
+                    pair = batch[name]
+                    self.assertIsInstance(pair, gpuload.Jagged)
+                    self.assertEqual([t.__dlpack_device__() for t in pair], [(gpuload.KDL_CUDA, 0)] * 2)
+                    self.assertEqual(pair.offsets.shape, (len(ids(1, 1, k)) + 1,))
+                    np.testing.assert_array_equal(pair.values.to_numpy(), want[name][0], err_msg=f"step {k} {name}")
+                    np.testing.assert_array_equal(pair.offsets.to_numpy(), want[name][1], err_msg=f"step {k} {name}")
+            self.assertEqual(k, STEPS - 1)
+
+
 @unittest.skipUnless(CUDA, "GPULOAD_TEST_CUDA=1 not set")
 class TorchCUDATest(unittest.TestCase):
     def test_dataset_on_cuda_hands_dlpack_tensors_to_torch(self):

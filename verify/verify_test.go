@@ -683,20 +683,18 @@ func TestJaggedBytesCounted(t *testing.T) {
 		Provenance: shardfmt.Provenance{PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec", WorldSize: 1, Workers: 1},
 		Manifest:   shardfmt.Manifest{Format: "prep-manifest/v1", PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec"},
 		Batch:      func(e, r, k int) ([]uint64, int, error) { return []uint64{uint64(2 * k), uint64(2*k + 1)}, 0, nil },
-		Block: func(g shardfmt.Geometry, ids []uint64) []byte {
-			n := uint64(0)
+		Values: func(_, _, _ int, ids []uint64) []uint64 {
 			if ids[0] == 0 {
-				n = 3000
+				return []uint64{3000}
 			}
-			lay, err := g.BatchLayout([]uint64{n})
-			if err != nil {
-				t.Fatal(err)
+			return []uint64{0}
+		},
+		Fill: func(g shardfmt.Geometry, ids []uint64, block []byte) {
+			if ids[0] == 0 {
+				for j := 1; j <= 2; j++ {
+					binary.LittleEndian.PutUint64(block[g.SlabOffset[0]+8*uint64(j):], 3000)
+				}
 			}
-			block := make([]byte, lay.Size)
-			for j := 1; j <= 2; j++ {
-				binary.LittleEndian.PutUint64(block[g.SlabOffset[0]+8*uint64(j):], n)
-			}
-			return block
 		},
 	})
 	if err != nil {

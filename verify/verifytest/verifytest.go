@@ -137,27 +137,33 @@ func JaggedValues(data []byte, name string, id uint64) []byte {
 	return b
 }
 
-// JaggedBlock returns the block of ids for the tensors ts of g, as convert
-// lays it out: the fixed tensors by FillBlock, each jagged tensor's offsets
-// (b+1 int64, the unused slots' equal to the values count) at its
-// SlabOffset and its values where Geometry.BatchLayout places them.
-func JaggedBlock(g shardfmt.Geometry, ts []shardfmt.TensorInfo, data []byte, ids []uint64) []byte {
+// JaggedCounts returns the values count of each jagged tensor of ts
+// (table order) for the samples ids.
+func JaggedCounts(g shardfmt.Geometry, ts []shardfmt.TensorInfo, data []byte, ids []uint64) []uint64 {
 	var counts []uint64
-	vals := make([][]byte, len(ts))
 	for t, ti := range ts {
 		if !ti.Jagged {
 			continue
 		}
+		var n uint64
 		for _, id := range ids {
-			vals[t] = append(vals[t], JaggedValues(data, ti.Name, id)...)
+			n += uint64(len(JaggedValues(data, ti.Name, id))) / g.SampleBytes[t]
 		}
-		counts = append(counts, uint64(len(vals[t]))/g.SampleBytes[t])
+		counts = append(counts, n)
 	}
-	lay, err := g.BatchLayout(counts)
+	return counts
+}
+
+// FillJaggedBlock lays out ids in block (zeroed, of the size
+// Geometry.BatchLayout gives for JaggedCounts) as convert does: the fixed
+// tensors by FillBlock, each jagged tensor's offsets (b+1 int64, the
+// unused slots' equal to the values count) at its SlabOffset and its
+// values where BatchLayout places them.
+func FillJaggedBlock(g shardfmt.Geometry, ts []shardfmt.TensorInfo, data []byte, ids []uint64, block []byte) {
+	lay, err := g.BatchLayout(JaggedCounts(g, ts, data, ids))
 	if err != nil {
 		panic(err)
 	}
-	block := make([]byte, lay.Size)
 	FillBlock(g, data, ids, block)
 	for t, ti := range ts {
 		if !ti.Jagged {
@@ -167,12 +173,12 @@ func JaggedBlock(g shardfmt.Geometry, ts []shardfmt.TensorInfo, data []byte, ids
 		for i := 0; i <= g.BatchSize; i++ {
 			binary.LittleEndian.PutUint64(block[g.SlabOffset[t]+8*uint64(i):], n)
 			if i < len(ids) {
-				n += uint64(len(JaggedValues(data, ti.Name, ids[i]))) / g.SampleBytes[t]
+				v := JaggedValues(data, ti.Name, ids[i])
+				copy(block[lay.ValuesOffset[t]+n*g.SampleBytes[t]:], v)
+				n += uint64(len(v)) / g.SampleBytes[t]
 			}
 		}
-		copy(block[lay.ValuesOffset[t]:], vals[t])
 	}
-	return block
 }
 
 // fakeSource is a verify.SampleSource (and verify.JaggedSource) over the
@@ -275,7 +281,12 @@ func BuildSize(t testing.TB, size Size) *Fixture {
 		Fill:  func(g shardfmt.Geometry, ids []uint64, block []byte) { FillBlock(g, data, ids, block) },
 	}
 	if size.Jagged {
-		set.Block = func(g shardfmt.Geometry, ids []uint64) []byte { return JaggedBlock(g, tensors, data, ids) }
+		g, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Values = func(_, _, _ int, ids []uint64) []uint64 { return JaggedCounts(g, tensors, data, ids) }
+		set.Fill = func(g shardfmt.Geometry, ids []uint64, block []byte) { FillJaggedBlock(g, tensors, data, ids, block) }
 	}
 	m, err := testutil.WriteShardSet(f.Dir, set)
 	if err != nil {

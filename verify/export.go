@@ -81,9 +81,9 @@ type ExportResult struct {
 //
 // Tensor names are used as file names with '/', '\\' and NUL replaced by
 // '_'; a clash between names (a jagged tensor's offsets file included) is
-// an error found before any file is written. A shard whose header names another
-// (epoch, rank) than requested (renamed or swapped) is an error wrapping
-// shardfmt.ErrProvenance.
+// an error found before any file is written. A shard whose header names
+// another (epoch, rank) than requested (renamed or swapped) is an error
+// wrapping shardfmt.ErrProvenance.
 func Export(opts ExportOptions) (*ExportResult, error) {
 	set, err := shardset.OpenDir(opts.Dir)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,9 +184,26 @@ func (rep *report) renderJagged(b *strings.Builder) {
 		return
 	}
 	fmt.Fprintf(b, "`%s` (one shard of 512 batches of 1024 rows of one Zipf-skewed jagged I32 tensor, written by the shard writer; each iteration reads the file plainly, then delivers every batch, values and offsets touched), run %d times as separate processes: median (min–max) over the runs. x-plain is the plain read's time over delivery's (same iteration); x-values the file's bytes over the raw values bytes; padded-x-values the bytes of the same rows padded to 1024 over the raw values bytes.\n\n", rep.JaggedDeliveryCmd, rep.Runs)
-	b.WriteString("| mode | metric | median (min–max) |\n|---|---|---|\n")
+	metrics := []string{"x-plain", "x-values", "padded-x-values", "mean-len"}
+	b.WriteString("| mode | " + strings.Join(metrics, " | ") + " |\n|---|---|---|---|---|\n")
+	var modes []string
+	cell := map[string]string{}
 	for _, m := range rep.JaggedDelivery {
-		fmt.Fprintf(b, "| %s | %s | %s |\n", m.Mode, m.Metric, m.text())
+		if !slices.Contains(modes, m.Mode) {
+			modes = append(modes, m.Mode)
+		}
+		cell[m.Mode+" "+m.Metric] = m.text()
+	}
+	for _, mode := range modes {
+		b.WriteString("| " + mode)
+		for _, m := range metrics {
+			c, ok := cell[mode+" "+m]
+			if !ok {
+				c = "–"
+			}
+			b.WriteString(" | " + c)
+		}
+		b.WriteString(" |\n")
 	}
 	b.WriteString("\n")
 }

@@ -36,12 +36,16 @@
 // real writers produce: the 3-level LIST (optional or required list and
 // element; DuckDB's fixed-size ARRAY is written this way), the 2-level
 // legacy LIST (repeated primitive, or a repeated group named "array" or
-// "<list>_tuple" with one field, per the backward-compatibility rules of
-// the Parquet LogicalTypes.md), and a bare repeated primitive without LIST
-// annotation. List rows may continue across pages. Not decoded (ReadColumn
-// fails with ErrUnsupported and ColumnInfo.Unsupported says why): two or
-// more repetition levels (lists of lists), maps, lists of structs with more
-// than one field, encrypted files and column chunks stored in other files.
+// "<list>_tuple" or of several fields, per the backward-compatibility rules
+// of the Parquet LogicalTypes.md), and a bare repeated field without LIST
+// annotation; the key and value leaves of a MAP (MAP or legacy
+// MAP_KEY_VALUE annotation, optional keys and a missing value field
+// included), each a list per row (ColumnInfo.Group, MapRole); and every
+// field of a list of structs, each a list per row. List rows may continue
+// across pages. Not decoded (ReadColumn fails with ErrUnsupported and
+// ColumnInfo.Unsupported says why): two or more repetition levels (lists of
+// lists), maps inside lists or maps, encrypted files and column chunks
+// stored in other files.
 package pqread
 
 import (
@@ -174,13 +178,32 @@ type ColumnInfo struct {
 	Width     int    // FIXED_LEN_BYTE_ARRAY width in bytes, 0 otherwise
 
 	Nullable     bool // the row-level value (or the whole list) may be null
-	List         bool // one level of repetition: a list of values per row
-	ElemNullable bool // list elements may be null
+	List         bool // Depth >= 1: a list of values (or of lists) per row
+	ElemNullable bool // list elements (the innermost values) may be null
 	MaxDef       int  // maximum definition level
 	MaxRep       int  // maximum repetition level
 
+	// Depth is the number of repetition levels (lists) from the root to the
+	// leaf: 0 for a scalar, 1 for a list (a map's key or value, a field of
+	// a list of structs), 2 for a list of lists. Columns deeper than 2 are
+	// Unsupported.
+	Depth int
+	// Group is, for a map's key or value leaf and for a field of a list of
+	// structs, the Name of the map or list at the first repetition level
+	// (map m: "m"; list of structs events: "events"; a bare repeated group
+	// phone of struct p: "p.phone"); "" for other columns, whose Name is
+	// their list's. Leaves with the same Group have the same Offsets in
+	// every row group (the fields of one struct element are present or null
+	// together).
+	Group string
+	// MapRole is "key" or "value" for the leaves of a map (a leaf under
+	// the value field of a map whose values are structs is "value" too),
+	// "" otherwise.
+	MapRole string
+
 	// Unsupported is non-empty when ReadColumn will fail with ErrUnsupported
-	// for this column (deeper nesting, maps, lists of structs); it says why.
+	// for this column (more than two levels of lists, a map inside a list or
+	// map); it names the column and says why.
 	Unsupported string
 }
 

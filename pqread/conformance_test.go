@@ -42,11 +42,8 @@ var unsupportedColumns = map[string]struct {
 }{
 	"data/nested_maps.snappy.parquet":  {2, "the key and value of maps inside a map"},
 	"data/nested_lists.snappy.parquet": {1, "three repetition levels"},
-	"data/old_list_structure.parquet":  {1, "2-level list of 2-level lists"},
-	"data/nonnullable.impala.parquet":  {6, "lists of lists, lists of maps"},
-	"data/nullable.impala.parquet":     {6, "lists of lists, lists of maps"},
-	"bad_data/ARROW-GH-41317.parquet":  {3, "lists of lists"},
-	"bad_data/ARROW-GH-41321.parquet":  {3, "lists of lists"},
+	"data/nonnullable.impala.parquet":  {2, "the key and value of a list of maps"},
+	"data/nullable.impala.parquet":     {2, "the key and value of a list of maps"},
 }
 
 // columnFailures lists, per file, the supported columns (by ColumnInfo.Name;
@@ -199,6 +196,7 @@ func eq[T comparable](t *testing.T, what string, got, want []T) {
 func sameColumn(t *testing.T, what string, a, b *Column) {
 	t.Helper()
 	if a.Kind != b.Kind || a.Rows != b.Rows || !slices.Equal(a.RowValid, b.RowValid) || !slices.Equal(a.Offsets, b.Offsets) ||
+		!slices.Equal(a.InnerOffsets, b.InnerOffsets) || !slices.Equal(a.ListValid, b.ListValid) ||
 		!slices.Equal(a.ElemValid, b.ElemValid) || a.Width != b.Width || len(a.Float32) != len(b.Float32) || len(a.Float64) != len(b.Float64) ||
 		!slices.Equal(a.Int32, b.Int32) || !slices.Equal(a.Int64, b.Int64) || !bytes.Equal(a.Data, b.Data) ||
 		!slices.Equal(a.ByteOffsets, b.ByteOffsets) || !bytes.Equal(a.FixedData, b.FixedData) || !slices.Equal(a.Bool, b.Bool) {

@@ -41,11 +41,13 @@
 // annotation; the key and value leaves of a MAP (MAP or legacy
 // MAP_KEY_VALUE annotation, optional keys and a missing value field
 // included), each a list per row (ColumnInfo.Group, MapRole); and every
-// field of a list of structs, each a list per row. List rows may continue
-// across pages. Not decoded (ReadColumn fails with ErrUnsupported and
-// ColumnInfo.Unsupported says why): two or more repetition levels (lists of
-// lists), maps inside lists or maps, encrypted files and column chunks
-// stored in other files.
+// field of a list of structs, each a list per row; and two levels of
+// repetition (lists of lists, in each of those layouts at either level, a
+// map's value or a list-of-struct field that is itself a list included) as
+// a Column of Depth 2. List rows may continue across pages. Not decoded
+// (ReadColumn fails with ErrUnsupported and ColumnInfo.Unsupported names
+// the column and says why): three or more repetition levels, maps inside
+// lists or maps, encrypted files and column chunks stored in other files.
 package pqread
 
 import (
@@ -214,17 +216,28 @@ type ColumnInfo struct {
 // Scalar columns: there are Rows slots; RowValid[i] is false when row i is
 // null.
 //
-// List columns: row i's elements are the slots [Offsets[i], Offsets[i+1]).
-// A null list (RowValid[i] false) and an empty list both have no slots; they
-// differ only in RowValid. ElemValid[k] is false when slot k is a null
-// element. RowValid and ElemValid are nil when nothing is null.
+// List columns (Info.Depth 1): row i's elements are the slots
+// [Offsets[i], Offsets[i+1]). A null list (RowValid[i] false) and an empty
+// list both have no slots; they differ only in RowValid. ElemValid[k] is
+// false when slot k is a null element. RowValid and ElemValid are nil when
+// nothing is null.
+//
+// Lists of lists (Info.Depth 2): row i holds the inner lists
+// [Offsets[i], Offsets[i+1]), and inner list j the slots
+// [InnerOffsets[j], InnerOffsets[j+1]). A null row list (RowValid[i]
+// false) and an empty one hold no inner lists; a null inner list
+// (ListValid[j] false) and an empty one hold no slots. ElemValid is per
+// slot as for one level. ListValid is nil when no inner list is null.
 type Column struct {
 	Info      ColumnInfo
 	Kind      Kind
 	Rows      int
 	RowValid  []bool  // len Rows, nil if no row is null
-	Offsets   []int64 // lists only: len Rows+1, Offsets[0] = 0
+	Offsets   []int64 // lists only: len Rows+1, Offsets[0] = 0; into slots (Depth 1) or inner lists (Depth 2)
 	ElemValid []bool  // lists only: len = number of slots, nil if no element is null
+
+	InnerOffsets []int64 // Depth 2 only: len inner lists+1, InnerOffsets[0] = 0, into slots
+	ListValid    []bool  // Depth 2 only: len inner lists, nil if no inner list is null
 
 	Bool        []bool
 	Int32       []int32
@@ -246,8 +259,12 @@ type Column struct {
 }
 
 // Slots returns the number of value slots: Rows for scalar columns, the
-// number of list elements for list columns.
+// number of list elements for list columns (of inner list elements, over
+// all inner lists, for lists of lists).
 func (c *Column) Slots() int {
+	if c.InnerOffsets != nil {
+		return int(c.InnerOffsets[len(c.InnerOffsets)-1])
+	}
 	if c.Offsets != nil {
 		return int(c.Offsets[len(c.Offsets)-1])
 	}
@@ -344,6 +361,9 @@ func (f *File) DecodedSize(rowGroup int, col ColumnInfo) int64 {
 	if col.MaxRep > 0 {
 		size += n + 8*rows // repetition levels, list offsets
 	}
+	if col.MaxRep > 1 {
+		size += 9 * n // inner list offsets and validity, at most one per level entry
+	}
 	return size
 }
 
@@ -380,7 +400,8 @@ func (f *File) Close() error {
 
 // Slice returns a copy of rows [lo, hi) of c as a Column of hi-lo rows:
 // RowValid, and each slot of those rows (values, ElemValid, list Offsets
-// rebased to 0, BYTE_ARRAY Data and ByteOffsets rebased to 0). A column in
+// rebased to 0, for lists of lists their inner lists' InnerOffsets rebased
+// to 0 and ListValid, BYTE_ARRAY Data and ByteOffsets rebased to 0). A column in
 // dictionary form keeps its dictionary (DictData and DictOffsets are
 // shared, not copied) and copies its DictIndex slots. Nothing of the result
 // aliases c except the dictionary, so c can be dropped while the slice is
@@ -395,9 +416,11 @@ func (c *Column) Slice(lo, hi int) *Column {
 	first, end := lo, hi // slot range
 	if c.Offsets != nil {
 		first, end = int(c.Offsets[lo]), int(c.Offsets[hi])
-		s.Offsets = make([]int64, hi-lo+1)
-		for i := range s.Offsets {
-			s.Offsets[i] = c.Offsets[lo+i] - c.Offsets[lo]
+		s.Offsets = rebase(c.Offsets, lo, hi)
+		if c.InnerOffsets != nil { // [first, end) are inner lists
+			s.InnerOffsets = rebase(c.InnerOffsets, first, end)
+			s.ListValid = clone(c.ListValid, first, end)
+			first, end = int(c.InnerOffsets[first]), int(c.InnerOffsets[end])
 		}
 		s.ElemValid = clone(c.ElemValid, first, end)
 	}
@@ -419,6 +442,15 @@ func (c *Column) Slice(lo, hi int) *Column {
 		s.Data = clone(c.Data, int(b0), int(c.ByteOffsets[end]))
 	}
 	return s
+}
+
+// rebase returns offsets[lo:hi+1] less offsets[lo].
+func rebase(offsets []int64, lo, hi int) []int64 {
+	out := make([]int64, hi-lo+1)
+	for i := range out {
+		out[i] = offsets[lo+i] - offsets[lo]
+	}
+	return out
 }
 
 // clone copies v[lo:hi], nil when v is nil.

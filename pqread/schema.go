@@ -265,8 +265,6 @@ func newLeaf(index int, path []*schemaNode) (*leaf, error) {
 		l.unsupported = nl.unsupported
 	case info.Depth > 2:
 		l.unsupported = unsupportedf("column %q has %d levels of lists, at most 2 are supported", info.Name, info.Depth)
-	case info.Depth == 2:
-		l.unsupported = unsupportedf("column %q has 2 levels of lists (lists of lists), at most 1 is supported", info.Name)
 	}
 	return l, nil
 }

@@ -214,6 +214,13 @@ func TestNestedNames(t *testing.T) {
 		{"3-level list of one-field structs", []format.SchemaElement{
 			el("l", opt, 1, "LIST"), el("list", rep, 1, ""), el("element", opt, 1, ""), el("a", req, -1, "")},
 			[]col{{"l.a", "l", "", 1, ""}}},
+		{"2-level list of 2-level lists", []format.SchemaElement{
+			el("a", req, 1, "LIST"), el("array", rep, 1, "LIST"), el("array", rep, -1, "")},
+			[]col{{"a", "", "", 2, ""}}},
+		{"list of lists of structs", []format.SchemaElement{
+			el("d", opt, 1, "LIST"), el("list", rep, 1, ""), el("element", opt, 1, "LIST"), el("list", rep, 1, ""),
+			el("element", opt, 2, ""), el("e", opt, -1, ""), el("f", opt, -1, "")},
+			[]col{{"d.e", "d", "", 2, ""}, {"d.f", "d", "", 2, ""}}},
 		{"legacy map: MAP_KEY_VALUE on the key_value group only", []format.SchemaElement{
 			el("m", opt, 1, ""), el("map", rep, 2, "MAP_KEY_VALUE"), el("k", req, -1, ""), el("v", opt, -1, "")},
 			[]col{{"m.k", "m", "key", 1, ""}, {"m.v", "m", "value", 1, ""}}},
@@ -224,6 +231,17 @@ func TestNestedNames(t *testing.T) {
 			el("m", req, 1, "MAP"), el("key_value", rep, 3, ""), el("key", req, -1, ""), el("v1", opt, -1, ""), el("v2", opt, -1, "")},
 			[]col{{"m.key", "m", "key", 1, `column "m.key": map "m" has 3 fields in its key_value group`},
 				{"m.v1", "m", "value", 1, `column "m.v1": map "m" has 3 fields`}, {"m.v2", "m", "value", 1, `column "m.v2": map "m" has 3 fields`}}},
+		{"list of maps", []format.SchemaElement{
+			el("lm", opt, 1, "LIST"), el("list", rep, 1, ""), el("element", opt, 1, "MAP"), el("key_value", rep, 2, ""), el("key", req, -1, ""), el("value", opt, -1, "")},
+			[]col{{"lm.key", "lm", "", 2, `column "lm.key": map "lm" inside a list or map (2 levels of repetition)`},
+				{"lm.value", "lm", "", 2, `column "lm.value": map "lm" inside a list or map`}}},
+		{"map of lists", []format.SchemaElement{
+			el("ml", opt, 1, "MAP"), el("key_value", rep, 2, ""), el("key", req, -1, ""), el("value", opt, 1, "LIST"), el("list", rep, 1, ""), el("element", opt, -1, "")},
+			[]col{{"ml.key", "ml", "key", 1, ""}, {"ml.value", "ml", "value", 2, ""}}},
+		{"list of structs holding a list", []format.SchemaElement{
+			el("ev", opt, 1, "LIST"), el("list", rep, 1, ""), el("element", opt, 2, ""), el("a", req, -1, ""),
+			el("tags", opt, 1, "LIST"), el("list", rep, 1, ""), el("element", req, -1, "")},
+			[]col{{"ev.a", "ev", "", 1, ""}, {"ev.tags", "ev", "", 2, ""}}},
 		{"three levels of lists", []format.SchemaElement{
 			el("a", opt, 1, "LIST"), el("list", rep, 1, ""), el("element", opt, 1, "LIST"), el("list", rep, 1, ""),
 			el("element", opt, 1, "LIST"), el("list", rep, 1, ""), el("element", opt, -1, "")},

@@ -115,6 +115,13 @@ type Limits struct {
 	MaxChunkValues int64
 	// MaxValueBytes bounds the length of one BYTE_ARRAY value; 0 = no limit.
 	MaxValueBytes int64
+	// MaxRowSlots bounds the level entries of one row of a list column:
+	// its slots (values and null elements), and each empty or null inner
+	// list of a list of lists. It is checked as each page's repetition
+	// levels are decoded, before its values, so a row over it fails (with
+	// file, column, row group and row) having grown memory by at most one
+	// page past it.
+	MaxRowSlots int64
 }
 
 // DefaultLimits are the limits used for zero fields of Limits.
@@ -124,6 +131,7 @@ var DefaultLimits = Limits{
 	MaxFooterBytes: 64 << 20,
 	MaxChunkValues: 1 << 28,
 	MaxValueBytes:  0,
+	MaxRowSlots:    1 << 24,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -138,6 +146,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxChunkValues <= 0 {
 		l.MaxChunkValues = DefaultLimits.MaxChunkValues
+	}
+	if l.MaxRowSlots <= 0 {
+		l.MaxRowSlots = DefaultLimits.MaxRowSlots
 	}
 	if l.MaxValueBytes < 0 {
 		l.MaxValueBytes = 0

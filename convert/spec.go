@@ -130,6 +130,14 @@ type NaNPolicy struct {
 //   - ElementMask: adds "<name>_element_mask", U8 with the tensor's shape:
 //     1 where a non-null source element was written, 0 for null elements and
 //     padding.
+//   - Jagged: the tensor is jagged (shard format 2.0): each sample holds
+//     its row's elements, as many as the row has, per-value shape [] and
+//     no Shape; the shard's offsets give each sample's length. Pad,
+//     Truncate and Lengths are refused with it. A null row becomes an
+//     empty list when the tensor has a NullPolicy (nulls.fill is refused:
+//     nothing is filled); a null element takes ElementFill, or 0 when
+//     only ElementMask is given, whose "<name>_element_mask" is then a
+//     jagged U8 tensor sharing the tensor's offsets.
 type ListPolicy struct {
 	Pad          *Number `yaml:"pad,omitempty" json:"pad,omitempty"`
 	Truncate     bool    `yaml:"truncate,omitempty" json:"truncate,omitempty"`
@@ -137,6 +145,7 @@ type ListPolicy struct {
 	LengthsDType string  `yaml:"lengths_dtype,omitempty" json:"lengths_dtype,omitempty"`
 	ElementFill  *Number `yaml:"element_fill,omitempty" json:"element_fill,omitempty"`
 	ElementMask  bool    `yaml:"element_mask,omitempty" json:"element_mask,omitempty"`
+	Jagged       bool    `yaml:"jagged,omitempty" json:"jagged,omitempty"`
 }
 
 // BytesPolicy turns a string or binary column (BYTE_ARRAY, or a
@@ -489,6 +498,11 @@ func (t *TensorSpec) validate() error {
 		if _, err := lengthsDType(l.LengthsDType); err != nil {
 			return err
 		}
+		if l.Jagged {
+			if err := t.validateJagged(); err != nil {
+				return err
+			}
+		}
 	}
 	if b := t.Bytes; b != nil {
 		if t.Column == "" {
@@ -530,6 +544,23 @@ func (t *TensorSpec) validate() error {
 	}
 	return nil
 }
+
+// validateJagged checks the keys that list.jagged excludes.
+func (t *TensorSpec) validateJagged() error {
+	l := t.List
+	switch {
+	case t.Shape != nil:
+		return specErrorf("list.jagged takes no shape: each value is a scalar and the offsets give each sample's length")
+	case l.Pad != nil || l.Truncate || l.Lengths || l.LengthsDType != "":
+		return specErrorf("list.pad, truncate, lengths and lengths_dtype do not apply to a jagged tensor: its offsets give each sample's length")
+	case t.Nulls != nil && t.Nulls.Fill != nil:
+		return specErrorf("nulls.fill does not apply to a jagged tensor: a null row becomes an empty list (give nulls: {} or nulls: {mask: true})")
+	}
+	return nil
+}
+
+// jagged reports whether t is a jagged tensor (list.jagged).
+func (t *TensorSpec) jagged() bool { return t.List != nil && t.List.Jagged }
 
 func lengthsDType(s string) (shardfmt.DType, error) {
 	switch s {

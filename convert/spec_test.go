@@ -177,3 +177,36 @@ func TestTensorNameWithControlCharacterRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSpecJagged: list.jagged's exclusions, each refused with its
+// exact message naming the tensor, and a valid jagged tensor's outputs.
+func TestParseSpecJagged(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"tensors: [{name: a, column: a, dtype: I32, shape: [4], list: {jagged: true}}]",
+			`f.yaml: tensor "a": list.jagged takes no shape: each value is a scalar and the offsets give each sample's length`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: true, pad: 0}}]",
+			`f.yaml: tensor "a": list.pad, truncate, lengths and lengths_dtype do not apply to a jagged tensor: its offsets give each sample's length`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: true, truncate: true}}]",
+			`f.yaml: tensor "a": list.pad, truncate, lengths and lengths_dtype do not apply to a jagged tensor: its offsets give each sample's length`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: true, lengths: true}}]",
+			`f.yaml: tensor "a": list.pad, truncate, lengths and lengths_dtype do not apply to a jagged tensor: its offsets give each sample's length`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: true}, nulls: {fill: 0}}]",
+			`f.yaml: tensor "a": nulls.fill does not apply to a jagged tensor: a null row becomes an empty list (give nulls: {} or nulls: {mask: true})`},
+		{"tensors: [{name: a, columns: [a, b], dtype: I32, list: {jagged: true}}]",
+			`f.yaml: tensor "a": list policy needs a single column`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: yes please}}]",
+			"f.yaml: invalid feature spec: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `yes please` into bool"},
+	} {
+		_, err := ParseSpec([]byte(c.yaml), "f.yaml")
+		if err == nil || !errors.Is(err, ErrSpec) || err.Error() != c.want {
+			t.Errorf("%s: err\n  %v\nwant\n  %s", c.yaml, err, c.want)
+		}
+	}
+	s, err := ParseSpec([]byte("tensors: [{name: a, column: a, dtype: I32, list: {jagged: true, element_mask: true, element_fill: 3}, nulls: {mask: true}}]"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s.Tensors[0].outputNames()); got != "[a a_mask a_element_mask]" {
+		t.Errorf("outputs %s", got)
+	}
+}

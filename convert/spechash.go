@@ -58,7 +58,20 @@ func (s *Spec) MatchesHash(h string) bool {
 	case strings.HasPrefix(h, SpecHashV2):
 		return h == s.Hash()
 	case strings.HasPrefix(h, SpecHashV1):
-		return h == s.hashV1()
+		// Version 1 has no words for the keys added after it: a spec
+		// using one matches no version 1 hash.
+		return !s.usesV2Keys() && h == s.hashV1()
+	}
+	return false
+}
+
+// usesV2Keys reports whether s sets a key that version 1 of the canonical
+// form cannot express (list.jagged).
+func (s *Spec) usesV2Keys() bool {
+	for i := range s.Tensors {
+		if s.Tensors[i].jagged() {
+			return true
+		}
 	}
 	return false
 }
@@ -142,6 +155,7 @@ func (t *TensorSpec) canonical() object {
 		p.str("lengths_dtype", l.LengthsDType)
 		p.num("element_fill", l.ElementFill)
 		p.flag("element_mask", l.ElementMask)
+		p.flag("jagged", l.Jagged)
 		o.sub("list", p)
 	}
 	if b := t.Bytes; b != nil {

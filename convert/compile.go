@@ -36,6 +36,7 @@ const (
 	modeList                            // one LIST column, L values
 	modeBytesHash                       // one string/binary column, hashed to I64
 	modeBytesPad                        // one string/binary column, padded bytes
+	modeJagged                          // one LIST column, all its elements (list.jagged)
 )
 
 // tensorPlan is a TensorSpec compiled against the sources: dtypes, output
@@ -61,6 +62,7 @@ type tensorPlan struct {
 	maxLen    int64
 	truncate  bool
 	maxValue  int64
+	maxRow    int64                 // jagged: the most values of one row (setRowLimit)
 	overflows atomic.Int64          // narrow-float overflows stored as ±Inf (see cast.go)
 	cols      [][]pqread.ColumnInfo // [file][j]
 	classes   [][]srcClass          // [file][j]
@@ -74,7 +76,8 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 	var out []shardfmt.TensorInfo
 	for _, tp := range plans {
 		tp.out = len(out)
-		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape})
+		jag := tp.mode == modeJagged
+		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape, Jagged: jag})
 		tp.mask, tp.elemMask, tp.lengths = -1, -1, -1
 		if tp.spec.Nulls != nil && tp.spec.Nulls.Mask {
 			tp.mask = len(out)
@@ -86,7 +89,7 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 		}
 		if tp.spec.List != nil && tp.spec.List.ElementMask {
 			tp.elemMask = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_element_mask", DType: shardfmt.U8, Shape: tp.shape})
+			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_element_mask", DType: shardfmt.U8, Shape: tp.shape, Jagged: jag})
 		}
 		if (tp.spec.List != nil && tp.spec.List.Lengths) || (tp.spec.Bytes != nil && tp.spec.Bytes.Lengths) {
 			tp.lengths = len(out)
@@ -96,7 +99,8 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 	return out
 }
 
-// sampleBytes returns dtype size * product(shape) of t.
+// sampleBytes returns dtype size * product(shape) of t: the bytes of one
+// sample, or of one value of a jagged tensor.
 func sampleBytes(t shardfmt.TensorInfo) int {
 	n := t.DType.Size()
 	for _, d := range t.Shape {
@@ -303,9 +307,14 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		if len(first) != 1 {
 			return nil, terr(schemaErrorf("list column %q cannot be stacked with other columns", first[0].Name))
 		}
+		if t.jagged() {
+			tp.mode = modeJagged
+			tp.perSample = 1
+			break
+		}
 		if t.Shape == nil {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
-				Err: specErrorf("list column needs a shape (the fixed number of values per sample)")}
+				Err: specErrorf("list column needs a shape (the fixed number of values per sample, or list: {jagged: true})")}
 		}
 		tp.mode = modeList
 		tp.perSample = int(shapeProduct(t.Shape))

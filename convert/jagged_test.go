@@ -1,0 +1,269 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// jagLen is the length of row id's lists: 0 and 40 among them.
+func jagLen(id int64) int { return []int{0, 1, 2, 3, 5, 8, 13, 0, 40}[id%9] }
+
+// jagNullRow and jagNullElem say where v holds a null list and a null
+// element.
+func jagNullRow(id int64) bool         { return id%11 == 3 }
+func jagNullElem(id int64, k int) bool { return (id+int64(k))%7 == 0 }
+
+// jagSchema: id INT64; v optional list of optional INT32 (null lists,
+// null elements); w a required list of required INT32.
+func jagSchema() *parquet.Schema {
+	return parquet.NewSchema("schema", parquet.Group{
+		"id": parquet.Leaf(parquet.Int64Type),
+		"v":  parquet.Optional(parquet.List(parquet.Optional(parquet.Leaf(parquet.Int32Type)))),
+		"w":  parquet.List(parquet.Leaf(parquet.Int32Type)),
+	})
+}
+
+// writeJagged writes rows [first, first+n) to path, row groups of rg rows.
+func writeJagged(t testing.TB, path string, first, n int64, rg int64, long func(id int64) int) {
+	t.Helper()
+	var rows []parquet.Row
+	for id := first; id < first+n; id++ {
+		row := parquet.Row{parquet.Int64Value(id).Level(0, 0, 0)}
+		m := jagLen(id)
+		if long != nil {
+			m = long(id)
+		}
+		switch {
+		case jagNullRow(id):
+			row = append(row, parquet.NullValue().Level(0, 0, 1))
+		case m == 0:
+			row = append(row, parquet.NullValue().Level(0, 1, 1))
+		default:
+			for k := range m {
+				rep := 1
+				if k == 0 {
+					rep = 0
+				}
+				if jagNullElem(id, k) {
+					row = append(row, parquet.NullValue().Level(rep, 2, 1))
+				} else {
+					row = append(row, parquet.Int32Value(int32(id*100)+int32(k)).Level(rep, 3, 1))
+				}
+			}
+		}
+		wm := int(id % 4)
+		if wm == 0 {
+			row = append(row, parquet.NullValue().Level(0, 0, 2))
+		}
+		for k := range wm {
+			rep := 1
+			if k == 0 {
+				rep = 0
+			}
+			row = append(row, parquet.Int32Value(-int32(id)-int32(k)).Level(rep, 1, 2))
+		}
+		rows = append(rows, row)
+	}
+	writeRows(t, path, jagSchema(), rows, parquet.MaxRowsPerRowGroup(rg), parquet.PageBufferSize(1024))
+}
+
+const jagSpecYAML = `
+tensors:
+  - {name: id, column: id, dtype: I64}
+  - name: v
+    column: v
+    dtype: I32
+    list: {jagged: true, element_fill: -1, element_mask: true}
+    nulls: {mask: true}
+  - {name: w, column: w, dtype: I64, list: {jagged: true}}
+`
+
+// jagExpect returns, for id, the expected bytes of id, v (values), v_mask,
+// v_element_mask (values), w (values).
+func jagExpect(id uint64) [][]byte {
+	le := binary.LittleEndian
+	i := int64(id)
+	var v, em []byte
+	mask := []byte{1}
+	if jagNullRow(i) {
+		mask = []byte{0}
+	} else {
+		for k := range jagLen(i) {
+			if jagNullElem(i, k) {
+				v, em = le.AppendUint32(v, 0xffffffff), append(em, 0)
+			} else {
+				v, em = le.AppendUint32(v, uint32(int32(i*100)+int32(k))), append(em, 1)
+			}
+		}
+	}
+	var w []byte
+	for k := range int(i % 4) {
+		w = le.AppendUint64(w, uint64(-i-int64(k)))
+	}
+	return [][]byte{le.AppendUint64(nil, id), v, mask, em, w}
+}
+
+func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
+	t.Helper()
+	src := t.TempDir()
+	writeJagged(t, filepath.Join(src, "a.parquet"), 0, 500, 128, nil)
+	writeJagged(t, filepath.Join(src, "b.parquet"), 500, 230, 1000, nil)
+	spec, err := ParseSpec([]byte(jagSpecYAML), "jagged.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return makePlan(t, src, cfg), spec
+}
+
+var jagCfg = plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 32, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
+
+// checkJaggedShards reads every shard of out and compares each sample
+// with jagExpect, through shardfmt.Reader.Jagged.
+func checkJaggedShards(t *testing.T, p *plan.Plan, out string) {
+	t.Helper()
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ShardFormat != "2.0" {
+		t.Errorf("manifest shard_format %q, want 2.0", m.ShardFormat)
+	}
+	want := "[id I64 [], v I32 [] jagged, v_mask U8 [], v_element_mask U8 [] jagged, w I64 [] jagged]"
+	if got := shardfmt.TensorList(m.Tensors); got != want {
+		t.Fatalf("tensors %s, want %s", got, want)
+	}
+	samples := 0
+	for _, e := range m.Shards {
+		r, err := shardfmt.Open(filepath.Join(out, e.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if maj, min := r.Version(); maj != 2 || min != 0 {
+			t.Errorf("%s: version %d.%d", e.Path, maj, min)
+		}
+		geo := r.Geometry()
+		for k := 0; k < r.NumBatches(); k++ {
+			ids, err := r.SampleIDs(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			block, err := r.Block(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range ids {
+				samples++
+				exp := jagExpect(id)
+				for ti := range m.Tensors {
+					var got []byte
+					if geo.IsJagged(ti) {
+						js, err := r.Jagged(k, block, ti)
+						if err != nil {
+							t.Fatal(err)
+						}
+						n := int(geo.SampleBytes[ti])
+						got = js.Values[js.Offset(i)*n : js.Offset(i+1)*n]
+					} else {
+						n := int(geo.SampleBytes[ti])
+						got = block[int(geo.SlabOffset[ti])+i*n:][:n]
+					}
+					if !bytes.Equal(got, exp[ti]) {
+						t.Fatalf("%s batch %d slot %d (id %d) tensor %s = %x, want %x", e.Path, k, i, id, m.Tensors[ti].Name, got, exp[ti])
+					}
+				}
+			}
+		}
+		r.Close()
+	}
+	if want := 2 * 2 * p.Steps() * p.BatchSize(); samples > want || samples < 730*2 {
+		t.Errorf("%d samples read", samples)
+	}
+}
+
+// TestRunJaggedMatchesSource: a jagged I32 list column with empty and null
+// lists and null elements (element_fill, element_mask, nulls.mask) and a
+// required jagged list widened to I64 read back through shardfmt equal the
+// source lists; in memory, with the records and the values arena spilled
+// to disk, and under Jobs 1 and 4 the shards are byte-identical.
+func TestRunJaggedMatchesSource(t *testing.T) {
+	p, spec := jagFixture(t, jagCfg)
+	ref := filepath.Join(t.TempDir(), "mem")
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ValuesArenaFile || sum.ValuesArenaBytes == 0 || sum.SpillWindows != 0 {
+		t.Errorf("in-memory run: summary %+v", sum)
+	}
+	checkJaggedShards(t, p, ref)
+	want := snapshot(t, ref)
+	for _, c := range []struct {
+		limit int64
+		jobs  int
+	}{{0, 1}, {0, 4}, {8 << 10, 1}, {8 << 10, 4}} {
+		out := filepath.Join(t.TempDir(), fmt.Sprintf("l%dj%d", c.limit, c.jobs))
+		sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: c.jobs, MemoryLimit: c.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.limit > 0 && (!sum.ValuesArenaFile || sum.SpillWindows == 0) {
+			t.Errorf("limit %d: arena file %v, %d spill windows", c.limit, sum.ValuesArenaFile, sum.SpillWindows)
+		}
+		if snapshot(t, out) != want {
+			t.Errorf("limit %d jobs %d: shards differ from the in-memory run", c.limit, c.jobs)
+		}
+		if _, err := os.Stat(filepath.Join(out, TempDirName)); !os.IsNotExist(err) {
+			t.Errorf("limit %d: temporary directory left: %v", c.limit, err)
+		}
+	}
+}
+
+// TestMaterializeJagged: Samples.Sample of a jagged tensor is the
+// sample's values, as the shards hold them.
+func TestMaterializeJagged(t *testing.T) {
+	p, spec := jagFixture(t, jagCfg)
+	ids := []uint64{0, 3, 7, 8, 14, 729, 500, 3}
+	s, err := Materialize(context.Background(), p, spec, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		for ti, want := range jagExpect(id) {
+			if got := s.Sample(ti, i); !bytes.Equal(got, want) {
+				t.Errorf("id %d tensor %s = %x, want %x", id, s.Tensors[ti].Name, got, want)
+			}
+		}
+	}
+}
+
+// TestRunJaggedNullErrors: without nulls, a null list is an error; without
+// element_fill or element_mask, a null element is.
+func TestRunJaggedNullErrors(t *testing.T) {
+	p, _ := jagFixture(t, jagCfg)
+	for _, c := range []struct{ spec, want string }{
+		{`tensors: [{name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}}]`,
+			`a.parquet: column "v", row group 0, row 3: null list (12 nulls in this column chunk; give nulls: {} to read them as empty lists)`},
+		{`tensors: [{name: v, column: v, dtype: I32, list: {jagged: true}, nulls: {}}]`,
+			`a.parquet: column "v", row group 0, row 4, element 3: null list element (132 null elements in this column chunk; set list.element_fill or list.element_mask)`},
+	} {
+		spec, err := ParseSpec([]byte(c.spec), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1})
+		if err == nil || err.Error() != c.want || !errors.Is(err, ErrValue) {
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
+	}
+}

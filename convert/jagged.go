@@ -77,22 +77,32 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 					}
 				}
 			}
-			dst, at, err := vw.reserve(tp.out, n*es)
-			if err != nil {
-				return loc.err(int64(i), -1, err)
-			}
-			if bad, err := tp.writeValues(dst, int(es), col, cls, scale, int(s), int(s+n)); err != nil {
-				if col.ElemValid == nil || col.ElemValid[bad] {
-					return loc.err(int64(i), int64(bad)-s, err)
+			// In pieces of at most jaggedPiece values, so that a long
+			// row needs no buffer of its size on the way to an arena
+			// file; consecutive pieces lie next to each other.
+			var at int64
+			for a := int64(0); a == 0 || a < n; a += jaggedPiece {
+				m := min(n-a, jaggedPiece)
+				dst, o, err := vw.reserve(tp.out, m*es)
+				if err != nil {
+					return loc.err(int64(i), -1, err)
 				}
-			}
-			if col.ElemValid != nil {
-				for k := int64(0); k < n; k++ {
-					if !col.ElemValid[s+k] {
-						if tp.elemFill != nil {
-							copy(dst[k*es:], tp.elemFill)
-						} else {
-							clear(dst[k*es : (k+1)*es])
+				if a == 0 {
+					at = o
+				}
+				if bad, err := tp.writeValues(dst, int(es), col, cls, scale, int(s+a), int(s+a+m)); err != nil {
+					if col.ElemValid == nil || col.ElemValid[bad] {
+						return loc.err(int64(i), int64(bad)-s, err)
+					}
+				}
+				if col.ElemValid != nil {
+					for k := int64(0); k < m; k++ {
+						if !col.ElemValid[s+a+k] {
+							if tp.elemFill != nil {
+								copy(dst[k*es:], tp.elemFill)
+							} else {
+								clear(dst[k*es : (k+1)*es])
+							}
 						}
 					}
 				}
@@ -106,16 +116,23 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 				bufs.at(tp.mask, slot)[0] = v
 			}
 			if tp.elemMask >= 0 {
-				em, at, err := vw.reserve(tp.elemMask, n)
-				if err != nil {
-					return loc.err(int64(i), -1, err)
-				}
-				for k := range em {
-					v := byte(1)
-					if col.ElemValid != nil && !col.ElemValid[s+int64(k)] {
-						v = 0
+				var at int64
+				for a := int64(0); a == 0 || a < n; a += jaggedPiece {
+					m := min(n-a, jaggedPiece)
+					em, o, err := vw.reserve(tp.elemMask, m)
+					if err != nil {
+						return loc.err(int64(i), -1, err)
 					}
-					em[k] = v
+					if a == 0 {
+						at = o
+					}
+					for k := range em {
+						v := byte(1)
+						if col.ElemValid != nil && !col.ElemValid[s+a+int64(k)] {
+							v = 0
+						}
+						em[k] = v
+					}
 				}
 				putRef(bufs.at(tp.elemMask, slot), at, n)
 			}
@@ -123,6 +140,10 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 	}
 	return nil
 }
+
+// jaggedPiece is the most values of a row applyJagged converts into one
+// reservation of the arena.
+const jaggedPiece = 16 << 10
 
 // jaggedOut is what stage 2 keeps per shard for its jagged tensors: the
 // references of the batch's samples, gathered from their records like a

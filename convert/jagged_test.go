@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -265,5 +266,108 @@ func TestRunJaggedNullErrors(t *testing.T) {
 		if err == nil || err.Error() != c.want || !errors.Is(err, ErrValue) {
 			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
 		}
+	}
+}
+
+// jagLongFixture writes one file of n rows (one row group of rg rows at
+// most), row id's list v of long(id) elements, and returns its plan under
+// cfg and a spec of v as a jagged I32 tensor beside id.
+func jagLongFixture(t testing.TB, n, rg int64, long func(id int64) int, cfg plan.Config) (*plan.Plan, *Spec) {
+	t.Helper()
+	src := t.TempDir()
+	writeJagged(t, filepath.Join(src, "a.parquet"), 0, n, rg, long)
+	spec, err := ParseSpec([]byte(`tensors: [{name: id, column: id, dtype: I64}, {name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}, nulls: {}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return makePlan(t, src, cfg), spec
+}
+
+var jagSeqCfg = plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad}
+
+// TestRunJaggedRowOverLimit: a row whose values alone exceed a jagged
+// block's bound (a quarter of the memory limit, at least 1 MiB) is refused
+// in stage 1 naming file, column, row group and row; nothing is left.
+func TestRunJaggedRowOverLimit(t *testing.T) {
+	p, spec := jagLongFixture(t, 40, 16, func(id int64) int {
+		if id == 21 {
+			return 300_000
+		}
+		return int(id % 5)
+	}, jagSeqCfg)
+	out := filepath.Join(t.TempDir(), "o")
+	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20})
+	want := `a.parquet: column "v", row group 1, row 5: list has 300000 values, more than the 262144 (1048576 bytes) one row of a jagged tensor may hold (a quarter of the memory limit, at least 1 MiB)`
+	if err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(out, "manifest.json")); !os.IsNotExist(err) {
+		t.Errorf("manifest left: %v", err)
+	}
+}
+
+// TestRunJaggedBatchOverLimit: a batch whose block would exceed the bound
+// is refused naming epoch, rank, step and tensor, though each of its rows
+// fits.
+func TestRunJaggedBatchOverLimit(t *testing.T) {
+	p, spec := jagLongFixture(t, 40, 40, func(id int64) int {
+		if id >= 8 && id < 12 {
+			return 100_000
+		}
+		return 1
+	}, jagSeqCfg)
+	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1, MemoryLimit: 4 << 20})
+	want := `epoch 0, rank 0, step 2: the batch block would take 1601536 bytes, more than the 1048576 (a quarter of the memory limit, at least 1 MiB) a jagged batch may (tensor "v" holds 400000 values, 1600000 bytes, in it); raise the memory limit or lower the batch size`
+	if err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	}
+}
+
+// TestRunJaggedLongRowsMemoryBound: ten rows of 2,000,000 values (80 MB of
+// values) among short ones convert under a 32 MiB limit with the Go heap
+// bounded by the limit, not by the values: the row group is read in row
+// windows, the arena is a file, a long row reaches it in pieces and each
+// batch block holds one long row.
+// The shards equal those of a run under the default limit.
+func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and converts 80 MB of list values")
+	}
+	if raceEnabled {
+		t.Skip("measures memory; slow under the race detector")
+	}
+	long := func(id int64) int {
+		if id%64 == 5 {
+			return 2_000_000
+		}
+		return int(id % 30)
+	}
+	p, spec := jagLongFixture(t, 640, 1000, long, jagSeqCfg)
+	whole := filepath.Join(t.TempDir(), "whole")
+	runtime.GC()
+	ref, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "bounded")
+	runtime.GC() // twice: the first keeps pooled buffers of the run before as the pools' victims
+	runtime.GC()
+	const limit = 32 << 20
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, MemoryLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak heap %d MiB (default limit: %d MiB), arena %d MiB in a file %v, %d row windows", sum.PeakHeapBytes>>20, ref.PeakHeapBytes>>20, sum.ValuesArenaBytes>>20, sum.ValuesArenaFile, sum.RowSlices)
+	if !sum.ValuesArenaFile || sum.RowGroupsSliced != 1 {
+		t.Errorf("arena in a file %v, %d row groups sliced; want a file and 1", sum.ValuesArenaFile, sum.RowGroupsSliced)
+	}
+	// A window holding a long row is pqread's to hold whole (its values,
+	// levels and validity: about 19 bytes per value here), and the heap
+	// is sampled with its garbage: four times the limit.
+	if bound := int64(4 * limit); sum.PeakHeapBytes > bound || sum.PeakHeapBytes > ref.PeakHeapBytes/2 {
+		t.Errorf("peak heap %d MiB under a %d MiB limit, want at most %d MiB and half the default run's %d MiB", sum.PeakHeapBytes>>20, limit>>20, bound>>20, ref.PeakHeapBytes>>20)
+	}
+	if snapshot(t, out) != snapshot(t, whole) {
+		t.Errorf("bounded run's shards differ from the default run's")
 	}
 }

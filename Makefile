@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 PYLIB   := gpuload/python/gpuload/libgpuload.so
 
-.PHONY: all build python demo test test-python test-s3 bench bench-ab samebytes fuzz lint clean
+.PHONY: all build python demo test test-python test-s3 duckdb bench bench-ab samebytes fuzz lint clean
 
 all: build
 
@@ -43,6 +43,24 @@ test-python: build python
 		/usr/bin/python3 gpuload/python/tests/test_install.py; \
 	else \
 		echo "note: /usr/bin/python3 cannot import torch and numpy: the PyTorch dataset tests are skipped; apt-get install python3-torch python3-numpy"; \
+	fi
+
+# DuckDB (@duckdb/node-api, the exact version pinned in
+# test/duckdb/package.json, with its prebuilt native bindings) into
+# .cache/duckdb, for the tests that check prep's output against DuckDB's
+# reading of the same Parquet files (internal/duckdbtest). Needs node and npm
+# (Debian: apt-get install nodejs npm); does nothing when that version is
+# already installed. Without it those tests skip, except under CI=true.
+DUCKDB_DIR := .cache/duckdb
+duckdb:
+	@if cmp -s test/duckdb/package.json $(DUCKDB_DIR)/package.json && \
+		[ -f $(DUCKDB_DIR)/node_modules/@duckdb/node-api/package.json ]; then \
+		echo "duckdb: installed in $(DUCKDB_DIR)"; \
+	else \
+		command -v npm >/dev/null || { echo "make duckdb: npm not found (Debian: apt-get install nodejs npm)" >&2; exit 1; }; \
+		mkdir -p $(DUCKDB_DIR) && cp test/duckdb/package.json $(DUCKDB_DIR)/package.json && \
+		npm install --prefix $(DUCKDB_DIR) --no-package-lock --no-audit --no-fund --loglevel=error && \
+		echo "duckdb: installed in $(DUCKDB_DIR)"; \
 	fi
 
 # Opt-in: the object-store tests against a real S3 server (SeaweedFS, built

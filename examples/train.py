@@ -18,6 +18,17 @@ masked squared-error sum divided by its batch size G/R, so DDP's gradient
 average over R ranks equals one process's gradient over the whole global
 batch. --stop-after N exits after N optimizer steps (saving the checkpoint);
 a later run with the same --checkpoint resumes at the next step.
+
+A jagged tensor (a list column converted with `list: {jagged: true}`, shard
+format 2.0) comes in the batch as a (values, offsets) pair rather than one
+[count, ...] tensor; for example, a mean-pooled bag of embedding ids:
+
+    values, offsets = batch["hist"]                 # [N] int64, [count + 1] int64
+    bag = torch.nn.EmbeddingBag(vocab, dim, mode="mean")
+    pooled = bag(values.to(device), offsets[:-1].to(device))   # [count, dim]
+
+(EmbeddingBag takes each sample's start offset; see gpuload/python/README.md
+for TorchRec and torch.nested.)
 """
 
 import argparse

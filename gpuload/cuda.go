@@ -55,11 +55,14 @@ type cudaRun struct {
 }
 
 // filled is a block ready in host memory: a pinned slot (host >= 0) or the
-// registered mapping (host = -1).
+// registered mapping (host = -1), of size bytes (the block's own length,
+// at most the block size), with its jagged tensors located (checkJagged).
 type filled struct {
 	step int
 	host int
 	src  unsafe.Pointer
+	size uint64
+	jag  []jaggedAt
 	err  error
 }
 
@@ -84,6 +87,14 @@ func shardSpan(l *Loader) ([]byte, pathInputs, error) {
 		return nil, in, nil
 	}
 	in.shardBytes = uint64(l.steps) * l.geo.BlockSize
+	if l.geo.HasJagged() {
+		in.shardBytes = 0
+		for k := range l.steps {
+			if bi, err := l.sh.Batch(k); err == nil {
+				in.shardBytes += bi.Size
+			}
+		}
+	}
 	if !in.mapped {
 		return nil, in, nil
 	}
@@ -112,6 +123,10 @@ func newCUDABackend(l *Loader, opts Options) (_ *cudaBackend, err error) {
 	}
 	if req == CUDAPathGDS && opts.VerifyChecksums {
 		return nil, fmt.Errorf("%w: VerifyChecksums with CUDAPath gds: the blocks never reach host memory", ErrInvalid)
+	}
+	if req == CUDAPathGDS && l.geo.HasJagged() {
+		return nil, fmt.Errorf("%w: CUDAPath gds over a shard with jagged tensors: their offsets are checked in host memory, "+
+			"which gds blocks never reach (use the register, direct or pread path)", ErrInvalid)
 	}
 	t0 := time.Now()
 	ctx, err := cuda.Open(opts.Device)
@@ -274,7 +289,7 @@ func (c *cudaBackend) alignedAndReadable(f blockFile, offAlign, memAlign uint32,
 	if err := directAlignment(offAlign, memAlign, info.Offset, c.size, bufs); err != nil {
 		return err
 	}
-	if err := readFull(f, unsafe.Slice((*byte)(c.pinned[0]), c.size), int64(info.Offset)); err != nil {
+	if err := readFull(f, unsafe.Slice((*byte)(c.pinned[0]), min(info.Size, c.size)), int64(info.Offset)); err != nil {
 		return fmt.Errorf("reading block 0 with O_DIRECT: %w", err)
 	}
 	return nil
@@ -331,7 +346,7 @@ func (c *cudaBackend) mapped(s int) (filled, []byte) {
 		f.err = c.l.blockError("reading block", s, err)
 		return f, nil
 	}
-	f.src = unsafe.Pointer(unsafe.SliceData(block))
+	f.src, f.size = unsafe.Pointer(unsafe.SliceData(block)), uint64(len(block))
 	return f, block
 }
 
@@ -353,17 +368,22 @@ func (c *cudaBackend) read(r *cudaRun, step int) {
 				return
 			}
 			f.src = c.pinned[f.host]
-			block = unsafe.Slice((*byte)(f.src), c.size)
+			block = c.slot(f.host)
 		}
 		if f.err == nil && c.regBase == nil {
-			if err := c.readBlock(s, block); err != nil {
+			var err error
+			if f.size, err = c.readBlock(s, block); err != nil {
 				f.err = l.blockError("reading block", s, err)
 			}
+			block = block[:f.size]
 		}
 		if f.err == nil && c.verify {
 			if err := l.checkBlock(s, block); err != nil {
 				f.err = l.blockError("verifying block", s, err)
 			}
+		}
+		if f.err == nil {
+			f.jag, f.err = l.checkJagged(s, block)
 		}
 		select {
 		case r.filled <- f:
@@ -377,19 +397,38 @@ func (c *cudaBackend) read(r *cudaRun, step int) {
 	}
 }
 
-// readBlock reads step s's block into a pinned slot: with O_DIRECT on the
-// direct path, else with pread.
-func (c *cudaBackend) readBlock(s int, block []byte) error {
+// readBlock reads step s's block into a pinned slot (block, of the block
+// size): with O_DIRECT on the direct path, else with pread. It returns the
+// block's length, the bytes read.
+func (c *cudaBackend) readBlock(s int, block []byte) (uint64, error) {
 	t := time.Now()
 	defer func() { c.readNanos.Add(int64(time.Since(t))) }()
+	size, err := c.blockLen(s)
+	if err != nil {
+		return 0, err
+	}
 	if c.direct == nil {
-		return c.l.sh.ReadBlock(s, block)
+		return size, c.l.sh.ReadBlock(s, block)
 	}
 	info, err := c.l.sh.Batch(s)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return readFull(c.direct, block[:c.size], int64(info.Offset))
+	return size, readFull(c.direct, block[:size], int64(info.Offset))
+}
+
+// blockLen returns the length of step s's block (the block size in a shard
+// without jagged tensors), checked against the block size the slots and
+// device buffers have.
+func (c *cudaBackend) blockLen(s int) (uint64, error) {
+	info, err := c.l.sh.Batch(s)
+	if err != nil {
+		return 0, err
+	}
+	if info.Size == 0 || info.Size > c.size {
+		return 0, fmt.Errorf("%w: block of %d bytes, outside (0, %d] (the header's block size)", ErrCorrupt, info.Size, c.size)
+	}
+	return info.Size, nil
 }
 
 func (c *cudaBackend) putHost(slot int) {
@@ -453,7 +492,10 @@ func (c *cudaBackend) copy(r *cudaRun, step int, inline bool) {
 	next := step // inline: the next step to take from the mapping
 	for {
 		if pending == nil && inline && next < c.l.steps {
-			f, _ := c.mapped(next)
+			f, block := c.mapped(next)
+			if f.err == nil {
+				f.jag, f.err = c.l.checkJagged(next, block)
+			}
 			next++
 			pending = &f
 		}
@@ -503,7 +545,7 @@ func (c *cudaBackend) copy(r *cudaRun, step int, inline bool) {
 			if dev >= 0 {
 				p := *pending
 				t := time.Now()
-				err := cur.MemcpyHtoDAsync(c.devBufs[dev], p.src, c.size, c.stream)
+				err := cur.MemcpyHtoDAsync(c.devBufs[dev], p.src, p.size, c.stream)
 				if err == nil {
 					err = cur.EventRecord(c.events[dev], c.stream)
 				}
@@ -541,7 +583,7 @@ func (c *cudaBackend) copy(r *cudaRun, step int, inline bool) {
 		q = q[1:]
 		c.batches.Add(1)
 		c.putHost(x.f.host)
-		if !deliver(delivery{step: x.f.step, slot: x.dev, dev: uintptr(c.devBufs[x.dev])}) {
+		if !deliver(delivery{step: x.f.step, slot: x.dev, dev: uintptr(c.devBufs[x.dev]), jag: x.f.jag}) {
 			quit()
 			return
 		}

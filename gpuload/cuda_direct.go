@@ -67,21 +67,30 @@ func (c *cudaBackend) readDirect(r *cudaRun, step int) {
 				break more
 			}
 		}
-		err := c.readGroup(s, slots)
+		sizes, err := c.readGroup(s, slots)
 		if err != nil && len(slots) > 1 {
 			for _, h := range slots[1:] {
 				c.hostFree <- h
 			}
 			slots = slots[:1]
-			err = c.readBlock(s, c.slot(first))
+			var size uint64
+			size, err = c.readBlock(s, c.slot(first))
+			sizes = []uint64{size}
 		}
 		for i, h := range slots {
 			f := filled{step: s + i, host: h, src: c.pinned[h]}
 			if err != nil {
 				f.err = l.blockError("reading block", s+i, err)
-			} else if c.verify {
-				if e := l.checkBlock(s+i, c.slot(h)); e != nil {
-					f.err = l.blockError("verifying block", s+i, e)
+			} else {
+				f.size = sizes[i]
+				block := c.slot(h)[:f.size]
+				if c.verify {
+					if e := l.checkBlock(s+i, block); e != nil {
+						f.err = l.blockError("verifying block", s+i, e)
+					}
+				}
+				if f.err == nil {
+					f.jag, f.err = l.checkJagged(s+i, block)
 				}
 			}
 			select {
@@ -105,27 +114,34 @@ func (c *cudaBackend) readDirect(r *cudaRun, step int) {
 }
 
 // readGroup reads the blocks of steps s, s+1, ... into slots with one
-// vectored O_DIRECT read (one plain read for one slot). The blocks are
-// block_size bytes apart: the cuda backend refuses shards with jagged
-// tensors, the only ones whose blocks differ in size.
-func (c *cudaBackend) readGroup(s int, slots []int) error {
+// vectored O_DIRECT read (one plain read for one slot) and returns their
+// lengths. The blocks follow each other in the file; each slot takes only
+// its own block's bytes (blocks differ in size in a shard with jagged
+// tensors).
+func (c *cudaBackend) readGroup(s int, slots []int) ([]uint64, error) {
 	if len(slots) == 1 {
-		return c.readBlock(s, c.slot(slots[0]))
+		size, err := c.readBlock(s, c.slot(slots[0]))
+		return []uint64{size}, err
 	}
 	t := time.Now()
 	defer func() { c.readNanos.Add(int64(time.Since(t))) }()
 	info, err := c.l.sh.Batch(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	bufs := make([][]byte, len(slots))
+	sizes := make([]uint64, len(slots))
+	var want uint64
 	for i, h := range slots {
-		bufs[i] = c.slot(h)
+		if sizes[i], err = c.blockLen(s + i); err != nil {
+			return nil, err
+		}
+		bufs[i] = c.slot(h)[:sizes[i]]
+		want += sizes[i]
 	}
-	want := uint64(len(slots)) * c.size
 	n, err := preadvFile(c.direct, bufs, int64(info.Offset))
 	if err == nil && uint64(n) != want {
 		err = fmt.Errorf("%w: read %d of %d bytes at offset %d: %w", shardfmt.ErrSize, n, want, info.Offset, io.ErrUnexpectedEOF)
 	}
-	return err
+	return sizes, err
 }

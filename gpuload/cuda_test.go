@@ -3,9 +3,12 @@
 package gpuload
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -369,4 +372,133 @@ func TestCUDACopyToHostAfterCloseReturnsErrClosed(t *testing.T) {
 		copyToHostAfterClose(t, dir, m.opts)
 	}
 	assertNoLeaks(t)
+}
+
+// jaggedPaths are the cuda transfer paths that deliver jagged tensors, with
+// the options that take each one (register with and without a reader).
+var jaggedPaths = []struct {
+	name string
+	opts Options
+}{
+	{"pread, prefetch 1", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread, Prefetch: 1}},
+	{"pread, verified, prefetch 4", Options{Backend: BackendCUDA, CUDAPath: CUDAPathPread, Prefetch: 4, VerifyChecksums: true}},
+	{"register", Options{Backend: BackendCUDA, CUDAPath: CUDAPathRegister}},
+	{"register, verified", Options{Backend: BackendCUDA, CUDAPath: CUDAPathRegister, VerifyChecksums: true}},
+	{"direct", Options{Backend: BackendCUDA, CUDAPath: CUDAPathDirect, Prefetch: 3}},
+}
+
+// TestCUDADeliversJaggedTensors reads every step of the jagged test shard
+// (blocks of 4096 to 24576 bytes) on each path and checks the values and
+// offsets copied back from the device exactly, and (on the fake driver)
+// that the driver was asked to copy each block's own length, no more.
+func TestCUDADeliversJaggedTensors(t *testing.T) {
+	needCUDA(t)
+	path := writeJaggedShard(t)
+	var blocks int64
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range r.NumBatches() {
+		bi, _ := r.Batch(k)
+		blocks += int64(bi.Size)
+	}
+	r.Close()
+	if blocks != 4096+4096+24576+4096 {
+		t.Fatalf("blocks of %d bytes in all", blocks)
+	}
+	for _, c := range jaggedPaths {
+		if !usable(c.opts) {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("FAKECUDA_DELAY_US", "200")
+			before, _ := cuda.FakeHtoDBytes()
+			l := openJagged(t, path, c.opts)
+			if p := l.TransferStats().Path; p != c.opts.CUDAPath {
+				t.Fatalf("path %s, want %s", p, c.opts.CUDAPath)
+			}
+			for k, rows := range jaggedRows {
+				b := mustNext(t, l)
+				h, y := b.Tensor("hist"), b.Tensor("y")
+				var vals []byte
+				offs := []byte{}
+				var o int64
+				for j, n := range rows {
+					offs = binary.LittleEndian.AppendUint64(offs, uint64(o))
+					for e := range n {
+						vals = binary.LittleEndian.AppendUint32(vals, uint32(histValue(k, j, e)))
+					}
+					o += int64(n)
+				}
+				offs = binary.LittleEndian.AppendUint64(offs, uint64(o))
+				if b.Device != 0 || !h.Jagged || h.Bytes != nil || h.Offsets.Bytes != nil || h.Shape[0] != o ||
+					h.Offsets.Shape[0] != int64(len(rows)+1) || h.Ptr <= h.Offsets.Ptr {
+					t.Fatalf("step %d hist: device %d shape %v offsets %v at %#x/%#x", k, b.Device, h.Shape, h.Offsets.Shape, h.Ptr, h.Offsets.Ptr)
+				}
+				got := make([]byte, h.Size())
+				if err := l.CopyToHost(got, h); err != nil || !bytes.Equal(got, vals) {
+					t.Fatalf("step %d hist values from the device (%v): %d bytes, want %d", k, err, len(got), len(vals))
+				}
+				gotOffs := make([]byte, h.Offsets.Size())
+				if err := l.CopyToHost(gotOffs, h.Offsets); err != nil || !bytes.Equal(gotOffs, offs) {
+					t.Fatalf("step %d hist offsets from the device (%v): %v, want %v", k, err, gotOffs, offs)
+				}
+				gotY := make([]byte, y.Size())
+				if err := l.CopyToHost(gotY, y); err != nil || len(gotY) != 4*len(rows) ||
+					math.Float32frombits(binary.LittleEndian.Uint32(gotY[4:])) != float32(k)+0.25 {
+					t.Fatalf("step %d y from the device (%v): %v", k, err, gotY)
+				}
+				b.Release()
+			}
+			if _, err := l.Next(); err != io.EOF {
+				t.Fatalf("after the last step: %v, want io.EOF", err)
+			}
+			if after, fake := cuda.FakeHtoDBytes(); fake && after-before != blocks {
+				t.Fatalf("host-to-device copies of %d bytes, want the blocks' %d", after-before, blocks)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			assertNoLeaks(t)
+		})
+	}
+}
+
+// TestCUDAJaggedBadOffsetsFailTheirStep: on every path the offsets are
+// checked on the host copy before the block goes out, so step 1's damaged
+// offsets fail Next at step 1 with ErrCorrupt, and nothing leaks.
+func TestCUDAJaggedBadOffsetsFailTheirStep(t *testing.T) {
+	needCUDA(t)
+	path := writeJaggedShard(t)
+	corruptJaggedOffsets(t, path)
+	for _, c := range jaggedPaths {
+		if !usable(c.opts) {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			l := openJagged(t, path, c.opts)
+			assertBadOffsetsAtStep1(t, l)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			assertNoLeaks(t)
+		})
+	}
+}
+
+// TestCUDAJaggedRefusedOnGDS: GPUDirect Storage reads never reach host
+// memory, where the offsets are checked, so gds over a jagged shard fails
+// Open saying so (before any driver is loaded).
+func TestCUDAJaggedRefusedOnGDS(t *testing.T) {
+	path := writeJaggedShard(t)
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = newLoader(r, path, 0, 0, Options{Backend: BackendCUDA, CUDAPath: CUDAPathGDS})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "gds over a shard with jagged tensors") {
+		t.Fatalf("gds over a jagged shard: %v, want ErrInvalid", err)
+	}
 }

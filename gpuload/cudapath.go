@@ -33,7 +33,9 @@ const (
 	// used when asked for: it is not part of the automatic choice (not yet
 	// measured against direct, and cuFile's compatibility mode, without the
 	// nvidia-fs module, goes through its own bounce buffers). The blocks
-	// never reach host memory, so VerifyChecksums is refused (ErrInvalid).
+	// never reach host memory, so VerifyChecksums is refused (ErrInvalid),
+	// and so is a shard with jagged tensors (their offsets are checked in
+	// host memory).
 	CUDAPathGDS = "gds"
 
 	// HostPathPread is the host backend reading into its ring (the default).

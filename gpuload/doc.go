@@ -98,9 +98,21 @@
 // every other tensor, and the offsets are checked (0, never decreasing,
 // ending at N) before the batch is delivered; bad offsets fail Next with
 // ErrCorrupt. Blocks then differ in size: the ring's buffers have the size
-// of the shard's largest block (Geometry.BlockSize). The host backend
-// delivers them; the cuda backend refuses such a shard at Open (ErrInvalid)
-// for now. A shard without jagged tensors is read exactly as before.
+// of the shard's largest block (Geometry.BlockSize), and each read takes
+// only its block's own length.
+//
+// On cuda the device buffers and pinned slots have that size too, each
+// batch's copy moves only its block's length, and the offsets are checked
+// on the host copy of the block before it is handed out: in the pinned slot
+// after the pread or O_DIRECT read, or in the mapping on the register path
+// (a batch with bad offsets fails Next with ErrCorrupt there as well); the
+// batch's Tensor.Ptr and Offsets.Ptr are then device addresses within the
+// block's device buffer. The gds path never has the block in host memory,
+// so it refuses such a shard at Open (ErrInvalid) rather than deliver
+// offsets nobody checked. A shard without jagged tensors is read exactly as
+// before. The C ABI (version 3) describes a jagged tensor as gl_tensor kind
+// GL_TENSOR_JAGGED holding the values, with its offsets tensor beside it in
+// gl_batch.offsets; the Python package as a Jagged (values, offsets) pair.
 //
 // # Shard-set metadata and errors
 //

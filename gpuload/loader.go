@@ -171,8 +171,16 @@ type delivery struct {
 	slot int
 	host []byte  // the block in host memory (host backend), else nil
 	dev  uintptr // the block's device address (cuda backend)
-	err  error
+	// jag locates each jagged tensor's values and offsets in the block,
+	// checked on a host copy before it went to the device (cuda backend,
+	// shards with jagged tensors), indexed by tensor; nil otherwise.
+	jag []jaggedAt
+	err error
 }
+
+// jaggedAt is where a jagged tensor's part of one block lies: its values
+// count and the block offsets of its values and offsets slabs.
+type jaggedAt struct{ n, valuesAt, offsetsAt uint64 }
 
 // backend moves blocks from a shard into consumer-visible memory.
 type backend interface {
@@ -293,9 +301,6 @@ func newLoader(sh shard, path string, epoch, rank int, opts Options) (*Loader, e
 	if len(l.geo.SlabOffset) != len(l.tinfo) || len(l.geo.SampleBytes) != len(l.tinfo) {
 		return nil, fail(fmt.Errorf("geometry describes %d tensors, table has %d", len(l.geo.SlabOffset), len(l.tinfo)))
 	}
-	if l.geo.HasJagged() && opts.Backend == BackendCUDA {
-		return nil, fail(fmt.Errorf("%w: the shard has jagged tensors, which the cuda backend does not deliver yet (use the host backend)", ErrInvalid))
-	}
 	var err error
 	switch opts.Backend {
 	case "", BackendHost:
@@ -413,23 +418,64 @@ func (l *Loader) batch(d delivery) (*Batch, error) {
 }
 
 // jagged fills in jagged tensor t (tensor i) of delivery d, a batch of
-// count samples, after checking its offsets.
+// count samples, after checking its offsets (host backend) or from where
+// the backend found them when it checked them (cuda).
 func (l *Loader) jagged(t *Tensor, d delivery, i, count int) error {
+	o := t.Offsets
+	o.Shape[0] = int64(count + 1)
 	if d.host == nil {
-		return &Error{Op: "reading jagged tensor " + t.Name, Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: d.step, Offset: -1,
-			Err: fmt.Errorf("%w: jagged tensors need the block in host memory", ErrInvalid)}
+		if d.jag == nil {
+			return &Error{Op: "reading jagged tensor " + t.Name, Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: d.step, Offset: -1,
+				Err: fmt.Errorf("%w: the block's jagged offsets were not checked on the host", ErrInvalid)}
+		}
+		at := d.jag[i]
+		t.Shape[0] = int64(at.n)
+		t.Bytes, t.Ptr = nil, d.dev+uintptr(at.valuesAt)
+		o.Bytes, o.Ptr = nil, d.dev+uintptr(at.offsetsAt)
+		return nil
 	}
 	s, err := l.sh.Jagged(d.step, d.host, i)
 	if err != nil {
-		return &Error{Op: "reading jagged tensor " + t.Name, Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: d.step, Offset: -1,
-			Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+		return l.jaggedError(d.step, i, err)
 	}
 	t.Shape[0] = int64(s.N)
 	t.Bytes, t.Ptr = s.Values, addr(d.host)+uintptr(s.ValuesAt)
-	o := t.Offsets
-	o.Shape[0] = int64(count + 1)
 	o.Bytes, o.Ptr = s.Offsets, addr(d.host)+uintptr(s.OffsetsAt)
 	return nil
+}
+
+// jaggedError is the error of jagged tensor i's part of step s's block.
+func (l *Loader) jaggedError(s, i int, err error) error {
+	return &Error{Op: "reading jagged tensor " + l.tinfo[i].Name, Path: l.path, Epoch: l.epoch, Rank: l.rank, Step: s, Offset: -1,
+		Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+}
+
+// checkJagged checks the offsets of every jagged tensor in step s's block,
+// a host copy of it (a pinned slot or the mapping), and returns where each
+// one's values and offsets lie (nil for a shard without jagged tensors). A
+// memory fault reading a mapped block is an error wrapping ErrCorrupt.
+func (l *Loader) checkJagged(s int, block []byte) (at []jaggedAt, err error) {
+	if !l.geo.HasJagged() {
+		return nil, nil
+	}
+	defer func() {
+		if e := (*Error)(nil); err != nil && !errors.As(err, &e) {
+			err = l.blockError("checking jagged offsets", s, err) // a memory fault
+		}
+	}()
+	defer faultGuard(&err)()
+	at = make([]jaggedAt, len(l.tinfo))
+	for i := range l.tinfo {
+		if !l.geo.IsJagged(i) {
+			continue
+		}
+		js, err := l.sh.Jagged(s, block, i)
+		if err != nil {
+			return nil, l.jaggedError(s, i, err)
+		}
+		at[i] = jaggedAt{n: js.N, valuesAt: js.ValuesAt, offsetsAt: js.OffsetsAt}
+	}
+	return at, nil
 }
 
 // newTensors returns the shard's tensor descriptors with Shape[0] (the

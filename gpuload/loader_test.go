@@ -571,11 +571,11 @@ func TestHostDeliversJaggedTensors(t *testing.T) {
 	}
 }
 
-// TestJaggedBadOffsetsFailTheirStep damages step 1's offsets (CRC fixed, so
-// only the offsets check can see it): Next delivers step 0, then fails at
-// step 1 with ErrCorrupt naming the tensor.
-func TestJaggedBadOffsetsFailTheirStep(t *testing.T) {
-	path := writeJaggedShard(t)
+// corruptJaggedOffsets damages step 1's offsets of the shard at path
+// (written by writeJaggedShard) to [0 1 0 ...], fixing the block's CRC and
+// the batch table's, so that only the offsets check can see it.
+func corruptJaggedOffsets(t *testing.T, path string) {
+	t.Helper()
 	r, err := shardfmt.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -605,9 +605,14 @@ func TestJaggedBadOffsetsFailTheirStep(t *testing.T) {
 	if err := os.WriteFile(path, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := openJagged(t, path, Options{VerifyChecksums: true})
+}
+
+// assertBadOffsetsAtStep1 takes step 0 from l, then checks that Next fails
+// at step 1 with ErrCorrupt about hist's offsets (corruptJaggedOffsets).
+func assertBadOffsetsAtStep1(t *testing.T, l *Loader) {
+	t.Helper()
 	mustNext(t, l).Release()
-	_, err = l.Next()
+	_, err := l.Next()
 	var le *Error
 	if !errors.Is(err, ErrCorrupt) || !errors.Is(err, shardfmt.ErrCorrupt) || !errors.As(err, &le) || le.Step != 1 ||
 		!strings.Contains(err.Error(), `"hist": offsets[2] = 0 decreases from 1`) {
@@ -615,16 +620,11 @@ func TestJaggedBadOffsetsFailTheirStep(t *testing.T) {
 	}
 }
 
-// TestJaggedRefusedOnCUDA: the cuda backend does not deliver jagged tensors
-// yet, and says so instead of misplacing them.
-func TestJaggedRefusedOnCUDA(t *testing.T) {
+// TestJaggedBadOffsetsFailTheirStep damages step 1's offsets (CRC fixed, so
+// only the offsets check can see it): Next delivers step 0, then fails at
+// step 1 with ErrCorrupt naming the tensor.
+func TestJaggedBadOffsetsFailTheirStep(t *testing.T) {
 	path := writeJaggedShard(t)
-	r, err := shardfmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if _, err := newLoader(r, path, 0, 0, Options{Backend: BackendCUDA}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "jagged") {
-		t.Fatalf("cuda over a jagged shard: %v, want ErrInvalid", err)
-	}
+	corruptJaggedOffsets(t, path)
+	assertBadOffsetsAtStep1(t, openJagged(t, path, Options{VerifyChecksums: true}))
 }

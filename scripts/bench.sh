@@ -37,6 +37,12 @@ build profbench bench ./cmd/profbench
 build gendata bench ./cmd/gendata
 build benchrun bench ./cmd/benchrun
 build s3bench bench ./cmd/s3bench
+# gpuload's Go benchmarks (the jagged host-delivery ratio) as a test binary.
+rm -f "$BIN/gpuload.test"
+if ! $GO test -c -o "$BIN/gpuload.test" ./gpuload 2>"$CACHE/build-gpuload.test.log"; then
+	echo "bench: the gpuload test binary did not build; its rows will say not measured:" >&2
+	sed 's/^/  /' "$CACHE/build-gpuload.test.log" | head -20 >&2
+fi
 for must in gendata benchrun; do
 	[ -x "$BIN/$must" ] || { echo "bench: $must is required" >&2; exit 1; }
 done

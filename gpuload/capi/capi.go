@@ -122,14 +122,6 @@ func gl_open(dir *C.char, epoch, rank C.int, opts *C.gl_options, out **C.gl_load
 	if err != nil {
 		return fail(err)
 	}
-	for _, t := range l.Tensors() {
-		if t.Jagged {
-			// gl_tensor describes fixed-shape slabs only: a jagged tensor's
-			// values and offsets have no C description yet.
-			l.Close()
-			return fail(fmt.Errorf("%w: tensor %q is jagged (shard format 2.0), which the C ABI does not describe yet", gpuload.ErrInvalid, t.Name))
-		}
-	}
 	info, err := gpuload.ReadSetInfo(C.GoString(dir))
 	if err != nil {
 		l.Close()
@@ -167,10 +159,12 @@ func gl_next(h *C.gl_loader, out **C.gl_batch) C.int {
 		}
 		return fail(err)
 	}
-	// One allocation: the batch, its tensors, sample ids, pad flags.
+	// One allocation: the batch, its tensors, their offsets tensors, sample
+	// ids, pad flags.
 	nt := uintptr(len(b.Tensors))
 	offT := align8(unsafe.Sizeof(C.gl_batch{}))
-	offIDs := offT + align8(nt*unsafe.Sizeof(C.gl_tensor{}))
+	offO := offT + align8(nt*unsafe.Sizeof(C.gl_tensor{}))
+	offIDs := offO + align8(nt*unsafe.Sizeof(C.gl_tensor{}))
 	offFlags := offIDs + uintptr(b.Count)*8
 	total := offFlags + uintptr(b.Count) + 1
 	mem := C.calloc(1, C.size_t(total))
@@ -180,9 +174,11 @@ func gl_next(h *C.gl_loader, out **C.gl_batch) C.int {
 	cb.pads = C.int32_t(b.Pads)
 	cb.num_tensors = C.int32_t(nt)
 	ts := unsafe.Slice((*C.gl_tensor)(unsafe.Add(mem, offT)), nt)
+	offs := unsafe.Slice((*C.gl_tensor)(unsafe.Add(mem, offO)), nt)
 	ids := unsafe.Slice((*C.uint64_t)(unsafe.Add(mem, offIDs)), b.Count)
 	flags := unsafe.Slice((*C.uint8_t)(unsafe.Add(mem, offFlags)), b.Count)
 	cb.tensors = &ts[0]
+	cb.offsets = &offs[0]
 	cb.sample_ids = (*C.uint64_t)(unsafe.Add(mem, offIDs))
 	cb.pad_flags = (*C.uint8_t)(unsafe.Add(mem, offFlags))
 	for i, id := range b.SampleIDs {
@@ -195,24 +191,12 @@ func gl_next(h *C.gl_loader, out **C.gl_batch) C.int {
 	}
 	for i := range b.Tensors {
 		t := &b.Tensors[i]
-		ct := &ts[i]
-		ct.name = cl.names[i]
-		ct.dtype = C.uint16_t(t.DType)
-		c, bits, lanes := gpuload.DLPackType(t.DType)
-		ct.dl_code, ct.dl_bits, ct.dl_lanes = C.uint8_t(c), C.uint8_t(bits), C.uint16_t(lanes)
-		ct.ndim = C.int32_t(len(t.Shape))
-		for j := range t.Shape {
-			ct.shape[j] = C.int64_t(t.Shape[j])
-			ct.strides[j] = C.int64_t(t.Strides[j])
-		}
-		// A host ring buffer, the mapped shard or a device address: never
-		// Go memory. Reinterpret the integer without a uintptr conversion.
-		ct.data = *(*unsafe.Pointer)(unsafe.Pointer(&t.Ptr))
-		ct.nbytes = C.uint64_t(t.Size())
-		if b.Device >= 0 {
-			ct.device_type, ct.device_id = C.GL_DL_CUDA, C.int32_t(b.Device)
-		} else {
-			ct.device_type, ct.device_id = C.GL_DL_CPU, 0
+		describe(&ts[i], t, cl.names[i], b.Device)
+		if t.Jagged {
+			ts[i].kind = C.GL_TENSOR_JAGGED
+			// The offsets tensor is named like its values; offs[i] of a fixed
+			// tensor stays zero (data NULL, ndim 0).
+			describe(&offs[i], t.Offsets, cl.names[i], b.Device)
 		}
 	}
 	mu.Lock()
@@ -220,6 +204,29 @@ func gl_next(h *C.gl_loader, out **C.gl_batch) C.int {
 	mu.Unlock()
 	*out = cb
 	return C.GL_OK
+}
+
+// describe fills ct (zeroed) with tensor t of a batch on device (-1:
+// host), named name (C memory).
+func describe(ct *C.gl_tensor, t *gpuload.Tensor, name *C.char, device int) {
+	ct.name = name
+	ct.dtype = C.uint16_t(t.DType)
+	c, bits, lanes := gpuload.DLPackType(t.DType)
+	ct.dl_code, ct.dl_bits, ct.dl_lanes = C.uint8_t(c), C.uint8_t(bits), C.uint16_t(lanes)
+	ct.ndim = C.int32_t(len(t.Shape))
+	for j := range t.Shape {
+		ct.shape[j] = C.int64_t(t.Shape[j])
+		ct.strides[j] = C.int64_t(t.Strides[j])
+	}
+	// A host ring buffer, the mapped shard or a device address: never Go
+	// memory. Reinterpret the integer without a uintptr conversion.
+	ct.data = *(*unsafe.Pointer)(unsafe.Pointer(&t.Ptr))
+	ct.nbytes = C.uint64_t(t.Size())
+	if device >= 0 {
+		ct.device_type, ct.device_id = C.GL_DL_CUDA, C.int32_t(device)
+	} else {
+		ct.device_type, ct.device_id = C.GL_DL_CPU, 0
+	}
 }
 
 //export gl_release
@@ -367,7 +374,14 @@ func gl_tensor_info(h *C.gl_loader, i C.int, out *C.gl_tensor) C.int {
 	out.dtype = C.uint16_t(t.DType)
 	c, bits, lanes := gpuload.DLPackType(t.DType)
 	out.dl_code, out.dl_bits, out.dl_lanes = C.uint8_t(c), C.uint8_t(bits), C.uint16_t(lanes)
-	shape := append([]int64{int64(cl.l.Geometry().BatchSize)}, make([]int64, len(t.Shape))...)
+	// A jagged tensor's values count varies by batch: shape[0] is -1 and
+	// nbytes 0.
+	first := int64(cl.l.Geometry().BatchSize)
+	if t.Jagged {
+		out.kind = C.GL_TENSOR_JAGGED
+		first = -1
+	}
+	shape := append([]int64{first}, make([]int64, len(t.Shape))...)
 	for j, d := range t.Shape {
 		shape[j+1] = int64(d)
 	}
@@ -381,7 +395,7 @@ func gl_tensor_info(h *C.gl_loader, i C.int, out *C.gl_tensor) C.int {
 		out.strides[j] = C.int64_t(stride)
 		stride *= shape[j]
 	}
-	out.nbytes = C.uint64_t(n * stride)
+	out.nbytes = C.uint64_t(max(0, n*stride))
 	out.device_type = C.GL_DL_CPU
 	return C.GL_OK
 }

@@ -10,6 +10,15 @@
  * memory (backend "host") or CUDA device memory (backend "cuda"; the CUDA
  * driver is loaded at run time, override its path with PREP_LIBCUDA).
  *
+ * Jagged tensors (shard format 2.0: a variable number of values per sample)
+ * come as two arrays: tensors[i] (kind GL_TENSOR_JAGGED) is the batch's
+ * values, C-contiguous [N, per-value shape...] with N = shape[0] the
+ * batch's values count, and offsets[i] is an I64 tensor of shape [count+1]:
+ * sample j's values are rows [off[j], off[j+1]) of the values, off[0] = 0
+ * and off[count] = N. The library checks the offsets (0, never decreasing,
+ * ending at N) before gl_next hands the batch out; bad ones fail gl_next
+ * with GL_ERR_CORRUPT.
+ *
  * Memory: every pointer handed out (the gl_batch, its tensors, sample ids,
  * pad flags, tensor names and data) is owned by the library and stays valid
  * until gl_release(loader, batch) or gl_close(loader), whichever comes first. Batches
@@ -49,9 +58,20 @@ extern "C" {
 #define GL_ERR_NO_SHARD_SET (-9)  /* dir does not exist or holds no manifest.json */
 #define GL_ERR_OUTSIDE_PLAN (-10) /* epoch or rank outside the plan's range (the message names it) */
 
-/* Version of this interface; gl_abi_version() returns the library's. A
- * binding built for another version must refuse the library (rebuild it). */
-#define GL_ABI_VERSION 2
+/* Version of this interface; gl_abi_version() returns the library's.
+ * Versions only add: a library describes everything a binding built for an
+ * earlier version reads exactly as that version did, so a binding accepts a
+ * library whose version is at least its own and must refuse an older one
+ * (rebuild it).
+ *
+ *   2  gl_get_info, gl_tensor_info.
+ *   3  jagged tensors: gl_tensor.kind (in bytes that were padding, so every
+ *      field keeps its offset and gl_tensor its size, 192 bytes) and
+ *      gl_batch.offsets (after the last field of version 2). A binding for
+ *      version 2 sees a shard without jagged tensors as before; it must not
+ *      be used on a shard with them (it would take a values array for a
+ *      [count, ...] one). */
+#define GL_ABI_VERSION 3
 
 /* Maximum number of dimensions of a batch tensor: the batch dimension plus a
  * per-sample rank of at most 8. */
@@ -82,6 +102,10 @@ typedef struct gl_options {
 	const char *plan_fingerprint; /* NULL, or the expected plan fingerprint */
 } gl_options;
 
+/* Tensor kinds (gl_tensor.kind). */
+#define GL_TENSOR_FIXED 0  /* [count, per-sample shape...] */
+#define GL_TENSOR_JAGGED 1 /* values [N, per-value shape...]; offsets in gl_batch.offsets */
+
 /* One tensor of a batch: a C-contiguous array. */
 typedef struct gl_tensor {
 	const char *name;             /* NUL-terminated UTF-8 */
@@ -89,11 +113,12 @@ typedef struct gl_tensor {
 	uint8_t dl_code;              /* DLPack DLDataType.code (kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12) */
 	uint8_t dl_bits;              /* DLPack DLDataType.bits */
 	uint16_t dl_lanes;            /* DLPack DLDataType.lanes (1) */
-	int32_t ndim;                 /* 1 + per-sample rank */
-	int64_t shape[GL_MAX_DIMS];   /* [count, per-sample shape...] */
+	uint16_t kind;                /* GL_TENSOR_FIXED or GL_TENSOR_JAGGED (since version 3) */
+	int32_t ndim;                 /* 1 + per-sample (per-value) rank */
+	int64_t shape[GL_MAX_DIMS];   /* [count, per-sample shape...]; jagged values: [N, per-value shape...] */
 	int64_t strides[GL_MAX_DIMS]; /* in elements (DLPack convention) */
 	void *data;                   /* host address, or CUdeviceptr on cuda */
-	uint64_t nbytes;              /* count * bytes per sample */
+	uint64_t nbytes;              /* count * bytes per sample; jagged values: N * bytes per value */
 	int32_t device_type;          /* GL_DL_CPU or GL_DL_CUDA */
 	int32_t device_id;            /* CUDA ordinal, 0 on host */
 } gl_tensor;
@@ -109,6 +134,12 @@ typedef struct gl_batch {
 	const uint64_t *sample_ids;   /* count global sample ids */
 	const uint8_t *pad_flags;     /* count flags: 1 for a pad sample */
 	uintptr_t internal;           /* private to the library */
+	/* Since version 3: num_tensors entries beside tensors. For a jagged
+	 * tensors[i], offsets[i] is its offsets: name as tensors[i], dtype
+	 * GL_I64, ndim 1, shape [count+1], strides [1], nbytes 8*(count+1),
+	 * data 8-byte aligned on the same device as the values. For a fixed
+	 * tensor, offsets[i] is all zeros (data NULL, ndim 0). */
+	const gl_tensor *offsets;
 } gl_batch;
 
 /* Opaque loader handle. */
@@ -151,8 +182,9 @@ int64_t gl_steps(gl_loader *l);
 /* Number of batches that may be held at once, or a GL_ERR_* code. */
 int64_t gl_ring(gl_loader *l);
 
-/* Copies tensor t of an unreleased batch into dst (at least t->nbytes
- * bytes): device-to-host on cuda. For checks, not the hot path. */
+/* Copies tensor t (one of b->tensors or b->offsets) of an unreleased batch
+ * into dst (at least t->nbytes bytes): device-to-host on cuda. For checks,
+ * not the hot path. */
 int gl_copy_to_host(gl_loader *l, const gl_tensor *t, void *dst, size_t dst_len);
 
 /* Stops the pipeline and frees everything, unreleased batches included
@@ -163,8 +195,10 @@ int gl_close(gl_loader *l);
 int gl_get_info(gl_loader *l, gl_info *out);
 
 /* Fills *out with entry i of the tensor table: name, dtype, DLPack type,
- * ndim, shape [batch_size, per-sample shape...] and strides; data is NULL and
- * nbytes is for a full batch. */
+ * kind, ndim, shape [batch_size, per-sample shape...] and strides; data is
+ * NULL and nbytes is for a full batch. A jagged tensor (kind
+ * GL_TENSOR_JAGGED) has shape [-1, per-value shape...] (its values count
+ * varies by batch), strides[0] the elements of one value, and nbytes 0. */
 int gl_tensor_info(gl_loader *l, int i, gl_tensor *out);
 
 /* GL_ABI_VERSION of the library. */

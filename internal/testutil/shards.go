@@ -21,7 +21,13 @@ type ShardSet struct {
 	// Batch returns the sample ids of batch k of shard (epoch, rank), the
 	// last pads of them pad samples.
 	Batch func(epoch, rank, k int) (ids []uint64, pads int, err error)
-	// Fill lays out the samples of ids in a zeroed batch block of g.
+	// Values returns, for a shard with jagged tensors, the values count of
+	// each jagged tensor (table order) in batch k of shard (epoch, rank)
+	// holding ids; the block is sized by g.BatchLayout of them. Nil: every
+	// jagged tensor's rows are empty.
+	Values func(epoch, rank, k int, ids []uint64) []uint64
+	// Fill lays out the samples of ids in a zeroed batch block of g (of the
+	// size Values gives, for a shard with jagged tensors).
 	Fill func(g shardfmt.Geometry, ids []uint64, block []byte)
 }
 
@@ -58,14 +64,19 @@ func WriteShardSet(dir string, s ShardSet) (*shardfmt.Manifest, error) {
 				}
 				size := g.BlockSize
 				if g.HasJagged() {
-					// Every jagged tensor's rows empty: zeroed offsets.
+					// Without Values every jagged tensor's rows are empty:
+					// zeroed offsets.
 					var jagged int
 					for _, t := range s.Tensors {
 						if t.Jagged {
 							jagged++
 						}
 					}
-					lay, err := g.BatchLayout(make([]uint64, jagged))
+					values := make([]uint64, jagged)
+					if s.Values != nil {
+						values = s.Values(e, r, k, ids)
+					}
+					lay, err := g.BatchLayout(values)
 					if err != nil {
 						w.Abort()
 						return nil, err

@@ -49,7 +49,7 @@ func main() {
 	out := flag.String("o", "BENCHMARKS.md", "report to write")
 	runs := flag.Int("runs", 5, "measured runs per row")
 	budget := flag.Duration("budget", 13*time.Minute, "stop measuring new rows after this long")
-	only := flag.String("only", "", "comma-separated stages to run (limits,peers,convert,plan,verify,gpuload); empty = all")
+	only := flag.String("only", "", "comma-separated stages to run (limits,peers,convert,plan,verify,gpuload,jagged); empty = all")
 	render := flag.Bool("render", false, "rewrite the report from the last saved results (.cache/bench/results.json) without measuring")
 	flag.Parse()
 	log.SetFlags(0)
@@ -141,6 +141,12 @@ func main() {
 	if want("gpuload") {
 		rep.Gpuload = d.gpuloadRows(dir)
 		d.measureAll(rep.Gpuload)
+	}
+	if want("jagged") {
+		rep.Jagged = d.jaggedRows()
+		d.measureAll(rep.Jagged)
+		rep.JaggedSizes = d.measureJaggedSizes(rep.Jagged)
+		rep.JaggedDelivery, rep.JaggedDeliveryCmd, rep.JaggedDeliveryErr = d.jaggedDelivery()
 	}
 	rep.Profiles = d.profiles(rep, dir, planPath)
 	rep.Elapsed = time.Since(d.start)

@@ -20,28 +20,36 @@ import (
 // BENCHMARKS.md, for example after editing bench/ANALYSIS.md, without
 // measuring again.
 type report struct {
-	d        *driver
-	Inputs   map[string]pages.Info
-	Limits   []*Row
-	Peers    []*Row
-	Plan     []*Row
-	Convert  []*Row
-	Scaling  []*Row
-	Verify   []*Row
-	Gpuload  []*Row
-	Profiles []profile
-	Elapsed  time.Duration
-	Commit   string
-	Date     time.Time
-	Machine  string
-	Runs     int
-	LoadAvg  [2]string // /proc/loadavg (1, 5, 15 minutes) at start and end of the run
-	ShardSet string    // shard set verify and gpuload read, relative to the root
+	d       *driver
+	Inputs  map[string]pages.Info
+	Limits  []*Row
+	Peers   []*Row
+	Plan    []*Row
+	Convert []*Row
+	Scaling []*Row
+	Verify  []*Row
+	Gpuload []*Row
+	Jagged  []*Row // convert of the Zipf list input, jagged and padded
+	// JaggedSizes compares the shard sets of the Jagged rows; JaggedDelivery
+	// holds BenchmarkHostDeliveryJaggedRatio's metrics (Cmd: how it runs;
+	// Err: why it has none).
+	JaggedSizes       *jaggedSizes
+	JaggedDelivery    []*deliveryMetric
+	JaggedDeliveryCmd string
+	JaggedDeliveryErr string
+	Profiles          []profile
+	Elapsed           time.Duration
+	Commit            string
+	Date              time.Time
+	Machine           string
+	Runs              int
+	LoadAvg           [2]string // /proc/loadavg (1, 5, 15 minutes) at start and end of the run
+	ShardSet          string    // shard set verify and gpuload read, relative to the root
 }
 
 func (rep *report) all() []*Row {
 	var out []*Row
-	for _, g := range [][]*Row{rep.Limits, rep.Peers, rep.Plan, rep.Convert, rep.Scaling, rep.Verify, rep.Gpuload} {
+	for _, g := range [][]*Row{rep.Limits, rep.Peers, rep.Plan, rep.Convert, rep.Scaling, rep.Verify, rep.Gpuload, rep.Jagged} {
 		out = append(out, g...)
 	}
 	return out
@@ -157,6 +165,7 @@ func (rep *report) targets(dir, planPath string) []target {
 		t.Measured = "not measured"
 	}
 	ts = append(ts, t)
+	ts = append(ts, rep.jaggedTarget())
 	// Profile each stage once.
 	seen := map[string]bool{}
 	for i := range ts {
@@ -179,6 +188,10 @@ func (rep *report) refs(id string) []ref {
 			return []ref{{"convert-req-plain-snappy", "--jobs 2 on 1x"}}
 		case "wide-m32":
 			return nil
+		case "jagged":
+			return []ref{{"convert-padded", "padded"}}
+		case "padded":
+			return []ref{{"convert-jagged", "jagged"}}
 		case "10x-m256":
 			return []ref{{"convert-1x-m256", "1x at the same limit"}, {"convert-10x", "10x at the default limit"}}
 		}
@@ -380,6 +393,8 @@ func (rep *report) render() string {
 	} else {
 		b.WriteString("| measurement | result |\n|---|---|\n| shard → device throughput as a ratio to pinned cuMemcpyHtoD peak | not measured: no GPU |\n\n`scripts/gpu-check.sh` measures it on a machine with an NVIDIA GPU.\n\n")
 	}
+
+	rep.renderJagged(&b)
 
 	if len(rep.Profiles) > 0 {
 		b.WriteString("## Where the time goes (CPU profiles of missed targets)\n\n")

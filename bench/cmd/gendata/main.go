@@ -5,6 +5,7 @@
 //	<dir>/big/part-NN.parquet 10 hard links of req-plain-snappy (the 10x input)
 //	<dir>/small/part-NNNNN.parquet  10,000 files of 10 rows (the many-files input)
 //	<dir>/wide/part-NN.parquet  16 files of 5,000 FLOAT columns and 64 rows (the wide-footer input)
+//	<dir>/zipf-list.parquet   245,760 rows of a Zipf-skewed LIST<INT32> (the jagged-tensor input)
 //
 // Files that already exist with the current generator stamp are kept, so a
 // second run costs nothing.
@@ -49,10 +50,11 @@ func main() {
 		os.RemoveAll(filepath.Join(*dir, "big"))
 		os.RemoveAll(filepath.Join(*dir, "small"))
 		os.RemoveAll(filepath.Join(*dir, "wide"))
+		os.Remove(filepath.Join(*dir, "zipf-list.parquet"))
 	}
 
 	var wg sync.WaitGroup
-	errs := make(chan error, len(gen.Variants)+2)
+	errs := make(chan error, len(gen.Variants)+3)
 	sem := make(chan struct{}, 2)
 	for _, v := range gen.Variants {
 		p := filepath.Join(*dir, v.Name+".parquet")
@@ -86,6 +88,16 @@ func main() {
 			errs <- err
 		}
 	}()
+	if p := filepath.Join(*dir, "zipf-list.parquet"); !exists(p) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			log.Printf("writing %s (%d rows)", p, gen.ZipfRows)
+			if err := gen.WriteZipf(p); err != nil {
+				errs <- err
+			}
+		}()
+	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -108,4 +120,9 @@ func main() {
 	if err := os.WriteFile(stampPath, []byte(want), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -60,6 +60,17 @@ func FakeThreadsCurrent() (n int, ok bool) {
 	return v, v >= 0
 }
 
+// FakeHtoDBytes returns the bytes of every host-to-device copy queued since
+// the driver was loaded when the loaded library is the test fake driver,
+// and ok=false with the real driver.
+func FakeHtoDBytes() (n int64, ok bool) {
+	if Load() != nil {
+		return 0, false
+	}
+	v := int64(C.gl_fake_htod_bytes())
+	return v, v >= 0
+}
+
 // check turns a CUresult into nil or an *Error carrying the driver's name and
 // message for the code.
 func check(op string, r C.CUresult) error {

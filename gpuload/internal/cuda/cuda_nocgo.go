@@ -19,6 +19,9 @@ func FakeOutstanding() (n int, ok bool) { return 0, false }
 // FakeThreadsCurrent reports ok=false: no driver is ever loaded without cgo.
 func FakeThreadsCurrent() (n int, ok bool) { return 0, false }
 
+// FakeHtoDBytes reports ok=false: no driver is ever loaded without cgo.
+func FakeHtoDBytes() (n int64, ok bool) { return 0, false }
+
 // DriverVersion returns an error wrapping ErrUnavailable.
 func DriverVersion() (int, error) { return 0, errNoCgo }
 

@@ -48,6 +48,7 @@ CUDA_FUNCS(FN)
 
 static int (*p_fake_outstanding)(void);
 static int (*p_fake_threads_current)(void);
+static unsigned long long (*p_fake_htod_bytes)(void);
 
 // sym resolves the first of up to two names that the library exports.
 static void *sym(const char *a, const char *b) {
@@ -78,11 +79,13 @@ int gl_cuda_load(const char *path, char *err, size_t errlen) {
 #undef LOAD
 	p_fake_outstanding = (int (*)(void))dlsym(lib, "fakecuda_outstanding");
 	p_fake_threads_current = (int (*)(void))dlsym(lib, "fakecuda_threads_current");
+	p_fake_htod_bytes = (unsigned long long (*)(void))dlsym(lib, "fakecuda_htod_bytes");
 	return 0;
 }
 
 int gl_fake_outstanding(void) { return p_fake_outstanding ? p_fake_outstanding() : -1; }
 int gl_fake_threads_current(void) { return p_fake_threads_current ? p_fake_threads_current() : -1; }
+long long gl_fake_htod_bytes(void) { return p_fake_htod_bytes ? (long long)p_fake_htod_bytes() : -1; }
 
 CUresult gl_cuInit(unsigned int f) { return p_cuInit(f); }
 CUresult gl_cuDriverGetVersion(int *v) { return p_cuDriverGetVersion(v); }

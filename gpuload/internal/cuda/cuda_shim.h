@@ -33,6 +33,11 @@ int gl_fake_outstanding(void);
 // driver.
 int gl_fake_threads_current(void);
 
+// gl_fake_htod_bytes returns the bytes of every host-to-device copy the fake
+// driver queued since it was loaded, or -1 when the loaded library is not
+// the fake driver.
+long long gl_fake_htod_bytes(void);
+
 CUresult gl_cuInit(unsigned int flags);
 CUresult gl_cuDriverGetVersion(int *version);
 CUresult gl_cuDeviceGetCount(int *count);

@@ -134,3 +134,95 @@ func (c Config) planJSON() []byte {
 }
 `, PlanFingerprint, c.Epochs, c.BatchSize*c.Ranks, c.Ranks, c.BatchSize, c.Steps)
 }
+
+// JaggedTensors is the tensor table of the sets WriteJagged writes (shard
+// format 2.0): the fixed x of Tensors, then two jagged tensors whose rows
+// are a function of the sample id:
+//
+//	x  F32 [3]           x[c] = id + c/4 (as Tensors)
+//	h  I32 [] jagged     id mod 4 values per sample, h[e] = 10*id + e
+//	p  U16 [2] jagged    id mod 3 values per sample, p[e][c] = (id + 2e + c) mod 65536
+var JaggedTensors = []shardfmt.TensorInfo{
+	{Name: "x", DType: shardfmt.F32, Shape: []uint64{3}},
+	{Name: "h", DType: shardfmt.I32, Shape: []uint64{}, Jagged: true},
+	{Name: "p", DType: shardfmt.U16, Shape: []uint64{2}, Jagged: true},
+}
+
+// JaggedLen returns the number of values of sample id in jagged tensor t
+// (index into JaggedTensors: 1 or 2).
+func JaggedLen(t int, id uint64) int {
+	if t == 1 {
+		return int(id % 4)
+	}
+	return int(id % 3)
+}
+
+// JaggedRow returns the values of sample id in jagged tensor t (index into
+// JaggedTensors), little-endian: JaggedLen(t, id) values of the tensor's
+// per-value shape.
+func JaggedRow(t int, id uint64) []byte {
+	var b []byte
+	for e := range JaggedLen(t, id) {
+		if t == 1 {
+			b = binary.LittleEndian.AppendUint32(b, uint32(int32(10*id)+int32(e)))
+			continue
+		}
+		for c := range 2 {
+			b = binary.LittleEndian.AppendUint16(b, uint16(id+uint64(2*e+c)))
+		}
+	}
+	return b
+}
+
+// jaggedValues returns the values counts of JaggedTensors' jagged tensors
+// (h, p) in a batch of ids.
+func jaggedValues(ids []uint64) []uint64 {
+	v := make([]uint64, 2)
+	for _, id := range ids {
+		v[0] += uint64(JaggedLen(1, id))
+		v[1] += uint64(JaggedLen(2, id))
+	}
+	return v
+}
+
+// WriteJagged writes a shard set of JaggedTensors (format 2.0) described by
+// c into dir, as Write does: the same sample ids per batch, x as in Write,
+// h and p as JaggedTensors says, offsets [Count+1] then N up to the batch
+// size. Blocks differ in size.
+func WriteJagged(dir string, c Config) (*shardfmt.Manifest, error) {
+	prov := shardfmt.Provenance{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
+		WorldSize: uint32(c.Ranks), Workers: 1}
+	m, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: c.Epochs, Ranks: c.Ranks, Steps: c.Steps, BatchSize: c.BatchSize,
+		Tensors: JaggedTensors, Provenance: prov, RecordBatchSize: true,
+		Manifest: shardfmt.Manifest{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test", ShardFormat: "2.0"},
+		Batch:    func(e, r, k int) ([]uint64, int, error) { return c.IDs(e, r, k), c.Pad(k), nil },
+		Values:   func(_, _, _ int, ids []uint64) []uint64 { return jaggedValues(ids) },
+		Fill: func(g shardfmt.Geometry, ids []uint64, block []byte) {
+			for j, id := range ids {
+				copy(block[g.SlabOffset[0]+uint64(j)*g.SampleBytes[0]:], Sample(0, id))
+			}
+			lay, err := g.BatchLayout(jaggedValues(ids))
+			if err != nil {
+				panic(err) // WriteShardSet sized the block by the same call
+			}
+			for t := 1; t <= 2; t++ {
+				var off uint64
+				vals := block[lay.ValuesOffset[t]:]
+				for j := 0; j <= g.BatchSize; j++ {
+					binary.LittleEndian.PutUint64(block[g.SlabOffset[t]+8*uint64(j):], off)
+					if j < len(ids) {
+						row := JaggedRow(t, ids[j])
+						copy(vals[off*g.SampleBytes[t]:], row)
+						off += uint64(JaggedLen(t, ids[j]))
+					}
+				}
+			}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.json"), c.planJSON(), 0o644); err != nil {
+		return nil, fmt.Errorf("writing plan.json: %w", err)
+	}
+	return m, nil
+}

@@ -28,6 +28,11 @@ the native loader is freed after the last view is dropped; new exports
 from a closed loader's batches raise GL_ERR_CLOSED. ``copy=True`` yields
 owned copies.
 
+Jagged tensors (shard format 2.0, a variable number of values per
+sample) come as ``Jagged(values, offsets)`` pairs: ``values`` is
+``[N, per-value shape...]``, ``offsets`` int64 ``[count + 1]``, sample j's
+values ``values[offsets[j]:offsets[j + 1]]``.
+
 CUDA backend (``backend="cuda"``): the values are ``DLPackTensor`` objects
 implementing ``__dlpack__``/``__dlpack_device__``, so ``torch.from_dlpack(t)``
 wraps the device memory with no copy.
@@ -38,12 +43,12 @@ The library is ``libgpuload.so`` inside this package, or ``$GPULOAD_LIB``.
 from ._errors import (GL_EOF, GL_ERR_CLOSED, GL_ERR_CORRUPT, GL_ERR_CUDA, GL_ERR_FORKED, GL_ERR_INVALID, GL_ERR_IO,
                       GL_ERR_NO_LIBRARY, GL_ERR_NO_SHARD, GL_ERR_NO_SHARD_SET, GL_ERR_OUTSIDE_PLAN,
                       GL_ERR_PLAN_MISMATCH, GL_ERR_RING_FULL, GL_OK, ForkError, GpuloadError, LibraryError)
-from ._loader import KDL_CPU, KDL_CUDA, NP_DTYPES, Batch, DLPackTensor, Loader
+from ._loader import KDL_CPU, KDL_CUDA, NP_DTYPES, Batch, DLPackTensor, Jagged, Loader
 from ._meta import ShardSet, TensorInfo
 from ._native import library_path
 
 __all__ = [
-    "Loader", "Batch", "DLPackTensor", "ShardSet", "TensorInfo", "GpuloadError", "ForkError", "LibraryError",
+    "Loader", "Batch", "DLPackTensor", "Jagged", "ShardSet", "TensorInfo", "GpuloadError", "ForkError", "LibraryError",
     "library_path", "KDL_CPU", "KDL_CUDA", "NP_DTYPES",
     "GL_OK", "GL_EOF", "GL_ERR_INVALID", "GL_ERR_NO_SHARD", "GL_ERR_PLAN_MISMATCH", "GL_ERR_CORRUPT", "GL_ERR_CUDA",
     "GL_ERR_RING_FULL", "GL_ERR_CLOSED", "GL_ERR_IO", "GL_ERR_NO_SHARD_SET", "GL_ERR_OUTSIDE_PLAN", "GL_ERR_FORKED",

@@ -4,6 +4,7 @@ their consumers (see the package docstring)."""
 import ctypes
 import os
 import threading
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -130,13 +131,27 @@ class _Pin:
             pass
 
 
+class Jagged(NamedTuple):
+    """A jagged tensor of a batch (shard format 2.0): ``values``, the
+    C-contiguous ``[N, per-value shape...]`` array of the batch's N values,
+    and ``offsets``, int64 ``[count + 1]``: sample j's values are
+    ``values[offsets[j]:offsets[j + 1]]``, ``offsets[0] == 0`` and
+    ``offsets[-1] == N`` (checked by the library before the batch is
+    handed out). Both are NumPy views, owned copies or DLPackTensors, as the
+    batch's other tensors; unpack it as ``values, offsets = batch["h"]``."""
+
+    values: Any
+    offsets: Any
+
+
 class _TensorMeta:
     """A batch tensor's descriptor, copied out of the C record so that
-    nothing reads C memory after the batch is released."""
+    nothing reads C memory after the batch is released. ``offsets`` is the
+    offsets tensor's descriptor for a jagged tensor, else None."""
 
-    __slots__ = ("name", "dtype", "dl", "shape", "strides", "data", "nbytes", "device")
+    __slots__ = ("name", "dtype", "dl", "shape", "strides", "data", "nbytes", "device", "offsets")
 
-    def __init__(self, t):
+    def __init__(self, t, offsets=None):
         self.name = t.name.decode("utf-8")
         self.dtype = t.dtype
         self.dl = (t.dl_code, t.dl_bits, t.dl_lanes)
@@ -145,6 +160,12 @@ class _TensorMeta:
         self.data = t.data or 0
         self.nbytes = t.nbytes
         self.device = (t.device_type, t.device_id)
+        self.offsets = _TensorMeta(offsets) if t.kind == _native.GL_TENSOR_JAGGED else None
+
+    @property
+    def jagged(self):
+        """True for a jagged tensor's values."""
+        return self.offsets is not None
 
     def ctensor(self):
         t = _native.Tensor(name=self.name.encode(), dtype=self.dtype, dl_code=self.dl[0], dl_bits=self.dl[1],
@@ -288,7 +309,8 @@ class DLPackTensor:
 class Batch:
     """One batch: ``step``, ``count``, ``pads``, ``sample_ids`` (uint64) and
     ``pad_flags`` (bool) as owned NumPy arrays, and ``tensors``: name ->
-    read-only NumPy view (host) or DLPackTensor (cuda).
+    read-only NumPy view (host) or DLPackTensor (cuda); a jagged tensor's
+    entry is a Jagged pair (values, offsets) of them.
 
     The batch's ring slot is held by the iterator until it moves on and by
     every view or DLPackTensor made from the batch until it is dropped;
@@ -304,7 +326,7 @@ class Batch:
             self.pad_flags = np.ctypeslib.as_array(b.pad_flags, shape=(b.count,)).astype(bool)
         else:
             self.sample_ids, self.pad_flags = np.empty(0, np.uint64), np.empty(0, bool)
-        self._metas = [_TensorMeta(b.tensors[i]) for i in range(b.num_tensors)]
+        self._metas = [_TensorMeta(b.tensors[i], b.offsets[i]) for i in range(b.num_tensors)]
         self._tensors = None
         self._dropped = False
 
@@ -315,13 +337,22 @@ class Batch:
 
     @property
     def tensors(self):
-        """name -> read-only NumPy view (host) or DLPackTensor (cuda); each
-        holds the batch's slot while it lives."""
+        """name -> read-only NumPy view (host) or DLPackTensor (cuda), or for
+        a jagged tensor a Jagged pair (values, offsets) of them; each holds
+        the batch's slot while it lives."""
         if self._tensors is None:
             self._check_live()
             pin = _Pin(self._slot)  # one for every view of this batch
-            self._tensors = {m.name: self._array(m, pin) for m in self._metas}
+            self._tensors = {m.name: self._pair(self._array, m, pin) for m in self._metas}
         return self._tensors
+
+    @staticmethod
+    def _pair(fn, m, *args):
+        """fn(m, *args), or for a jagged tensor the Jagged pair of fn over its
+        values and its offsets."""
+        if m.jagged:
+            return Jagged(fn(m, *args), fn(m.offsets, *args))
+        return fn(m, *args)
 
     def _array(self, m, pin):
         if m.device[0] != KDL_CPU:
@@ -335,24 +366,24 @@ class Batch:
 
     def copies(self):
         """Returns name -> owned NumPy copy of each tensor (device-to-host on
-        cuda)."""
+        cuda); a Jagged pair of copies for a jagged tensor."""
         self._check_live()
-        out = {}
-        for m in self._metas:
-            if m.device[0] != KDL_CPU:
-                out[m.name] = DLPackTensor(self._slot, m).to_numpy()
-            elif m.nbytes:
-                out[m.name] = np.frombuffer(m.host_buffer(None), dtype=NP_DTYPES[m.dtype]).reshape(m.shape).copy()
-            else:
-                out[m.name] = np.empty(m.shape, dtype=NP_DTYPES[m.dtype])
-        return out
+        return {m.name: self._pair(self._copy, m) for m in self._metas}
+
+    def _copy(self, m):
+        if m.device[0] != KDL_CPU:
+            return DLPackTensor(self._slot, m).to_numpy()
+        if m.nbytes:
+            return np.frombuffer(m.host_buffer(None), dtype=NP_DTYPES[m.dtype]).reshape(m.shape).copy()
+        return np.empty(m.shape, dtype=NP_DTYPES[m.dtype])
 
     def dlpack(self, name):
-        """Returns a DLPackTensor for the named tensor (either backend)."""
+        """Returns a DLPackTensor for the named tensor (either backend), or
+        for a jagged tensor a Jagged pair of DLPackTensors (values, offsets)."""
         self._check_live()
         for m in self._metas:
             if m.name == name:
-                return DLPackTensor(self._slot, m)
+                return self._pair(lambda mt: DLPackTensor(self._slot, mt), m)
         raise KeyError(name)
 
     def _check_live(self):
@@ -374,7 +405,8 @@ class Loader:
     GL_ERR_NO_SHARD, GL_ERR_PLAN_MISMATCH, GL_ERR_INVALID); the native
     library is loaded, and the shard opened, when the first batch is read.
 
-    Iterating yields dicts name -> array; ``batches()`` yields Batch objects.
+    Iterating yields dicts name -> array (a Jagged pair of arrays, values
+    and offsets, for a jagged tensor); ``batches()`` yields Batch objects.
     Arguments mirror gpuload.Options: backend ("host" or "cuda"), device,
     prefetch, start_step, verify_checksums, plan_fingerprint, register_mmap,
     map_blocks; copy=True yields owned copies instead of views; shard_set

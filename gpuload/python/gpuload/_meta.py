@@ -28,22 +28,26 @@ def _read_json(path):
 
 class TensorInfo:
     """One entry of a shard set's tensor table: ``name``, ``dtype`` (the
-    shard dtype name, e.g. ``"F32"``), ``dtype_code`` and ``shape`` (the
-    per-sample shape, a tuple; ``()`` for a scalar)."""
+    shard dtype name, e.g. ``"F32"``), ``dtype_code``, ``shape`` (the
+    per-sample shape, a tuple; ``()`` for a scalar) and ``jagged``: True for
+    a jagged tensor (shard format 2.0), whose ``shape`` is then the shape of
+    one value, a sample holding any number of them."""
 
-    __slots__ = ("name", "dtype", "dtype_code", "shape")
+    __slots__ = ("name", "dtype", "dtype_code", "shape", "jagged")
 
-    def __init__(self, name, dtype, shape):
+    def __init__(self, name, dtype, shape, jagged=False):
         self.name = name
         self.dtype = dtype
         self.dtype_code = DTYPE_CODES.get(dtype, 0)
         self.shape = tuple(shape or ())
+        self.jagged = bool(jagged)
 
     def __repr__(self):
-        return f"TensorInfo({self.name!r}, {self.dtype}, {list(self.shape)})"
+        return f"TensorInfo({self.name!r}, {self.dtype}, {list(self.shape)}{', jagged=True' if self.jagged else ''})"
 
     def __eq__(self, other):
-        return isinstance(other, TensorInfo) and (self.name, self.dtype, self.shape) == (other.name, other.dtype, other.shape)
+        return isinstance(other, TensorInfo) and ((self.name, self.dtype, self.shape, self.jagged) ==
+                                                  (other.name, other.dtype, other.shape, other.jagged))
 
 
 class ShardSet:
@@ -55,8 +59,9 @@ class ShardSet:
     ``order_fingerprint`` (fixes the global batch sequence; equal for plans
     that differ only in world size, workers or epochs), ``world_size``,
     ``epochs``, ``workers``, ``global_batch``, ``batch_size`` (per rank),
-    ``steps_per_epoch``, ``shuffle``, ``remainder``, ``tensors`` (a list of
-    TensorInfo) and ``shards`` (the set of (epoch, rank) present here).
+    ``steps_per_epoch``, ``shuffle``, ``remainder``, ``shard_format``
+    (``"1.0"``, or ``"2.0"`` for a set with jagged tensors), ``tensors`` (a
+    list of TensorInfo) and ``shards`` (the set of (epoch, rank) present here).
 
     Raises GpuloadError with GL_ERR_NO_SHARD_SET for a missing directory or
     manifest, GL_ERR_PLAN_MISMATCH when plan.json and the manifest disagree.
@@ -96,8 +101,11 @@ class ShardSet:
         self.remainder = cfg.get("remainder", "")
         self.steps_per_epoch = int(der.get("steps_per_epoch", 0))
         self.batch_size = int(m.get("batch_size") or der.get("batch_size") or 0)
-        self.tensors = [TensorInfo(t["name"], t["dtype"], t.get("shape")) for t in m.get("tensors") or []]
+        self.tensors = [TensorInfo(t["name"], t["dtype"], t.get("shape"), t.get("jagged", False))
+                        for t in m.get("tensors") or []]
         self.shards = {(int(s["epoch"]), int(s["rank"])): s for s in m.get("shards") or []}
+        jagged = any(t.jagged for t in self.tensors)
+        self.shard_format = m.get("shard_format") or ("2.0" if jagged else "1.0")
 
     def shard_path(self, epoch, rank):
         """Returns the path of the shard of (epoch, rank), raising

@@ -8,8 +8,9 @@ import threading
 
 from ._errors import GL_ERR_FORKED, GL_ERR_NO_LIBRARY, ForkError, LibraryError
 
-# The C ABI version this binding is written for (GL_ABI_VERSION, gpuload.h).
-ABI_VERSION = 2
+# The C ABI version this binding is written for (GL_ABI_VERSION, gpuload.h);
+# versions only add, so a library of this version or later serves it.
+ABI_VERSION = 3
 GL_MAX_DIMS = 9
 LIBRARY_NAME = "libgpuload.so"
 BUILD_HINT = ("build it with `make python` in a prep checkout (or `pip install --no-build-isolation ./gpuload/python`; "
@@ -43,10 +44,14 @@ class Options(ctypes.Structure):
     ]
 
 
+# gl_tensor.kind
+GL_TENSOR_FIXED, GL_TENSOR_JAGGED = 0, 1
+
+
 class Tensor(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p), ("dtype", ctypes.c_uint16), ("dl_code", ctypes.c_uint8),
-        ("dl_bits", ctypes.c_uint8), ("dl_lanes", ctypes.c_uint16), ("ndim", ctypes.c_int32),
+        ("dl_bits", ctypes.c_uint8), ("dl_lanes", ctypes.c_uint16), ("kind", ctypes.c_uint16), ("ndim", ctypes.c_int32),
         ("shape", ctypes.c_int64 * GL_MAX_DIMS), ("strides", ctypes.c_int64 * GL_MAX_DIMS),
         ("data", ctypes.c_void_p), ("nbytes", ctypes.c_uint64),
         ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
@@ -59,6 +64,7 @@ class Batch(ctypes.Structure):
         ("num_tensors", ctypes.c_int32), ("reserved", ctypes.c_int32),
         ("tensors", ctypes.POINTER(Tensor)), ("sample_ids", ctypes.POINTER(ctypes.c_uint64)),
         ("pad_flags", ctypes.POINTER(ctypes.c_uint8)), ("internal", ctypes.c_size_t),
+        ("offsets", ctypes.POINTER(Tensor)),
     ]
 
 
@@ -137,7 +143,7 @@ def lib():
             lb = ctypes.CDLL(path)
         except OSError as e:
             raise LibraryError(GL_ERR_NO_LIBRARY, f"gpuload: loading {path}: {e}; {BUILD_HINT}") from None
-        if not hasattr(lb, "gl_abi_version") or lb.gl_abi_version() != ABI_VERSION:
+        if not hasattr(lb, "gl_abi_version") or lb.gl_abi_version() < ABI_VERSION:
             got = lb.gl_abi_version() if hasattr(lb, "gl_abi_version") else 1
             raise LibraryError(GL_ERR_NO_LIBRARY, f"gpuload: {path} has C ABI version {got}, this binding needs "
                                f"{ABI_VERSION} (a stale build); {BUILD_HINT}")

@@ -18,7 +18,12 @@ One rank's batches in plan order, resumable, safe under DataLoader workers::
 Each item is a dict: every tensor of the shard set by its name as a
 ``torch.Tensor`` of shape ``[count, per-sample shape...]``, plus
 ``sample_ids`` (int64: the source rows), ``pad`` (bool: pad samples to mask
-out) and ``step`` (int: the rank's step within the epoch).
+out) and ``step`` (int: the rank's step within the epoch). A jagged tensor
+(shard format 2.0) is a ``gpuload.Jagged`` pair ``(values, offsets)``:
+``values`` of shape ``[N, per-value shape...]`` (N, the batch's values
+count, varies), ``offsets`` int64 ``[count + 1]``, sample j's values being
+``values[offsets[j]:offsets[j + 1]]`` (see the package README for handing
+them to TorchRec and ``torch.nested``).
 
 dtypes: BOOL, U8, I8, I16, I32, I64, F16, BF16 (``torch.bfloat16``), F32 and
 F64 map to their torch dtypes. U16, U32 and U64 come out as int16, int32 and
@@ -56,7 +61,7 @@ import torch.utils.dlpack
 from torch.utils.data import IterableDataset, get_worker_info
 
 from ._errors import GL_ERR_INVALID, GL_ERR_PLAN_MISMATCH, GpuloadError
-from ._loader import KDL_CPU, DLPackTensor, Loader, _Pin
+from ._loader import KDL_CPU, DLPackTensor, Jagged, Loader, _Pin
 from ._meta import ShardSet
 
 __all__ = ["ShardDataset", "TORCH_DTYPES", "launcher_rank"]
@@ -287,6 +292,12 @@ class ShardDataset(IterableDataset):
         out = {}
         whole = a == 0 and e >= b.count
         for m in b._metas:
+            if m.jagged:
+                v, o = _tensor(b, m, pin), _tensor(b, m.offsets, pin)
+                if not whole:
+                    v, o = _jagged_rows(v, o, a, e, b.count)
+                out[m.name] = Jagged(v.clone(), o.clone()) if copy else Jagged(v, o)
+                continue
             t = _tensor(b, m, pin)
             if not whole:
                 t = _rows(t, a, e, b.count)
@@ -303,6 +314,10 @@ class ShardDataset(IterableDataset):
         """The item assembled from several shard batches (a copy)."""
         out = {}
         for i, m in enumerate(parts[0][0]._metas):
+            if m.jagged:
+                out[m.name] = _jagged_cat([_jagged_rows(_tensor(b, b._metas[i], None), _tensor(b, b._metas[i].offsets, None),
+                                                        a, e, b.count) for b, a, e in parts])
+                continue
             out[m.name] = torch.cat([_rows(_tensor(b, b._metas[i], None), a, e, b.count) for b, a, e in parts])
         ids = np.concatenate([b.sample_ids[min(a, b.count):min(e, b.count)] for b, a, e in parts])
         pad = np.concatenate([b.pad_flags[min(a, b.count):min(e, b.count)] for b, a, e in parts])
@@ -327,3 +342,26 @@ def _rows(t, a, e, count):
     """Rows [a, e) of a shard batch of ``count`` rows, clipped to it."""
     a, e = min(a, count), min(e, count)
     return t if (a, e) == (0, count) else t[a:e]
+
+
+def _jagged_rows(values, offsets, a, e, count):
+    """Samples [a, e) of a jagged tensor of a shard batch of ``count``
+    samples, clipped to it: their values (a view) and their offsets, counted
+    from 0."""
+    a, e = min(a, count), min(e, count)
+    if (a, e) == (0, count):
+        return values, offsets
+    lo, hi = int(offsets[a]), int(offsets[e])
+    return values[lo:hi], offsets[a:e + 1] - lo
+
+
+def _jagged_cat(pieces):
+    """One jagged tensor from (values, offsets) pieces in sample order, each
+    piece's offsets counted from 0: values concatenated, offsets shifted by
+    the values before them."""
+    values = torch.cat([v for v, _ in pieces])
+    offs, at = [pieces[0][1][:1]], 0
+    for v, o in pieces:
+        offs.append(o[1:] + at)
+        at += v.shape[0]
+    return Jagged(values, torch.cat(offs))

@@ -1,12 +1,15 @@
 """Tests of the gpuload package's Loader, run by gpuload/capi's Go test
 (TestPython) with /usr/bin/python3:
 
-    GPULOAD_LIB=.../libgpuload.so GPULOAD_TEST_DIR=<shard set> GPULOAD_TEST_CUDA=0|1 \
-        python3 tests/test_gpuload.py
+    GPULOAD_LIB=.../libgpuload.so GPULOAD_TEST_DIR=<shard set> GPULOAD_TEST_JAGGED_DIR=<shard set> \
+        GPULOAD_TEST_CUDA=0|1 python3 tests/test_gpuload.py
 
 The shard set is gpuload/internal/testshards with 2 epochs x 2 ranks, batch
 size 4, 5 steps, last batch 3 samples of which 1 pad. Values of sample id:
 x[c] = id + c/4 (F32 [3]), y = -id (I64), m[c] = (id + c) mod 256 (U8 [5]).
+The jagged set (testshards.WriteJagged, format 2.0) has the same ids, x,
+and jagged h (I32, id mod 4 values h[e] = 10*id + e) and p (U16 [2], id mod
+3 values p[e][c] = id + 2e + c).
 """
 
 import ctypes
@@ -21,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpuload  # noqa: E402
 
 DIR = os.environ["GPULOAD_TEST_DIR"]
+JAGGED_DIR = os.environ.get("GPULOAD_TEST_JAGGED_DIR")
 CUDA = os.environ.get("GPULOAD_TEST_CUDA") == "1"
 B, STEPS, LAST, PADS = 4, 5, 3, 1
 
@@ -38,6 +42,19 @@ def expect(epoch, rank, k):
     y = -(i.astype(np.int64))
     m = ((i[:, None] + np.arange(5, dtype=np.uint64)[None, :]) % 256).astype(np.uint8)
     return {"x": x, "y": y, "m": m}
+
+
+def expect_jagged(epoch, rank, k):
+    """x, and h and p as (values, offsets), of batch k of the jagged set."""
+    out = {"x": expect(epoch, rank, k)["x"]}
+    for name, n, per, dt in (("h", 4, (), np.int32), ("p", 3, (2,), np.uint16)):
+        rows, offs = [], [0]
+        for i in ids(epoch, rank, k):
+            for e in range(i % n):
+                rows.append(10 * i + e if name == "h" else [(i + 2 * e + c) % 65536 for c in range(2)])
+            offs.append(offs[-1] + i % n)
+        out[name] = (np.array(rows, dtype=dt).reshape((len(rows),) + per), np.array(offs, dtype=np.int64))
+    return out
 
 
 class HostTest(unittest.TestCase):
@@ -319,7 +336,7 @@ class HostTest(unittest.TestCase):
         env["GPULOAD_LIB"] = "/lib/x86_64-linux-gnu/libz.so.1" if os.path.exists("/lib/x86_64-linux-gnu/libz.so.1") else ""
         if env["GPULOAD_LIB"]:
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-            self.assertIn("has C ABI version 1, this binding needs 2 (a stale build)", out.stdout, out.stderr)
+            self.assertIn("has C ABI version 1, this binding needs 3 (a stale build)", out.stdout, out.stderr)
 
 
 @unittest.skipUnless(CUDA, "GPULOAD_TEST_CUDA=1 not set")
@@ -372,6 +389,132 @@ class CUDATest(unittest.TestCase):
                     b.tensors["m"].to_numpy()
                 self.assertEqual(cm.exception.code, gpuload.GL_ERR_CLOSED)
             del cap  # the capsule's deleter after close does nothing
+
+
+@unittest.skipUnless(JAGGED_DIR, "GPULOAD_TEST_JAGGED_DIR not set")
+class JaggedTest(unittest.TestCase):
+    def assert_jagged(self, got, want, what):
+        self.assertIsInstance(got, gpuload.Jagged, what)
+        values, offsets = got
+        self.assertEqual(values.dtype, want[0].dtype, what)
+        self.assertEqual(offsets.dtype, np.int64, what)
+        self.assertEqual(values.shape, want[0].shape, what)
+        np.testing.assert_array_equal(values, want[0], err_msg=f"{what} values")
+        np.testing.assert_array_equal(offsets, want[1], err_msg=f"{what} offsets")
+
+    def test_metadata_describes_jagged_tensors(self):
+        s = gpuload.ShardSet(JAGGED_DIR)
+        self.assertEqual(s.tensors, [gpuload.TensorInfo("x", "F32", [3]), gpuload.TensorInfo("h", "I32", [], jagged=True),
+                                     gpuload.TensorInfo("p", "U16", [2], jagged=True)])
+        self.assertEqual([t.jagged for t in s.tensors], [False, True, True])
+        self.assertEqual(repr(s.tensor("p")), "TensorInfo('p', U16, [2], jagged=True)")
+        self.assertNotEqual(gpuload.TensorInfo("h", "I32", []), s.tensor("h"))
+        self.assertEqual(s.shard_format, "2.0")
+        self.assertEqual(gpuload.ShardSet(DIR).shard_format, "1.0")
+
+    def test_numpy_views_and_copies_are_exact(self):
+        for copy in (False, True):
+            with gpuload.Loader(JAGGED_DIR, 1, 0, copy=copy, verify_checksums=True) as loader:
+                k = -1
+                for k, batch in enumerate(loader):
+                    want = expect_jagged(1, 0, k)
+                    self.assertEqual(sorted(batch), ["h", "p", "x"])
+                    np.testing.assert_array_equal(batch["x"], want["x"])
+                    for name in ("h", "p"):
+                        self.assert_jagged(batch[name], want[name], f"copy={copy} step {k} {name}")
+                        self.assertEqual([a.flags.writeable for a in batch[name]], [copy, copy])
+                self.assertEqual(k, STEPS - 1)
+
+    def test_views_outlive_the_iterator_and_dlpack_exports_both(self):
+        with gpuload.Loader(JAGGED_DIR, 0, 1, prefetch=2) as loader:
+            b0 = loader.next_batch()
+            h0 = b0.tensors["h"]  # views hold step 0's slot
+            d = b0.dlpack("p")
+            self.assertIsInstance(d, gpuload.Jagged)
+            self.assertEqual([t.name for t in d], ["p", "p"])
+            self.assertEqual(d.offsets.shape, (B + 1,))
+            self.assertEqual(d.values.dtype, 4)  # U16
+            got = gpuload.Jagged(np.from_dlpack(d.values), np.from_dlpack(d.offsets))
+            self.assertEqual([b.step for b in loader.batches()], list(range(1, STEPS)))
+            self.assert_jagged(h0, expect_jagged(0, 1, 0)["h"], "held h")
+            self.assert_jagged(got, expect_jagged(0, 1, 0)["p"], "p from DLPack")
+            self.assert_jagged(gpuload.Jagged(*(t.to_numpy() for t in d)), expect_jagged(0, 1, 0)["p"], "p to_numpy")
+
+    def test_dataset_yields_values_offsets_pairs(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch")
+        from gpuload.torch import ShardDataset
+
+        def check(item, want, what):
+            self.assertEqual(item["x"].tolist(), want["x"].tolist(), what)
+            for name, dt in (("h", torch.int32), ("p", torch.int16)):
+                self.assertIsInstance(item[name], tuple, what)
+                values, offsets = item[name]
+                self.assertEqual((values.dtype, offsets.dtype), (dt, torch.int64), what)
+                self.assertEqual(values.numpy().view(want[name][0].dtype).tolist(), want[name][0].tolist(), f"{what} {name}")
+                self.assertEqual(offsets.tolist(), want[name][1].tolist(), f"{what} {name} offsets")
+
+        ds = ShardDataset(JAGGED_DIR, rank=1, world_size=2, epoch=1)
+        items = list(ds)
+        self.assertEqual([it["step"] for it in items], list(range(STEPS)))
+        for it in items:
+            check(it, expect_jagged(1, 1, it["step"]), f"step {it['step']}")
+        # Elastic: 4 ranks take half a shard batch each; 1 rank joins both.
+        for world, rank in ((4, 3), (4, 2), (1, 0)):
+            ds = ShardDataset(JAGGED_DIR, rank=rank, world_size=world, epoch=0, elastic=True)
+            for it in ds:
+                k = it["step"]
+                parts = [expect_jagged(0, r, k) for r in range(2)]
+                # Slot j of plan rank r is row B*r + j of the global batch.
+                lo, n = rank * (2 * B // world), 2 * B // world
+                mine = [(r, j) for r in range(2) for j in range(len(ids(0, r, k))) if lo <= B * r + j < lo + n]
+                self.assertEqual(it["sample_ids"].tolist(), [ids(0, r, k)[j] for r, j in mine], f"world {world} step {k}")
+                want = {"x": np.array([parts[r]["x"][j] for r, j in mine], dtype=np.float32).reshape(-1, 3)}
+                for name in ("h", "p"):
+                    vals, offs = [], [0]
+                    for r, j in mine:
+                        v, o = parts[r][name]
+                        vals.append(v[o[j]:o[j + 1]])
+                        offs.append(offs[-1] + int(o[j + 1] - o[j]))
+                    want[name] = (np.concatenate(vals) if vals else parts[0][name][0][:0], np.array(offs, dtype=np.int64))
+                check(it, want, f"world {world} rank {rank} step {k}")
+
+    def test_readme_conversions(self):
+        # The package README's recipes: lengths for TorchRec's
+        # KeyedJaggedTensor.from_offsets_sync, and a nested tensor.
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("no torch")
+        from gpuload.torch import ShardDataset
+        item = next(iter(ShardDataset(JAGGED_DIR, rank=0, world_size=2, epoch=0)))
+        values, offsets = item["h"]
+        lengths = offsets[1:] - offsets[:-1]
+        self.assertEqual(lengths.tolist(), [i % 4 for i in ids(0, 0, 0)])
+        rows = list(torch.split(values, lengths.tolist()))
+        self.assertEqual([r.tolist() for r in rows], [[10 * i + e for e in range(i % 4)] for i in ids(0, 0, 0)])
+        if hasattr(torch, "nested") and hasattr(torch.nested, "nested_tensor"):
+            nt = torch.nested.nested_tensor(rows)
+            self.assertEqual([t.tolist() for t in nt.unbind()], [r.tolist() for r in rows])
+
+
+@unittest.skipUnless(CUDA and JAGGED_DIR, "GPULOAD_TEST_CUDA=1 and GPULOAD_TEST_JAGGED_DIR not set")
+class JaggedCUDATest(unittest.TestCase):
+    def test_device_pairs_of_dlpack_tensors(self):
+        with gpuload.Loader(JAGGED_DIR, 1, 1, backend="cuda", prefetch=2, verify_checksums=True) as loader:
+            k = -1
+            for k, batch in enumerate(loader):
+                want = expect_jagged(1, 1, k)
+                for name in ("h", "p"):
+                    pair = batch[name]
+                    self.assertIsInstance(pair, gpuload.Jagged)
+                    self.assertEqual([t.__dlpack_device__() for t in pair], [(gpuload.KDL_CUDA, 0)] * 2)
+                    self.assertEqual(pair.offsets.shape, (len(ids(1, 1, k)) + 1,))
+                    np.testing.assert_array_equal(pair.values.to_numpy(), want[name][0], err_msg=f"step {k} {name}")
+                    np.testing.assert_array_equal(pair.offsets.to_numpy(), want[name][1], err_msg=f"step {k} {name}")
+            self.assertEqual(k, STEPS - 1)
 
 
 @unittest.skipUnless(CUDA, "GPULOAD_TEST_CUDA=1 not set")

@@ -23,7 +23,9 @@
 //   - fakecuda_outstanding() counts live allocations, registrations, streams,
 //     events and primary-context retains, so tests can assert no leaks;
 //   - fakecuda_threads_current() counts the live threads that have a context
-//     current, so tests can assert that no thread is left with it.
+//     current, so tests can assert that no thread is left with it;
+//   - fakecuda_htod_bytes() sums the bytes of every cuMemcpyHtoDAsync queued
+//     since the library was loaded, so tests can assert how much was copied.
 //
 // Environment variables are read at every cuInit.
 //
@@ -106,6 +108,15 @@ static void current_init(void) { pthread_key_create(&current_key, current_exit);
 int fakecuda_threads_current(void) {
 	pthread_mutex_lock(&mu);
 	int n = threads_current;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+static unsigned long long htod_bytes; // guarded by mu
+
+unsigned long long fakecuda_htod_bytes(void) {
+	pthread_mutex_lock(&mu);
+	unsigned long long n = htod_bytes;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -433,6 +444,7 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, struct
 		struct range *reg = find(src, n, 1 << REGISTERED);
 		if (reg) src = reg->pinned + ((const char *)src - reg->p);
 		enqueue(s, dst, src, n);
+		htod_bytes += n;
 	}
 	pthread_mutex_unlock(&mu);
 	return r;

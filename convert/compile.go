@@ -401,6 +401,9 @@ func typeSignature(ci pqread.ColumnInfo) string {
 	if ci.List {
 		s = "LIST<" + s + ">"
 	}
+	for range ci.Depth - 1 {
+		s = "LIST<" + s + ">"
+	}
 	return s
 }
 
@@ -418,6 +421,9 @@ func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass,
 	if ci.Unsupported != "" {
 		why := strings.TrimPrefix(ci.Unsupported, pqread.ErrUnsupported.Error()+": ")
 		return 0, fmt.Errorf("%w: %s column cannot be read: %s", pqread.ErrUnsupported, typeSignature(ci), why)
+	}
+	if ci.Depth > 1 {
+		return 0, fmt.Errorf("%w: %s column is a list of lists (%d levels of repetition); a tensor reads one level of lists", pqread.ErrUnsupported, typeSignature(ci), ci.Depth)
 	}
 	var cls srcClass
 	switch ci.Physical {

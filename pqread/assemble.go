@@ -129,6 +129,9 @@ func (r *ColumnReader) assemble() (*Column, error) {
 		return c, nil
 	}
 
+	if r.maxRep == 2 {
+		return r.assemble2(c, nv)
+	}
 	dList := r.l.dList
 	if r.maxDef > dList && len(r.defs) == len(r.reps) && allLevels(r.defs, uint8(r.maxDef)) {
 		return r.assembleDense(c, nv)

@@ -81,12 +81,14 @@ type ColumnReader struct {
 	entries int64 // level entries decoded (value slots incl. nulls and empty lists)
 	rows    int64 // rows started by the entries decoded
 	pageMax int64 // most level entries of a data page decoded
-	done    int64 // rows returned by Next
-	want    int64 // rows of the window being read
-	most    int64 // rows of the largest window so far
-	ended   bool  // every page decoded
-	closed  bool  // the last window was returned
-	err     error // sticky: the first failure
+	// rowEntries: level entries of the last row started (lists only).
+	rowEntries int64
+	done       int64 // rows returned by Next
+	want       int64 // rows of the window being read
+	most       int64 // rows of the largest window so far
+	ended      bool  // every page decoded
+	closed     bool  // the last window was returned
+	err        error // sticky: the first failure
 
 	// Entries decoded and not yet returned: they begin at row done.
 	defs []uint8 // definition levels (nil when maxDef == 0)

@@ -43,6 +43,9 @@ func sameRows(t *testing.T, what string, got, want *Column) {
 		if c.Info.List && c.ElemValid == nil {
 			c.ElemValid = allTrue(c.Slots())
 		}
+		if c.Info.Depth == 2 && c.ListValid == nil {
+			c.ListValid = allTrue(len(c.InnerOffsets) - 1)
+		}
 	}
 	sameColumn(t, what, &g, &w)
 	if !slices.Equal(got.DictIndex, want.DictIndex) || !bytes.Equal(got.DictData, want.DictData) ||

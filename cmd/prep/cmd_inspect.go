@@ -170,10 +170,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 				phys += fmt.Sprintf("(%d)", c.Width)
 			}
 			if c.List {
-				logical = "LIST"
-				if c.Logical != "" {
-					logical += "<" + c.Logical + ">"
-				}
+				logical = listType(c, p.Columns)
 				if c.ElemNullable {
 					logical += " (elements nullable)"
 				}
@@ -188,4 +185,53 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		}
 	}
 	return tw.Flush()
+}
+
+// listType is the LOGICAL column of a list leaf: LIST<T>, LIST<LIST<T>>
+// for a list of lists, and MAP<K, V> (key) or (value) for a map's leaves,
+// K and V the types of the map's key and value leaves (V is STRUCT for a
+// value of several fields, and is left out when the map has no value).
+func listType(c verify.ParquetColumn, cols []verify.ParquetColumn) string {
+	if c.MapRole != "" {
+		var key, val []string
+		for _, o := range cols {
+			if o.Group != c.Group {
+				continue
+			}
+			switch o.MapRole {
+			case "key":
+				key = append(key, leafType(o))
+			case "value":
+				val = append(val, leafType(o))
+			}
+		}
+		kv := strings.Join(key, ", ")
+		switch {
+		case len(val) == 1:
+			kv += ", " + val[0]
+		case len(val) > 1:
+			kv += ", STRUCT"
+		}
+		s := "MAP<" + kv + "> (" + c.MapRole + ")"
+		if c.Depth > 1 {
+			s = "MAP<" + kv + "> (" + c.MapRole + ", a list per value)"
+		}
+		return s
+	}
+	s := "LIST<" + leafType(c) + ">"
+	if c.Logical == "" {
+		s = "LIST"
+	}
+	for range c.Depth - 1 {
+		s = "LIST<" + s + ">"
+	}
+	return s
+}
+
+// leafType is a leaf's logical type, or its physical type when it has none.
+func leafType(c verify.ParquetColumn) string {
+	if c.Logical != "" {
+		return c.Logical
+	}
+	return c.Physical
 }

@@ -38,6 +38,43 @@ func setRowLimit(plans []*tensorPlan, memoryLimit int64) {
 	}
 }
 
+// rowSlotLimit returns lim with MaxRowSlots lowered, for a spec whose
+// only list tensors are jagged (or maps), to the most values a row of its
+// jagged tensors may hold under memoryLimit (the largest over them), so
+// that pqread refuses a longer row while reading its page, naming file,
+// column, row group and row, before it is decoded. A spec with a fixed
+// list keeps lim (its rows are truncated, and may be long); the jagged
+// tensors' own limit is then checked after decoding (applyJagged).
+func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limits {
+	if memoryLimit <= 0 {
+		memoryLimit = 1 << 30
+	}
+	block, _ := jaggedLimits(memoryLimit)
+	var most int64
+	for i := range spec.Tensors {
+		t := &spec.Tensors[i]
+		switch {
+		case t.jagged() || t.Map != nil:
+			dt, err := shardfmt.ParseDType(t.DType)
+			if err != nil {
+				return lim
+			}
+			most = max(most, block/int64(dt.Size()))
+		case t.Column != "" && t.Bytes == nil && (t.List != nil || t.Shape != nil):
+			return lim // possibly a fixed list
+		}
+	}
+	if most == 0 {
+		return lim
+	}
+	cur := lim.MaxRowSlots
+	if cur <= 0 {
+		cur = pqread.DefaultLimits.MaxRowSlots
+	}
+	lim.MaxRowSlots = min(cur, most)
+	return lim
+}
+
 // applyJagged writes the needed rows of col (runs) as jagged samples: each
 // row's elements converted to the dtype into the arena through vw, the
 // row's reference into its record, and its mask and element mask. A null

@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -287,7 +288,9 @@ var jagSeqCfg = plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Wo
 
 // TestRunJaggedRowOverLimit: a row whose values alone exceed a jagged
 // block's bound (a quarter of the memory limit, at least 1 MiB) is refused
-// in stage 1 naming file, column, row group and row; nothing is left.
+// naming file, column, row group and row, and nothing is left: by pqread
+// as it reads the row's page (Limits.MaxRowSlots) when the spec's lists
+// are all jagged, else after decoding.
 func TestRunJaggedRowOverLimit(t *testing.T) {
 	p, spec := jagLongFixture(t, 40, 16, func(id int64) int {
 		if id == 21 {
@@ -295,14 +298,26 @@ func TestRunJaggedRowOverLimit(t *testing.T) {
 		}
 		return int(id % 5)
 	}, jagSeqCfg)
-	out := filepath.Join(t.TempDir(), "o")
-	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20})
-	want := `a.parquet: column "v", row group 1, row 5: list has 300000 values, more than the 262144 (1048576 bytes) one row of a jagged tensor may hold (a quarter of the memory limit, at least 1 MiB)`
-	if err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
-		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	withFixed, err := ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}, nulls: {}}, {name: w, column: w, dtype: I32, shape: [2], list: {pad: 0, truncate: true}, nulls: {fill: 0}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(out, "manifest.json")); !os.IsNotExist(err) {
-		t.Errorf("manifest left: %v", err)
+	for _, c := range []struct {
+		spec     *Spec
+		want     string
+		sentinel error
+	}{
+		{spec, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries)`, pqread.ErrLimit},
+		{withFixed, `a.parquet: column "v", row group 1, row 5: list has 300000 values, more than the 262144 (1048576 bytes) one row of a jagged tensor may hold (a quarter of the memory limit, at least 1 MiB)`, ErrValue},
+	} {
+		out := filepath.Join(t.TempDir(), "o")
+		_, err := Run(context.Background(), Options{Plan: p, Spec: c.spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20})
+		if err == nil || err.Error() != c.want || !errors.Is(err, c.sentinel) {
+			t.Errorf("error\n  %v\nwant\n  %s", err, c.want)
+		}
+		if _, err := os.Stat(filepath.Join(out, "manifest.json")); !os.IsNotExist(err) {
+			t.Errorf("manifest left: %v", err)
+		}
 	}
 }
 

@@ -78,7 +78,7 @@ func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *S
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, plans, err := openForSpec(ctx, p, st, spec, pqread.Limits{}, materializeFooters)
+	files, plans, err := openForSpec(ctx, p, st, spec, rowSlotLimit(spec, pqread.Limits{}, memoryLimit), materializeFooters)
 	if err != nil {
 		return nil, err
 	}

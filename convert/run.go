@@ -150,7 +150,7 @@ func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 
 	// Everything that can fail on the inputs fails here, before the output
 	// directory is touched.
-	files, plans, err := openForSpec(ctx, p, o.Source, spec, o.Limits, o.MemoryLimit/4)
+	files, plans, err := openForSpec(ctx, p, o.Source, spec, rowSlotLimit(spec, o.Limits, o.MemoryLimit), o.MemoryLimit/4)
 	if err != nil {
 		return nil, err
 	}

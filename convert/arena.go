@@ -86,6 +86,9 @@ func valuesBound(size int64, ci pqread.ColumnInfo) int64 {
 	if ci.MaxRep > 0 {
 		per++
 	}
+	if ci.MaxRep > 1 {
+		per += 9 // inner list offsets and validity
+	}
 	return max(0, size) / per
 }
 
@@ -123,6 +126,10 @@ func newArena(files []*sourceFile, plans []*tensorPlan, tensors []shardfmt.Tenso
 				slots[a.ord[tp.out]] = a.region(vals * int64(tp.es))
 				if tp.elemMask >= 0 {
 					slots[a.ord[tp.elemMask]] = a.region(vals)
+				}
+				if tp.innerLens >= 0 {
+					// At most one inner list per level entry.
+					slots[a.ord[tp.innerLens]] = a.region(8 * vals)
 				}
 			}
 			a.regions[rowGroupKey{fi, rg}] = slots

@@ -89,10 +89,22 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 		for i := r.lo; i < r.hi; i++ {
 			slot := r.dst + int64(i-r.lo)
 			null := col.RowValid != nil && !col.RowValid[i]
-			var s, n int64
+			var s, n, l0, l1 int64
 			if null {
 				if tp.spec.Nulls == nil {
 					return tp.nullError(col, loc, i)
+				}
+			} else if tp.depth == 2 {
+				// A list of lists: the row's inner lists, and all their
+				// slots flat.
+				l0, l1 = off[i], off[i+1]
+				s, n = col.InnerOffsets[l0], col.InnerOffsets[l1]-col.InnerOffsets[l0]
+				if col.ListValid != nil && tp.spec.Nulls == nil {
+					for j := l0; j < l1; j++ {
+						if !col.ListValid[j] {
+							return loc.err(int64(i), j-l0, valueErrorf("null inner list (give nulls: {} to read null lists as empty ones)"))
+						}
+					}
 				}
 			} else {
 				s, n = off[i], off[i+1]-off[i]
@@ -145,6 +157,16 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 				}
 			}
 			putRef(bufs.at(tp.out, slot), at, n)
+			if tp.innerLens >= 0 {
+				lens, o, err := vw.reserve(tp.innerLens, (l1-l0)*8)
+				if err != nil {
+					return loc.err(int64(i), -1, err)
+				}
+				for j := l0; j < l1; j++ {
+					binary.LittleEndian.PutUint64(lens[(j-l0)*8:], uint64(col.InnerOffsets[j+1]-col.InnerOffsets[j]))
+				}
+				putRef(bufs.at(tp.innerLens, slot), o, l1-l0)
+			}
 			if tp.mask >= 0 {
 				v := byte(1)
 				if null {

@@ -386,3 +386,131 @@ func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
 		t.Errorf("bounded run's shards differ from the default run's")
 	}
 }
+
+// TestRunJaggedListOfLists: a list of lists with list.jagged gives <name>,
+// every innermost value of the sample flat, and <name>_inner_lengths, the
+// length of each inner list (empty and null inner lists 0, under nulls),
+// through Run's shards and Materialize alike; a fixed shape is refused.
+func TestRunJaggedListOfLists(t *testing.T) {
+	src := t.TempDir()
+	sch := parquet.NewSchema("schema", parquet.Group{
+		"ll": parquet.Optional(parquet.List(parquet.Optional(parquet.List(parquet.Leaf(parquet.Int32Type))))),
+	})
+	// Definition levels: 0 null row, 1 empty row, 2 null inner list, 3
+	// empty inner list, 4 a value.
+	rowsOf := [][][]int32{{{1, 2}, {3}}, {}, nil, {{}, {4}}, {{5, 6, 7}}, {nil, {8}}}
+	var rows []parquet.Row
+	for i := range 60 {
+		r := rowsOf[i%len(rowsOf)]
+		var row parquet.Row
+		switch {
+		case r == nil:
+			row = append(row, parquet.NullValue().Level(0, 0, 0))
+		case len(r) == 0:
+			row = append(row, parquet.NullValue().Level(0, 1, 0))
+		}
+		for j, inner := range r {
+			rep := 1
+			if j == 0 {
+				rep = 0
+			}
+			switch {
+			case inner == nil:
+				row = append(row, parquet.NullValue().Level(rep, 2, 0))
+			case len(inner) == 0:
+				row = append(row, parquet.NullValue().Level(rep, 3, 0))
+			}
+			for k, v := range inner {
+				if k > 0 {
+					rep = 2
+				}
+				row = append(row, parquet.Int32Value(v+int32(i)).Level(rep, 4, 0))
+			}
+		}
+		rows = append(rows, row)
+	}
+	writeRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(25))
+	p := makePlan(t, src, jagSeqCfg)
+	spec, err := ParseSpec([]byte(`tensors: [{name: ll, column: ll, dtype: I64, list: {jagged: true}, nulls: {mask: true}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	expect := func(id uint64) [][]byte {
+		r := rowsOf[id%uint64(len(rowsOf))]
+		var vals, lens []byte
+		for _, inner := range r {
+			lens = le.AppendUint64(lens, uint64(len(inner)))
+			for _, v := range inner {
+				vals = le.AppendUint64(vals, uint64(v+int32(id)))
+			}
+		}
+		mask := byte(1)
+		if r == nil {
+			mask = 0
+		}
+		return [][]byte{vals, {mask}, lens}
+	}
+	out := filepath.Join(t.TempDir(), "o")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shardfmt.TensorList(m.Tensors); got != "[ll I64 [] jagged, ll_mask U8 [], ll_inner_lengths I64 [] jagged]" {
+		t.Fatalf("tensors %s", got)
+	}
+	r, err := shardfmt.Open(filepath.Join(out, m.Shards[0].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	geo := r.Geometry()
+	for k := 0; k < r.NumBatches(); k++ {
+		ids, _ := r.SampleIDs(k)
+		block, err := r.Block(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			exp := expect(id)
+			for ti := range m.Tensors {
+				n := int(geo.SampleBytes[ti])
+				var got []byte
+				if geo.IsJagged(ti) {
+					js, err := r.Jagged(k, block, ti)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = js.Values[js.Offset(i)*n : js.Offset(i+1)*n]
+				} else {
+					got = block[int(geo.SlabOffset[ti])+i*n:][:n]
+				}
+				if !bytes.Equal(got, exp[ti]) {
+					t.Fatalf("batch %d id %d tensor %s = %x, want %x", k, id, m.Tensors[ti].Name, got, exp[ti])
+				}
+			}
+		}
+	}
+	s, err := Materialize(context.Background(), p, spec, []uint64{0, 2, 3, 5, 59})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range s.IDs {
+		for ti, want := range expect(id) {
+			if got := s.Sample(ti, i); !bytes.Equal(got, want) {
+				t.Errorf("Materialize id %d tensor %s = %x, want %x", id, s.Tensors[ti].Name, got, want)
+			}
+		}
+	}
+	fixed, err := ParseSpec([]byte(`tensors: [{name: ll, column: ll, dtype: I64, shape: [4], list: {pad: 0, truncate: true}, nulls: {fill: 0}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: fixed, Output: filepath.Join(t.TempDir(), "f"), Jobs: 1})
+	if want := `a.parquet: column "ll": unsupported parquet feature: LIST<LIST<INT32 INT(32,true)>> column is a list of lists (2 levels of repetition); a tensor reads one level of lists (a jagged one, list: {jagged: true}, reads two)`; err == nil || err.Error() != want || !errors.Is(err, pqread.ErrUnsupported) {
+		t.Errorf("fixed shape: error\n  %v\nwant\n  %s", err, want)
+	}
+}

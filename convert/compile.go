@@ -208,6 +208,10 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	}
 	tp := &tensorPlan{spec: t, dt: dt, enc: newEncoder(dt, round), es: dt.Size(),
 		nanError: t.NaN != nil && t.NaN.Policy == "error", maxValue: t.MaxValueBytes}
+	if t.Map != nil {
+		return nil, &Error{Tensor: t.Name, Column: t.Column, RowGroup: -1, Row: -1, Element: -1,
+			Err: specErrorf("map policies are not converted by this version; name the map's key and value leaves (%s.key, %s.value) as jagged lists instead", t.Column, t.Column)}
+	}
 	tp.enc.overflowErr = t.Cast != nil && t.Cast.Overflow == "error"
 	tp.enc.overflows = &tp.overflows
 	terr := func(err error) error {

@@ -514,3 +514,18 @@ func TestRunJaggedListOfLists(t *testing.T) {
 		t.Errorf("fixed shape: error\n  %v\nwant\n  %s", err, want)
 	}
 }
+
+// TestRunMapPolicyRefused: a map policy is refused at the schema check,
+// naming the leaves to convert instead.
+func TestRunMapPolicyRefused(t *testing.T) {
+	p, _ := jagFixture(t, jagCfg)
+	spec, err := ParseSpec([]byte(`tensors: [{name: m, column: v, dtype: I32, map: {}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1})
+	want := `column "v": map policies are not converted by this version; name the map's key and value leaves (v.key, v.value) as jagged lists instead`
+	if err == nil || !errors.Is(err, ErrSpec) || err.Error() != want {
+		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	}
+}

@@ -36,6 +36,7 @@ const (
 	modeList                            // one LIST column, L values
 	modeBytesHash                       // one string/binary column, hashed to I64
 	modeBytesPad                        // one string/binary column, padded bytes
+	modeJagged                          // one LIST column, all its elements (list.jagged)
 )
 
 // tensorPlan is a TensorSpec compiled against the sources: dtypes, output
@@ -61,6 +62,9 @@ type tensorPlan struct {
 	maxLen    int64
 	truncate  bool
 	maxValue  int64
+	maxRow    int64                 // jagged: the most values of one row (setRowLimit)
+	depth     int                   // jagged: 1 for a list, 2 for a list of lists
+	innerLens int                   // index of <name>_inner_lengths (depth 2), -1 if none
 	overflows atomic.Int64          // narrow-float overflows stored as ±Inf (see cast.go)
 	cols      [][]pqread.ColumnInfo // [file][j]
 	classes   [][]srcClass          // [file][j]
@@ -74,7 +78,8 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 	var out []shardfmt.TensorInfo
 	for _, tp := range plans {
 		tp.out = len(out)
-		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape})
+		jag := tp.mode == modeJagged
+		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape, Jagged: jag})
 		tp.mask, tp.elemMask, tp.lengths = -1, -1, -1
 		if tp.spec.Nulls != nil && tp.spec.Nulls.Mask {
 			tp.mask = len(out)
@@ -86,7 +91,12 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 		}
 		if tp.spec.List != nil && tp.spec.List.ElementMask {
 			tp.elemMask = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_element_mask", DType: shardfmt.U8, Shape: tp.shape})
+			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_element_mask", DType: shardfmt.U8, Shape: tp.shape, Jagged: jag})
+		}
+		tp.innerLens = -1
+		if jag && tp.depth == 2 {
+			tp.innerLens = len(out)
+			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_inner_lengths", DType: shardfmt.I64, Jagged: true})
 		}
 		if (tp.spec.List != nil && tp.spec.List.Lengths) || (tp.spec.Bytes != nil && tp.spec.Bytes.Lengths) {
 			tp.lengths = len(out)
@@ -96,7 +106,8 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 	return out
 }
 
-// sampleBytes returns dtype size * product(shape) of t.
+// sampleBytes returns dtype size * product(shape) of t: the bytes of one
+// sample, or of one value of a jagged tensor.
 func sampleBytes(t shardfmt.TensorInfo) int {
 	n := t.DType.Size()
 	for _, d := range t.Shape {
@@ -197,6 +208,10 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	}
 	tp := &tensorPlan{spec: t, dt: dt, enc: newEncoder(dt, round), es: dt.Size(),
 		nanError: t.NaN != nil && t.NaN.Policy == "error", maxValue: t.MaxValueBytes}
+	if t.Map != nil {
+		return nil, &Error{Tensor: t.Name, Column: t.Column, RowGroup: -1, Row: -1, Element: -1,
+			Err: specErrorf("map policies are not converted by this version; name the map's key and value leaves (%s.key, %s.value) as jagged lists instead", t.Column, t.Column)}
+	}
 	tp.enc.overflowErr = t.Cast != nil && t.Cast.Overflow == "error"
 	tp.enc.overflows = &tp.overflows
 	terr := func(err error) error {
@@ -303,9 +318,26 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		if len(first) != 1 {
 			return nil, terr(schemaErrorf("list column %q cannot be stacked with other columns", first[0].Name))
 		}
+		depth := max(1, first[0].Depth)
+		for fi := range tp.cols {
+			if d := max(1, tp.cols[fi][0].Depth); d != depth {
+				return nil, &Error{File: files[fi].rel, Column: tp.cols[fi][0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+					Err: schemaErrorf("is a list of depth %d here and of depth %d in %s", d, depth, files[0].rel)}
+			}
+		}
+		if t.jagged() {
+			tp.mode = modeJagged
+			tp.perSample = 1
+			tp.depth = depth
+			break
+		}
+		if depth > 1 {
+			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+				Err: specErrorf("a list of lists (depth %d) becomes a tensor only as list: {jagged: true}", depth)}
+		}
 		if t.Shape == nil {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
-				Err: specErrorf("list column needs a shape (the fixed number of values per sample)")}
+				Err: specErrorf("list column needs a shape (the fixed number of values per sample, or list: {jagged: true})")}
 		}
 		tp.mode = modeList
 		tp.perSample = int(shapeProduct(t.Shape))
@@ -413,8 +445,8 @@ func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass,
 		why := strings.TrimPrefix(ci.Unsupported, pqread.ErrUnsupported.Error()+": ")
 		return 0, fmt.Errorf("%w: %s column cannot be read: %s", pqread.ErrUnsupported, typeSignature(ci), why)
 	}
-	if ci.Depth > 1 {
-		return 0, fmt.Errorf("%w: %s column is a list of lists (%d levels of repetition); a tensor reads one level of lists", pqread.ErrUnsupported, typeSignature(ci), ci.Depth)
+	if ci.Depth > 1 && !t.jagged() {
+		return 0, fmt.Errorf("%w: %s column is a list of lists (%d levels of repetition); a tensor reads one level of lists (a jagged one, list: {jagged: true}, reads two)", pqread.ErrUnsupported, typeSignature(ci), ci.Depth)
 	}
 	var cls srcClass
 	switch ci.Physical {

@@ -30,6 +30,7 @@ type decoder struct {
 	set         *idSet
 	bufs        *records          // the record layout (its data nil when staging is not in memory)
 	sink        func() recordSink // one per decode worker (stage.sink)
+	arena       *arena            // jagged tensors' values; nil when none
 	jobs        int
 	memoryLimit int64
 	progress    func(rows int64) // rows assembled; serialised by the decoder
@@ -178,6 +179,12 @@ func (d *decoder) run(ctx context.Context) error {
 				seq, err, scratch = d.assemble(parent, g, scratch, sink)
 				clear(g.cols) // the decoded columns are garbage now
 			}
+			if err == nil {
+				if err = g.vals.flush(); err != nil {
+					seq = g.first
+				}
+			}
+			g.vals = nil
 			adm.release(g.cost)
 			if err != nil {
 				fail(seq, err)
@@ -292,7 +299,7 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 		var target *records
 		target, scratch = sink.block(blk, base, slots, scratch)
 		for _, task := range g.tasks {
-			if err := d.applyOne(g, task, cols[task.k], rowBase, blk, target, nil); err != nil {
+			if err := d.applyOne(g, task, cols[task.k], rowBase, blk, target, nil, g.vals); err != nil {
 				return 0, errTransform, scratch
 			}
 		}
@@ -304,11 +311,12 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 
 // applyOne applies col, the column of task (its row 0 being row rowBase of
 // g), to runs: row ranges relative to rowBase with their slots in target.
-// Errors quote counts from counts if set, else from col.
-func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col *pqread.Column, rowBase int, runs []run, target *records, counts *chunkCounts) error {
+// Errors quote counts from counts if set, else from col. Jagged values go
+// to vw.
+func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col *pqread.Column, rowBase int, runs []run, target *records, counts *chunkCounts, vw *valueWriter) error {
 	tp := d.plans[task.t]
 	loc := chunkLoc{file: d.files[g.fi].rel, column: tp.cols[g.fi][task.j].Name, tensor: tp.spec.Name, rowGroup: g.rg, rowBase: int64(rowBase), counts: counts}
-	return tp.apply(col, g.fi, task.j, runs, target, loc)
+	return tp.apply(col, g.fi, task.j, runs, target, loc, vw)
 }
 
 // firstError finds the error to report for a window w of g (the whole
@@ -360,7 +368,7 @@ func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Colum
 			return scratch, nil
 		}
 		target := &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
-		if err := d.applyOne(g, task, col, rowBase, blk, target, counts); err != nil {
+		if err := d.applyOne(g, task, col, rowBase, blk, target, counts, discardValues()); err != nil {
 			return scratch, err
 		}
 	}

@@ -26,6 +26,8 @@
 //   - staging.go, spill.go: where records wait between the stages, in
 //     memory or spilled by output window, behind one interface (stage,
 //     and recordSink, the way in of each decode worker).
+//   - arena.go, jagged.go: jagged tensors (list.jagged): the values arena,
+//     their transform, and their 2.0 batch blocks.
 //   - write.go, gather.go: stage 2, the one shard writer.
 //   - run.go: orchestration, the output directory, rollback.
 //
@@ -88,6 +90,38 @@
 // Options.OnShard reports each shard's start and commit (the CLI labels its
 // write bar "epoch e rank r" with them).
 //
+// # Jagged tensors
+//
+// A jagged tensor (SPEC.md §2.3.1) has no fixed sample size, so its part of
+// a staging record is a fixed reference, 16 bytes: the byte offset of the
+// sample's values in the run's values arena and their count (u64 each,
+// little-endian); the records keep their fixed size and everything above
+// (idset slots, spill windows, gather) works on them unchanged. Before
+// stage 1 every row group read gets, per jagged output tensor, a region
+// of the arena sized from the footer: a column chunk holds at most as
+// many values as level entries, which pqread.File.DecodedSize counts
+// (arena.go, valuesBound), and pqread refuses a chunk with more. The
+// worker assembling a row group writes its needed rows' values into its
+// regions in row order (whole, in row windows, in memory or spilled
+// alike), so workers never coordinate and the arena's contents, like the
+// shards, do not depend on Jobs. The arena is anonymous memory when it and
+// the staging records together fit MemoryLimit (only the pages written are
+// touched), else OUT/.prep-tmp/<pid>/values.bin, reserved before stage 1
+// like the spill file (counted in the free-space check and in ErrNoSpace's
+// numbers) and written through a small buffer per region. Stage 2 gathers
+// the references with the fixed samples, writes each jagged tensor's
+// offsets slab from their counts and reads its values into the batch
+// block (shardfmt's 2.0 layout, Geometry.BatchLayout) with one copy or
+// pread per stretch of samples whose values lie next to each other in the
+// arena, so memory stays bounded whatever the row lengths: a block may
+// take at most max(MemoryLimit/4, 1 MiB) (a larger batch is refused naming
+// epoch, rank, step and tensor), the blocks being built and written at
+// once at most twice that, and a row whose values alone exceed a block's
+// bound is refused in stage 1 naming file, column, row group and row. A
+// shard without a jagged tensor is written exactly as before; the
+// free-space check estimates a jagged shard's size from above (the
+// arena's bytes per needed sample for every slot).
+//
 // # Output directory
 //
 // Beside the shards and manifest.json, OUT/plan.json holds the plan file's
@@ -112,7 +146,8 @@
 // # Memory
 //
 // Heap use is bounded by MemoryLimit (decoded column chunks), Jobs batch
-// blocks and the id bitmap (2 bits per source row), not by the input size.
+// blocks (jagged ones: at most MemoryLimit/2 together, see above) and the
+// id bitmap (2 bits per source row), not by the input size.
 // A row group is normally decoded whole (every needed column chunk of it at
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate

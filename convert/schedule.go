@@ -51,6 +51,7 @@ type rowGroupJob struct {
 	cols    []*pqread.Column // whole row groups only: the decoded columns
 	errs    []error          // and their errors
 	pending atomic.Int32     // column chunks not done yet (whole row groups)
+	vals    *valueWriter     // the row group's jagged values (nil: none)
 }
 
 // pageAllowance is the memory counted for the page buffers of one column
@@ -109,6 +110,9 @@ func (d *decoder) plan() (perFile []int) {
 			}
 			d.rowGroupsRead++
 			g := &rowGroupJob{fi: fi, rg: rg, start: first, rows: rows, runs: runs, first: seq}
+			if d.arena != nil {
+				g.vals = d.arena.writer(fi, rg)
+			}
 			for ti, tp := range d.plans {
 				for j, ci := range tp.cols[fi] {
 					b := chunkBytes(tp, rows, f.decodedSize(rg, ci))

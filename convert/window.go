@@ -165,7 +165,7 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 				return err
 			}
 			if terr == nil && len(runs) > 0 {
-				if err := d.applyOne(g, task, col, at, runs, d.bufs, nil); err != nil {
+				if err := d.applyOne(g, task, col, at, runs, d.bufs, nil, g.vals); err != nil {
 					terr, tcol, truns, tbase = err, col, runs, at
 				}
 			}

@@ -253,6 +253,10 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		_, err = fmt.Fprintf(out, "staging (%s) exceeded --memory-limit: spilled %s to disk in %s\n",
 			formatBytes(sum.StagingBytes), formatBytes(sum.SpillBytes), count(sum.SpillWindows, "output window"))
 	}
+	if err == nil && sum.ValuesArenaFile {
+		_, err = fmt.Fprintf(out, "jagged values (up to %s) did not fit --memory-limit beside the staging: kept in a file under %s\n",
+			formatBytes(sum.ValuesArenaBytes), convert.TempDirName)
+	}
 	if err == nil && len(sum.Overflows) > 0 {
 		_, err = fmt.Fprintf(out, "overflows (values too large for the dtype, stored as ±Inf or ±448): %s\n", formatCounts(sum.Overflows))
 	}

@@ -268,12 +268,13 @@ func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 
 		add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + errDetail(err)})
 		return nil
 	}
-	bs := int64(r.Geometry().BlockSize)
 	// The block is read with pread into this check's own buffer, never
 	// through a mapping: a shard cut short under verify is an ErrSize
-	// finding, not a SIGBUS.
+	// finding, not a SIGBUS. With jagged tensors blocks differ in size:
+	// the buffer has the largest's, the block's own size is counted.
+	bs := int64(bi.Size)
 	if b.block == nil {
-		b.block = make([]byte, bs)
+		b.block = make([]byte, r.Geometry().BlockSize)
 	}
 	verr := r.ReadBlock(k, b.block)
 	if verr == nil {

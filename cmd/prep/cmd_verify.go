@@ -90,7 +90,11 @@ finding, not just the first:
                (size and footer hash), and for a seeded sample of batches
                (all when the set is at most 1 GiB, else 1 GiB's worth, or
                FRACTION of them) every value re-read from the source
-               Parquet through the feature spec, compared bit for bit
+               Parquet through the feature spec, compared bit for bit;
+               for a jagged tensor every offset and value: a sample
+               holding another number of values is a value_mismatch with
+               "what": "values count", a differing value one with the
+               element index counted across the sample's values
 
 Each finding is one line on stdout, then "N findings". Exit status: 0 when
 clean, 1 when anything is wrong, 2 on usage errors.

@@ -101,17 +101,26 @@ func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 	return nil
 }
 
-// FillBlock lays out the samples of ids as a shard block.
-func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+// have materializes ids unless every one of them is held already.
+func (s *deepSource) have(ctx context.Context, ids []uint64) error {
 	for _, id := range ids {
 		if _, ok := s.index[id]; !ok {
-			if err := s.Prefetch(ctx, ids); err != nil {
-				return err
-			}
-			break
+			return s.Prefetch(ctx, ids)
 		}
 	}
+	return nil
+}
+
+// FillBlock lays out the samples of ids' fixed-shape tensors as a shard
+// block; a jagged tensor's offsets slab is left zero (JaggedValues).
+func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+	if err := s.have(ctx, ids); err != nil {
+		return err
+	}
 	for t := range s.tensors {
+		if s.g.IsJagged(t) {
+			continue
+		}
 		n := s.g.SampleBytes[t]
 		for i, id := range ids {
 			off := s.g.SlabOffset[t] + uint64(i)*n
@@ -121,4 +130,21 @@ func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) 
 	return nil
 }
 
+// JaggedValues returns each of ids' values of jagged tensor t, as
+// convert.Samples.Sample gives them (verify.JaggedSource): a sample's
+// values bytes, little-endian, a whole number of values. The slices alias
+// the materialized samples, valid until the next Prefetch.
+func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][]byte, error) {
+	if err := s.have(ctx, ids); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		out[i] = s.samples.Sample(t, s.index[id])
+	}
+	return out, nil
+}
+
 func (s *deepSource) Close() error { return nil }
+
+var _ verify.JaggedSource = (*deepSource)(nil)

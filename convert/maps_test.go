@@ -346,7 +346,9 @@ func TestRunMapRowErrors(t *testing.T) {
 		writeRows(t, filepath.Join(src, "a.parquet"), mapLevelsSchema(), rows, parquet.MaxRowsPerRowGroup(4))
 		return makePlan(t, src, jagSeqCfg)
 	}
-	ok := func(id int64) parquet.Row { return levelsRow(id, [][2]*int64{{i64(1), i64(id)}, {i64(2), i64(-id)}}, false) }
+	ok := func(id int64) parquet.Row {
+		return levelsRow(id, [][2]*int64{{i64(1), i64(id)}, {i64(2), i64(-id)}}, false)
+	}
 	dup := write([]parquet.Row{ok(0), ok(1), ok(2), ok(3), ok(4),
 		levelsRow(5, [][2]*int64{{i64(1), i64(5)}, {i64(3), i64(6)}, {i64(1), i64(7)}}, false), ok(6), ok(7)})
 	nullValue := write([]parquet.Row{ok(0), ok(1), levelsRow(2, [][2]*int64{{i64(1), i64(1)}, {i64(3), nil}}, false), ok(3)})

@@ -66,7 +66,7 @@ type tensorPlan struct {
 	maxRow    int64                 // jagged: the most values of one row (setRowLimit)
 	depth     int                   // jagged: 1 for a list, 2 for a list of lists
 	innerLens int                   // index of <name>_inner_lengths (depth 2), -1 if none
-	maskName  string                // the name of the null mask when not <spec name>_mask (a map's)
+	base      string                // the name <name>_mask and <name>_element_mask extend when not the spec's (a map's <name>.values)
 	mapRole   string                // jagged: "key" or "value" for a map's <name>.keys and <name>.values
 	denseKeys map[string]int        // modeMapDense, string keys: map.keys' index by key bytes
 	denseInts map[int64]int         // modeMapDense, integer keys: by value (unsigned keys by their bits)
@@ -92,15 +92,11 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 			if tp.mode == modeStack {
 				sh = tp.shape
 			}
-			name := tp.spec.Name + "_mask"
-			if tp.maskName != "" {
-				name = tp.maskName
-			}
-			out = append(out, shardfmt.TensorInfo{Name: name, DType: shardfmt.U8, Shape: sh})
+			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_mask", DType: shardfmt.U8, Shape: sh})
 		}
 		if tp.spec.List != nil && tp.spec.List.ElementMask {
 			tp.elemMask = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_element_mask", DType: shardfmt.U8, Shape: tp.shape, Jagged: jag})
+			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_element_mask", DType: shardfmt.U8, Shape: tp.shape, Jagged: jag})
 		}
 		tp.innerLens = -1
 		if jag && tp.depth == 2 {
@@ -113,6 +109,15 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 		}
 	}
 	return out
+}
+
+// baseName is the name tp's mask and element mask extend: the spec's
+// name, or a map's for its <name>.values.
+func (tp *tensorPlan) baseName() string {
+	if tp.base != "" {
+		return tp.base
+	}
+	return tp.spec.Name
 }
 
 // sampleBytes returns dtype size * product(shape) of t: the bytes of one

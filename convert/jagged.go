@@ -214,7 +214,7 @@ func (tp *tensorPlan) nullElementError(n int) error {
 	case "key":
 		return valueErrorf("null map key (%d null keys in this column chunk)", n)
 	case "value":
-		return valueErrorf("null map value (%d null values in this column chunk; a map policy reads no null values: read the value leaf %q as a jagged list with list.element_fill or list.element_mask instead)", n, tp.spec.Column)
+		return valueErrorf("null map value (%d null values in this column chunk; set list.element_fill or list.element_mask)", n)
 	}
 	return valueErrorf("null list element (%d null elements in this column chunk; set list.element_fill or list.element_mask)", n)
 }

@@ -150,6 +150,10 @@ func compileMap(t *TensorSpec, files []fileSchema) ([]*tensorPlan, error) {
 	}
 	vs := TensorSpec{Name: t.Name + ".values", Column: vname, DType: t.DType, Nulls: t.Nulls, NaN: t.NaN,
 		List: &ListPolicy{Jagged: true}, Cast: t.Cast, MaxValueBytes: t.MaxValueBytes}
+	if t.List != nil {
+		// A null value: list.element_fill, list.element_mask.
+		vs.List.ElementFill, vs.List.ElementMask = t.List.ElementFill, t.List.ElementMask
+	}
 	if m.Keys != nil {
 		vs.Name, vs.Nulls = t.Name, nil
 		vp, err := compileTensor(&vs, syn)
@@ -178,7 +182,7 @@ func compileMap(t *TensorSpec, files []fileSchema) ([]*tensorPlan, error) {
 		return nil, err
 	}
 	kp.mapRole, vp.mapRole = "key", "value"
-	vp.maskName = t.Name + "_mask"
+	vp.base = t.Name
 	return []*tensorPlan{kp, vp}, nil
 }
 
@@ -269,9 +273,9 @@ func encodeNumber(tp *tensorPlan, n *Number) ([]byte, error) {
 // leaves' columns of the same rows (file fi), as dense samples: element i
 // the value of map.keys[i] in the row, map.fill where the row lacks it. A
 // null map row is all fill (mask 0) under nulls, else an error; a null
-// key, a listed key twice in one row and a null value of a listed key are
-// errors naming the row and entry; entries of keys not listed are not
-// read.
+// value of a listed key takes list.element_fill; a null key, a listed key
+// twice in one row and a null value without element_fill are errors
+// naming the row and entry; entries of keys not listed are not read.
 func (tp *tensorPlan) applyMapDense(key, val *pqread.Column, fi int, runs []run, bufs *records, loc chunkLoc) error {
 	kcls, vcls := tp.classes[fi][0], tp.classes[fi][1]
 	scale := tp.cols[fi][1].Scale
@@ -320,7 +324,11 @@ func (tp *tensorPlan) applyMapDense(key, val *pqread.Column, fi int, runs []run,
 				}
 				seen[at] = int64(i) + 1
 				if val.ElemValid != nil && !val.ElemValid[k] {
-					return loc.err(int64(i), k-s, valueErrorf("null value of map key %s (a map policy reads no null values)", keyText(key, kcls, int(k))))
+					if tp.elemFill == nil {
+						return loc.err(int64(i), k-s, valueErrorf("null value of map key %s (set list.element_fill to replace null values)", keyText(key, kcls, int(k))))
+					}
+					copy(dst[at*es:], tp.elemFill)
+					continue
 				}
 				if tp.nanError && isNaNAt(val, vcls, int(k)) {
 					return loc.err(int64(i), k-s, valueErrorf("NaN value (nan.policy is error)"))

@@ -363,10 +363,12 @@ func TestRunMapRowErrors(t *testing.T) {
 			`a.parquet: column "n.key", row group 1, row 1, element 2: map key 1 (map.keys[1]) appears twice in this row`, ErrValue},
 		{dup, `tensors: [{name: d, column: n, dtype: I64, map: {keys: ["3", "2"], fill: 0}}]`, "", nil}, // 1 not listed: its duplicate is not read
 		{nullValue, `tensors: [{name: d, column: n, dtype: I64, map: {keys: ["3"], fill: 0}}]`,
-			`a.parquet: column "n.value", row group 0, row 2, element 1: null value of map key 3 (a map policy reads no null values)`, ErrValue},
+			`a.parquet: column "n.value", row group 0, row 2, element 1: null value of map key 3 (set list.element_fill to replace null values)`, ErrValue},
 		{nullValue, `tensors: [{name: d, column: n, dtype: I64, map: {keys: ["1"], fill: 0}}]`, "", nil},
+		{nullValue, `tensors: [{name: d, column: n, dtype: I64, map: {keys: ["3"], fill: 0}, list: {element_fill: 7}}]`, "", nil},
 		{nullValue, `tensors: [{name: m, column: n, dtype: I64, map: {key_dtype: I32}}]`,
-			`a.parquet: column "n.value", row group 0, row 2, element 1: null map value (1 null values in this column chunk; a map policy reads no null values: read the value leaf "n.value" as a jagged list with list.element_fill or list.element_mask instead)`, ErrValue},
+			`a.parquet: column "n.value", row group 0, row 2, element 1: null map value (1 null values in this column chunk; set list.element_fill or list.element_mask)`, ErrValue},
+		{nullValue, `tensors: [{name: m, column: n, dtype: I64, map: {key_dtype: I32}, list: {element_mask: true}}]`, "", nil},
 		{mismatch, `tensors: [{name: m, column: n, dtype: I64, map: {key_dtype: I32}}]`,
 			`a.parquet: column "n.value", row group 1, row 2: corrupt parquet data: the leaves of "n" disagree on this row (2 entries in "n.key", 1 in "n.value"); the columns of one list or map hold the same entries in every row`, pqread.ErrCorrupt},
 		{mismatch, `tensors: [{name: d, column: n, dtype: I64, map: {keys: ["1"], fill: 0}}]`,
@@ -485,6 +487,165 @@ func TestGroupRowsDiffer(t *testing.T) {
 	} {
 		if got := groupRowsDiffer(c.a, c.b); got != c.want {
 			t.Errorf("case %d: row %d, want %d", i, got, c.want)
+		}
+	}
+}
+
+// TestMapNullValues: a null map value takes list.element_fill, and
+// list.element_mask adds the jagged <name>_element_mask beside
+// <name>.values (0 for the null value); a dense tensor's listed key with
+// a null value takes element_fill.
+func TestMapNullValues(t *testing.T) {
+	src := t.TempDir()
+	rows := []parquet.Row{
+		levelsRow(0, [][2]*int64{{i64(1), i64(10)}, {i64(3), nil}}, false),
+		levelsRow(1, nil, false),
+		levelsRow(2, [][2]*int64{{i64(3), i64(32)}}, false),
+	}
+	writeRows(t, filepath.Join(src, "a.parquet"), mapLevelsSchema(), rows)
+	p := makePlan(t, src, jagSeqCfg)
+	spec, err := ParseSpec([]byte(`tensors:
+  - {name: m, column: n, dtype: I32, map: {key_dtype: I64}, list: {element_fill: -7, element_mask: true}}
+  - {name: d, column: n, dtype: I16, map: {keys: ["3", "1"], fill: -1}, list: {element_fill: -9}}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Materialize(context.Background(), p, spec, []uint64{0, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	i32s := func(v ...int32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = le.AppendUint32(b, uint32(x))
+		}
+		return b
+	}
+	i16s := func(v ...int16) []byte {
+		var b []byte
+		for _, x := range v {
+			b = le.AppendUint16(b, uint16(x))
+		}
+		return b
+	}
+	want := [][][]byte{
+		{{1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0}, i32s(10, -7), {1, 0}, i16s(-9, 10)},
+		{nil, nil, nil, i16s(-1, -1)},
+		{{3, 0, 0, 0, 0, 0, 0, 0}, i32s(32), {1}, i16s(32, -1)},
+	}
+	if got := shardfmt.TensorList(s.Tensors); got != "[m.keys I64 [] jagged, m.values I32 [] jagged, m_element_mask U8 [] jagged, d I16 [2]]" {
+		t.Fatalf("tensors %s", got)
+	}
+	for i := range 3 {
+		for ti := range s.Tensors {
+			if got := s.Sample(ti, i); !bytes.Equal(got, want[i][ti]) {
+				t.Errorf("row %d tensor %s = %x, want %x", i, s.Tensors[ti].Name, got, want[i][ti])
+			}
+		}
+	}
+}
+
+// parquetTestingData is the repository's copy of apache/parquet-testing's
+// data files.
+const parquetTestingData = "../testdata/parquet-testing/data"
+
+// testingFilePlan copies parquet-testing file into a fresh source folder
+// and plans its rows in file order.
+func testingFilePlan(t *testing.T, file string) *plan.Plan {
+	t.Helper()
+	src := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(parquetTestingData, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, file), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return makePlan(t, src, jagSeqCfg)
+}
+
+// TestMapParquetTesting: parquet-testing's map files. map_no_value's
+// my_map holds keys [1 2 3], [4 5 6], [7 8 9] with every value null (as
+// parquet-go reads it): element_fill and element_mask give them, a dense
+// tensor finds the listed keys; its my_map_no_v (a map without a value
+// field) is refused naming the key leaf to read instead;
+// incorrect_map_schema's string values and nonnullable.impala's int_map
+// inside a list are refused; nonnullable.impala's Int_Map (string keys,
+// required) reads with hashed and padded keys.
+func TestMapParquetTesting(t *testing.T) {
+	le := binary.LittleEndian
+	i32s := func(v ...int32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = le.AppendUint32(b, uint32(x))
+		}
+		return b
+	}
+	p := testingFilePlan(t, "map_no_value.parquet")
+	spec, err := ParseSpec([]byte(`tensors:
+  - {name: mm, column: my_map, dtype: I32, map: {key_dtype: I32}, list: {element_fill: -5, element_mask: true}}
+  - {name: md, column: my_map, dtype: I32, map: {keys: ["1", "5", "9", "10"], fill: -1}, list: {element_fill: -5}}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Materialize(context.Background(), p, spec, []uint64{0, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		k := int32(3 * i)
+		md := []int32{-1, -1, -1, -1}
+		md[i] = -5
+		want := [][]byte{i32s(k+1, k+2, k+3), i32s(-5, -5, -5), {0, 0, 0}, i32s(md...)}
+		for ti := range s.Tensors {
+			if got := s.Sample(ti, i); !bytes.Equal(got, want[ti]) {
+				t.Errorf("map_no_value row %d tensor %s = %x, want %x", i, s.Tensors[ti].Name, got, want[ti])
+			}
+		}
+	}
+
+	impala := testingFilePlan(t, "nonnullable.impala.parquet")
+	spec, err = ParseSpec([]byte(`tensors:
+  - {name: h, column: Int_Map, dtype: I32, map: {key_bytes: {mode: hash, buckets: 1000003}}}
+  - {name: p, column: Int_Map, dtype: I64, map: {key_bytes: {mode: pad, max_len: 2}}}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = Materialize(context.Background(), impala, spec, []uint64{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Int_Map of the one row: {"k1": -1} (DuckDB and parquet-go agree).
+	want := [][]byte{le.AppendUint64(nil, FNV1a64([]byte("k1"))%1000003), i32s(-1), []byte("k1"), le.AppendUint64(nil, ^uint64(0))}
+	for ti := range s.Tensors {
+		if got := s.Sample(ti, 0); !bytes.Equal(got, want[ti]) {
+			t.Errorf("impala tensor %s = %x, want %x", s.Tensors[ti].Name, got, want[ti])
+		}
+	}
+
+	for _, c := range []struct {
+		p          *plan.Plan
+		spec, want string
+		sentinel   error
+	}{
+		{p, `tensors: [{name: m, column: my_map_no_v, dtype: I32, map: {key_dtype: I32}}]`,
+			`map_no_value.parquet: column "my_map_no_v": map "my_map_no_v" has no value field (its keys "my_map_no_v.key" read as a jagged list: list: {jagged: true})`, ErrSchema},
+		{testingFilePlan(t, "incorrect_map_schema.parquet"), `tensors: [{name: m, column: my_map, dtype: F32, map: {key_bytes: {mode: hash, buckets: 9}}}]`,
+			`incorrect_map_schema.parquet: column "my_map.value": map "my_map" has BYTE_ARRAY STRING values, which convert to no dtype; a map policy reads numeric values`, ErrSchema},
+		{impala, `tensors: [{name: m, column: int_map_array, dtype: I32, map: {key_bytes: {mode: hash, buckets: 9}}}]`,
+			`nonnullable.impala.parquet: column "int_map_array": unsupported parquet feature: "int_map_array" is a nested column that cannot be read: column "int_map_array.key": map "int_map_array" inside a list or map (2 levels of repetition); only a map at the first level of repetition is supported`, pqread.ErrUnsupported},
+	} {
+		spec, err := ParseSpec([]byte(c.spec), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(context.Background(), Options{Plan: c.p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1})
+		if err == nil || err.Error() != c.want || !errors.Is(err, c.sentinel) {
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
 		}
 	}
 }

@@ -510,7 +510,7 @@ func (t *TensorSpec) validate() error {
 			return specErrorf("cast.overflow must be inf or error, not %q", c.Overflow)
 		}
 	}
-	if l := t.List; l != nil {
+	if l := t.List; l != nil && t.Map == nil {
 		if t.Column == "" {
 			return specErrorf("list policy needs a single column")
 		}
@@ -589,8 +589,12 @@ func (t *TensorSpec) validateMap() error {
 	switch {
 	case t.Column == "":
 		return specErrorf("map policy needs a single column")
-	case t.List != nil || t.Bytes != nil:
-		return specErrorf("map, list and bytes policies are exclusive")
+	case t.Bytes != nil:
+		return specErrorf("map and bytes policies are exclusive (map.key_bytes reads string keys)")
+	case t.List != nil && (t.List.Pad != nil || t.List.Truncate || t.List.Lengths || t.List.LengthsDType != "" || t.List.Jagged):
+		return specErrorf("a map takes list.element_fill and list.element_mask only (for null values); list.pad, truncate, lengths, lengths_dtype and jagged do not apply")
+	case t.List != nil && t.List.ElementMask && m.Keys != nil:
+		return specErrorf("list.element_mask does not apply with map.keys (a null value of a listed key takes list.element_fill)")
 	case t.Nulls != nil && t.Nulls.Fill != nil:
 		return specErrorf("nulls.fill does not apply to a map: a null row becomes an empty map (give nulls: {} or nulls: {mask: true})")
 	}

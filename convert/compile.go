@@ -202,6 +202,11 @@ func groupError(name string, cols []pqread.ColumnInfo) error {
 			return fmt.Errorf("%w: %q is a nested column that cannot be read: %s", pqread.ErrUnsupported, name, why)
 		}
 	}
+	for _, c := range under {
+		if c.MapRole != "" && slices.Equal(pqread.SplitName(c.Group), fields) {
+			return schemaErrorf("%q is a map, not a leaf column; give it a map policy (map: {key_dtype: D}, map: {key_bytes: ...} or map: {keys: [...], fill: F}) or name one of its leaf columns %s", name, columnList(under))
+		}
+	}
 	return schemaErrorf("%q is a group, not a leaf column; name one of its leaf columns %s", name, columnList(under))
 }
 

@@ -649,3 +649,56 @@ func TestMapParquetTesting(t *testing.T) {
 		}
 	}
 }
+
+// TestRunListOfStructsMismatch: two fields of one list of structs that
+// disagree on a row's entries are refused as corrupt input naming the
+// list, both columns, row group and row; agreeing fields convert.
+func TestRunListOfStructsMismatch(t *testing.T) {
+	sch := parquet.NewSchema("schema", parquet.Group{
+		"ev": parquet.List(parquet.Group{"a": parquet.Leaf(parquet.Int32Type), "b": parquet.Leaf(parquet.Int32Type)}),
+	})
+	var rows []parquet.Row
+	for i := range 10 {
+		var row parquet.Row
+		nb := 2
+		if i == 7 {
+			nb = 1
+		}
+		for k := range 2 {
+			row = append(row, parquet.Int32Value(int32(i+k)).Level(min(k, 1), 1, 0))
+		}
+		for k := range nb {
+			row = append(row, parquet.Int32Value(int32(-i-k)).Level(min(k, 1), 1, 1))
+		}
+		rows = append(rows, row)
+	}
+	src := t.TempDir()
+	writeRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(5))
+	p := makePlan(t, src, jagSeqCfg)
+	both, err := ParseSpec([]byte(`tensors: [{name: a, column: ev.a, dtype: I32, list: {jagged: true}}, {name: b, column: ev.b, dtype: I32, list: {jagged: true}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `a.parquet: column "ev.b", row group 1, row 2: corrupt parquet data: the leaves of "ev" disagree on this row (2 entries in "ev.a", 1 in "ev.b"); the columns of one list or map hold the same entries in every row`
+	for _, limit := range []int64{0, 1} {
+		_, err := Run(context.Background(), Options{Plan: p, Spec: both, Output: filepath.Join(t.TempDir(), "o"), Jobs: 2, MemoryLimit: limit})
+		if err == nil || err.Error() != want || !errors.Is(err, pqread.ErrCorrupt) {
+			t.Errorf("limit %d: error\n  %v\nwant\n  %s", limit, err, want)
+		}
+		_, err = MaterializeWithin(context.Background(), p, both, []uint64{0, 7}, limit)
+		if err == nil || err.Error() != want {
+			t.Errorf("Materialize limit %d: error\n  %v\nwant\n  %s", limit, err, want)
+		}
+	}
+	one, err := ParseSpec([]byte(`tensors: [{name: a, column: ev.a, dtype: I32, list: {jagged: true}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Materialize(context.Background(), p, one, []uint64{7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Sample(0, 0); !bytes.Equal(got, []byte{7, 0, 0, 0, 8, 0, 0, 0}) {
+		t.Errorf("ev.a of row 7 = %x", got)
+	}
+}

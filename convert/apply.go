@@ -332,6 +332,9 @@ func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs *rec
 
 func (tp *tensorPlan) nullError(col *pqread.Column, loc chunkLoc, row int) error {
 	n := loc.chunkCounts(tp, col).nulls
+	if tp.mode == modeMapDense || tp.mapRole != "" {
+		return loc.err(int64(row), -1, valueErrorf("null map (%d nulls in this column chunk; give nulls: {} to read them as empty maps)", n))
+	}
 	if tp.mode == modeJagged {
 		return loc.err(int64(row), -1, valueErrorf("null list (%d nulls in this column chunk; give nulls: {} to read them as empty lists)", n))
 	}

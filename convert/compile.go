@@ -37,6 +37,7 @@ const (
 	modeBytesHash                       // one string/binary column, hashed to I64
 	modeBytesPad                        // one string/binary column, padded bytes
 	modeJagged                          // one LIST column, all its elements (list.jagged)
+	modeMapDense                        // a MAP's key and value leaves, the values of given keys (map.keys)
 )
 
 // tensorPlan is a TensorSpec compiled against the sources: dtypes, output
@@ -65,6 +66,10 @@ type tensorPlan struct {
 	maxRow    int64                 // jagged: the most values of one row (setRowLimit)
 	depth     int                   // jagged: 1 for a list, 2 for a list of lists
 	innerLens int                   // index of <name>_inner_lengths (depth 2), -1 if none
+	base      string                // the name <name>_mask and <name>_element_mask extend when not the spec's (a map's <name>.values)
+	mapRole   string                // jagged: "key" or "value" for a map's <name>.keys and <name>.values
+	denseKeys map[string]int        // modeMapDense, string keys: map.keys' index by key bytes
+	denseInts map[int64]int         // modeMapDense, integer keys: by value (unsigned keys by their bits)
 	overflows atomic.Int64          // narrow-float overflows stored as ±Inf (see cast.go)
 	cols      [][]pqread.ColumnInfo // [file][j]
 	classes   [][]srcClass          // [file][j]
@@ -87,11 +92,11 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 			if tp.mode == modeStack {
 				sh = tp.shape
 			}
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_mask", DType: shardfmt.U8, Shape: sh})
+			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_mask", DType: shardfmt.U8, Shape: sh})
 		}
 		if tp.spec.List != nil && tp.spec.List.ElementMask {
 			tp.elemMask = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_element_mask", DType: shardfmt.U8, Shape: tp.shape, Jagged: jag})
+			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_element_mask", DType: shardfmt.U8, Shape: tp.shape, Jagged: jag})
 		}
 		tp.innerLens = -1
 		if jag && tp.depth == 2 {
@@ -104,6 +109,15 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 		}
 	}
 	return out
+}
+
+// baseName is the name tp's mask and element mask extend: the spec's
+// name, or a map's for its <name>.values.
+func (tp *tensorPlan) baseName() string {
+	if tp.base != "" {
+		return tp.base
+	}
+	return tp.spec.Name
 }
 
 // sampleBytes returns dtype size * product(shape) of t: the bytes of one
@@ -129,6 +143,14 @@ type fileSchema struct {
 func compileSpec(spec *Spec, files []fileSchema) ([]*tensorPlan, error) {
 	var plans []*tensorPlan
 	for i := range spec.Tensors {
+		if spec.Tensors[i].Map != nil {
+			mps, err := compileMap(&spec.Tensors[i], files)
+			if err != nil {
+				return nil, err
+			}
+			plans = append(plans, mps...)
+			continue
+		}
 		tp, err := compileTensor(&spec.Tensors[i], files)
 		if err != nil {
 			return nil, err
@@ -180,6 +202,11 @@ func groupError(name string, cols []pqread.ColumnInfo) error {
 			return fmt.Errorf("%w: %q is a nested column that cannot be read: %s", pqread.ErrUnsupported, name, why)
 		}
 	}
+	for _, c := range under {
+		if c.MapRole != "" && slices.Equal(pqread.SplitName(c.Group), fields) {
+			return schemaErrorf("%q is a map, not a leaf column; give it a map policy (map: {key_dtype: D}, map: {key_bytes: ...} or map: {keys: [...], fill: F}) or name one of its leaf columns %s", name, columnList(under))
+		}
+	}
 	return schemaErrorf("%q is a group, not a leaf column; name one of its leaf columns %s", name, columnList(under))
 }
 
@@ -208,10 +235,6 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	}
 	tp := &tensorPlan{spec: t, dt: dt, enc: newEncoder(dt, round), es: dt.Size(),
 		nanError: t.NaN != nil && t.NaN.Policy == "error", maxValue: t.MaxValueBytes}
-	if t.Map != nil {
-		return nil, &Error{Tensor: t.Name, Column: t.Column, RowGroup: -1, Row: -1, Element: -1,
-			Err: specErrorf("map policies are not converted by this version; name the map's key and value leaves (%s.key, %s.value) as jagged lists instead", t.Column, t.Column)}
-	}
 	tp.enc.overflowErr = t.Cast != nil && t.Cast.Overflow == "error"
 	tp.enc.overflows = &tp.overflows
 	terr := func(err error) error {
@@ -299,7 +322,10 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		}
 	}
 	switch {
-	case tp.classes[0][0] == clsBytes:
+	case tp.classes[0][0] == clsBytes && isList && !t.jagged():
+		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+			Err: schemaErrorf("%s: a list of strings or binary values becomes no tensor (a map's string keys do, through map.key_bytes)", typeSignature(first[0]))}
+	case tp.classes[0][0] == clsBytes && !isList:
 		if t.Bytes.Mode == "hash" {
 			tp.mode = modeBytesHash
 			tp.buckets = t.Bytes.Buckets
@@ -329,6 +355,15 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			tp.mode = modeJagged
 			tp.perSample = 1
 			tp.depth = depth
+			if b := t.Bytes; b != nil {
+				// A map's string keys (map.key_bytes): hashed to one I64,
+				// or padded to a U8 value of shape [max_len].
+				tp.buckets, tp.maxLen, tp.truncate = b.Buckets, b.MaxLen, b.Truncate
+				if b.Mode == "pad" {
+					tp.es = int(b.MaxLen)
+					tp.shape = []uint64{uint64(b.MaxLen)}
+				}
+			}
 			break
 		}
 		if depth > 1 {
@@ -364,7 +399,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			tp.shape = append(tp.shape, uint64(d))
 		}
 	}
-	if t.Bytes != nil && tp.mode != modeBytesHash && tp.mode != modeBytesPad {
+	if t.Bytes != nil && tp.mode != modeBytesHash && tp.mode != modeBytesPad && (tp.mode != modeJagged || tp.classes[0][0] != clsBytes) {
 		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 			Err: schemaErrorf("bytes policy given for a %s column", typeSignature(first[0]))}
 	}

@@ -51,7 +51,7 @@ func TestCompileNestedColumnByNaturalName(t *testing.T) {
 		is     error
 		want   string
 	}{
-		{"m", ErrSchema, `n.parquet: column "m": "m" is a group, not a leaf column; name one of its leaf columns "m.key", "m.value"`},
+		{"m", ErrSchema, `n.parquet: column "m": "m" is a map, not a leaf column; give it a map policy (map: {key_dtype: D}, map: {key_bytes: ...} or map: {keys: [...], fill: F}) or name one of its leaf columns "m.key", "m.value"`},
 		{"ll", pqread.ErrUnsupported, `n.parquet: column "ll": unsupported parquet feature: LIST<LIST<INT64 INT(64,true)>> column is a list of lists (2 levels of repetition); a tensor reads one level of lists (a jagged one, list: {jagged: true}, reads two)`},
 		{"s", ErrSchema, `n.parquet: column "s": "s" is a group, not a leaf column; name one of its leaf columns "s.a", "s.b"`},
 	} {

@@ -28,6 +28,9 @@
 //     and recordSink, the way in of each decode worker).
 //   - arena.go, jagged.go: jagged tensors (list.jagged): the values arena,
 //     their transform, and their 2.0 batch blocks.
+//   - maps.go: map policies (SPEC.md §2.6) compiled into jagged plans or
+//     one dense plan, the dense transform, and the check that the leaves
+//     of one list or map agree row by row.
 //   - write.go, gather.go: stage 2, the one shard writer.
 //   - run.go: orchestration, the output directory, rollback.
 //
@@ -121,6 +124,29 @@
 // shard without a jagged tensor is written exactly as before; the
 // free-space check estimates a jagged shard's size from above (the
 // arena's bytes per needed sample for every slot).
+//
+// # Maps and the leaves of one list
+//
+// A map policy compiles into plans over the map's leaves, which pqread
+// reads as one-level lists sharing their map's offsets (ColumnInfo.Group,
+// MapRole): without map.keys, two jagged plans, <name>.keys over the key
+// leaf (key_dtype, or key_bytes hashing or padding string keys into the
+// arena) and <name>.values over the value leaf (with <name>_mask and
+// <name>_element_mask), so each is an ordinary jagged tensor of one
+// column; with map.keys, one dense plan (modeMapDense) of two columns,
+// whose value column's transform reads the key column of the same rows
+// (decoder.keyOf) and looks each key up in a map of the listed keys built
+// at compile time, so a row costs its entries, not the number of keys
+// listed. Tensors reading leaves of one Group (a map's key and value, the
+// fields of a list of structs) must agree on every row's length and
+// nullness: once the columns of a row group (or row window) are decoded,
+// and before any transform, groupMismatch compares their Offsets and
+// RowValid (one pass over the rows, usually one slices.Equal) and refuses
+// a mismatch as pqread.ErrCorrupt naming file, group, both columns, row
+// group and row. A windowed row group with such tasks in a run staging in
+// memory is read as a spilled run reads it (every column's window at once,
+// within the same memory bound) instead of one column at a time, so that
+// the columns of a group are there together.
 //
 // # Output directory
 //

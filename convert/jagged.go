@@ -115,7 +115,7 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 			if col.ElemValid != nil && !elemOK {
 				for k := s; k < s+n; k++ {
 					if !col.ElemValid[k] {
-						return loc.err(int64(i), k-s, valueErrorf("null list element (%d null elements in this column chunk; set list.element_fill or list.element_mask)", loc.chunkCounts(tp, col).nullElems))
+						return loc.err(int64(i), k-s, tp.nullElementError(loc.chunkCounts(tp, col).nullElems))
 					}
 				}
 			}
@@ -139,7 +139,13 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 				if a == 0 {
 					at = o
 				}
-				if bad, err := tp.writeValues(dst, int(es), col, cls, scale, int(s+a), int(s+a+m)); err != nil {
+				var bad int
+				if cls == clsBytes {
+					bad, err = tp.writeBytesValues(dst, int(es), col, int(s+a), int(s+a+m))
+				} else {
+					bad, err = tp.writeValues(dst, int(es), col, cls, scale, int(s+a), int(s+a+m))
+				}
+				if err != nil {
 					if col.ElemValid == nil || col.ElemValid[bad] {
 						return loc.err(int64(i), int64(bad)-s, err)
 					}
@@ -198,6 +204,19 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 		}
 	}
 	return nil
+}
+
+// nullElementError is the error of a null element of a jagged tensor
+// without element_fill or element_mask, n being the null elements of the
+// column chunk: a map's null key or value is refused.
+func (tp *tensorPlan) nullElementError(n int) error {
+	switch tp.mapRole {
+	case "key":
+		return valueErrorf("null map key (%d null keys in this column chunk)", n)
+	case "value":
+		return valueErrorf("null map value (%d null values in this column chunk; set list.element_fill or list.element_mask)", n)
+	}
+	return valueErrorf("null list element (%d null elements in this column chunk; set list.element_fill or list.element_mask)", n)
 }
 
 // jaggedPiece is the most values of a row applyJagged converts into one

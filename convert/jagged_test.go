@@ -515,8 +515,8 @@ func TestRunJaggedListOfLists(t *testing.T) {
 	}
 }
 
-// TestRunMapPolicyRefused: a map policy is refused at the schema check,
-// naming the leaves to convert instead.
+// TestRunMapPolicyRefused: a map policy on a column that is no map is
+// refused at the schema check.
 func TestRunMapPolicyRefused(t *testing.T) {
 	p, _ := jagFixture(t, jagCfg)
 	spec, err := ParseSpec([]byte(`tensors: [{name: m, column: v, dtype: I32, map: {}}]`), "s.yaml")
@@ -524,8 +524,8 @@ func TestRunMapPolicyRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1})
-	want := `column "v": map policies are not converted by this version; name the map's key and value leaves (v.key, v.value) as jagged lists instead`
-	if err == nil || !errors.Is(err, ErrSpec) || err.Error() != want {
+	want := `a.parquet: column "v": "v" is a LIST<INT32 INT(32,true)> column, not a map; a map policy reads a MAP column`
+	if err == nil || !errors.Is(err, ErrSchema) || err.Error() != want {
 		t.Errorf("error\n  %v\nwant\n  %s", err, want)
 	}
 }

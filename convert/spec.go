@@ -170,15 +170,18 @@ type BytesPolicy struct {
 }
 
 // MapPolicy turns a MAP column (Column names the map; its key and value
-// leaves are read) into tensors. Without Keys it gives two jagged tensors
-// sharing offsets: "<name>.keys", the keys as KeyDType (I64 by default; a
-// string or binary key needs KeyBytes, whose hash mode gives I64 and pad
-// mode U8 values of shape [max_len]), and "<name>.values", the values as
-// the tensor's DType. With Keys it gives one dense tensor "<name>" of
-// shape [len(Keys)]: element i is the value of key Keys[i] in the row (an
-// integer key's decimal text, or a string key's bytes), or Fill where the
-// row lacks it. A null map row is an empty map under a NullPolicy (Mask
-// adds the fixed U8 "<name>_mask"); a null value is an error.
+// leaves are read) into tensors (SPEC.md §2.6). Without Keys it gives two
+// jagged tensors sharing offsets: "<name>.keys", the keys as KeyDType
+// (required for numeric keys; string or binary keys need KeyBytes instead,
+// whose hash mode gives I64 and pad mode U8 values of shape [max_len]),
+// and "<name>.values", the values as the tensor's DType. With Keys it
+// gives one dense tensor "<name>" of shape [len(Keys)]: element i is the
+// value of key Keys[i] in the row (an integer key's decimal text, or a
+// string key's bytes), or Fill where the row lacks it; a listed key twice
+// in one row is an error. A null map row is an empty map under a
+// NullPolicy (Mask adds the fixed U8 "<name>_mask"); a null value takes
+// list.element_fill (list.element_mask adds the jagged
+// "<name>_element_mask", jagged form only), else is an error.
 type MapPolicy struct {
 	KeyDType string       `yaml:"key_dtype,omitempty" json:"key_dtype,omitempty"`
 	KeyBytes *BytesPolicy `yaml:"key_bytes,omitempty" json:"key_bytes,omitempty"`
@@ -510,7 +513,7 @@ func (t *TensorSpec) validate() error {
 			return specErrorf("cast.overflow must be inf or error, not %q", c.Overflow)
 		}
 	}
-	if l := t.List; l != nil {
+	if l := t.List; l != nil && t.Map == nil {
 		if t.Column == "" {
 			return specErrorf("list policy needs a single column")
 		}
@@ -589,8 +592,12 @@ func (t *TensorSpec) validateMap() error {
 	switch {
 	case t.Column == "":
 		return specErrorf("map policy needs a single column")
-	case t.List != nil || t.Bytes != nil:
-		return specErrorf("map, list and bytes policies are exclusive")
+	case t.Bytes != nil:
+		return specErrorf("map and bytes policies are exclusive (map.key_bytes reads string keys)")
+	case t.List != nil && (t.List.Pad != nil || t.List.Truncate || t.List.Lengths || t.List.LengthsDType != "" || t.List.Jagged):
+		return specErrorf("a map takes list.element_fill and list.element_mask only (for null values); list.pad, truncate, lengths, lengths_dtype and jagged do not apply")
+	case t.List != nil && t.List.ElementMask && m.Keys != nil:
+		return specErrorf("list.element_mask does not apply with map.keys (a null value of a listed key takes list.element_fill)")
 	case t.Nulls != nil && t.Nulls.Fill != nil:
 		return specErrorf("nulls.fill does not apply to a map: a null row becomes an empty map (give nulls: {} or nulls: {mask: true})")
 	}

@@ -217,7 +217,10 @@ func TestParseSpecMap(t *testing.T) {
 	const p = `f.yaml: tensor "m": `
 	for _, c := range []struct{ yaml, want string }{
 		{"tensors: [{name: m, columns: [a, b], dtype: F64, map: {}}]", p + "map policy needs a single column"},
-		{"tensors: [{name: m, column: m, dtype: F64, map: {}, list: {jagged: true}}]", p + "map, list and bytes policies are exclusive"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {}, list: {jagged: true}}]", p + "a map takes list.element_fill and list.element_mask only (for null values); list.pad, truncate, lengths, lengths_dtype and jagged do not apply"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {}, list: {pad: 0}}]", p + "a map takes list.element_fill and list.element_mask only (for null values); list.pad, truncate, lengths, lengths_dtype and jagged do not apply"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {keys: [1], fill: 0}, list: {element_mask: true}}]", p + "list.element_mask does not apply with map.keys (a null value of a listed key takes list.element_fill)"},
+		{"tensors: [{name: m, column: m, dtype: I64, map: {}, bytes: {mode: hash, buckets: 3}}]", p + "map and bytes policies are exclusive (map.key_bytes reads string keys)"},
 		{"tensors: [{name: m, column: m, dtype: F64, map: {}, nulls: {fill: 0}}]", p + "nulls.fill does not apply to a map: a null row becomes an empty map (give nulls: {} or nulls: {mask: true})"},
 		{"tensors: [{name: m, column: m, dtype: F64, map: {fill: 0}}]", p + "map.fill applies with map.keys only"},
 		{"tensors: [{name: m, column: m, dtype: F64, shape: [2], map: {}}]", p + "a map without map.keys gives jagged tensors, which take no shape"},
@@ -236,7 +239,14 @@ func TestParseSpecMap(t *testing.T) {
 			t.Errorf("%s: err\n  %v\nwant\n  %s", c.yaml, err, c.want)
 		}
 	}
-	s, err := ParseSpec([]byte("tensors: [{name: m, column: m, dtype: F64, map: {key_bytes: {mode: hash, buckets: 7}}, nulls: {mask: true}}, {name: d, column: m, dtype: F64, map: {keys: [1, x], fill: -1}}]"), "f.yaml")
+	s, err := ParseSpec([]byte("tensors: [{name: e, column: m, dtype: F64, map: {}, list: {element_fill: 0, element_mask: true}, nulls: {mask: true}}]"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s.Tensors[0].outputNames()); got != "[e.keys e.values e_mask e_element_mask]" {
+		t.Errorf("outputs %s", got)
+	}
+	s, err = ParseSpec([]byte("tensors: [{name: m, column: m, dtype: F64, map: {key_bytes: {mode: hash, buckets: 7}}, nulls: {mask: true}}, {name: d, column: m, dtype: F64, map: {keys: [1, x], fill: -1}}]"), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 		}
 		return pf.ColumnReader(g.rg, tp.cols[g.fi][task.j])
 	}
-	if sink.inPlace() {
+	if sink.inPlace() && !d.jointTasks(g) {
 		seq, err := d.assembleColumns(g, open, skip)
 		return seq, err, scratch
 	}
@@ -62,6 +62,13 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 		w.runs = runs
 		if err := d.readWindow(g, readers, open, &w, m, skip, fl.active); err != nil {
 			return err
+		}
+		if fl.col < 0 && w.failed() < 0 {
+			if k, err := d.groupMismatch(g, w.cols, w.rowBase); err != nil {
+				fl.col, fl.seq, fl.err, fl.final = len(g.tasks), g.tasks[k].seq, err, true
+				clear(w.cols)
+				return nil
+			}
 		}
 		if fl.col < 0 && w.failed() < 0 {
 			seq, err, sc := d.assembleBlocks(ctx, g, w.runs, w.cols, w.rowBase, scratch, sink)
@@ -81,9 +88,10 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 				fl.col, fl.seq, fl.err, fl.col0 = k, task.seq, w.errs[k], nil
 			case k < fl.col || fl.col < 0:
 				var err error
-				if scratch, err = d.checkColumn(g, task, w.cols[k], w.rowBase, w.runs, scratch, nil); err != nil {
+				key := d.keyOf(g, w.cols, k)
+				if scratch, err = d.checkColumn(g, task, w.cols[k], key, w.rowBase, w.runs, scratch, nil); err != nil {
 					fl.col, fl.seq, fl.err = k, task.seq, err
-					fl.col0, fl.runs, fl.base = w.cols[k], w.runs, w.rowBase
+					fl.col0, fl.key0, fl.runs, fl.base = w.cols[k], key, w.runs, w.rowBase
 				}
 			}
 		}
@@ -124,7 +132,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 		// A transform error: quote the whole column chunk's counts.
 		task := g.tasks[fl.col]
 		if c := d.chunkCounts(g, task, open, n); c != nil {
-			if _, err := d.checkColumn(g, task, fl.col0, fl.base, fl.runs, scratch, c); err != nil {
+			if _, err := d.checkColumn(g, task, fl.col0, fl.key0, fl.base, fl.runs, scratch, c); err != nil {
 				fl.err = err
 			}
 		}
@@ -165,7 +173,7 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 				return err
 			}
 			if terr == nil && len(runs) > 0 {
-				if err := d.applyOne(g, task, col, at, runs, d.bufs, nil, g.vals); err != nil {
+				if err := d.applyOne(g, task, col, nil, at, runs, d.bufs, nil, g.vals); err != nil {
 					terr, tcol, truns, tbase = err, col, runs, at
 				}
 			}
@@ -195,7 +203,7 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 		if terr != nil {
 			if c := d.chunkCounts(g, task, open, n); c != nil {
 				var scratch []byte
-				if _, err := d.checkColumn(g, task, tcol, tbase, truns, scratch, c); err != nil {
+				if _, err := d.checkColumn(g, task, tcol, nil, tbase, truns, scratch, c); err != nil {
 					terr = err
 				}
 			}
@@ -212,8 +220,10 @@ type windowFailure struct {
 	seq   int
 	err   error
 	final bool // no later window can change it (a staging error)
-	// a transform error: the failing window's column, runs and first row
+	// a transform error: the failing window's column (and a dense map's
+	// key column), runs and first row
 	col0 *pqread.Column
+	key0 *pqread.Column
 	runs []run
 	base int
 }

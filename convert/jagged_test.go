@@ -387,7 +387,7 @@ func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
 		t.Errorf("arena in a file %v, %d row groups sliced; want a file and 1", sum.ValuesArenaFile, sum.RowGroupsSliced)
 	}
 	// Measured (5 runs): live 34 to 41 MiB, heap 52 to 63 MiB (median 55;
-	// 74 to 102 MiB without the soft limit); before pieces of bounded
+	// 56 to 102 MiB without the soft limit); before pieces of bounded
 	// entries, 47 to 52 MiB live and heap 56 to 61 MiB (97 to 121 MiB).
 	// A piece holding a long row holds its page (10.4 MiB), its values
 	// (8 MB, the null slots spread in place), levels and validity (6 MB):

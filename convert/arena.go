@@ -69,6 +69,14 @@ func recordBytes(t shardfmt.TensorInfo) int {
 // the chunk's level entries, and a chunk holding more entries than its
 // footer declares fails to read.
 func valuesBound(size int64, ci pqread.ColumnInfo) int64 {
+	return max(0, size) / entryBytes(ci)
+}
+
+// entryBytes is the decoded bytes pqread.File.DecodedSize counts per
+// level entry of column ci: the value's (8 for a BYTE_ARRAY's offset), a
+// byte per kind of level and one for validity, and a list of lists' inner
+// offsets and validity.
+func entryBytes(ci pqread.ColumnInfo) int64 {
 	per := int64(8) // KindInt64, KindFloat64, and KindBytes' offset
 	switch ci.Kind {
 	case pqread.KindBool:
@@ -89,7 +97,7 @@ func valuesBound(size int64, ci pqread.ColumnInfo) int64 {
 	if ci.MaxRep > 1 {
 		per += 9 // inner list offsets and validity
 	}
-	return max(0, size) / per
+	return per
 }
 
 // newArena lays out the arena of the jagged output tensors (tensors, of

@@ -185,7 +185,11 @@
 // (holding the window's rows and the rest of the page that ends it). With
 // staging in memory each column chunk is read alone, window by window, its
 // transform applied straight into the staging records, so one window of
-// one column and one page are held; a spilled run builds each window's
+// one column and one page are held; there a window of a list column is
+// read in pieces of at most its share of the window's bytes in level
+// entries (pqread.ColumnReader.NextWithin; a longer row is a piece alone),
+// so a few long rows among short ones take their own length, not the
+// window's rows times it. A spilled run builds each window's
 // records whole, so it holds a window of every column and the rest of a
 // page of each. 512 INT64 columns of a 1,000,000-row row group stacked
 // into an I64 tensor, about 4 GiB decoded, or one embedding list column of
@@ -199,11 +203,20 @@
 // A column chunk's decoded size is estimated as the larger of the tensor's
 // output per row and the footer's sizes (pqread.File.DecodedSize: values
 // and levels of the source, such as whole strings hashed or padded to a
-// few bytes). What remains beyond the limit is one page (bounded by the
-// reader's page size limit, 256 MiB), a single row larger than half the
-// limit, which a slice must hold whole, and strings padded from a
-// dictionary whose copies take more than the chunk's uncompressed size,
-// which the footer does not tell.
+// few bytes). What remains beyond the limit is the page buffers (one
+// page, bounded by the reader's page size limit, 256 MiB, per column read
+// at once, and a page holds a whole row: a long row's page is at least its
+// encoded size), a single row larger than the window's share, which a
+// piece must hold whole with its levels and validity (a jagged row is
+// bounded by a quarter of the limit; ten rows of 2,000,000 I32 values
+// under a 32 MiB limit peak at about 41 MiB live, their 10.4 MiB pages
+// included), Jobs such rows at once in Jobs windowed row groups, and
+// strings padded from a dictionary whose copies take more than the
+// chunk's uncompressed size, which the footer does not tell. Garbage
+// comes on top of the live bytes; prep convert gives the Go runtime a
+// soft limit of twice MemoryLimit to keep it within. A limit below
+// MinMemoryLimit (1 MiB) is refused by prep convert and prep verify: it
+// would cut row groups into windows of a few rows, slowly.
 // Staging adds at most MemoryLimit more: anonymous memory when it fits, else
 // one spill window at a time (plus, under remainder pad, the records of the
 // pad samples: fewer than a global batch per epoch; a partitioned plan's

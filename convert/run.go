@@ -41,6 +41,16 @@ const (
 	StageWrite  = "write"  // stage 2: samples and shard bytes written
 )
 
+// MinMemoryLimit is the least memory limit prep convert and prep verify
+// --deep accept (1 MiB). Below it a row group is read in windows of a few
+// rows each, millions of them for a large row group, which takes far
+// longer and, for the bookkeeping of every window and page, more memory
+// than a run at MinMemoryLimit. Run itself takes any positive
+// Options.MemoryLimit (a small limit makes small inputs exercise row
+// windows and spilling), but promises bounded memory only from
+// MinMemoryLimit up.
+const MinMemoryLimit = 1 << 20
+
 // Options configures Run.
 type Options struct {
 	Plan *plan.Plan // the loaded plan (plan.Load or plan.Parse)

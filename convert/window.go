@@ -131,7 +131,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 	if fl.col < len(g.tasks) && fl.col0 != nil {
 		// A transform error: quote the whole column chunk's counts.
 		task := g.tasks[fl.col]
-		if c := d.chunkCounts(g, task, open, n); c != nil {
+		if c := d.chunkCounts(g, task, open, n, g.budget[task.k]); c != nil {
 			if _, err := d.checkColumn(g, task, fl.col0, fl.key0, fl.base, fl.runs, scratch, c); err != nil {
 				fl.err = err
 			}
@@ -164,20 +164,33 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 			tbase int
 		)
 		at := 0
+		budget := g.budget[task.k]
+		// read reads the next m rows in pieces of at most budget level
+		// entries (pqread.ColumnReader.NextWithin), applying each piece
+		// to its part of runs (rows relative to at).
 		read := func(m int, runs []run) error {
-			if skip(task) {
-				return errSkipped
-			}
-			col, err := r.Next(m)
-			if err != nil {
-				return err
-			}
-			if terr == nil && len(runs) > 0 {
-				if err := d.applyOne(g, task, col, nil, at, runs, d.bufs, nil, g.vals); err != nil {
-					terr, tcol, truns, tbase = err, col, runs, at
+			for m > 0 {
+				if skip(task) {
+					return errSkipped
 				}
+				col, err := r.NextWithin(m, budget)
+				if err != nil {
+					return err
+				}
+				got, piece := col.Rows, runs
+				if got < m {
+					piece = clipRuns(runs, 0, got)
+				}
+				if terr == nil && len(piece) > 0 {
+					if err := d.applyOne(g, task, col, nil, at, piece, d.bufs, nil, g.vals); err != nil {
+						terr, tcol, truns, tbase = err, col, piece, at
+					}
+				}
+				if got < m {
+					runs = clipRuns(runs, got, m)
+				}
+				at, m = at+got, m-got
 			}
-			at += m
 			return nil
 		}
 		for wi := 0; wi <= len(g.windows) && err == nil; wi++ {
@@ -201,7 +214,7 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 			return task.seq, err
 		}
 		if terr != nil {
-			if c := d.chunkCounts(g, task, open, n); c != nil {
+			if c := d.chunkCounts(g, task, open, n, budget); c != nil {
 				var scratch []byte
 				if _, err := d.checkColumn(g, task, tcol, nil, tbase, truns, scratch, c); err != nil {
 					terr = err
@@ -310,10 +323,11 @@ func (d *decoder) readWindow(g *rowGroupJob, readers []*pqread.ColumnReader, ope
 }
 
 // chunkCounts returns the counts over the whole column chunk of task in
-// g, read again from its start in windows of n rows, for the message of a
-// transform error found in one window; nil (the window's own counts are
-// quoted) when the chunk fails to read.
-func (d *decoder) chunkCounts(g *rowGroupJob, task decodeTask, open func(decodeTask) (*pqread.ColumnReader, error), n int) *chunkCounts {
+// g, read again from its start in windows of n rows and at most budget
+// level entries, for the message of a transform error found in one
+// window; nil (the window's own counts are quoted) when the chunk fails to
+// read.
+func (d *decoder) chunkCounts(g *rowGroupJob, task decodeTask, open func(decodeTask) (*pqread.ColumnReader, error), n int, budget int64) *chunkCounts {
 	r, err := open(task)
 	if err != nil {
 		return nil
@@ -321,7 +335,7 @@ func (d *decoder) chunkCounts(g *rowGroupJob, task decodeTask, open func(decodeT
 	defer r.Close()
 	var c chunkCounts
 	for r.Rows() > 0 {
-		col, err := r.Next(n)
+		col, err := r.NextWithin(n, budget)
 		if err != nil {
 			return nil
 		}

@@ -227,6 +227,9 @@ func (r *ColumnReader) directPlain(enc format.Encoding, n, us int, src []byte) (
 	if count == 0 || us != count*size {
 		return false, nil
 	}
+	if count < n {
+		r.vals.reserve(n) // room for the null slots (pageValues)
+	}
 	tail := r.vals.growBytes(count)
 	b := tail
 	out, err := decompress(r.codec, &b, src, us)
@@ -251,6 +254,11 @@ func (r *ColumnReader) pageValues(enc format.Encoding, src []byte, n int) error 
 		count = countLevel(r.defs[len(r.defs)-n:], uint8(r.maxDef))
 	}
 	before := r.vals.n()
+	if count < n {
+		// Room for the page's null slots too: assemble spreads the values
+		// over them in place.
+		r.vals.reserve(n)
+	}
 	if err := r.decodeValues(enc, src, count); err != nil {
 		var ve *valueError
 		if errors.As(err, &ve) {

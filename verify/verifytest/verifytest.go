@@ -181,12 +181,20 @@ func FillJaggedBlock(g shardfmt.Geometry, ts []shardfmt.TensorInfo, data []byte,
 	}
 }
 
-// fakeSource is a verify.SampleSource (and verify.JaggedSource) over the
-// fake source file.
+// fakeSource is a verify.SampleSource (and verify.JaggedSource and
+// verify.PartSource) over the fake source file.
 type fakeSource struct {
 	g       shardfmt.Geometry
 	tensors []shardfmt.TensorInfo
 	data    []byte
+	held    []heldTensor // per tensor, the samples of the last Hold
+}
+
+// heldTensor is one tensor's bytes of the ids held: sample i is
+// data[offs[i]:offs[i+1]].
+type heldTensor struct {
+	data []byte
+	offs []int
 }
 
 func (f *fakeSource) FillBlock(_ context.Context, ids []uint64, block []byte) error {
@@ -212,7 +220,55 @@ func (f *fakeSource) JaggedValues(_ context.Context, t int, ids []uint64) ([][]b
 	return out, nil
 }
 
+// Hold materializes ids (verify.PartSource): every tensor's bytes of
+// each, as FillBlock and JaggedValues give them.
+func (f *fakeSource) Hold(_ context.Context, ids []uint64) error {
+	for _, id := range ids {
+		if 4+8*(id+1) > uint64(len(f.data)) {
+			return fmt.Errorf("sample %d beyond the source", id)
+		}
+	}
+	f.held = f.held[:0]
+	for t := range f.tensors {
+		offs := []int{0}
+		var b []byte
+		for _, id := range ids {
+			b = append(b, SampleBytes(f.g, f.tensors, f.data, t, id)...)
+			offs = append(offs, len(b))
+		}
+		f.held = append(f.held, heldTensor{b, offs})
+	}
+	return nil
+}
+
+// Held returns tensor t's bytes of the i-th id of the last Hold
+// (verify.PartSource).
+func (f *fakeSource) Held(t, i int) []byte {
+	h := f.held[t]
+	return h.data[h.offs[i]:h.offs[i+1]]
+}
+
 func (f *fakeSource) Close() error { return nil }
+
+// SampleBytes returns sample id's bytes of tensor t of ts, little-endian:
+// x and y as FillBlock lays them out, a jagged tensor's values as
+// JaggedValues gives them.
+func SampleBytes(g shardfmt.Geometry, ts []shardfmt.TensorInfo, data []byte, t int, id uint64) []byte {
+	if ts[t].Jagged {
+		return JaggedValues(data, ts[t].Name, id)
+	}
+	v := SourceValue(data, id)
+	b := make([]byte, g.SampleBytes[t])
+	switch ts[t].Name {
+	case "x":
+		for j := 0; j < len(b)/4; j++ {
+			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(float32(v)+float32(j)/2))
+		}
+	case "y":
+		binary.LittleEndian.PutUint64(b, uint64(-v))
+	}
+	return b
+}
 
 // OpenSource is a verify.SourceOpener over the fake source file.
 func OpenSource(p *plan.Plan, _ *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {

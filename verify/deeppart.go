@@ -156,24 +156,26 @@ func (fs *findingSet) compact() {
 
 // partCheck is the part of a deepCheck that compares by parts.
 type partCheck struct {
-	src      PartSource
-	budget   uint64   // bytes of est one part may hold
-	rgStart  []uint64 // first id of each non-empty row group, ascending, then the plan's sample count
-	est      []uint64 // per non-empty row group: est of its needed ids
-	todo     []int    // the selected batches with valid ids, ascending
-	failed   []bool   // per todo: block unreadable or source failed
-	found    []bool   // per todo: a slot differs
-	outside  []bool   // per todo: the bytes outside the samples checked
-	badOut   []bool   // per todo: they differ from the layout
-	touch    []bool   // per todo: holds an id of the current part
-	fs       findingSet
-	cur      int // the batch whose integrity findings are being added
-	ids      []uint64
-	heldIDs  []uint64
-	heldIdx  []int // per slot of the batch compared: index in heldIDs, or -1
-	block    []byte
-	skeleton []byte
-	counts   []uint64
+	src       PartSource
+	budget    uint64   // bytes of est one part may hold
+	rgStart   []uint64 // first id of each non-empty row group, ascending, then the plan's sample count
+	est       []uint64 // per non-empty row group: est of its needed ids
+	todo      []int    // the selected batches with valid ids, ascending
+	failed    []bool   // per todo: block unreadable or source failed
+	found     []bool   // per todo: a slot differs
+	outside   []bool   // per todo: the bytes outside the samples checked
+	badOut    []bool   // per todo: they differ from the layout
+	touch     []bool   // per todo: holds an id of the current part
+	next      []uint64 // the ids of the next part, as collected
+	touchNext []bool   // per todo: holds an id of the next part
+	fs        findingSet
+	cur       int // the batch whose integrity findings are being added
+	ids       []uint64
+	heldIDs   []uint64
+	heldIdx   []int // per slot of the batch compared: index in heldIDs, or -1
+	block     []byte
+	skeleton  []byte
+	counts    []uint64
 }
 
 // initParts sets d up to compare by parts when its source is a
@@ -273,11 +275,22 @@ func (pc *partCheck) parts() []part {
 // findings to the shard in key order.
 func (d *deepCheck) runParts(ctx context.Context) {
 	pc := d.part
-	for _, p := range pc.parts() {
+	ps := pc.parts()
+	pc.touchNext = make([]bool, len(pc.todo))
+	for j, k := range pc.todo {
+		if len(ps) > 0 && !pc.failed[j] && d.readIDs(j, k) {
+			pc.collect(j, ps[0])
+		}
+	}
+	for x, p := range ps {
 		if ctx.Err() != nil {
 			return
 		}
-		d.runPart(ctx, p)
+		var nxt *part
+		if x+1 < len(ps) {
+			nxt = &ps[x+1]
+		}
+		d.runPart(ctx, p, nxt)
 	}
 	for j, k := range pc.todo {
 		if pc.failed[j] {
@@ -344,40 +357,47 @@ func (d *deepCheck) readBlock(j, k int) ([]byte, bool) {
 	return pc.block[:bi.Size], true
 }
 
-// runPart materializes the needed ids in p and compares every slot that
-// holds one.
-func (d *deepCheck) runPart(ctx context.Context, p part) {
+// collect adds the ids of pc.ids (todo batch j's) that lie in p to
+// pc.next, marking the batch in pc.touchNext.
+func (pc *partCheck) collect(j int, p part) {
+	for _, id := range pc.ids {
+		if id >= p.lo && id < p.hi {
+			pc.next = append(pc.next, id)
+			pc.touchNext[j] = true
+		}
+	}
+}
+
+// runPart materializes the needed ids in p (collected in pc.next and
+// pc.touchNext by the stream before) and compares every slot that holds
+// one; the same stream over the batches collects the ids of the part
+// after, nxt, unless nil.
+func (d *deepCheck) runPart(ctx context.Context, p part, nxt *part) {
 	pc := d.part
-	held := pc.heldIDs[:0]
+	slices.Sort(pc.next)
+	held := slices.Compact(pc.next)
+	pc.heldIDs, pc.next = held, pc.heldIDs[:0]
+	pc.touch, pc.touchNext = pc.touchNext, pc.touch
+	clear(pc.touchNext)
+	if len(held) > 0 {
+		if err := pc.src.Hold(ctx, held); err != nil {
+			for j, k := range pc.todo {
+				if pc.touch[j] && !pc.failed[j] {
+					pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: err.Error()})
+					pc.failed[j] = true
+				}
+			}
+			held = nil
+		}
+	}
 	for j, k := range pc.todo {
-		pc.touch[j] = false
-		if pc.failed[j] || !d.readIDs(j, k) {
+		if pc.failed[j] || ctx.Err() != nil {
 			continue
 		}
-		for _, id := range pc.ids {
-			if id >= p.lo && id < p.hi {
-				held = append(held, id)
-				pc.touch[j] = true
+		if !pc.touch[j] || len(held) == 0 {
+			if nxt != nil && d.readIDs(j, k) {
+				pc.collect(j, *nxt)
 			}
-		}
-	}
-	slices.Sort(held)
-	held = slices.Compact(held)
-	pc.heldIDs = held
-	if len(held) == 0 {
-		return
-	}
-	if err := pc.src.Hold(ctx, held); err != nil {
-		for j, k := range pc.todo {
-			if pc.touch[j] && !pc.failed[j] {
-				pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: err.Error()})
-				pc.failed[j] = true
-			}
-		}
-		return
-	}
-	for j, k := range pc.todo {
-		if !pc.touch[j] || pc.failed[j] || ctx.Err() != nil {
 			continue
 		}
 		got, ok := d.readBlock(j, k)
@@ -385,6 +405,9 @@ func (d *deepCheck) runPart(ctx context.Context, p part) {
 			continue
 		}
 		ids := pc.ids
+		if nxt != nil {
+			pc.collect(j, *nxt)
+		}
 		pc.heldIdx = pc.heldIdx[:0]
 		for _, id := range ids {
 			x := -1

@@ -47,7 +47,8 @@ const (
 
 // Size sets the dimensions of a fixture made by BuildSize.
 type Size struct {
-	Rows        int  // source rows, in two row groups
+	Rows        int  // source rows
+	RowGroups   int  // row groups of about equal rows; < 2 means 2
 	Dim         int  // elements of tensor x per sample
 	GlobalBatch int  // G; world size is 2, so b = G/2
 	Jagged      bool // add the jagged tensors h and p (JaggedTensors)
@@ -84,7 +85,7 @@ var Config = plan.Config{Seed: 7, Epochs: 2, GlobalBatch: 4, WorldSize: 2, Worke
 	Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
 
 // writeSource writes the source file and returns its plan record.
-func writeSource(t testing.TB, dir string, rows int) plan.SourceFile {
+func writeSource(t testing.TB, dir string, rows, groups int) plan.SourceFile {
 	t.Helper()
 	b := []byte("PAR1")
 	for id := 0; id < rows; id++ {
@@ -98,7 +99,12 @@ func writeSource(t testing.TB, dir string, rows int) plan.SourceFile {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(footer)
-	return plan.SourceFile{Path: SourceFile, Size: int64(len(b)), FooterSHA256: hex.EncodeToString(sum[:]), RowGroups: []int64{int64(rows+1) / 2, int64(rows) / 2}}
+	groups = max(groups, 2)
+	rg := make([]int64, groups)
+	for g := range rg {
+		rg[g] = int64(((g+1)*rows+groups-1)/groups - (g*rows+groups-1)/groups)
+	}
+	return plan.SourceFile{Path: SourceFile, Size: int64(len(b)), FooterSHA256: hex.EncodeToString(sum[:]), RowGroups: rg}
 }
 
 // SourceValue reads v[id] from the fake source file.
@@ -312,7 +318,7 @@ func BuildSize(t testing.TB, size Size) *Fixture {
 			t.Fatal(err)
 		}
 	}
-	sf := writeSource(t, f.SrcDir, size.Rows)
+	sf := writeSource(t, f.SrcDir, size.Rows, size.RowGroups)
 	cfg := Config
 	cfg.GlobalBatch = size.GlobalBatch
 	tensors := tensorsOf(size.Dim, size.Jagged)

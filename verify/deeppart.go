@@ -31,7 +31,7 @@ import (
 //     plus partIDBytes an id).
 //  2. The row groups are cut, in id order, into parts of consecutive row
 //     groups whose est sum stays within the part budget (a quarter of the
-//     check's share of Options.MemoryLimit, PrefetchBytes at most). A row
+//     check's share of Options.MemoryLimit). A row
 //     group whose own est exceeds the budget is cut into equal id
 //     sub-ranges, each its own part: that row group alone is decoded once
 //     per sub-range.
@@ -185,7 +185,7 @@ func (d *deepCheck) initParts(p *plan.Plan, share int64, maxPerShard int) {
 	if !ok {
 		return
 	}
-	pc := &partCheck{src: ps, budget: uint64(max(1, min(share/4, PrefetchBytes))), fs: findingSet{max: maxPerShard}}
+	pc := &partCheck{src: ps, budget: uint64(max(1, share/4)), fs: findingSet{max: maxPerShard}}
 	var id uint64
 	for _, f := range p.Source.Files {
 		for _, r := range f.RowGroups {

@@ -150,8 +150,9 @@ type deepCheck struct {
 	fraction float64
 	want     []byte
 
-	per uint64       // sample bytes of one sample (fixed-shape shards)
-	jag *jaggedCheck // a shard with jagged tensors; nil otherwise
+	per  uint64       // sample bytes of one sample (fixed-shape shards)
+	jag  *jaggedCheck // a shard with jagged tensors; nil otherwise
+	part *partCheck   // compare by parts (a PartSource, deeppart.go); nil: batch by batch
 
 	fetchedTo int    // batches below this were prefetched (Prefetcher only)
 	fetchErr  error  // the error of that prefetch, reported per batch
@@ -223,6 +224,7 @@ func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, e
 	if js != nil {
 		d.initJagged(js)
 	}
+	d.initParts(c.plan, share, c.opts.MaxPerShard)
 	return d
 }
 

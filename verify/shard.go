@@ -194,6 +194,18 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 	// (when the epoch digest did not settle it) or the source. VerifyBatch
 	// has checked their CRC already.
 	bc.needIDs = bc.checkPlan || deep != nil
+	if deep != nil && deep.part != nil {
+		// By parts (deeppart.go): the integrity check first, keeping
+		// its findings to merge with the deep ones in batch order.
+		for k := 0; k < n && ctx.Err() == nil; k++ {
+			ids := bc.check(k, deep.integrity(k), &s.res)
+			if ids != nil && deep.selected(k) {
+				deep.need(k, ids)
+			}
+		}
+		deep.runParts(ctx)
+		return s.finish()
+	}
 	workers := 1
 	if deep == nil {
 		workers = c.batchWorkers()

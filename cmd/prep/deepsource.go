@@ -63,7 +63,9 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 // source's root, object stores included.
 var deepStores *storeCache
 
-// deepSource materializes expected samples with convert.MaterializeFrom.
+// deepSource materializes expected samples with convert.MaterializeFrom:
+// by parts of row groups (Hold, Held), or by windows of batches (Prefetch,
+// FillBlock, JaggedValues).
 type deepSource struct {
 	st      source.Store
 	p       *plan.Plan
@@ -145,6 +147,28 @@ func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][
 	return out, nil
 }
 
+// Hold materializes ids (sorted, unique) with one convert.MaterializeFrom,
+// which decodes each row group holding one of them once, and keeps them,
+// replacing what was held (verify.PartSource).
+func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
+	got, err := convert.MaterializeFrom(ctx, s.st, s.p, s.spec, ids, s.limit)
+	if err != nil {
+		return err
+	}
+	if !shardfmt.SameTensors(got.Tensors, s.tensors) {
+		return fmt.Errorf("spec yields tensors %s, shard has %s", shardfmt.TensorList(got.Tensors), shardfmt.TensorList(s.tensors))
+	}
+	s.samples, s.index = got, nil
+	return nil
+}
+
+// Held returns tensor t's bytes of the i-th id of the last Hold, as
+// convert.Samples.Sample gives them (verify.PartSource).
+func (s *deepSource) Held(t, i int) []byte { return s.samples.Sample(t, i) }
+
 func (s *deepSource) Close() error { return nil }
 
-var _ verify.JaggedSource = (*deepSource)(nil)
+var (
+	_ verify.JaggedSource = (*deepSource)(nil)
+	_ verify.PartSource   = (*deepSource)(nil)
+)

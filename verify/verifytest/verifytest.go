@@ -47,7 +47,8 @@ const (
 
 // Size sets the dimensions of a fixture made by BuildSize.
 type Size struct {
-	Rows        int  // source rows, in two row groups
+	Rows        int  // source rows
+	RowGroups   int  // row groups of about equal rows; < 2 means 2
 	Dim         int  // elements of tensor x per sample
 	GlobalBatch int  // G; world size is 2, so b = G/2
 	Jagged      bool // add the jagged tensors h and p (JaggedTensors)
@@ -84,7 +85,7 @@ var Config = plan.Config{Seed: 7, Epochs: 2, GlobalBatch: 4, WorldSize: 2, Worke
 	Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
 
 // writeSource writes the source file and returns its plan record.
-func writeSource(t testing.TB, dir string, rows int) plan.SourceFile {
+func writeSource(t testing.TB, dir string, rows, groups int) plan.SourceFile {
 	t.Helper()
 	b := []byte("PAR1")
 	for id := 0; id < rows; id++ {
@@ -98,7 +99,12 @@ func writeSource(t testing.TB, dir string, rows int) plan.SourceFile {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(footer)
-	return plan.SourceFile{Path: SourceFile, Size: int64(len(b)), FooterSHA256: hex.EncodeToString(sum[:]), RowGroups: []int64{int64(rows+1) / 2, int64(rows) / 2}}
+	groups = max(groups, 2)
+	rg := make([]int64, groups)
+	for g := range rg {
+		rg[g] = int64(((g+1)*rows+groups-1)/groups - (g*rows+groups-1)/groups)
+	}
+	return plan.SourceFile{Path: SourceFile, Size: int64(len(b)), FooterSHA256: hex.EncodeToString(sum[:]), RowGroups: rg}
 }
 
 // SourceValue reads v[id] from the fake source file.
@@ -181,12 +187,20 @@ func FillJaggedBlock(g shardfmt.Geometry, ts []shardfmt.TensorInfo, data []byte,
 	}
 }
 
-// fakeSource is a verify.SampleSource (and verify.JaggedSource) over the
-// fake source file.
+// fakeSource is a verify.SampleSource (and verify.JaggedSource and
+// verify.PartSource) over the fake source file.
 type fakeSource struct {
 	g       shardfmt.Geometry
 	tensors []shardfmt.TensorInfo
 	data    []byte
+	held    []heldTensor // per tensor, the samples of the last Hold
+}
+
+// heldTensor is one tensor's bytes of the ids held: sample i is
+// data[offs[i]:offs[i+1]].
+type heldTensor struct {
+	data []byte
+	offs []int
 }
 
 func (f *fakeSource) FillBlock(_ context.Context, ids []uint64, block []byte) error {
@@ -212,7 +226,55 @@ func (f *fakeSource) JaggedValues(_ context.Context, t int, ids []uint64) ([][]b
 	return out, nil
 }
 
+// Hold materializes ids (verify.PartSource): every tensor's bytes of
+// each, as FillBlock and JaggedValues give them.
+func (f *fakeSource) Hold(_ context.Context, ids []uint64) error {
+	for _, id := range ids {
+		if 4+8*(id+1) > uint64(len(f.data)) {
+			return fmt.Errorf("sample %d beyond the source", id)
+		}
+	}
+	f.held = f.held[:0]
+	for t := range f.tensors {
+		offs := []int{0}
+		var b []byte
+		for _, id := range ids {
+			b = append(b, SampleBytes(f.g, f.tensors, f.data, t, id)...)
+			offs = append(offs, len(b))
+		}
+		f.held = append(f.held, heldTensor{b, offs})
+	}
+	return nil
+}
+
+// Held returns tensor t's bytes of the i-th id of the last Hold
+// (verify.PartSource).
+func (f *fakeSource) Held(t, i int) []byte {
+	h := f.held[t]
+	return h.data[h.offs[i]:h.offs[i+1]]
+}
+
 func (f *fakeSource) Close() error { return nil }
+
+// SampleBytes returns sample id's bytes of tensor t of ts, little-endian:
+// x and y as FillBlock lays them out, a jagged tensor's values as
+// JaggedValues gives them.
+func SampleBytes(g shardfmt.Geometry, ts []shardfmt.TensorInfo, data []byte, t int, id uint64) []byte {
+	if ts[t].Jagged {
+		return JaggedValues(data, ts[t].Name, id)
+	}
+	v := SourceValue(data, id)
+	b := make([]byte, g.SampleBytes[t])
+	switch ts[t].Name {
+	case "x":
+		for j := 0; j < len(b)/4; j++ {
+			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(float32(v)+float32(j)/2))
+		}
+	case "y":
+		binary.LittleEndian.PutUint64(b, uint64(-v))
+	}
+	return b
+}
 
 // OpenSource is a verify.SourceOpener over the fake source file.
 func OpenSource(p *plan.Plan, _ *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {
@@ -256,7 +318,7 @@ func BuildSize(t testing.TB, size Size) *Fixture {
 			t.Fatal(err)
 		}
 	}
-	sf := writeSource(t, f.SrcDir, size.Rows)
+	sf := writeSource(t, f.SrcDir, size.Rows, size.RowGroups)
 	cfg := Config
 	cfg.GlobalBatch = size.GlobalBatch
 	tensors := tensorsOf(size.Dim, size.Jagged)

@@ -41,34 +41,38 @@ import (
 //     into equal id sub-ranges, each its own part: that row group alone
 //     is decoded once per sub-range.
 //  3. For each part: every shard of the group reads its selected
-//     batches' sample-id sections and marks the ids in the part's range
-//     in the part's bitmap (shards in parallel, atomic OR), noting the
-//     batches that hold one; the bitmap's members, ascending, are the
-//     part's ids, held with one PartSource.Hold on the group's first
-//     shard's source (one decode of the part's row groups for the whole
-//     group). Then every shard (Jobs at a time) reads each noted batch's
-//     block (a checked pread) and compares each slot whose id is in the
-//     part with the held sample, tensor by tensor; a slot's index among
-//     the held ids is its bitmap rank (a popcount past a per-word count:
-//     no search). The first time a batch is read, the bytes outside its
-//     samples are checked against the layout its own offsets give.
+//     batches' sample-id sections (a run of consecutive batches' per
+//     pread) and marks the ids in the part's range in the part's bitmap
+//     (shards in parallel, atomic OR), noting the batches that hold one;
+//     the bitmap's members, ascending, are the part's ids, held with one
+//     PartSource.Hold on the group's first shard's source (one decode of
+//     the part's row groups for the whole group). Then every shard (Jobs
+//     at a time) reads each noted batch's block (a checked pread) and
+//     compares each slot whose id is in the part with the held sample,
+//     tensor by tensor; a slot's index among the held ids is its bitmap
+//     rank (a popcount past a per-word count: no search). The first time
+//     a batch is read, the bytes outside its samples are checked against
+//     the layout its own offsets give. The same stream over the ids marks
+//     the next part's bitmap, so the ids are read once per part (twice
+//     for the first).
 //
 // Cost: decode = one pass over the row groups holding needed ids per
 // group (plus the sub-range repeats of step 2); shard reads = parts x
-// (the selected batches' sample ids, twice + the blocks holding a part's
-// id), parts = about the set's distinct needed ids' bytes / budget.
+// (the selected batches' sample ids + the blocks holding a part's id),
+// parts = about the set's distinct needed ids' bytes / budget.
 // Reading a shard is a pread from the page cache and a comparison, far
 // cheaper per byte than decoding Parquet.
 //
 // Memory, within Options.MemoryLimit: a quarter to decode in (the
 // MemoryLimiter limit of the holding source); half for one part: its
 // held samples and ids and its bitmap and rank index (both sides'); the
-// last quarter for the rest: per checking goroutine one block, one
-// skeleton block and one batch of ids and slot indexes, the row-group
-// table (8 bytes a row group and a few a bucket), while step 1 runs the
-// per-row-group counts of the shards in flight (16 bytes a row group
-// each) and of each group, and per shard its open file, 6 bytes per
-// selected batch and at most about 1024+8 x MaxPerShard findings.
+// last quarter for the rest: per checking goroutine (Jobs) one block, one
+// skeleton block, idChunkBytes of id slots and a batch of slot indexes;
+// the row-group table (8 bytes a row group, 4 a bucket, 4 buckets a row
+// group); while step 1 runs, the per-row-group counts of the shards in
+// flight (16 bytes a row group each), and those of each group until its
+// parts are cut; per shard its open file, 9 bytes per selected batch
+// and at most about 1024+8 x MaxPerShard findings.
 //
 // Findings are the same as the batch-by-batch comparison's, kinds, fields
 // and order: each is keyed by (batch, phase, tensor, slot), where the
@@ -187,7 +191,6 @@ func (fs *findingSet) compact() {
 type partCheck struct {
 	src   PartSource // this shard's source; after grouping, the group's source that holds
 	rg    *rowGroups
-	group *partGroup
 	idx   int      // the shard's manifest index
 	cnt   []uint64 // per row group: ids needed (repeats counted), until merged into the group
 	bytes []uint64 // per row group: est bytes of them, likewise

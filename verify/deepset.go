@@ -95,7 +95,7 @@ func (c *checker) joinGroup(d *deepCheck) {
 		g.cnt[i] += pc.cnt[i]
 		g.bytes[i] += pc.bytes[i]
 	}
-	pc.group, pc.cnt, pc.bytes = g, nil, nil
+	pc.cnt, pc.bytes = nil, nil
 }
 
 // est returns per row group the estimated bytes of the group's distinct

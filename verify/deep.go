@@ -55,8 +55,9 @@ type MemoryLimiter interface {
 }
 
 // SourceOpener opens a SampleSource for one shard's geometry and tensors.
-// Run calls it once per shard checked deeply, from that shard's goroutine.
-// sourceRoot is the directory the plan's relative source paths resolve to.
+// Run calls it once per shard checked deeply, from that shard's goroutine;
+// a PartSource's Hold may later run on another goroutine (one call at a
+// time) and Held on several at once. sourceRoot is the directory the plan's relative source paths resolve to.
 type SourceOpener func(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (SampleSource, error)
 
 // sourceRoot returns where the plan's source files are read from.

@@ -275,7 +275,8 @@ func countFalse(v []bool) int {
 
 // records is the staging layout: one fixed-size record per staging slot
 // holding every output tensor's sample bytes back to back (tensor t at
-// off[t], size[t] bytes), so that gathering a sample touches one place.
+// off[t], size[t] bytes), so that gathering a sample touches one place. A
+// jagged tensor's part is its reference into the values arena (arena.go).
 type records struct {
 	data []byte
 	rec  int   // bytes per record
@@ -288,7 +289,7 @@ type records struct {
 func newRecords(tensors []shardfmt.TensorInfo, data []byte) *records {
 	r := &records{data: data}
 	for _, t := range tensors {
-		n := sampleBytes(t)
+		n := recordBytes(t)
 		r.off = append(r.off, r.rec)
 		r.size = append(r.size, n)
 		r.rec += n
@@ -300,7 +301,7 @@ func newRecords(tensors []shardfmt.TensorInfo, data []byte) *records {
 func recordSize(tensors []shardfmt.TensorInfo) int {
 	n := 0
 	for _, t := range tensors {
-		n += sampleBytes(t)
+		n += recordBytes(t)
 	}
 	return n
 }
@@ -312,8 +313,9 @@ func (r *records) at(t int, slot int64) []byte {
 }
 
 // apply converts one decoded column chunk (value j of tensor tp, from file
-// fi) into the staging records for the needed rows in runs.
-func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs *records, loc chunkLoc) error {
+// fi) into the staging records for the needed rows in runs, a jagged
+// tensor's values into vw.
+func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs *records, loc chunkLoc, vw *valueWriter) error {
 	cls := tp.classes[fi][j]
 	scale := tp.cols[fi][j].Scale
 	switch tp.mode {
@@ -321,6 +323,8 @@ func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs *rec
 		return tp.applyStack(col, cls, scale, j, runs, bufs, loc)
 	case modeList:
 		return tp.applyList(col, cls, scale, runs, bufs, loc)
+	case modeJagged:
+		return tp.applyJagged(col, cls, scale, runs, bufs, loc, vw)
 	default:
 		return tp.applyBytes(col, runs, bufs, loc)
 	}
@@ -328,6 +332,12 @@ func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs *rec
 
 func (tp *tensorPlan) nullError(col *pqread.Column, loc chunkLoc, row int) error {
 	n := loc.chunkCounts(tp, col).nulls
+	if tp.mode == modeMapDense || tp.mapRole != "" {
+		return loc.err(int64(row), -1, valueErrorf("null map (%d nulls in this column chunk; give nulls: {} to read them as empty maps)", n))
+	}
+	if tp.mode == modeJagged {
+		return loc.err(int64(row), -1, valueErrorf("null list (%d nulls in this column chunk; give nulls: {} to read them as empty lists)", n))
+	}
 	return loc.err(int64(row), -1, valueErrorf("null value (%d nulls in this column chunk; set nulls.fill to replace them)", n))
 }
 

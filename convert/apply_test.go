@@ -42,7 +42,7 @@ func convertRows(t *testing.T, spec TensorSpec, schema fileSchema, cols ...*pqre
 	recs := newRecords(outs, make([]byte, rows*recordSize(outs)))
 	for j, c := range cols {
 		loc := chunkLoc{file: schema.rel, column: plans[0].cols[0][j].Name, tensor: spec.Name, rowGroup: 0}
-		if err := plans[0].apply(c, 0, j, []run{{0, rows, 0}}, recs, loc); err != nil {
+		if err := plans[0].apply(c, 0, j, []run{{0, rows, 0}}, recs, loc, nil); err != nil {
 			return outs, nil, err
 		}
 	}
@@ -232,7 +232,7 @@ func TestSparseRuns(t *testing.T) {
 	}
 	outs := outputs(plans)
 	buf := make([]byte, 3*sampleBytes(outs[0]))
-	if err := plans[0].apply(c, 0, 0, []run{{1, 2, 0}, {4, 6, 1}}, newRecords(outs, buf), chunkLoc{}); err != nil {
+	if err := plans[0].apply(c, 0, 0, []run{{1, 2, 0}, {4, 6, 1}}, newRecords(outs, buf), chunkLoc{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(i32s(buf)); got != "[11 14 15]" {
@@ -475,14 +475,14 @@ func TestSliceRowBase(t *testing.T) {
 	outs := outputs(plans)
 	buf := make([]byte, 3*sampleBytes(outs[0]))
 	loc := chunkLoc{file: "a.parquet", column: "v", rowGroup: 2, rowBase: 3}
-	if err := plans[0].apply(c.Slice(3, 6), 0, 0, []run{{0, 3, 0}}, newRecords(outs, buf), loc); err != nil {
+	if err := plans[0].apply(c.Slice(3, 6), 0, 0, []run{{0, 3, 0}}, newRecords(outs, buf), loc, nil); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(buf) != "[13 9 15]" {
 		t.Errorf("rows 3-5 wrote %v, want [13 9 15]", buf)
 	}
 	loc.rowBase = 1
-	err = plans[0].apply(c.Slice(1, 4), 0, 0, []run{{0, 3, 0}}, newRecords(outs, buf), loc)
+	err = plans[0].apply(c.Slice(1, 4), 0, 0, []run{{0, 3, 0}}, newRecords(outs, buf), loc, nil)
 	if err == nil || err.Error() != `a.parquet: column "v", row group 2, row 2: value 300 out of range for U8 [0, 255]` {
 		t.Errorf("err = %v", err)
 	}

@@ -3,6 +3,7 @@ package convert
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -87,5 +88,80 @@ func BenchmarkConvert(b *testing.B) {
 		b.ReportMetric(float64(sum.Bytes)/sum.Seconds/1e6, "outMB/s")
 		b.ReportMetric(sum.DecodeSeconds, "decode-s")
 		b.ReportMetric(sum.WriteSeconds, "write-s")
+	}
+}
+
+// writeZipfLists writes path: rows rows of an int64 id and a LIST<INT32>
+// "hist" whose lengths follow a Zipf law over 1..1024 (mean about 20,
+// seeded, as gpuload's jagged benchmarks), and returns the values' bytes.
+func writeZipfLists(b *testing.B, path string, rows int) int64 {
+	type zipfRow struct {
+		ID   int64   `parquet:"id"`
+		Hist []int32 `parquet:"hist,list"`
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[zipfRow](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(50_000))
+	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.7, 2, 1023)
+	var raw int64
+	batch := make([]zipfRow, 0, 1024)
+	for i := range rows {
+		h := make([]int32, z.Uint64()+1)
+		for k := range h {
+			h[k] = int32(i + k)
+		}
+		raw += 4 * int64(len(h))
+		batch = append(batch, zipfRow{ID: int64(i), Hist: h})
+		if len(batch) == cap(batch) || i == rows-1 {
+			if _, err := w.Write(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+// BenchmarkConvertJaggedZipf converts a Zipf-skewed LIST<INT32> (lengths
+// 1..1024, mean about 20) twice per iteration: as a jagged I32 tensor and
+// as the fixed-shape tensor [1024] padded with list.pad. It reports both
+// runs' rows per second and their shard bytes against the raw values
+// bytes ("x-values": offsets, sample ids, alignment and padding included).
+func BenchmarkConvertJaggedZipf(b *testing.B) {
+	rows := 100_000
+	if testing.Short() {
+		rows = 10_000
+	}
+	dir := b.TempDir()
+	raw := writeZipfLists(b, filepath.Join(dir, "zipf.parquet"), rows)
+	p := makePlan(b, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1024, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	specs := map[string]string{
+		"jagged": `tensors: [{name: id, column: id, dtype: I64}, {name: hist, column: hist, dtype: I32, list: {jagged: true}}]`,
+		"fixed":  `tensors: [{name: id, column: id, dtype: I64}, {name: hist, column: hist, dtype: I32, shape: [1024], list: {pad: 0}}]`,
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, name := range []string{"jagged", "fixed"} {
+			spec, err := ParseSpec([]byte(specs[name]), name+".yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := filepath.Join(b.TempDir(), fmt.Sprint(name, i))
+			sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(rows)/sum.Seconds, name+"-rows/s")
+			b.ReportMetric(float64(sum.Bytes)/float64(raw), name+"-x-values")
+			os.RemoveAll(out)
+		}
 	}
 }

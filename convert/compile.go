@@ -36,6 +36,8 @@ const (
 	modeList                            // one LIST column, L values
 	modeBytesHash                       // one string/binary column, hashed to I64
 	modeBytesPad                        // one string/binary column, padded bytes
+	modeJagged                          // one LIST column, all its elements (list.jagged)
+	modeMapDense                        // a MAP's key and value leaves, the values of given keys (map.keys)
 )
 
 // tensorPlan is a TensorSpec compiled against the sources: dtypes, output
@@ -61,6 +63,13 @@ type tensorPlan struct {
 	maxLen    int64
 	truncate  bool
 	maxValue  int64
+	maxRow    int64                 // jagged: the most values of one row (setRowLimit)
+	depth     int                   // jagged: 1 for a list, 2 for a list of lists
+	innerLens int                   // index of <name>_inner_lengths (depth 2), -1 if none
+	base      string                // the name <name>_mask and <name>_element_mask extend when not the spec's (a map's <name>.values)
+	mapRole   string                // jagged: "key" or "value" for a map's <name>.keys and <name>.values
+	denseKeys map[string]int        // modeMapDense, string keys: map.keys' index by key bytes
+	denseInts map[int64]int         // modeMapDense, integer keys: by value (unsigned keys by their bits)
 	overflows atomic.Int64          // narrow-float overflows stored as ±Inf (see cast.go)
 	cols      [][]pqread.ColumnInfo // [file][j]
 	classes   [][]srcClass          // [file][j]
@@ -74,7 +83,8 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 	var out []shardfmt.TensorInfo
 	for _, tp := range plans {
 		tp.out = len(out)
-		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape})
+		jag := tp.mode == modeJagged
+		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape, Jagged: jag})
 		tp.mask, tp.elemMask, tp.lengths = -1, -1, -1
 		if tp.spec.Nulls != nil && tp.spec.Nulls.Mask {
 			tp.mask = len(out)
@@ -82,11 +92,16 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 			if tp.mode == modeStack {
 				sh = tp.shape
 			}
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_mask", DType: shardfmt.U8, Shape: sh})
+			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_mask", DType: shardfmt.U8, Shape: sh})
 		}
 		if tp.spec.List != nil && tp.spec.List.ElementMask {
 			tp.elemMask = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_element_mask", DType: shardfmt.U8, Shape: tp.shape})
+			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_element_mask", DType: shardfmt.U8, Shape: tp.shape, Jagged: jag})
+		}
+		tp.innerLens = -1
+		if jag && tp.depth == 2 {
+			tp.innerLens = len(out)
+			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_inner_lengths", DType: shardfmt.I64, Jagged: true})
 		}
 		if (tp.spec.List != nil && tp.spec.List.Lengths) || (tp.spec.Bytes != nil && tp.spec.Bytes.Lengths) {
 			tp.lengths = len(out)
@@ -96,7 +111,17 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 	return out
 }
 
-// sampleBytes returns dtype size * product(shape) of t.
+// baseName is the name tp's mask and element mask extend: the spec's
+// name, or a map's for its <name>.values.
+func (tp *tensorPlan) baseName() string {
+	if tp.base != "" {
+		return tp.base
+	}
+	return tp.spec.Name
+}
+
+// sampleBytes returns dtype size * product(shape) of t: the bytes of one
+// sample, or of one value of a jagged tensor.
 func sampleBytes(t shardfmt.TensorInfo) int {
 	n := t.DType.Size()
 	for _, d := range t.Shape {
@@ -118,6 +143,14 @@ type fileSchema struct {
 func compileSpec(spec *Spec, files []fileSchema) ([]*tensorPlan, error) {
 	var plans []*tensorPlan
 	for i := range spec.Tensors {
+		if spec.Tensors[i].Map != nil {
+			mps, err := compileMap(&spec.Tensors[i], files)
+			if err != nil {
+				return nil, err
+			}
+			plans = append(plans, mps...)
+			continue
+		}
 		tp, err := compileTensor(&spec.Tensors[i], files)
 		if err != nil {
 			return nil, err
@@ -167,6 +200,11 @@ func groupError(name string, cols []pqread.ColumnInfo) error {
 		if c.Unsupported != "" {
 			why := strings.TrimPrefix(c.Unsupported, pqread.ErrUnsupported.Error()+": ")
 			return fmt.Errorf("%w: %q is a nested column that cannot be read: %s", pqread.ErrUnsupported, name, why)
+		}
+	}
+	for _, c := range under {
+		if c.MapRole != "" && slices.Equal(pqread.SplitName(c.Group), fields) {
+			return schemaErrorf("%q is a map, not a leaf column; give it a map policy (map: {key_dtype: D}, map: {key_bytes: ...} or map: {keys: [...], fill: F}) or name one of its leaf columns %s", name, columnList(under))
 		}
 	}
 	return schemaErrorf("%q is a group, not a leaf column; name one of its leaf columns %s", name, columnList(under))
@@ -284,7 +322,10 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		}
 	}
 	switch {
-	case tp.classes[0][0] == clsBytes:
+	case tp.classes[0][0] == clsBytes && isList && !t.jagged():
+		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+			Err: schemaErrorf("%s: a list of strings or binary values becomes no tensor (a map's string keys do, through map.key_bytes)", typeSignature(first[0]))}
+	case tp.classes[0][0] == clsBytes && !isList:
 		if t.Bytes.Mode == "hash" {
 			tp.mode = modeBytesHash
 			tp.buckets = t.Bytes.Buckets
@@ -303,9 +344,35 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		if len(first) != 1 {
 			return nil, terr(schemaErrorf("list column %q cannot be stacked with other columns", first[0].Name))
 		}
+		depth := max(1, first[0].Depth)
+		for fi := range tp.cols {
+			if d := max(1, tp.cols[fi][0].Depth); d != depth {
+				return nil, &Error{File: files[fi].rel, Column: tp.cols[fi][0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+					Err: schemaErrorf("is a list of depth %d here and of depth %d in %s", d, depth, files[0].rel)}
+			}
+		}
+		if t.jagged() {
+			tp.mode = modeJagged
+			tp.perSample = 1
+			tp.depth = depth
+			if b := t.Bytes; b != nil {
+				// A map's string keys (map.key_bytes): hashed to one I64,
+				// or padded to a U8 value of shape [max_len].
+				tp.buckets, tp.maxLen, tp.truncate = b.Buckets, b.MaxLen, b.Truncate
+				if b.Mode == "pad" {
+					tp.es = int(b.MaxLen)
+					tp.shape = []uint64{uint64(b.MaxLen)}
+				}
+			}
+			break
+		}
+		if depth > 1 {
+			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+				Err: specErrorf("a list of lists (depth %d) becomes a tensor only as list: {jagged: true}", depth)}
+		}
 		if t.Shape == nil {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
-				Err: specErrorf("list column needs a shape (the fixed number of values per sample)")}
+				Err: specErrorf("list column needs a shape (the fixed number of values per sample, or list: {jagged: true})")}
 		}
 		tp.mode = modeList
 		tp.perSample = int(shapeProduct(t.Shape))
@@ -332,7 +399,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			tp.shape = append(tp.shape, uint64(d))
 		}
 	}
-	if t.Bytes != nil && tp.mode != modeBytesHash && tp.mode != modeBytesPad {
+	if t.Bytes != nil && tp.mode != modeBytesHash && tp.mode != modeBytesPad && (tp.mode != modeJagged || tp.classes[0][0] != clsBytes) {
 		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 			Err: schemaErrorf("bytes policy given for a %s column", typeSignature(first[0]))}
 	}
@@ -392,6 +459,9 @@ func typeSignature(ci pqread.ColumnInfo) string {
 	if ci.List {
 		s = "LIST<" + s + ">"
 	}
+	for range ci.Depth - 1 {
+		s = "LIST<" + s + ">"
+	}
 	return s
 }
 
@@ -409,6 +479,9 @@ func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass,
 	if ci.Unsupported != "" {
 		why := strings.TrimPrefix(ci.Unsupported, pqread.ErrUnsupported.Error()+": ")
 		return 0, fmt.Errorf("%w: %s column cannot be read: %s", pqread.ErrUnsupported, typeSignature(ci), why)
+	}
+	if ci.Depth > 1 && !t.jagged() {
+		return 0, fmt.Errorf("%w: %s column is a list of lists (%d levels of repetition); a tensor reads one level of lists (a jagged one, list: {jagged: true}, reads two)", pqread.ErrUnsupported, typeSignature(ci), ci.Depth)
 	}
 	var cls srcClass
 	switch ci.Physical {

@@ -24,10 +24,11 @@ type nestRow struct {
 }
 
 // TestCompileNestedColumnByNaturalName pins the schema check's message for a
-// spec naming a nested column by its natural name: a map m or a list of
-// lists ll is refused as an unsupported parquet feature saying why (it used
-// to be "column not found" listing wrapper levels such as
-// ll.list.element.list.element), and a struct s asks for one of its leaves.
+// spec naming a nested column by its natural name: a map m asks for its key
+// or value leaf, a list of lists ll (which pqread reads) is refused as an
+// unsupported parquet feature saying why (it used to be "column not found"
+// listing wrapper levels such as ll.list.element.list.element), and a struct
+// s asks for one of its leaves.
 func TestCompileNestedColumnByNaturalName(t *testing.T) {
 	dir := t.TempDir()
 	f, err := os.Create(filepath.Join(dir, "n.parquet"))
@@ -50,8 +51,8 @@ func TestCompileNestedColumnByNaturalName(t *testing.T) {
 		is     error
 		want   string
 	}{
-		{"m", pqread.ErrUnsupported, `n.parquet: column "m": unsupported parquet feature: "m" is a nested column that cannot be read: map columns are not supported (group "m")`},
-		{"ll", pqread.ErrUnsupported, `n.parquet: column "ll": unsupported parquet feature: "ll" is a nested column that cannot be read: unsupported nesting: 2 repetition levels (lists of lists), at most 1 is supported`},
+		{"m", ErrSchema, `n.parquet: column "m": "m" is a map, not a leaf column; give it a map policy (map: {key_dtype: D}, map: {key_bytes: ...} or map: {keys: [...], fill: F}) or name one of its leaf columns "m.key", "m.value"`},
+		{"ll", pqread.ErrUnsupported, `n.parquet: column "ll": unsupported parquet feature: LIST<LIST<INT64 INT(64,true)>> column is a list of lists (2 levels of repetition); a tensor reads one level of lists (a jagged one, list: {jagged: true}, reads two)`},
 		{"s", ErrSchema, `n.parquet: column "s": "s" is a group, not a leaf column; name one of its leaf columns "s.a", "s.b"`},
 	} {
 		spec := &Spec{Tensors: []TensorSpec{{Name: "t", Column: c.column, DType: "I64"}}}

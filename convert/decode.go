@@ -30,6 +30,7 @@ type decoder struct {
 	set         *idSet
 	bufs        *records          // the record layout (its data nil when staging is not in memory)
 	sink        func() recordSink // one per decode worker (stage.sink)
+	arena       *arena            // jagged tensors' values; nil when none
 	jobs        int
 	memoryLimit int64
 	progress    func(rows int64) // rows assembled; serialised by the decoder
@@ -178,6 +179,12 @@ func (d *decoder) run(ctx context.Context) error {
 				seq, err, scratch = d.assemble(parent, g, scratch, sink)
 				clear(g.cols) // the decoded columns are garbage now
 			}
+			if err == nil {
+				if err = g.vals.flush(); err != nil {
+					seq = g.first
+				}
+			}
+			g.vals = nil
 			adm.release(g.cost)
 			if err != nil {
 				fail(seq, err)
@@ -256,6 +263,9 @@ func (d *decoder) assemble(ctx context.Context, g *rowGroupJob, scratch []byte, 
 			return d.firstError(g, w, k, scratch, nil)
 		}
 	}
+	if k, err := d.groupMismatch(g, g.cols, 0); err != nil {
+		return g.tasks[k].seq, err, scratch
+	}
 	seq, err, scratch := d.assembleBlocks(ctx, g, g.runs, g.cols, 0, scratch, sink)
 	if err == errTransform {
 		return d.firstError(g, w, len(g.tasks), scratch, nil)
@@ -292,7 +302,7 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 		var target *records
 		target, scratch = sink.block(blk, base, slots, scratch)
 		for _, task := range g.tasks {
-			if err := d.applyOne(g, task, cols[task.k], rowBase, blk, target, nil); err != nil {
+			if err := d.applyOne(g, task, cols[task.k], d.keyOf(g, cols, task.k), rowBase, blk, target, nil, g.vals); err != nil {
 				return 0, errTransform, scratch
 			}
 		}
@@ -304,11 +314,19 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 
 // applyOne applies col, the column of task (its row 0 being row rowBase of
 // g), to runs: row ranges relative to rowBase with their slots in target.
-// Errors quote counts from counts if set, else from col.
-func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col *pqread.Column, rowBase int, runs []run, target *records, counts *chunkCounts) error {
+// A dense map applies its value column with key, its key column of the
+// same rows (keyOf), and its key column alone not at all. Errors quote
+// counts from counts if set, else from col. Jagged values go to vw.
+func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col, key *pqread.Column, rowBase int, runs []run, target *records, counts *chunkCounts, vw *valueWriter) error {
 	tp := d.plans[task.t]
 	loc := chunkLoc{file: d.files[g.fi].rel, column: tp.cols[g.fi][task.j].Name, tensor: tp.spec.Name, rowGroup: g.rg, rowBase: int64(rowBase), counts: counts}
-	return tp.apply(col, g.fi, task.j, runs, target, loc)
+	if tp.mode == modeMapDense {
+		if task.j == 0 {
+			return nil
+		}
+		return tp.applyMapDense(key, col, g.fi, runs, target, loc)
+	}
+	return tp.apply(col, g.fi, task.j, runs, target, loc, vw)
 }
 
 // firstError finds the error to report for a window w of g (the whole
@@ -331,10 +349,11 @@ func (d *decoder) firstError(g *rowGroupJob, w window, limit int, scratch []byte
 			break
 		}
 		var err error
-		if scratch, err = d.checkColumn(g, task, w.cols[k], w.rowBase, w.runs, scratch, nil); err != nil {
+		key := d.keyOf(g, w.cols, k)
+		if scratch, err = d.checkColumn(g, task, w.cols[k], key, w.rowBase, w.runs, scratch, nil); err != nil {
 			if counts != nil {
 				if c := counts(task); c != nil {
-					_, err = d.checkColumn(g, task, w.cols[k], w.rowBase, w.runs, scratch, c)
+					_, err = d.checkColumn(g, task, w.cols[k], key, w.rowBase, w.runs, scratch, c)
 				}
 			}
 			return task.seq, err, scratch
@@ -344,10 +363,11 @@ func (d *decoder) firstError(g *rowGroupJob, w window, limit int, scratch []byte
 }
 
 // checkColumn runs the transform of task over runs (rows relative to
-// rowBase, the row of the row group that is col's row 0) into scratch (the
-// output is discarded), and returns the scratch buffer for reuse and its
-// first error. Errors quote counts from counts if set, else from col.
-func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Column, rowBase int, runs []run, scratch []byte, counts *chunkCounts) ([]byte, error) {
+// rowBase, the row of the row group that is col's row 0; key the key
+// column of a dense map's value task) into scratch (the output is
+// discarded), and returns the scratch buffer for reuse and its first
+// error. Errors quote counts from counts if set, else from col.
+func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col, key *pqread.Column, rowBase int, runs []run, scratch []byte, counts *chunkCounts) ([]byte, error) {
 	rec := d.bufs.rec
 	bn := blockRows(rec)
 	if len(scratch) < bn*rec {
@@ -360,7 +380,7 @@ func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col *pqread.Colum
 			return scratch, nil
 		}
 		target := &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
-		if err := d.applyOne(g, task, col, rowBase, blk, target, counts); err != nil {
+		if err := d.applyOne(g, task, col, key, rowBase, blk, target, counts, discardValues()); err != nil {
 			return scratch, err
 		}
 	}

@@ -26,6 +26,11 @@
 //   - staging.go, spill.go: where records wait between the stages, in
 //     memory or spilled by output window, behind one interface (stage,
 //     and recordSink, the way in of each decode worker).
+//   - arena.go, jagged.go: jagged tensors (list.jagged): the values arena,
+//     their transform, and their 2.0 batch blocks.
+//   - maps.go: map policies (SPEC.md §2.6) compiled into jagged plans or
+//     one dense plan, the dense transform, and the check that the leaves
+//     of one list or map agree row by row.
 //   - write.go, gather.go: stage 2, the one shard writer.
 //   - run.go: orchestration, the output directory, rollback.
 //
@@ -88,6 +93,61 @@
 // Options.OnShard reports each shard's start and commit (the CLI labels its
 // write bar "epoch e rank r" with them).
 //
+// # Jagged tensors
+//
+// A jagged tensor (SPEC.md §2.3.1) has no fixed sample size, so its part of
+// a staging record is a fixed reference, 16 bytes: the byte offset of the
+// sample's values in the run's values arena and their count (u64 each,
+// little-endian); the records keep their fixed size and everything above
+// (idset slots, spill windows, gather) works on them unchanged. Before
+// stage 1 every row group read gets, per jagged output tensor, a region
+// of the arena sized from the footer: a column chunk holds at most as
+// many values as level entries, which pqread.File.DecodedSize counts
+// (arena.go, valuesBound), and pqread refuses a chunk with more. The
+// worker assembling a row group writes its needed rows' values into its
+// regions in row order (whole, in row windows, in memory or spilled
+// alike), so workers never coordinate and the arena's contents, like the
+// shards, do not depend on Jobs. The arena is anonymous memory when it and
+// the staging records together fit MemoryLimit (only the pages written are
+// touched), else OUT/.prep-tmp/<pid>/values.bin, reserved before stage 1
+// like the spill file (counted in the free-space check and in ErrNoSpace's
+// numbers) and written through a small buffer per region. Stage 2 gathers
+// the references with the fixed samples, writes each jagged tensor's
+// offsets slab from their counts and reads its values into the batch
+// block (shardfmt's 2.0 layout, Geometry.BatchLayout) with one copy or
+// pread per stretch of samples whose values lie next to each other in the
+// arena, so memory stays bounded whatever the row lengths: a block may
+// take at most max(MemoryLimit/4, 1 MiB) (a larger batch is refused naming
+// epoch, rank, step and tensor), the blocks being built and written at
+// once at most twice that, and a row whose values alone exceed a block's
+// bound is refused in stage 1 naming file, column, row group and row. A
+// shard without a jagged tensor is written exactly as before; the
+// free-space check estimates a jagged shard's size from above (the
+// arena's bytes per needed sample for every slot).
+//
+// # Maps and the leaves of one list
+//
+// A map policy compiles into plans over the map's leaves, which pqread
+// reads as one-level lists sharing their map's offsets (ColumnInfo.Group,
+// MapRole): without map.keys, two jagged plans, <name>.keys over the key
+// leaf (key_dtype, or key_bytes hashing or padding string keys into the
+// arena) and <name>.values over the value leaf (with <name>_mask and
+// <name>_element_mask), so each is an ordinary jagged tensor of one
+// column; with map.keys, one dense plan (modeMapDense) of two columns,
+// whose value column's transform reads the key column of the same rows
+// (decoder.keyOf) and looks each key up in a map of the listed keys built
+// at compile time, so a row costs its entries, not the number of keys
+// listed. Tensors reading leaves of one Group (a map's key and value, the
+// fields of a list of structs) must agree on every row's length and
+// nullness: once the columns of a row group (or row window) are decoded,
+// and before any transform, groupMismatch compares their Offsets and
+// RowValid (one pass over the rows, usually one slices.Equal) and refuses
+// a mismatch as pqread.ErrCorrupt naming file, group, both columns, row
+// group and row. A windowed row group with such tasks in a run staging in
+// memory is read as a spilled run reads it (every column's window at once,
+// within the same memory bound) instead of one column at a time, so that
+// the columns of a group are there together.
+//
 // # Output directory
 //
 // Beside the shards and manifest.json, OUT/plan.json holds the plan file's
@@ -112,7 +172,8 @@
 // # Memory
 //
 // Heap use is bounded by MemoryLimit (decoded column chunks), Jobs batch
-// blocks and the id bitmap (2 bits per source row), not by the input size.
+// blocks (jagged ones: at most MemoryLimit/2 together, see above) and the
+// id bitmap (2 bits per source row), not by the input size.
 // A row group is normally decoded whole (every needed column chunk of it at
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate
@@ -124,7 +185,11 @@
 // (holding the window's rows and the rest of the page that ends it). With
 // staging in memory each column chunk is read alone, window by window, its
 // transform applied straight into the staging records, so one window of
-// one column and one page are held; a spilled run builds each window's
+// one column and one page are held; there a window of a list column is
+// read in pieces of at most its share of the window's bytes in level
+// entries (pqread.ColumnReader.NextWithin; a longer row is a piece alone),
+// so a few long rows among short ones take their own length, not the
+// window's rows times it. A spilled run builds each window's
 // records whole, so it holds a window of every column and the rest of a
 // page of each. 512 INT64 columns of a 1,000,000-row row group stacked
 // into an I64 tensor, about 4 GiB decoded, or one embedding list column of
@@ -138,11 +203,20 @@
 // A column chunk's decoded size is estimated as the larger of the tensor's
 // output per row and the footer's sizes (pqread.File.DecodedSize: values
 // and levels of the source, such as whole strings hashed or padded to a
-// few bytes). What remains beyond the limit is one page (bounded by the
-// reader's page size limit, 256 MiB), a single row larger than half the
-// limit, which a slice must hold whole, and strings padded from a
-// dictionary whose copies take more than the chunk's uncompressed size,
-// which the footer does not tell.
+// few bytes). What remains beyond the limit is the page buffers (one
+// page, bounded by the reader's page size limit, 256 MiB, per column read
+// at once, and a page holds a whole row: a long row's page is at least its
+// encoded size), a single row larger than the window's share, which a
+// piece must hold whole with its levels and validity (a jagged row is
+// bounded by a quarter of the limit; ten rows of 2,000,000 I32 values
+// under a 32 MiB limit peak at about 41 MiB live, their 10.4 MiB pages
+// included), Jobs such rows at once in Jobs windowed row groups, and
+// strings padded from a dictionary whose copies take more than the
+// chunk's uncompressed size, which the footer does not tell. Garbage
+// comes on top of the live bytes; prep convert gives the Go runtime a
+// soft limit of twice MemoryLimit to keep it within. A limit below
+// MinMemoryLimit (1 MiB) is refused by prep convert and prep verify: it
+// would cut row groups into windows of a few rows, slowly.
 // Staging adds at most MemoryLimit more: anonymous memory when it fits, else
 // one spill window at a time (plus, under remainder pad, the records of the
 // pad samples: fewer than a global batch per epoch; a partitioned plan's

@@ -3,8 +3,6 @@ package convert
 import (
 	"fmt"
 	"unsafe"
-
-	"github.com/prepml/prep/shardfmt"
 )
 
 // gatherer copies samples from the staging records into batch blocks (stage
@@ -16,25 +14,32 @@ import (
 // and a run of independent fixed-size loads from distinct records lets the
 // CPU overlap their cache and TLB misses, where a per-sample memmove call for
 // each tensor serialises them. Bounds are checked once per record and once
-// per slab, not per copy.
+// per slab, not per copy. A jagged tensor's reference (arena.go) is
+// gathered the same way, into the shard's reference slab (jaggedOut.refs)
+// instead of the block.
 type gatherer struct {
 	data []byte // staging records
 	rec  int    // bytes per record
 	set  *idSet
-	off  []int // per tensor: offset in the record
-	size []int // per tensor: sample bytes
-	slab []int // per tensor: slab offset in the block
-	src  []int // per batch slot: record offset (reused)
-	sink byte  // see touch
+	off  []int    // per tensor: offset in the record
+	size []int    // per tensor: sample bytes
+	slab []int    // per tensor: slab offset in the block
+	refs [][]byte // per tensor: a jagged tensor's reference slab, else nil
+	src  []int    // per batch slot: record offset (reused)
+	sink byte     // see touch
 }
 
 // newGatherer prepares copies from bufs (records of the ids in set) into
-// blocks of geometry geo.
-func newGatherer(bufs *records, set *idSet, geo shardfmt.Geometry) *gatherer {
+// the blocks of o (and its jagged references).
+func newGatherer(bufs *records, set *idSet, o *shardOut) *gatherer {
+	geo := o.geo
 	g := &gatherer{data: bufs.data, rec: bufs.rec, set: set, off: bufs.off, size: bufs.size,
 		slab: make([]int, len(geo.SlabOffset)), src: make([]int, 0, geo.BatchSize)}
-	for t, o := range geo.SlabOffset {
-		g.slab[t] = int(o)
+	for t, off := range geo.SlabOffset {
+		g.slab[t] = int(off)
+	}
+	if o.jag != nil {
+		g.refs = o.jag.refs
 	}
 	return g
 }
@@ -87,10 +92,18 @@ func (g *gatherer) copySlabs(data, block []byte, offs []int) error {
 		if n == 0 {
 			continue
 		}
-		if end := g.slab[t] + len(offs)*n; end > len(block) || g.slab[t] < 0 {
-			return fmt.Errorf("internal: slab %d ends at %d, block has %d bytes", t, end, len(block))
+		var dst unsafe.Pointer
+		if g.refs != nil && g.refs[t] != nil {
+			if len(offs)*n > len(g.refs[t]) {
+				return fmt.Errorf("internal: %d references of tensor %d, room for %d", len(offs), t, len(g.refs[t])/n)
+			}
+			dst = unsafe.Pointer(unsafe.SliceData(g.refs[t]))
+		} else {
+			if end := g.slab[t] + len(offs)*n; end > len(block) || g.slab[t] < 0 {
+				return fmt.Errorf("internal: slab %d ends at %d, block has %d bytes", t, end, len(block))
+			}
+			dst = unsafe.Pointer(unsafe.SliceData(block[g.slab[t]:]))
 		}
-		dst := unsafe.Pointer(unsafe.SliceData(block[g.slab[t]:]))
 		src := unsafe.Add(base, g.off[t])
 		switch {
 		case n == 8:

@@ -40,7 +40,7 @@ func TestGatherMatchesPlainCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ga := newGatherer(bufs, set, geo)
+	ga := newGatherer(bufs, set, &shardOut{geo: geo})
 	for _, ids := range [][]uint64{{0, 299, 2, 3, 5, 297, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20}, {294, 0, 2}} {
 		got := bytes.Repeat([]byte{0xee}, int(geo.BlockSize))
 		want := bytes.Repeat([]byte{0xee}, int(geo.BlockSize))
@@ -92,7 +92,7 @@ func BenchmarkGather(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := newGatherer(newRecords(tensors, st.data), set, geo)
+	g := newGatherer(newRecords(tensors, st.data), set, &shardOut{geo: geo})
 	block := make([]byte, geo.BlockSize)
 	ids := make([]uint64, 1024)
 	x := uint64(88172645463325252)

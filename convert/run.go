@@ -41,6 +41,16 @@ const (
 	StageWrite  = "write"  // stage 2: samples and shard bytes written
 )
 
+// MinMemoryLimit is the least memory limit prep convert and prep verify
+// --deep accept (1 MiB). Below it a row group is read in windows of a few
+// rows each, millions of them for a large row group, which takes far
+// longer and, for the bookkeeping of every window and page, more memory
+// than a run at MinMemoryLimit. Run itself takes any positive
+// Options.MemoryLimit (a small limit makes small inputs exercise row
+// windows and spilling), but promises bounded memory only from
+// MinMemoryLimit up.
+const MinMemoryLimit = 1 << 20
+
 // Options configures Run.
 type Options struct {
 	Plan *plan.Plan // the loaded plan (plan.Load or plan.Parse)
@@ -78,14 +88,20 @@ type Options struct {
 // Summary reports a finished run. JSON field names are stable (used by
 // `prep convert --json`).
 type Summary struct {
-	Output           string  `json:"output"`
-	Rows             int64   `json:"rows"`           // sample slots written to shards this run, pads included
-	Shards           int     `json:"shards"`         // shards written this run
-	SkippedShards    int     `json:"skipped_shards"` // shards already complete in the manifest
-	Bytes            int64   `json:"bytes"`          // shard bytes written this run
-	StagingBytes     int64   `json:"staging_bytes"`  // bytes of decoded samples staged
-	SpillBytes       int64   `json:"spill_bytes"`    // bytes written to the spill file (0: staging fit the memory limit)
-	SpillWindows     int     `json:"spill_windows"`  // output windows of a spilled run
+	Output        string `json:"output"`
+	Rows          int64  `json:"rows"`           // sample slots written to shards this run, pads included
+	Shards        int    `json:"shards"`         // shards written this run
+	SkippedShards int    `json:"skipped_shards"` // shards already complete in the manifest
+	Bytes         int64  `json:"bytes"`          // shard bytes written this run
+	StagingBytes  int64  `json:"staging_bytes"`  // bytes of decoded samples staged
+	SpillBytes    int64  `json:"spill_bytes"`    // bytes written to the spill file (0: staging fit the memory limit)
+	SpillWindows  int    `json:"spill_windows"`  // output windows of a spilled run
+	// ValuesArenaBytes is the size of the values arena of jagged tensors
+	// (an upper bound from the footers; 0 without jagged tensors), and
+	// ValuesArenaFile whether it was a file (it did not fit the memory
+	// limit beside the staging records) rather than memory.
+	ValuesArenaBytes int64   `json:"values_arena_bytes,omitempty"`
+	ValuesArenaFile  bool    `json:"values_arena_file,omitempty"`
 	RowGroupsRead    int     `json:"row_groups_read"`
 	RowGroupsSkipped int     `json:"row_groups_skipped"` // row groups without a needed sample
 	RowGroupsSliced  int     `json:"row_groups_sliced"`  // row groups over the memory limit, decoded in row slices
@@ -144,7 +160,7 @@ func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 
 	// Everything that can fail on the inputs fails here, before the output
 	// directory is touched.
-	files, plans, err := openForSpec(ctx, p, o.Source, spec, o.Limits, o.MemoryLimit/4)
+	files, plans, err := openForSpec(ctx, p, o.Source, spec, rowSlotLimit(spec, o.Limits, o.MemoryLimit), o.MemoryLimit/4)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +266,10 @@ type runner struct {
 
 	tx *shardset.Txn // the output's write transaction: lock, commits, rollback
 
+	arena     *arena     // jagged tensors' values; nil when none
+	jagBlock  int64      // the most bytes of a jagged batch block (jaggedLimits)
+	jagBudget *admission // bytes of jagged batch blocks being built and written
+
 	mu         sync.Mutex
 	manifest   *shardfmt.Manifest // owned by tx once handed to it
 	planBytes  []byte             // the plan file bytes, for Output/plan.json
@@ -319,6 +339,9 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		r.manifest = &shardfmt.Manifest{Format: shardfmt.ManifestFormat, ToolVersion: r.o.ToolVersion,
 			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.prov.SpecHash,
 			Spec: r.spec.manifestSpec(r.prov.SpecHash), BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
+		if r.geo.HasJagged() {
+			r.manifest.ShardFormat = fmt.Sprintf("%d.%d", shardfmt.JaggedMajorVersion, shardfmt.JaggedMinorVersion)
+		}
 		for _, f := range r.p.Source.EmptyFiles {
 			r.manifest.EmptyFiles = append(r.manifest.EmptyFiles, shardfmt.EmptyFile{Path: f.Path})
 		}
@@ -352,9 +375,18 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if err != nil {
 		return err
 	}
+	stageTotal := int64(set.count) * int64(recordSize(r.tensors))
+	block, inFlight := jaggedLimits(r.o.MemoryLimit)
+	r.jagBlock, r.jagBudget = block, newAdmission(inFlight)
+	setRowLimit(r.plans, r.o.MemoryLimit)
+	if r.arena = newArena(r.files, r.plans, r.tensors, set); r.arena != nil {
+		r.arena.place(stageTotal, r.o.MemoryLimit, r.o.Jobs, countJagged(r.tensors))
+		defer r.arena.close()
+		r.sum.ValuesArenaBytes, r.sum.ValuesArenaFile = r.arena.size, !r.arena.inMemory()
+	}
 	var shardTotal int64
 	for _, k := range todo {
-		n, err := shardfmt.FileSize(r.writerOptions(k))
+		n, err := r.shardSize(k, set)
 		if err != nil {
 			return err
 		}
@@ -365,13 +397,21 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		return err
 	}
 	defer st.close()
-	stageTotal := int64(set.count) * int64(recordSize(r.tensors))
-	need := st.diskBytes() + shardTotal
+	need := st.diskBytes() + r.arena.diskBytes() + shardTotal
 	if free, ok := freeBytes(out); ok && free < need {
+		if a := r.arena.diskBytes(); a > 0 {
+			return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d values arena + %d for %d shards), %d free", out, ErrNoSpace, need, st.diskBytes(), a, shardTotal, len(todo), free)
+		}
 		return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d for %d shards), %d free", out, ErrNoSpace, need, st.diskBytes(), shardTotal, len(todo), free)
 	}
-	if err := st.open(filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid()))); err != nil {
+	tmp := filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid()))
+	if err := st.open(tmp); err != nil {
 		return err
+	}
+	if r.arena != nil {
+		if err := r.arena.open(tmp); err != nil {
+			return err
+		}
 	}
 	if n := st.spillWindows(); n > 0 {
 		r.sum.SpillBytes, r.sum.SpillWindows = st.diskBytes(), n
@@ -384,7 +424,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.records(), sink: st.sink, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.records(), sink: st.sink, arena: r.arena, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
 		progress: func(rows int64) { r.progress(StageDecode, rows, 0) }}
 	if err := dec.run(ctx); err != nil {
 		return err
@@ -419,6 +459,47 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	}
 	r.sum.WriteSeconds = time.Since(t2).Seconds()
 	return nil
+}
+
+// shardSize returns the size of shard k (shardfmt.FileSize), or, with
+// jagged tensors, whose shard size depends on their values, an estimate
+// from above: the shard with each jagged tensor's offsets counted as a
+// fixed 16-byte sample, plus per batch the longer batch table entry and
+// the alignment of the values slabs and the block, plus the values, each
+// sample slot taking the arena's bytes per needed sample (the footers'
+// bound over the row groups read).
+func (r *runner) shardSize(k shardKey, set *idSet) (int64, error) {
+	opts := r.writerOptions(k)
+	if r.arena == nil {
+		return shardfmt.FileSize(opts)
+	}
+	fixed := opts
+	fixed.Tensors = append([]shardfmt.TensorInfo(nil), opts.Tensors...)
+	for i, t := range fixed.Tensors {
+		if t.Jagged {
+			fixed.Tensors[i] = shardfmt.TensorInfo{Name: t.Name, DType: shardfmt.I64, Shape: []uint64{2}}
+		}
+	}
+	n, err := shardfmt.FileSize(fixed)
+	if err != nil {
+		return 0, err
+	}
+	j := int64(countJagged(opts.Tensors))
+	batches := int64(opts.NumBatches)
+	perSample := (r.arena.size + int64(set.count) - 1) / max(1, int64(set.count))
+	n += shardfmt.BlockAlign + batches*(shardfmt.BatchEntryLenV2+8*j+j*shardfmt.SlabAlign+shardfmt.BlockAlign)
+	return n + batches*int64(opts.BatchSize)*perSample, nil
+}
+
+// countJagged returns the number of jagged tensors of ts.
+func countJagged(ts []shardfmt.TensorInfo) int {
+	n := 0
+	for _, t := range ts {
+		if t.Jagged {
+			n++
+		}
+	}
+	return n
 }
 
 // reportOverflows copies stage 1's narrow-float overflow counts into the

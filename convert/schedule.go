@@ -48,9 +48,11 @@ type rowGroupJob struct {
 	cost    int64            // estimated bytes in flight from admission to assembly (of one window, when windowed)
 	windows []rowSlice       // non-nil: read in these row windows (assembleWindows)
 	window  int              // the most rows of a window, and of a piece of rows read past
+	budget  []int64          // per task, the most level entries of a piece of a window (windowed row groups: entryBudget)
 	cols    []*pqread.Column // whole row groups only: the decoded columns
 	errs    []error          // and their errors
 	pending atomic.Int32     // column chunks not done yet (whole row groups)
+	vals    *valueWriter     // the row group's jagged values (nil: none)
 }
 
 // pageAllowance is the memory counted for the page buffers of one column
@@ -109,6 +111,9 @@ func (d *decoder) plan() (perFile []int) {
 			}
 			d.rowGroupsRead++
 			g := &rowGroupJob{fi: fi, rg: rg, start: first, rows: rows, runs: runs, first: seq}
+			if d.arena != nil {
+				g.vals = d.arena.writer(fi, rg)
+			}
 			for ti, tp := range d.plans {
 				for j, ci := range tp.cols[fi] {
 					b := chunkBytes(tp, rows, f.decodedSize(rg, ci))
@@ -170,6 +175,20 @@ func sliceRuns(runs []run, n int) []rowSlice {
 	return out
 }
 
+// clipRuns returns the parts of runs (rows relative to some first row)
+// within rows [lo, hi), relative to lo, their staging slots moved with
+// them.
+func clipRuns(runs []run, lo, hi int) []run {
+	var out []run
+	for _, r := range runs {
+		a, b := max(r.lo, lo), min(r.hi, hi)
+		if a < b {
+			out = append(out, run{lo: a - lo, hi: b - lo, dst: r.dst + int64(a-r.lo)})
+		}
+	}
+	return out
+}
+
 // planWindows makes g, whose estimated cost exceeds the memory limit, a
 // windowed row group: its needed rows are cut into windows whose decoded
 // columns together take about half the limit shared by the Jobs workers
@@ -183,10 +202,32 @@ func (d *decoder) planWindows(g *rowGroupJob) {
 	for _, task := range g.tasks {
 		perRow += taskRowBytes(g, task)
 	}
-	if n := max(1, d.memoryLimit/2/int64(d.jobs)/perRow); n < g.rows {
+	share := d.memoryLimit / 2 / int64(d.jobs)
+	if n := max(1, share/perRow); n < g.rows {
 		g.windows, g.window = sliceRuns(g.runs, int(n)), int(n)
 		g.cost = n*perRow + int64(len(g.tasks))*pageAllowance
+		g.budget = make([]int64, len(g.tasks))
+		for k, task := range g.tasks {
+			ci := d.plans[task.t].cols[g.fi][task.j]
+			g.budget[k] = entryBudget(share, taskRowBytes(g, task), perRow, ci)
+		}
 	}
+}
+
+// entryBudget is the most level entries a window of column ci may hold
+// when a window of all the row group's columns may take share bytes and
+// ci takes rowBytes of the perRow estimated per row: ci's part of share
+// over the decoded bytes of one entry (entryBytes, doubled: pqread holds
+// the entries' levels and values while it assembles the window's Column).
+// A window is cut into pieces of at most that many entries (a row of more
+// is a piece alone), so a few long rows among short ones do not take a
+// window's rows times their length.
+func entryBudget(share, rowBytes, perRow int64, ci pqread.ColumnInfo) int64 {
+	part := share
+	if rowBytes < perRow {
+		part = max(1, share/perRow*rowBytes)
+	}
+	return max(1, part/(2*entryBytes(ci)))
 }
 
 // taskRowBytes is the estimated decoded bytes per row of task's column

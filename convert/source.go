@@ -138,7 +138,11 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 	}
 	var names []string
 	var regexes []*regexp.Regexp
+	var maps [][]string
 	for _, t := range spec.Tensors {
+		if t.Map != nil {
+			maps = append(maps, nameFields(t.Column))
+		}
 		switch {
 		case t.Column != "":
 			names = append(names, t.Column)
@@ -167,7 +171,7 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 		}
 		f := &sourceFile{rel: m.Path, path: sf.Parquet.Path(), start: start, meta: m, st: st, lim: lim}
 		start += uint64(m.Rows())
-		schemas = append(schemas, f.schema(sf.Parquet, names, regexes))
+		schemas = append(schemas, f.schema(sf.Parquet, names, regexes, maps))
 		files = append(files, f)
 		if keep -= f.footerCost; keep >= 0 {
 			f.held = sf
@@ -194,9 +198,10 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 
 // schema returns what compileSpec needs of pf, which is released after:
 // its columns, the lookups of names (done now), and, for every column a
-// name or regex selects, its DecodedSize per row group (kept in f.sizes);
+// name or regex selects and every key or value leaf of a map named in
+// maps (as field names), its DecodedSize per row group (kept in f.sizes);
 // it sets f.footerCost.
-func (f *sourceFile) schema(pf *pqread.File, names []string, regexes []*regexp.Regexp) fileSchema {
+func (f *sourceFile) schema(pf *pqread.File, names []string, regexes []*regexp.Regexp, maps [][]string) fileSchema {
 	type result struct {
 		ci  pqread.ColumnInfo
 		err error
@@ -234,6 +239,12 @@ func (f *sourceFile) schema(pf *pqread.File, names []string, regexes []*regexp.R
 	for _, ci := range cols {
 		for _, re := range regexes {
 			if re.MatchString(ci.Name) {
+				need(ci)
+				break
+			}
+		}
+		for _, m := range maps {
+			if inMap(ci, m) {
 				need(ci)
 				break
 			}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -87,6 +88,7 @@ type TensorSpec struct {
 	NaN           *NaNPolicy   `yaml:"nan,omitempty" json:"nan,omitempty"`
 	List          *ListPolicy  `yaml:"list,omitempty" json:"list,omitempty"`
 	Bytes         *BytesPolicy `yaml:"bytes,omitempty" json:"bytes,omitempty"`
+	Map           *MapPolicy   `yaml:"map,omitempty" json:"map,omitempty"`
 	MaxValueBytes int64        `yaml:"max_value_bytes,omitempty" json:"max_value_bytes,omitempty"`
 	Cast          *CastPolicy  `yaml:"cast,omitempty" json:"cast,omitempty"`
 }
@@ -130,6 +132,14 @@ type NaNPolicy struct {
 //   - ElementMask: adds "<name>_element_mask", U8 with the tensor's shape:
 //     1 where a non-null source element was written, 0 for null elements and
 //     padding.
+//   - Jagged: the tensor is jagged (shard format 2.0): each sample holds
+//     its row's elements, as many as the row has, per-value shape [] and
+//     no Shape; the shard's offsets give each sample's length. Pad,
+//     Truncate and Lengths are refused with it. A null row becomes an
+//     empty list when the tensor has a NullPolicy (nulls.fill is refused:
+//     nothing is filled); a null element takes ElementFill, or 0 when
+//     only ElementMask is given, whose "<name>_element_mask" is then a
+//     jagged U8 tensor sharing the tensor's offsets.
 type ListPolicy struct {
 	Pad          *Number `yaml:"pad,omitempty" json:"pad,omitempty"`
 	Truncate     bool    `yaml:"truncate,omitempty" json:"truncate,omitempty"`
@@ -137,6 +147,7 @@ type ListPolicy struct {
 	LengthsDType string  `yaml:"lengths_dtype,omitempty" json:"lengths_dtype,omitempty"`
 	ElementFill  *Number `yaml:"element_fill,omitempty" json:"element_fill,omitempty"`
 	ElementMask  bool    `yaml:"element_mask,omitempty" json:"element_mask,omitempty"`
+	Jagged       bool    `yaml:"jagged,omitempty" json:"jagged,omitempty"`
 }
 
 // BytesPolicy turns a string or binary column (BYTE_ARRAY, or a
@@ -156,6 +167,26 @@ type BytesPolicy struct {
 	Truncate     bool   `yaml:"truncate,omitempty" json:"truncate,omitempty"`
 	Lengths      bool   `yaml:"lengths,omitempty" json:"lengths,omitempty"`
 	LengthsDType string `yaml:"lengths_dtype,omitempty" json:"lengths_dtype,omitempty"`
+}
+
+// MapPolicy turns a MAP column (Column names the map; its key and value
+// leaves are read) into tensors (SPEC.md §2.6). Without Keys it gives two
+// jagged tensors sharing offsets: "<name>.keys", the keys as KeyDType
+// (required for numeric keys; string or binary keys need KeyBytes instead,
+// whose hash mode gives I64 and pad mode U8 values of shape [max_len]),
+// and "<name>.values", the values as the tensor's DType. With Keys it
+// gives one dense tensor "<name>" of shape [len(Keys)]: element i is the
+// value of key Keys[i] in the row (an integer key's decimal text, or a
+// string key's bytes), or Fill where the row lacks it; a listed key twice
+// in one row is an error. A null map row is an empty map under a
+// NullPolicy (Mask adds the fixed U8 "<name>_mask"); a null value takes
+// list.element_fill (list.element_mask adds the jagged
+// "<name>_element_mask", jagged form only), else is an error.
+type MapPolicy struct {
+	KeyDType string       `yaml:"key_dtype,omitempty" json:"key_dtype,omitempty"`
+	KeyBytes *BytesPolicy `yaml:"key_bytes,omitempty" json:"key_bytes,omitempty"`
+	Keys     []string     `yaml:"keys,omitempty" json:"keys,omitempty"`
+	Fill     *Number      `yaml:"fill,omitempty" json:"fill,omitempty"`
 }
 
 // CastPolicy declares conversions that are refused by default.
@@ -405,7 +436,7 @@ func (s *Spec) Validate() error {
 		}
 		for _, n := range t.outputNames() {
 			if names[n] {
-				return specErrorf("tensor name %q used twice (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths)", n)
+				return specErrorf("tensor name %q used twice (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths; a map's <name>.keys and <name>.values)", n)
 			}
 			names[n] = true
 		}
@@ -482,11 +513,21 @@ func (t *TensorSpec) validate() error {
 			return specErrorf("cast.overflow must be inf or error, not %q", c.Overflow)
 		}
 	}
-	if l := t.List; l != nil {
+	if l := t.List; l != nil && t.Map == nil {
 		if t.Column == "" {
 			return specErrorf("list policy needs a single column")
 		}
 		if _, err := lengthsDType(l.LengthsDType); err != nil {
+			return err
+		}
+		if l.Jagged {
+			if err := t.validateJagged(); err != nil {
+				return err
+			}
+		}
+	}
+	if t.Map != nil {
+		if err := t.validateMap(); err != nil {
 			return err
 		}
 	}
@@ -531,6 +572,87 @@ func (t *TensorSpec) validate() error {
 	return nil
 }
 
+// validateJagged checks the keys that list.jagged excludes.
+func (t *TensorSpec) validateJagged() error {
+	l := t.List
+	switch {
+	case t.Shape != nil:
+		return specErrorf("list.jagged takes no shape: each value is a scalar and the offsets give each sample's length")
+	case l.Pad != nil || l.Truncate || l.Lengths || l.LengthsDType != "":
+		return specErrorf("list.pad, truncate, lengths and lengths_dtype do not apply to a jagged tensor: its offsets give each sample's length")
+	case t.Nulls != nil && t.Nulls.Fill != nil:
+		return specErrorf("nulls.fill does not apply to a jagged tensor: a null row becomes an empty list (give nulls: {} or nulls: {mask: true})")
+	}
+	return nil
+}
+
+// validateMap checks a map policy.
+func (t *TensorSpec) validateMap() error {
+	m := t.Map
+	switch {
+	case t.Column == "":
+		return specErrorf("map policy needs a single column")
+	case t.Bytes != nil:
+		return specErrorf("map and bytes policies are exclusive (map.key_bytes reads string keys)")
+	case t.List != nil && (t.List.Pad != nil || t.List.Truncate || t.List.Lengths || t.List.LengthsDType != "" || t.List.Jagged):
+		return specErrorf("a map takes list.element_fill and list.element_mask only (for null values); list.pad, truncate, lengths, lengths_dtype and jagged do not apply")
+	case t.List != nil && t.List.ElementMask && m.Keys != nil:
+		return specErrorf("list.element_mask does not apply with map.keys (a null value of a listed key takes list.element_fill)")
+	case t.Nulls != nil && t.Nulls.Fill != nil:
+		return specErrorf("nulls.fill does not apply to a map: a null row becomes an empty map (give nulls: {} or nulls: {mask: true})")
+	}
+	if m.Keys == nil {
+		switch {
+		case m.Fill != nil:
+			return specErrorf("map.fill applies with map.keys only")
+		case t.Shape != nil:
+			return specErrorf("a map without map.keys gives jagged tensors, which take no shape")
+		}
+		if m.KeyDType != "" {
+			if _, err := shardfmt.ParseDType(m.KeyDType); err != nil {
+				return specErrorf("map.key_dtype: %v", err)
+			}
+		}
+		if b := m.KeyBytes; b != nil {
+			kt := TensorSpec{Name: t.Name, Column: t.Column, DType: "I64", Bytes: b}
+			if b.Mode == "pad" {
+				kt.DType = "U8"
+			}
+			if m.KeyDType != "" {
+				return specErrorf("map.key_dtype and map.key_bytes are exclusive (key_bytes gives I64 or U8)")
+			}
+			if err := kt.validate(); err != nil {
+				return fmt.Errorf("map.key_bytes: %w", err)
+			}
+		}
+		return nil
+	}
+	switch {
+	case len(m.Keys) == 0:
+		return specErrorf("map.keys is empty")
+	case m.Fill == nil:
+		return specErrorf("map.keys needs map.fill, the value of a key a row lacks")
+	case m.KeyDType != "" || m.KeyBytes != nil:
+		return specErrorf("map.key_dtype and map.key_bytes do not apply with map.keys (keys are matched by their bytes, integers by value)")
+	case t.Shape != nil && (len(t.Shape) != 1 || t.Shape[0] != int64(len(m.Keys))):
+		return specErrorf("shape %v does not hold the %d keys of map.keys", t.Shape, len(m.Keys))
+	}
+	seen := map[string]bool{}
+	for _, k := range m.Keys {
+		if seen[k] {
+			return specErrorf("map.keys holds %q twice", k)
+		}
+		if !utf8.ValidString(k) {
+			return specErrorf("%q is not valid UTF-8", k)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// jagged reports whether t is a jagged tensor (list.jagged).
+func (t *TensorSpec) jagged() bool { return t.List != nil && t.List.Jagged }
+
 func lengthsDType(s string) (shardfmt.DType, error) {
 	switch s {
 	case "", "I32":
@@ -552,6 +674,10 @@ func (t *TensorSpec) outputNames() []string {
 	}
 	if (t.List != nil && t.List.Lengths) || (t.Bytes != nil && t.Bytes.Lengths) {
 		n = append(n, t.Name+"_lengths")
+	}
+	if t.Map != nil && t.Map.Keys == nil {
+		n[0] = t.Name + ".keys"
+		n = slices.Insert(n, 1, t.Name+".values")
 	}
 	return n
 }

@@ -84,10 +84,10 @@ func TestParseTensorFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("%+v", ts)
-	want := "[{Name:label Column:label Columns:[] ColumnsRegex: DType:I64 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> MaxValueBytes:0 Cast:<nil>} " +
-		"{Name:pix Column: Columns:[a b c d] ColumnsRegex: DType:U8 Shape:[2 2] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> MaxValueBytes:0 Cast:<nil>} " +
-		"{Name:emb Column:emb Columns:[] ColumnsRegex: DType:F16 Shape:[50] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> MaxValueBytes:0 Cast:<nil>} " +
-		"{Name:odd Column:x:y Columns:[] ColumnsRegex: DType:F32 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> MaxValueBytes:0 Cast:<nil>}]"
+	want := "[{Name:label Column:label Columns:[] ColumnsRegex: DType:I64 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil>} " +
+		"{Name:pix Column: Columns:[a b c d] ColumnsRegex: DType:U8 Shape:[2 2] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil>} " +
+		"{Name:emb Column:emb Columns:[] ColumnsRegex: DType:F16 Shape:[50] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil>} " +
+		"{Name:odd Column:x:y Columns:[] ColumnsRegex: DType:F32 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil>}]"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -175,5 +175,89 @@ func TestTensorNameWithControlCharacterRefused(t *testing.T) {
 		if err := s.Validate(); err != nil {
 			t.Errorf("name %q: %v", name, err)
 		}
+	}
+}
+
+// TestParseSpecJagged: list.jagged's exclusions, each refused with its
+// exact message naming the tensor, and a valid jagged tensor's outputs.
+func TestParseSpecJagged(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"tensors: [{name: a, column: a, dtype: I32, shape: [4], list: {jagged: true}}]",
+			`f.yaml: tensor "a": list.jagged takes no shape: each value is a scalar and the offsets give each sample's length`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: true, pad: 0}}]",
+			`f.yaml: tensor "a": list.pad, truncate, lengths and lengths_dtype do not apply to a jagged tensor: its offsets give each sample's length`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: true, truncate: true}}]",
+			`f.yaml: tensor "a": list.pad, truncate, lengths and lengths_dtype do not apply to a jagged tensor: its offsets give each sample's length`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: true, lengths: true}}]",
+			`f.yaml: tensor "a": list.pad, truncate, lengths and lengths_dtype do not apply to a jagged tensor: its offsets give each sample's length`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: true}, nulls: {fill: 0}}]",
+			`f.yaml: tensor "a": nulls.fill does not apply to a jagged tensor: a null row becomes an empty list (give nulls: {} or nulls: {mask: true})`},
+		{"tensors: [{name: a, columns: [a, b], dtype: I32, list: {jagged: true}}]",
+			`f.yaml: tensor "a": list policy needs a single column`},
+		{"tensors: [{name: a, column: a, dtype: I32, list: {jagged: yes please}}]",
+			"f.yaml: invalid feature spec: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `yes please` into bool"},
+	} {
+		_, err := ParseSpec([]byte(c.yaml), "f.yaml")
+		if err == nil || !errors.Is(err, ErrSpec) || err.Error() != c.want {
+			t.Errorf("%s: err\n  %v\nwant\n  %s", c.yaml, err, c.want)
+		}
+	}
+	s, err := ParseSpec([]byte("tensors: [{name: a, column: a, dtype: I32, list: {jagged: true, element_mask: true, element_fill: 3}, nulls: {mask: true}}]"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s.Tensors[0].outputNames()); got != "[a a_mask a_element_mask]" {
+		t.Errorf("outputs %s", got)
+	}
+}
+
+// TestParseSpecMap: the map policy's rules, each refused with its exact
+// message, and the outputs of a jagged and a dense map.
+func TestParseSpecMap(t *testing.T) {
+	const p = `f.yaml: tensor "m": `
+	for _, c := range []struct{ yaml, want string }{
+		{"tensors: [{name: m, columns: [a, b], dtype: F64, map: {}}]", p + "map policy needs a single column"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {}, list: {jagged: true}}]", p + "a map takes list.element_fill and list.element_mask only (for null values); list.pad, truncate, lengths, lengths_dtype and jagged do not apply"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {}, list: {pad: 0}}]", p + "a map takes list.element_fill and list.element_mask only (for null values); list.pad, truncate, lengths, lengths_dtype and jagged do not apply"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {keys: [1], fill: 0}, list: {element_mask: true}}]", p + "list.element_mask does not apply with map.keys (a null value of a listed key takes list.element_fill)"},
+		{"tensors: [{name: m, column: m, dtype: I64, map: {}, bytes: {mode: hash, buckets: 3}}]", p + "map and bytes policies are exclusive (map.key_bytes reads string keys)"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {}, nulls: {fill: 0}}]", p + "nulls.fill does not apply to a map: a null row becomes an empty map (give nulls: {} or nulls: {mask: true})"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {fill: 0}}]", p + "map.fill applies with map.keys only"},
+		{"tensors: [{name: m, column: m, dtype: F64, shape: [2], map: {}}]", p + "a map without map.keys gives jagged tensors, which take no shape"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {key_dtype: I65}}]", p + `map.key_dtype: unknown dtype "I65" (want one of BOOL, U8, I8, U16, I16, U32, I32, U64, I64, F16, BF16, F32, F64, F8_E4M3, F8_E5M2)`},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {key_dtype: I32, key_bytes: {mode: hash, buckets: 3}}}]", p + "map.key_dtype and map.key_bytes are exclusive (key_bytes gives I64 or U8)"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {key_bytes: {mode: hash}}}]", p + "map.key_bytes: bytes.buckets must be in [1, 2^63-1]"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {keys: [], fill: 0}}]", p + "map.keys is empty"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {keys: [1, 2]}}]", p + "map.keys needs map.fill, the value of a key a row lacks"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {keys: [1, 2], fill: 0, key_dtype: I32}}]", p + "map.key_dtype and map.key_bytes do not apply with map.keys (keys are matched by their bytes, integers by value)"},
+		{"tensors: [{name: m, column: m, dtype: F64, shape: [3], map: {keys: [1, 2], fill: 0}}]", p + "shape [3] does not hold the 2 keys of map.keys"},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {keys: [a, a], fill: 0}}]", p + `map.keys holds "a" twice`},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {}}, {name: m.values, column: v, dtype: I64}]", `f.yaml: tensor name "m.values" used twice (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths; a map's <name>.keys and <name>.values)`},
+	} {
+		_, err := ParseSpec([]byte(c.yaml), "f.yaml")
+		if err == nil || !errors.Is(err, ErrSpec) || err.Error() != c.want {
+			t.Errorf("%s: err\n  %v\nwant\n  %s", c.yaml, err, c.want)
+		}
+	}
+	s, err := ParseSpec([]byte("tensors: [{name: e, column: m, dtype: F64, map: {}, list: {element_fill: 0, element_mask: true}, nulls: {mask: true}}]"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s.Tensors[0].outputNames()); got != "[e.keys e.values e_mask e_element_mask]" {
+		t.Errorf("outputs %s", got)
+	}
+	s, err = ParseSpec([]byte("tensors: [{name: m, column: m, dtype: F64, map: {key_bytes: {mode: hash, buckets: 7}}, nulls: {mask: true}}, {name: d, column: m, dtype: F64, map: {keys: [1, x], fill: -1}}]"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s.Tensors[0].outputNames(), s.Tensors[1].outputNames()); got != "[m.keys m.values m_mask] [d]" {
+		t.Errorf("outputs %s", got)
+	}
+	const canonical = `{"tensors":[{"column":"m","dtype":"F64","map":{"key_bytes":{"buckets":7,"mode":"hash"}},"name":"m","nulls":{"mask":true}},{"column":"m","dtype":"F64","map":{"fill":"-1","keys":["1","x"]},"name":"d"}]}`
+	if got := string(s.CanonicalJSON()); got != canonical {
+		t.Errorf("canonical form\n%s\nwant\n%s", got, canonical)
+	}
+	if s.MatchesHash(s.hashV1()) {
+		t.Errorf("a spec with a map matches its version 1 form's hash")
 	}
 }

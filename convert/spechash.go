@@ -58,7 +58,20 @@ func (s *Spec) MatchesHash(h string) bool {
 	case strings.HasPrefix(h, SpecHashV2):
 		return h == s.Hash()
 	case strings.HasPrefix(h, SpecHashV1):
-		return h == s.hashV1()
+		// Version 1 has no words for the keys added after it: a spec
+		// using one matches no version 1 hash.
+		return !s.usesV2Keys() && h == s.hashV1()
+	}
+	return false
+}
+
+// usesV2Keys reports whether s sets a key that version 1 of the canonical
+// form cannot express (list.jagged, map).
+func (s *Spec) usesV2Keys() bool {
+	for i := range s.Tensors {
+		if s.Tensors[i].jagged() || s.Tensors[i].Map != nil {
+			return true
+		}
 	}
 	return false
 }
@@ -142,21 +155,23 @@ func (t *TensorSpec) canonical() object {
 		p.str("lengths_dtype", l.LengthsDType)
 		p.num("element_fill", l.ElementFill)
 		p.flag("element_mask", l.ElementMask)
+		p.flag("jagged", l.Jagged)
 		o.sub("list", p)
 	}
 	if b := t.Bytes; b != nil {
+		o.sub("bytes", b.canonical())
+	}
+	if m := t.Map; m != nil {
 		var p object
-		p.str("mode", b.Mode)
-		if b.Buckets != 0 {
-			p = append(p, member{"buckets", b.Buckets})
+		p.str("key_dtype", m.KeyDType)
+		if b := m.KeyBytes; b != nil {
+			p.sub("key_bytes", b.canonical())
 		}
-		if b.MaxLen != 0 {
-			p = append(p, member{"max_len", b.MaxLen})
+		if len(m.Keys) > 0 {
+			p = append(p, member{"keys", m.Keys})
 		}
-		p.flag("truncate", b.Truncate)
-		p.flag("lengths", b.Lengths)
-		p.str("lengths_dtype", b.LengthsDType)
-		o.sub("bytes", p)
+		p.num("fill", m.Fill)
+		o.sub("map", p)
 	}
 	if t.MaxValueBytes != 0 {
 		o = append(o, member{"max_value_bytes", t.MaxValueBytes})
@@ -170,6 +185,22 @@ func (t *TensorSpec) canonical() object {
 		o.sub("cast", p)
 	}
 	return o
+}
+
+// canonical returns b as a canonical-form object.
+func (b *BytesPolicy) canonical() object {
+	var p object
+	p.str("mode", b.Mode)
+	if b.Buckets != 0 {
+		p = append(p, member{"buckets", b.Buckets})
+	}
+	if b.MaxLen != 0 {
+		p = append(p, member{"max_len", b.MaxLen})
+	}
+	p.flag("truncate", b.Truncate)
+	p.flag("lengths", b.Lengths)
+	p.str("lengths_dtype", b.LengthsDType)
+	return p
 }
 
 // append writes o to b in canonical form.

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// specHashExample sets every key of SPEC.md, with strings that JSON
+// specHashExample sets every key version 1 of the canonical form knows, with strings that JSON
 // encoders escape differently (HTML characters, U+2028).
 const specHashExample = `
 tensors:
@@ -114,7 +114,7 @@ func TestSpecCanonicalFormIsPythonsJSON(t *testing.T) {
 doc = json.loads(sys.stdin.buffer.read())
 out = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 print("v2:sha256:" + hashlib.sha256(out).hexdigest())`
-	for _, y := range []string{testSpecYAML, specHashExample, "tensors:\n  - {name: plain, column: \"tab\\tq\\\"\\\\\\u0001\\u001f\", dtype: I64}\n"} {
+	for _, y := range []string{testSpecYAML, specHashExample, jaggedSpecExample, "tensors:\n  - {name: plain, column: \"tab\\tq\\\"\\\\\\u0001\\u001f\", dtype: I64}\n"} {
 		s, err := ParseSpec([]byte(y), "f.yaml")
 		if err != nil {
 			t.Fatal(err)
@@ -128,5 +128,34 @@ print("v2:sha256:" + hashlib.sha256(out).hexdigest())`
 		if got := strings.TrimSpace(string(out)); got != s.Hash() {
 			t.Errorf("python's hash of %s\n= %s, Hash() = %s", s.CanonicalJSON(), got, s.Hash())
 		}
+	}
+}
+
+// jaggedSpecExample sets list.jagged (SPEC.md §6's jagged vector).
+const jaggedSpecExample = `
+tensors:
+  - {name: v, column: v, dtype: I32, list: {jagged: true, element_fill: -1, element_mask: true}, nulls: {mask: true}}
+  - {name: w, column: w, dtype: F16, list: {jagged: true}}
+`
+
+// TestSpecHashJagged pins the canonical form and hash of a spec with
+// list.jagged, and that it matches no version 1 hash: version 1 has no
+// word for the key, so its version 1 form would be that of the fixed
+// list it is not.
+func TestSpecHashJagged(t *testing.T) {
+	s, err := ParseSpec([]byte(jaggedSpecExample), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const canonical = `{"tensors":[{"column":"v","dtype":"I32","list":{"element_fill":"-1","element_mask":true,"jagged":true},"name":"v","nulls":{"mask":true}},{"column":"w","dtype":"F16","list":{"jagged":true},"name":"w"}]}`
+	if got := string(s.CanonicalJSON()); got != canonical {
+		t.Errorf("canonical form\n%s\nwant\n%s", got, canonical)
+	}
+	const v2 = "v2:sha256:b24e5f0b75aa1534345a55eb445b72e02d1677f4fb1ea0db5e4b8f3fbd2f839a"
+	if got := s.Hash(); got != v2 {
+		t.Errorf("Hash() = %s, want %s", got, v2)
+	}
+	if !s.MatchesHash(v2) || s.MatchesHash(s.hashV1()) {
+		t.Errorf("MatchesHash(v2) = %v, MatchesHash(its version 1 form) = %v", s.MatchesHash(v2), s.MatchesHash(s.hashV1()))
 	}
 }

@@ -224,7 +224,7 @@ func (s *spiller) phases() []phase {
 			out = append(out, phase{keys: keys, s0: w.s0, s1: w.s1, par: s.jobs, commit: last,
 				load: func(ctx context.Context) error { return s.load(ctx, wi, win, s.jobs) },
 				filler: func(u int, o *shardOut) fillFunc {
-					ga := newGatherer(s.layout, nil, o.geo)
+					ga := newGatherer(s.layout, nil, o)
 					var src []int
 					return func(step int, block []byte, ids []uint64, _ int) error {
 						src = src[:0]

@@ -126,7 +126,7 @@ func (s memSink) flush() error                      { return nil }
 func (m *memStage) phases() []phase {
 	return []phase{{keys: m.todo, s0: 0, s1: m.steps, par: m.par, commit: true,
 		filler: func(_ int, o *shardOut) fillFunc {
-			ga := newGatherer(m.recs, m.set, o.geo)
+			ga := newGatherer(m.recs, m.set, o)
 			return func(_ int, block []byte, ids []uint64, _ int) error { return ga.gather(block, ids) }
 		}}}
 }

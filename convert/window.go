@@ -47,7 +47,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 		}
 		return pf.ColumnReader(g.rg, tp.cols[g.fi][task.j])
 	}
-	if sink.inPlace() {
+	if sink.inPlace() && !d.jointTasks(g) {
 		seq, err := d.assembleColumns(g, open, skip)
 		return seq, err, scratch
 	}
@@ -62,6 +62,13 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 		w.runs = runs
 		if err := d.readWindow(g, readers, open, &w, m, skip, fl.active); err != nil {
 			return err
+		}
+		if fl.col < 0 && w.failed() < 0 {
+			if k, err := d.groupMismatch(g, w.cols, w.rowBase); err != nil {
+				fl.col, fl.seq, fl.err, fl.final = len(g.tasks), g.tasks[k].seq, err, true
+				clear(w.cols)
+				return nil
+			}
 		}
 		if fl.col < 0 && w.failed() < 0 {
 			seq, err, sc := d.assembleBlocks(ctx, g, w.runs, w.cols, w.rowBase, scratch, sink)
@@ -81,9 +88,10 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 				fl.col, fl.seq, fl.err, fl.col0 = k, task.seq, w.errs[k], nil
 			case k < fl.col || fl.col < 0:
 				var err error
-				if scratch, err = d.checkColumn(g, task, w.cols[k], w.rowBase, w.runs, scratch, nil); err != nil {
+				key := d.keyOf(g, w.cols, k)
+				if scratch, err = d.checkColumn(g, task, w.cols[k], key, w.rowBase, w.runs, scratch, nil); err != nil {
 					fl.col, fl.seq, fl.err = k, task.seq, err
-					fl.col0, fl.runs, fl.base = w.cols[k], w.runs, w.rowBase
+					fl.col0, fl.key0, fl.runs, fl.base = w.cols[k], key, w.runs, w.rowBase
 				}
 			}
 		}
@@ -123,8 +131,8 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 	if fl.col < len(g.tasks) && fl.col0 != nil {
 		// A transform error: quote the whole column chunk's counts.
 		task := g.tasks[fl.col]
-		if c := d.chunkCounts(g, task, open, n); c != nil {
-			if _, err := d.checkColumn(g, task, fl.col0, fl.base, fl.runs, scratch, c); err != nil {
+		if c := d.chunkCounts(g, task, open, n, g.budget[task.k]); c != nil {
+			if _, err := d.checkColumn(g, task, fl.col0, fl.key0, fl.base, fl.runs, scratch, c); err != nil {
 				fl.err = err
 			}
 		}
@@ -156,20 +164,33 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 			tbase int
 		)
 		at := 0
+		budget := g.budget[task.k]
+		// read reads the next m rows in pieces of at most budget level
+		// entries (pqread.ColumnReader.NextWithin), applying each piece
+		// to its part of runs (rows relative to at).
 		read := func(m int, runs []run) error {
-			if skip(task) {
-				return errSkipped
-			}
-			col, err := r.Next(m)
-			if err != nil {
-				return err
-			}
-			if terr == nil && len(runs) > 0 {
-				if err := d.applyOne(g, task, col, at, runs, d.bufs, nil); err != nil {
-					terr, tcol, truns, tbase = err, col, runs, at
+			for m > 0 {
+				if skip(task) {
+					return errSkipped
 				}
+				col, err := r.NextWithin(m, budget)
+				if err != nil {
+					return err
+				}
+				got, piece := col.Rows, runs
+				if got < m {
+					piece = clipRuns(runs, 0, got)
+				}
+				if terr == nil && len(piece) > 0 {
+					if err := d.applyOne(g, task, col, nil, at, piece, d.bufs, nil, g.vals); err != nil {
+						terr, tcol, truns, tbase = err, col, piece, at
+					}
+				}
+				if got < m {
+					runs = clipRuns(runs, got, m)
+				}
+				at, m = at+got, m-got
 			}
-			at += m
 			return nil
 		}
 		for wi := 0; wi <= len(g.windows) && err == nil; wi++ {
@@ -193,9 +214,9 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 			return task.seq, err
 		}
 		if terr != nil {
-			if c := d.chunkCounts(g, task, open, n); c != nil {
+			if c := d.chunkCounts(g, task, open, n, budget); c != nil {
 				var scratch []byte
-				if _, err := d.checkColumn(g, task, tcol, tbase, truns, scratch, c); err != nil {
+				if _, err := d.checkColumn(g, task, tcol, nil, tbase, truns, scratch, c); err != nil {
 					terr = err
 				}
 			}
@@ -212,8 +233,10 @@ type windowFailure struct {
 	seq   int
 	err   error
 	final bool // no later window can change it (a staging error)
-	// a transform error: the failing window's column, runs and first row
+	// a transform error: the failing window's column (and a dense map's
+	// key column), runs and first row
 	col0 *pqread.Column
+	key0 *pqread.Column
 	runs []run
 	base int
 }
@@ -300,10 +323,11 @@ func (d *decoder) readWindow(g *rowGroupJob, readers []*pqread.ColumnReader, ope
 }
 
 // chunkCounts returns the counts over the whole column chunk of task in
-// g, read again from its start in windows of n rows, for the message of a
-// transform error found in one window; nil (the window's own counts are
-// quoted) when the chunk fails to read.
-func (d *decoder) chunkCounts(g *rowGroupJob, task decodeTask, open func(decodeTask) (*pqread.ColumnReader, error), n int) *chunkCounts {
+// g, read again from its start in windows of n rows and at most budget
+// level entries, for the message of a transform error found in one
+// window; nil (the window's own counts are quoted) when the chunk fails to
+// read.
+func (d *decoder) chunkCounts(g *rowGroupJob, task decodeTask, open func(decodeTask) (*pqread.ColumnReader, error), n int, budget int64) *chunkCounts {
 	r, err := open(task)
 	if err != nil {
 		return nil
@@ -311,7 +335,7 @@ func (d *decoder) chunkCounts(g *rowGroupJob, task decodeTask, open func(decodeT
 	defer r.Close()
 	var c chunkCounts
 	for r.Rows() > 0 {
-		col, err := r.Next(n)
+		col, err := r.NextWithin(n, budget)
 		if err != nil {
 			return nil
 		}

@@ -152,7 +152,8 @@ type shardOut struct {
 	path  string
 	w     *shardfmt.Writer
 	geo   shardfmt.Geometry
-	block []byte
+	block []byte     // the batch block (its fixed part, with jagged tensors)
+	jag   *jaggedOut // jagged tensors' references; nil when none
 	ids   []uint64
 	rows  int64
 }
@@ -173,7 +174,7 @@ func (r *runner) openShard(k shardKey) (*shardOut, error) {
 		return nil, err
 	}
 	geo := w.Geometry()
-	return &shardOut{k: k, rel: rel, path: path, w: w, geo: geo, block: make([]byte, geo.BlockSize)}, nil
+	return &shardOut{k: k, rel: rel, path: path, w: w, geo: geo, block: make([]byte, geo.BlockSize), jag: newJaggedOut(geo)}, nil
 }
 
 // writeStep writes the batch of step: fill copies its samples (ids, the
@@ -191,11 +192,19 @@ func (r *runner) writeStep(o *shardOut, step int, fill fillFunc) error {
 	if err := fill(step, o.block, ids, pads); err != nil {
 		return err
 	}
-	if err := o.w.WriteBatch(o.block, ids, pads); err != nil {
+	block := o.block
+	if o.jag != nil {
+		var held int64
+		if block, held, err = r.jaggedBlock(o, step, len(ids)); err != nil {
+			return err
+		}
+		defer r.jagBudget.release(held)
+	}
+	if err := o.w.WriteBatch(block, ids, pads); err != nil {
 		return err
 	}
 	o.rows += int64(len(ids))
-	r.progress(StageWrite, int64(len(ids)), int64(o.geo.BlockSize))
+	r.progress(StageWrite, int64(len(ids)), int64(len(block)))
 	return nil
 }
 

@@ -45,6 +45,25 @@ func (r *ColumnReader) rowStart(k int) int {
 	return len(r.reps)
 }
 
+// rowsWithin returns how many of the next n pending rows (at least 1:
+// the first is complete) are complete and hold at most budget level
+// entries together.
+func (r *ColumnReader) rowsWithin(n, budget int64) int64 {
+	m := int64(0)
+	for i := 1; i < len(r.reps) && m < n; i++ {
+		if r.reps[i] == 0 {
+			if int64(i) > budget {
+				break
+			}
+			m++
+		}
+	}
+	if m < n && r.ended && int64(len(r.reps)) <= budget {
+		m++ // the last row held ends the chunk
+	}
+	return max(m, 1)
+}
+
 // take cuts the next n rows off the pending entries and assembles them
 // into a Column; the entries after them stay pending: in new buffers sized
 // for another window as large as the largest so far when the window is
@@ -129,6 +148,9 @@ func (r *ColumnReader) assemble() (*Column, error) {
 		return c, nil
 	}
 
+	if r.maxRep == 2 {
+		return r.assemble2(c, nv)
+	}
 	dList := r.l.dList
 	if r.maxDef > dList && len(r.defs) == len(r.reps) && allLevels(r.defs, uint8(r.maxDef)) {
 		return r.assembleDense(c, nv)

@@ -2,6 +2,7 @@ package pqread
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -40,17 +41,10 @@ var unsupportedColumns = map[string]struct {
 	n   int
 	why string
 }{
-	"data/incorrect_map_schema.parquet":    {2, "map"},
-	"data/large_string_map.brotli.parquet": {2, "map (its 1 GiB page is also refused by MaxPageBytes; see TestPageSizeLimitBeforeAllocation)"},
-	"data/map_no_value.parquet":            {3, "maps"},
-	"data/nested_maps.snappy.parquet":      {3, "maps of maps"},
-	"data/nested_lists.snappy.parquet":     {1, "three repetition levels"},
-	"data/old_list_structure.parquet":      {1, "2-level list of 2-level lists"},
-	"data/repeated_no_annotation.parquet":  {2, "repeated group of two fields (list of struct)"},
-	"data/nonnullable.impala.parquet":      {9, "maps, lists of lists, lists of maps"},
-	"data/nullable.impala.parquet":         {9, "maps, lists of lists, lists of maps"},
-	"bad_data/ARROW-GH-41317.parquet":      {39, "lists of structs and maps"},
-	"bad_data/ARROW-GH-41321.parquet":      {39, "lists of structs and maps"},
+	"data/nested_maps.snappy.parquet":  {2, "the key and value of maps inside a map"},
+	"data/nested_lists.snappy.parquet": {1, "three repetition levels"},
+	"data/nonnullable.impala.parquet":  {2, "the key and value of a list of maps"},
+	"data/nullable.impala.parquet":     {2, "the key and value of a list of maps"},
 }
 
 // columnFailures lists, per file, the supported columns (by ColumnInfo.Name;
@@ -61,6 +55,9 @@ var columnFailures = map[string]map[string]expectedFailure{
 	},
 	"data/rle-dict-uncompressed-corrupt-checksum.parquet": {
 		"*": {ErrCorrupt, "page checksum mismatch", "pages damaged on purpose; the CRC catches them"},
+	},
+	"data/large_string_map.brotli.parquet": {
+		"arr.key": {ErrLimit, "exceeds the limit of 268435456", "its 1 GiB page is refused by MaxPageBytes; see TestPageSizeLimitBeforeAllocation"},
 	},
 	"data/nation.dict-malformed.parquet": {
 		"name":        {ErrCorrupt, "overruns the column chunk", "malformed dictionary: page sizes do not fit the column chunk"},
@@ -200,6 +197,7 @@ func eq[T comparable](t *testing.T, what string, got, want []T) {
 func sameColumn(t *testing.T, what string, a, b *Column) {
 	t.Helper()
 	if a.Kind != b.Kind || a.Rows != b.Rows || !slices.Equal(a.RowValid, b.RowValid) || !slices.Equal(a.Offsets, b.Offsets) ||
+		!slices.Equal(a.InnerOffsets, b.InnerOffsets) || !slices.Equal(a.ListValid, b.ListValid) ||
 		!slices.Equal(a.ElemValid, b.ElemValid) || a.Width != b.Width || len(a.Float32) != len(b.Float32) || len(a.Float64) != len(b.Float64) ||
 		!slices.Equal(a.Int32, b.Int32) || !slices.Equal(a.Int64, b.Int64) || !bytes.Equal(a.Data, b.Data) ||
 		!slices.Equal(a.ByteOffsets, b.ByteOffsets) || !bytes.Equal(a.FixedData, b.FixedData) || !slices.Equal(a.Bool, b.Bool) {
@@ -416,6 +414,168 @@ var conformanceValues = map[string]func(t *testing.T, f *File){
 		if c.FixedData[2] != 0x00 || c.FixedData[3] != 0x3C {
 			t.Errorf("x[1] bytes %x", c.FixedData[2:4])
 		}
+	},
+	// The nested files: values from the files' documentation
+	// (parquet-testing data/README.md and its per-file notes) and the rows
+	// arrow-rs's record reader tests expect of them.
+	"data/repeated_no_annotation.parquet": func(t *testing.T, f *File) {
+		eq(t, "id", col(t, f, "id").Int32, []int32{1, 2, 3, 4, 5, 6})
+		num, kind := col(t, f, "phoneNumbers.phone.number"), col(t, f, "phoneNumbers.phone.kind")
+		for _, c := range []*Column{num, kind} {
+			if c.Info.Group != "phoneNumbers.phone" || c.Info.Depth != 1 || c.Info.MapRole != "" {
+				t.Errorf("%s: group %q depth %d", c.Info.Name, c.Info.Group, c.Info.Depth)
+			}
+			eq(t, c.Info.Name+" offsets", c.Offsets, []int64{0, 0, 0, 0, 1, 2, 5})
+			eq(t, c.Info.Name+" valid", c.RowValid, []bool{false, false, true, true, true, true})
+		}
+		eq(t, "number", num.Int64, []int64{5555555555, 1111111111, 1111111111, 2222222222, 3333333333})
+		eq(t, "kind", strs(kind), []string{"<null>", "home", "home", "<null>", "mobile"})
+	},
+	"data/incorrect_map_schema.parquet": func(t *testing.T, f *File) {
+		k, v := col(t, f, "my_map.key"), col(t, f, "my_map.value")
+		if k.Info.Group != "my_map" || k.Info.MapRole != "key" || v.Info.Group != "my_map" || v.Info.MapRole != "value" {
+			t.Errorf("key %+v value %+v", k.Info, v.Info)
+		}
+		eq(t, "key offsets", k.Offsets, []int64{0, 2})
+		eq(t, "value offsets", v.Offsets, k.Offsets)
+		// A map's entries are unordered: compare key=value pairs.
+		var pairs []string
+		for i, key := range strs(k) {
+			pairs = append(pairs, key+"="+strs(v)[i])
+		}
+		slices.Sort(pairs)
+		eq(t, "entries", pairs, []string{"name=report", "parent=another"})
+	},
+	"data/map_no_value.parquet": func(t *testing.T, f *File) {
+		keys := []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
+		for _, name := range []string{"my_map.key", "my_map_no_v.key", "my_list"} {
+			c := col(t, f, name)
+			eq(t, name+" offsets", c.Offsets, []int64{0, 3, 6, 9})
+			eq(t, name, c.Int32, keys)
+		}
+		if ci, _ := f.Lookup("my_map_no_v.key"); ci.Group != "my_map_no_v" || ci.MapRole != "key" {
+			t.Errorf("my_map_no_v.key: group %q role %q", ci.Group, ci.MapRole)
+		}
+		v := col(t, f, "my_map.value")
+		eq(t, "value offsets", v.Offsets, []int64{0, 3, 6, 9})
+		eq(t, "value valid", v.ElemValid, make([]bool, 9))
+	},
+	"data/old_list_structure.parquet": func(t *testing.T, f *File) {
+		c := col(t, f, "a")
+		eq(t, "offsets", c.Offsets, []int64{0, 2})
+		eq(t, "inner offsets", c.InnerOffsets, []int64{0, 2, 4})
+		eq(t, "a", c.Int32, []int32{1, 2, 3, 4})
+		if c.Info.Depth != 2 || c.RowValid != nil || c.ListValid != nil || c.ElemValid != nil {
+			t.Errorf("depth %d validity %v %v %v", c.Info.Depth, c.RowValid, c.ListValid, c.ElemValid)
+		}
+	},
+	"data/nested_lists.snappy.parquet": func(t *testing.T, f *File) {
+		ci, err := f.Lookup("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `column "a" has 3 levels of lists, at most 2 are supported`; !strings.Contains(ci.Unsupported, want) || ci.Depth != 3 {
+			t.Errorf("a: depth %d, unsupported %q, want %q", ci.Depth, ci.Unsupported, want)
+		}
+		eq(t, "b", col(t, f, "b").Int32, []int32{1, 1, 1})
+	},
+	"data/nested_maps.snappy.parquet": func(t *testing.T, f *File) {
+		ci, _ := f.Lookup("a.value.key")
+		if want := `column "a.value.key": map "a.value" inside a list or map`; !strings.Contains(ci.Unsupported, want) {
+			t.Errorf("a.value.key: unsupported %q, want %q", ci.Unsupported, want)
+		}
+		if ci, _ := f.Lookup("a.key"); ci.Unsupported != "" || ci.Group != "a" || ci.MapRole != "key" {
+			t.Errorf("a.key: %+v", ci)
+		}
+	},
+	"data/nonnullable.impala.parquet": func(t *testing.T, f *File) {
+		eq(t, "ID", col(t, f, "ID").Int64, []int64{8})
+		eq(t, "Int_Array", col(t, f, "Int_Array").Int32, []int32{-1})
+		aa := col(t, f, "int_array_array")
+		eq(t, "int_array_array offsets", aa.Offsets, []int64{0, 2})
+		eq(t, "int_array_array inner offsets", aa.InnerOffsets, []int64{0, 2, 2})
+		eq(t, "int_array_array", aa.Int32, []int32{-1, -2})
+		eq(t, "Int_Map.key", strs(col(t, f, "Int_Map.key")), []string{"k1"})
+		eq(t, "Int_Map.value", col(t, f, "Int_Map.value").Int32, []int32{-1})
+		if ci, _ := f.Lookup("int_map_array.key"); !strings.Contains(ci.Unsupported, "inside a list or map") {
+			t.Errorf("int_map_array.key: unsupported %q", ci.Unsupported)
+		}
+		eq(t, "nested_Struct.a", col(t, f, "nested_Struct.a").Int32, []int32{-1})
+		eq(t, "nested_Struct.B", col(t, f, "nested_Struct.B").Int32, []int32{-1})
+		e, ff := col(t, f, "nested_Struct.c.D.e"), col(t, f, "nested_Struct.c.D.f")
+		for _, c := range []*Column{e, ff} {
+			eq(t, c.Info.Name+" offsets", c.Offsets, []int64{0, 1})
+			eq(t, c.Info.Name+" inner offsets", c.InnerOffsets, []int64{0, 1})
+			if c.Info.Group != "nested_Struct.c.D" || c.Info.Depth != 2 {
+				t.Errorf("%s: group %q depth %d", c.Info.Name, c.Info.Group, c.Info.Depth)
+			}
+		}
+		eq(t, "e", e.Int32, []int32{-1})
+		eq(t, "f", strs(ff), []string{"nonnullable"})
+		eq(t, "G.key offsets", col(t, f, "nested_Struct.G.key").Offsets, []int64{0, 0})
+		gi := col(t, f, "nested_Struct.G.value.h.i")
+		eq(t, "G.value.h.i offsets", gi.Offsets, []int64{0, 0})
+		eq(t, "G.value.h.i inner offsets", gi.InnerOffsets, []int64{0})
+		if gi.Info.Group != "nested_Struct.G" || gi.Info.MapRole != "value" || gi.Info.Depth != 2 {
+			t.Errorf("G.value.h.i: %+v", gi.Info)
+		}
+	},
+	"data/nullable.impala.parquet": func(t *testing.T, f *File) {
+		T, F := true, false
+		ia := col(t, f, "int_array")
+		eq(t, "int_array offsets", ia.Offsets, []int64{0, 3, 9, 9, 9, 9, 9, 9})
+		eq(t, "int_array row valid", ia.RowValid, []bool{T, T, T, F, F, F, F})
+		eq(t, "int_array", ia.Int32, []int32{1, 2, 3, 0, 1, 2, 0, 3, 0})
+		eq(t, "int_array elem valid", ia.ElemValid, []bool{T, T, T, F, T, T, F, T, F})
+
+		aa := col(t, f, "int_array_Array")
+		eq(t, "int_array_Array offsets", aa.Offsets, []int64{0, 2, 6, 7, 7, 7, 7, 9})
+		eq(t, "int_array_Array inner offsets", aa.InnerOffsets, []int64{0, 2, 4, 8, 11, 11, 11, 11, 11, 13})
+		eq(t, "int_array_Array row valid", aa.RowValid, []bool{T, T, T, T, F, F, T})
+		eq(t, "int_array_Array list valid", aa.ListValid, []bool{T, T, T, T, T, F, F, F, T})
+		eq(t, "int_array_Array", aa.Int32, []int32{1, 2, 3, 4, 0, 1, 2, 0, 3, 0, 4, 5, 6})
+		eq(t, "int_array_Array elem valid", aa.ElemValid, []bool{T, T, T, T, F, T, T, F, T, F, T, T, T})
+
+		mk, mv := col(t, f, "int_map.key"), col(t, f, "int_map.value")
+		eq(t, "int_map offsets", mk.Offsets, []int64{0, 2, 4, 4, 4, 4, 4, 6})
+		eq(t, "int_map value offsets", mv.Offsets, mk.Offsets)
+		eq(t, "int_map row valid", mk.RowValid, []bool{T, T, T, T, T, F, T})
+		wantMap := [][]string{{"k1=1", "k2=100"}, {"k1=2", "k2=<null>"}, nil, nil, nil, nil, {"k1=<null>", "k3=<null>"}}
+		keys := strs(mk)
+		for i := range 7 {
+			var got []string
+			for k := mk.Offsets[i]; k < mk.Offsets[i+1]; k++ {
+				v := "<null>"
+				if mv.ElemValid == nil || mv.ElemValid[k] {
+					v = strconv.Itoa(int(mv.Int32[k]))
+				}
+				got = append(got, keys[k]+"="+v)
+			}
+			slices.Sort(got)
+			eq(t, fmt.Sprintf("int_map row %d", i), got, wantMap[i])
+		}
+
+		e, ff := col(t, f, "nested_struct.C.d.E"), col(t, f, "nested_struct.C.d.F")
+		for _, c := range []*Column{e, ff} {
+			eq(t, c.Info.Name+" offsets", c.Offsets, []int64{0, 2, 6, 6, 6, 6, 6, 9})
+			eq(t, c.Info.Name+" inner offsets", c.InnerOffsets, []int64{0, 2, 3, 8, 10, 10, 10, 10, 11, 11})
+			eq(t, c.Info.Name+" row valid", c.RowValid, []bool{T, T, T, F, F, F, T})
+			eq(t, c.Info.Name+" list valid", c.ListValid, []bool{T, T, T, T, T, F, T, T, F})
+			eq(t, c.Info.Name+" elem valid", c.ElemValid, []bool{T, T, T, F, T, F, T, F, T, F, F})
+		}
+		eq(t, "E", e.Int32, []int32{10, -10, 11, 0, 10, 0, -10, 0, 11, 0, 0})
+		eq(t, "F", strs(ff), []string{"aaa", "bbb", "c", "<null>", "aaa", "<null>", "bbb", "<null>", "c", "<null>", "<null>"})
+
+		gk, gi := col(t, f, "nested_struct.g.key"), col(t, f, "nested_struct.g.value.H.i")
+		eq(t, "g.key offsets", gk.Offsets, []int64{0, 1, 6, 6, 6, 7, 7, 7})
+		eq(t, "g.key row valid", gk.RowValid, []bool{T, T, T, F, T, F, F})
+		eq(t, "g keys", strs(gk), []string{"foo", "g1", "g2", "g3", "g4", "g5", "foo"})
+		eq(t, "g.value.H.i offsets", gi.Offsets, gk.Offsets)
+		eq(t, "g.value.H.i row valid", gi.RowValid, gk.RowValid)
+		eq(t, "g.value.H.i inner offsets", gi.InnerOffsets, []int64{0, 1, 3, 3, 3, 3, 3, 5})
+		eq(t, "g.value.H.i list valid", gi.ListValid, []bool{T, T, T, F, F, F, T})
+		eq(t, "g.value.H.i", gi.Float64, []float64{1.1, 2.2, 0, 2.2, 3.3})
+		eq(t, "g.value.H.i elem valid", gi.ElemValid, []bool{T, T, F, T, T})
 	},
 	"bad_data/ARROW-GH-43605.parquet": func(t *testing.T, f *File) {
 		c := col(t, f, "min_fl")

@@ -59,11 +59,28 @@ func checkInvariants(t testing.TB, c *Column) {
 			}
 		}
 		slots = int(c.Offsets[c.Rows])
+		if c.Info.Depth == 2 {
+			lists := slots
+			if len(c.InnerOffsets) != lists+1 || c.InnerOffsets[0] != 0 {
+				t.Fatalf("InnerOffsets len %d for %d inner lists", len(c.InnerOffsets), lists)
+			}
+			for i := 1; i < len(c.InnerOffsets); i++ {
+				if c.InnerOffsets[i] < c.InnerOffsets[i-1] {
+					t.Fatalf("InnerOffsets decrease at %d", i)
+				}
+			}
+			if c.ListValid != nil && len(c.ListValid) != lists {
+				t.Fatalf("len(ListValid) = %d, inner lists = %d", len(c.ListValid), lists)
+			}
+			slots = int(c.InnerOffsets[lists])
+		} else if c.InnerOffsets != nil || c.ListValid != nil {
+			t.Fatalf("depth %d column with InnerOffsets or ListValid", c.Info.Depth)
+		}
 		if c.ElemValid != nil && len(c.ElemValid) != slots {
 			t.Fatalf("len(ElemValid) = %d, slots = %d", len(c.ElemValid), slots)
 		}
-	} else if c.Offsets != nil || c.ElemValid != nil {
-		t.Fatalf("scalar column with Offsets or ElemValid")
+	} else if c.Offsets != nil || c.ElemValid != nil || c.InnerOffsets != nil || c.ListValid != nil {
+		t.Fatalf("scalar column with Offsets, ElemValid, InnerOffsets or ListValid")
 	}
 	if c.Slots() != slots {
 		t.Fatalf("Slots() = %d, want %d", c.Slots(), slots)

@@ -142,6 +142,9 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 		if err != nil {
 			return err
 		}
+		if err := r.checkRowSlots(n); err != nil {
+			return err
+		}
 		p += u
 	}
 	if r.maxDef > 0 {
@@ -169,6 +172,9 @@ func (r *ColumnReader) dataPageV2(h *format.PageHeader, body []byte, us int) err
 	}
 	if r.maxRep > 0 {
 		if err := levelsHybrid(&r.reps, body[:rl], r.maxRep, n, "repetition"); err != nil {
+			return err
+		}
+		if err := r.checkRowSlots(n); err != nil {
 			return err
 		}
 	}
@@ -221,6 +227,9 @@ func (r *ColumnReader) directPlain(enc format.Encoding, n, us int, src []byte) (
 	if count == 0 || us != count*size {
 		return false, nil
 	}
+	if count < n {
+		r.vals.reserve(n) // room for the null slots (pageValues)
+	}
 	tail := r.vals.growBytes(count)
 	b := tail
 	out, err := decompress(r.codec, &b, src, us)
@@ -245,6 +254,11 @@ func (r *ColumnReader) pageValues(enc format.Encoding, src []byte, n int) error 
 		count = countLevel(r.defs[len(r.defs)-n:], uint8(r.maxDef))
 	}
 	before := r.vals.n()
+	if count < n {
+		// Room for the page's null slots too: assemble spreads the values
+		// over them in place.
+		r.vals.reserve(n)
+	}
 	if err := r.decodeValues(enc, src, count); err != nil {
 		var ve *valueError
 		if errors.As(err, &ve) {
@@ -285,5 +299,36 @@ func (r *ColumnReader) account(n, started int) error {
 	if r.entries > r.f.lim.MaxChunkValues {
 		return limitf("column chunk holds more than %d values", r.f.lim.MaxChunkValues)
 	}
+	return nil
+}
+
+// checkRowSlots checks the n repetition levels just decoded: no row may
+// hold more than Limits.MaxRowSlots level entries. rowEntries carries the
+// entries of the last row started from page to page.
+func (r *ColumnReader) checkRowSlots(n int) error {
+	lim := r.f.lim.MaxRowSlots
+	reps := r.reps[len(r.reps)-n:]
+	if r.rowEntries+int64(n) <= lim {
+		// No row of this page can pass the limit: find where the last
+		// row started.
+		for i := len(reps) - 1; i >= 0; i-- {
+			if reps[i] == 0 {
+				r.rowEntries = int64(len(reps) - i)
+				return nil
+			}
+		}
+		r.rowEntries += int64(n)
+		return nil
+	}
+	cur, row := r.rowEntries, r.rows-1 // the row the page's first entry continues
+	for _, rp := range reps {
+		if rp == 0 {
+			cur, row = 0, row+1
+		}
+		if cur++; cur > lim {
+			return &rowError{row: row, err: limitf("row %d holds more than %d slots (level entries)", row, lim)}
+		}
+	}
+	r.rowEntries = cur
 	return nil
 }

@@ -2,6 +2,7 @@ package pqread
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -523,4 +524,87 @@ func readFirstPageHeader(t *testing.T, path string) ([]byte, format.PageHeader, 
 		t.Fatal(err)
 	}
 	return b, h, int(r.BytesRead())
+}
+
+// Limits.MaxRowSlots: a list row of more level entries than the limit
+// fails with ErrLimit naming file, column, row group, row and the limit,
+// as the page holding its entry past the limit is decoded (rows spanning
+// many pages included, before the pages after it are read); a row of
+// exactly the limit reads; lists of lists count their empty inner lists.
+func TestMaxRowSlots(t *testing.T) {
+	// Rows of 3, 5, 2, 4000 and 1 elements, in pages of 50 level entries.
+	lens := []int{3, 5, 2, 4000, 1}
+	var entries []entry
+	for _, n := range lens {
+		for k := range n {
+			rep := uint8(1)
+			if k == 0 {
+				rep = 0
+			}
+			entries = append(entries, entry{def: 3, rep: rep, val: int64(k)})
+		}
+	}
+	spec := fileSpec{shape: shapeList, rows: int64(len(lens))}
+	for i := 0; i < len(entries); i += 50 {
+		spec.pages = append(spec.pages, pageSpec{kind: pageKind{enc: format.Plain}, entries: entries[i:min(i+50, len(entries))]})
+	}
+	path := buildFile(t, spec)
+	pages := len(spec.pages)
+	for _, c := range []struct {
+		limit int64
+		row   int
+	}{{4, 1}, {5, 3}, {3999, 3}} {
+		f, err := Open(path, Limits{MaxRowSlots: c.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ci := f.Columns()[0]
+		_, err = f.ReadColumn(0, ci)
+		wantErr(t, err, ErrLimit, filepath.Base(path), `column "x"`, "row group 0", fmt.Sprintf("row %d,", c.row),
+			fmt.Sprintf("row %d holds more than %d slots", c.row, c.limit))
+		var pe *Error
+		if errors.As(err, &pe); pe.Row != int64(c.row) {
+			t.Errorf("limit %d: Error.Row = %d, want %d", c.limit, pe.Row, c.row)
+		}
+		// The error comes from the page that passes the limit, not the last.
+		r, err := f.ColumnReader(0, ci)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Next(len(lens)); err == nil || (c.limit == 5 && r.page+2 >= pages) {
+			t.Errorf("limit %d: error %v at page %d of %d", c.limit, err, r.page, pages)
+		}
+		r.Close()
+		f.Close()
+	}
+	f, err := Open(path, Limits{MaxRowSlots: 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := f.ReadColumn(0, f.Columns()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "offsets", c.Offsets, []int64{0, 3, 8, 10, 4010, 4011})
+	if DefaultLimits.MaxRowSlots != 1<<24 {
+		t.Errorf("default MaxRowSlots %d", DefaultLimits.MaxRowSlots)
+	}
+
+	// A list of lists: [[], [], [], []] is four level entries without a slot.
+	ll := []listOfLists{{{}, {}, {}, {}}, {{i64p(1)}}}
+	llPath := writeListOfLists(t, ll, nil)
+	for _, lim := range []int64{3, 4} {
+		f, err := Open(llPath, Limits{MaxRowSlots: lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.ReadColumn(0, f.Columns()[0])
+		if lim == 3 {
+			wantErr(t, err, ErrLimit, "row 0 holds more than 3 slots")
+		} else if err != nil {
+			t.Errorf("limit 4: %v", err)
+		}
+		f.Close()
+	}
 }

@@ -36,12 +36,18 @@
 // real writers produce: the 3-level LIST (optional or required list and
 // element; DuckDB's fixed-size ARRAY is written this way), the 2-level
 // legacy LIST (repeated primitive, or a repeated group named "array" or
-// "<list>_tuple" with one field, per the backward-compatibility rules of
-// the Parquet LogicalTypes.md), and a bare repeated primitive without LIST
-// annotation. List rows may continue across pages. Not decoded (ReadColumn
-// fails with ErrUnsupported and ColumnInfo.Unsupported says why): two or
-// more repetition levels (lists of lists), maps, lists of structs with more
-// than one field, encrypted files and column chunks stored in other files.
+// "<list>_tuple" or of several fields, per the backward-compatibility rules
+// of the Parquet LogicalTypes.md), and a bare repeated field without LIST
+// annotation; the key and value leaves of a MAP (MAP or legacy
+// MAP_KEY_VALUE annotation, optional keys and a missing value field
+// included), each a list per row (ColumnInfo.Group, MapRole); and every
+// field of a list of structs, each a list per row; and two levels of
+// repetition (lists of lists, in each of those layouts at either level, a
+// map's value or a list-of-struct field that is itself a list included) as
+// a Column of Depth 2. List rows may continue across pages. Not decoded
+// (ReadColumn fails with ErrUnsupported and ColumnInfo.Unsupported names
+// the column and says why): three or more repetition levels, maps inside
+// lists or maps, encrypted files and column chunks stored in other files.
 package pqread
 
 import (
@@ -109,6 +115,13 @@ type Limits struct {
 	MaxChunkValues int64
 	// MaxValueBytes bounds the length of one BYTE_ARRAY value; 0 = no limit.
 	MaxValueBytes int64
+	// MaxRowSlots bounds the level entries of one row of a list column:
+	// its slots (values and null elements), and each empty or null inner
+	// list of a list of lists. It is checked as each page's repetition
+	// levels are decoded, before its values, so a row over it fails (with
+	// file, column, row group and row) having grown memory by at most one
+	// page past it.
+	MaxRowSlots int64
 }
 
 // DefaultLimits are the limits used for zero fields of Limits.
@@ -118,6 +131,7 @@ var DefaultLimits = Limits{
 	MaxFooterBytes: 64 << 20,
 	MaxChunkValues: 1 << 28,
 	MaxValueBytes:  0,
+	MaxRowSlots:    1 << 24,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -132,6 +146,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxChunkValues <= 0 {
 		l.MaxChunkValues = DefaultLimits.MaxChunkValues
+	}
+	if l.MaxRowSlots <= 0 {
+		l.MaxRowSlots = DefaultLimits.MaxRowSlots
 	}
 	if l.MaxValueBytes < 0 {
 		l.MaxValueBytes = 0
@@ -174,13 +191,32 @@ type ColumnInfo struct {
 	Width     int    // FIXED_LEN_BYTE_ARRAY width in bytes, 0 otherwise
 
 	Nullable     bool // the row-level value (or the whole list) may be null
-	List         bool // one level of repetition: a list of values per row
-	ElemNullable bool // list elements may be null
+	List         bool // Depth >= 1: a list of values (or of lists) per row
+	ElemNullable bool // list elements (the innermost values) may be null
 	MaxDef       int  // maximum definition level
 	MaxRep       int  // maximum repetition level
 
+	// Depth is the number of repetition levels (lists) from the root to the
+	// leaf: 0 for a scalar, 1 for a list (a map's key or value, a field of
+	// a list of structs), 2 for a list of lists. Columns deeper than 2 are
+	// Unsupported.
+	Depth int
+	// Group is, for a map's key or value leaf and for a field of a list of
+	// structs, the Name of the map or list at the first repetition level
+	// (map m: "m"; list of structs events: "events"; a bare repeated group
+	// phone of struct p: "p.phone"); "" for other columns, whose Name is
+	// their list's. Leaves with the same Group have the same Offsets in
+	// every row group (the fields of one struct element are present or null
+	// together).
+	Group string
+	// MapRole is "key" or "value" for the leaves of a map (a leaf under
+	// the value field of a map whose values are structs is "value" too),
+	// "" otherwise.
+	MapRole string
+
 	// Unsupported is non-empty when ReadColumn will fail with ErrUnsupported
-	// for this column (deeper nesting, maps, lists of structs); it says why.
+	// for this column (more than two levels of lists, a map inside a list or
+	// map); it names the column and says why.
 	Unsupported string
 }
 
@@ -191,17 +227,28 @@ type ColumnInfo struct {
 // Scalar columns: there are Rows slots; RowValid[i] is false when row i is
 // null.
 //
-// List columns: row i's elements are the slots [Offsets[i], Offsets[i+1]).
-// A null list (RowValid[i] false) and an empty list both have no slots; they
-// differ only in RowValid. ElemValid[k] is false when slot k is a null
-// element. RowValid and ElemValid are nil when nothing is null.
+// List columns (Info.Depth 1): row i's elements are the slots
+// [Offsets[i], Offsets[i+1]). A null list (RowValid[i] false) and an empty
+// list both have no slots; they differ only in RowValid. ElemValid[k] is
+// false when slot k is a null element. RowValid and ElemValid are nil when
+// nothing is null.
+//
+// Lists of lists (Info.Depth 2): row i holds the inner lists
+// [Offsets[i], Offsets[i+1]), and inner list j the slots
+// [InnerOffsets[j], InnerOffsets[j+1]). A null row list (RowValid[i]
+// false) and an empty one hold no inner lists; a null inner list
+// (ListValid[j] false) and an empty one hold no slots. ElemValid is per
+// slot as for one level. ListValid is nil when no inner list is null.
 type Column struct {
 	Info      ColumnInfo
 	Kind      Kind
 	Rows      int
 	RowValid  []bool  // len Rows, nil if no row is null
-	Offsets   []int64 // lists only: len Rows+1, Offsets[0] = 0
+	Offsets   []int64 // lists only: len Rows+1, Offsets[0] = 0; into slots (Depth 1) or inner lists (Depth 2)
 	ElemValid []bool  // lists only: len = number of slots, nil if no element is null
+
+	InnerOffsets []int64 // Depth 2 only: len inner lists+1, InnerOffsets[0] = 0, into slots
+	ListValid    []bool  // Depth 2 only: len inner lists, nil if no inner list is null
 
 	Bool        []bool
 	Int32       []int32
@@ -223,8 +270,12 @@ type Column struct {
 }
 
 // Slots returns the number of value slots: Rows for scalar columns, the
-// number of list elements for list columns.
+// number of list elements for list columns (of inner list elements, over
+// all inner lists, for lists of lists).
 func (c *Column) Slots() int {
+	if c.InnerOffsets != nil {
+		return int(c.InnerOffsets[len(c.InnerOffsets)-1])
+	}
 	if c.Offsets != nil {
 		return int(c.Offsets[len(c.Offsets)-1])
 	}
@@ -321,6 +372,9 @@ func (f *File) DecodedSize(rowGroup int, col ColumnInfo) int64 {
 	if col.MaxRep > 0 {
 		size += n + 8*rows // repetition levels, list offsets
 	}
+	if col.MaxRep > 1 {
+		size += 9 * n // inner list offsets and validity, at most one per level entry
+	}
 	return size
 }
 
@@ -357,7 +411,8 @@ func (f *File) Close() error {
 
 // Slice returns a copy of rows [lo, hi) of c as a Column of hi-lo rows:
 // RowValid, and each slot of those rows (values, ElemValid, list Offsets
-// rebased to 0, BYTE_ARRAY Data and ByteOffsets rebased to 0). A column in
+// rebased to 0, for lists of lists their inner lists' InnerOffsets rebased
+// to 0 and ListValid, BYTE_ARRAY Data and ByteOffsets rebased to 0). A column in
 // dictionary form keeps its dictionary (DictData and DictOffsets are
 // shared, not copied) and copies its DictIndex slots. Nothing of the result
 // aliases c except the dictionary, so c can be dropped while the slice is
@@ -372,9 +427,11 @@ func (c *Column) Slice(lo, hi int) *Column {
 	first, end := lo, hi // slot range
 	if c.Offsets != nil {
 		first, end = int(c.Offsets[lo]), int(c.Offsets[hi])
-		s.Offsets = make([]int64, hi-lo+1)
-		for i := range s.Offsets {
-			s.Offsets[i] = c.Offsets[lo+i] - c.Offsets[lo]
+		s.Offsets = rebase(c.Offsets, lo, hi)
+		if c.InnerOffsets != nil { // [first, end) are inner lists
+			s.InnerOffsets = rebase(c.InnerOffsets, first, end)
+			s.ListValid = clone(c.ListValid, first, end)
+			first, end = int(c.InnerOffsets[first]), int(c.InnerOffsets[end])
 		}
 		s.ElemValid = clone(c.ElemValid, first, end)
 	}
@@ -396,6 +453,15 @@ func (c *Column) Slice(lo, hi int) *Column {
 		s.Data = clone(c.Data, int(b0), int(c.ByteOffsets[end]))
 	}
 	return s
+}
+
+// rebase returns offsets[lo:hi+1] less offsets[lo].
+func rebase(offsets []int64, lo, hi int) []int64 {
+	out := make([]int64, hi-lo+1)
+	for i := range out {
+		out[i] = offsets[lo+i] - offsets[lo]
+	}
+	return out
 }
 
 // clone copies v[lo:hi], nil when v is nil.

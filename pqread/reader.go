@@ -46,7 +46,7 @@ func (f *File) readWhole(rowGroup int, col ColumnInfo, dict bool) (*Column, erro
 		return nil, err
 	}
 	defer r.Close()
-	return r.window(r.rgRows)
+	return r.window(r.rgRows, 0)
 }
 
 // ColumnReader reads one column chunk forward, in windows of rows, from
@@ -81,12 +81,15 @@ type ColumnReader struct {
 	entries int64 // level entries decoded (value slots incl. nulls and empty lists)
 	rows    int64 // rows started by the entries decoded
 	pageMax int64 // most level entries of a data page decoded
-	done    int64 // rows returned by Next
-	want    int64 // rows of the window being read
-	most    int64 // rows of the largest window so far
-	ended   bool  // every page decoded
-	closed  bool  // the last window was returned
-	err     error // sticky: the first failure
+	// rowEntries: level entries of the last row started (lists only).
+	rowEntries int64
+	done       int64 // rows returned by Next
+	want       int64 // rows of the window being read
+	most       int64 // rows of the largest window so far
+	budget     int64 // level entries a window may hold (NextWithin), 0: unbounded
+	ended      bool  // every page decoded
+	closed     bool  // the last window was returned
+	err        error // sticky: the first failure
 
 	// Entries decoded and not yet returned: they begin at row done.
 	defs []uint8 // definition levels (nil when maxDef == 0)
@@ -195,7 +198,32 @@ func (r *ColumnReader) Next(n int) (*Column, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("pqread: ColumnReader.Next(%d): want at least one row", n)
 	}
-	c, err := r.window(min(int64(n), r.rgRows-r.done))
+	return r.NextWithin(n, 0)
+}
+
+// NextWithin is Next bounded by level entries as well as by rows: it
+// returns the next rows, at most n, as many as hold at most entries level
+// entries together (a list's value slots, its null and empty list markers
+// included), and always at least one row, so that a row of more entries
+// than entries comes back alone. entries <= 0 bounds nothing (Next). For
+// a column without repetition levels a row is one entry. Between calls
+// the reader holds, beside the rest of the last page decoded, at most
+// about entries level entries and one page more. Errors are Next's.
+func (r *ColumnReader) NextWithin(n int, entries int64) (*Column, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.closed {
+		return nil, io.EOF
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("pqread: ColumnReader.Next(%d): want at least one row", n)
+	}
+	m := min(int64(n), r.rgRows-r.done)
+	if entries > 0 && r.maxRep == 0 {
+		m, entries = min(m, entries), 0
+	}
+	c, err := r.window(m, max(0, entries))
 	if err == nil && c.Rows == 0 {
 		return nil, io.EOF // a row group without rows
 	}
@@ -225,8 +253,11 @@ func (r *ColumnReader) release() {
 }
 
 // window decodes pages until the next n rows are complete (all of them,
-// to the chunk's end, when they end the row group) and returns them.
-func (r *ColumnReader) window(n int64) (c *Column, err error) {
+// to the chunk's end, when they end the row group) and returns them; with
+// budget > 0 (list columns only), it stops once the entries held pass
+// budget with the first row complete, and returns the rows of those that
+// fit it (rowsWithin).
+func (r *ColumnReader) window(n, budget int64) (c *Column, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			e := r.base
@@ -237,12 +268,15 @@ func (r *ColumnReader) window(n int64) (c *Column, err error) {
 			r.release()
 		}
 	}()
-	r.want, r.most = n, max(r.most, n)
+	r.want, r.budget = n, budget
 	last := r.done+n == r.rgRows
 	if r.vals == nil {
 		r.alloc(n)
 	}
 	for !r.ended && (last || !r.complete(r.done+n)) {
+		if budget > 0 && int64(r.kept()) > budget && r.complete(r.done+1) {
+			break // enough entries held: the rows that fit budget go
+		}
 		if err := r.nextPage(); err != nil {
 			e := r.base
 			e.Page, e.Offset = r.page, r.pageOff
@@ -250,6 +284,11 @@ func (r *ColumnReader) window(n int64) (c *Column, err error) {
 		}
 		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
 	}
+	if budget > 0 {
+		n = r.rowsWithin(n, budget)
+	}
+	r.want, r.most = n, max(r.most, n)
+	last = r.done+n == r.rgRows
 	r.release()
 	if c, err = r.take(n); err != nil {
 		// ReadColumn decodes every page before it assembles rows, so a
@@ -347,6 +386,11 @@ func (r *ColumnReader) entryHint(n int64) int64 {
 			slack = want / 8
 		}
 		hint = min(hint, want+min(slack, hint)+1024)
+	}
+	if r.budget > 0 {
+		// Windows bounded in entries: room for one, and a page more
+		// (append grows them for a row longer than that).
+		hint = min(hint, r.budget+min(r.pageMax, r.budget)+1024)
 	}
 	return hint
 }

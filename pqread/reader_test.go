@@ -43,6 +43,9 @@ func sameRows(t *testing.T, what string, got, want *Column) {
 		if c.Info.List && c.ElemValid == nil {
 			c.ElemValid = allTrue(c.Slots())
 		}
+		if c.Info.Depth == 2 && c.ListValid == nil {
+			c.ListValid = allTrue(len(c.InnerOffsets) - 1)
+		}
 	}
 	sameColumn(t, what, &g, &w)
 	if !slices.Equal(got.DictIndex, want.DictIndex) || !bytes.Equal(got.DictData, want.DictData) ||
@@ -1294,4 +1297,74 @@ func withNumValues(t *testing.T, spec fileSpec, n int64) *File {
 	m.RowGroups[0].Columns = append([]format.ColumnChunk(nil), meta.RowGroups[0].Columns...)
 	m.RowGroups[0].Columns[0].MetaData.NumValues = n
 	return mustOpen(t, layoutFile(t, m, [][]byte{blob}, [][]int{{0}}))
+}
+
+// TestColumnReaderNextWithin reads a list column of skewed rows (one of
+// 5,000 values in 50, the rest 0 to 3, an empty list being one level
+// entry) with NextWithin for several row and entry bounds: every window
+// equals ReadColumn's rows, holds at least one row and at most n, holds at
+// most the bound's entries unless it is one row, and is the longest that
+// does (the next row would pass a bound, or the chunk has ended).
+func TestColumnReaderNextWithin(t *testing.T) {
+	const rows = 400
+	data := make([]rowsMemRow, rows)
+	entries := make([]int64, rows) // level entries per row
+	for i := range data {
+		m := i % 4
+		if i%50 == 7 {
+			m = 5000
+		}
+		data[i].ID = int64(i)
+		data[i].Emb = make([]float32, m)
+		for k := range data[i].Emb {
+			data[i].Emb[k] = float32(i*10000 + k)
+		}
+		entries[i] = int64(max(1, m))
+	}
+	f := mustOpen(t, writeParquet(t, data, parquet.PageBufferSize(4<<10)))
+	ci, err := f.Lookup("emb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := mustRead(t, f, "emb", 0)
+	for _, n := range []int{1, 7, 1000} {
+		for _, budget := range []int64{1, 10, 100, 4999, 5000, 6000, 1 << 20} {
+			r, err := f.ColumnReader(0, ci)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, windows := 0, 0
+			for at < rows {
+				c, err := r.NextWithin(n, budget)
+				if err != nil {
+					t.Fatalf("n %d budget %d at row %d: %v", n, budget, at, err)
+				}
+				what := fmt.Sprintf("n %d budget %d: window [%d, %d)", n, budget, at, at+c.Rows)
+				var held int64
+				for i := at; i < at+c.Rows; i++ {
+					held += entries[i]
+				}
+				switch {
+				case c.Rows < 1 || c.Rows > n:
+					t.Fatalf("%s: %d rows", what, c.Rows)
+				case c.Rows > 1 && held > budget:
+					t.Errorf("%s: %d entries over the bound", what, held)
+				case c.Rows < n && at+c.Rows < rows && held+entries[at+c.Rows] <= budget:
+					t.Errorf("%s: stops short (%d entries, the next row %d)", what, held, entries[at+c.Rows])
+				}
+				sameRows(t, what, c, whole.Slice(at, at+c.Rows))
+				at += c.Rows
+				windows++
+			}
+			if _, err := r.NextWithin(n, budget); err != io.EOF {
+				t.Errorf("n %d budget %d: NextWithin after the last row: %v, want io.EOF", n, budget, err)
+			}
+			r.Close()
+			if n == 1000 && budget == 6000 && windows != 8 {
+				// Rows [0, 57), then each later long row with the 49
+				// short rows after it (under 100 entries): 8 windows.
+				t.Errorf("n %d budget %d: %d windows, want 8", n, budget, windows)
+			}
+		}
+	}
 }

@@ -31,6 +31,9 @@ type leaf struct {
 	typ   format.Type
 	width int // FIXED_LEN_BYTE_ARRAY width
 	dList int // lists: definition level at which the list itself is present
+	// dInner: lists of lists (Depth 2): the definition level at which an
+	// inner list is present (one below it, the outer list's element is).
+	dInner int
 	// unsupported, when non-nil, is returned by ReadColumn.
 	unsupported error
 }
@@ -226,8 +229,8 @@ func newLeaf(index int, path []*schemaNode) (*leaf, error) {
 	}
 	setLogical(info, el)
 
-	// Levels and the repeated node.
-	rep := -1
+	// Levels and the repeated nodes.
+	var reps []int // path indices of the repeated nodes, outermost first
 	for i, n := range path {
 		switch repOf(n.el) {
 		case format.Optional:
@@ -235,63 +238,134 @@ func newLeaf(index int, path []*schemaNode) (*leaf, error) {
 		case format.Repeated:
 			info.MaxDef++
 			info.MaxRep++
-			if rep < 0 {
-				rep = i
-			}
+			reps = append(reps, i)
 		}
 	}
-	names := info.Path
-	fields := names
-	for _, n := range path[:len(path)-1] {
-		if isMapGroup(n.el) {
-			l.unsupported = unsupportedf("map columns are not supported (group %q)", n.el.Name)
-		}
-	}
-	switch {
-	case info.MaxRep > 1:
-		if l.unsupported == nil {
-			l.unsupported = unsupportedf("unsupported nesting: %d repetition levels (lists of lists), at most 1 is supported", info.MaxRep)
-		}
-	case info.MaxRep == 1:
-		info.List = true
-		for i := range rep {
-			if repOf(path[i].el) == format.Optional {
-				l.dList++
-			}
-		}
-		info.Nullable = l.dList > 0
-		info.ElemNullable = info.MaxDef > l.dList+1
-		// Every group at or below the repeated node must lead to this one
-		// leaf only; otherwise the elements are structs.
-		for _, n := range path[rep : len(path)-1] {
-			if len(n.children) != 1 && l.unsupported == nil {
-				l.unsupported = unsupportedf("unsupported nesting: list of struct (group %q has %d fields)", n.el.Name, len(n.children))
-			}
-		}
-		// Drop the synthetic list levels from the user-visible name.
-		if rep > 0 && isListGroup(path[rep-1].el) {
-			r := path[rep]
-			switch {
-			case len(r.children) == 0: // 2-level: repeated primitive is the element
-				fields = dropIndex(names, rep, 1)
-			case r.el.Name == "array" || r.el.Name == path[rep-1].el.Name+"_tuple":
-				// 2-level legacy: the repeated group is the element (a struct).
-				fields = dropIndex(names, rep, 1)
-			default: // 3-level: repeated group + element
-				fields = dropIndex(names, rep, 2)
-			}
-		}
-	default:
+	info.Depth = len(reps)
+	info.List = info.Depth > 0
+	nl := nameLevels(path, reps)
+	info.Name = formatName(nl.fields)
+	if info.Depth == 0 {
 		info.Nullable = info.MaxDef > 0
+		return l, nil
 	}
-	info.Name = formatName(fields)
+	l.dList = defBefore(path, reps[0])
+	info.Nullable = l.dList > 0
+	info.ElemNullable = info.MaxDef > l.dList+1
+	if info.Depth >= 2 {
+		l.dInner = defBefore(path, reps[1])
+		info.ElemNullable = info.MaxDef > defBefore(path, reps[len(reps)-1])+1
+	}
+	if nl.group != info.Name || nl.mapRole != "" {
+		info.Group = nl.group
+	}
+	info.MapRole = nl.mapRole
+	switch {
+	case nl.unsupported != nil:
+		l.unsupported = nl.unsupported
+	case info.Depth > 2:
+		l.unsupported = unsupportedf("column %q has %d levels of lists, at most 2 are supported", info.Name, info.Depth)
+	}
 	return l, nil
 }
 
-func dropIndex(s []string, i, n int) []string {
-	out := append([]string(nil), s[:i]...)
-	if i+n < len(s) {
-		out = append(out, s[i+n:]...)
+// defBefore returns the definition level of path[:i]: the level a leaf's
+// entry has when path[i-1] is present and path[i] is not.
+func defBefore(path []*schemaNode, i int) int {
+	d := 0
+	for _, n := range path[:i] {
+		if r := repOf(n.el); r == format.Optional || r == format.Repeated {
+			d++
+		}
+	}
+	return d
+}
+
+// levelNames is what nameLevels derives from a leaf's path.
+type levelNames struct {
+	fields      []string // the user-visible field names (wrapper levels dropped)
+	group       string   // the name of the list or map of the first repetition level
+	mapRole     string   // "key" or "value" when that level is a map
+	unsupported error    // a map below the first repetition level, or a malformed map
+}
+
+// nameLevels drops the wrapper levels of each repeated node in reps (path
+// indices) from the leaf's field names, per the backward-compatibility
+// rules of the Parquet LogicalTypes.md:
+//
+//   - under a MAP (or MAP_KEY_VALUE) group, the repeated key_value group is
+//     dropped; its first field is the key, the second the value;
+//   - under a LIST group, a repeated primitive, or a repeated group of
+//     several fields or named "array" or "<list>_tuple", is the element
+//     (2-level list) and is dropped; otherwise the repeated group and its
+//     one child (the element) are dropped (3-level list);
+//   - a repeated node under any other group is a list named as written.
+func nameLevels(path []*schemaNode, reps []int) levelNames {
+	var out levelNames
+	keep := make([]bool, len(path))
+	for i := range keep {
+		keep[i] = true
+	}
+	kept := func(end int) string {
+		var f []string
+		for i, n := range path[:end] {
+			if keep[i] {
+				f = append(f, n.el.Name)
+			}
+		}
+		return formatName(f)
+	}
+	why := "" // why the column cannot be read
+	for level, r := range reps {
+		rn := path[r]
+		var parent *schemaNode
+		if r > 0 {
+			parent = path[r-1]
+		}
+		groupEnd := r // the list or map is path[:groupEnd]
+		switch {
+		case len(rn.children) > 0 && ((parent != nil && isMapGroup(parent.el)) || (isMapGroup(rn.el) && (parent == nil || !isListGroup(parent.el)))):
+			keep[r] = false
+			name := kept(r)
+			if parent == nil {
+				name = rn.el.Name
+			}
+			switch {
+			case level > 0:
+				why = fmt.Sprintf("map %q inside a list or map (2 levels of repetition); only a map at the first level of repetition is supported", name)
+			case len(rn.children) > 2:
+				why = fmt.Sprintf("map %q has %d fields in its key_value group, want a key and a value", name, len(rn.children))
+			}
+			if level == 0 {
+				out.mapRole = "value"
+				if path[r+1] == rn.children[0] {
+					out.mapRole = "key"
+				}
+			}
+		case parent != nil && isListGroup(parent.el):
+			switch {
+			case len(rn.children) == 0: // 2-level: a repeated primitive is the element
+				keep[r] = false
+			case len(rn.children) > 1 || rn.el.Name == "array" || rn.el.Name == parent.el.Name+"_tuple":
+				keep[r] = false // 2-level: the repeated group is the element (a struct)
+			default: // 3-level: repeated group and element
+				keep[r] = false
+				keep[r+1] = false
+			}
+		default: // a bare repeated field is the list
+			groupEnd = r + 1
+		}
+		if level == 0 {
+			out.group = kept(groupEnd)
+		}
+	}
+	for i, n := range path {
+		if keep[i] {
+			out.fields = append(out.fields, n.el.Name)
+		}
+	}
+	if why != "" {
+		out.unsupported = unsupportedf("column %q: %s", formatName(out.fields), why)
 	}
 	return out
 }

@@ -246,10 +246,26 @@ func gatherT[T any](dst, dict []T, idx []uint32) []T {
 // scatter returns a slice of len(valid) where slot k holds the next value of
 // vals when valid[k], else the zero value; with valid nil it returns vals
 // itself. The caller has checked that vals has exactly as many values as
-// valid has true entries.
+// valid has true entries, and gives up vals: when its capacity holds
+// len(valid) values, they are spread in place (backwards: value j moves
+// to a slot k >= j), else into new memory.
 func scatter[T any](vals []T, valid []bool) []T {
 	if valid == nil {
 		return vals
+	}
+	var zero T
+	if cap(vals) >= len(valid) {
+		out := vals[:len(valid)]
+		j := len(vals) - 1
+		for k := len(valid) - 1; k >= 0; k-- {
+			if valid[k] {
+				out[k] = out[j]
+				j--
+			} else {
+				out[k] = zero
+			}
+		}
+		return out
 	}
 	out := make([]T, len(valid))
 	j := 0
@@ -260,6 +276,32 @@ func scatter[T any](vals []T, valid []bool) []T {
 		}
 	}
 	return out
+}
+
+// reserve makes room in v for n more values of a fixed-width kind without
+// growing again (a page's values, and its null slots for scatter).
+func (v *values) reserve(n int) {
+	switch v.kind {
+	case KindInt32:
+		v.i32 = reserveT(v.i32, n)
+	case KindFloat32:
+		v.f32 = reserveT(v.f32, n)
+	case KindInt64:
+		v.i64 = reserveT(v.i64, n)
+	case KindFloat64:
+		v.f64 = reserveT(v.f64, n)
+	case KindBool:
+		v.b = reserveT(v.b, n)
+	}
+}
+
+func reserveT[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	ns := make([]T, len(s), max(len(s)+n, 2*cap(s)))
+	copy(ns, s)
+	return ns
 }
 
 // fill moves v's values into c, spreading them over len(valid) slots when
@@ -364,11 +406,12 @@ func (v *values) split(a, capHint, window int) *values {
 	return t
 }
 
-// splitT cuts *s at a: *s keeps [0, a), and the rest is returned in new
-// memory with room for capHint more.
+// splitT cuts *s at a: *s keeps [0, a) (and its capacity, the rest being
+// copied out: room for scatter to spread its values in place), and the
+// rest is returned in new memory with room for capHint more.
 func splitT[T any](s *[]T, a, capHint int) []T {
 	t := append(make([]T, 0, capHint+len(*s)-a), (*s)[a:]...)
-	*s = (*s)[:a:a]
+	*s = (*s)[:a]
 	return t
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go"
+
 	"github.com/prepml/prep/internal/s3test"
 )
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )

@@ -4,9 +4,12 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
 	"github.com/prepml/prep/verify/verifytest"
 )
@@ -87,4 +90,107 @@ func BenchmarkVerifyRatio(b *testing.B) {
 	b.ReportMetric(plainGBs, "plain-GB/s")
 	b.ReportMetric(verGBs, "verify-GB/s")
 	b.ReportMetric(verGBs/plainGBs, "x-plain")
+}
+
+// rowGroupDecoder wraps the fixture's source so that each Prefetch or
+// Hold costs what a Parquet source's does: every row of every row group
+// holding a requested id is read (decoded) once per call. It counts the
+// row groups decoded.
+type rowGroupDecoder struct {
+	verify.SampleSource
+	p       *plan.Plan
+	data    []byte
+	decoded *int
+	sink    *int64
+}
+
+func (r rowGroupDecoder) decode(ids []uint64) {
+	var start uint64
+	groups := map[int][2]uint64{}
+	for g, n := range r.p.Source.Files[0].RowGroups {
+		groups[g] = [2]uint64{start, start + uint64(n)}
+		start += uint64(n)
+	}
+	touched := map[int]bool{}
+	for _, id := range ids {
+		for g, b := range groups {
+			if id >= b[0] && id < b[1] {
+				touched[g] = true
+			}
+		}
+	}
+	for g := range touched {
+		*r.decoded++
+		for id := groups[g][0]; id < groups[g][1]; id++ {
+			*r.sink += verifytest.SourceValue(r.data, id)
+		}
+	}
+}
+
+func (r rowGroupDecoder) Prefetch(_ context.Context, ids []uint64) error {
+	r.decode(ids)
+	return nil
+}
+
+func (r rowGroupDecoder) Hold(ctx context.Context, ids []uint64) error {
+	r.decode(ids)
+	return r.SampleSource.(verify.PartSource).Hold(ctx, ids)
+}
+
+func (r rowGroupDecoder) Held(t, i int) []byte { return r.SampleSource.(verify.PartSource).Held(t, i) }
+
+// BenchmarkDeepMemoryLimit measures verify --deep per source row under
+// the default memory limit and a small one, by parts of row groups
+// ("Parts") and batch by batch ("Windows"), over 262,144 rows in 64 row
+// groups (global shuffle, world size 2, 2 epochs: 4 shards). The source
+// decodes whole row groups (rowGroupDecoder); "rg-decodes/op" is how many
+// it decoded:
+//
+//	go test -run '^$' -bench DeepMemoryLimit -benchtime 3x ./verify/
+func BenchmarkDeepMemoryLimit(b *testing.B) {
+	size := verifytest.Size{Rows: 1 << 18, Dim: 3, GlobalBatch: 1024, RowGroups: 64}
+	f := verifytest.BuildSize(b, size)
+	for _, mode := range []string{"Parts", "Windows"} {
+		for _, lim := range []struct {
+			name  string
+			bytes int64
+		}{{"Default", 0}, {"1MiB", 1 << 20}} {
+			b.Run(mode+"/"+lim.name, func(b *testing.B) {
+				var decoded int
+				var sink int64
+				opener := func(p *plan.Plan, m *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {
+					src, err := verifytest.OpenSource(p, m, root, g, ts)
+					if err != nil {
+						return nil, err
+					}
+					data, err := os.ReadFile(filepath.Join(root, p.Source.Files[0].Path))
+					rd := rowGroupDecoder{src, p, data, &decoded, &sink}
+					if mode == "Windows" {
+						return windowSource{rd}, err
+					}
+					return rd, err
+				}
+				for b.Loop() {
+					rep, err := verify.Run(context.Background(), verify.Options{Dir: f.Dir, Deep: true, Source: opener, Jobs: 1, MemoryLimit: lim.bytes})
+					if err != nil || !rep.OK {
+						b.Fatalf("err %v, findings %v", err, rep.Findings)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(2*size.Rows), "ns/row")
+				b.ReportMetric(float64(decoded)/float64(b.N), "rg-decodes/op")
+			})
+		}
+	}
+}
+
+// windowSource is rowGroupDecoder without Hold and Held (not a
+// PartSource): verify compares batch by batch, prefetching windows.
+type windowSource struct{ r rowGroupDecoder }
+
+func (w windowSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+	return w.r.FillBlock(ctx, ids, block)
+}
+func (w windowSource) Close() error { return w.r.Close() }
+func (w windowSource) Prefetch(ctx context.Context, ids []uint64) error {
+	return w.r.Prefetch(ctx, ids)
 }

@@ -84,3 +84,45 @@ func mustManifest(t *testing.T, dir string) *shardfmt.Manifest {
 }
 
 func itoa(k int) string { return strconv.Itoa(k) }
+
+// TestExportJaggedMatchesParquet exports every step of a set convert made
+// with a jagged tensor from a Parquet LIST column and compares the values
+// and offsets files with the lists parquet-go's own row reader finds.
+func TestExportJaggedMatchesParquet(t *testing.T) {
+	out, src, p := deepfixture.ConvertJagged(t)
+	rows, err := parquet.ReadFile[deepfixture.JaggedRow](filepath.Join(src, "part-0.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range 2 {
+		for k := range p.Steps() {
+			dir := t.TempDir()
+			if _, err := verify.Export(verify.ExportOptions{Dir: out, Epoch: e, Rank: 1, Step: k, OutDir: dir}); err != nil {
+				t.Fatal(err)
+			}
+			ids, _, _ := p.RankBatch(e, 1, k, nil)
+			hv, values := readNpy(t, filepath.Join(dir, "l.npy"))
+			ho, offsets := readNpy(t, filepath.Join(dir, "l_offsets.npy"))
+			var want []int64
+			wantOff := []int{0}
+			for _, id := range ids {
+				for _, v := range rows[id].L {
+					want = append(want, int64(v))
+				}
+				wantOff = append(wantOff, len(want))
+			}
+			var got []int64
+			for j := 0; j+8 <= len(values); j += 8 {
+				got = append(got, int64(binary.LittleEndian.Uint64(values[j:])))
+			}
+			var gotOff []int
+			for j := 0; j+8 <= len(offsets); j += 8 {
+				gotOff = append(gotOff, int(binary.LittleEndian.Uint64(offsets[j:])))
+			}
+			if hv.Descr != "<i8" || !reflect.DeepEqual(hv.Shape, []int{len(want)}) || !reflect.DeepEqual(got, want) ||
+				ho.Descr != "<i8" || !reflect.DeepEqual(ho.Shape, []int{len(ids) + 1}) || !reflect.DeepEqual(gotOff, wantOff) {
+				t.Fatalf("e%d k%d: l.npy %+v %v, want %v; l_offsets.npy %+v %v, want %v", e, k, hv, got, want, ho, gotOff, wantOff)
+			}
+		}
+	}
+}

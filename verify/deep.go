@@ -15,12 +15,16 @@ import (
 )
 
 // SampleSource produces the bytes convert should have written for a batch,
-// straight from the source Parquet and the feature spec.
+// straight from the source Parquet and the feature spec. For a shard with
+// jagged tensors it must also be a JaggedSource.
 type SampleSource interface {
-	// FillBlock writes into block (len = Geometry.BlockSize, zeroed by the
+	// FillBlock writes into block (len >= Geometry.BlockSize, zeroed by the
 	// caller) the expected block for the present samples ids (real and pad,
 	// in slot order): tensor t's sample i at SlabOffset[t] + i*SampleBytes[t],
-	// every byte outside present samples left zero.
+	// every byte outside present samples left zero. In a shard with jagged
+	// tensors it writes the fixed-shape tensors only, leaving each jagged
+	// tensor's offsets slab zero (verify lays out offsets and values from
+	// JaggedSource.JaggedValues).
 	FillBlock(ctx context.Context, ids []uint64, block []byte) error
 	// Close releases open source files.
 	Close() error
@@ -29,7 +33,9 @@ type SampleSource interface {
 // Prefetcher is implemented by a SampleSource that reads many samples more
 // cheaply at once. Before comparing, verify calls Prefetch with the ids of a
 // window of upcoming batches (about PrefetchBytes of samples); FillBlock
-// must still work for ids not prefetched.
+// and JaggedValues must still work for ids not prefetched. With jagged
+// tensors a batch's sample bytes are estimated from the shard: its block's
+// values slabs plus 8 bytes of offset per sample and jagged tensor.
 type Prefetcher interface {
 	Prefetch(ctx context.Context, ids []uint64) error
 }
@@ -39,8 +45,8 @@ const PrefetchBytes = 64 << 20
 
 // MemoryLimiter is implemented by a SampleSource whose decoding memory can
 // be bounded: verify calls SetMemoryLimit once, before the first
-// Prefetch or FillBlock, with the bytes the source may use to decode
-// (half of the check's share of Options.MemoryLimit).
+// Prefetch, FillBlock or JaggedValues, with the bytes the source may use
+// to decode (half of the check's share of Options.MemoryLimit).
 type MemoryLimiter interface {
 	SetMemoryLimit(bytes int64)
 }
@@ -144,6 +150,10 @@ type deepCheck struct {
 	fraction float64
 	want     []byte
 
+	per  uint64       // sample bytes of one sample (fixed-shape shards)
+	jag  *jaggedCheck // a shard with jagged tensors; nil otherwise
+	part *partCheck   // compare by parts (a PartSource, deeppart.go); nil: batch by batch
+
 	fetchedTo int    // batches below this were prefetched (Prefetcher only)
 	fetchErr  error  // the error of that prefetch, reported per batch
 	fetchMax  uint64 // bytes one prefetch may hold: samples and their bookkeeping (prefetchIDBytes an id)
@@ -162,18 +172,16 @@ func (d *deepCheck) prefetch(ctx context.Context, k int) {
 	if !ok || k < d.fetchedTo {
 		return
 	}
-	var per uint64
-	for _, n := range d.g.SampleBytes {
-		per += n
-	}
 	var ids []uint64
+	var held uint64 // sample bytes of ids
 	j := k
-	for n := d.r.NumBatches(); j < n && uint64(len(ids))*per < PrefetchBytes && uint64(len(ids))*(per+prefetchIDBytes) < d.fetchMax; j++ {
+	for n := d.r.NumBatches(); j < n && held < PrefetchBytes && held+uint64(len(ids))*prefetchIDBytes < d.fetchMax; j++ {
 		if !d.selected(j) {
 			continue
 		}
 		if b, err := d.r.SampleIDs(j); err == nil {
 			ids = append(ids, b...)
+			held += d.batchBytes(j, len(b))
 		}
 	}
 	d.fetchedTo = j
@@ -184,10 +192,6 @@ func (d *deepCheck) prefetch(ctx context.Context, k int) {
 // and returns nil.
 func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, epoch, rank int) *deepCheck {
 	g, ts := r.Geometry(), r.Tensors()
-	if t := firstJagged(ts); t != "" {
-		s.add(Finding{Kind: KindSourceUnreadable, Message: fmt.Sprintf("values not compared: tensor %q is jagged (format 2.0), which --deep does not compare yet", t)})
-		return nil
-	}
 	if c.opts.Source == nil || c.plan == nil {
 		return nil // reported once by checkSourceFingerprints
 	}
@@ -196,15 +200,32 @@ func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, e
 		s.add(Finding{Kind: KindSourceUnreadable, Message: "opening source: " + err.Error()})
 		return nil
 	}
+	var js JaggedSource
+	if g.HasJagged() {
+		var ok bool
+		if js, ok = src.(JaggedSource); !ok {
+			_ = src.Close()
+			s.add(Finding{Kind: KindSourceUnreadable, Message: fmt.Sprintf("values not compared: tensor %q is jagged and the source reader does not materialize jagged tensors", firstJagged(ts))})
+			return nil
+		}
+	}
 	// Each of the Jobs checks that may run at once gets an equal share of
 	// the limit: a quarter for the samples prefetched, half for decoding.
 	share := max(1, c.opts.MemoryLimit/int64(max(1, c.opts.Jobs)))
 	if ml, ok := src.(MemoryLimiter); ok {
 		ml.SetMemoryLimit(max(1, share/2))
 	}
-	return &deepCheck{s: s, r: r, src: src, g: g, tensors: ts, epoch: epoch, rank: rank,
+	d := &deepCheck{s: s, r: r, src: src, g: g, tensors: ts, epoch: epoch, rank: rank,
 		seed: c.opts.Seed, fraction: c.deepFraction(), want: make([]byte, g.BlockSize),
 		fetchMax: uint64(max(1, share/4))}
+	for _, n := range g.SampleBytes {
+		d.per += n
+	}
+	if js != nil {
+		d.initJagged(js)
+	}
+	d.initParts(c.plan, share, c.opts.MaxPerShard)
+	return d
 }
 
 func (d *deepCheck) close() { _ = d.src.Close() }
@@ -243,6 +264,10 @@ func (d *deepCheck) compare(ctx context.Context, k int, bi shardfmt.BatchInfo, i
 		d.s.add(Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: d.fetchErr.Error()})
 		return
 	}
+	if d.jag != nil {
+		d.compareJagged(ctx, k, got, ids)
+		return
+	}
 	clear(d.want)
 	if err := d.src.FillBlock(ctx, ids, d.want); err != nil {
 		d.s.add(Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: err.Error()})
@@ -252,14 +277,25 @@ func (d *deepCheck) compare(ctx context.Context, k int, bi shardfmt.BatchInfo, i
 	if bytes.Equal(got, d.want) {
 		return
 	}
+	if !d.diffFixed(k, got, d.want, ids) {
+		d.s.add(Finding{Kind: KindValueMismatch, Batch: intp(k), Message: "bytes outside the present samples are not zero"})
+	}
+}
+
+// diffFixed reports, per fixed-shape tensor and sample of ids, the first
+// element of got that differs from want, and whether any differs.
+func (d *deepCheck) diffFixed(k int, got, want []byte, ids []uint64) bool {
 	found := false
 	for t, ti := range d.tensors {
+		if d.g.IsJagged(t) {
+			continue
+		}
 		sb := int(d.g.SampleBytes[t])
 		off := int(d.g.SlabOffset[t])
 		es := ti.DType.Size()
 		for i := 0; i < len(ids); i++ {
 			a := got[off+i*sb : off+(i+1)*sb]
-			w := d.want[off+i*sb : off+(i+1)*sb]
+			w := want[off+i*sb : off+(i+1)*sb]
 			if bytes.Equal(a, w) {
 				continue
 			}
@@ -274,9 +310,7 @@ func (d *deepCheck) compare(ctx context.Context, k int, bi shardfmt.BatchInfo, i
 				Message: fmt.Sprintf("slot %d differs from the source", i)})
 		}
 	}
-	if !found {
-		d.s.add(Finding{Kind: KindValueMismatch, Batch: intp(k), Message: "bytes outside the present samples are not zero"})
-	}
+	return found
 }
 
 // FormatValue renders one little-endian element of dtype d as text, exact:

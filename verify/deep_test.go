@@ -2,8 +2,6 @@ package verify_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/prepml/prep/plan"
@@ -12,31 +10,34 @@ import (
 	"github.com/prepml/prep/verify/verifytest"
 )
 
-// TestDeepSkipsJaggedTensorsWithAFinding pins that verify --deep, which
-// compares fixed-size samples, does not compare a jagged shard's bytes as
-// if they were fixed: the shard gets one source_unreadable finding naming
-// the jagged tensor, and its source is never opened.
-func TestDeepSkipsJaggedTensorsWithAFinding(t *testing.T) {
-	dir := jaggedSet(t)
-	opened := false
-	opener := func(*plan.Plan, *shardfmt.Manifest, string, shardfmt.Geometry, []shardfmt.TensorInfo) (verify.SampleSource, error) {
-		opened = true
-		return nil, errors.New("not reached")
+// fixedOnly hides every method of a SampleSource but FillBlock and Close:
+// a source reader that does not materialize jagged tensors.
+type fixedOnly struct{ src verify.SampleSource }
+
+func (f fixedOnly) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+	return f.src.FillBlock(ctx, ids, block)
+}
+
+func (f fixedOnly) Close() error { return f.src.Close() }
+
+// TestDeepJaggedNeedsJaggedSource pins that a jagged shard whose source
+// reader is no verify.JaggedSource is not compared as if its tensors were
+// fixed: each shard gets one source_unreadable finding naming the first
+// jagged tensor, and no batch counts as compared.
+func TestDeepJaggedNeedsJaggedSource(t *testing.T) {
+	f := verifytest.BuildJagged(t)
+	opener := func(p *plan.Plan, m *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {
+		src, err := verifytest.OpenSource(p, m, root, g, ts)
+		return fixedOnly{src}, err
 	}
-	rep, err := verify.Run(context.Background(), verify.Options{Dir: dir, Deep: true, Source: opener, Jobs: 1})
-	if err != nil {
-		t.Fatal(err)
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: true, Source: opener, Jobs: 1})
+	if rep.DeepBatches != 0 || len(rep.Findings) != len(f.Man.Shards) {
+		t.Fatalf("deep batches %d, findings:\n%s", rep.DeepBatches, verifytest.Lines(rep))
 	}
-	if opened {
-		t.Fatal("the source was opened for a jagged shard")
-	}
-	var found bool
-	for _, f := range rep.Findings {
-		if f.Kind == verify.KindSourceUnreadable && strings.Contains(f.Message, `tensor "h" is jagged`) {
-			found = true
+	for i, x := range rep.Findings {
+		want := `values not compared: tensor "h" is jagged and the source reader does not materialize jagged tensors`
+		if x.Kind != verify.KindSourceUnreadable || x.Shard != f.Man.Shards[i].Path || x.Message != want {
+			t.Errorf("finding %d: %s", i, x)
 		}
-	}
-	if !found {
-		t.Fatalf("no finding names the jagged tensor:\n%s", verifytest.Lines(rep))
 	}
 }

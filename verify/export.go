@@ -23,11 +23,6 @@ const (
 // requested (epoch, rank) or the shard has no such step.
 var ErrNoShard = errors.New("no such shard or step")
 
-// ErrUnsupported is returned by Export for a shard it cannot export
-// faithfully: one holding a jagged tensor (shard format 2.0), whose values
-// and offsets export does not write yet.
-var ErrUnsupported = errors.New("unsupported shard")
-
 // ExportOptions selects the batch Export writes.
 type ExportOptions struct {
 	Dir    string // shard set directory
@@ -37,13 +32,23 @@ type ExportOptions struct {
 	OutDir string // created if missing; existing files of the same names are replaced
 }
 
+// OffsetsSuffix is appended to a jagged tensor's name for the file of its
+// offsets: tensor "h" gives h.npy (values) and h_offsets.npy.
+const OffsetsSuffix = "_offsets"
+
 // ExportedFile is one .npy file written by Export.
 type ExportedFile struct {
 	File   string `json:"file"`             // path written
 	Tensor string `json:"tensor,omitempty"` // tensor name; "" for sample_ids and pad_mask
-	DType  string `json:"dtype,omitempty"`  // shard dtype name
-	Descr  string `json:"descr"`            // NumPy descr written
-	Shape  []int  `json:"shape"`            // [count, per-sample shape...]
+	// Part is "values" or "offsets" for the two files of a jagged tensor,
+	// "" otherwise.
+	Part  string `json:"part,omitempty"`
+	DType string `json:"dtype,omitempty"` // shard dtype name (I64 for offsets)
+	Descr string `json:"descr"`           // NumPy descr written
+	// Shape is [count, per-sample shape...] for a fixed-shape tensor,
+	// [N, per-value shape...] for a jagged tensor's values (N = the
+	// batch's values count) and [count+1] for its offsets.
+	Shape []int `json:"shape"`
 }
 
 // ExportResult describes what Export wrote.
@@ -64,11 +69,21 @@ type ExportResult struct {
 // present samples, pad samples included (pad_mask flags them); unused slots
 // of a short batch are not written. The batch checksum is verified first;
 // a corrupt batch is an error (a *shardfmt.FormatError wrapping
-// shardfmt.ErrChecksum), not exported. Tensor names are used as file names
-// with '/', '\\' and NUL replaced by '_'; a clash between names is an error
-// found before any file is written. A shard whose header names another
-// (epoch, rank) than requested (renamed or swapped) is an error wrapping
-// shardfmt.ErrProvenance.
+// shardfmt.ErrChecksum, or ErrCorrupt for bad offsets), not exported.
+//
+// A jagged tensor (shard format 2.0) gives two files: <tensor>.npy, its
+// values, shape [N, per-value shape...] in its dtype, the values of the
+// count samples one after another (N = offsets[count]); and
+// <tensor>_offsets.npy, '<i8' [count+1]: sample i's values are rows
+// [offsets[i], offsets[i+1]) of the values, offsets[0] = 0. The offsets of
+// unused slots (all equal to N) are not written, as the unused slots of a
+// fixed-shape tensor are not.
+//
+// Tensor names are used as file names with '/', '\\' and NUL replaced by
+// '_'; a clash between names (a jagged tensor's offsets file included) is
+// an error found before any file is written. A shard whose header names
+// another (epoch, rank) than requested (renamed or swapped) is an error
+// wrapping shardfmt.ErrProvenance.
 func Export(opts ExportOptions) (*ExportResult, error) {
 	set, err := shardset.OpenDir(opts.Dir)
 	if err != nil {
@@ -92,9 +107,6 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 	if opts.Step < 0 || opts.Step >= r.NumBatches() {
 		return nil, fmt.Errorf("%w: step %d of %s (it has %d steps)", ErrNoShard, opts.Step, path, r.NumBatches())
 	}
-	if t := firstJagged(r.Tensors()); t != "" {
-		return nil, fmt.Errorf("%w: %s: tensor %q is jagged (format 2.0): export writes fixed-shape tensors only", ErrUnsupported, path, t)
-	}
 	k := opts.Step
 	bi, err := r.Batch(k)
 	if err != nil {
@@ -114,7 +126,9 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 	// Every file name is settled before the first file is written, so a
 	// clash leaves nothing half-exported.
 	used := map[string]string{SampleIDsFile: "sample ids", PadMaskFile: "pad mask"}
+	g := r.Geometry()
 	names := make([]string, len(r.Tensors()))
+	offNames := make([]string, len(r.Tensors()))
 	for t, ti := range r.Tensors() {
 		name := fileNameFor(ti.Name)
 		if other, dup := used[name]; dup {
@@ -123,27 +137,63 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 		used[name] = fmt.Sprintf("tensor %q", ti.Name)
 		names[t] = name
 	}
+	for t, ti := range r.Tensors() {
+		if !g.IsJagged(t) {
+			continue
+		}
+		name := fileNameFor(ti.Name + OffsetsSuffix)
+		if other, dup := used[name]; dup {
+			return nil, fmt.Errorf("tensor %q: file name %s for its offsets already used by %s", ti.Name, name, other)
+		}
+		used[name] = fmt.Sprintf("tensor %q's offsets", ti.Name)
+		offNames[t] = name
+	}
+	// The offsets are checked (as VerifyBatch did) before anything is
+	// written.
+	slabs := make([]shardfmt.JaggedSlab, len(r.Tensors()))
+	for t := range r.Tensors() {
+		if g.IsJagged(t) {
+			if slabs[t], err = r.Jagged(k, block, t); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, err
 	}
 	res := &ExportResult{Shard: path, Epoch: opts.Epoch, Rank: opts.Rank, Step: k, Count: bi.Count, Pads: bi.Pads}
-	g := r.Geometry()
 	for t, ti := range r.Tensors() {
 		name := names[t]
 		descr, err := npy.Descr(ti.DType)
 		if err != nil {
 			return nil, err
 		}
-		shape := []int{bi.Count}
+		rows := bi.Count
+		if g.IsJagged(t) {
+			rows = int(slabs[t].N)
+		}
+		shape := []int{rows}
 		for _, d := range ti.Shape {
 			shape = append(shape, int(d))
 		}
-		off, n := g.SlabOffset[t], uint64(bi.Count)*g.SampleBytes[t]
+		data := g.Slab(block, t, bi.Count)
+		part := ""
+		if g.IsJagged(t) {
+			data, part = slabs[t].Values, "values"
+		}
 		file := filepath.Join(opts.OutDir, name)
-		if err := npy.WriteFile(file, descr, shape, block[off:off+n]); err != nil {
+		if err := npy.WriteFile(file, descr, shape, data); err != nil {
 			return nil, err
 		}
-		res.Files = append(res.Files, ExportedFile{File: file, Tensor: ti.Name, DType: ti.DType.String(), Descr: descr, Shape: shape})
+		res.Files = append(res.Files, ExportedFile{File: file, Tensor: ti.Name, Part: part, DType: ti.DType.String(), Descr: descr, Shape: shape})
+		if g.IsJagged(t) {
+			file := filepath.Join(opts.OutDir, offNames[t])
+			shape := []int{bi.Count + 1}
+			if err := npy.WriteFile(file, "<i8", shape, slabs[t].Offsets); err != nil {
+				return nil, err
+			}
+			res.Files = append(res.Files, ExportedFile{File: file, Tensor: ti.Name, Part: "offsets", DType: shardfmt.I64.String(), Descr: "<i8", Shape: shape})
+		}
 	}
 	idb := make([]byte, 0, 8*len(ids))
 	mask := make([]byte, len(ids))
@@ -199,14 +249,4 @@ func exportShard(set *shardset.Set, epoch, rank int) (*shardfmt.Reader, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoShard, err)
 	}
 	return r, err
-}
-
-// firstJagged returns the name of the first jagged tensor of ts, or "".
-func firstJagged(ts []shardfmt.TensorInfo) string {
-	for _, t := range ts {
-		if t.Jagged {
-			return t.Name
-		}
-	}
-	return ""
 }

@@ -187,16 +187,17 @@ func TestExportRefusesSwappedShard(t *testing.T) {
 }
 
 // jaggedSet writes a one-epoch, one-rank shard set of 2 steps whose
-// tensors are a fixed F32 "x" and a jagged I32 "h" (every row empty).
-func jaggedSet(t *testing.T) string {
+// tensors are a fixed F32 "x", a jagged I32 "h" (every row empty) and
+// the extra tensors given.
+func jaggedSet(t *testing.T, extra ...shardfmt.TensorInfo) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: 1, Ranks: 1, Steps: 2, BatchSize: 4,
-		Tensors:    []shardfmt.TensorInfo{{Name: "x", DType: shardfmt.F32}, {Name: "h", DType: shardfmt.I32, Jagged: true}},
+		Tensors:    append([]shardfmt.TensorInfo{{Name: "x", DType: shardfmt.F32}, {Name: "h", DType: shardfmt.I32, Jagged: true}}, extra...),
 		Provenance: shardfmt.Provenance{PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec", WorldSize: 1, Workers: 1},
 		Manifest:   shardfmt.Manifest{Format: "prep-manifest/v1", PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec"},
 		Batch: func(e, r, k int) ([]uint64, int, error) {
-			return []uint64{uint64(4 * k), uint64(4*k + 1), uint64(4*k + 2), uint64(4*k + 3)}, 0, nil
+			return []uint64{uint64(4 * k), uint64(4*k + 1), uint64(4*k + 2)}, 1, nil
 		},
 		Fill: func(shardfmt.Geometry, []uint64, []byte) {},
 	})
@@ -206,17 +207,154 @@ func jaggedSet(t *testing.T) string {
 	return dir
 }
 
-// TestExportRefusesJaggedTensors pins that export, which writes one .npy
-// per fixed-shape slab, refuses a shard with a jagged tensor (format 2.0)
-// naming it, instead of writing its offsets as values, and writes nothing.
-func TestExportRefusesJaggedTensors(t *testing.T) {
+// TestExportJagged exports every step of both epochs of rank 1 of the
+// jagged fixture and checks each jagged tensor's values and offsets files
+// against the source, and the fixed tensors as before.
+func TestExportJagged(t *testing.T) {
+	f := verifytest.BuildJagged(t)
+	src, err := os.ReadFile(filepath.Join(f.SrcDir, verifytest.SourceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawEmpty, sawPad bool
+	for e := 0; e < 2; e++ {
+		for k := 0; k < f.Plan.Steps(); k++ {
+			out := filepath.Join(t.TempDir(), "batch")
+			res, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: e, Rank: 1, Step: k, OutDir: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, pads, _ := f.Plan.RankBatch(e, 1, k, nil)
+			sawPad = sawPad || pads > 0
+			n := len(ids)
+			var parts []string
+			for _, x := range res.Files {
+				parts = append(parts, filepath.Base(x.File)+":"+x.Tensor+":"+x.Part+":"+x.DType+":"+x.Descr)
+			}
+			wantParts := []string{"x.npy:x::F32:<f4", "y.npy:y::I64:<i8", "h.npy:h:values:I32:<i4", "h_offsets.npy:h:offsets:I64:<i8",
+				"p.npy:p:values:F32:<f4", "p_offsets.npy:p:offsets:I64:<i8", "sample_ids.npy::::<i8", "pad_mask.npy::::|b1"}
+			if !reflect.DeepEqual(parts, wantParts) {
+				t.Fatalf("files %q, want %q", parts, wantParts)
+			}
+			h, data := readNpy(t, filepath.Join(out, "x.npy"))
+			if h.Descr != "<f4" || !reflect.DeepEqual(h.Shape, []int{n, 3}) || len(data) != n*12 {
+				t.Fatalf("x.npy header %+v, %d bytes", h, len(data))
+			}
+			for _, name := range []string{"h", "p"} {
+				var want []byte
+				offs := []int{0}
+				for _, id := range ids {
+					v := verifytest.JaggedValues(src, name, id)
+					want = append(want, v...)
+					sawEmpty = sawEmpty || len(v) == 0
+					per := 4
+					if name == "p" {
+						per = 8
+					}
+					offs = append(offs, offs[len(offs)-1]+len(v)/per)
+				}
+				hv, values := readNpy(t, filepath.Join(out, name+".npy"))
+				wantShape := []int{offs[n]}
+				if name == "p" {
+					wantShape = append(wantShape, 2)
+				}
+				if !reflect.DeepEqual(hv.Shape, wantShape) || !bytes.Equal(values, want) {
+					t.Fatalf("e%d k%d %s.npy shape %v values % x, want shape %v values % x", e, k, name, hv.Shape, values, wantShape, want)
+				}
+				ho, od := readNpy(t, filepath.Join(out, name+"_offsets.npy"))
+				var got []int
+				for j := 0; j+8 <= len(od); j += 8 {
+					got = append(got, int(int64(binary.LittleEndian.Uint64(od[j:]))))
+				}
+				if ho.Descr != "<i8" || !reflect.DeepEqual(ho.Shape, []int{n + 1}) || !reflect.DeepEqual(got, offs) {
+					t.Fatalf("e%d k%d %s_offsets.npy %+v = %v, want %v", e, k, name, ho, got, offs)
+				}
+				if x := res.Files[map[string]int{"h": 2, "p": 4}[name]]; !reflect.DeepEqual(x.Shape, wantShape) {
+					t.Fatalf("%s result shape %v, want %v", name, x.Shape, wantShape)
+				}
+			}
+		}
+	}
+	if !sawPad || !sawEmpty {
+		t.Fatalf("fixture lacks a padded batch (%v) or an empty row (%v) for rank 1", sawPad, sawEmpty)
+	}
+}
+
+// TestExportJaggedEmptyRows exports a batch whose jagged rows are all
+// empty: the values file has shape [0] and the offsets are all zero.
+func TestExportJaggedEmptyRows(t *testing.T) {
 	dir := jaggedSet(t)
 	out := filepath.Join(t.TempDir(), "batch")
-	_, err := verify.Export(verify.ExportOptions{Dir: dir, Epoch: 0, Rank: 0, Step: 1, OutDir: out})
-	if !errors.Is(err, verify.ErrUnsupported) || !strings.Contains(err.Error(), `tensor "h" is jagged`) {
-		t.Fatalf("Export: %v, want ErrUnsupported naming tensor h", err)
+	res, err := verify.Export(verify.ExportOptions{Dir: dir, Epoch: 0, Rank: 0, Step: 1, OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Count != 3 || res.Pads != 1 || len(res.Files) != 5 {
+		t.Fatalf("result %+v", res)
+	}
+	h, data := readNpy(t, filepath.Join(out, "h.npy"))
+	if h.Descr != "<i4" || !reflect.DeepEqual(h.Shape, []int{0}) || len(data) != 0 {
+		t.Fatalf("h.npy %+v, %d bytes", h, len(data))
+	}
+	h, data = readNpy(t, filepath.Join(out, "h_offsets.npy"))
+	if h.Descr != "<i8" || !reflect.DeepEqual(h.Shape, []int{4}) || !bytes.Equal(data, make([]byte, 32)) {
+		t.Fatalf("h_offsets.npy %+v, % x", h, data)
+	}
+}
+
+// TestExportJaggedOffsetsNameClash pins that a jagged tensor's offsets
+// file may not replace another tensor's file: a fixed tensor named
+// "h_offsets" beside jagged "h" is an error naming both, and nothing is
+// written.
+func TestExportJaggedOffsetsNameClash(t *testing.T) {
+	dir := jaggedSet(t, shardfmt.TensorInfo{Name: "h_offsets", DType: shardfmt.I64})
+	out := filepath.Join(t.TempDir(), "batch")
+	_, err := verify.Export(verify.ExportOptions{Dir: dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out})
+	if err == nil || err.Error() != `tensor "h": file name h_offsets.npy for its offsets already used by tensor "h_offsets"` {
+		t.Fatalf("Export: %v", err)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("export left %s behind (%v)", out, err)
+	}
+}
+
+// TestExportJaggedWithNumPy has NumPy read a jagged batch back: per
+// sample, values[offsets[i]:offsets[i+1]] is the source's list.
+func TestExportJaggedWithNumPy(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import numpy").Run(); err != nil {
+		t.Skip("skipping: /usr/bin/python3 with numpy not available (CI installs python3-numpy)")
+	}
+	f := verifytest.BuildJagged(t)
+	out := t.TempDir()
+	if _, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 1, Rank: 0, Step: 1, OutDir: out}); err != nil {
+		t.Fatal(err)
+	}
+	ids, _, _ := f.Plan.RankBatch(1, 0, 1, nil)
+	script := `import numpy as np, sys
+d = sys.argv[1]
+s = np.load(d + "/sample_ids.npy")
+h, ho = np.load(d + "/h.npy"), np.load(d + "/h_offsets.npy")
+p, po = np.load(d + "/p.npy"), np.load(d + "/p_offsets.npy")
+assert h.dtype == np.int32 and p.dtype == np.float32 and ho.dtype == np.int64 and po.dtype == np.int64
+assert ho.shape == (len(s) + 1,) and po.shape == (len(s) + 1,) and ho[0] == 0 and po[0] == 0
+assert h.ndim == 1 and p.ndim == 2 and p.shape[1] == 2 and ho[-1] == len(h) and po[-1] == len(p)
+for i, sid in enumerate(s.tolist()):
+    v = 1000 + 3 * sid
+    assert h[ho[i]:ho[i + 1]].tolist() == [v + j for j in range(sid % 4)], (i, h, ho)
+    assert p[po[i]:po[i + 1]].tolist() == [[v + j, -j / 4] for j in range(sid % 3)], (i, p, po)
+print(",".join(str(i) for i in s.tolist()), len(h), len(p))`
+	got, err := exec.Command("/usr/bin/python3", "-c", script, out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("numpy: %v\n%s", err, got)
+	}
+	var want []string
+	nh, np := 0, 0
+	for _, id := range ids {
+		want = append(want, strconv.FormatUint(id, 10))
+		nh += int(id % 4)
+		np += int(id % 3)
+	}
+	if w := strings.Join(want, ",") + " " + strconv.Itoa(nh) + " " + strconv.Itoa(np); strings.TrimSpace(string(got)) != w {
+		t.Fatalf("numpy printed %q, want %q", got, w)
 	}
 }

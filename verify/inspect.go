@@ -57,12 +57,17 @@ type TensorView struct {
 	SampleBytes uint64   `json:"sample_bytes"` // bytes per sample
 	SlabOffset  uint64   `json:"slab_offset"`  // within a block
 	SlabSize    uint64   `json:"slab_size"`    // bytes of the [b, shape...] slab
+	// Jagged marks a jagged tensor (format 2.0): Shape and SampleBytes are
+	// then those of one value, and the slab at SlabOffset is the offsets
+	// slab, (b+1) int64 (SlabSize bytes).
+	Jagged bool `json:"jagged,omitempty"`
 }
 
 // BatchView is one batch table entry.
 type BatchView struct {
 	Index    int    `json:"index"`
 	Offset   uint64 `json:"offset"` // file offset of the block
+	Size     uint64 `json:"size"`   // bytes of the block (every block alike in format 1.0)
 	Count    int    `json:"count"`  // present samples, pads included
 	Pads     int    `json:"pads"`   // trailing pad samples
 	CRC      string `json:"crc32c"` // stored CRC-32C, 8 hex digits
@@ -208,14 +213,14 @@ func inspectShard(path string) (*ShardView, error) {
 		BlockSize: g.BlockSize, NumBatches: r.NumBatches(), Regions: r.Layout().Regions}
 	for t, ti := range r.Tensors() {
 		v.Tensors = append(v.Tensors, TensorView{Name: ti.Name, DType: ti.DType.String(), Shape: ti.Shape,
-			SampleBytes: g.SampleBytes[t], SlabOffset: g.SlabOffset[t], SlabSize: g.SlabSize[t]})
+			SampleBytes: g.SampleBytes[t], SlabOffset: g.SlabOffset[t], SlabSize: g.SlabSize[t], Jagged: ti.Jagged})
 	}
 	for k := 0; k < v.NumBatches; k++ {
 		bi, err := r.Batch(k)
 		if err != nil {
 			return nil, err
 		}
-		bv := BatchView{Index: k, Offset: bi.Offset, Count: bi.Count, Pads: bi.Pads, CRC: fmt.Sprintf("%08x", bi.CRC)}
+		bv := BatchView{Index: k, Offset: bi.Offset, Size: bi.Size, Count: bi.Count, Pads: bi.Pads, CRC: fmt.Sprintf("%08x", bi.CRC)}
 		if ids, err := r.SampleIDs(k); err != nil {
 			bv.IDsError = err.Error()
 		} else if len(ids) > 0 {

@@ -31,6 +31,9 @@ type ParquetColumn struct {
 	Nullable     bool   `json:"nullable"`
 	List         bool   `json:"list,omitempty"`          // one value list per row
 	ElemNullable bool   `json:"elem_nullable,omitempty"` // list elements may be null
+	Depth        int    `json:"depth,omitempty"`         // levels of lists: 1 a list, 2 a list of lists
+	Group        string `json:"group,omitempty"`         // the map or list of structs the leaf belongs to
+	MapRole      string `json:"map_role,omitempty"`      // "key" or "value" for a map's leaves
 }
 
 // inspectParquet reads path's footer (through source, which owns reading
@@ -47,7 +50,7 @@ func inspectParquet(path string) (*ParquetView, error) {
 	v := &ParquetView{Path: path, Size: d.File.Size, Rows: d.Rows, RowGroups: len(d.File.RowGroups), CreatedBy: d.CreatedBy}
 	for _, c := range d.Columns {
 		v.Columns = append(v.Columns, ParquetColumn{Name: c.Name, Physical: c.Physical, Width: c.Width, Logical: c.Logical,
-			Nullable: c.Nullable, List: c.List, ElemNullable: c.ElemNullable})
+			Nullable: c.Nullable, List: c.List, ElemNullable: c.ElemNullable, Depth: c.Depth, Group: c.Group, MapRole: c.MapRole})
 	}
 	return v, nil
 }

@@ -109,9 +109,9 @@ func TestInspectParquetListsColumns(t *testing.T) {
 	want := []verify.ParquetColumn{
 		{Name: "id", Physical: "INT32", Nullable: true},
 		{Name: "name", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true},
-		{Name: "embedding", Physical: "FLOAT", Nullable: true, List: true, ElemNullable: true},
-		{Name: "metadata.key_value.key", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true, List: true},
-		{Name: "metadata.key_value.value", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true, List: true, ElemNullable: true},
+		{Name: "embedding", Physical: "FLOAT", Nullable: true, List: true, ElemNullable: true, Depth: 1},
+		{Name: "metadata.key", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true, List: true, Depth: 1, Group: "metadata", MapRole: "key"},
+		{Name: "metadata.value", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true, List: true, ElemNullable: true, Depth: 1, Group: "metadata", MapRole: "value"},
 	}
 	if !reflect.DeepEqual(in.Parquet.Columns, want) {
 		t.Errorf("columns\n%+v\nwant\n%+v", in.Parquet.Columns, want)

@@ -3,12 +3,9 @@ package verify_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"slices"
 	"testing"
 
 	"github.com/prepml/prep/plan"
-	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
 	"github.com/prepml/prep/verify/verifytest"
 )
@@ -19,55 +16,10 @@ import (
 // so that only plan conformance can tell.
 func rewriteShard(t *testing.T, f *verifytest.Fixture, i int, edit func(k int, ids []uint64, pads int) ([]uint64, int)) {
 	t.Helper()
-	path := f.ShardPath(i)
-	r, err := shardfmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := shardfmt.WriterOptions{BatchSize: r.Geometry().BatchSize, NumBatches: r.NumBatches(), Tensors: r.Tensors(), Provenance: r.Provenance()}
-	type batch struct {
-		block []byte
-		ids   []uint64
-		pads  int
-	}
-	var bs []batch
-	for k := range r.NumBatches() {
-		bi, _ := r.Batch(k)
-		blk, err := r.Block(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, err := r.SampleIDs(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, pads := edit(k, slices.Clone(ids), bi.Pads)
-		bs = append(bs, batch{slices.Clone(blk), ids, pads})
-	}
-	r.Close()
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	w, err := shardfmt.Create(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bs {
-		if err := w.WriteBatch(b.block, b.ids, b.pads); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := shardfmt.FileDigest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Man.Shards[i].Digest = d
-	if err := shardfmt.WriteManifest(f.Dir, f.Man); err != nil {
-		t.Fatal(err)
-	}
+	f.RewriteShard(t, i, func(k int, block []byte, ids []uint64, pads int) ([]byte, []uint64, int) {
+		ids, pads = edit(k, ids, pads)
+		return block, ids, pads
+	})
 }
 
 // findingsJSON runs verify over dir with the epoch digest path on or off.

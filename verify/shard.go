@@ -194,6 +194,18 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 	// (when the epoch digest did not settle it) or the source. VerifyBatch
 	// has checked their CRC already.
 	bc.needIDs = bc.checkPlan || deep != nil
+	if deep != nil && deep.part != nil {
+		// By parts (deeppart.go): the integrity check first, keeping
+		// its findings to merge with the deep ones in batch order.
+		for k := 0; k < n && ctx.Err() == nil; k++ {
+			ids := bc.check(k, deep.integrity(k), &s.res)
+			if ids != nil && deep.selected(k) {
+				deep.need(k, ids)
+			}
+		}
+		deep.runParts(ctx)
+		return s.finish()
+	}
 	workers := 1
 	if deep == nil {
 		workers = c.batchWorkers()
@@ -268,12 +280,13 @@ func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 
 		add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + errDetail(err)})
 		return nil
 	}
-	bs := int64(r.Geometry().BlockSize)
 	// The block is read with pread into this check's own buffer, never
 	// through a mapping: a shard cut short under verify is an ErrSize
-	// finding, not a SIGBUS.
+	// finding, not a SIGBUS. With jagged tensors blocks differ in size:
+	// the buffer has the largest's, the block's own size is counted.
+	bs := int64(bi.Size)
 	if b.block == nil {
-		b.block = make([]byte, bs)
+		b.block = make([]byte, r.Geometry().BlockSize)
 	}
 	verr := r.ReadBlock(k, b.block)
 	if verr == nil {

@@ -3,7 +3,9 @@
 // conformance (sample ids, counts and pads against plan.json: through the
 // plan's epoch digests where the set holds every rank of an epoch, else
 // recomputed batch by batch; see planfast.go) and,
-// on request, source conformance (values re-read from the source Parquet).
+// on request, source conformance (values re-read from the source Parquet:
+// by parts of row groups, each row group decoded once whatever the memory
+// limit, when the source is a PartSource; see deeppart.go).
 //
 // Run reports every finding, not just the first; a finding is data, not an
 // error. The package also computes what `prep inspect` shows (Inspect) and

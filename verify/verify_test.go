@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
@@ -668,5 +669,39 @@ func TestShardTruncatedDuringVerify(t *testing.T) {
 	sort.Strings(want)
 	if got := verifytest.Keys(rep.Findings); strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("findings %q, want %q", got, want)
+	}
+}
+
+// TestJaggedBytesCounted pins that a jagged shard's report counts each
+// block's own bytes, not the largest block's for every batch: of 3
+// blocks, the first holds 3000 I32 values (12 KiB with its offsets), the others none
+// (4 KiB each).
+func TestJaggedBytesCounted(t *testing.T) {
+	dir := t.TempDir()
+	_, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: 1, Ranks: 1, Steps: 3, BatchSize: 2,
+		Tensors:    []shardfmt.TensorInfo{{Name: "h", DType: shardfmt.I32, Jagged: true}},
+		Provenance: shardfmt.Provenance{PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec", WorldSize: 1, Workers: 1},
+		Manifest:   shardfmt.Manifest{Format: "prep-manifest/v1", PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec"},
+		Batch:      func(e, r, k int) ([]uint64, int, error) { return []uint64{uint64(2 * k), uint64(2*k + 1)}, 0, nil },
+		Values: func(_, _, _ int, ids []uint64) []uint64 {
+			if ids[0] == 0 {
+				return []uint64{3000}
+			}
+			return []uint64{0}
+		},
+		Fill: func(g shardfmt.Geometry, ids []uint64, block []byte) {
+			if ids[0] == 0 {
+				for j := 1; j <= 2; j++ {
+					binary.LittleEndian.PutUint64(block[g.SlabOffset[0]+8*uint64(j):], 3000)
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := verifytest.Run(t, verify.Options{Dir: dir, Jobs: 1})
+	if rep.Batches != 3 || rep.Bytes != 12288+2*4096 {
+		t.Fatalf("batches %d bytes %d, want 3 and %d\n%s", rep.Batches, rep.Bytes, 12288+2*4096, verifytest.Lines(rep))
 	}
 }

@@ -83,7 +83,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
 	f.StringVar(&o.ranks, "ranks", "", "ranks to write, e.g. 0-7 or 2,5; auto reads the launcher's rank variables (default all)")
 	f.IntVar(&o.jobs, "jobs", 0, "parallel column chunks and shards, at most 1024 (default: number of CPUs)")
-	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on decoded column chunks in flight and on staging kept in memory (larger staging spills to DIR/.prep-tmp by output window), e.g. 512MiB, 4GiB")
+	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on decoded column chunks in flight and on staging kept in memory (larger staging spills to DIR/.prep-tmp by output window), at least 1MiB, e.g. 512MiB, 4GiB")
 	f.BoolVar(&o.force, "force", false, "replace an output made from another plan, source or spec")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addRankFlags(cmd, &o.ops)
@@ -121,9 +121,9 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if o.specPath == "" && len(o.tensors) == 0 {
 		return usagef("give a feature spec with --spec or tensors with --tensor")
 	}
-	mem, err := parseByteSize(o.memoryLimit)
+	mem, err := parseMemoryLimit(o.memoryLimit)
 	if err != nil {
-		return usagef("--memory-limit: %v", err)
+		return err
 	}
 	if err := checkJobs(o.jobs); err != nil {
 		return err
@@ -253,6 +253,10 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		_, err = fmt.Fprintf(out, "staging (%s) exceeded --memory-limit: spilled %s to disk in %s\n",
 			formatBytes(sum.StagingBytes), formatBytes(sum.SpillBytes), count(sum.SpillWindows, "output window"))
 	}
+	if err == nil && sum.ValuesArenaFile {
+		_, err = fmt.Fprintf(out, "jagged values (up to %s) did not fit --memory-limit beside the staging: kept in a file under %s\n",
+			formatBytes(sum.ValuesArenaBytes), convert.TempDirName)
+	}
 	if err == nil && len(sum.Overflows) > 0 {
 		_, err = fmt.Fprintf(out, "overflows (values too large for the dtype, stored as ±Inf or ±448): %s\n", formatCounts(sum.Overflows))
 	}
@@ -295,6 +299,20 @@ func formatCounts(m map[string]int64) string {
 // parseByteSize parses a byte size: a number with an optional unit B, KB, MB,
 // GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), from 1 byte
 // up to the int64 limit.
+// parseMemoryLimit parses a --memory-limit value (parseByteSize's syntax)
+// of at least convert.MinMemoryLimit; any other value is a usage error
+// (exit code 2) naming the flag, and one below the minimum gives it.
+func parseMemoryLimit(s string) (int64, error) {
+	n, err := parseByteSize(s)
+	if err != nil {
+		return 0, usagef("--memory-limit: %v", err)
+	}
+	if n < convert.MinMemoryLimit {
+		return 0, usagef("--memory-limit %s is below the minimum of %s (row groups would be read a few rows at a time)", strings.TrimSpace(s), formatBytes(convert.MinMemoryLimit))
+	}
+	return n, nil
+}
+
 func parseByteSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := len(t)

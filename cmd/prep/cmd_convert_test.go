@@ -25,6 +25,12 @@ import (
 // returns the plan path.
 func convertFixture(t *testing.T) string {
 	t.Helper()
+	return convertFixtureRows(t, 100)
+}
+
+// convertFixtureRows is convertFixture with n rows (id i, a i/4, b -i).
+func convertFixtureRows(t *testing.T, n int) string {
+	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
 	os.Mkdir(src, 0o755)
@@ -33,7 +39,7 @@ func convertFixture(t *testing.T) string {
 		A  float64 `parquet:"a"`
 		B  float64 `parquet:"b"`
 	}
-	rows := make([]row, 100)
+	rows := make([]row, n)
 	for i := range rows {
 		rows[i] = row{int64(i), float64(i) / 4, -float64(i)}
 	}
@@ -134,6 +140,36 @@ func TestParseByteSizeRejectsZeroNegativeAndOverflow(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, "--memory-limit") {
 			t.Errorf("--memory-limit %s: exit %d, stderr %q; want 2", m, code, errs)
 		}
+	}
+}
+
+// TestMemoryLimitBelowMinimumIsUsageError pins limits that were taken as
+// given: --memory-limit 1KiB or 1 cut a row group into millions of
+// windows of two rows (73 to 315 s, and more memory than at 1 MiB). convert
+// and verify --deep refuse a limit below 1 MiB, naming the minimum, and
+// accept 1 MiB itself.
+func TestMemoryLimitBelowMinimumIsUsageError(t *testing.T) {
+	pp := convertFixture(t)
+	set := filepath.Join(t.TempDir(), "set")
+	if code, _, errs := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", set, "--memory-limit", "1MiB"); code != 0 {
+		t.Fatalf("convert --memory-limit 1MiB: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", filepath.Join(t.TempDir(), "o"), "--memory-limit", "1KiB"}, "--memory-limit 1KiB is below the minimum of 1.0 MiB"},
+		{[]string{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", filepath.Join(t.TempDir(), "o"), "--memory-limit", "1"}, "--memory-limit 1 is below the minimum of 1.0 MiB"},
+		{[]string{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", filepath.Join(t.TempDir(), "o"), "--memory-limit", "1048575"}, "--memory-limit 1048575 is below the minimum of 1.0 MiB"},
+		{[]string{"verify", set, "--deep", "--memory-limit", "1KiB"}, "--memory-limit 1KiB is below the minimum of 1.0 MiB"},
+	} {
+		code, _, errs := runPrep(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args[len(c.args)-2:], code, errs, c.want)
+		}
+	}
+	if code, _, errs := runPrep("verify", set, "--deep", "--memory-limit", "1MiB"); code != 0 {
+		t.Errorf("verify --deep --memory-limit 1MiB: exit %d: %s", code, errs)
 	}
 }
 
@@ -266,38 +302,38 @@ func TestProgressLabel(t *testing.T) {
 // TestConvertSpillsOverMemoryLimit checks that --memory-limit below the
 // staging size makes convert spill by output window, and below a row
 // group's decoded size decode it in row slices, says both in its summary,
-// and writes the same shards as a run that stages in memory.
+// and writes the same shards as a run that stages in memory. It forces
+// both at the least limit accepted (1 MiB) with enough rows.
 func TestConvertSpillsOverMemoryLimit(t *testing.T) {
-	pp := convertFixture(t)
+	pp := convertFixtureRows(t, 100_000)
 	mem, spill := filepath.Join(t.TempDir(), "mem"), filepath.Join(t.TempDir(), "spill")
 	args := []string{"convert", "--plan", pp, "--tensor", "id=id:I64", "--tensor", "ab=a,b:F32:2", "--jobs", "2"}
 	if code, _, stderr := runPrep(append(args, "-o", mem)...); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	// 100 samples x 16 bytes = 1600 bytes of staging; a 1 KiB limit holds
-	// four steps (2 ranks x 8 samples x 16 bytes each) per window: 7 steps
-	// make 2 windows per epoch, 4 in all; every sample slot of both epochs
-	// (pads included: 112 slots per epoch) is spilled with an 8-byte header:
-	// 2 x 112 x 24 bytes.
+	// 100,000 samples x 16 bytes = 1.5 MiB of staging; a 1 MiB limit
+	// holds 4096 steps (2 ranks x 8 samples x 16 bytes each) per window:
+	// 6250 steps make 2 windows per epoch, 4 in all; every sample slot of
+	// both epochs is spilled with an 8-byte header: 2 x 100,000 x 24 bytes.
 	prom := filepath.Join(t.TempDir(), "prep.prom")
-	code, stdout, stderr := runPrep(append(args, "-o", spill, "--memory-limit", "1KiB", "--metrics-file", prom)...)
+	code, stdout, stderr := runPrep(append(args, "-o", spill, "--memory-limit", "1MiB", "--metrics-file", prom)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	got := testutil.ReadMetrics(t, prom, "convert", spill)
-	testutil.CheckMetrics(t, got, map[string]float64{metrics.SpillBytes: 2 * 112 * 24})
+	testutil.CheckMetrics(t, got, map[string]float64{metrics.SpillBytes: 2 * 100_000 * 24})
 	if got[metrics.PeakRSSBytes] < 1<<20 {
 		t.Errorf("%s = %v, want the process's peak RSS (over 1 MiB)", metrics.PeakRSSBytes, got[metrics.PeakRSSBytes])
 	}
-	want := "staging (1.6 KiB) exceeded --memory-limit: spilled 5.2 KiB to disk in 4 output windows"
+	want := "staging (1.5 MiB) exceeded --memory-limit: spilled 4.6 MiB to disk in 4 output windows"
 	if !strings.Contains(stdout, want) {
 		t.Errorf("summary %q lacks %q", stdout, want)
 	}
-	// The row group's 100 rows are estimated at 18 bytes (id, I64) + 2 x 10
-	// (a and b stacked as F32) per row decoded (2 x the output, + 2): 2
-	// workers' slices share half the 1 KiB limit, 256 bytes each, 6 rows,
-	// so 17 slices.
-	want = "1 row group would not fit --memory-limit decoded whole: decoded in 17 row slices"
+	// The row group's 100,000 rows are estimated at 18 bytes (id, I64) +
+	// 2 x 10 (a and b stacked as F32) per row decoded (2 x the output,
+	// + 2): 2 workers' slices share half the 1 MiB limit, 256 KiB each,
+	// 6898 rows, so 15 slices.
+	want = "1 row group would not fit --memory-limit decoded whole: decoded in 15 row slices"
 	if !strings.Contains(stdout, want) {
 		t.Errorf("summary %q lacks %q", stdout, want)
 	}

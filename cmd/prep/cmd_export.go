@@ -34,10 +34,23 @@ receives it, into DIR as NumPy files (format 1.0, little-endian):
   sample_ids.npy   <i8 [count]: the source row index of each sample
   pad_mask.npy     |b1 [count]: true for pad samples (remainder "pad")
 
-count is the number of present samples, pads included. '/' in a tensor
-name becomes '_' in its file name. The batch checksum is verified first.`,
+A jagged tensor (a variable number of values per sample) gives two files:
+
+  <tensor>.npy          its values, shape [N, per-value shape...], in its
+                        dtype: the count samples' values one after another
+  <tensor>_offsets.npy  <i8 [count+1]: sample i's values are
+                        values[offsets[i]:offsets[i+1]]; offsets[0] = 0,
+                        offsets[count] = N
+
+count is the number of present samples, pads included (unused slots of a
+short batch are not written). '/' in a tensor name becomes '_' in its file
+name; two tensors needing one file name are an error. The batch checksum
+(and a jagged tensor's offsets) are verified first. One step per run: run
+export once per step for several.`,
 		Example: `  prep export /local/shards --epoch 0 --rank 3 --step 0 -o /tmp/batch0
-  python3 -c 'import numpy as np; print(np.load("/tmp/batch0/sample_ids.npy"))'`,
+  python3 -c 'import numpy as np; print(np.load("/tmp/batch0/sample_ids.npy"))'
+  # a jagged tensor "tokens": sample 2's list
+  python3 -c 'import numpy as np; v = np.load("/tmp/batch0/tokens.npy"); o = np.load("/tmp/batch0/tokens_offsets.npy"); print(v[o[2]:o[3]])'`,
 		Args: oneArg("the shard set directory (OUT)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.epoch < 0 || o.rank < 0 || o.step < 0 {

@@ -91,15 +91,20 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		}
 		fmt.Fprintln(tw, "\nTENSOR\tDTYPE\tSHAPE\tBYTES/SAMPLE\tSLAB OFFSET\tSLAB SIZE")
 		for _, t := range s.Tensors {
+			if t.Jagged {
+				// Per value, and the slab is the offsets slab.
+				fmt.Fprintf(tw, "%s\t%s\tjagged %v\t%d/value\t%d\t%d (offsets)\n", t.Name, t.DType, t.Shape, t.SampleBytes, t.SlabOffset, t.SlabSize)
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\n", t.Name, t.DType, t.Shape, t.SampleBytes, t.SlabOffset, t.SlabSize)
 		}
-		fmt.Fprintln(tw, "\nBATCH\tOFFSET\tCOUNT\tPADS\tCRC32C\tFIRST ID\tLAST ID")
+		fmt.Fprintln(tw, "\nBATCH\tOFFSET\tSIZE\tCOUNT\tPADS\tCRC32C\tFIRST ID\tLAST ID")
 		for i, b := range s.Batches {
 			if maxBatches > 0 && i == maxBatches {
 				fmt.Fprintf(tw, "... %d more\n", len(s.Batches)-i)
 				break
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%d\n", b.Index, b.Offset, b.Count, b.Pads, b.CRC, b.FirstID, b.LastID)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", b.Index, b.Offset, b.Size, b.Count, b.Pads, b.CRC, b.FirstID, b.LastID)
 		}
 	case verify.InspectShardSet:
 		s := in.Set
@@ -108,10 +113,14 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		fingerprints(s.PlanFingerprint, s.SourceFingerprint, s.SpecHash)
 		var ts []string
 		for _, t := range s.Tensors {
+			if t.Jagged {
+				ts = append(ts, fmt.Sprintf("%s %v jagged %v", t.Name, t.DType, t.Shape))
+				continue
+			}
 			ts = append(ts, fmt.Sprintf("%s %v %v", t.Name, t.DType, t.Shape))
 		}
 		row("tensors", "%s", strings.Join(ts, ", "))
-		row("total", "%d bytes in %d epochs x %d ranks", s.TotalBytes, len(s.Epochs), len(s.Ranks))
+		row("total", "%d bytes in %s x %s", s.TotalBytes, count(len(s.Epochs), "epoch"), count(len(s.Ranks), "rank"))
 		fmt.Fprint(tw, "\nEPOCH")
 		for _, r := range s.Ranks {
 			fmt.Fprintf(tw, "\tRANK %d", r)
@@ -170,10 +179,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 				phys += fmt.Sprintf("(%d)", c.Width)
 			}
 			if c.List {
-				logical = "LIST"
-				if c.Logical != "" {
-					logical += "<" + c.Logical + ">"
-				}
+				logical = listType(c, p.Columns)
 				if c.ElemNullable {
 					logical += " (elements nullable)"
 				}
@@ -188,4 +194,53 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		}
 	}
 	return tw.Flush()
+}
+
+// listType is the LOGICAL column of a list leaf: LIST<T>, LIST<LIST<T>>
+// for a list of lists, and MAP<K, V> (key) or (value) for a map's leaves,
+// K and V the types of the map's key and value leaves (V is STRUCT for a
+// value of several fields, and is left out when the map has no value).
+func listType(c verify.ParquetColumn, cols []verify.ParquetColumn) string {
+	if c.MapRole != "" {
+		var key, val []string
+		for _, o := range cols {
+			if o.Group != c.Group {
+				continue
+			}
+			switch o.MapRole {
+			case "key":
+				key = append(key, leafType(o))
+			case "value":
+				val = append(val, leafType(o))
+			}
+		}
+		kv := strings.Join(key, ", ")
+		switch {
+		case len(val) == 1:
+			kv += ", " + val[0]
+		case len(val) > 1:
+			kv += ", STRUCT"
+		}
+		s := "MAP<" + kv + "> (" + c.MapRole + ")"
+		if c.Depth > 1 {
+			s = "MAP<" + kv + "> (" + c.MapRole + ", a list per value)"
+		}
+		return s
+	}
+	s := "LIST<" + leafType(c) + ">"
+	if c.Logical == "" {
+		s = "LIST"
+	}
+	for range c.Depth - 1 {
+		s = "LIST<" + s + ">"
+	}
+	return s
+}
+
+// leafType is a leaf's logical type, or its physical type when it has none.
+func leafType(c verify.ParquetColumn) string {
+	if c.Logical != "" {
+		return c.Logical
+	}
+	return c.Physical
 }

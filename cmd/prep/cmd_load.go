@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/prepml/prep/gpuload"
 	"github.com/spf13/cobra"
+
+	"github.com/prepml/prep/gpuload"
 )
 
 func init() { subcommands = append(subcommands, newLoadCmd) }

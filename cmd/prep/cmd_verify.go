@@ -90,7 +90,11 @@ finding, not just the first:
                (size and footer hash), and for a seeded sample of batches
                (all when the set is at most 1 GiB, else 1 GiB's worth, or
                FRACTION of them) every value re-read from the source
-               Parquet through the feature spec, compared bit for bit
+               Parquet through the feature spec, compared bit for bit;
+               for a jagged tensor every offset and value: a sample
+               holding another number of values is a value_mismatch with
+               "what": "values count", a differing value one with the
+               element index counted across the sample's values
 
 Each finding is one line on stdout, then "N findings". Exit status: 0 when
 clean, 1 when anything is wrong, 2 on usage errors.
@@ -125,7 +129,7 @@ source_unreadable, value_mismatch.`,
 	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
 	f.BoolVar(&o.recompute, "recompute-plan", false, "recompute every batch's ids from the plan's inputs instead of trusting the epoch digests in the plan file (slower; implied by --deep)")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
-	f.StringVar(&o.memLimit, "memory-limit", "1GiB", "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), e.g. 512MiB")
+	f.StringVar(&o.memLimit, "memory-limit", "1GiB", "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), at least 1MiB, e.g. 512MiB")
 	return cmd
 }
 
@@ -136,9 +140,9 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	if o.maxPer < 1 {
 		return usagef("--max-per-shard must be >= 1, not %d", o.maxPer)
 	}
-	mem, err := parseByteSize(o.memLimit)
+	mem, err := parseMemoryLimit(o.memLimit)
 	if err != nil {
-		return usagef("--memory-limit: %v", err)
+		return err
 	}
 	if err := o.io.check(); err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -203,6 +205,56 @@ func TestExportCommand(t *testing.T) {
 	}
 	if code, _, _ := runCLI("export", f.Dir, "--epoch", "0", "--rank", "0", "--step", "0"); code != 2 {
 		t.Errorf("missing -o: exit %d, want 2", code)
+	}
+}
+
+// TestExportCommandJagged exports a batch with jagged tensors: each gives
+// a values file and an offsets file, listed with their shapes, and --json
+// names their part.
+func TestExportCommandJagged(t *testing.T) {
+	f := verifytest.BuildJagged(t)
+	ids, _, _ := f.Plan.RankBatch(0, 0, 0, nil)
+	var nh, np int
+	for _, id := range ids {
+		nh += int(id % 4)
+		np += int(id % 3)
+	}
+	out := t.TempDir()
+	code, stdout, errs := runCLI("export", f.Dir, "--epoch", "0", "--rank", "0", "--step", "0", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	for _, line := range []string{
+		filepath.Join(out, "h.npy") + "\t<i4 [" + strconv.Itoa(nh) + "]\n",
+		filepath.Join(out, "h_offsets.npy") + "\t<i8 [3]\n",
+		filepath.Join(out, "p.npy") + "\t<f4 [" + strconv.Itoa(np) + " 2]\n",
+		filepath.Join(out, "p_offsets.npy") + "\t<i8 [3]\n",
+	} {
+		if !strings.Contains(stdout, line) {
+			t.Errorf("stdout lacks %q:\n%s", line, stdout)
+		}
+	}
+	code, stdout, errs = runCLI("export", f.Dir, "--epoch", "0", "--rank", "0", "--step", "0", "-o", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	var res struct {
+		Files []struct {
+			Tensor, Part, DType, Descr string
+			Shape                      []int
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range res.Files {
+		got = append(got, fmt.Sprintf("%s/%s %s %s %v", x.Tensor, x.Part, x.DType, x.Descr, x.Shape))
+	}
+	want := []string{"x/ F32 <f4 [2 3]", "y/ I64 <i8 [2]", fmt.Sprintf("h/values I32 <i4 [%d]", nh), "h/offsets I64 <i8 [3]",
+		fmt.Sprintf("p/values F32 <f4 [%d 2]", np), "p/offsets I64 <i8 [3]", "/  <i8 [2]", "/  |b1 [2]"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("--json files\n got %q\nwant %q", got, want)
 	}
 }
 

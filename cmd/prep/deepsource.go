@@ -63,7 +63,9 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 // source's root, object stores included.
 var deepStores *storeCache
 
-// deepSource materializes expected samples with convert.MaterializeFrom.
+// deepSource materializes expected samples with convert.MaterializeFrom:
+// by parts of row groups (Hold, Held), or by windows of batches (Prefetch,
+// FillBlock, JaggedValues).
 type deepSource struct {
 	st      source.Store
 	p       *plan.Plan
@@ -101,17 +103,26 @@ func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 	return nil
 }
 
-// FillBlock lays out the samples of ids as a shard block.
-func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+// have materializes ids unless every one of them is held already.
+func (s *deepSource) have(ctx context.Context, ids []uint64) error {
 	for _, id := range ids {
 		if _, ok := s.index[id]; !ok {
-			if err := s.Prefetch(ctx, ids); err != nil {
-				return err
-			}
-			break
+			return s.Prefetch(ctx, ids)
 		}
 	}
+	return nil
+}
+
+// FillBlock lays out the samples of ids' fixed-shape tensors as a shard
+// block; a jagged tensor's offsets slab is left zero (JaggedValues).
+func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+	if err := s.have(ctx, ids); err != nil {
+		return err
+	}
 	for t := range s.tensors {
+		if s.g.IsJagged(t) {
+			continue
+		}
 		n := s.g.SampleBytes[t]
 		for i, id := range ids {
 			off := s.g.SlabOffset[t] + uint64(i)*n
@@ -121,4 +132,43 @@ func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) 
 	return nil
 }
 
+// JaggedValues returns each of ids' values of jagged tensor t, as
+// convert.Samples.Sample gives them (verify.JaggedSource): a sample's
+// values bytes, little-endian, a whole number of values. The slices alias
+// the materialized samples, valid until the next Prefetch.
+func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][]byte, error) {
+	if err := s.have(ctx, ids); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		out[i] = s.samples.Sample(t, s.index[id])
+	}
+	return out, nil
+}
+
+// Hold materializes ids (sorted, unique) with one convert.MaterializeFrom,
+// which decodes each row group holding one of them once, and keeps them,
+// replacing what was held (verify.PartSource).
+func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
+	got, err := convert.MaterializeFrom(ctx, s.st, s.p, s.spec, ids, s.limit)
+	if err != nil {
+		return err
+	}
+	if !shardfmt.SameTensors(got.Tensors, s.tensors) {
+		return fmt.Errorf("spec yields tensors %s, shard has %s", shardfmt.TensorList(got.Tensors), shardfmt.TensorList(s.tensors))
+	}
+	s.samples, s.index = got, nil
+	return nil
+}
+
+// Held returns tensor t's bytes of the i-th id of the last Hold, as
+// convert.Samples.Sample gives them (verify.PartSource).
+func (s *deepSource) Held(t, i int) []byte { return s.samples.Sample(t, i) }
+
 func (s *deepSource) Close() error { return nil }
+
+var (
+	_ verify.JaggedSource = (*deepSource)(nil)
+	_ verify.PartSource   = (*deepSource)(nil)
+)

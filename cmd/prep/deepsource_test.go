@@ -182,3 +182,76 @@ func TestDeepHonoursMemoryLimit(t *testing.T) {
 		t.Errorf("%d prefetches, want the small limit to cut them", len(fetches))
 	}
 }
+
+// TestDeepOverConvertedJaggedParquet runs --deep with convert's
+// materializer over a set convert made from a Parquet LIST column with
+// `list: {jagged: true}`: clean (also under a 2 KiB memory limit), then
+// after one value of the jagged tensor is changed in a shard rewritten
+// with valid checksums and digest, which only the value comparison can
+// tell. The finding names the batch, slot, sample, tensor and element,
+// with both values exact.
+func TestDeepOverConvertedJaggedParquet(t *testing.T) {
+	out, _, p := deepfixture.ConvertJagged(t)
+	m := deepManifest(t, out)
+	if m.ShardFormat != "2.0" {
+		t.Fatalf("manifest shard_format %q, want 2.0", m.ShardFormat)
+	}
+	opts := verify.Options{Dir: out, Deep: true, Source: convertSource, MaxPerShard: 100}
+	rep := verifytest.Run(t, opts)
+	if !rep.OK || rep.DeepBatches != 4*p.Steps() {
+		t.Fatalf("clean set: deep %d batches\n%s", rep.DeepBatches, verifytest.Lines(rep))
+	}
+	// Under a 2 KiB limit, prefetches of about a batch and row windows.
+	small := opts
+	small.MemoryLimit, small.Jobs = 2<<10, 2
+	if rep := verifytest.Run(t, small); !rep.OK || rep.DeepBatches != 4*p.Steps() {
+		t.Fatalf("clean set under 2 KiB: deep %d batches\n%s", rep.DeepBatches, verifytest.Lines(rep))
+	}
+
+	// In shard 1, element 1 of the first sample with 2 or more values of
+	// l becomes 424242.
+	bk, slot := -1, -1
+	var id uint64
+	verifytest.RewriteShard(t, out, m, 1, func(k int, block []byte, ids []uint64, pads int) ([]byte, []uint64, int) {
+		if bk >= 0 {
+			return block, ids, pads
+		}
+		for i, sid := range ids {
+			if len(deepfixture.L(int64(sid))) >= 2 {
+				bk, slot, id = k, i, sid
+				break
+			}
+		}
+		if bk < 0 {
+			return block, ids, pads
+		}
+		g, err := shardfmt.NewGeometry(len(ids), m.Tensors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const l = 1 // tensor index of l
+		off := func(j int) uint64 { return binary.LittleEndian.Uint64(block[g.SlabOffset[l]+8*uint64(j):]) }
+		lay, err := g.BatchLayout([]uint64{off(g.BatchSize)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(block[lay.ValuesOffset[l]+8*(off(slot)+1):], 424242)
+		return block, ids, pads
+	})
+	if bk < 0 {
+		t.Fatal("shard 1 has no sample with 2 values of l")
+	}
+	rep = verifytest.Run(t, opts)
+	if len(rep.Findings) != 1 {
+		t.Fatalf("findings:\n%s", verifytest.Lines(rep))
+	}
+	x := rep.Findings[0]
+	want := verify.Finding{Kind: verify.KindValueMismatch, Shard: m.Shards[1].Path, Epoch: &m.Shards[1].Epoch, Rank: &m.Shards[1].Rank,
+		Batch: &bk, Tensor: "l", SampleID: &id, Element: new(int), What: "value",
+		Expected: strconv.Itoa(int(deepfixture.L(int64(id))[1])), Actual: "424242",
+		Message: "slot " + strconv.Itoa(slot) + " differs from the source"}
+	*want.Element = 1
+	if x.String() != want.String() {
+		t.Fatalf("finding\n got %s\nwant %s", x, want)
+	}
+}

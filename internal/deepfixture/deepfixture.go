@@ -68,17 +68,79 @@ func WriteSource(t testing.TB, path string, edit map[int64]float64) {
 	}
 }
 
+// JaggedRow is the source row of ConvertJagged: L, a LIST of INT32, holds
+// L(id).
+type JaggedRow struct {
+	ID int64   `parquet:"id"`
+	X  float64 `parquet:"x"`
+	L  []int32 `parquet:"l,list"`
+}
+
+// L returns row id's list of column l: id%5 values, l[k] = 10*id + k
+// (empty for every fifth row).
+func L(id int64) []int32 {
+	l := make([]int32, id%5)
+	for k := range l {
+		l[k] = int32(10*id) + int32(k)
+	}
+	return l
+}
+
+// JaggedSpec is the feature spec ConvertJagged converts with: x as F64 and
+// l as the jagged I64 tensor l.
+const JaggedSpec = `tensors:
+  - {name: x, column: x, dtype: F64}
+  - {name: l, column: l, dtype: I64, list: {jagged: true}}
+`
+
+// WriteJaggedSource writes the source of ConvertJagged at path: Rows rows
+// of JaggedRow in row groups of 20, x = X(id), l = L(id).
+func WriteJaggedSource(t testing.TB, path string) {
+	t.Helper()
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[JaggedRow](fh, parquet.MaxRowsPerRowGroup(20))
+	rows := make([]JaggedRow, Rows)
+	for i := range rows {
+		id := int64(i)
+		rows[i] = JaggedRow{ID: id, X: X(id), L: L(id)}
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Convert writes the source as src/part-0.parquet, plans it (seed 11, 2
 // epochs, global batch 8, world size 2, global shuffle, remainder drop)
 // and converts it with Spec into out, which keeps a copy of the plan.
 func Convert(t testing.TB) (out, src string, p *plan.Plan) {
+	t.Helper()
+	return convertWith(t, Spec, func(path string) { WriteSource(t, path, nil) })
+}
+
+// ConvertJagged is Convert with the source of WriteJaggedSource and
+// JaggedSpec: a shard set of format 2.0.
+func ConvertJagged(t testing.TB) (out, src string, p *plan.Plan) {
+	t.Helper()
+	return convertWith(t, JaggedSpec, func(path string) { WriteJaggedSource(t, path) })
+}
+
+func convertWith(t testing.TB, specText string, write func(path string)) (out, src string, p *plan.Plan) {
 	t.Helper()
 	src = filepath.Join(t.TempDir(), "src")
 	out = filepath.Join(t.TempDir(), "out")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	WriteSource(t, filepath.Join(src, "part-0.parquet"), nil)
+	write(filepath.Join(src, "part-0.parquet"))
 	found, err := source.Discover(context.Background(), []string{src})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +150,7 @@ func Convert(t testing.TB) (out, src string, p *plan.Plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := convert.ParseSpec([]byte(Spec), "features.yaml")
+	spec, err := convert.ParseSpec([]byte(specText), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

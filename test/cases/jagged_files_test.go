@@ -185,6 +185,47 @@ func TestJaggedMapNoValue(t *testing.T) {
 	}
 }
 
+// map_no_value.parquet's my_map: keys [1 2 3], [4 5 6], [7 8 9], every
+// value null (DuckDB refuses the file; the values are parquet-go's): the
+// null values take element_fill and element_mask 0, and the dense tensor
+// finds the listed keys present.
+func TestJaggedMapNoValueMaps(t *testing.T) {
+	const file, rows = "map_no_value.parquet", 3
+	r := fileRun(t, file, rows)
+	a, _ := r.exportAll("map_no_value_maps.yaml", rows)
+	keys := jagged(t, a, "mm.keys", "<i4", rows)
+	vals := jagged(t, a, "mm.values", "<i4", rows)
+	em := jagged(t, a, "mm_element_mask", "|u1", rows)
+	md := tensor(t, a, "md", "<i4")
+	if !slices.Equal(md.shape, []int{rows, 4}) {
+		t.Fatalf("md shape %v, want [%d 4]", md.shape, rows)
+	}
+	dense := md.i32()
+	fill := uint64(0xfffffffffffffffb) // -5
+	for k := range rows {
+		b := uint64(3 * k)
+		checkSample(t, "mm.keys", int64(k), keys.sample(k), []uint64{b + 1, b + 2, b + 3})
+		checkSample(t, "mm.values", int64(k), vals.sample(k), []uint64{fill, fill, fill})
+		checkSample(t, "mm_element_mask", int64(k), em.sample(k), []uint64{0, 0, 0})
+		want := []int32{-1, -1, -1, -1}
+		want[k] = -5 // key 1, 5 or 9 is in row k, its value null
+		if got := dense[4*k : 4*k+4]; !slices.Equal(got, want) {
+			t.Errorf("md of row %d = %v, want %v", k, got, want)
+		}
+	}
+}
+
+// The map files' maps that a map policy does not read are refused before
+// any shard, naming the map and the reason.
+func TestJaggedMapsRefused(t *testing.T) {
+	fileRun(t, "map_no_value.parquet", 3).convertFails("map_no_value_keys_only.yaml",
+		"map_no_value.parquet", `map "my_map_no_v" has no value field`, `"my_map_no_v.key"`)
+	fileRun(t, "incorrect_map_schema.parquet", 1).convertFails("incorrect_map_schema.yaml",
+		"incorrect_map_schema.parquet", `map "my_map" has BYTE_ARRAY STRING values, which convert to no dtype`)
+	fileRun(t, "nonnullable.impala.parquet", 1).convertFails("impala_map_array.yaml",
+		"nonnullable.impala.parquet", `"int_map_array"`, "unsupported parquet feature", "inside a list or map")
+}
+
 // nested_lists.snappy.parquet's column a has three levels of lists: refused
 // before any shard, naming the column and its depth.
 func TestJaggedNestedListsDepth3Refused(t *testing.T) {

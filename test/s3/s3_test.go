@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
 	"github.com/prepml/prep/internal/s3test"
 	"github.com/prepml/prep/internal/testutil"
 )

@@ -42,10 +42,11 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/prepml/prep/bench/internal/gen"
 	"github.com/prepml/prep/bench/internal/pages"
 	"github.com/prepml/prep/bench/internal/result"
-	"golang.org/x/sys/unix"
 )
 
 func main() {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
 	"github.com/prepml/prep/internal/s3test"
 )
 

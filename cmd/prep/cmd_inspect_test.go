@@ -1,0 +1,137 @@
+package main
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/internal/testutil"
+	"github.com/prepml/prep/shardfmt"
+)
+
+type inspectRow struct {
+	M  map[string]int32 `parquet:"m"`
+	LL [][]int64        `parquet:"ll,list"`
+	S  []string         `parquet:"s,list"`
+}
+
+// inspect of a Parquet file shows a map's key and value leaves as
+// MAP<K, V> with their role, and a list of lists as LIST<LIST<T>>.
+func TestInspectParquetNestedTypes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n.parquet")
+	fd, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[inspectRow](fd)
+	if _, err := w.Write([]inspectRow{{M: map[string]int32{"a": 1}, LL: [][]int64{{1}}, S: []string{"x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("inspect", path)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	for _, want := range [][]string{
+		{"m.key", "BYTE_ARRAY", "MAP<STRING, INT(32,true)> (key)", "no"},
+		{"m.value", "INT32", "MAP<STRING, INT(32,true)> (value)", "no"},
+		{"ll", "INT64", "LIST<LIST<INT(64,true)>>", "no"},
+		{"s", "BYTE_ARRAY", "LIST<STRING>", "no"},
+	} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Split(strings.Join(strings.Fields(line), " "), " ")
+			if len(f) > 0 && f[0] == want[0] {
+				found = true
+				if got := strings.Join(strings.Fields(line), " "); got != strings.Join(want, " ") {
+					t.Errorf("line %q, want %q", got, strings.Join(want, " "))
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no line for %s in\n%s", want[0], out)
+		}
+	}
+}
+
+// inspect of a shard set and of a shard holding a jagged tensor (format
+// 2.0) marks the tensor jagged, gives its per-value shape and the offsets
+// slab, and each batch's own block size: with b = 4, "x" F32 takes
+// [0, 16), "h"'s offsets (5 int64) [256, 296), its values start at 512, so
+// 1000 and 2000 I32 values end at 4512 and 8512: blocks of 8192 and 12288
+// bytes (FORMAT.md, block layout 2.0).
+func TestInspectJaggedShard(t *testing.T) {
+	dir := t.TempDir()
+	_, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: 1, Ranks: 1, Steps: 2, BatchSize: 4,
+		Tensors:    []shardfmt.TensorInfo{{Name: "x", DType: shardfmt.F32}, {Name: "h", DType: shardfmt.I32, Jagged: true}},
+		Provenance: shardfmt.Provenance{PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec", WorldSize: 1, Workers: 1},
+		Manifest:   shardfmt.Manifest{Format: "prep-manifest/v1", PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec"},
+		Batch: func(e, r, k int) ([]uint64, int, error) {
+			return []uint64{uint64(4 * k), uint64(4*k + 1), uint64(4*k + 2), uint64(4*k + 3)}, 0, nil
+		},
+		Values: func(e, r, k int, ids []uint64) []uint64 { return []uint64{uint64(1000 * (k + 1))} },
+		Fill: func(g shardfmt.Geometry, ids []uint64, block []byte) {
+			n := 1000 * (ids[0]/4 + 1)
+			for j := range 5 {
+				binary.LittleEndian.PutUint64(block[256+8*j:], n*uint64(min(j, 4))/4)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := func(out string) [][]string {
+		var rows [][]string
+		for _, line := range strings.Split(out, "\n") {
+			rows = append(rows, strings.Fields(line))
+		}
+		return rows
+	}
+	has := func(out string, want ...string) {
+		t.Helper()
+		for _, f := range fields(out) {
+			if slices.Equal(f, want) {
+				return
+			}
+		}
+		t.Errorf("no line %q in\n%s", strings.Join(want, " "), out)
+	}
+	code, out, errs := runCLI("inspect", dir)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	st, err := os.Stat(filepath.Join(dir, shardfmt.ShardFileName(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	has(out, "tensors", "x", "F32", "[],", "h", "I32", "jagged", "[]")
+	has(out, "total", strconv.FormatInt(st.Size(), 10), "bytes", "in", "1", "epoch", "x", "1", "rank")
+
+	code, out, errs = runCLI("inspect", filepath.Join(dir, shardfmt.ShardFileName(0, 0)))
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	has(out, "h", "I32", "jagged", "[]", "4/value", "256", "40", "(offsets)")
+	for k, size := range []string{"8192", "12288"} {
+		found := false
+		for _, f := range fields(out) {
+			if len(f) == 8 && f[0] == strconv.Itoa(k) && f[2] == size && f[3] == "4" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no batch %d row of size %s in\n%s", k, size, out)
+		}
+	}
+}

@@ -1,0 +1,577 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// jagLen is the length of row id's lists: 0 and 40 among them.
+func jagLen(id int64) int { return []int{0, 1, 2, 3, 5, 8, 13, 0, 40}[id%9] }
+
+// jagNullRow and jagNullElem say where v holds a null list and a null
+// element.
+func jagNullRow(id int64) bool         { return id%11 == 3 }
+func jagNullElem(id int64, k int) bool { return (id+int64(k))%7 == 0 }
+
+// jagSchema: id INT64; v optional list of optional INT32 (null lists,
+// null elements); w a required list of required INT32.
+func jagSchema() *parquet.Schema {
+	return parquet.NewSchema("schema", parquet.Group{
+		"id": parquet.Leaf(parquet.Int64Type),
+		"v":  parquet.Optional(parquet.List(parquet.Optional(parquet.Leaf(parquet.Int32Type)))),
+		"w":  parquet.List(parquet.Leaf(parquet.Int32Type)),
+	})
+}
+
+// writeJagged writes rows [first, first+n) to path, row groups of rg rows.
+func writeJagged(t testing.TB, path string, first, n int64, rg int64, long func(id int64) int) {
+	t.Helper()
+	var rows []parquet.Row
+	for id := first; id < first+n; id++ {
+		row := parquet.Row{parquet.Int64Value(id).Level(0, 0, 0)}
+		m := jagLen(id)
+		if long != nil {
+			m = long(id)
+		}
+		switch {
+		case jagNullRow(id):
+			row = append(row, parquet.NullValue().Level(0, 0, 1))
+		case m == 0:
+			row = append(row, parquet.NullValue().Level(0, 1, 1))
+		default:
+			for k := range m {
+				rep := 1
+				if k == 0 {
+					rep = 0
+				}
+				if jagNullElem(id, k) {
+					row = append(row, parquet.NullValue().Level(rep, 2, 1))
+				} else {
+					row = append(row, parquet.Int32Value(int32(id*100)+int32(k)).Level(rep, 3, 1))
+				}
+			}
+		}
+		wm := int(id % 4)
+		if wm == 0 {
+			row = append(row, parquet.NullValue().Level(0, 0, 2))
+		}
+		for k := range wm {
+			rep := 1
+			if k == 0 {
+				rep = 0
+			}
+			row = append(row, parquet.Int32Value(-int32(id)-int32(k)).Level(rep, 1, 2))
+		}
+		rows = append(rows, row)
+	}
+	writeRows(t, path, jagSchema(), rows, parquet.MaxRowsPerRowGroup(rg), parquet.PageBufferSize(1024))
+}
+
+const jagSpecYAML = `
+tensors:
+  - {name: id, column: id, dtype: I64}
+  - name: v
+    column: v
+    dtype: I32
+    list: {jagged: true, element_fill: -1, element_mask: true}
+    nulls: {mask: true}
+  - {name: w, column: w, dtype: I64, list: {jagged: true}}
+`
+
+// jagExpect returns, for id, the expected bytes of id, v (values), v_mask,
+// v_element_mask (values), w (values).
+func jagExpect(id uint64) [][]byte {
+	le := binary.LittleEndian
+	i := int64(id)
+	var v, em []byte
+	mask := []byte{1}
+	if jagNullRow(i) {
+		mask = []byte{0}
+	} else {
+		for k := range jagLen(i) {
+			if jagNullElem(i, k) {
+				v, em = le.AppendUint32(v, 0xffffffff), append(em, 0)
+			} else {
+				v, em = le.AppendUint32(v, uint32(int32(i*100)+int32(k))), append(em, 1)
+			}
+		}
+	}
+	var w []byte
+	for k := range int(i % 4) {
+		w = le.AppendUint64(w, uint64(-i-int64(k)))
+	}
+	return [][]byte{le.AppendUint64(nil, id), v, mask, em, w}
+}
+
+func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
+	t.Helper()
+	src := t.TempDir()
+	writeJagged(t, filepath.Join(src, "a.parquet"), 0, 500, 128, nil)
+	writeJagged(t, filepath.Join(src, "b.parquet"), 500, 230, 1000, nil)
+	spec, err := ParseSpec([]byte(jagSpecYAML), "jagged.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return makePlan(t, src, cfg), spec
+}
+
+var jagCfg = plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 32, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
+
+// checkJaggedShards reads every shard of out and compares each sample
+// with jagExpect, through shardfmt.Reader.Jagged.
+func checkJaggedShards(t *testing.T, p *plan.Plan, out string) {
+	t.Helper()
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ShardFormat != "2.0" {
+		t.Errorf("manifest shard_format %q, want 2.0", m.ShardFormat)
+	}
+	want := "[id I64 [], v I32 [] jagged, v_mask U8 [], v_element_mask U8 [] jagged, w I64 [] jagged]"
+	if got := shardfmt.TensorList(m.Tensors); got != want {
+		t.Fatalf("tensors %s, want %s", got, want)
+	}
+	samples := 0
+	for _, e := range m.Shards {
+		r, err := shardfmt.Open(filepath.Join(out, e.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if maj, min := r.Version(); maj != 2 || min != 0 {
+			t.Errorf("%s: version %d.%d", e.Path, maj, min)
+		}
+		geo := r.Geometry()
+		for k := 0; k < r.NumBatches(); k++ {
+			ids, err := r.SampleIDs(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			block, err := r.Block(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range ids {
+				samples++
+				exp := jagExpect(id)
+				for ti := range m.Tensors {
+					var got []byte
+					if geo.IsJagged(ti) {
+						js, err := r.Jagged(k, block, ti)
+						if err != nil {
+							t.Fatal(err)
+						}
+						n := int(geo.SampleBytes[ti])
+						got = js.Values[js.Offset(i)*n : js.Offset(i+1)*n]
+					} else {
+						n := int(geo.SampleBytes[ti])
+						got = block[int(geo.SlabOffset[ti])+i*n:][:n]
+					}
+					if !bytes.Equal(got, exp[ti]) {
+						t.Fatalf("%s batch %d slot %d (id %d) tensor %s = %x, want %x", e.Path, k, i, id, m.Tensors[ti].Name, got, exp[ti])
+					}
+				}
+			}
+		}
+		r.Close()
+	}
+	if want := 2 * 2 * p.Steps() * p.BatchSize(); samples > want || samples < 730*2 {
+		t.Errorf("%d samples read", samples)
+	}
+}
+
+// TestRunJaggedMatchesSource: a jagged I32 list column with empty and null
+// lists and null elements (element_fill, element_mask, nulls.mask) and a
+// required jagged list widened to I64 read back through shardfmt equal the
+// source lists; in memory, with the records and the values arena spilled
+// to disk, and under Jobs 1 and 4 the shards are byte-identical.
+func TestRunJaggedMatchesSource(t *testing.T) {
+	p, spec := jagFixture(t, jagCfg)
+	ref := filepath.Join(t.TempDir(), "mem")
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ValuesArenaFile || sum.ValuesArenaBytes == 0 || sum.SpillWindows != 0 {
+		t.Errorf("in-memory run: summary %+v", sum)
+	}
+	checkJaggedShards(t, p, ref)
+	want := snapshot(t, ref)
+	for _, c := range []struct {
+		limit int64
+		jobs  int
+	}{{0, 1}, {0, 4}, {8 << 10, 1}, {8 << 10, 4}} {
+		out := filepath.Join(t.TempDir(), fmt.Sprintf("l%dj%d", c.limit, c.jobs))
+		sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: c.jobs, MemoryLimit: c.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.limit > 0 && (!sum.ValuesArenaFile || sum.SpillWindows == 0) {
+			t.Errorf("limit %d: arena file %v, %d spill windows", c.limit, sum.ValuesArenaFile, sum.SpillWindows)
+		}
+		if snapshot(t, out) != want {
+			t.Errorf("limit %d jobs %d: shards differ from the in-memory run", c.limit, c.jobs)
+		}
+		if _, err := os.Stat(filepath.Join(out, TempDirName)); !os.IsNotExist(err) {
+			t.Errorf("limit %d: temporary directory left: %v", c.limit, err)
+		}
+	}
+}
+
+// TestMaterializeJagged: Samples.Sample of a jagged tensor is the
+// sample's values, as the shards hold them.
+func TestMaterializeJagged(t *testing.T) {
+	p, spec := jagFixture(t, jagCfg)
+	ids := []uint64{0, 3, 7, 8, 14, 729, 500, 3}
+	s, err := Materialize(context.Background(), p, spec, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		for ti, want := range jagExpect(id) {
+			if got := s.Sample(ti, i); !bytes.Equal(got, want) {
+				t.Errorf("id %d tensor %s = %x, want %x", id, s.Tensors[ti].Name, got, want)
+			}
+		}
+	}
+}
+
+// TestRunJaggedNullErrors: without nulls, a null list is an error; without
+// element_fill or element_mask, a null element is.
+func TestRunJaggedNullErrors(t *testing.T) {
+	p, _ := jagFixture(t, jagCfg)
+	for _, c := range []struct{ spec, want string }{
+		{`tensors: [{name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}}]`,
+			`a.parquet: column "v", row group 0, row 3: null list (12 nulls in this column chunk; give nulls: {} to read them as empty lists)`},
+		{`tensors: [{name: v, column: v, dtype: I32, list: {jagged: true}, nulls: {}}]`,
+			`a.parquet: column "v", row group 0, row 4, element 3: null list element (132 null elements in this column chunk; set list.element_fill or list.element_mask)`},
+	} {
+		spec, err := ParseSpec([]byte(c.spec), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1})
+		if err == nil || err.Error() != c.want || !errors.Is(err, ErrValue) {
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
+	}
+}
+
+// jagLongFixture writes one file of n rows (one row group of rg rows at
+// most), row id's list v of long(id) elements, and returns its plan under
+// cfg and a spec of v as a jagged I32 tensor beside id.
+func jagLongFixture(t testing.TB, n, rg int64, long func(id int64) int, cfg plan.Config) (*plan.Plan, *Spec) {
+	t.Helper()
+	src := t.TempDir()
+	writeJagged(t, filepath.Join(src, "a.parquet"), 0, n, rg, long)
+	spec, err := ParseSpec([]byte(`tensors: [{name: id, column: id, dtype: I64}, {name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}, nulls: {}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return makePlan(t, src, cfg), spec
+}
+
+var jagSeqCfg = plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad}
+
+// TestRunJaggedRowOverLimit: a row whose values alone exceed a jagged
+// block's bound (a quarter of the memory limit, at least 1 MiB) is refused
+// naming file, column, row group and row, and nothing is left: by pqread
+// as it reads the row's page (Limits.MaxRowSlots) when the spec's lists
+// are all jagged, else after decoding.
+func TestRunJaggedRowOverLimit(t *testing.T) {
+	p, spec := jagLongFixture(t, 40, 16, func(id int64) int {
+		if id == 21 {
+			return 300_000
+		}
+		return int(id % 5)
+	}, jagSeqCfg)
+	withFixed, err := ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}, nulls: {}}, {name: w, column: w, dtype: I32, shape: [2], list: {pad: 0, truncate: true}, nulls: {fill: 0}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec     *Spec
+		want     string
+		sentinel error
+	}{
+		{spec, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries)`, pqread.ErrLimit},
+		{withFixed, `a.parquet: column "v", row group 1, row 5: list has 300000 values, more than the 262144 (1048576 bytes) one row of a jagged tensor may hold (a quarter of the memory limit, at least 1 MiB)`, ErrValue},
+	} {
+		out := filepath.Join(t.TempDir(), "o")
+		_, err := Run(context.Background(), Options{Plan: p, Spec: c.spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20})
+		if err == nil || err.Error() != c.want || !errors.Is(err, c.sentinel) {
+			t.Errorf("error\n  %v\nwant\n  %s", err, c.want)
+		}
+		if _, err := os.Stat(filepath.Join(out, "manifest.json")); !os.IsNotExist(err) {
+			t.Errorf("manifest left: %v", err)
+		}
+	}
+}
+
+// TestRunJaggedBatchOverLimit: a batch whose block would exceed the bound
+// is refused naming epoch, rank, step and tensor, though each of its rows
+// fits.
+func TestRunJaggedBatchOverLimit(t *testing.T) {
+	p, spec := jagLongFixture(t, 40, 40, func(id int64) int {
+		if id >= 8 && id < 12 {
+			return 100_000
+		}
+		return 1
+	}, jagSeqCfg)
+	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1, MemoryLimit: 4 << 20})
+	want := `epoch 0, rank 0, step 2: the batch block would take 1601536 bytes, more than the 1048576 (a quarter of the memory limit, at least 1 MiB) a jagged batch may (tensor "v" holds 400000 values, 1600000 bytes, in it); raise the memory limit or lower the batch size`
+	if err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	}
+}
+
+// TestRunJaggedLongRowsMemoryBound: ten rows of 2,000,000 values (80 MB of
+// values) among short ones convert under a 32 MiB limit with the Go heap
+// bounded by the limit, not by the values: the row group is read in row
+// windows cut into pieces of bounded level entries (a long row is a piece
+// alone), the arena is a file, a long row reaches it in pieces and each
+// batch block holds one long row. The live heap stays within the limit
+// and the pages of a long row (10.4 MiB each here); with the soft limit
+// prep convert gives the Go runtime (twice the limit), so does the heap
+// with its garbage. The shards equal those of a run under the default
+// limit.
+func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and converts 80 MB of list values")
+	}
+	if raceEnabled {
+		t.Skip("measures memory; slow under the race detector")
+	}
+	long := func(id int64) int {
+		if id%64 == 5 {
+			return 2_000_000
+		}
+		return int(id % 30)
+	}
+	p, spec := jagLongFixture(t, 640, 1000, long, jagSeqCfg)
+	whole := filepath.Join(t.TempDir(), "whole")
+	runtime.GC()
+	ref, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "bounded")
+	runtime.GC() // twice: the first keeps pooled buffers of the run before as the pools' victims
+	runtime.GC()
+	const limit = 32 << 20
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(2 * limit)) // as prep convert does
+	live := sampleLiveHeap()
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, MemoryLimit: limit})
+	peakLive := live()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak heap %d MiB, live %d MiB (default limit: %d MiB), arena %d MiB in a file %v, %d row windows", sum.PeakHeapBytes>>20, peakLive>>20, ref.PeakHeapBytes>>20, sum.ValuesArenaBytes>>20, sum.ValuesArenaFile, sum.RowSlices)
+	if !sum.ValuesArenaFile || sum.RowGroupsSliced != 1 {
+		t.Errorf("arena in a file %v, %d row groups sliced; want a file and 1", sum.ValuesArenaFile, sum.RowGroupsSliced)
+	}
+	// Measured (5 runs): live 34 to 41 MiB, heap 52 to 63 MiB (median 55;
+	// 56 to 102 MiB without the soft limit); before pieces of bounded
+	// entries, 47 to 52 MiB live and heap 56 to 61 MiB (97 to 121 MiB).
+	// A piece holding a long row holds its page (10.4 MiB), its values
+	// (8 MB, the null slots spread in place), levels and validity (6 MB):
+	// the limit and 12 MiB of page buffers bound the live heap, twice the
+	// limit and the page buffers the heap with its garbage.
+	const pages = 12 << 20
+	if peakLive > limit+pages {
+		t.Errorf("peak live heap %d MiB under a %d MiB limit, want at most %d MiB", peakLive>>20, limit>>20, (limit+pages)>>20)
+	}
+	if bound := int64(2*limit + pages); sum.PeakHeapBytes > bound || sum.PeakHeapBytes > ref.PeakHeapBytes/2 {
+		t.Errorf("peak heap %d MiB under a %d MiB limit, want at most %d MiB and half the default run's %d MiB", sum.PeakHeapBytes>>20, limit>>20, bound>>20, ref.PeakHeapBytes>>20)
+	}
+	if snapshot(t, out) != snapshot(t, whole) {
+		t.Errorf("bounded run's shards differ from the default run's")
+	}
+}
+
+// sampleLiveHeap samples the live heap (/gc/heap/live:bytes, as of the
+// last collection) every 5 ms until the returned func is called, which
+// returns the largest sample.
+func sampleLiveHeap() func() int64 {
+	var peak int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			metrics.Read(s)
+			peak = max(peak, int64(s[0].Value.Uint64()))
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return peak
+	}
+}
+
+// TestRunJaggedListOfLists: a list of lists with list.jagged gives <name>,
+// every innermost value of the sample flat, and <name>_inner_lengths, the
+// length of each inner list (empty and null inner lists 0, under nulls),
+// through Run's shards and Materialize alike; a fixed shape is refused.
+func TestRunJaggedListOfLists(t *testing.T) {
+	src := t.TempDir()
+	sch := parquet.NewSchema("schema", parquet.Group{
+		"ll": parquet.Optional(parquet.List(parquet.Optional(parquet.List(parquet.Leaf(parquet.Int32Type))))),
+	})
+	// Definition levels: 0 null row, 1 empty row, 2 null inner list, 3
+	// empty inner list, 4 a value.
+	rowsOf := [][][]int32{{{1, 2}, {3}}, {}, nil, {{}, {4}}, {{5, 6, 7}}, {nil, {8}}}
+	var rows []parquet.Row
+	for i := range 60 {
+		r := rowsOf[i%len(rowsOf)]
+		var row parquet.Row
+		switch {
+		case r == nil:
+			row = append(row, parquet.NullValue().Level(0, 0, 0))
+		case len(r) == 0:
+			row = append(row, parquet.NullValue().Level(0, 1, 0))
+		}
+		for j, inner := range r {
+			rep := 1
+			if j == 0 {
+				rep = 0
+			}
+			switch {
+			case inner == nil:
+				row = append(row, parquet.NullValue().Level(rep, 2, 0))
+			case len(inner) == 0:
+				row = append(row, parquet.NullValue().Level(rep, 3, 0))
+			}
+			for k, v := range inner {
+				if k > 0 {
+					rep = 2
+				}
+				row = append(row, parquet.Int32Value(v+int32(i)).Level(rep, 4, 0))
+			}
+		}
+		rows = append(rows, row)
+	}
+	writeRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(25))
+	p := makePlan(t, src, jagSeqCfg)
+	spec, err := ParseSpec([]byte(`tensors: [{name: ll, column: ll, dtype: I64, list: {jagged: true}, nulls: {mask: true}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	expect := func(id uint64) [][]byte {
+		r := rowsOf[id%uint64(len(rowsOf))]
+		var vals, lens []byte
+		for _, inner := range r {
+			lens = le.AppendUint64(lens, uint64(len(inner)))
+			for _, v := range inner {
+				vals = le.AppendUint64(vals, uint64(v+int32(id)))
+			}
+		}
+		mask := byte(1)
+		if r == nil {
+			mask = 0
+		}
+		return [][]byte{vals, {mask}, lens}
+	}
+	out := filepath.Join(t.TempDir(), "o")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shardfmt.TensorList(m.Tensors); got != "[ll I64 [] jagged, ll_mask U8 [], ll_inner_lengths I64 [] jagged]" {
+		t.Fatalf("tensors %s", got)
+	}
+	r, err := shardfmt.Open(filepath.Join(out, m.Shards[0].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	geo := r.Geometry()
+	for k := 0; k < r.NumBatches(); k++ {
+		ids, _ := r.SampleIDs(k)
+		block, err := r.Block(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			exp := expect(id)
+			for ti := range m.Tensors {
+				n := int(geo.SampleBytes[ti])
+				var got []byte
+				if geo.IsJagged(ti) {
+					js, err := r.Jagged(k, block, ti)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = js.Values[js.Offset(i)*n : js.Offset(i+1)*n]
+				} else {
+					got = block[int(geo.SlabOffset[ti])+i*n:][:n]
+				}
+				if !bytes.Equal(got, exp[ti]) {
+					t.Fatalf("batch %d id %d tensor %s = %x, want %x", k, id, m.Tensors[ti].Name, got, exp[ti])
+				}
+			}
+		}
+	}
+	s, err := Materialize(context.Background(), p, spec, []uint64{0, 2, 3, 5, 59})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range s.IDs {
+		for ti, want := range expect(id) {
+			if got := s.Sample(ti, i); !bytes.Equal(got, want) {
+				t.Errorf("Materialize id %d tensor %s = %x, want %x", id, s.Tensors[ti].Name, got, want)
+			}
+		}
+	}
+	fixed, err := ParseSpec([]byte(`tensors: [{name: ll, column: ll, dtype: I64, shape: [4], list: {pad: 0, truncate: true}, nulls: {fill: 0}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: fixed, Output: filepath.Join(t.TempDir(), "f"), Jobs: 1})
+	if want := `a.parquet: column "ll": unsupported parquet feature: LIST<LIST<INT32 INT(32,true)>> column is a list of lists (2 levels of repetition); a tensor reads one level of lists (a jagged one, list: {jagged: true}, reads two)`; err == nil || err.Error() != want || !errors.Is(err, pqread.ErrUnsupported) {
+		t.Errorf("fixed shape: error\n  %v\nwant\n  %s", err, want)
+	}
+}
+
+// TestRunMapPolicyRefused: a map policy on a column that is no map is
+// refused at the schema check.
+func TestRunMapPolicyRefused(t *testing.T) {
+	p, _ := jagFixture(t, jagCfg)
+	spec, err := ParseSpec([]byte(`tensors: [{name: m, column: v, dtype: I32, map: {}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1})
+	want := `a.parquet: column "v": "v" is a LIST<INT32 INT(32,true)> column, not a map; a map policy reads a MAP column`
+	if err == nil || !errors.Is(err, ErrSchema) || err.Error() != want {
+		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	}
+}

@@ -1,0 +1,80 @@
+package pqread
+
+// This file assembles lists of lists (two repetition levels).
+
+// assemble2 is assemble for a chunk of two repetition levels (Depth 2): a
+// repetition level 0 starts a row, 1 an inner list of the row's list, 2 a
+// slot of the inner list. Definition levels below dList are a null row,
+// dList an empty row list, below dInner a null inner list, dInner an empty
+// inner list, below maxDef a null element.
+func (r *ColumnReader) assemble2(c *Column, nv int) (*Column, error) {
+	dList, dInner := r.l.dList, r.l.dInner
+	offsets := make([]int64, 0, min(r.want, int64(len(r.reps)))+1)
+	rowValid := make([]bool, 0, cap(offsets))
+	inner := make([]int64, 0, len(r.reps)+1)
+	listValid := make([]bool, 0, len(r.reps))
+	elemValid := make([]bool, 0, len(r.defs))
+	rowNulls, listNulls, elemNulls := false, false, false
+	var slots int64
+	for i, rp := range r.reps {
+		d := int(r.defs[i])
+		if rp == 0 {
+			offsets = append(offsets, int64(len(inner)))
+			ok := d >= dList
+			rowValid = append(rowValid, ok)
+			rowNulls = rowNulls || !ok
+		} else if i == 0 {
+			return nil, corruptf("column chunk starts in the middle of a list")
+		}
+		row := r.done + int64(len(offsets)-1)
+		if rp <= 1 {
+			if d > dList {
+				inner = append(inner, slots)
+				ok := d >= dInner
+				listValid = append(listValid, ok)
+				listNulls = listNulls || !ok
+			} else if rp == 1 {
+				return nil, &rowError{row: row, err: corruptf("null or empty list marker inside a list (definition level %d, repetition level %d)", d, rp)}
+			}
+		}
+		if d > dInner {
+			ok := d == r.maxDef
+			elemValid = append(elemValid, ok)
+			elemNulls = elemNulls || !ok
+			slots++
+		} else if rp == 2 {
+			return nil, &rowError{row: row, err: corruptf("null or empty list marker inside an inner list (definition level %d, repetition level %d)", d, rp)}
+		}
+	}
+	offsets = append(offsets, int64(len(inner)))
+	inner = append(inner, slots)
+	rows := int64(len(offsets) - 1)
+	if err := r.checkRows(rows); err != nil {
+		return nil, err
+	}
+	nonNull := 0
+	for _, ok := range elemValid {
+		if ok {
+			nonNull++
+		}
+	}
+	if nonNull != nv {
+		return nil, corruptf("%d values for %d non-null elements", nv, nonNull)
+	}
+	c.Rows = int(rows)
+	c.Offsets = offsets
+	c.InnerOffsets = inner
+	if rowNulls {
+		c.RowValid = rowValid
+	}
+	if listNulls {
+		c.ListValid = listValid
+	}
+	if elemNulls {
+		c.ElemValid = elemValid
+		r.vals.fill(c, elemValid)
+	} else {
+		r.vals.fill(c, nil)
+	}
+	return c, nil
+}

@@ -75,9 +75,16 @@ type hostBackend struct {
 	readTotal atomic.Int64 // nanoseconds of every group read (TransferStats)
 	batches   atomic.Int64 // blocks read (TransferStats)
 	bufs      [][]byte     // ring buffers (nil with mapBlocks)
-	free      chan int     // ring slots not held by anyone
-	cur       *hostRun
-	queue     []delivery // consumer side: received from cur.out, not yet taken by next
+	// Consumer side: per ring slot, the sample ids of its batch; the id
+	// slots of batches [idLo, idLo+idN) as read ahead; the steps
+	// [badLo, badHi) whose read ahead failed, left to Loader.batch.
+	ids          [][]uint64
+	idSlots      []uint64
+	idLo, idN    int
+	badLo, badHi int
+	free         chan int // ring slots not held by anyone
+	cur          *hostRun
+	queue        []delivery // consumer side: received from cur.out, not yet taken by next
 }
 
 // newHostBackend allocates the ring: Prefetch+1 buffers of the shard's
@@ -96,6 +103,7 @@ func newHostBackend(l *Loader, opts Options) (*hostBackend, error) {
 			h.bufs = append(h.bufs, b)
 		}
 	}
+	h.ids = make([][]uint64, n)
 	for i := range n {
 		h.free <- i
 	}
@@ -262,11 +270,57 @@ func (h *hostBackend) next() delivery {
 		if !ok {
 			return delivery{err: ErrClosed}
 		}
+		h.groupIDs(g)
 		h.queue = g
 	}
 	d := h.queue[0]
 	h.queue = h.queue[1:]
 	return d
+}
+
+// idsAhead bounds the bytes of sample id slots the consumer reads ahead
+// with one positioned read (at least one batch's): a batch of small
+// (jagged) blocks then costs no read of its own for its ids. Tests set it
+// small to cross the read-ahead's edges.
+var idsAhead = 128 << 10
+
+// groupIDs gives each batch of group g (the deliveries without an error)
+// its Count sample ids, copied into its slot's id buffer from the id slots
+// read ahead, which it reads first, for the next idsAhead bytes of batches
+// with one positioned read, when they do not hold the batch (each batch's
+// checked against its CRC-32C). Where that read fails, the batches it
+// covered are left to Loader.batch, which reads each batch's own ids and
+// names the failing one.
+func (h *hostBackend) groupIDs(g []delivery) {
+	l := h.l
+	b := l.geo.BatchSize
+	for i := range g {
+		d := &g[i]
+		if d.err != nil || d.slot < 0 || (d.step >= h.badLo && d.step < h.badHi) {
+			continue
+		}
+		if d.step < h.idLo || d.step >= h.idLo+h.idN {
+			n := min(max(1, idsAhead/(8*max(b, 1))), l.steps-d.step)
+			slots, err := l.sh.ReadSampleIDSlots(d.step, n, h.idSlots)
+			if err != nil {
+				h.idN, h.badLo, h.badHi = 0, d.step, d.step+n
+				continue
+			}
+			h.idSlots, h.idLo, h.idN = slots, d.step, n
+		}
+		info, err := l.sh.Batch(d.step)
+		if err != nil || info.Count < 0 || info.Count > b {
+			continue
+		}
+		ids := h.ids[d.slot]
+		if cap(ids) < b {
+			ids = make([]uint64, b)
+			h.ids[d.slot] = ids
+		}
+		d.ids = ids[:info.Count]
+		at := (d.step - h.idLo) * b
+		copy(d.ids, h.idSlots[at:at+info.Count])
+	}
 }
 
 // receive waits for the current run's next group: polling for up to maxSpin

@@ -72,6 +72,10 @@ type shard interface {
 	Batch(k int) (shardfmt.BatchInfo, error)
 	SampleIDs(k int) ([]uint64, error)
 	ReadSampleIDs(k int, dst []uint64) ([]uint64, error)
+	// ReadSampleIDSlots reads the BatchSize id slots of batches k..k+n-1
+	// with one positioned read into dst (grown when short), each batch
+	// checked against its CRC-32C.
+	ReadSampleIDSlots(k, n int, dst []uint64) ([]uint64, error)
 	// Mapped reports whether Block returns views of a mapping of the file
 	// (else each call returns a fresh heap copy).
 	Mapped() bool
@@ -169,8 +173,13 @@ func (b *Batch) Release() {
 type delivery struct {
 	step int
 	slot int
-	host []byte  // the block in host memory (host backend), else nil
-	dev  uintptr // the block's device address (cuda backend)
+	host []byte // the block in host memory (host backend), else nil
+	// ids, when not nil, are the batch's Count sample ids, already read
+	// and checked against their CRC-32C by the backend (host backend: read
+	// ahead for many batches at once), in memory of the delivery's slot;
+	// nil leaves them to Loader.batch.
+	ids []uint64
+	dev uintptr // the block's device address (cuda backend)
 	// jag locates each jagged tensor's values and offsets in the block,
 	// checked on a host copy before it went to the device (cuda backend,
 	// shards with jagged tensors), indexed by tensor; nil otherwise.
@@ -383,8 +392,8 @@ func (l *Loader) batch(d delivery) (*Batch, error) {
 	if err == nil && (info.Count < 0 || info.Count > l.geo.BatchSize || info.Pads < 0 || info.Pads > info.Count) {
 		err = fmt.Errorf("batch table entry count %d pads %d outside batch size %d", info.Count, info.Pads, l.geo.BatchSize)
 	}
-	if err == nil {
-		var ids []uint64
+	ids := d.ids
+	if err == nil && (ids == nil || len(ids) != info.Count) {
 		ids, err = l.sh.ReadSampleIDs(d.step, sm.ids)
 		sm.ids = ids
 	}
@@ -394,7 +403,7 @@ func (l *Loader) batch(d delivery) (*Batch, error) {
 	if sm.tensors == nil {
 		sm.tensors = l.newTensors()
 	}
-	b := &Batch{Step: d.step, Count: info.Count, Pads: info.Pads, Device: l.be.device(), SampleIDs: sm.ids, Tensors: sm.tensors, l: l, slot: d.slot}
+	b := &Batch{Step: d.step, Count: info.Count, Pads: info.Pads, Device: l.be.device(), SampleIDs: ids, Tensors: sm.tensors, l: l, slot: d.slot}
 	for i := range b.Tensors {
 		t := &b.Tensors[i]
 		if t.Jagged {

@@ -9,6 +9,13 @@
 # does not build at this commit is reported as "not measured" in
 # BENCHMARKS.md; the script goes on with the rest.
 #
+# Never edit BENCHMARKS.md by hand: a section measured by hand goes into its
+# own file (bench/notes/<section>.md, bench/notes/targets.md,
+# bench/gpu-results.md, bench/ANALYSIS.md; see bench/notes/README.md), which
+# every render includes at its place. After changing one,
+# `.cache/bench/bin/benchrun -render` rewrites BENCHMARKS.md from the last
+# run's .cache/bench/results.json without measuring.
+#
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
 # list of stages: convert (with its peers and limits), plan, verify, gpuload, s3;
 # verify and gpuload read the shard set the convert stage wrote).
@@ -56,7 +63,8 @@ fi
 
 # Object-store sources: convert and plan from an in-process S3 server on
 # 127.0.0.1 against the same runs from local files (its own section of
-# BENCHMARKS.md).
+# BENCHMARKS.md, also written to bench/s3-results.md, which benchrun
+# includes, so a later run of benchrun alone keeps it).
 if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,s3,* ]]; then
 	if [ -x "$BIN/s3bench" ] && [ -x "$BIN/prep" ]; then
 		"$BIN/s3bench" -prep "$BIN/prep" -data "$CACHE/data" -o BENCHMARKS.md -runs "${BENCH_S3_RUNS:-5}"

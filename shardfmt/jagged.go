@@ -110,6 +110,15 @@ func (g Geometry) usedRanges(count int, values func(j int) uint64, fn func(start
 // hold empty rows). It returns the byte offset inside the block of the
 // first offset that breaks a rule and the rule, or -1.
 func badOffsets(block []byte, off uint64, b, count int, n uint64) (int64, string) {
+	if offsetsOK(block[off:off+8*uint64(b+1)], count, n) {
+		return -1, ""
+	}
+	return locateBadOffset(block, off, b, count, n)
+}
+
+// locateBadOffset is badOffsets' walk that finds and names the first offset
+// breaking a rule (-1 when none does).
+func locateBadOffset(block []byte, off uint64, b, count int, n uint64) (int64, string) {
 	var prev uint64
 	for j := 0; j <= b; j++ {
 		at := off + 8*uint64(j)
@@ -125,6 +134,42 @@ func badOffsets(block []byte, off uint64, b, count int, n uint64) (int64, string
 		prev = v
 	}
 	return -1, ""
+}
+
+// offsetsOK reports whether the offsets in s (b+1 int64, b = len(s)/8)
+// keep badOffsets' rules for count samples and n values. It is the check a
+// reader makes on every batch, so it is one pass with one branch per entry
+// that can only fail; badOffsets walks again to locate and name a failure.
+func offsetsOK(s []byte, count int, n uint64) bool {
+	if count < 0 || 8*(count+1) > len(s) || le.Uint64(s) != 0 {
+		return false
+	}
+	head, tail := s[8:8*(count+1)], s[8*(count+1):]
+	var prev uint64
+	for len(head) >= 32 {
+		v0, v1, v2, v3 := le.Uint64(head), le.Uint64(head[8:]), le.Uint64(head[16:]), le.Uint64(head[24:])
+		if v0 < prev || v1 < v0 || v2 < v1 || v3 < v2 {
+			return false
+		}
+		prev, head = v3, head[32:]
+	}
+	for len(head) >= 8 {
+		v := le.Uint64(head)
+		if v < prev {
+			return false
+		}
+		prev, head = v, head[8:]
+	}
+	if prev != n {
+		return false
+	}
+	for len(tail) >= 8 {
+		if le.Uint64(tail) != n {
+			return false
+		}
+		tail = tail[8:]
+	}
+	return true
 }
 
 // JaggedSlab is one batch's part of a jagged tensor, views of its block.

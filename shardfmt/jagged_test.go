@@ -347,3 +347,60 @@ func TestEmptyJaggedShard(t *testing.T) {
 		t.Fatalf("%d batches, block %d, size %d", r.NumBatches(), r.Geometry().BlockSize, r.FileSize())
 	}
 }
+
+// TestOffsetsOKAgreesWithTheWalk checks offsetsOK, the one-pass check, against
+// locateBadOffset's walk on every offsets slab of up to 5 samples (so
+// through both its 4-entry and 1-entry loops) with
+// offsets in 0..3, every count and values count: both pass or both fail.
+func TestOffsetsOKAgreesWithTheWalk(t *testing.T) {
+	passed, failed := 0, 0
+	for b := 0; b <= 5; b++ {
+		s := make([]byte, 8*(b+1))
+		combos := 1 << (2 * (b + 1))
+		for c := range combos {
+			for j := 0; j <= b; j++ {
+				le.PutUint64(s[8*j:], uint64(c>>(2*j)&3))
+			}
+			for count := 0; count <= b; count++ {
+				for n := uint64(0); n <= 3; n++ {
+					ok := offsetsOK(s, count, n)
+					p, why := locateBadOffset(s, 0, b, count, n)
+					if ok != (p < 0) {
+						t.Fatalf("b %d count %d n %d offsets %v: offsetsOK %v, walk %d %q", b, count, n, s, ok, p, why)
+					}
+					if p2, why2 := badOffsets(s, 0, b, count, n); p2 != p || why2 != why {
+						t.Fatalf("b %d count %d n %d: badOffsets %d %q, walk %d %q", b, count, n, p2, why2, p, why)
+					}
+					if ok {
+						passed++
+					} else {
+						failed++
+					}
+				}
+			}
+		}
+	}
+	// Passing slabs: for each b, count and n, offsets 1..count-1
+	// nondecreasing in [0, n], offsets[count..b] = n: C(n+count-1, count-1)
+	// for count >= 1, one for count = 0 and n = 0; 252 in all, of
+	// sum over b of 4^(b+1)*(b+1)*4 = 123792 cases.
+	if passed != 252 || passed+failed != 123792 {
+		t.Fatalf("%d passed, %d failed", passed, failed)
+	}
+}
+
+// BenchmarkOffsetsCheck times the per-batch offsets check of a batch of
+// 1024 samples.
+func BenchmarkOffsetsCheck(b *testing.B) {
+	const bs = 1024
+	s := make([]byte, 8*(bs+1))
+	for j := range bs + 1 {
+		le.PutUint64(s[8*j:], uint64(20*j))
+	}
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if p, _ := badOffsets(s, 0, bs, bs, 20*bs); p >= 0 {
+			b.Fatal(p)
+		}
+	}
+}

@@ -9,6 +9,11 @@
 // peers, planbench, loadbench, profbench) and the inputs written by gendata
 // under <cache>/data. A binary that did not build turns its rows into
 // "not measured" with the reason; nothing is ever estimated.
+//
+// What is measured by hand is never written into BENCHMARKS.md directly:
+// each such section lives in its own file (bench/notes/<section>.md,
+// bench/notes/targets.md, bench/gpu-results.md, bench/ANALYSIS.md,
+// bench/s3-results.md) and every render includes it at its place (notes.go).
 package main
 
 import (
@@ -83,13 +88,12 @@ func main() {
 		*out = filepath.Join(abs, *out)
 	}
 	if *render {
-		b, err := os.ReadFile(saved)
+		rep, err := loadReport(d, saved)
 		if err != nil {
 			log.Fatal(err)
 		}
-		rep := &report{d: d}
-		if err := json.Unmarshal(b, rep); err != nil {
-			log.Fatalf("decoding %s: %v", saved, err)
+		for _, p := range rep.checkNotes() {
+			d.logf("warning: %s", p)
 		}
 		if err := os.WriteFile(*out, []byte(rep.render()), 0o644); err != nil {
 			log.Fatal(err)
@@ -155,11 +159,27 @@ func main() {
 		os.WriteFile(saved, b, 0o644)
 	}
 
+	for _, p := range rep.checkNotes() {
+		d.logf("warning: %s", p)
+	}
 	text := rep.render()
 	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	d.logf("wrote %s", *out)
+}
+
+// loadReport reads a report saved by a measuring run (results.json).
+func loadReport(d *driver, path string) (*report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rep := &report{d: d}
+	if err := json.Unmarshal(b, rep); err != nil {
+		return nil, fmt.Errorf("decoding %s: %v", path, err)
+	}
+	return rep, nil
 }
 
 func (d *driver) missing(name string) string {

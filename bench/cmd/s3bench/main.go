@@ -1,7 +1,10 @@
 // Command s3bench measures prep reading its source from an S3 server on
 // loopback against the same run from local files, in one run, and writes
-// the "Object-store sources" section of BENCHMARKS.md (between the markers
-// <!-- s3bench:begin --> and <!-- s3bench:end -->, appended when absent):
+// the "Object-store sources" section into bench/s3-results.md (-section),
+// which bench/cmd/benchrun includes in every BENCHMARKS.md it renders, and
+// into BENCHMARKS.md itself (between the markers <!-- s3bench:begin --> and
+// <!-- s3bench:end -->, appended when absent), so that a run of s3bench
+// alone updates the report:
 //
 //   - convert from S3 (in-process S3 server on 127.0.0.1) vs from local
 //     files, and with 20 ms added to every request by a proxy;
@@ -55,6 +58,7 @@ func main() {
 	prep := flag.String("prep", ".cache/bench/bin/prep", "prep binary")
 	data := flag.String("data", ".cache/bench/data", "gendata output folder")
 	out := flag.String("o", "BENCHMARKS.md", "report to update")
+	section := flag.String("section", "bench/s3-results.md", "file holding the section alone, which benchrun includes (\"\" for none)")
 	runs := flag.Int("runs", 5, "runs per measurement (median)")
 	flag.Parse()
 	b := &bench{prep: *prep, data: *data, runs: *runs}
@@ -77,6 +81,11 @@ func main() {
 	b.planMany()
 	b.scaleOut()
 	fmt.Fprintf(&b.out, "\nWhole section measured in %.0f s; load average at the end: %s.\n", time.Since(start).Seconds(), loadAvg())
+	if *section != "" {
+		if err := os.WriteFile(*section, []byte(b.out.String()), 0o644); err != nil {
+			die(err)
+		}
+	}
 	if err := writeSection(*out, b.out.String()); err != nil {
 		die(err)
 	}

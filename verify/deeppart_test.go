@@ -276,3 +276,68 @@ func TestDeepPartsJaggedFindingsAsBatchByBatch(t *testing.T) {
 		}
 	}
 }
+
+// failingHold is a PartSource whose Hold fails when ids hold bad.
+type failingHold struct {
+	verify.SampleSource
+	bad uint64
+}
+
+func (f failingHold) Hold(ctx context.Context, ids []uint64) error {
+	if _, ok := slices.BinarySearch(ids, f.bad); ok {
+		return fmt.Errorf("row group of sample %d unreadable", f.bad)
+	}
+	return f.SampleSource.(verify.PartSource).Hold(ctx, ids)
+}
+
+func (f failingHold) Held(t, i int) []byte { return f.SampleSource.(verify.PartSource).Held(t, i) }
+
+// TestDeepPartsHoldFails: when the Hold of one part fails, every batch of
+// every shard holding one of that part's ids gets one source_unreadable
+// finding with the source's error, and is not counted compared; the
+// other batches are compared clean. Under a 16 KiB limit the part is row
+// groups 0 and 1 (ids [0, 200), see
+// TestDeepPartsHoldEachRowGroupOncePerSet).
+func TestDeepPartsHoldFails(t *testing.T) {
+	f := verifytest.BuildSize(t, verifytest.Size{Rows: 800, Dim: 3, GlobalBatch: 16, RowGroups: 8})
+	opener := func(p *plan.Plan, m *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {
+		src, err := verifytest.OpenSource(p, m, root, g, ts)
+		return failingHold{src, 150}, err
+	}
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: true, Source: opener, Jobs: 2, MemoryLimit: 16 << 10, MaxPerShard: 1000})
+	var want []string
+	failed := 0
+	for i, s := range f.Man.Shards {
+		r, err := shardfmt.Open(f.ShardPath(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < r.NumBatches(); k++ {
+			ids, err := r.SampleIDs(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(ids, func(id uint64) bool { return id < 200 }) {
+				want = append(want, fmt.Sprintf("source_unreadable %s b%d", s.Path, k))
+				failed++
+			}
+		}
+		r.Close()
+	}
+	slices.Sort(want)
+	if failed == 0 || failed == 4*f.Plan.Steps() {
+		t.Fatalf("test premise: %d of %d batches hold an id below 200", failed, 4*f.Plan.Steps())
+	}
+	if got := verifytest.Keys(rep.Findings); !reflect.DeepEqual(got, want) {
+		t.Errorf("findings %q,\nwant %q", got, want)
+	}
+	for _, x := range rep.Findings {
+		if x.Message != "row group of sample 150 unreadable" {
+			t.Errorf("finding %s: message %q", x, x.Message)
+			break
+		}
+	}
+	if rep.DeepBatches != 4*f.Plan.Steps()-failed {
+		t.Errorf("%d batches compared, want %d", rep.DeepBatches, 4*f.Plan.Steps()-failed)
+	}
+}

@@ -13,11 +13,13 @@ import (
 
 // idSet is the set of sample ids a run needs, with the compact rank of each
 // member (its index among the members in id order), which is its staging
-// slot. Memory: 2 bits per source row.
+// slot. Members lie in the window [lo, lo+64*len(words)) (lo a multiple
+// of 64; the whole [0, n) for a run): memory 2 bits per id of the window.
 type idSet struct {
 	n     uint64
+	lo    uint64 // id of bit 0 of words[0]
 	words []uint64
-	ranks []uint64 // ranks[w] = members below id 64*w
+	ranks []uint64 // ranks[w] = members below id lo+64*w
 	count uint64
 }
 
@@ -25,9 +27,21 @@ func newIDSet(n uint64) *idSet {
 	return &idSet{n: n, words: make([]uint64, (n+63)/64)}
 }
 
-func (s *idSet) add(id uint64) { s.words[id>>6] |= 1 << (id & 63) }
+// newIDSetWithin returns an empty set of ids below n whose members all lie
+// in [lo, hi): its words cover that window only.
+func newIDSetWithin(n, lo, hi uint64) *idSet {
+	lo &^= 63
+	hi = max(lo, min(hi, n))
+	return &idSet{n: n, lo: lo, words: make([]uint64, (hi-lo+63)/64)}
+}
 
-// fill adds every id in [0, n).
+// add adds id, which must lie in the set's window.
+func (s *idSet) add(id uint64) { i := id - s.lo; s.words[i>>6] |= 1 << (i & 63) }
+
+// remove removes id, which must lie in the set's window.
+func (s *idSet) remove(id uint64) { i := id - s.lo; s.words[i>>6] &^= 1 << (i & 63) }
+
+// fill adds every id in [0, n) (a set over the whole [0, n), lo 0).
 func (s *idSet) fill() {
 	for i := range s.words {
 		s.words[i] = ^uint64(0)
@@ -37,7 +51,11 @@ func (s *idSet) fill() {
 	}
 }
 
-func (s *idSet) has(id uint64) bool { return s.words[id>>6]&(1<<(id&63)) != 0 }
+func (s *idSet) has(id uint64) bool {
+	i := id - s.lo // below lo: wraps past the window
+	w := i >> 6
+	return w < uint64(len(s.words)) && s.words[w]&(1<<(i&63)) != 0
+}
 
 // seal computes the ranks; call after the last add.
 func (s *idSet) seal() {
@@ -52,8 +70,9 @@ func (s *idSet) seal() {
 
 // rank returns the staging slot of member id.
 func (s *idSet) rank(id uint64) uint64 {
-	w := id >> 6
-	return s.ranks[w] + uint64(bits.OnesCount64(s.words[w]&(1<<(id&63)-1)))
+	i := id - s.lo
+	w := i >> 6
+	return s.ranks[w] + uint64(bits.OnesCount64(s.words[w]&(1<<(i&63)-1)))
 }
 
 // runs returns the stretches of members in [start, start+rows) as row
@@ -61,11 +80,19 @@ func (s *idSet) rank(id uint64) uint64 {
 func (s *idSet) runs(start uint64, rows int64) []run {
 	var out []run
 	i := int64(0)
+	// Only the part of [start, start+rows) inside the window can hold
+	// members.
+	if end := s.lo + 64*uint64(len(s.words)); start+uint64(rows) > end {
+		rows = int64(max(start, end) - start)
+	}
+	if start < s.lo {
+		i = int64(min(s.lo-start, uint64(rows)))
+	}
 	for i < rows {
 		id := start + uint64(i)
 		if !s.has(id) {
 			// skip a whole empty word at once
-			if id&63 == 0 && s.words[id>>6] == 0 {
+			if id&63 == 0 && s.words[(id-s.lo)>>6] == 0 {
 				i += 64
 				continue
 			}
@@ -74,7 +101,7 @@ func (s *idSet) runs(start uint64, rows int64) []run {
 		}
 		lo := i
 		for i < rows && s.has(start+uint64(i)) {
-			if id := start + uint64(i); id&63 == 0 && s.words[id>>6] == ^uint64(0) && i+64 <= rows {
+			if id := start + uint64(i); id&63 == 0 && s.words[(id-s.lo)>>6] == ^uint64(0) && i+64 <= rows {
 				i += 64
 				continue
 			}
@@ -124,7 +151,7 @@ func neededIDs(ctx context.Context, p *plan.Plan, todo []shardKey) (*idSet, erro
 				}
 			}
 			if !held {
-				set.words[id>>6] &^= 1 << (id & 63)
+				set.remove(id)
 			}
 		}
 		set.seal()

@@ -72,6 +72,157 @@ func MaterializeWithin(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint
 // MaterializeFrom is MaterializeWithin reading the plan's files from st
 // (nil: the local directory p.Source.Root), as Options.Source does for Run.
 func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (_ *Samples, err error) {
+	lo, hi := uint64(0), uint64(0)
+	for i, id := range ids {
+		if id >= p.NumSamples() {
+			return nil, idRangeError(id, p)
+		}
+		if i == 0 || id < lo {
+			lo = id
+		}
+		hi = max(hi, id+1)
+	}
+	set := newIDSetWithin(p.NumSamples(), lo, hi)
+	for _, id := range ids {
+		set.add(id)
+	}
+	h, err := materializeSet(ctx, st, p, spec, set, memoryLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	tensors := h.tensors
+	out := &Samples{IDs: append([]uint64(nil), ids...), Tensors: tensors, Data: make([][]byte, len(tensors)), Offsets: make([][]int64, len(tensors))}
+	for t := range tensors {
+		if tensors[t].Jagged {
+			offs := make([]int64, len(ids)+1)
+			n := int64(sampleBytes(tensors[t]))
+			for i, id := range ids {
+				b, err := h.sample(t, int(set.rank(id)))
+				if err != nil {
+					return nil, err
+				}
+				offs[i+1] = offs[i] + int64(len(b))/n
+			}
+			d := make([]byte, 0, offs[len(ids)]*n)
+			for _, id := range ids {
+				b, _ := h.sample(t, int(set.rank(id)))
+				d = append(d, b...)
+			}
+			out.Data[t], out.Offsets[t] = d, offs
+			continue
+		}
+		n := sampleBytes(tensors[t])
+		d := make([]byte, len(ids)*n)
+		for i, id := range ids {
+			copy(d[i*n:], h.Sample(t, int(set.rank(id))))
+		}
+		out.Data[t] = d
+	}
+	return out, nil
+}
+
+// idRangeError is the error of a sample id beyond the plan's samples.
+func idRangeError(id uint64, p *plan.Plan) error {
+	return &Error{RowGroup: -1, Row: -1, Element: -1, Err: valueErrorf("sample id %d not in [0, %d)", id, p.NumSamples())}
+}
+
+// HeldSamples holds the expected bytes of some samples where decoding
+// staged them, without copying them out (MaterializeSorted): one staging
+// record per sample in id order, the values of jagged tensors in the
+// values arena. Close releases the memory; Sample's slices are then
+// invalid.
+type HeldSamples struct {
+	tensors []shardfmt.TensorInfo
+	n       int
+	recs    *records
+	anon    []byte // the records' anonymous mapping; nil when on the heap
+	ar      *arena
+	cnt     []int // per tensor: sampleBytes
+}
+
+// Tensors returns the tensors the spec yields, in shard table order.
+func (h *HeldSamples) Tensors() []shardfmt.TensorInfo { return h.tensors }
+
+// Len returns the number of samples held.
+func (h *HeldSamples) Len() int { return h.n }
+
+// Sample returns tensor t's bytes of the i-th sample held (ids in
+// ascending order), as Samples.Sample gives them: SampleBytes(Tensors()[t])
+// bytes, little-endian, for a fixed-shape tensor; for a jagged tensor its
+// values, a whole number of SampleBytes-byte values (none for an empty
+// list). The slice aliases h's memory, valid until Close. A jagged
+// reference outside the values arena (an internal fault, never
+// expected) gives nil, which no non-empty list equals.
+func (h *HeldSamples) Sample(t, i int) []byte {
+	b, _ := h.sample(t, i)
+	return b
+}
+
+// sample is Sample with the fault of a reference outside the arena.
+func (h *HeldSamples) sample(t, i int) ([]byte, error) {
+	b := h.recs.at(t, int64(i))
+	if !h.tensors[t].Jagged {
+		return b, nil
+	}
+	off := binary.LittleEndian.Uint64(b)
+	n := binary.LittleEndian.Uint64(b[8:]) * uint64(h.cnt[t])
+	if n == 0 {
+		return []byte{}, nil
+	}
+	if h.ar == nil || off > uint64(len(h.ar.mem)) || n > uint64(len(h.ar.mem))-off {
+		return nil, fmt.Errorf("internal: values arena read of %d bytes at %d beyond its %d bytes", n, off, len(h.ar.mem))
+	}
+	return h.ar.mem[off : off+n : off+n], nil
+}
+
+// Close releases the samples' memory. It is safe to call more than once.
+func (h *HeldSamples) Close() {
+	if h == nil {
+		return
+	}
+	if h.anon != nil {
+		unmapAnon(h.anon)
+		h.anon = nil
+	}
+	h.ar.close()
+	h.recs, h.ar = nil, nil
+}
+
+// MaterializeSorted decodes the sample ids (ascending, no duplicates)
+// like MaterializeFrom and keeps them where decoding staged them: sample
+// i of the result is ids[i]. It reads only the row groups holding one of
+// ids, each once, and its id set covers [ids[0], ids[len-1]] only (2 bits
+// per id of that range). Memory: the samples' staging records
+// (SampleBytes per fixed tensor, 16 bytes per jagged one) and jagged
+// values, in anonymous memory returned to the system by Close, plus
+// about memoryLimit while decoding (<= 0: 1 GiB), plus the footers of
+// the files read. Errors: ids not ascending or beyond the plan's samples,
+// and those of MaterializeFrom.
+func MaterializeSorted(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (*HeldSamples, error) {
+	for i, id := range ids {
+		if id >= p.NumSamples() {
+			return nil, idRangeError(id, p)
+		}
+		if i > 0 && id <= ids[i-1] {
+			return nil, fmt.Errorf("sample ids not ascending: %d after %d", id, ids[i-1])
+		}
+	}
+	var set *idSet
+	if len(ids) == 0 {
+		set = newIDSetWithin(p.NumSamples(), 0, 0)
+	} else {
+		set = newIDSetWithin(p.NumSamples(), ids[0], ids[len(ids)-1]+1)
+	}
+	for _, id := range ids {
+		set.add(id)
+	}
+	return materializeSet(ctx, st, p, spec, set, memoryLimit)
+}
+
+// materializeSet decodes the members of set (not sealed) into staging
+// records in rank order, kept in a HeldSamples.
+func materializeSet(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, set *idSet, memoryLimit int64) (_ *HeldSamples, err error) {
 	if memoryLimit <= 0 {
 		memoryLimit = 1 << 30
 	}
@@ -85,54 +236,43 @@ func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *S
 	defer closeSources(files)
 	defer relativeNames(&err, files)
 	tensors := outputs(plans)
-	set := newIDSet(p.NumSamples())
-	for _, id := range ids {
-		if id >= p.NumSamples() {
-			return nil, &Error{RowGroup: -1, Row: -1, Element: -1, Err: valueErrorf("sample id %d not in [0, %d)", id, p.NumSamples())}
-		}
-		set.add(id)
-	}
 	set.seal()
-	staged := newRecords(tensors, make([]byte, int(set.count)*recordSize(tensors)))
+	h := &HeldSamples{tensors: tensors, n: int(set.count)}
+	for _, t := range tensors {
+		h.cnt = append(h.cnt, sampleBytes(t))
+	}
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+	size := int64(set.count) * int64(recordSize(tensors))
+	var data []byte
+	if size > 0 && anonSupported {
+		var ok bool
+		if data, h.anon, ok = mapAnon(size); !ok {
+			data = nil
+		}
+	}
+	if data == nil {
+		data = make([]byte, size)
+	}
+	h.recs = newRecords(tensors, data)
 	setRowLimit(plans, memoryLimit)
 	ar := newArena(files, plans, tensors, set)
 	if ar != nil {
 		if ar.size > 0 {
-			data, whole, ok := mapAnon(ar.size)
+			mem, whole, ok := mapAnon(ar.size)
 			if !ok {
 				return nil, fmt.Errorf("mapping %d bytes for jagged values: out of memory", ar.size)
 			}
-			ar.mem, ar.anon = data, whole
+			ar.mem, ar.anon = mem, whole
 		}
-		defer ar.close()
+		h.ar = ar
 	}
-	dec := &decoder{files: files, plans: plans, set: set, bufs: staged, sink: func() recordSink { return memSink{staged} }, arena: ar, jobs: runtime.GOMAXPROCS(0), memoryLimit: memoryLimit}
+	dec := &decoder{files: files, plans: plans, set: set, bufs: h.recs, sink: func() recordSink { return memSink{h.recs} }, arena: ar, jobs: runtime.GOMAXPROCS(0), memoryLimit: memoryLimit}
 	if err := dec.run(ctx); err != nil {
 		return nil, err
 	}
-	out := &Samples{IDs: append([]uint64(nil), ids...), Tensors: tensors, Data: make([][]byte, len(tensors)), Offsets: make([][]int64, len(tensors))}
-	for t := range tensors {
-		n := sampleBytes(tensors[t])
-		if tensors[t].Jagged {
-			offs := make([]int64, len(ids)+1)
-			for i, id := range ids {
-				offs[i+1] = offs[i] + int64(binary.LittleEndian.Uint64(staged.at(t, int64(set.rank(id)))[8:]))
-			}
-			d := make([]byte, offs[len(ids)]*int64(n))
-			for i, id := range ids {
-				ref := staged.at(t, int64(set.rank(id)))
-				if err := ar.readAt(d[offs[i]*int64(n):offs[i+1]*int64(n)], int64(binary.LittleEndian.Uint64(ref))); err != nil {
-					return nil, err
-				}
-			}
-			out.Data[t], out.Offsets[t] = d, offs
-			continue
-		}
-		d := make([]byte, len(ids)*n)
-		for i, id := range ids {
-			copy(d[i*n:], staged.at(t, int64(set.rank(id))))
-		}
-		out.Data[t] = d
-	}
-	return out, nil
+	return h, nil
 }

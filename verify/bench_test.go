@@ -141,10 +141,10 @@ func (r rowGroupDecoder) Held(t, i int) []byte { return r.SampleSource.(verify.P
 
 // BenchmarkDeepMemoryLimit measures verify --deep per source row under
 // the default memory limit and a small one, by parts of row groups
-// ("Parts") and batch by batch ("Windows"), over 262,144 rows in 64 row
-// groups (global shuffle, world size 2, 2 epochs: 4 shards). The source
-// decodes whole row groups (rowGroupDecoder); "rg-decodes/op" is how many
-// it decoded:
+// ("Parts", each row group decoded once for the set: 64) and batch by
+// batch ("Windows"), over 262,144 rows in 64 row groups (global shuffle,
+// world size 2, 2 epochs: 4 shards). The source decodes whole row groups
+// (rowGroupDecoder); "rg-decodes/op" is how many it decoded:
 //
 //	go test -run '^$' -bench DeepMemoryLimit -benchtime 3x ./verify/
 func BenchmarkDeepMemoryLimit(b *testing.B) {

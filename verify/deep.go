@@ -45,15 +45,19 @@ const PrefetchBytes = 64 << 20
 
 // MemoryLimiter is implemented by a SampleSource whose decoding memory can
 // be bounded: verify calls SetMemoryLimit once, before the first
-// Prefetch, FillBlock or JaggedValues, with the bytes the source may use
-// to decode (half of the check's share of Options.MemoryLimit).
+// Prefetch, FillBlock, JaggedValues or Hold, with the bytes the source may
+// use to decode: half of the check's share of Options.MemoryLimit when
+// comparing batch by batch; a quarter of the whole limit on the one
+// source of a group of shards that holds the parts (PartSource, one
+// decode at a time for the set), none on the group's other sources.
 type MemoryLimiter interface {
 	SetMemoryLimit(bytes int64)
 }
 
 // SourceOpener opens a SampleSource for one shard's geometry and tensors.
-// Run calls it once per shard checked deeply, from that shard's goroutine.
-// sourceRoot is the directory the plan's relative source paths resolve to.
+// Run calls it once per shard checked deeply, from that shard's goroutine;
+// a PartSource's Hold may later run on another goroutine (one call at a
+// time) and Held on several at once. sourceRoot is the directory the plan's relative source paths resolve to.
 type SourceOpener func(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (SampleSource, error)
 
 // sourceRoot returns where the plan's source files are read from.
@@ -190,7 +194,7 @@ func (d *deepCheck) prefetch(ctx context.Context, k int) {
 
 // newDeepCheck opens the source for one shard, or reports why it cannot
 // and returns nil.
-func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, epoch, rank int) *deepCheck {
+func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, idx, epoch, rank int) *deepCheck {
 	g, ts := r.Geometry(), r.Tensors()
 	if c.opts.Source == nil || c.plan == nil {
 		return nil // reported once by checkSourceFingerprints
@@ -209,22 +213,25 @@ func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, e
 			return nil
 		}
 	}
-	// Each of the Jobs checks that may run at once gets an equal share of
-	// the limit: a quarter for the samples prefetched, half for decoding.
-	share := max(1, c.opts.MemoryLimit/int64(max(1, c.opts.Jobs)))
-	if ml, ok := src.(MemoryLimiter); ok {
-		ml.SetMemoryLimit(max(1, share/2))
-	}
 	d := &deepCheck{s: s, r: r, src: src, g: g, tensors: ts, epoch: epoch, rank: rank,
-		seed: c.opts.Seed, fraction: c.deepFraction(), want: make([]byte, g.BlockSize),
-		fetchMax: uint64(max(1, share/4))}
+		seed: c.opts.Seed, fraction: c.deepFraction()}
 	for _, n := range g.SampleBytes {
 		d.per += n
 	}
 	if js != nil {
 		d.initJagged(js)
 	}
-	d.initParts(c.plan, share, c.opts.MaxPerShard)
+	d.initParts(c.rowGroups, c.opts.MaxPerShard, idx)
+	if d.part != nil {
+		return d // the limits of the set's deep check by parts (deepset.go)
+	}
+	// Each of the Jobs checks that may run at once gets an equal share of
+	// the limit: a quarter for the samples prefetched, half for decoding.
+	share := max(1, c.opts.MemoryLimit/int64(max(1, c.opts.Jobs)))
+	if ml, ok := src.(MemoryLimiter); ok {
+		ml.SetMemoryLimit(max(1, share/2))
+	}
+	d.want, d.fetchMax = make([]byte, g.BlockSize), uint64(max(1, share/4))
 	return d
 }
 

@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"sort"
-
-	"github.com/prepml/prep/plan"
 )
 
 // Deep checks by parts (a source that is a PartSource).
@@ -18,40 +15,64 @@ import (
 // batches are spread over every row group, so comparing batch by batch
 // (Prefetcher, a window of upcoming batches at a time) decodes every row
 // group once per window: decode work = windows x source, and a small
-// memory limit means many windows.
+// memory limit means many windows. Comparing each shard on its own by
+// parts still decodes every row group once per shard, and a set of
+// epochs x ranks shards holds every id once per epoch.
 //
-// With a PartSource the loops are inverted so that each row group is
-// decoded once:
+// With a PartSource the loops are inverted over the whole set, so that
+// each row group is decoded about once per set (deepset.go drives it):
 //
-//  1. While the batches are checked for integrity, the ids of each batch
-//     selected for the deep check are counted against the plan's row
-//     groups (contiguous id ranges, plan.SourceFile.RowGroups): est[g] is
-//     the memory the expected samples of row group g's needed ids take
-//     (twice their sample bytes, as a source stages then copies them out,
-//     plus partIDBytes an id).
-//  2. The row groups are cut, in id order, into parts of consecutive row
-//     groups whose est sum stays within the part budget (a quarter of the
-//     check's share of Options.MemoryLimit). A row
-//     group whose own est exceeds the budget is cut into equal id
-//     sub-ranges, each its own part: that row group alone is decoded once
-//     per sub-range.
-//  3. For each part, the shard's sample-id sections of the selected
-//     batches are read to collect the part's needed ids (sorted, unique);
-//     PartSource.Hold materializes them (one decode of the part's row
-//     groups); then each selected batch holding one of them is read (a
-//     checked pread of its block) and each slot whose id is held is
-//     compared with the expected sample, tensor by tensor. The first time
+//  1. Each shard's batches are checked for integrity (Jobs shards at a
+//     time, as without --deep); the ids of each batch selected for the
+//     deep check are counted against the plan's row groups (contiguous
+//     id ranges, plan.SourceFile.RowGroups; rowGroups finds an id's in a
+//     table lookup): per row group the ids needed and their estimated
+//     held bytes (the batch's sample bytes an id, plus partIDBytes).
+//     When a shard is done its counts are merged into its group's and
+//     dropped: a group is the shards with the same tensor table, whose
+//     expected samples are the same bytes (PartSource.Held).
+//  2. A group's union of needed ids in a row group is at most min(rows,
+//     sum of the shards' counts) (exact when the shards cover whole
+//     epochs); its est is that many ids at the mean bytes counted. The
+//     row groups are cut, in id order, into parts of consecutive row
+//     groups whose est plus the part's index (partRowBytes per 64 rows
+//     of its id range) stays within the part budget (half of
+//     Options.MemoryLimit). A row group over the budget alone is cut
+//     into equal id sub-ranges, each its own part: that row group alone
+//     is decoded once per sub-range.
+//  3. For each part: every shard of the group reads its selected
+//     batches' sample-id sections (a run of consecutive batches' per
+//     pread) and marks the ids in the part's range in the part's bitmap
+//     (shards in parallel, atomic OR), noting the batches that hold one;
+//     the bitmap's members, ascending, are the part's ids, held with one
+//     PartSource.Hold on the group's first shard's source (one decode of
+//     the part's row groups for the whole group). Then every shard (Jobs
+//     at a time) reads each noted batch's block (a checked pread) and
+//     compares each slot whose id is in the part with the held sample,
+//     tensor by tensor; a slot's index among the held ids is its bitmap
+//     rank (a popcount past a per-word count: no search). The first time
 //     a batch is read, the bytes outside its samples are checked against
-//     the layout its own offsets give.
+//     the layout its own offsets give. The same stream over the ids marks
+//     the next part's bitmap, so the ids are read once per part (twice
+//     for the first).
 //
-// Cost: decode = one pass over the row groups holding needed ids (plus the
-// sub-range repeats of step 2); shard reads = parts x (the selected
-// batches' sample ids + the blocks holding a part's id), parts = about
-// sum(est) / budget. Reading a shard is a pread from the page cache and a
-// comparison, far cheaper per byte than decoding Parquet, so trading one
-// shard pass per part for decode passes is the cheap side of the
-// exchange. Memory: the part budget, plus one block, plus 8 bytes per
-// row group, plus the findings kept (below).
+// Cost: decode = one pass over the row groups holding needed ids per
+// group (plus the sub-range repeats of step 2); shard reads = parts x
+// (the selected batches' sample ids + the blocks holding a part's id),
+// parts = about the set's distinct needed ids' bytes / budget.
+// Reading a shard is a pread from the page cache and a comparison, far
+// cheaper per byte than decoding Parquet.
+//
+// Memory, within Options.MemoryLimit: a quarter to decode in (the
+// MemoryLimiter limit of the holding source); half for one part: its
+// held samples and ids and its bitmap and rank index (both sides'); the
+// last quarter for the rest: per checking goroutine (Jobs) one block, one
+// skeleton block, idChunkBytes of id slots and a batch of slot indexes;
+// the row-group table (8 bytes a row group, 4 a bucket, 4 buckets a row
+// group); while step 1 runs, the per-row-group counts of the shards in
+// flight (16 bytes a row group each), and those of each group until its
+// parts are cut; per shard its open file, 9 bytes per selected batch
+// and at most about 1024+8 x MaxPerShard findings.
 //
 // Findings are the same as the batch-by-batch comparison's, kinds, fields
 // and order: each is keyed by (batch, phase, tensor, slot), where the
@@ -67,9 +88,12 @@ import (
 
 // PartSource is implemented by a SampleSource that materializes a set of
 // ids at once and hands out each one's expected bytes. verify --deep then
-// compares by parts of row groups, decoding each row group once (see
-// above). For a shard with jagged tensors the source must also be a
-// JaggedSource.
+// compares by parts of row groups, decoding each row group about once per
+// shard set (see above). Held's bytes must depend on the tensor table
+// only, not on the shard's geometry or (epoch, rank): verify holds the
+// ids of every shard with the same tensors through one of their sources
+// and leaves the others unused. For a shard with jagged tensors the
+// source must also be a JaggedSource.
 type PartSource interface {
 	// Hold materializes ids (sorted ascending, no duplicates), replacing
 	// the ids held before. An error is reported as a source_unreadable
@@ -80,12 +104,21 @@ type PartSource interface {
 	// tensor; for a jagged tensor its values, a whole number of
 	// SampleBytes[t]-byte values (none for an empty list). The slice
 	// may alias the source's memory, valid until the next Hold or Close.
+	// Held is called from several goroutines at once between Holds.
 	Held(t, i int) []byte
 }
 
 // partIDBytes is the memory counted per id held beside its samples: the
-// id lists of verify and of the source, and the source's staging index.
-const partIDBytes = 24
+// part's id list in verify and the source's bookkeeping, 8 bytes each.
+// A jagged tensor adds 8 more (its reference in the source's staging
+// record is 16 bytes, its offset in the estimate 8).
+const partIDBytes = 16
+
+// partRowBytes is the memory counted per 64 ids of a part's id range:
+// verify's bitmap word (8) and rank (4), twice (the next part's is
+// filled while this one is compared), and the source's id set over the
+// range (convert: 2 bits an id, 16).
+const partRowBytes = 40
 
 // Finding phases within a batch, in report order.
 const (
@@ -156,47 +189,58 @@ func (fs *findingSet) compact() {
 
 // partCheck is the part of a deepCheck that compares by parts.
 type partCheck struct {
-	src       PartSource
-	budget    uint64   // bytes of est one part may hold
-	rgStart   []uint64 // first id of each non-empty row group, ascending, then the plan's sample count
-	est       []uint64 // per non-empty row group: est of its needed ids
-	todo      []int    // the selected batches with valid ids, ascending
-	failed    []bool   // per todo: block unreadable or source failed
-	found     []bool   // per todo: a slot differs
-	outside   []bool   // per todo: the bytes outside the samples checked
-	badOut    []bool   // per todo: they differ from the layout
-	touch     []bool   // per todo: holds an id of the current part
-	next      []uint64 // the ids of the next part, as collected
-	touchNext []bool   // per todo: holds an id of the next part
-	fs        findingSet
-	cur       int // the batch whose integrity findings are being added
-	ids       []uint64
-	heldIDs   []uint64
-	heldIdx   []int // per slot of the batch compared: index in heldIDs, or -1
-	block     []byte
-	skeleton  []byte
-	counts    []uint64
+	src   PartSource // this shard's source; after grouping, the group's source that holds
+	rg    *rowGroups
+	idx   int      // the shard's manifest index
+	cnt   []uint64 // per row group: ids needed (repeats counted), until merged into the group
+	bytes []uint64 // per row group: est bytes of them, likewise
+	extra uint64   // bytes counted per id beside the batch's sample bytes
+	todo  []int    // the selected batches with valid ids, ascending
+	state []uint8  // per todo: batchFailed, batchFound, ... bits
+	fs    findingSet
+	cur   int // the batch whose integrity findings are being added
+}
+
+// Per todo batch state bits of a partCheck.
+const (
+	batchFailed  = 1 << iota // block unreadable or source failed
+	batchFound               // a slot differs
+	batchOutside             // the bytes outside the samples checked
+	batchBadOut              // they differ from the layout
+	batchTouch               // holds an id of the current part
+)
+
+func (pc *partCheck) is(j int, bit uint8) bool { return pc.state[j]&bit != 0 }
+func (pc *partCheck) set(j int, bit uint8)     { pc.state[j] |= bit }
+
+// partScratch is the buffers of one goroutine comparing by parts.
+type partScratch struct {
+	chunk    []uint64   // the id slots of todo batches [chunkJ, chunkJ+chunkN) of chunkOf
+	chunkOf  *deepCheck // nil: none read
+	chunkJ   int
+	chunkN   int
+	ids      []uint64
+	heldIdx  []int // per slot of the batch compared: index among the held ids, or -1
+	block    []byte
+	skeleton []byte
+	counts   []uint64
 }
 
 // initParts sets d up to compare by parts when its source is a
-// PartSource.
-func (d *deepCheck) initParts(p *plan.Plan, share int64, maxPerShard int) {
+// PartSource, over the plan's row groups rg.
+func (d *deepCheck) initParts(rg *rowGroups, maxPerShard, idx int) {
 	ps, ok := d.src.(PartSource)
-	if !ok {
+	if !ok || rg == nil {
 		return
 	}
-	pc := &partCheck{src: ps, budget: uint64(max(1, share/4)), fs: findingSet{max: maxPerShard}}
-	var id uint64
-	for _, f := range p.Source.Files {
-		for _, r := range f.RowGroups {
-			if r > 0 {
-				pc.rgStart = append(pc.rgStart, id)
-				id += uint64(r)
-			}
+	n := len(rg.start) - 1
+	pc := &partCheck{src: ps, rg: rg, idx: idx, cnt: make([]uint64, n), bytes: make([]uint64, n),
+		extra: partIDBytes, fs: findingSet{max: maxPerShard}}
+	for t := range d.tensors {
+		if d.g.IsJagged(t) {
+			pc.extra += 8
 		}
 	}
-	pc.rgStart = append(pc.rgStart, id)
-	pc.est = make([]uint64, len(pc.rgStart)-1)
 	d.part = pc
 }
 
@@ -214,100 +258,192 @@ func (d *deepCheck) addIntegrity(f Finding) {
 func (d *deepCheck) need(k int, ids []uint64) {
 	pc := d.part
 	pc.todo = append(pc.todo, k)
-	pc.failed, pc.found = append(pc.failed, false), append(pc.found, false)
-	pc.outside, pc.badOut, pc.touch = append(pc.outside, false), append(pc.badOut, false), append(pc.touch, false)
+	pc.state = append(pc.state, 0)
 	if len(ids) == 0 {
 		return
 	}
-	end := pc.rgStart[len(pc.rgStart)-1]
+	rg := pc.rg
+	end := rg.start[len(rg.start)-1]
 	for _, id := range ids {
 		if id >= end {
 			pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindSourceUnreadable, Batch: intp(k),
 				Message: fmt.Sprintf("sample id %d not in [0, %d)", id, end)})
-			pc.failed[len(pc.todo)-1] = true
+			pc.set(len(pc.todo)-1, batchFailed)
 			return
 		}
 	}
-	per := 2*d.batchBytes(k, len(ids))/uint64(len(ids)) + partIDBytes
+	per := d.batchBytes(k, len(ids))/uint64(len(ids)) + pc.extra
 	g := 0
 	for _, id := range ids {
-		if id < pc.rgStart[g] || id >= pc.rgStart[g+1] {
-			g = sort.Search(len(pc.est), func(i int) bool { return pc.rgStart[i+1] > id })
+		if id < rg.start[g] || id >= rg.start[g+1] {
+			g = rg.of(id)
 		}
-		pc.est[g] += per
+		pc.cnt[g]++
+		pc.bytes[g] += per
 	}
 }
 
-// part is one id range [lo, hi) of the parts.
-type part struct{ lo, hi uint64 }
+// idChunkBytes bounds the id slots one goroutine reads at once: a run of
+// consecutive selected batches' ids is read with one pread.
+const idChunkBytes = 32 << 10
 
-// parts cuts the row groups into parts within the budget.
-func (pc *partCheck) parts() []part {
-	var out []part
-	var sum uint64
-	open := false
-	for g, e := range pc.est {
-		if e == 0 {
-			continue
-		}
-		lo, hi := pc.rgStart[g], pc.rgStart[g+1]
-		if e > pc.budget {
-			n := (e + pc.budget - 1) / pc.budget
-			rows := hi - lo
-			for j := range n {
-				out = append(out, part{lo + rows*j/n, lo + rows*(j+1)/n})
-			}
-			open = false
-			continue
-		}
-		if open && sum+e <= pc.budget {
-			out[len(out)-1].hi = hi
-			sum += e
-			continue
-		}
-		out = append(out, part{lo, hi})
-		sum, open = e, true
-	}
-	return out
-}
-
-// runParts compares every selected batch by parts, then adds the
-// findings to the shard in key order.
-func (d *deepCheck) runParts(ctx context.Context) {
+// batchIDs returns todo batch j's (batch k's) sample ids, from the run of
+// consecutive selected batches read last when j is in it, else reading
+// the run from j on (ReadSampleIDSlots: one pread, each batch's CRC-32C
+// checked). A failure (the shard changed since its integrity check) is
+// reported for batch k alone, read on its own.
+func (d *deepCheck) batchIDs(j, k int, sc *partScratch) ([]uint64, bool) {
 	pc := d.part
-	ps := pc.parts()
-	pc.touchNext = make([]bool, len(pc.todo))
-	for j, k := range pc.todo {
-		if len(ps) > 0 && !pc.failed[j] && d.readIDs(j, k) {
-			pc.collect(j, ps[0])
+	b := d.g.BatchSize
+	if sc.chunkOf != d || j < sc.chunkJ || j >= sc.chunkJ+sc.chunkN {
+		n := 1
+		for most := max(1, idChunkBytes/(8*max(1, b))); n < most && j+n < len(pc.todo) && pc.todo[j+n] == k+n; n++ {
 		}
+		chunk, err := d.r.ReadSampleIDSlots(k, n, sc.chunk)
+		if err != nil {
+			sc.chunkOf = nil
+			ids, err := d.r.AppendSampleIDs(sc.ids[:0], k)
+			if err != nil {
+				pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + errDetail(err)})
+				pc.set(j, batchFailed)
+				return nil, false
+			}
+			sc.ids = ids
+			return ids, true
+		}
+		sc.chunk, sc.chunkOf, sc.chunkJ, sc.chunkN = chunk, d, j, n
 	}
-	for x, p := range ps {
-		if ctx.Err() != nil {
-			return
-		}
-		var nxt *part
-		if x+1 < len(ps) {
-			nxt = &ps[x+1]
-		}
-		d.runPart(ctx, p, nxt)
+	bi, err := d.r.Batch(k)
+	if err == nil && bi.Count > b {
+		err = fmt.Errorf("%d samples in a batch of %d slots", bi.Count, b)
 	}
+	if err != nil {
+		pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + errDetail(err)})
+		pc.set(j, batchFailed)
+		return nil, false
+	}
+	at := (j - sc.chunkJ) * b
+	return sc.chunk[at : at+bi.Count], true
+}
+
+// readBlock reads todo batch j's (batch k's) block, or reports why it
+// cannot.
+func (d *deepCheck) readBlock(j, k int, sc *partScratch) ([]byte, bool) {
+	pc := d.part
+	bi, err := d.r.Batch(k)
+	if err == nil {
+		if uint64(cap(sc.block)) < bi.Size {
+			sc.block = make([]byte, bi.Size)
+		}
+		err = d.r.ReadBlock(k, sc.block[:bi.Size])
+	}
+	if err != nil {
+		pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading block: " + err.Error()})
+		pc.set(j, batchFailed)
+		return nil, false
+	}
+	return sc.block[:bi.Size], true
+}
+
+// collectPart marks in x the ids of d's selected batches that lie in x's
+// range, noting the batches that hold one (batchTouch).
+func (d *deepCheck) collectPart(x *partIndex, sc *partScratch) {
+	pc := d.part
+	sc.chunkOf = nil
 	for j, k := range pc.todo {
-		if pc.failed[j] {
+		pc.state[j] &^= batchTouch
+		if pc.is(j, batchFailed) {
 			continue
 		}
-		if !pc.outside[j] {
+		ids, ok := d.batchIDs(j, k, sc)
+		if !ok {
+			continue
+		}
+		for _, id := range ids {
+			if x.in(id) {
+				x.mark(id)
+				pc.state[j] |= batchTouch
+			}
+		}
+	}
+}
+
+// comparePart compares every slot of d's batches whose id x holds with
+// the held sample, or, when the part's Hold failed with holdErr, reports
+// it once per batch holding one of its ids. Unless next is nil, the same
+// stream over the batches marks the ids of the part after in next
+// (collectPart's work for it).
+func (d *deepCheck) comparePart(ctx context.Context, x, next *partIndex, holdErr error, sc *partScratch) {
+	pc := d.part
+	sc.chunkOf = nil
+	for j, k := range pc.todo {
+		touch := pc.is(j, batchTouch)
+		if pc.is(j, batchFailed) || (!touch && next == nil) || ctx.Err() != nil {
+			continue
+		}
+		if touch && holdErr != nil {
+			pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: holdErr.Error()})
+			pc.set(j, batchFailed)
+			continue
+		}
+		ids, ok := d.batchIDs(j, k, sc)
+		if !ok {
+			continue
+		}
+		pc.state[j] &^= batchTouch
+		if next != nil {
+			for _, id := range ids {
+				if next.in(id) {
+					next.mark(id)
+					pc.state[j] |= batchTouch
+				}
+			}
+		}
+		if !touch {
+			continue
+		}
+		got, ok := d.readBlock(j, k, sc)
+		if !ok {
+			continue
+		}
+		sc.heldIdx = sc.heldIdx[:0]
+		for _, id := range ids {
+			sc.heldIdx = append(sc.heldIdx, x.index(id))
+		}
+		if !d.heldValid(j, k, ids, sc) {
+			continue
+		}
+		if !pc.is(j, batchOutside) {
+			d.checkOutside(j, k, got, len(ids), sc)
+		}
+		d.compareFixedSlots(j, k, got, ids, sc)
+		d.compareJaggedSlots(j, k, got, ids, sc)
+	}
+}
+
+// finishParts checks the batches no part touched (empty batches), counts
+// the batches compared and adds the findings to the shard in key order.
+func (d *deepCheck) finishParts(sc *partScratch) {
+	pc := d.part
+	sc.chunkOf = nil
+	for j, k := range pc.todo {
+		if pc.is(j, batchFailed) {
+			continue
+		}
+		if !pc.is(j, batchOutside) {
 			// No id in any part (an empty batch): its block is checked
 			// here.
-			if got, ok := d.readBlock(j, k); ok {
-				d.checkOutside(j, k, got, len(pc.ids))
+			if ids, ok := d.batchIDs(j, k, sc); ok {
+				if got, ok := d.readBlock(j, k, sc); ok {
+					d.checkOutside(j, k, got, len(ids), sc)
+				}
 			}
-			if pc.failed[j] {
+			if pc.is(j, batchFailed) {
 				continue
 			}
 		}
 		d.s.res.deep++
-		if pc.badOut[j] && !pc.found[j] {
+		if pc.is(j, batchBadOut) && !pc.is(j, batchFound) {
 			pc.fs.add(k, phaseOutside, 0, 0, Finding{Kind: KindValueMismatch, Batch: intp(k), Message: "bytes outside the present samples are not zero"})
 		}
 	}
@@ -321,122 +457,14 @@ func (d *deepCheck) runParts(ctx context.Context) {
 	pc.fs.list = nil
 }
 
-// readIDs reads todo batch j's (batch k's) sample ids into pc.ids,
-// reporting a failure (the shard changed since its integrity check).
-func (d *deepCheck) readIDs(j, k int) bool {
-	pc := d.part
-	ids, err := d.r.AppendSampleIDs(pc.ids[:0], k)
-	if err != nil {
-		pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading sample ids: " + errDetail(err)})
-		pc.failed[j] = true
-		return false
-	}
-	pc.ids = ids
-	return true
-}
-
-// readBlock reads todo batch j's (batch k's) block and ids, or reports
-// why it cannot.
-func (d *deepCheck) readBlock(j, k int) ([]byte, bool) {
-	pc := d.part
-	if !d.readIDs(j, k) {
-		return nil, false
-	}
-	bi, err := d.r.Batch(k)
-	if err == nil {
-		if uint64(cap(pc.block)) < bi.Size {
-			pc.block = make([]byte, bi.Size)
-		}
-		err = d.r.ReadBlock(k, pc.block[:bi.Size])
-	}
-	if err != nil {
-		pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading block: " + err.Error()})
-		pc.failed[j] = true
-		return nil, false
-	}
-	return pc.block[:bi.Size], true
-}
-
-// collect adds the ids of pc.ids (todo batch j's) that lie in p to
-// pc.next, marking the batch in pc.touchNext.
-func (pc *partCheck) collect(j int, p part) {
-	for _, id := range pc.ids {
-		if id >= p.lo && id < p.hi {
-			pc.next = append(pc.next, id)
-			pc.touchNext[j] = true
-		}
-	}
-}
-
-// runPart materializes the needed ids in p (collected in pc.next and
-// pc.touchNext by the stream before) and compares every slot that holds
-// one; the same stream over the batches collects the ids of the part
-// after, nxt, unless nil.
-func (d *deepCheck) runPart(ctx context.Context, p part, nxt *part) {
-	pc := d.part
-	slices.Sort(pc.next)
-	held := slices.Compact(pc.next)
-	pc.heldIDs, pc.next = held, pc.heldIDs[:0]
-	pc.touch, pc.touchNext = pc.touchNext, pc.touch
-	clear(pc.touchNext)
-	if len(held) > 0 {
-		if err := pc.src.Hold(ctx, held); err != nil {
-			for j, k := range pc.todo {
-				if pc.touch[j] && !pc.failed[j] {
-					pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: err.Error()})
-					pc.failed[j] = true
-				}
-			}
-			held = nil
-		}
-	}
-	for j, k := range pc.todo {
-		if pc.failed[j] || ctx.Err() != nil {
-			continue
-		}
-		if !pc.touch[j] || len(held) == 0 {
-			if nxt != nil && d.readIDs(j, k) {
-				pc.collect(j, *nxt)
-			}
-			continue
-		}
-		got, ok := d.readBlock(j, k)
-		if !ok {
-			continue
-		}
-		ids := pc.ids
-		if nxt != nil {
-			pc.collect(j, *nxt)
-		}
-		pc.heldIdx = pc.heldIdx[:0]
-		for _, id := range ids {
-			x := -1
-			if id >= p.lo && id < p.hi {
-				if i, ok := slices.BinarySearch(held, id); ok {
-					x = i
-				}
-			}
-			pc.heldIdx = append(pc.heldIdx, x)
-		}
-		if !d.heldValid(j, k, ids) {
-			continue
-		}
-		if !pc.outside[j] {
-			d.checkOutside(j, k, got, len(ids))
-		}
-		d.compareFixedSlots(j, k, got, ids)
-		d.compareJaggedSlots(j, k, got, ids)
-	}
-}
-
 // heldValid reports whether the held bytes of batch k's slots have the
 // sizes the geometry gives (a fixed-shape sample's bytes, a whole number
 // of jagged values), reporting the first that has not.
-func (d *deepCheck) heldValid(j, k int, ids []uint64) bool {
+func (d *deepCheck) heldValid(j, k int, ids []uint64, sc *partScratch) bool {
 	pc := d.part
 	for t := range d.tensors {
 		vb := d.g.SampleBytes[t]
-		for i, x := range pc.heldIdx {
+		for i, x := range sc.heldIdx {
 			if x < 0 {
 				continue
 			}
@@ -444,13 +472,13 @@ func (d *deepCheck) heldValid(j, k int, ids []uint64) bool {
 			if !d.g.IsJagged(t) && uint64(len(v)) != vb {
 				pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindSourceUnreadable, Batch: intp(k), Tensor: d.tensors[t].Name, SampleID: u64p(ids[i]),
 					Message: fmt.Sprintf("slot %d: source gave %d bytes for a %d-byte sample", i, len(v), vb)})
-				pc.failed[j] = true
+				pc.set(j, batchFailed)
 				return false
 			}
 			if uint64(len(v))%vb != 0 {
 				pc.fs.add(k, phaseBatch, 0, 0, Finding{Kind: KindSourceUnreadable, Batch: intp(k), Tensor: d.tensors[t].Name, SampleID: u64p(ids[i]),
 					Message: fmt.Sprintf("slot %d: source gave %d bytes, not a whole number of %d-byte values", i, len(v), vb)})
-				pc.failed[j] = true
+				pc.set(j, batchFailed)
 				return false
 			}
 		}
@@ -460,7 +488,7 @@ func (d *deepCheck) heldValid(j, k int, ids []uint64) bool {
 
 // compareFixedSlots reports, per fixed-shape tensor and held slot of batch
 // k, the first element of got that differs from the source (diffFixed).
-func (d *deepCheck) compareFixedSlots(j, k int, got []byte, ids []uint64) {
+func (d *deepCheck) compareFixedSlots(j, k int, got []byte, ids []uint64, sc *partScratch) {
 	pc := d.part
 	for t, ti := range d.tensors {
 		if d.g.IsJagged(t) {
@@ -469,7 +497,7 @@ func (d *deepCheck) compareFixedSlots(j, k int, got []byte, ids []uint64) {
 		sb := int(d.g.SampleBytes[t])
 		off := int(d.g.SlabOffset[t])
 		es := ti.DType.Size()
-		for i, x := range pc.heldIdx {
+		for i, x := range sc.heldIdx {
 			if x < 0 {
 				continue
 			}
@@ -478,7 +506,7 @@ func (d *deepCheck) compareFixedSlots(j, k int, got []byte, ids []uint64) {
 			if bytes.Equal(a, w) {
 				continue
 			}
-			pc.found[j] = true
+			pc.set(j, batchFound)
 			b := 0
 			for a[b] == w[b] {
 				b++
@@ -493,7 +521,7 @@ func (d *deepCheck) compareFixedSlots(j, k int, got []byte, ids []uint64) {
 
 // compareJaggedSlots reports, per jagged tensor and held slot of batch k,
 // a values count or the first element that differs (diffJagged).
-func (d *deepCheck) compareJaggedSlots(j, k int, got []byte, ids []uint64) {
+func (d *deepCheck) compareJaggedSlots(j, k int, got []byte, ids []uint64, sc *partScratch) {
 	pc := d.part
 	for t, ti := range d.tensors {
 		if !d.g.IsJagged(t) {
@@ -503,19 +531,19 @@ func (d *deepCheck) compareJaggedSlots(j, k int, got []byte, ids []uint64) {
 		if err != nil {
 			// Bad offsets fail VerifyBlock too: reported by the
 			// integrity check.
-			pc.found[j] = true
+			pc.set(j, batchFound)
 			continue
 		}
 		vb := int(d.g.SampleBytes[t])
 		es := ti.DType.Size()
-		for i, x := range pc.heldIdx {
+		for i, x := range sc.heldIdx {
 			if x < 0 {
 				continue
 			}
 			a0, a1 := s.Offset(i), s.Offset(i+1)
 			w := pc.src.Held(t, x)
 			if a1-a0 != len(w)/vb {
-				pc.found[j] = true
+				pc.set(j, batchFound)
 				pc.fs.add(k, phaseJagged, t, i, Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(ids[i]),
 					What: "values count", Expected: fmt.Sprint(len(w) / vb), Actual: fmt.Sprint(a1 - a0),
 					Message: fmt.Sprintf("slot %d holds another number of values than the source (offsets[%d:%d] = %d, %d)", i, i, i+2, a0, a1)})
@@ -525,7 +553,7 @@ func (d *deepCheck) compareJaggedSlots(j, k int, got []byte, ids []uint64) {
 			if bytes.Equal(a, w) {
 				continue
 			}
-			pc.found[j] = true
+			pc.set(j, batchFound)
 			b := 0
 			for a[b] == w[b] {
 				b++
@@ -544,37 +572,37 @@ func (d *deepCheck) compareJaggedSlots(j, k int, got []byte, ids []uint64) {
 // give (from 0, the unused slots' equal to the values count) with the
 // values where Geometry.BatchLayout places them. When every slot matches
 // the source this is exactly the comparison of the whole block.
-func (d *deepCheck) checkOutside(j, k int, got []byte, n int) {
+func (d *deepCheck) checkOutside(j, k int, got []byte, n int, sc *partScratch) {
 	pc := d.part
-	pc.outside[j] = true
+	pc.set(j, batchOutside)
 	size := uint64(len(got))
 	var jag []int
-	pc.counts = pc.counts[:0]
+	sc.counts = sc.counts[:0]
 	for t := range d.tensors {
 		if d.g.IsJagged(t) {
 			s, err := d.r.Jagged(k, got, t)
 			if err != nil {
-				pc.found[j] = true // as diffJagged: the integrity check reported it
+				pc.set(j, batchFound) // as diffJagged: the integrity check reported it
 				return
 			}
 			jag = append(jag, t)
-			pc.counts = append(pc.counts, uint64(s.Offset(n)-s.Offset(0)))
+			sc.counts = append(sc.counts, uint64(s.Offset(n)-s.Offset(0)))
 		}
 	}
 	if len(jag) > 0 {
-		lay, err := d.g.BatchLayout(pc.counts)
+		lay, err := d.g.BatchLayout(sc.counts)
 		if err != nil || lay.Size != size {
-			pc.badOut[j] = true
+			pc.set(j, batchBadOut)
 			return
 		}
 	} else if size != uint64(d.g.BlockSize) {
-		pc.badOut[j] = true
+		pc.set(j, batchBadOut)
 		return
 	}
-	if uint64(cap(pc.skeleton)) < size {
-		pc.skeleton = make([]byte, size)
+	if uint64(cap(sc.skeleton)) < size {
+		sc.skeleton = make([]byte, size)
 	}
-	w := pc.skeleton[:size]
+	w := sc.skeleton[:size]
 	clear(w)
 	for t := range d.tensors {
 		if d.g.IsJagged(t) {
@@ -584,7 +612,7 @@ func (d *deepCheck) checkOutside(j, k int, got []byte, n int) {
 		copy(w[off:off+uint64(n)*sb], got[off:off+uint64(n)*sb])
 	}
 	if len(jag) > 0 {
-		lay, _ := d.g.BatchLayout(pc.counts)
+		lay, _ := d.g.BatchLayout(sc.counts)
 		for _, t := range jag {
 			s, _ := d.r.Jagged(k, got, t)
 			vb := d.g.SampleBytes[t]
@@ -600,5 +628,7 @@ func (d *deepCheck) checkOutside(j, k int, got []byte, n int) {
 			}
 		}
 	}
-	pc.badOut[j] = !bytes.Equal(got, w)
+	if !bytes.Equal(got, w) {
+		pc.set(j, batchBadOut)
+	}
 }

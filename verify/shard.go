@@ -25,12 +25,34 @@ type shardResult struct {
 func (c *checker) checkShards(ctx context.Context) {
 	shards := c.man.Shards
 	results := make([]shardResult, len(shards))
+	if c.opts.Deep && c.plan != nil {
+		c.rowGroups = newRowGroups(c.plan)
+	}
+	// Shards compared by parts (deeppart.go) come back with their
+	// integrity checked, still open, to be compared together.
+	byParts := make([]*deepCheck, len(shards))
 	// Cancellation stops the pool; a shard's problems are findings, not
 	// errors.
 	_ = pool.ForEach(ctx, len(shards), c.opts.Jobs, func(i int) error {
-		results[i] = c.checkShard(ctx, shards[i])
+		results[i], byParts[i] = c.checkShard(ctx, i, shards[i])
 		return nil
 	})
+	var pending []*deepCheck
+	for _, d := range byParts {
+		if d != nil {
+			pending = append(pending, d)
+		}
+	}
+	if len(pending) > 0 {
+		c.runDeepParts(ctx, pending)
+		for i, d := range byParts {
+			if d != nil {
+				results[i] = d.s.finish()
+				d.close()
+				_ = d.r.Close()
+			}
+		}
+	}
 	for _, r := range results {
 		c.rep.Findings = append(c.rep.Findings, r.findings...)
 		c.rep.Batches += r.batches
@@ -94,44 +116,51 @@ func (c *checker) openShard(e shardfmt.ShardEntry) (*shardfmt.Reader, error) {
 	return shardfmt.OpenFile(f, c.set.Path(e.Path), false)
 }
 
-// checkShard runs every per-shard check on one manifest entry. The size is
-// compared with the manifest before the file is opened: a truncated shard
-// is reported, never touched. An entry whose path leaves the set (reported
-// by checkManifest) is never opened.
-func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardResult {
+// checkShard runs every per-shard check on manifest entry idx, e. The
+// size is compared with the manifest before the file is opened: a
+// truncated shard is reported, never touched. An entry whose path leaves
+// the set (reported by checkManifest) is never opened. A shard whose
+// deep check runs by parts is returned, open, with its integrity checked
+// and its needs counted; its result comes after runDeepParts.
+func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry) (shardResult, *deepCheck) {
 	s := &shardCheck{c: c, entry: e, counts: map[Kind]int{}}
 	if !safePath(e.Path) {
-		return s.finish()
+		return s.finish(), nil
 	}
 	st, err := c.set.CheckName(e.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		s.add(Finding{Kind: KindShardMissing, Message: "shard listed in the manifest does not exist"})
-		return s.finish()
+		return s.finish(), nil
 	case errors.Is(err, shardset.ErrUnsafe):
 		s.add(Finding{Kind: KindHeaderInvalid, Message: "shard is reached through a symbolic link, which is never followed (" + err.Error() + ")"})
-		return s.finish()
+		return s.finish(), nil
 	case err != nil:
 		s.add(Finding{Kind: KindIOError, Message: err.Error()})
-		return s.finish()
+		return s.finish(), nil
 	case !st.Mode().IsRegular():
 		s.add(Finding{Kind: KindHeaderInvalid, Message: "shard is not a regular file"})
-		return s.finish()
+		return s.finish(), nil
 	case st.Size() != e.Size:
 		msg := "shard size differs from the manifest"
 		if st.Size() < e.Size {
 			msg = fmt.Sprintf("shard is truncated (%d bytes missing)", e.Size-st.Size())
 		}
 		s.add(Finding{Kind: KindSizeMismatch, What: "size", Expected: fmt.Sprint(e.Size), Actual: fmt.Sprint(st.Size()), Message: msg})
-		return s.finish()
+		return s.finish(), nil
 	}
 
 	r, err := c.openShard(e)
 	if err != nil {
 		s.add(Finding{Kind: KindHeaderInvalid, Message: errDetail(err)})
-		return s.finish()
+		return s.finish(), nil
 	}
-	defer r.Close()
+	keep := false // r and deep stay open for runDeepParts
+	defer func() {
+		if !keep {
+			_ = r.Close()
+		}
+	}()
 	path := c.set.Path(e.Path)
 
 	// The digest through the Reader already open: a second Open would map
@@ -184,9 +213,13 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 	}
 	var deep *deepCheck
 	if c.opts.Deep {
-		deep = c.newDeepCheck(s, r, path, pe, pr)
+		deep = c.newDeepCheck(s, r, path, idx, pe, pr)
 		if deep != nil {
-			defer deep.close()
+			defer func() {
+				if !keep {
+					deep.close()
+				}
+			}()
 		}
 	}
 	bc := batchCheck{c: c, r: r, p: p, checkPlan: checkPlan && !c.conforming[pe], epoch: pe, rank: pr}
@@ -203,8 +236,9 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 				deep.need(k, ids)
 			}
 		}
-		deep.runParts(ctx)
-		return s.finish()
+		c.joinGroup(deep)
+		keep = true
+		return shardResult{}, deep
 	}
 	workers := 1
 	if deep == nil {
@@ -218,7 +252,7 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 				deep.compare(ctx, k, bi, ids)
 			}
 		}
-		return s.finish()
+		return s.finish(), nil
 	}
 	// A large shard with cores to spare: chunks of batches on several
 	// goroutines, findings merged back in batch order so that the per-kind
@@ -243,7 +277,7 @@ func (c *checker) checkShard(ctx context.Context, e shardfmt.ShardEntry) shardRe
 		s.res.batches += res[j].batches
 		s.res.bytes += res[j].bytes
 	}
-	return s.finish()
+	return s.finish(), nil
 }
 
 // batchChunk is the number of consecutive batches one goroutine checks at

@@ -4,8 +4,9 @@
 // plan's epoch digests where the set holds every rank of an epoch, else
 // recomputed batch by batch; see planfast.go) and,
 // on request, source conformance (values re-read from the source Parquet:
-// by parts of row groups, each row group decoded once whatever the memory
-// limit, when the source is a PartSource; see deeppart.go).
+// by parts of row groups, each row group decoded about once for the whole
+// shard set whatever the memory limit, when the source is a PartSource;
+// see deeppart.go and deepset.go).
 //
 // Run reports every finding, not just the first; a finding is data, not an
 // error. The package also computes what `prep inspect` shows (Inspect) and
@@ -71,12 +72,16 @@ type Options struct {
 	// memory (blocks are read with pread, never mapped).
 	Jobs int
 	// MemoryLimit bounds the memory of the --deep value checks, all shards
-	// checked at once together (each of the Jobs checks gets an equal
-	// share): the source samples a check holds for its upcoming batches
-	// (at most a quarter of its share, PrefetchBytes at most) and the
-	// column chunks decoded to produce them, which a source implementing
-	// MemoryLimiter reads in row windows within half its share, as
-	// convert does under its --memory-limit. <= 0 means 1 GiB.
+	// checked at once together. Batch by batch, each of the Jobs checks
+	// gets an equal share: the source samples a check holds for its
+	// upcoming batches (at most a quarter of its share, PrefetchBytes at
+	// most) and the column chunks decoded to produce them, which a source
+	// implementing MemoryLimiter reads in row windows within half its
+	// share, as convert does under its --memory-limit. By parts (a
+	// PartSource, deeppart.go) the set holds one part at a time: half
+	// the limit for its samples and indexes, a quarter to decode in, a
+	// quarter for the comparing goroutines' buffers and the per-shard
+	// bookkeeping. <= 0 means 1 GiB.
 	MemoryLimit int64
 	// AllowPartial accepts a shard set holding only some of the plan's
 	// (epoch, rank) pairs (a node that materialized its own ranks).
@@ -174,7 +179,14 @@ type checker struct {
 	// digest and batch counts (planfast.go): no per-batch plan comparison.
 	conforming map[int]bool
 
-	mu sync.Mutex // guards rep counters and Progress calls
+	// The deep check by parts (deepset.go): the plan's row groups, the
+	// groups of shards checked together, the comparing goroutines'
+	// buffers.
+	rowGroups *rowGroups
+	groups    []*partGroup
+	scratch   []*partScratch
+
+	mu sync.Mutex // guards rep counters, Progress calls and groups
 }
 
 func (c *checker) add(f Finding) { c.rep.Findings = append(c.rep.Findings, f) }

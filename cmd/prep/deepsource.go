@@ -63,9 +63,9 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 // source's root, object stores included.
 var deepStores *storeCache
 
-// deepSource materializes expected samples with convert.MaterializeFrom:
-// by parts of row groups (Hold, Held), or by windows of batches (Prefetch,
-// FillBlock, JaggedValues).
+// deepSource materializes expected samples: by parts of row groups with
+// convert.MaterializeSorted (Hold, Held), or by windows of batches with
+// convert.MaterializeFrom (Prefetch, FillBlock, JaggedValues).
 type deepSource struct {
 	st      source.Store
 	p       *plan.Plan
@@ -74,8 +74,9 @@ type deepSource struct {
 	tensors []shardfmt.TensorInfo
 
 	samples *convert.Samples
-	index   map[uint64]int // id -> position in samples
-	limit   int64          // decoding memory (SetMemoryLimit); 0: Materialize's default
+	index   map[uint64]int       // id -> position in samples
+	held    *convert.HeldSamples // the ids of the last Hold
+	limit   int64                // decoding memory (SetMemoryLimit); 0: Materialize's default
 }
 
 // SetMemoryLimit bounds the decoding of each Prefetch (MemoryLimiter).
@@ -147,26 +148,37 @@ func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][
 	return out, nil
 }
 
-// Hold materializes ids (sorted, unique) with one convert.MaterializeFrom,
-// which decodes each row group holding one of them once, and keeps them,
-// replacing what was held (verify.PartSource).
+// Hold materializes ids (sorted, unique) with one
+// convert.MaterializeSorted, which decodes each row group holding one of
+// them once and keeps the samples where it staged them, and releases
+// what was held before first (verify.PartSource).
 func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
-	got, err := convert.MaterializeFrom(ctx, s.st, s.p, s.spec, ids, s.limit)
+	s.held.Close()
+	s.held = nil
+	got, err := convert.MaterializeSorted(ctx, s.st, s.p, s.spec, ids, s.limit)
 	if err != nil {
 		return err
 	}
-	if !shardfmt.SameTensors(got.Tensors, s.tensors) {
-		return fmt.Errorf("spec yields tensors %s, shard has %s", shardfmt.TensorList(got.Tensors), shardfmt.TensorList(s.tensors))
+	if !shardfmt.SameTensors(got.Tensors(), s.tensors) {
+		got.Close()
+		return fmt.Errorf("spec yields tensors %s, shard has %s", shardfmt.TensorList(got.Tensors()), shardfmt.TensorList(s.tensors))
 	}
-	s.samples, s.index = got, nil
+	s.held = got
 	return nil
 }
 
 // Held returns tensor t's bytes of the i-th id of the last Hold, as
-// convert.Samples.Sample gives them (verify.PartSource).
-func (s *deepSource) Held(t, i int) []byte { return s.samples.Sample(t, i) }
+// convert.HeldSamples.Sample gives them (verify.PartSource). They depend
+// on the tensors only, not on the shard's geometry: verify may hold the
+// ids of several shards with the same tensors through one source.
+func (s *deepSource) Held(t, i int) []byte { return s.held.Sample(t, i) }
 
-func (s *deepSource) Close() error { return nil }
+// Close releases the samples held.
+func (s *deepSource) Close() error {
+	s.held.Close()
+	s.held = nil
+	return nil
+}
 
 var (
 	_ verify.JaggedSource = (*deepSource)(nil)

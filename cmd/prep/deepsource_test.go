@@ -162,7 +162,7 @@ func TestDeepHonoursMemoryLimit(t *testing.T) {
 		t.Fatalf("deep %d of %d batches\n%s", rep.DeepBatches, 4*p.Steps(), verifytest.Lines(rep))
 	}
 	if len(limits) != 4 {
-		t.Fatalf("SetMemoryLimit called %d times, want once per shard", len(limits))
+		t.Fatalf("SetMemoryLimit called %d times, want once per shard (batch by batch)", len(limits))
 	}
 	for _, n := range limits {
 		if n != limit/jobs/2 {

@@ -307,20 +307,61 @@ func TestRunJaggedRowOverLimit(t *testing.T) {
 	}
 	for _, c := range []struct {
 		spec     *Spec
+		slots    int64 // Options.Limits.MaxRowSlots: the fixed bound
 		want     string
 		sentinel error
 	}{
-		{spec, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries)`, pqread.ErrLimit},
-		{withFixed, `a.parquet: column "v", row group 1, row 5: list has 300000 values, more than the 262144 (1048576 bytes) one row of a jagged tensor may hold (a quarter of the memory limit, at least 1 MiB)`, ErrValue},
+		{spec, 0, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`, pqread.ErrLimit},
+		{spec, 1000, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 1000 slots (level entries), the most one row of a list column may hold whatever the memory limit (tensor "v"; 1000 is a fixed bound of the Parquet reader); split such rows in the source`, pqread.ErrLimit},
+		{withFixed, 0, `a.parquet: column "v", row group 1, row 5: list has 300000 values, more than the 262144 (1048576 bytes) one row of jagged tensor "v" may hold (a quarter of the memory limit, at least 1 MiB); raise --memory-limit`, ErrValue},
 	} {
 		out := filepath.Join(t.TempDir(), "o")
-		_, err := Run(context.Background(), Options{Plan: p, Spec: c.spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20})
+		_, err := Run(context.Background(), Options{Plan: p, Spec: c.spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20, Limits: pqread.Limits{MaxRowSlots: c.slots}})
+		var rs *pqread.RowSlotsError
+		if c.sentinel == pqread.ErrLimit && (!errors.As(err, &rs) || rs.Row != 5) {
+			t.Errorf("error %v: no *pqread.RowSlotsError of row 5", err)
+		}
 		if err == nil || err.Error() != c.want || !errors.Is(err, c.sentinel) {
 			t.Errorf("error\n  %v\nwant\n  %s", err, c.want)
 		}
 		if _, err := os.Stat(filepath.Join(out, "manifest.json")); !os.IsNotExist(err) {
 			t.Errorf("manifest left: %v", err)
 		}
+	}
+}
+
+// TestMaterializeJaggedRowBound: a row of 300,000 I32 values (1.2 MB)
+// converts under an 8 MiB limit (a row may take 2 MiB) and materializes
+// decoding within 2 MiB when Bounds.Run is the run's 8 MiB, as verify
+// --deep does within a share of its limit; with Run left to the 2 MiB
+// decoding bound the row is over its 1 MiB and refused as a limit, naming
+// the tensor and the flag to raise.
+func TestMaterializeJaggedRowBound(t *testing.T) {
+	const long = 300_000
+	p, spec := jagLongFixture(t, 40, 16, func(id int64) int {
+		if id == 21 {
+			return long
+		}
+		return int(id % 5)
+	}, jagSeqCfg)
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 2, MemoryLimit: 8 << 20}); err != nil {
+		t.Fatalf("convert under 8 MiB: %v", err)
+	}
+	h, err := MaterializeSorted(context.Background(), nil, p, spec, []uint64{20, 21}, Bounds{Memory: 2 << 20, Run: 8 << 20})
+	if err != nil {
+		t.Fatalf("materialize within 2 MiB for a run of 8 MiB: %v", err)
+	}
+	defer h.Close()
+	if got := len(h.Sample(1, 1)); got != 4*long {
+		t.Errorf("row 21 holds %d bytes of v, want %d", got, 4*long)
+	}
+	if got, want := h.Sample(1, 1)[4*1000:4*1001], binary.LittleEndian.AppendUint32(nil, uint32(21*100+1000)); !bytes.Equal(got, want) {
+		t.Errorf("row 21 value 1000: % x, want % x", got, want)
+	}
+	_, err = MaterializeSorted(context.Background(), nil, p, spec, []uint64{21}, Bounds{Memory: 2 << 20})
+	want := `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`
+	if err == nil || err.Error() != want || !errors.Is(err, pqread.ErrLimit) {
+		t.Errorf("error\n  %v\nwant\n  %s", err, want)
 	}
 }
 

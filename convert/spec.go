@@ -425,7 +425,6 @@ func (s *Spec) Validate() error {
 	if len(s.Tensors) == 0 {
 		return specErrorf("no tensors")
 	}
-	names := map[string]bool{}
 	for i := range s.Tensors {
 		t := &s.Tensors[i]
 		if err := t.validate(); err != nil {
@@ -434,11 +433,50 @@ func (s *Spec) Validate() error {
 			}
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
-		for _, n := range t.outputNames() {
-			if names[n] {
-				return specErrorf("tensor name %q used twice (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths; a map's <name>.keys and <name>.values)", n)
+	}
+	return s.checkNames()
+}
+
+// ReservedNames are the names no tensor may take: the keys gpuload's
+// ShardDataset gives each item beside the tensors (sample_ids, pad,
+// step) and the files prep export writes beside theirs (sample_ids.npy,
+// pad_mask.npy).
+var ReservedNames = []string{"sample_ids", "pad", "step", "pad_mask"}
+
+// checkNames refuses two outputs of the spec with one name, an output
+// taking a reserved name (ReservedNames), and a name that readers derive
+// from a jagged output: its offsets' "<name>_offsets" (prep export's
+// <name>_offsets.npy) and a jagged list's "<name>_inner_lengths" (taken
+// when its column is a list of lists, known only from the source). The
+// error names both tensors.
+func (s *Spec) checkNames() error {
+	owner := map[string]string{} // output or derived name -> who takes it
+	taken := func(n, by string) error {
+		if o, dup := owner[n]; dup {
+			return specErrorf("tensor name %q used twice: by %s and by %s (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths, a jagged list <name>_inner_lengths; a map's <name>.keys and <name>.values; a jagged tensor's offsets <name>_offsets)", n, o, by)
+		}
+		owner[n] = by
+		return nil
+	}
+	for i := range s.Tensors {
+		t := &s.Tensors[i]
+		for _, o := range t.outputs() {
+			by := fmt.Sprintf("tensor %q", t.Name)
+			if o.name != t.Name {
+				by = fmt.Sprintf("tensor %q (as %q)", t.Name, o.name)
 			}
-			names[n] = true
+			if slices.Contains(ReservedNames, o.name) {
+				return specErrorf("%s: the name %q is reserved (gpuload's ShardDataset items hold sample_ids, pad and step beside the tensors; prep export writes sample_ids.npy and pad_mask.npy); rename the tensor", by, o.name)
+			}
+			if err := taken(o.name, by); err != nil {
+				return err
+			}
+			if !o.jagged {
+				continue
+			}
+			if err := taken(o.name+"_offsets", fmt.Sprintf("tensor %q (as the offsets of jagged %q, exported as %s_offsets.npy)", t.Name, o.name, o.name)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -663,21 +701,47 @@ func lengthsDType(s string) (shardfmt.DType, error) {
 	return 0, specErrorf("lengths_dtype must be I32 or I64, not %q", s)
 }
 
-// outputNames returns the names of every tensor t produces, main tensor first.
-func (t *TensorSpec) outputNames() []string {
-	n := []string{t.Name}
+// specOutput is a tensor a spec's tensor produces, or may produce: its
+// name and whether it is jagged.
+type specOutput struct {
+	name   string
+	jagged bool
+}
+
+// outputs returns every tensor t produces, main tensor first, and, last,
+// a jagged list's <name>_inner_lengths, which it produces when its column
+// is a list of lists.
+func (t *TensorSpec) outputs() []specOutput {
+	jag := t.jagged() || (t.Map != nil && t.Map.Keys == nil)
+	n := []specOutput{{t.Name, jag}}
 	if t.Nulls != nil && t.Nulls.Mask {
-		n = append(n, t.Name+"_mask")
+		n = append(n, specOutput{t.Name + "_mask", false})
 	}
 	if t.List != nil && t.List.ElementMask {
-		n = append(n, t.Name+"_element_mask")
+		n = append(n, specOutput{t.Name + "_element_mask", jag})
 	}
 	if (t.List != nil && t.List.Lengths) || (t.Bytes != nil && t.Bytes.Lengths) {
-		n = append(n, t.Name+"_lengths")
+		n = append(n, specOutput{t.Name + "_lengths", false})
 	}
 	if t.Map != nil && t.Map.Keys == nil {
-		n[0] = t.Name + ".keys"
-		n = slices.Insert(n, 1, t.Name+".values")
+		n[0].name = t.Name + ".keys"
+		n = slices.Insert(n, 1, specOutput{t.Name + ".values", true})
+	}
+	if t.jagged() && t.Map == nil {
+		n = append(n, specOutput{t.Name + "_inner_lengths", true})
+	}
+	return n
+}
+
+// outputNames returns the names of every tensor t produces, main tensor
+// first, but for a jagged list's <name>_inner_lengths (a list of lists'
+// only).
+func (t *TensorSpec) outputNames() []string {
+	var n []string
+	for _, o := range t.outputs() {
+		if !t.jagged() || t.Map != nil || o.name != t.Name+"_inner_lengths" {
+			n = append(n, o.name)
+		}
 	}
 	return n
 }

@@ -368,11 +368,11 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		}
 		if depth > 1 {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
-				Err: specErrorf("a list of lists (depth %d) becomes a tensor only as list: {jagged: true}", depth)}
+				Err: specErrorf("a list of lists (depth %d) becomes a tensor only as list: {jagged: true} (--tensor NAME=COL:DTYPE:jagged)", depth)}
 		}
 		if t.Shape == nil {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
-				Err: specErrorf("list column needs a shape (the fixed number of values per sample, or list: {jagged: true})")}
+				Err: specErrorf("list column needs a shape (the fixed number of values per sample: --tensor NAME=COL:DTYPE:SHAPE), or list: {jagged: true} (--tensor NAME=COL:DTYPE:jagged)")}
 		}
 		tp.mode = modeList
 		tp.perSample = int(shapeProduct(t.Shape))

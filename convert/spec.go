@@ -376,15 +376,18 @@ func emptyDocument(n *yaml.Node) bool {
 var shapeFlagRE = regexp.MustCompile(`^[0-9]+(x[0-9]+)*$`)
 
 // ParseTensorFlags parses --tensor flags of the form
-// NAME=COL[,COL...]:DTYPE[:SHAPE], SHAPE like "50" or "4x4". One column
-// becomes TensorSpec.Column, several become Columns. The result is not
-// validated on its own; append it to a Spec and call Validate.
+// NAME=COL[,COL...]:DTYPE[:SHAPE], SHAPE like "50" or "4x4", or
+// NAME=COL:DTYPE:jagged, a LIST column read as a jagged tensor
+// (List.Jagged; a null row or element is then an error, as in a spec
+// without nulls or list.element_fill). One column becomes
+// TensorSpec.Column, several become Columns. The result is not validated
+// on its own; append it to a Spec and call Validate.
 func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 	var out []TensorSpec
 	for _, f := range flags {
 		name, rest, ok := strings.Cut(f, "=")
 		if !ok || name == "" || rest == "" {
-			return nil, specErrorf("--tensor %q: want NAME=COL[,COL...]:DTYPE[:SHAPE]", f)
+			return nil, specErrorf("--tensor %q: want NAME=COL[,COL...]:DTYPE[:SHAPE] or NAME=COL:DTYPE:jagged", f)
 		}
 		parts := strings.Split(rest, ":")
 		if len(parts) < 2 {
@@ -392,7 +395,10 @@ func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 		}
 		t := TensorSpec{Name: name}
 		n := len(parts)
-		if n >= 3 && shapeFlagRE.MatchString(parts[n-1]) {
+		if n >= 3 && parts[n-1] == "jagged" {
+			t.List = &ListPolicy{Jagged: true}
+			n--
+		} else if n >= 3 && shapeFlagRE.MatchString(parts[n-1]) {
 			for _, d := range strings.Split(parts[n-1], "x") {
 				v, err := strconv.ParseInt(d, 10, 64)
 				if err != nil {
@@ -404,7 +410,7 @@ func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 		}
 		if n >= 3 {
 			if _, err := shardfmt.ParseDType(parts[n-1]); err != nil {
-				return nil, specErrorf("--tensor %q: bad shape %q: want positive sizes joined by x, e.g. 50 or 28x28", f, parts[n-1])
+				return nil, specErrorf("--tensor %q: bad shape %q: want positive sizes joined by x, e.g. 50 or 28x28, or jagged", f, parts[n-1])
 			}
 		}
 		t.DType = parts[n-1]

@@ -91,6 +91,39 @@ func TestParseTensorFlags(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	ts, err = ParseTensorFlags([]string{"v=v:I32:jagged", "c=a:b:I64:jagged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[0].Column != "v" || ts[0].DType != "I32" || ts[0].Shape != nil || ts[0].List == nil || *ts[0].List != (ListPolicy{Jagged: true}) ||
+		ts[1].Column != "a:b" || ts[1].DType != "I64" || ts[1].List == nil || !ts[1].List.Jagged {
+		t.Errorf("jagged flags: %+v", ts)
+	}
+	spec := Spec{Tensors: ts[:1]}
+	if err := spec.Validate(); err != nil {
+		t.Errorf("v=v:I32:jagged: %v", err)
+	}
+	if got, want := spec.Hash(), mustSpec(t, "tensors: [{name: v, column: v, dtype: I32, list: {jagged: true}}]").Hash(); got != want {
+		t.Errorf("v=v:I32:jagged hashes to %s, the spec file form to %s", got, want)
+	}
+	spec = Spec{Tensors: ts}
+	spec.Tensors = append(spec.Tensors, TensorSpec{Name: "v_offsets", Column: "o", DType: "I64"})
+	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), `tensor name "v_offsets" used twice: by tensor "v" (as the offsets of jagged "v"`) {
+		t.Errorf("v_offsets beside v=v:I32:jagged: %v", err)
+	}
+	for _, c := range []struct{ flag, want string }{
+		{"v=v:I32:jagged:4", `--tensor "v=v:I32:jagged:4": bad shape "jagged": want positive sizes joined by x, e.g. 50 or 28x28, or jagged`},
+		{"v=v:jagged", `tensor "v": dtype: unknown dtype "jagged"`},
+		{"nodtype", `--tensor "nodtype": want NAME=COL[,COL...]:DTYPE[:SHAPE] or NAME=COL:DTYPE:jagged`},
+	} {
+		ts, err := ParseTensorFlags([]string{c.flag})
+		if err == nil {
+			err = (&Spec{Tensors: ts}).Validate()
+		}
+		if err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %s", c.flag, err, c.want)
+		}
+	}
 	for _, bad := range []string{"nodtype", "a=b", "=x:I64"} {
 		if _, err := ParseTensorFlags([]string{bad}); !errors.Is(err, ErrSpec) {
 			t.Errorf("%q: %v", bad, err)
@@ -297,4 +330,14 @@ func TestParseSpecMap(t *testing.T) {
 	if s.MatchesHash(s.hashV1()) {
 		t.Errorf("a spec with a map matches its version 1 form's hash")
 	}
+}
+
+// mustSpec parses yamlText as spec file "s.yaml".
+func mustSpec(t *testing.T, yamlText string) *Spec {
+	t.Helper()
+	s, err := ParseSpec([]byte(yamlText), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -59,7 +59,11 @@ for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2;
 (every element of each row, no padding), e.g. --tensor clicks=clicks:I64:jagged.
 
 The feature spec (YAML; keys in convert/SPEC.md) names each tensor's columns,
-dtype, per-sample shape, and the null, NaN, list, bytes and cast policies.
+dtype, per-sample shape, and the null, NaN, list, bytes, map and cast
+policies: a list is read at a fixed length (padded or truncated) or, with
+list: {jagged: true}, as a jagged tensor (values plus offsets; a list of
+lists adds NAME_inner_lengths); a map as jagged NAME.keys and NAME.values
+(map: {}) or as one dense tensor over listed keys (map: {keys, fill}).
 Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 		Example: `  # every epoch and rank of the plan
   prep convert --plan plan.json --spec features.yaml -o /local/shards

@@ -616,3 +616,97 @@ func TestRunMapPolicyRefused(t *testing.T) {
 		t.Errorf("error\n  %v\nwant\n  %s", err, want)
 	}
 }
+
+// TestJaggedListOfStrings: a list of strings with list: {jagged: true}
+// and a bytes policy: each element hashed to one I64 (a null element takes
+// element_fill, element_mask marks it), or padded to U8 [max_len] per
+// element (truncated under bytes.truncate; a null element is max_len zero
+// bytes). A longer element without truncate, a nonzero element_fill in pad
+// mode and bytes.lengths are refused.
+func TestJaggedListOfStrings(t *testing.T) {
+	sch := parquet.NewSchema("schema", parquet.Group{
+		"s": parquet.Optional(parquet.List(parquet.Optional(parquet.String()))),
+	})
+	str := func(v string, rep int) parquet.Value { return parquet.ByteArrayValue([]byte(v)).Level(rep, 3, 0) }
+	rows := []parquet.Row{
+		{str("ab", 0), str("c", 1)},
+		{parquet.NullValue().Level(0, 1, 0)},
+		{str("xyz", 0), parquet.NullValue().Level(1, 2, 0), str("q", 1)},
+		{parquet.NullValue().Level(0, 0, 0)},
+		{str("longer", 0)},
+	}
+	src := t.TempDir()
+	writeRows(t, filepath.Join(src, "a.parquet"), sch, rows)
+	p := makePlan(t, src, jagSeqCfg)
+	spec, err := ParseSpec([]byte(`tensors:
+  - {name: h, column: s, dtype: I64, list: {jagged: true, element_fill: -1, element_mask: true}, nulls: {}, bytes: {mode: hash, buckets: 1000}}
+  - {name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 0}, nulls: {mask: true}, bytes: {mode: pad, max_len: 4, truncate: true}}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Materialize(context.Background(), p, spec, []uint64{0, 1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shardfmt.TensorList(s.Tensors); got != "[h I64 [] jagged, h_element_mask U8 [] jagged, p U8 [4] jagged, p_mask U8 []]" {
+		t.Fatalf("tensors %s", got)
+	}
+	le := binary.LittleEndian
+	hash := func(vs ...string) []byte {
+		b := []byte{}
+		for _, v := range vs {
+			if v == "<null>" {
+				b = le.AppendUint64(b, ^uint64(0))
+				continue
+			}
+			b = le.AppendUint64(b, FNV1a64([]byte(v))%1000)
+		}
+		return b
+	}
+	want := [][][]byte{
+		{hash("ab", "c"), {1, 1}, []byte("ab\x00\x00c\x00\x00\x00"), {1}},
+		{hash(), {}, {}, {1}},
+		{hash("xyz", "<null>", "q"), {1, 0, 1}, []byte("xyz\x00\x00\x00\x00\x00q\x00\x00\x00"), {1}},
+		{hash(), {}, {}, {0}},
+		{hash("longer"), {1}, []byte("long"), {1}},
+	}
+	for i := range want {
+		for ti := range s.Tensors {
+			if got := s.Sample(ti, i); !bytes.Equal(got, want[i][ti]) {
+				t.Errorf("row %d tensor %s = %x, want %x", i, s.Tensors[ti].Name, got, want[i][ti])
+			}
+		}
+	}
+	for _, c := range []struct{ spec, want string }{
+		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
+			`a.parquet: column "s", row group 0, row 2, element 1: null list element (1 null elements in this column chunk; set list.element_fill or list.element_mask)`},
+		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 0}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
+			`a.parquet: column "s", row group 0, row 4, element 0: value is 6 bytes long, more than max_len 4 (set bytes.truncate to keep the first 4)`},
+		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 7}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
+			`tensor "p": list.element_fill in bytes pad mode must be 0 (an empty value)`},
+		{`tensors: [{name: h, column: s, dtype: I64, list: {jagged: true}, nulls: {}}]`,
+			`a.parquet: column "s": LIST<BYTE_ARRAY STRING> cannot be read as I64; set bytes.mode hash or pad`},
+		{`tensors: [{name: h, column: s, dtype: I64, shape: [2]}]`,
+			`a.parquet: column "s": LIST<BYTE_ARRAY STRING> cannot be read as I64; a list of strings or binary values becomes a tensor only as a jagged list: list: {jagged: true} with bytes: {mode: hash, buckets: N} (dtype I64) or {mode: pad, max_len: L} (dtype U8)`},
+	} {
+		spec, err := ParseSpec([]byte(c.spec), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Materialize(context.Background(), p, spec, []uint64{0, 1, 2, 3, 4})
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
+	}
+	for _, c := range []struct{ spec, want string }{
+		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true}, bytes: {mode: pad, max_len: 4, lengths: true}}]`,
+			`s.yaml: tensor "p": bytes.lengths and lengths_dtype do not apply to a jagged list (each element is hashed, or padded to max_len)`},
+		{`tensors: [{name: p, column: s, dtype: U8, shape: [4], list: {pad: 0}, bytes: {mode: pad, max_len: 4}}]`,
+			`s.yaml: tensor "p": bytes and list policies are exclusive, but for a jagged list of strings (list: {jagged: true}), whose elements bytes makes numbers of`},
+	} {
+		if _, err := ParseSpec([]byte(c.spec), "s.yaml"); err == nil || err.Error() != c.want || !errors.Is(err, ErrSpec) {
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
+	}
+}

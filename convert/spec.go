@@ -579,8 +579,12 @@ func (t *TensorSpec) validate() error {
 		if t.Column == "" {
 			return specErrorf("bytes policy needs a single column")
 		}
-		if t.List != nil {
-			return specErrorf("bytes and list policies are exclusive")
+		jag := t.jagged() && t.Map == nil
+		if t.List != nil && !jag {
+			return specErrorf("bytes and list policies are exclusive, but for a jagged list of strings (list: {jagged: true}), whose elements bytes makes numbers of")
+		}
+		if jag && (b.Lengths || b.LengthsDType != "") {
+			return specErrorf("bytes.lengths and lengths_dtype do not apply to a jagged list (each element is hashed, or padded to max_len)")
 		}
 		switch b.Mode {
 		case "hash":

@@ -71,8 +71,10 @@ import (
 // the row-group table (8 bytes a row group, 4 a bucket, 4 buckets a row
 // group); while step 1 runs, the per-row-group counts of the shards in
 // flight (16 bytes a row group each), and those of each group until its
-// parts are cut; per shard its open file, 9 bytes per selected batch
-// and at most about 1024+8 x MaxPerShard findings.
+// parts are cut; per shard 9 bytes per selected batch and at most about
+// 1024+8 x MaxPerShard findings. Files: at most maxOpenShards shard files
+// open at once (shardfile.go), the shards beyond them reopened for each
+// pass that reads them.
 //
 // Findings are the same as the batch-by-batch comparison's, kinds, fields
 // and order: each is keyed by (batch, phase, tensor, slot), where the

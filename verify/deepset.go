@@ -74,11 +74,17 @@ type partGroup struct {
 }
 
 // joinGroup merges d's needs (step 1 done) into the group of its tensors
-// and drops d's own counts.
-func (c *checker) joinGroup(d *deepCheck) {
+// and drops d's own counts. d reads the shard through file, held open to
+// the end while fewer than keepOpen shards are (shardfile.go).
+func (c *checker) joinGroup(d *deepCheck, file *shardFile) {
 	pc := d.part
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	pc.file = file
+	if c.heldOpen < c.keepOpen {
+		c.heldOpen++
+		file.keep = true
+	}
 	var g *partGroup
 	for _, x := range c.groups {
 		if shardfmt.SameTensors(x.tensors, d.tensors) {
@@ -270,7 +276,8 @@ func (c *checker) runDeepParts(ctx context.Context, checks []*deepCheck) {
 
 // eachShard calls fn for each of checks, Jobs at a time, each goroutine
 // with its own scratch buffers (kept from one call to the next: at most
-// Jobs of them).
+// Jobs of them). A shard's file reopened by fn (deepCheck.readable) is
+// released when fn returns: at most Jobs are open beside those held.
 func (c *checker) eachShard(ctx context.Context, checks []*deepCheck, fn func(*deepCheck, *partScratch)) {
 	var mu sync.Mutex
 	var used []*partScratch
@@ -284,6 +291,7 @@ func (c *checker) eachShard(ctx context.Context, checks []*deepCheck, fn func(*d
 		mu.Unlock()
 		return func(i int) error {
 			fn(checks[i], sc)
+			checks[i].part.file.release()
 			return nil
 		}
 	})

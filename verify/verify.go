@@ -185,8 +185,11 @@ type checker struct {
 	rowGroups *rowGroups
 	groups    []*partGroup
 	scratch   []*partScratch
+	// Shards compared by parts held open to the end: at most keepOpen
+	// (maxOpenShards less Jobs, shardfile.go); heldOpen so far.
+	keepOpen, heldOpen int
 
-	mu sync.Mutex // guards rep counters, Progress calls and groups
+	mu sync.Mutex // guards rep counters, Progress calls, groups and heldOpen
 }
 
 func (c *checker) add(f Finding) { c.rep.Findings = append(c.rep.Findings, f) }

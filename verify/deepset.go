@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -242,7 +243,17 @@ func (c *checker) runDeepParts(ctx context.Context, checks []*deepCheck) {
 		for _, d := range g.shards {
 			d.part.src = src
 		}
-		parts := cutParts(c.rowGroups, g.est(c.rowGroups), budget)
+		est := g.est(c.rowGroups)
+		parts := cutParts(c.rowGroups, est, budget)
+		c.rep.DeepParts += len(parts)
+		if c.opts.OnDeepParts != nil && len(parts) > 0 {
+			var total uint64
+			for _, e := range est {
+				total += e
+			}
+			// The parts take half the limit (budget above).
+			c.opts.OnDeepParts(len(parts), int64(min(2*total, math.MaxInt64/2)))
+		}
 		x, next := &cur, &nxt
 		if len(parts) > 0 {
 			x.reset(parts[0])

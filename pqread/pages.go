@@ -82,6 +82,19 @@ func (r *ColumnReader) outBuf() *[]byte {
 	return r.out
 }
 
+// beforePage calls the OnPage function before a data page of n level
+// entries is decoded into a window bounded in entries, when the page
+// takes the entries held past the bound.
+func (r *ColumnReader) beforePage(n int64) error {
+	if r.onPage == nil || r.budget <= 0 {
+		return nil
+	}
+	if held := int64(r.kept()); held+n > r.budget {
+		return r.onPage(held, n)
+	}
+	return nil
+}
+
 func (r *ColumnReader) checkCount(n int32) error {
 	if n < 0 {
 		return corruptf("page declares a negative value count (%d)", n)
@@ -127,6 +140,9 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 		return err
 	}
 	n := int(dh.NumValues)
+	if err := r.beforePage(int64(n)); err != nil {
+		return err
+	}
 	if r.maxDef == 0 && r.maxRep == 0 { // V1 pages compress their levels with the values
 		if ok, err := r.directPlain(dh.Encoding, n, us, body); ok {
 			return err
@@ -166,6 +182,9 @@ func (r *ColumnReader) dataPageV2(h *format.PageHeader, body []byte, us int) err
 		return err
 	}
 	n := int(dh.NumValues)
+	if err := r.beforePage(int64(n)); err != nil {
+		return err
+	}
 	rl, dl := int(dh.RepetitionLevelsByteLength), int(dh.DefinitionLevelsByteLength)
 	if rl < 0 || dl < 0 || rl > len(body) || dl > len(body)-rl || rl+dl > us {
 		return corruptf("level lengths %d+%d do not fit a page of %d bytes", rl, dl, len(body))

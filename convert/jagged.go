@@ -38,13 +38,15 @@ func setRowLimit(plans []*tensorPlan, memoryLimit int64) {
 	}
 }
 
-// rowSlotLimit returns lim with MaxRowSlots lowered, for a spec whose
-// only list tensors are jagged (or maps), to the most values a row of its
-// jagged tensors may hold under memoryLimit (the largest over them), so
-// that pqread refuses a longer row while reading its page, naming file,
-// column, row group and row, before it is decoded. A spec with a fixed
-// list keeps lim (its rows are truncated, and may be long); the jagged
-// tensors' own limit is then checked after decoding (applyJagged).
+// rowSlotLimit returns lim with MaxRowSlots lowered to the most level
+// entries a row of the spec's list tensors may hold under memoryLimit
+// (the largest over them): for a jagged tensor (or a map), the values of
+// a jagged block (jaggedLimits); for a fixed list, whose rows are
+// truncated or padded but decoded whole first, memoryLimit over
+// fixedRowEntryBytes. pqread refuses a longer row while reading its page,
+// naming file, column, row group and row, before its values are decoded.
+// A jagged tensor's own limit, when lower, is checked after decoding
+// (applyJagged).
 func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limits {
 	if memoryLimit <= 0 {
 		memoryLimit = 1 << 30
@@ -61,7 +63,7 @@ func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limit
 			}
 			most = max(most, block/int64(dt.Size()))
 		case t.Column != "" && t.Bytes == nil && (t.List != nil || t.Shape != nil):
-			return lim // possibly a fixed list
+			most = max(most, memoryLimit/fixedRowEntryBytes) // possibly a fixed list
 		}
 	}
 	if most == 0 {
@@ -74,6 +76,12 @@ func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limit
 	lim.MaxRowSlots = min(cur, most)
 	return lim
 }
+
+// fixedRowEntryBytes is the memory one level entry of a row of a fixed
+// list is counted at when the row's bound is derived from the memory
+// limit: twice the decoded bytes of an 8-byte value with its two levels
+// and validity (entryBytes), as a windowed row group's pieces count them.
+const fixedRowEntryBytes = 22
 
 // applyJagged writes the needed rows of col (runs) as jagged samples: each
 // row's elements converted to the dtype into the arena through vw, the

@@ -29,6 +29,8 @@ demo: build
 test: lint
 	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || \
 		echo "note: /usr/bin/python3 cannot import numpy: TestPython (the Python binding) is skipped; apt-get install python3-numpy"
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory duckdb; else \
+		echo "note: npm not found: the DuckDB comparison tests (internal/duckdbtest) are skipped; apt-get install nodejs npm"; fi
 	$(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory test-python
 

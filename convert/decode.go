@@ -35,6 +35,9 @@ type decoder struct {
 	memoryLimit int64
 	progress    func(rows int64) // rows assembled; serialised by the decoder
 
+	adm     *admission     // the run's admission (run)
+	stopped func(int) bool // whether the task of a sequence number is not to run on (run)
+
 	groups           []*rowGroupJob
 	rowGroupsRead    int
 	rowGroupsSkipped int
@@ -77,6 +80,8 @@ func (d *decoder) run(ctx context.Context) error {
 	defer cancel()
 
 	adm := newAdmission(d.memoryLimit)
+	adm.workers = max(1, d.jobs)
+	d.adm = adm
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -93,7 +98,9 @@ func (d *decoder) run(ctx context.Context) error {
 		}
 		mu.Unlock()
 		cancel()
+		adm.wake() // a waiting grow of a skipped row group gives up
 	}
+	d.stopped = func(seq int) bool { return parent.Err() != nil || int64(seq) >= skipFrom.Load() }
 	var progMu sync.Mutex
 
 	// The schedule feeds the workers in task order, each row group once
@@ -136,7 +143,7 @@ func (d *decoder) run(ctx context.Context) error {
 			if beforeDecode != nil {
 				beforeDecode(task.seq, ctx)
 			}
-			return parent.Err() != nil || int64(task.seq) >= skipFrom.Load()
+			return d.stopped(task.seq)
 		}
 		// decode decodes the column chunk of task, or returns
 		// errSkipped (skip).

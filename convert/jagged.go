@@ -42,13 +42,15 @@ func setRowLimit(plans []*tensorPlan, memoryLimit int64) {
 	}
 }
 
-// rowSlotLimit returns lim with MaxRowSlots lowered, for a spec whose
-// only list tensors are jagged (or maps), to the most values a row of its
-// jagged tensors may hold under memoryLimit (the largest over them), so
-// that pqread refuses a longer row while reading its page, naming file,
-// column, row group and row, before it is decoded. A spec with a fixed
-// list keeps lim (its rows are truncated, and may be long); the jagged
-// tensors' own limit is then checked after decoding (applyJagged).
+// rowSlotLimit returns lim with MaxRowSlots lowered to the most level
+// entries a row of the spec's list tensors may hold under memoryLimit
+// (the largest over them): for a jagged tensor (or a map), the values of
+// a jagged block (jaggedLimits); for a fixed list, whose rows are
+// truncated or padded but decoded whole first, memoryLimit over
+// fixedRowEntryBytes. pqread refuses a longer row while reading its page,
+// naming file, column, row group and row, before its values are decoded.
+// A jagged tensor's own limit, when lower, is checked after decoding
+// (applyJagged).
 func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limits {
 	if memoryLimit <= 0 {
 		memoryLimit = 1 << 30
@@ -65,7 +67,7 @@ func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limit
 			}
 			most = max(most, block/int64(dt.Size()))
 		case t.Column != "" && t.Bytes == nil && (t.List != nil || t.Shape != nil):
-			return lim // possibly a fixed list
+			most = max(most, memoryLimit/fixedRowEntryBytes) // possibly a fixed list
 		}
 	}
 	if most == 0 {
@@ -83,7 +85,8 @@ func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limit
 // (a *pqread.RowSlotsError inside err): it names the tensor reading the
 // column and what to do. When the bound passed is below fixedCap (pqread's
 // fixed bound, Limits.MaxRowSlots or its default) it is the jagged row
-// bound of rowSlotLimit, which a larger --memory-limit raises; otherwise
+// or fixed-list row bound of rowSlotLimit, which a larger --memory-limit
+// raises; otherwise
 // it is the fixed bound, which no memory limit raises.
 func explainRowSlots(err *error, plans []*tensorPlan, fixedCap int64) {
 	var pe *pqread.Error
@@ -95,23 +98,35 @@ func explainRowSlots(err *error, plans []*tensorPlan, fixedCap int64) {
 		fixedCap = pqread.DefaultLimits.MaxRowSlots
 	}
 	var names []string
+	jagged := false
 	for _, tp := range plans {
 		if slices.ContainsFunc(tp.cols, func(cs []pqread.ColumnInfo) bool {
 			return slices.ContainsFunc(cs, func(c pqread.ColumnInfo) bool { return c.Name == pe.Column })
 		}) {
 			names = append(names, strconv.Quote(tp.spec.Name))
+			jagged = jagged || tp.mode == modeJagged || tp.mode == modeMapDense
 		}
 	}
 	tensor := "tensor " + strings.Join(names, ", ")
 	if len(names) > 1 {
 		tensor = "tensors " + strings.Join(names, ", ")
 	}
-	if rs.Limit < fixedCap {
+	switch {
+	case rs.Limit < fixedCap && jagged:
 		pe.Err = fmt.Errorf("%w, more than one row of jagged %s may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit", pe.Err, tensor)
+		return
+	case rs.Limit < fixedCap:
+		pe.Err = fmt.Errorf("%w, more than one row of fixed-length list %s may hold under the memory limit (a row is decoded whole before it is padded or truncated: the limit over %d bytes per slot); raise --memory-limit", pe.Err, tensor, fixedRowEntryBytes)
 		return
 	}
 	pe.Err = fmt.Errorf("%w, the most one row of a list column may hold whatever the memory limit (%s; %d is a fixed bound of the Parquet reader); split such rows in the source", pe.Err, tensor, rs.Limit)
 }
+
+// fixedRowEntryBytes is the memory one level entry of a row of a fixed
+// list is counted at when the row's bound is derived from the memory
+// limit: twice the decoded bytes of an 8-byte value with its two levels
+// and validity (entryBytes), as a windowed row group's pieces count them.
+const fixedRowEntryBytes = 22
 
 // applyJagged writes the needed rows of col (runs) as jagged samples: each
 // row's elements converted to the dtype into the arena through vw, the

@@ -292,8 +292,12 @@ var jagSeqCfg = plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Wo
 // TestRunJaggedRowOverLimit: a row whose values alone exceed a jagged
 // block's bound (a quarter of the memory limit, at least 1 MiB) is refused
 // naming file, column, row group and row, and nothing is left: by pqread
-// as it reads the row's page (Limits.MaxRowSlots) when the spec's lists
-// are all jagged, else after decoding.
+// as it reads the row's page (Limits.MaxRowSlots). A fixed list's row,
+// truncated but decoded whole first, is bounded by the memory limit over
+// 22 bytes per level entry: beside the jagged tensor the larger bound
+// holds, alone its own. Each names the tensor and --memory-limit; a row
+// over pqread's fixed bound (Options.Limits.MaxRowSlots, 2^24 by default)
+// names that bound instead, which no memory limit raises.
 func TestRunJaggedRowOverLimit(t *testing.T) {
 	p, spec := jagLongFixture(t, 40, 16, func(id int64) int {
 		if id == 21 {
@@ -305,6 +309,10 @@ func TestRunJaggedRowOverLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fixed, err := ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I32, shape: [4], list: {pad: 0, truncate: true, element_fill: 0}, nulls: {fill: 0}}]`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		spec     *Spec
 		slots    int64 // Options.Limits.MaxRowSlots: the fixed bound
@@ -313,7 +321,8 @@ func TestRunJaggedRowOverLimit(t *testing.T) {
 	}{
 		{spec, 0, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`, pqread.ErrLimit},
 		{spec, 1000, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 1000 slots (level entries), the most one row of a list column may hold whatever the memory limit (tensor "v"; 1000 is a fixed bound of the Parquet reader); split such rows in the source`, pqread.ErrLimit},
-		{withFixed, 0, `a.parquet: column "v", row group 1, row 5: list has 300000 values, more than the 262144 (1048576 bytes) one row of jagged tensor "v" may hold (a quarter of the memory limit, at least 1 MiB); raise --memory-limit`, ErrValue},
+		{withFixed, 0, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`, pqread.ErrLimit},
+		{fixed, 0, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 190650 slots (level entries), more than one row of fixed-length list tensor "v" may hold under the memory limit (a row is decoded whole before it is padded or truncated: the limit over 22 bytes per slot); raise --memory-limit`, pqread.ErrLimit},
 	} {
 		out := filepath.Join(t.TempDir(), "o")
 		_, err := Run(context.Background(), Options{Plan: p, Spec: c.spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20, Limits: pqread.Limits{MaxRowSlots: c.slots}})

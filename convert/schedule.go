@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -239,34 +240,42 @@ func taskRowBytes(g *rowGroupJob, task decodeTask) int64 {
 // admission bounds the estimated bytes of decoded column chunks in flight
 // by a limit: a row group is admitted whole (a windowed one counts one
 // window) when its cost fits beside what is in flight, or when nothing is,
-// and its cost counts until its records are assembled (release).
+// and its cost counts until its records are assembled (release). A
+// windowed row group whose piece holds more than its cost (a row longer
+// than its column's entry budget) grows its part before it decodes the
+// page that takes it (grow), and gives the growth back once the reader no
+// longer holds it (shrink).
 type admission struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	inFlight int64
 	limit    int64
+	workers  int   // goroutines that may hold admitted costs and grow them (decode workers)
+	holders  int   // costs admitted and not released
+	growers  []int // sequence numbers of the grow calls waiting
 }
 
 // newAdmission returns an admission of limit bytes, nothing in flight.
 func newAdmission(limit int64) *admission {
-	a := &admission{limit: limit}
+	a := &admission{limit: limit, workers: 1}
 	a.cond = sync.NewCond(&a.mu)
 	return a
 }
 
 // admit waits until cost fits the limit beside what is in flight (or
-// nothing is), and counts it; false when ctx is done (it is checked
-// whenever a release wakes the wait).
+// nothing is) and no grow is waiting, and counts it; false when ctx is
+// done (it is checked whenever a release wakes the wait).
 func (a *admission) admit(ctx context.Context, cost int64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for a.inFlight > 0 && a.inFlight+cost > a.limit && ctx.Err() == nil {
+	for a.inFlight > 0 && (a.inFlight+cost > a.limit || len(a.growers) > 0) && ctx.Err() == nil {
 		a.cond.Wait()
 	}
 	if ctx.Err() != nil {
 		return false
 	}
 	a.inFlight += cost
+	a.holders++
 	return true
 }
 
@@ -274,6 +283,122 @@ func (a *admission) admit(ctx context.Context, cost int64) bool {
 func (a *admission) release(cost int64) {
 	a.mu.Lock()
 	a.inFlight -= cost
+	a.holders = max(0, a.holders-1)
 	a.cond.Broadcast()
 	a.mu.Unlock()
+}
+
+// grow adds n bytes to what the holder of an admitted cost, the row
+// group of task sequence number seq, has in flight: at once when they fit
+// the limit beside what is in flight, else once releases make room. Waits
+// are served in task order, and before new admissions; the first in task
+// order is served over the limit only when nothing else can release (every
+// holder, or every worker, is waiting to grow), so a run cannot deadlock.
+// It returns false, counting nothing, when stop reports true (checked
+// whenever a release wakes the wait).
+func (a *admission) grow(seq int, n int64, stop func() bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.growers = append(a.growers, seq)
+	a.cond.Broadcast() // the first waiting may now be served over the limit
+	defer func() {
+		a.growers = slices.DeleteFunc(a.growers, func(s int) bool { return s == seq })
+		a.cond.Broadcast()
+	}()
+	for a.inFlight+n > a.limit {
+		if stop() {
+			return false
+		}
+		if slices.Min(a.growers) == seq && (len(a.growers) >= a.holders || len(a.growers) >= a.workers) {
+			break // nothing else can release
+		}
+		a.cond.Wait()
+	}
+	if stop() {
+		return false
+	}
+	a.inFlight += n
+	return true
+}
+
+// shrink gives back n bytes added by grow.
+func (a *admission) shrink(n int64) {
+	if n == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.inFlight -= n
+	a.cond.Broadcast()
+	a.mu.Unlock()
+}
+
+// wake wakes every wait to check its context or stop.
+func (a *admission) wake() {
+	a.mu.Lock()
+	a.cond.Broadcast()
+	a.mu.Unlock()
+}
+
+// reservation is the growth a windowed row group holds beyond its cost:
+// per task, its part of the cost (base: its entry budget, at twice the
+// bytes of an entry, as entryBudget shares the window) and what grow
+// added for level entries beyond it.
+type reservation struct {
+	adm   *admission
+	seq   int            // the row group's first task's
+	tasks []decodeTask   // the row group's
+	stop  func(int) bool // whether the task of a sequence number is not to run on
+	base  []int64        // bytes of each task's part of the row group's cost
+	per   []int64        // bytes per level entry of each task's column (entryBytes)
+	extra []int64        // bytes grown for each task
+}
+
+// newReservation returns g's reservation in d's admission, nothing
+// grown; without one (d not running) it grows nothing.
+func (d *decoder) newReservation(g *rowGroupJob) *reservation {
+	rv := &reservation{adm: d.adm, seq: g.first, tasks: g.tasks, stop: d.stopped, base: make([]int64, len(g.tasks)), per: make([]int64, len(g.tasks)), extra: make([]int64, len(g.tasks))}
+	for k, task := range g.tasks {
+		rv.per[k] = 2 * entryBytes(d.plans[task.t].cols[g.fi][task.j])
+		rv.base[k] = g.budget[k] * rv.per[k]
+	}
+	return rv
+}
+
+// need makes task k's growth cover entries level entries (beyond its
+// base), waiting for admission; errSkipped when the task is not to run
+// on.
+func (rv *reservation) need(k int, entries int64) error {
+	want := max(0, entries*rv.per[k]-rv.base[k])
+	if rv.adm == nil || want <= rv.extra[k] {
+		return nil
+	}
+	seq := rv.tasks[k].seq
+	if !rv.adm.grow(rv.seq, want-rv.extra[k], func() bool { return rv.stop != nil && rv.stop(seq) }) {
+		return errSkipped
+	}
+	rv.extra[k] = want
+	return nil
+}
+
+// settle shrinks task k's growth to what held level entries (those its
+// reader holds) need.
+func (rv *reservation) settle(k int, held int64) {
+	want := max(0, held*rv.per[k]-rv.base[k])
+	if rv.adm != nil && want < rv.extra[k] {
+		rv.adm.shrink(rv.extra[k] - want)
+		rv.extra[k] = want
+	}
+}
+
+// close gives back all growth.
+func (rv *reservation) close() {
+	for k := range rv.extra {
+		rv.settle(k, 0)
+	}
+}
+
+// onPage returns the pqread.ColumnReader.OnPage function of task k's
+// reader: growth for what it will hold once the page is decoded.
+func (rv *reservation) onPage(k int) func(held, page int64) error {
+	return func(held, page int64) error { return rv.need(k, held+page) }
 }

@@ -3,6 +3,10 @@ package convert
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -60,5 +64,132 @@ func TestAdmissionBoundsBytesInFlight(t *testing.T) {
 	a.release(0) // a release wakes the waiter, which sees ctx done
 	if <-got {
 		t.Fatal("admitted after the context was cancelled")
+	}
+}
+
+// TestAdmissionGrow: a grow that fits is counted at once; one that does
+// not waits for a release, and new admissions wait behind it; when every
+// holder waits to grow, the first in task order is served over the
+// limit; a grow whose stop reports true gives up counting nothing.
+func TestAdmissionGrow(t *testing.T) {
+	ctx := context.Background()
+	never := func() bool { return false }
+	a := newAdmission(10)
+	a.workers = 3
+	a.admit(ctx, 4) // row group of seq 0
+	a.admit(ctx, 4) // seq 10
+	if !a.grow(0, 2, never) || a.inFlight != 10 {
+		t.Fatalf("a grow that fits: in flight %d, want 10", a.inFlight)
+	}
+	a.shrink(2)
+	grown, admitted := make(chan bool), make(chan bool)
+	go func() { grown <- a.grow(10, 5, never) }()
+	time.Sleep(10 * time.Millisecond)
+	go func() { admitted <- a.admit(ctx, 1) }()
+	select {
+	case <-grown:
+		t.Fatal("grew 5 beside 8 under a limit of 10")
+	case <-admitted:
+		t.Fatal("admitted 1 while a grow waits")
+	case <-time.After(20 * time.Millisecond):
+	}
+	a.release(4) // seq 0 done
+	if !<-grown {
+		t.Fatal("grow refused after the release")
+	}
+	if !<-admitted || a.inFlight != 10 {
+		t.Fatalf("in flight %d after the grow and the admission, want 10", a.inFlight)
+	}
+
+	b := newAdmission(10)
+	b.workers = 4
+	b.admit(ctx, 6) // seq 0
+	b.admit(ctx, 4) // seq 5
+	late := make(chan bool)
+	go func() { late <- b.grow(5, 3, never) }()
+	time.Sleep(10 * time.Millisecond)
+	if !b.grow(0, 3, never) || b.inFlight != 13 {
+		t.Fatalf("every holder waiting: the first grow not served over the limit (in flight %d, want 13)", b.inFlight)
+	}
+	select {
+	case <-late:
+		t.Fatal("the later grow served over the limit too")
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.shrink(3)
+	b.release(6) // seq 0 done: 4 in flight, the later grow fits
+	if !<-late || b.inFlight != 7 {
+		t.Fatalf("in flight %d, want 7", b.inFlight)
+	}
+
+	c := newAdmission(10)
+	c.workers = 4
+	c.admit(ctx, 6)
+	c.admit(ctx, 4)
+	var stop atomic.Bool
+	gave := make(chan bool)
+	go func() { gave <- c.grow(5, 3, stop.Load) }()
+	time.Sleep(10 * time.Millisecond)
+	stop.Store(true)
+	c.wake()
+	if <-gave || c.inFlight != 10 {
+		t.Fatalf("a stopped grow: in flight %d, want 10 and false", c.inFlight)
+	}
+}
+
+// TestAdmissionLongRowsJobs4: twenty rows of 1,500,000 values, five in
+// each of four row groups, each row group read in row windows by one of four workers
+// under a 32 MiB limit: a piece holding a long row grows its row group's
+// admitted bytes before its page is decoded, so the long rows are decoded
+// about one at a time instead of four at once, and the live heap stays
+// within the limit and one long row's page buffers. The shards equal
+// those of a run under the default limit.
+func TestAdmissionLongRowsJobs4(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and converts 120 MB of list values")
+	}
+	if raceEnabled {
+		t.Skip("measures memory; slow under the race detector")
+	}
+	long := func(id int64) int {
+		if id%32 == 5 {
+			return 1_500_000
+		}
+		return int(id % 30)
+	}
+	p, spec := jagLongFixture(t, 640, 160, long, jagSeqCfg)
+	whole := filepath.Join(t.TempDir(), "whole")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 4}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "bounded")
+	runtime.GC() // twice: the first keeps pooled buffers of the run before as the pools' victims
+	runtime.GC()
+	const limit = 32 << 20
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(2 * limit)) // as prep convert does
+	live := sampleLiveHeap()
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 4, MemoryLimit: limit})
+	peakLive := live()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak heap %d MiB, live %d MiB, %d row groups sliced in %d row windows", sum.PeakHeapBytes>>20, peakLive>>20, sum.RowGroupsSliced, sum.RowSlices)
+	if sum.RowGroupsSliced != 4 {
+		t.Errorf("%d row groups sliced, want 4", sum.RowGroupsSliced)
+	}
+	// Measured (5 runs): live 46 MiB each, heap 54 to 61 MiB (median 56);
+	// admitting each windowed row group by its estimate alone, live 110
+	// to 119 MiB (median 111), heap 116 to 131 MiB (median 118). The long
+	// row being decoded holds its page buffers (compressed and not, about
+	// 7 MB each here) beside what is admitted.
+	const pages = 16 << 20
+	if peakLive > limit+pages {
+		t.Errorf("peak live heap %d MiB under a %d MiB limit, want at most %d MiB", peakLive>>20, limit>>20, (limit+pages)>>20)
+	}
+	if bound := int64(2*limit + pages); sum.PeakHeapBytes > bound {
+		t.Errorf("peak heap %d MiB under a %d MiB limit, want at most %d MiB", sum.PeakHeapBytes>>20, limit>>20, bound>>20)
+	}
+	if snapshot(t, out) != snapshot(t, whole) {
+		t.Errorf("bounded run's shards differ from the default run's")
 	}
 }

@@ -68,7 +68,7 @@ func newStage(ctx context.Context, p *plan.Plan, todo []shardKey, set *idSet, te
 	rec := recordSize(tensors)
 	size := int64(set.count) * int64(rec)
 	mem := &staging{} // nothing staged
-	if anonStaging(size, memoryLimit) {
+	if anonStaging(size, memoryLimit) && !spillAlways {
 		if a := newStaging(size); a != nil {
 			mem = a
 		}
@@ -83,6 +83,9 @@ func newStage(ctx context.Context, p *plan.Plan, todo []shardKey, set *idSet, te
 	sp.layout, sp.jobs = newRecords(tensors, nil), max(1, jobs)
 	return sp, nil
 }
+
+// spillAlways, when set (tests only), spills staging of any size.
+var spillAlways bool
 
 // memStage is a stage in memory: every needed sample's record at its slot
 // (idSet.rank) of one staging area.

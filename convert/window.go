@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"errors"
 
 	"github.com/prepml/prep/pqread"
 )
@@ -36,6 +37,8 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 			}
 		}
 	}()
+	rv := d.newReservation(g)
+	defer rv.close()
 	open := func(task decodeTask) (*pqread.ColumnReader, error) {
 		tp := d.plans[task.t]
 		pf, err := f.parquet()
@@ -45,29 +48,54 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 		if tp.mode == modeBytesHash {
 			return pf.ColumnReaderDict(g.rg, tp.cols[g.fi][task.j])
 		}
-		return pf.ColumnReader(g.rg, tp.cols[g.fi][task.j])
+		r, err := pf.ColumnReader(g.rg, tp.cols[g.fi][task.j])
+		if err == nil {
+			r.OnPage(rv.onPage(task.k))
+		}
+		return r, err
 	}
 	if sink.inPlace() && !d.jointTasks(g) {
-		seq, err := d.assembleColumns(g, open, skip)
+		seq, err := d.assembleColumns(g, open, skip, rv)
 		return seq, err, scratch
 	}
 	n := g.window
 	var fl windowFailure
 	fl.col = -1
 	w := window{cols: make([]*pqread.Column, len(g.tasks)), errs: make([]error, len(g.tasks)), same: d.sameChunks(g)}
-	// step reads the next m rows of the active columns into w and folds
-	// its failures into fl; runs are the window's needed runs (none for
-	// rows read past).
+	var piece func()
+	// step reads the next m rows of the active columns into w, in
+	// pieces of rows every column holds within its entry budget
+	// (readPiece), and folds each piece's failures into fl; runs are the
+	// needed runs of the m rows (none for rows read past).
 	step := func(m int, runs []run) error {
-		w.runs = runs
-		if err := d.readWindow(g, readers, open, &w, m, skip, fl.active); err != nil {
-			return err
+		for m > 0 && !fl.final {
+			p, err := d.readPiece(g, readers, open, &w, m, skip, fl.active)
+			if err != nil {
+				return err
+			}
+			w.runs = runs
+			if p < m {
+				w.runs = clipRuns(runs, 0, p)
+				runs = clipRuns(runs, p, m)
+			}
+			piece()
+			for k, r := range readers {
+				if r != nil {
+					rv.settle(k, r.Held())
+				}
+			}
+			w.rowBase += p
+			m -= p
 		}
+		return nil
+	}
+	// piece assembles the piece read into w, or finds its failures.
+	piece = func() {
+		defer clear(w.cols)
 		if fl.col < 0 && w.failed() < 0 {
 			if k, err := d.groupMismatch(g, w.cols, w.rowBase); err != nil {
 				fl.col, fl.seq, fl.err, fl.final = len(g.tasks), g.tasks[k].seq, err, true
-				clear(w.cols)
-				return nil
+				return
 			}
 		}
 		if fl.col < 0 && w.failed() < 0 {
@@ -77,8 +105,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 				if err != nil {
 					fl.col, fl.seq, fl.err, fl.final = len(g.tasks), seq, err, true
 				}
-				clear(w.cols)
-				return nil
+				return
 			}
 		}
 		for k, task := range g.tasks {
@@ -95,8 +122,6 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 				}
 			}
 		}
-		clear(w.cols)
-		return nil
 	}
 	at := 0 // rows of the row group read
 	for wi := 0; wi <= len(g.windows) && !fl.final; wi++ {
@@ -150,7 +175,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 // column that fails, its decode error anywhere in its chunk before its
 // transform error at the earliest needed row (then quoting the whole
 // chunk's counts).
-func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread.ColumnReader, error), skip func(decodeTask) bool) (int, error) {
+func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread.ColumnReader, error), skip func(decodeTask) bool, rv *reservation) (int, error) {
 	n := g.window
 	for _, task := range g.tasks {
 		r, err := open(task)
@@ -189,6 +214,7 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 				if got < m {
 					runs = clipRuns(runs, got, m)
 				}
+				rv.settle(task.k, r.Held())
 				at, m = at+got, m-got
 			}
 			return nil
@@ -207,7 +233,8 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 			}
 		}
 		r.Close()
-		if err == errSkipped {
+		rv.settle(task.k, 0)
+		if errors.Is(err, errSkipped) {
 			return notRun, context.Canceled
 		}
 		if err != nil {
@@ -291,22 +318,24 @@ func (w *window) failed() int {
 	return -1
 }
 
-// readWindow decodes the next n rows of every active column chunk of g
+// readPiece decodes the next rows of every active column chunk of g
 // into w, in task order, opening each reader on first use (tasks of one
-// column chunk share the first one's reader and window). It returns
-// errSkipped when the run is failing before the group or cancelled.
-func (d *decoder) readWindow(g *rowGroupJob, readers []*pqread.ColumnReader, open func(decodeTask) (*pqread.ColumnReader, error), w *window, n int, skip func(decodeTask) bool, active func(int) bool) error {
+// column chunk share the first one's reader and piece): at most n rows,
+// as many as every list column holds within its entry budget (g.budget;
+// pqread.ColumnReader.Peek, then NextWithin of that many rows: at least
+// one row, a row longer than a budget alone), so that the piece's columns
+// agree on its rows and hold about the share of the window they were
+// estimated to. It returns the piece's rows, or errSkipped when the run
+// is failing before the group or cancelled.
+func (d *decoder) readPiece(g *rowGroupJob, readers []*pqread.ColumnReader, open func(decodeTask) (*pqread.ColumnReader, error), w *window, n int, skip func(decodeTask) bool, active func(int) bool) (int, error) {
 	clear(w.errs)
+	list := func(k int) bool {
+		t := g.tasks[k]
+		return d.plans[t.t].cols[g.fi][t.j].MaxRep > 0 && g.budget != nil
+	}
+	p := n
 	for k, task := range g.tasks {
-		if !active(k) {
-			continue
-		}
-		if skip(task) {
-			return errSkipped
-		}
-		if j := w.same[k]; j < k {
-			// The same column chunk in the same form: one reader.
-			w.cols[k], w.errs[k] = w.cols[j], w.errs[j]
+		if !active(k) || w.same[k] < k {
 			continue
 		}
 		if readers[k] == nil {
@@ -317,9 +346,42 @@ func (d *decoder) readWindow(g *rowGroupJob, readers []*pqread.ColumnReader, ope
 			}
 			readers[k] = r
 		}
-		w.cols[k], w.errs[k] = readers[k].Next(n)
+		if list(k) {
+			q, err := readers[k].Peek(p, g.budget[k])
+			if err != nil {
+				if errors.Is(err, errSkipped) {
+					return 0, errSkipped
+				}
+				continue // NextWithin returns the error again
+			}
+			p = min(p, q)
+		}
 	}
-	return nil
+	for k, task := range g.tasks {
+		if !active(k) {
+			continue
+		}
+		if skip(task) {
+			return 0, errSkipped
+		}
+		if j := w.same[k]; j < k {
+			// The same column chunk in the same form: one reader.
+			w.cols[k], w.errs[k] = w.cols[j], w.errs[j]
+			continue
+		}
+		if w.errs[k] != nil {
+			continue // failed to open
+		}
+		var budget int64
+		if list(k) {
+			budget = g.budget[k]
+		}
+		w.cols[k], w.errs[k] = readers[k].NextWithin(p, budget)
+		if errors.Is(w.errs[k], errSkipped) {
+			return 0, errSkipped
+		}
+	}
+	return p, nil
 }
 
 // chunkCounts returns the counts over the whole column chunk of task in

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1232,5 +1233,64 @@ func TestSlicedBigDictStringsBothForms(t *testing.T) {
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 4, MemoryLimit: 256 << 10})
 	if err != nil || sum.RowGroupsSliced == 0 {
 		t.Fatalf("256 KiB: %v, %d row groups sliced (want some)", err, sum.RowGroupsSliced)
+	}
+}
+
+// TestWindowsSpilledLongRowsMemoryBound is TestRunJaggedLongRowsMemoryBound
+// with the staging spilled: ten rows of 2,000,000 values among short ones
+// under a 32 MiB limit, the row group read in row windows with every
+// column's piece held together (assembleWindows), each piece's rows
+// bounded by the entries of its list column. The shards equal those of
+// an in-memory run under the default limit.
+func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and converts 80 MB of list values")
+	}
+	if raceEnabled {
+		t.Skip("measures memory; slow under the race detector")
+	}
+	long := func(id int64) int {
+		if id%64 == 5 {
+			return 2_000_000
+		}
+		return int(id % 30)
+	}
+	p, spec := jagLongFixture(t, 640, 1000, long, jagSeqCfg)
+	whole := filepath.Join(t.TempDir(), "whole")
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "spilled")
+	spillAlways = true
+	defer func() { spillAlways = false }()
+	runtime.GC() // twice: the first keeps pooled buffers of the run before as the pools' victims
+	runtime.GC()
+	const limit = 32 << 20
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(2 * limit)) // as prep convert does
+	live := sampleLiveHeap()
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, MemoryLimit: limit})
+	peakLive := live()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak heap %d MiB, live %d MiB, spilled %d bytes in %d windows, %d row windows", sum.PeakHeapBytes>>20, peakLive>>20, sum.SpillBytes, sum.SpillWindows, sum.RowSlices)
+	if sum.SpillBytes == 0 || sum.RowGroupsSliced != 1 {
+		t.Errorf("spilled %d bytes, %d row groups sliced; want a spill and 1", sum.SpillBytes, sum.RowGroupsSliced)
+	}
+	// Measured (5 runs): live 34 to 41 MiB (median 37), heap 50 to 63
+	// MiB (median 56); with windows of rows every column read together,
+	// live 47 to 54 MiB (median 54), heap 54 to 59 MiB (median 59). As in
+	// the in-memory run, a piece holding a long row holds its page (10.4
+	// MiB) beside its values, levels and validity; run among other tests
+	// the live heap has reached 44 MiB.
+	const pages = 16 << 20
+	if peakLive > limit+pages {
+		t.Errorf("peak live heap %d MiB under a %d MiB limit, want at most %d MiB", peakLive>>20, limit>>20, (limit+pages)>>20)
+	}
+	if bound := int64(2*limit + pages); sum.PeakHeapBytes > bound {
+		t.Errorf("peak heap %d MiB under a %d MiB limit, want at most %d MiB", sum.PeakHeapBytes>>20, limit>>20, bound>>20)
+	}
+	if snapshot(t, out) != snapshot(t, whole) {
+		t.Errorf("spilled run's shards differ from the in-memory run's")
 	}
 }

@@ -55,6 +55,9 @@ func (r *ColumnReader) nextPage() error {
 	if cs > r.size-pos {
 		return corruptf("page of %d compressed bytes overruns the column chunk (%d bytes left)", cs, r.size-pos)
 	}
+	if err := r.beforePage(&h); err != nil {
+		return err
+	}
 	body, err := r.chunkBytes(pos, cs)
 	if err != nil {
 		return err
@@ -80,6 +83,25 @@ func (r *ColumnReader) outBuf() *[]byte {
 		r.out = getBuf(0)
 	}
 	return r.out
+}
+
+// beforePage calls the OnPage function before the body of a data page
+// (header h) is read and decoded into a window bounded in entries, when
+// the page's level entries take the entries held past the bound.
+func (r *ColumnReader) beforePage(h *format.PageHeader) error {
+	if r.onPage == nil || r.budget <= 0 {
+		return nil
+	}
+	var n int64
+	if dh, ok := h.DataPageHeader.Get(); ok && h.Type == format.DataPage {
+		n = int64(dh.NumValues)
+	} else if dh, ok := h.DataPageHeaderV2.Get(); ok && h.Type == format.DataPageV2 {
+		n = int64(dh.NumValues)
+	}
+	if held := int64(r.kept()); n > 0 && held+n > r.budget {
+		return r.onPage(held, n)
+	}
+	return nil
 }
 
 func (r *ColumnReader) checkCount(n int32) error {

@@ -83,13 +83,14 @@ type ColumnReader struct {
 	pageMax int64 // most level entries of a data page decoded
 	// rowEntries: level entries of the last row started (lists only).
 	rowEntries int64
-	done       int64 // rows returned by Next
-	want       int64 // rows of the window being read
-	most       int64 // rows of the largest window so far
-	budget     int64 // level entries a window may hold (NextWithin), 0: unbounded
-	ended      bool  // every page decoded
-	closed     bool  // the last window was returned
-	err        error // sticky: the first failure
+	done       int64                        // rows returned by Next
+	want       int64                        // rows of the window being read
+	most       int64                        // rows of the largest window so far
+	budget     int64                        // level entries a window may hold (NextWithin), 0: unbounded
+	onPage     func(held, page int64) error // OnPage's function, nil: none
+	ended      bool                         // every page decoded
+	closed     bool                         // the last window was returned
+	err        error                        // sticky: the first failure
 
 	// Entries decoded and not yet returned: they begin at row done.
 	defs []uint8 // definition levels (nil when maxDef == 0)
@@ -230,6 +231,61 @@ func (r *ColumnReader) NextWithin(n int, entries int64) (*Column, error) {
 	return c, err
 }
 
+// Peek returns the rows NextWithin(n, entries) would return now, taking
+// none of them: it decodes the pages NextWithin would, and the reader
+// holds them for the next call. NextWithin(m, entries) with m at most
+// the rows Peek returned then returns exactly m rows without decoding
+// further, so several readers of one row group can agree on the rows of a
+// window before any of them assembles it. It returns 0 and io.EOF once
+// every row was returned. Errors are Next's decode errors (a fault found
+// while assembling rows is returned by the NextWithin that takes them).
+func (r *ColumnReader) Peek(n int, entries int64) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.closed || r.rgRows == r.done {
+		return 0, io.EOF
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("pqread: ColumnReader.Peek(%d): want at least one row", n)
+	}
+	m := min(int64(n), r.rgRows-r.done)
+	if entries > 0 && r.maxRep == 0 {
+		m, entries = min(m, entries), 0
+	}
+	budget := max(0, entries)
+	if err := r.fill(m, budget); err != nil {
+		return 0, err
+	}
+	r.release() // the read buffers, as between windows
+	if budget > 0 {
+		m = r.rowsWithin(m, budget)
+	}
+	return int(m), nil
+}
+
+// Held returns the level entries the reader holds decoded and not yet
+// returned (for a list column, its slots and null and empty list markers;
+// a page decoded ahead of the rows returned so far is held here).
+func (r *ColumnReader) Held() int64 {
+	if r.vals == nil {
+		return 0
+	}
+	return int64(r.kept())
+}
+
+// OnPage sets f, called by NextWithin and Peek with an entries bound
+// before they decode a data page that takes the level entries held past
+// it (a window's last page, or a page of a row longer than the bound,
+// which comes back alone): held is the level entries held, page the
+// page's (its header's count), so that held+page bound what the reader
+// holds once the page is decoded. f is called once the page's header is
+// read, before its body is, so it may block, to account for that memory
+// before it is taken, or fail: the read then fails with f's error as with
+// a decode error (an *Error naming the page and its offset, sticky). f
+// nil calls nothing.
+func (r *ColumnReader) OnPage(f func(held, page int64) error) { r.onPage = f }
+
 // Close releases the reader's buffers. It is safe to call more than once;
 // a closed reader's Next fails.
 func (r *ColumnReader) Close() {
@@ -268,27 +324,14 @@ func (r *ColumnReader) window(n, budget int64) (c *Column, err error) {
 			r.release()
 		}
 	}()
-	r.want, r.budget = n, budget
-	last := r.done+n == r.rgRows
-	if r.vals == nil {
-		r.alloc(n)
-	}
-	for !r.ended && (last || !r.complete(r.done+n)) {
-		if budget > 0 && int64(r.kept()) > budget && r.complete(r.done+1) {
-			break // enough entries held: the rows that fit budget go
-		}
-		if err := r.nextPage(); err != nil {
-			e := r.base
-			e.Page, e.Offset = r.page, r.pageOff
-			return nil, r.fail(&e, err)
-		}
-		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
+	if err := r.decodeFor(n, budget); err != nil {
+		return nil, err
 	}
 	if budget > 0 {
 		n = r.rowsWithin(n, budget)
 	}
 	r.want, r.most = n, max(r.most, n)
-	last = r.done+n == r.rgRows
+	last := r.done+n == r.rgRows
 	r.release()
 	if c, err = r.take(n); err != nil {
 		// ReadColumn decodes every page before it assembles rows, so a
@@ -304,6 +347,45 @@ func (r *ColumnReader) window(n, budget int64) (c *Column, err error) {
 		r.closed = true
 	}
 	return c, nil
+}
+
+// fill is window's decoding for Peek, recovering a panic as window
+// does.
+func (r *ColumnReader) fill(n, budget int64) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e := r.base
+			e.Page, e.Offset = r.page, r.pageOff
+			e.Err = corruptf("panic while decoding: %v", p)
+			err = &e
+			r.err = err
+			r.release()
+		}
+	}()
+	return r.decodeFor(n, budget)
+}
+
+// decodeFor decodes pages until the next n rows are complete (all of
+// them, to the chunk's end, when they end the row group), or, with budget
+// > 0, until the entries held pass budget with the first row complete.
+func (r *ColumnReader) decodeFor(n, budget int64) error {
+	r.want, r.budget = n, budget
+	last := r.done+n == r.rgRows
+	if r.vals == nil {
+		r.alloc(n)
+	}
+	for !r.ended && (last || !r.complete(r.done+n)) {
+		if budget > 0 && int64(r.kept()) > budget && r.complete(r.done+1) {
+			break // enough entries held: the rows that fit budget go
+		}
+		if err := r.nextPage(); err != nil {
+			e := r.base
+			e.Page, e.Offset = r.page, r.pageOff
+			return r.fail(&e, err)
+		}
+		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
+	}
+	return nil
 }
 
 // drain decodes the pages left, dropping their entries page by page, and

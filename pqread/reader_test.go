@@ -3,6 +3,7 @@ package pqread
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -1366,5 +1367,158 @@ func TestColumnReaderNextWithin(t *testing.T) {
 				t.Errorf("n %d budget %d: %d windows, want 8", n, budget, windows)
 			}
 		}
+	}
+}
+
+// TestColumnReaderPeek reads the skewed list column of
+// TestColumnReaderNextWithin taking half of what Peek offers each time:
+// Peek returns the longest run of rows within both bounds (at least one),
+// again when called twice, and NextWithin of fewer rows returns exactly
+// those, equal to ReadColumn's.
+func TestColumnReaderPeek(t *testing.T) {
+	const rows = 400
+	data := make([]rowsMemRow, rows)
+	entries := make([]int64, rows)
+	for i := range data {
+		m := i % 4
+		if i%50 == 7 {
+			m = 5000
+		}
+		data[i].ID = int64(i)
+		data[i].Emb = make([]float32, m)
+		for k := range data[i].Emb {
+			data[i].Emb[k] = float32(i*10000 + k)
+		}
+		entries[i] = int64(max(1, m))
+	}
+	f := mustOpen(t, writeParquet(t, data, parquet.PageBufferSize(4<<10)))
+	ci, err := f.Lookup("emb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := mustRead(t, f, "emb", 0)
+	for _, n := range []int{1, 7, 1000} {
+		for _, budget := range []int64{1, 100, 4999, 6000} {
+			r, err := f.ColumnReader(0, ci)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for at := 0; at < rows; {
+				want, held := 0, int64(0)
+				for i := at; i < rows && want < n && (want == 0 || held+entries[i] <= budget); i++ {
+					held += entries[i]
+					want++
+				}
+				what := fmt.Sprintf("n %d budget %d at row %d", n, budget, at)
+				for range 2 {
+					if p, err := r.Peek(n, budget); err != nil || p != want {
+						t.Fatalf("%s: Peek %d, %v; want %d", what, p, err, want)
+					}
+				}
+				k := (want + 1) / 2
+				c, err := r.NextWithin(k, budget)
+				if err != nil || c.Rows != k {
+					t.Fatalf("%s: NextWithin(%d) after Peek: %v rows, %v", what, k, c, err)
+				}
+				sameRows(t, what, c, whole.Slice(at, at+k))
+				at += k
+			}
+			if p, err := r.Peek(n, budget); p != 0 || err != io.EOF {
+				t.Errorf("n %d budget %d: Peek after the last row: %d, %v; want 0, io.EOF", n, budget, p, err)
+			}
+			r.Close()
+		}
+	}
+}
+
+// TestColumnReaderOnPage: OnPage's function is called before each data
+// page that takes the entries held past the bound, with the entries held
+// and the page's, which together bound the window that comes back; its
+// error fails the read at that page, and again on the next call. What
+// a window takes and leaves held (Held) is at most the bound, what was
+// held before, or what the function was told of.
+func TestColumnReaderOnPage(t *testing.T) {
+	const rows = 120
+	data := make([]rowsMemRow, rows)
+	entries := make([]int64, rows)
+	for i := range data {
+		m := i % 4
+		if i%50 == 7 {
+			m = 5000
+		}
+		data[i].ID = int64(i)
+		data[i].Emb = make([]float32, m)
+		entries[i] = int64(max(1, m))
+	}
+	f := mustOpen(t, writeParquet(t, data, parquet.PageBufferSize(4<<10)))
+	ci, err := f.Lookup("emb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.ColumnReader(0, ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var most int64 // the largest held+page the function was told of in a window
+	calls := 0
+	r.OnPage(func(held, page int64) error {
+		if held+page <= 100 || page <= 0 {
+			t.Errorf("called with held %d, page %d under the bound", held, page)
+		}
+		most = max(most, held+page)
+		calls++
+		return nil
+	})
+	var got []int
+	for at := 0; at < rows; {
+		most = 0
+		pre := r.Held()
+		c, err := r.NextWithin(1000, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := r.Held()
+		for i := at; i < at+c.Rows; i++ {
+			held += entries[i]
+		}
+		if held > max(100, pre, most) {
+			t.Errorf("window [%d, %d): %d entries taken and held, %d held before, the function told of at most %d", at, at+c.Rows, held, pre, most)
+		}
+		got = append(got, c.Rows)
+		at += c.Rows
+	}
+	// Rows [0, 7), each long row alone and the short rows between them
+	// (under 100 entries each run).
+	if want := []int{7, 1, 49, 1, 49, 1, 12}; !slices.Equal(got, want) {
+		t.Errorf("windows %v, want %v", got, want)
+	}
+	if calls < 2 {
+		t.Errorf("%d calls, want one or more per page of long rows (2 here)", calls)
+	}
+	stop := errors.New("no memory")
+	r2, err := f.ColumnReader(0, ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	r2.OnPage(func(held, page int64) error { return stop })
+	_, err = r2.NextWithin(1000, 100)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Page < 0 || !errors.Is(err, stop) {
+		t.Fatalf("NextWithin: %v, want an *Error at a page wrapping the function's", err)
+	}
+	if _, err2 := r2.Peek(1000, 100); err2 != err {
+		t.Errorf("after the failure: %v, want %v", err2, err)
+	}
+	// Without an entries bound nothing is called.
+	r3, err := f.ColumnReader(0, ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r3.Close()
+	r3.OnPage(func(held, page int64) error { return stop })
+	if c, err := r3.Next(rows); err != nil || c.Rows != rows {
+		t.Errorf("Next: %v, %v", c, err)
 	}
 }

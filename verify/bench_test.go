@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,4 +194,38 @@ func (w windowSource) FillBlock(ctx context.Context, ids []uint64, block []byte)
 func (w windowSource) Close() error { return w.r.Close() }
 func (w windowSource) Prefetch(ctx context.Context, ids []uint64) error {
 	return w.r.Prefetch(ctx, ids)
+}
+
+// BenchmarkDeepReopenedShards measures the deep check by parts with
+// every shard held open ("Held", the default for a set of fewer shards
+// than the open files cap) and with every shard reopened for each pass
+// ("Reopened", a cap of 1 file at Jobs 1), over the set of
+// BenchmarkDeepMemoryLimit at its 1 MiB limit (many parts); "opens/op" is
+// how many shard files verify opened:
+//
+//	go test -run '^$' -bench DeepReopenedShards -benchtime 3x ./verify/
+func BenchmarkDeepReopenedShards(b *testing.B) {
+	size := verifytest.Size{Rows: 1 << 18, Dim: 3, GlobalBatch: 1024, RowGroups: 64}
+	f := verifytest.BuildSize(b, size)
+	for _, c := range []struct {
+		name string
+		cap  int
+	}{{"Held", 0}, {"Reopened", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			var opens atomic.Int64
+			defer verify.SetShardFiles(c.cap, func(_ string, open bool) {
+				if open {
+					opens.Add(1)
+				}
+			})()
+			for b.Loop() {
+				rep, err := verify.Run(context.Background(), verify.Options{Dir: f.Dir, Deep: true, Source: verifytest.OpenSource, Jobs: 1, MemoryLimit: 1 << 20})
+				if err != nil || !rep.OK {
+					b.Fatalf("err %v, findings %v", err, rep.Findings)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(2*size.Rows), "ns/row")
+			b.ReportMetric(float64(opens.Load())/float64(b.N), "opens/op")
+		})
+	}
 }

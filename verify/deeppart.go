@@ -71,8 +71,10 @@ import (
 // the row-group table (8 bytes a row group, 4 a bucket, 4 buckets a row
 // group); while step 1 runs, the per-row-group counts of the shards in
 // flight (16 bytes a row group each), and those of each group until its
-// parts are cut; per shard its open file, 9 bytes per selected batch
-// and at most about 1024+8 x MaxPerShard findings.
+// parts are cut; per shard 9 bytes per selected batch and at most about
+// 1024+8 x MaxPerShard findings. Files: at most maxOpenShards shard files
+// open at once (shardfile.go), the shards beyond them reopened for each
+// pass that reads them.
 //
 // Findings are the same as the batch-by-batch comparison's, kinds, fields
 // and order: each is keyed by (batch, phase, tensor, slot), where the
@@ -198,7 +200,8 @@ type partCheck struct {
 	todo  []int    // the selected batches with valid ids, ascending
 	state []uint8  // per todo: batchFailed, batchFound, ... bits
 	fs    findingSet
-	cur   int // the batch whose integrity findings are being added
+	cur   int        // the batch whose integrity findings are being added
+	file  *shardFile // the shard's file: held open, or acquired by readable
 }
 
 // Per todo batch state bits of a partCheck.
@@ -296,6 +299,9 @@ func (d *deepCheck) batchIDs(j, k int, sc *partScratch) ([]uint64, bool) {
 	pc := d.part
 	b := d.g.BatchSize
 	if sc.chunkOf != d || j < sc.chunkJ || j >= sc.chunkJ+sc.chunkN {
+		if !d.readable(j, k) {
+			return nil, false
+		}
 		n := 1
 		for most := max(1, idChunkBytes/(8*max(1, b))); n < most && j+n < len(pc.todo) && pc.todo[j+n] == k+n; n++ {
 		}
@@ -326,10 +332,34 @@ func (d *deepCheck) batchIDs(j, k int, sc *partScratch) ([]uint64, bool) {
 	return sc.chunk[at : at+bi.Count], true
 }
 
+// readable reports whether the shard's file is open for todo batch j's
+// (batch k's) reads, reopening it when released (shardFile.acquire).
+// When it cannot be, the reason is reported once, at batch k, and every
+// batch not compared yet is marked failed: none is read or counted as
+// compared from then on.
+func (d *deepCheck) readable(j, k int) bool {
+	pc := d.part
+	f, ok := pc.file.acquire()
+	if ok {
+		return true
+	}
+	if f.Kind != "" {
+		pc.fs.add(k, phaseBatch, 0, 0, f)
+		for i := range pc.state {
+			pc.set(i, batchFailed)
+		}
+	}
+	pc.set(j, batchFailed)
+	return false
+}
+
 // readBlock reads todo batch j's (batch k's) block, or reports why it
 // cannot.
 func (d *deepCheck) readBlock(j, k int, sc *partScratch) ([]byte, bool) {
 	pc := d.part
+	if !d.readable(j, k) {
+		return nil, false
+	}
 	bi, err := d.r.Batch(k)
 	if err == nil {
 		if uint64(cap(sc.block)) < bi.Size {

@@ -108,9 +108,21 @@ func TestDeepPartsHoldEachRowGroupOncePerSet(t *testing.T) {
 	}{{16 << 10, 4, 1}, {4 << 10, 16, 2}} {
 		for _, jobs := range []int{1, 2} {
 			var l holdLog
-			rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: true, Source: l.opener, Jobs: jobs, MemoryLimit: c.limit})
+			var told [][2]int64
+			rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: true, Source: l.opener, Jobs: jobs, MemoryLimit: c.limit,
+				OnDeepParts: func(parts int, onePart int64) { told = append(told, [2]int64{int64(parts), onePart}) }})
 			if !rep.OK || rep.DeepBatches != 4*f.Plan.Steps() {
 				t.Fatalf("limit %d jobs %d: deep %d of %d batches\n%s", c.limit, jobs, rep.DeepBatches, 4*f.Plan.Steps(), verifytest.Lines(rep))
+			}
+			// One group of shards: told once, with the parts held and
+			// the limit holding it in one, twice the estimate a part's
+			// budget (half the limit) is cut from: over one budget and
+			// at most one per part.
+			if rep.DeepParts != c.holds || len(told) != 1 || told[0][0] != int64(c.holds) {
+				t.Fatalf("limit %d jobs %d: DeepParts %d, OnDeepParts %v; want %d parts, told once", c.limit, jobs, rep.DeepParts, told, c.holds)
+			}
+			if est, budget := told[0][1]/2, c.limit/2; est <= budget || est > int64(c.holds)*budget {
+				t.Errorf("limit %d jobs %d: one-part limit %d: estimate %d for %d parts of %d", c.limit, jobs, told[0][1], est, c.holds, budget)
 			}
 			if l.opened != 4 || len(l.holds) != c.holds {
 				t.Fatalf("limit %d jobs %d: %d sources opened, %d holds; want 4, %d", c.limit, jobs, l.opened, len(l.holds), c.holds)

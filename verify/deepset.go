@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -74,11 +75,17 @@ type partGroup struct {
 }
 
 // joinGroup merges d's needs (step 1 done) into the group of its tensors
-// and drops d's own counts.
-func (c *checker) joinGroup(d *deepCheck) {
+// and drops d's own counts. d reads the shard through file, held open to
+// the end while fewer than keepOpen shards are (shardfile.go).
+func (c *checker) joinGroup(d *deepCheck, file *shardFile) {
 	pc := d.part
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	pc.file = file
+	if c.heldOpen < c.keepOpen {
+		c.heldOpen++
+		file.keep = true
+	}
 	var g *partGroup
 	for _, x := range c.groups {
 		if shardfmt.SameTensors(x.tensors, d.tensors) {
@@ -236,7 +243,17 @@ func (c *checker) runDeepParts(ctx context.Context, checks []*deepCheck) {
 		for _, d := range g.shards {
 			d.part.src = src
 		}
-		parts := cutParts(c.rowGroups, g.est(c.rowGroups), budget)
+		est := g.est(c.rowGroups)
+		parts := cutParts(c.rowGroups, est, budget)
+		c.rep.DeepParts += len(parts)
+		if c.opts.OnDeepParts != nil && len(parts) > 0 {
+			var total uint64
+			for _, e := range est {
+				total += e
+			}
+			// The parts take half the limit (budget above).
+			c.opts.OnDeepParts(len(parts), int64(min(2*total, math.MaxInt64/2)))
+		}
 		x, next := &cur, &nxt
 		if len(parts) > 0 {
 			x.reset(parts[0])
@@ -270,7 +287,8 @@ func (c *checker) runDeepParts(ctx context.Context, checks []*deepCheck) {
 
 // eachShard calls fn for each of checks, Jobs at a time, each goroutine
 // with its own scratch buffers (kept from one call to the next: at most
-// Jobs of them).
+// Jobs of them). A shard's file reopened by fn (deepCheck.readable) is
+// released when fn returns: at most Jobs are open beside those held.
 func (c *checker) eachShard(ctx context.Context, checks []*deepCheck, fn func(*deepCheck, *partScratch)) {
 	var mu sync.Mutex
 	var used []*partScratch
@@ -284,6 +302,7 @@ func (c *checker) eachShard(ctx context.Context, checks []*deepCheck, fn func(*d
 		mu.Unlock()
 		return func(i int) error {
 			fn(checks[i], sc)
+			checks[i].part.file.release()
 			return nil
 		}
 	})

@@ -34,3 +34,14 @@ func ConformingEpochs(opts Options) map[int]bool {
 	c.loadPlan()
 	return c.conformingEpochs(context.Background())
 }
+
+// SetShardFiles sets, for a test, the number of shard files verify keeps
+// open at once (0: the default; never fewer than Jobs) and a hook called
+// after each shard file opened for a shard's check (open true) and each
+// closed (open false), with the shard's manifest path. It returns a
+// function restoring the previous settings.
+func SetShardFiles(limit int, hook func(name string, open bool)) (restore func()) {
+	oldCap, oldHook := openShardsCap, shardFileHook
+	openShardsCap, shardFileHook = limit, hook
+	return func() { openShardsCap, shardFileHook = oldCap, oldHook }
+}

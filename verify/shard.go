@@ -29,8 +29,11 @@ func (c *checker) checkShards(ctx context.Context) {
 		c.rowGroups = newRowGroups(c.plan)
 	}
 	// Shards compared by parts (deeppart.go) come back with their
-	// integrity checked, still open, to be compared together.
+	// integrity checked, to be compared together: the first to come
+	// back held open, up to maxOpenShards files open in all, the others
+	// released, reopened for each pass that reads them (shardfile.go).
 	byParts := make([]*deepCheck, len(shards))
+	c.keepOpen = maxOpenShards(c.opts.Jobs) - c.opts.Jobs
 	// Cancellation stops the pool; a shard's problems are findings, not
 	// errors.
 	_ = pool.ForEach(ctx, len(shards), c.opts.Jobs, func(i int) error {
@@ -50,6 +53,7 @@ func (c *checker) checkShards(ctx context.Context) {
 				results[i] = d.s.finish()
 				d.close()
 				_ = d.r.Close()
+				d.part.file.close()
 			}
 		}
 	}
@@ -120,8 +124,9 @@ func (c *checker) openShard(e shardfmt.ShardEntry) (*shardfmt.Reader, error) {
 // size is compared with the manifest before the file is opened: a
 // truncated shard is reported, never touched. An entry whose path leaves
 // the set (reported by checkManifest) is never opened. A shard whose
-// deep check runs by parts is returned, open, with its integrity checked
-// and its needs counted; its result comes after runDeepParts.
+// deep check runs by parts is returned with its integrity checked and
+// its needs counted, its file held open or released (shardfile.go); its
+// result comes after runDeepParts.
 func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry) (shardResult, *deepCheck) {
 	s := &shardCheck{c: c, entry: e, counts: map[Kind]int{}}
 	if !safePath(e.Path) {
@@ -150,15 +155,16 @@ func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry
 		return s.finish(), nil
 	}
 
-	r, err := c.openShard(e)
+	r, file, err := c.openShardFile(e)
 	if err != nil {
 		s.add(Finding{Kind: KindHeaderInvalid, Message: errDetail(err)})
 		return s.finish(), nil
 	}
-	keep := false // r and deep stay open for runDeepParts
+	keep := false // r, its file and deep stay for runDeepParts
 	defer func() {
 		if !keep {
 			_ = r.Close()
+			file.close()
 		}
 	}()
 	path := c.set.Path(e.Path)
@@ -236,7 +242,10 @@ func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry
 				deep.need(k, ids)
 			}
 		}
-		c.joinGroup(deep)
+		// Its file is held open to the end or released until a
+		// pass over the set's shards reads it (shardfile.go).
+		c.joinGroup(deep, file)
+		file.release()
 		keep = true
 		return shardResult{}, deep
 	}

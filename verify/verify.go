@@ -98,6 +98,13 @@ type Options struct {
 	// fingerprint does not cover. Slower; set it when the plan file itself
 	// may have been edited. Deep implies it.
 	RecomputePlan bool
+	// OnDeepParts, when set, is called before the values of a group of
+	// shards (those sharing one tensor table) are compared by parts, with
+	// the number of parts the source is held in and the memory limit
+	// (bytes) that would hold it in one. Each part reads every shard's
+	// sample ids and the blocks holding its ids again, so many parts cost
+	// many passes over the shard set: a caller can warn.
+	OnDeepParts func(parts int, onePart int64)
 }
 
 // DeepAllBytes is the shard set size (bytes) up to which --deep compares
@@ -114,6 +121,7 @@ const DeepAllBytes = 1 << 30
 //	batches      int      batches whose checksum was verified
 //	bytes        int      block bytes checksummed
 //	deep_batches int      batches compared value by value with the source
+//	deep_parts   int      parts the source was held in to compare them (0: not by parts)
 //	seconds      float    wall time of the run
 //	ok           bool     true when there are no findings
 //	finding_count int     len(findings)
@@ -125,6 +133,7 @@ type Report struct {
 	Batches      int       `json:"batches"`
 	Bytes        int64     `json:"bytes"`
 	DeepBatches  int       `json:"deep_batches"`
+	DeepParts    int       `json:"deep_parts"`
 	Seconds      float64   `json:"seconds"`
 	OK           bool      `json:"ok"`
 	FindingCount int       `json:"finding_count"`
@@ -185,8 +194,11 @@ type checker struct {
 	rowGroups *rowGroups
 	groups    []*partGroup
 	scratch   []*partScratch
+	// Shards compared by parts held open to the end: at most keepOpen
+	// (maxOpenShards less Jobs, shardfile.go); heldOpen so far.
+	keepOpen, heldOpen int
 
-	mu sync.Mutex // guards rep counters, Progress calls and groups
+	mu sync.Mutex // guards rep counters, Progress calls, groups and heldOpen
 }
 
 func (c *checker) add(f Finding) { c.rep.Findings = append(c.rep.Findings, f) }

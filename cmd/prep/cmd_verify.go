@@ -10,6 +10,10 @@ import (
 	"github.com/prepml/prep/verify"
 )
 
+// deepPartsWarn is the number of parts of a --deep check from which verify
+// warns that its --memory-limit costs passes over the shard set.
+const deepPartsWarn = 8
+
 func init() { subcommands = append(subcommands, newVerifyCmd) }
 
 // verifyOptions are the flags of prep verify.
@@ -164,6 +168,12 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 		Progress:      func(n int64) { bar.Add(0, n) },
 		RecomputePlan: o.recompute,
 		MemoryLimit:   mem,
+		OnDeepParts: func(parts int, onePart int64) {
+			if parts >= deepPartsWarn && g.log != nil {
+				g.log.Warn("--deep holds the source in parts: each part reads every shard's sample ids, and the blocks holding its samples, again; a larger --memory-limit needs fewer passes",
+					"parts", parts, "memory_limit", formatBytes(mem), "one_part_limit", formatBytes(onePart))
+			}
+		},
 	}
 	rep, err := verify.Run(ctx, opts)
 	bar.Finish()

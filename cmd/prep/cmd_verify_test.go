@@ -67,6 +67,7 @@ func TestVerifyCommandJSON(t *testing.T) {
 		Batches      int     `json:"batches"`
 		Bytes        int64   `json:"bytes"`
 		DeepBatches  int     `json:"deep_batches"`
+		DeepParts    int     `json:"deep_parts"`
 		Seconds      float64 `json:"seconds"`
 		OK           bool    `json:"ok"`
 		FindingCount int     `json:"finding_count"`
@@ -84,7 +85,7 @@ func TestVerifyCommandJSON(t *testing.T) {
 	block := int64(r.Geometry().BlockSize)
 	r.Close()
 	if rep.Dir != f.Dir || rep.Plan != filepath.Join(f.Dir, "plan.json") || rep.Shards != 4 || rep.Batches != 16 ||
-		rep.Bytes != 16*block || rep.DeepBatches != 0 || rep.Seconds <= 0 || rep.OK || rep.FindingCount != 1 {
+		rep.Bytes != 16*block || rep.DeepBatches != 0 || rep.DeepParts != 0 || rep.Seconds <= 0 || rep.OK || rep.FindingCount != 1 {
 		t.Errorf("report %+v", rep)
 	}
 	want := map[string]any{"kind": "unlisted_file", "shard": "stray.bin", "message": "file is not listed in the manifest"}

@@ -324,7 +324,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	switch {
 	case tp.classes[0][0] == clsBytes && isList && !t.jagged():
 		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
-			Err: schemaErrorf("%s: a list of strings or binary values becomes no tensor (a map's string keys do, through map.key_bytes)", typeSignature(first[0]))}
+			Err: schemaErrorf("%s: a list of strings or binary values becomes a tensor only as a jagged list: list: {jagged: true} with bytes: {mode: hash, buckets: N} (dtype I64, one per element) or {mode: pad, max_len: L} (dtype U8, [L] per element)", typeSignature(first[0]))}
 	case tp.classes[0][0] == clsBytes && !isList:
 		if t.Bytes.Mode == "hash" {
 			tp.mode = modeBytesHash
@@ -368,11 +368,11 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		}
 		if depth > 1 {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
-				Err: specErrorf("a list of lists (depth %d) becomes a tensor only as list: {jagged: true}", depth)}
+				Err: specErrorf("a list of lists (depth %d) becomes a tensor only as list: {jagged: true} (--tensor NAME=COL:DTYPE:jagged)", depth)}
 		}
 		if t.Shape == nil {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
-				Err: specErrorf("list column needs a shape (the fixed number of values per sample, or list: {jagged: true})")}
+				Err: specErrorf("list column needs a shape (the fixed number of values per sample: --tensor NAME=COL:DTYPE:SHAPE), or list: {jagged: true} (--tensor NAME=COL:DTYPE:jagged)")}
 		}
 		tp.mode = modeList
 		tp.perSample = int(shapeProduct(t.Shape))
@@ -438,7 +438,14 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 				return nil, err
 			}
 		}
-		if l.ElementFill != nil {
+		switch {
+		case l.ElementFill != nil && tp.mode == modeJagged && t.Bytes != nil && t.Bytes.Mode == "pad":
+			// A null string element: an empty value, max_len zero bytes.
+			if !(l.ElementFill.isInt && l.ElementFill.i == 0) {
+				return nil, terr(specErrorf("list.element_fill in bytes pad mode must be 0 (an empty value)"))
+			}
+			tp.elemFill = make([]byte, tp.es)
+		case l.ElementFill != nil:
 			if tp.elemFill, err = enc(l.ElementFill, "list.element_fill"); err != nil {
 				return nil, err
 			}
@@ -522,6 +529,9 @@ func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass,
 		if t.Bytes == nil {
 			if ci.Physical == "FIXED_LEN_BYTE_ARRAY" && ci.Width == 2 && isFloatDType(dt) {
 				return 0, schemaErrorf("%s is 2-byte binary without the FLOAT16 annotation; declare cast.from_unannotated: F16 to read it as half floats", sig)
+			}
+			if ci.List && !t.jagged() {
+				return 0, schemaErrorf("%s cannot be read as %s; a list of strings or binary values becomes a tensor only as a jagged list: list: {jagged: true} with bytes: {mode: hash, buckets: N} (dtype I64) or {mode: pad, max_len: L} (dtype U8)", sig, dt)
 			}
 			return 0, schemaErrorf("%s cannot be read as %s; set bytes.mode hash or pad", sig, dt)
 		}

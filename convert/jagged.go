@@ -3,7 +3,11 @@ package convert
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
@@ -77,6 +81,47 @@ func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limit
 	return lim
 }
 
+// explainRowSlots completes a row refused by pqread for its level entries
+// (a *pqread.RowSlotsError inside err): it names the tensor reading the
+// column and what to do. When the bound passed is below fixedCap (pqread's
+// fixed bound, Limits.MaxRowSlots or its default) it is the jagged row
+// or fixed-list row bound of rowSlotLimit, which a larger --memory-limit
+// raises; otherwise
+// it is the fixed bound, which no memory limit raises.
+func explainRowSlots(err *error, plans []*tensorPlan, fixedCap int64) {
+	var pe *pqread.Error
+	var rs *pqread.RowSlotsError
+	if *err == nil || !errors.As(*err, &pe) || !errors.As(pe.Err, &rs) {
+		return
+	}
+	if fixedCap <= 0 {
+		fixedCap = pqread.DefaultLimits.MaxRowSlots
+	}
+	var names []string
+	jagged := false
+	for _, tp := range plans {
+		if slices.ContainsFunc(tp.cols, func(cs []pqread.ColumnInfo) bool {
+			return slices.ContainsFunc(cs, func(c pqread.ColumnInfo) bool { return c.Name == pe.Column })
+		}) {
+			names = append(names, strconv.Quote(tp.spec.Name))
+			jagged = jagged || tp.mode == modeJagged || tp.mode == modeMapDense
+		}
+	}
+	tensor := "tensor " + strings.Join(names, ", ")
+	if len(names) > 1 {
+		tensor = "tensors " + strings.Join(names, ", ")
+	}
+	switch {
+	case rs.Limit < fixedCap && jagged:
+		pe.Err = fmt.Errorf("%w, more than one row of jagged %s may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit", pe.Err, tensor)
+		return
+	case rs.Limit < fixedCap:
+		pe.Err = fmt.Errorf("%w, more than one row of fixed-length list %s may hold under the memory limit (a row is decoded whole before it is padded or truncated: the limit over %d bytes per slot); raise --memory-limit", pe.Err, tensor, fixedRowEntryBytes)
+		return
+	}
+	pe.Err = fmt.Errorf("%w, the most one row of a list column may hold whatever the memory limit (%s; %d is a fixed bound of the Parquet reader); split such rows in the source", pe.Err, tensor, rs.Limit)
+}
+
 // fixedRowEntryBytes is the memory one level entry of a row of a fixed
 // list is counted at when the row's bound is derived from the memory
 // limit: twice the decoded bytes of an 8-byte value with its two levels
@@ -118,7 +163,7 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 				s, n = off[i], off[i+1]-off[i]
 			}
 			if tp.maxRow > 0 && n > tp.maxRow {
-				return loc.err(int64(i), -1, valueErrorf("list has %d values, more than the %d (%d bytes) one row of a jagged tensor may hold (a quarter of the memory limit, at least 1 MiB)", n, tp.maxRow, tp.maxRow*es))
+				return loc.err(int64(i), -1, valueErrorf("list has %d values, more than the %d (%d bytes) one row of jagged tensor %q may hold (a quarter of the memory limit, at least 1 MiB); raise --memory-limit", n, tp.maxRow, tp.maxRow*es, tp.spec.Name))
 			}
 			if col.ElemValid != nil && !elemOK {
 				for k := s; k < s+n; k++ {

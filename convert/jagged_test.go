@@ -295,7 +295,9 @@ var jagSeqCfg = plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Wo
 // as it reads the row's page (Limits.MaxRowSlots). A fixed list's row,
 // truncated but decoded whole first, is bounded by the memory limit over
 // 22 bytes per level entry: beside the jagged tensor the larger bound
-// holds, alone its own.
+// holds, alone its own. Each names the tensor and --memory-limit; a row
+// over pqread's fixed bound (Options.Limits.MaxRowSlots, 2^24 by default)
+// names that bound instead, which no memory limit raises.
 func TestRunJaggedRowOverLimit(t *testing.T) {
 	p, spec := jagLongFixture(t, 40, 16, func(id int64) int {
 		if id == 21 {
@@ -313,21 +315,62 @@ func TestRunJaggedRowOverLimit(t *testing.T) {
 	}
 	for _, c := range []struct {
 		spec     *Spec
+		slots    int64 // Options.Limits.MaxRowSlots: the fixed bound
 		want     string
 		sentinel error
 	}{
-		{spec, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries)`, pqread.ErrLimit},
-		{withFixed, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries)`, pqread.ErrLimit},
-		{fixed, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 190650 slots (level entries)`, pqread.ErrLimit},
+		{spec, 0, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`, pqread.ErrLimit},
+		{spec, 1000, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 1000 slots (level entries), the most one row of a list column may hold whatever the memory limit (tensor "v"; 1000 is a fixed bound of the Parquet reader); split such rows in the source`, pqread.ErrLimit},
+		{withFixed, 0, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`, pqread.ErrLimit},
+		{fixed, 0, `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 190650 slots (level entries), more than one row of fixed-length list tensor "v" may hold under the memory limit (a row is decoded whole before it is padded or truncated: the limit over 22 bytes per slot); raise --memory-limit`, pqread.ErrLimit},
 	} {
 		out := filepath.Join(t.TempDir(), "o")
-		_, err := Run(context.Background(), Options{Plan: p, Spec: c.spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20})
+		_, err := Run(context.Background(), Options{Plan: p, Spec: c.spec, Output: out, Jobs: 2, MemoryLimit: 4 << 20, Limits: pqread.Limits{MaxRowSlots: c.slots}})
+		var rs *pqread.RowSlotsError
+		if c.sentinel == pqread.ErrLimit && (!errors.As(err, &rs) || rs.Row != 5) {
+			t.Errorf("error %v: no *pqread.RowSlotsError of row 5", err)
+		}
 		if err == nil || err.Error() != c.want || !errors.Is(err, c.sentinel) {
 			t.Errorf("error\n  %v\nwant\n  %s", err, c.want)
 		}
 		if _, err := os.Stat(filepath.Join(out, "manifest.json")); !os.IsNotExist(err) {
 			t.Errorf("manifest left: %v", err)
 		}
+	}
+}
+
+// TestMaterializeJaggedRowBound: a row of 300,000 I32 values (1.2 MB)
+// converts under an 8 MiB limit (a row may take 2 MiB) and materializes
+// decoding within 2 MiB when Bounds.Run is the run's 8 MiB, as verify
+// --deep does within a share of its limit; with Run left to the 2 MiB
+// decoding bound the row is over its 1 MiB and refused as a limit, naming
+// the tensor and the flag to raise.
+func TestMaterializeJaggedRowBound(t *testing.T) {
+	const long = 300_000
+	p, spec := jagLongFixture(t, 40, 16, func(id int64) int {
+		if id == 21 {
+			return long
+		}
+		return int(id % 5)
+	}, jagSeqCfg)
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 2, MemoryLimit: 8 << 20}); err != nil {
+		t.Fatalf("convert under 8 MiB: %v", err)
+	}
+	h, err := MaterializeSorted(context.Background(), nil, p, spec, []uint64{20, 21}, Bounds{Memory: 2 << 20, Run: 8 << 20})
+	if err != nil {
+		t.Fatalf("materialize within 2 MiB for a run of 8 MiB: %v", err)
+	}
+	defer h.Close()
+	if got := len(h.Sample(1, 1)); got != 4*long {
+		t.Errorf("row 21 holds %d bytes of v, want %d", got, 4*long)
+	}
+	if got, want := h.Sample(1, 1)[4*1000:4*1001], binary.LittleEndian.AppendUint32(nil, uint32(21*100+1000)); !bytes.Equal(got, want) {
+		t.Errorf("row 21 value 1000: % x, want % x", got, want)
+	}
+	_, err = MaterializeSorted(context.Background(), nil, p, spec, []uint64{21}, Bounds{Memory: 2 << 20})
+	want := `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`
+	if err == nil || err.Error() != want || !errors.Is(err, pqread.ErrLimit) {
+		t.Errorf("error\n  %v\nwant\n  %s", err, want)
 	}
 }
 
@@ -580,5 +623,99 @@ func TestRunMapPolicyRefused(t *testing.T) {
 	want := `a.parquet: column "v": "v" is a LIST<INT32 INT(32,true)> column, not a map; a map policy reads a MAP column`
 	if err == nil || !errors.Is(err, ErrSchema) || err.Error() != want {
 		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	}
+}
+
+// TestJaggedListOfStrings: a list of strings with list: {jagged: true}
+// and a bytes policy: each element hashed to one I64 (a null element takes
+// element_fill, element_mask marks it), or padded to U8 [max_len] per
+// element (truncated under bytes.truncate; a null element is max_len zero
+// bytes). A longer element without truncate, a nonzero element_fill in pad
+// mode and bytes.lengths are refused.
+func TestJaggedListOfStrings(t *testing.T) {
+	sch := parquet.NewSchema("schema", parquet.Group{
+		"s": parquet.Optional(parquet.List(parquet.Optional(parquet.String()))),
+	})
+	str := func(v string, rep int) parquet.Value { return parquet.ByteArrayValue([]byte(v)).Level(rep, 3, 0) }
+	rows := []parquet.Row{
+		{str("ab", 0), str("c", 1)},
+		{parquet.NullValue().Level(0, 1, 0)},
+		{str("xyz", 0), parquet.NullValue().Level(1, 2, 0), str("q", 1)},
+		{parquet.NullValue().Level(0, 0, 0)},
+		{str("longer", 0)},
+	}
+	src := t.TempDir()
+	writeRows(t, filepath.Join(src, "a.parquet"), sch, rows)
+	p := makePlan(t, src, jagSeqCfg)
+	spec, err := ParseSpec([]byte(`tensors:
+  - {name: h, column: s, dtype: I64, list: {jagged: true, element_fill: -1, element_mask: true}, nulls: {}, bytes: {mode: hash, buckets: 1000}}
+  - {name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 0}, nulls: {mask: true}, bytes: {mode: pad, max_len: 4, truncate: true}}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Materialize(context.Background(), p, spec, []uint64{0, 1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shardfmt.TensorList(s.Tensors); got != "[h I64 [] jagged, h_element_mask U8 [] jagged, p U8 [4] jagged, p_mask U8 []]" {
+		t.Fatalf("tensors %s", got)
+	}
+	le := binary.LittleEndian
+	hash := func(vs ...string) []byte {
+		b := []byte{}
+		for _, v := range vs {
+			if v == "<null>" {
+				b = le.AppendUint64(b, ^uint64(0))
+				continue
+			}
+			b = le.AppendUint64(b, FNV1a64([]byte(v))%1000)
+		}
+		return b
+	}
+	want := [][][]byte{
+		{hash("ab", "c"), {1, 1}, []byte("ab\x00\x00c\x00\x00\x00"), {1}},
+		{hash(), {}, {}, {1}},
+		{hash("xyz", "<null>", "q"), {1, 0, 1}, []byte("xyz\x00\x00\x00\x00\x00q\x00\x00\x00"), {1}},
+		{hash(), {}, {}, {0}},
+		{hash("longer"), {1}, []byte("long"), {1}},
+	}
+	for i := range want {
+		for ti := range s.Tensors {
+			if got := s.Sample(ti, i); !bytes.Equal(got, want[i][ti]) {
+				t.Errorf("row %d tensor %s = %x, want %x", i, s.Tensors[ti].Name, got, want[i][ti])
+			}
+		}
+	}
+	for _, c := range []struct{ spec, want string }{
+		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
+			`a.parquet: column "s", row group 0, row 2, element 1: null list element (1 null elements in this column chunk; set list.element_fill or list.element_mask)`},
+		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 0}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
+			`a.parquet: column "s", row group 0, row 4, element 0: value is 6 bytes long, more than max_len 4 (set bytes.truncate to keep the first 4)`},
+		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 7}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
+			`tensor "p": list.element_fill in bytes pad mode must be 0 (an empty value)`},
+		{`tensors: [{name: h, column: s, dtype: I64, list: {jagged: true}, nulls: {}}]`,
+			`a.parquet: column "s": LIST<BYTE_ARRAY STRING> cannot be read as I64; set bytes.mode hash or pad`},
+		{`tensors: [{name: h, column: s, dtype: I64, shape: [2]}]`,
+			`a.parquet: column "s": LIST<BYTE_ARRAY STRING> cannot be read as I64; a list of strings or binary values becomes a tensor only as a jagged list: list: {jagged: true} with bytes: {mode: hash, buckets: N} (dtype I64) or {mode: pad, max_len: L} (dtype U8)`},
+	} {
+		spec, err := ParseSpec([]byte(c.spec), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Materialize(context.Background(), p, spec, []uint64{0, 1, 2, 3, 4})
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
+	}
+	for _, c := range []struct{ spec, want string }{
+		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true}, bytes: {mode: pad, max_len: 4, lengths: true}}]`,
+			`s.yaml: tensor "p": bytes.lengths and lengths_dtype do not apply to a jagged list (each element is hashed, or padded to max_len)`},
+		{`tensors: [{name: p, column: s, dtype: U8, shape: [4], list: {pad: 0}, bytes: {mode: pad, max_len: 4}}]`,
+			`s.yaml: tensor "p": bytes and list policies are exclusive, but for a jagged list of strings (list: {jagged: true}), whose elements bytes makes numbers of`},
+	} {
+		if _, err := ParseSpec([]byte(c.spec), "s.yaml"); err == nil || err.Error() != c.want || !errors.Is(err, ErrSpec) {
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
 	}
 }

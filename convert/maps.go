@@ -55,13 +55,33 @@ func mapLeaves(name string, f fileSchema) (key, value pqread.ColumnInfo, err err
 	case len(ks) != 1:
 		return key, value, schemaErrorf("map %q has %d key leaves (%s), want one", name, len(ks), columnList(ks))
 	case len(vs) == 0:
-		return key, value, schemaErrorf("map %q has no value field (its keys %q read as a jagged list: list: {jagged: true})", name, ks[0].Name)
+		return key, value, schemaErrorf("map %q has no value field (its keys read as a jagged list: %s)", name, leafHint(ks[0]))
 	case len(vs) > 1:
-		return key, value, schemaErrorf("map %q has struct values (leaves %s); a map policy reads scalar values: read each value leaf as a jagged list instead", name, columnList(vs))
+		return key, value, schemaErrorf("map %q has struct values (leaves %s); a map policy reads scalar values: read the leaves as jagged lists instead, sharing offsets: %s", name, columnList(vs), leafHints(append(ks, vs...)))
 	case ks[0].Depth > 1 || vs[0].Depth > 1:
-		return key, value, schemaErrorf("map %q holds lists (%s, %s); a map policy reads scalar keys and values: read the leaves as jagged lists instead", name, typeSignature(ks[0]), typeSignature(vs[0]))
+		return key, value, schemaErrorf("map %q holds lists (%s, %s); a map policy reads scalar keys and values: read the leaves as jagged lists instead, sharing offsets: %s", name, typeSignature(ks[0]), typeSignature(vs[0]), leafHints([]pqread.ColumnInfo{ks[0], vs[0]}))
 	}
 	return ks[0], vs[0], nil
+}
+
+// leafHint is the spec of a tensor reading leaf ci as a jagged list (a
+// list of lists gives <name>_inner_lengths too): string or binary values
+// through a bytes policy.
+func leafHint(ci pqread.ColumnInfo) string {
+	h := fmt.Sprintf("{column: %q, list: {jagged: true}", ci.Name)
+	if isBytesColumn(ci, &TensorSpec{}) {
+		h += ", dtype: I64, bytes: {mode: hash, buckets: N}"
+	}
+	return h + "}"
+}
+
+// leafHints joins the leafHint of each leaf.
+func leafHints(cs []pqread.ColumnInfo) string {
+	var hs []string
+	for _, c := range cs {
+		hs = append(hs, leafHint(c))
+	}
+	return strings.Join(hs, ", ")
 }
 
 // isBytesColumn reports whether ci's values are strings or binary for t
@@ -129,7 +149,7 @@ func compileMap(t *TensorSpec, files []fileSchema) ([]*tensorPlan, error) {
 	}
 	for fi := range files {
 		if isBytesColumn(vals[fi], t) {
-			return nil, ferr(fi, vals[fi], schemaErrorf("map %q has %s values, which convert to no dtype; a map policy reads numeric values", t.Column, elemSignature(vals[fi])))
+			return nil, ferr(fi, vals[fi], schemaErrorf("map %q has %s values, which convert to no dtype; a map policy reads numeric values (read the leaves as jagged lists instead, sharing offsets: %s)", t.Column, elemSignature(vals[fi]), leafHints([]pqread.ColumnInfo{keys[fi], vals[fi]})))
 		}
 		strKeys := isBytesColumn(keys[fi], t)
 		if strKeys != isBytesColumn(keys[0], t) {
@@ -407,7 +427,11 @@ func (tp *tensorPlan) writeBytesValues(dst []byte, stride int, col *pqread.Colum
 		}
 		L := int(tp.maxLen)
 		if len(v) > L && !tp.truncate {
-			return i, valueErrorf("value is %d bytes long, more than max_len %d (set key_bytes.truncate to keep the first %d)", len(v), L, L)
+			policy := "bytes"
+			if tp.mapRole == "key" {
+				policy = "map.key_bytes"
+			}
+			return i, valueErrorf("value is %d bytes long, more than max_len %d (set %s.truncate to keep the first %d)", len(v), L, policy, L)
 		}
 		n := copy(d[:L], v)
 		clear(d[n:L])

@@ -633,9 +633,9 @@ func TestMapParquetTesting(t *testing.T) {
 		sentinel   error
 	}{
 		{p, `tensors: [{name: m, column: my_map_no_v, dtype: I32, map: {key_dtype: I32}}]`,
-			`map_no_value.parquet: column "my_map_no_v": map "my_map_no_v" has no value field (its keys "my_map_no_v.key" read as a jagged list: list: {jagged: true})`, ErrSchema},
+			`map_no_value.parquet: column "my_map_no_v": map "my_map_no_v" has no value field (its keys read as a jagged list: {column: "my_map_no_v.key", list: {jagged: true}})`, ErrSchema},
 		{testingFilePlan(t, "incorrect_map_schema.parquet"), `tensors: [{name: m, column: my_map, dtype: F32, map: {key_bytes: {mode: hash, buckets: 9}}}]`,
-			`incorrect_map_schema.parquet: column "my_map.value": map "my_map" has BYTE_ARRAY STRING values, which convert to no dtype; a map policy reads numeric values`, ErrSchema},
+			`incorrect_map_schema.parquet: column "my_map.value": map "my_map" has BYTE_ARRAY STRING values, which convert to no dtype; a map policy reads numeric values (read the leaves as jagged lists instead, sharing offsets: {column: "my_map.key", list: {jagged: true}, dtype: I64, bytes: {mode: hash, buckets: N}}, {column: "my_map.value", list: {jagged: true}, dtype: I64, bytes: {mode: hash, buckets: N}})`, ErrSchema},
 		{impala, `tensors: [{name: m, column: int_map_array, dtype: I32, map: {key_bytes: {mode: hash, buckets: 9}}}]`,
 			`nonnullable.impala.parquet: column "int_map_array": unsupported parquet feature: "int_map_array" is a nested column that cannot be read: column "int_map_array.key": map "int_map_array" inside a list or map (2 levels of repetition); only a map at the first level of repetition is supported`, pqread.ErrUnsupported},
 	} {
@@ -646,6 +646,35 @@ func TestMapParquetTesting(t *testing.T) {
 		_, err = Run(context.Background(), Options{Plan: c.p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 1})
 		if err == nil || err.Error() != c.want || !errors.Is(err, c.sentinel) {
 			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
+	}
+}
+
+// TestMapRefusalHintsConvert: the leaves a map refusal names convert as
+// given (the hint is no dead end): incorrect_map_schema's string keys and
+// string values, each hashed, with one offsets per row for both.
+func TestMapRefusalHintsConvert(t *testing.T) {
+	p := testingFilePlan(t, "incorrect_map_schema.parquet")
+	spec, err := ParseSpec([]byte(`tensors:
+  - {name: k, column: "my_map.key", list: {jagged: true}, dtype: I64, bytes: {mode: hash, buckets: 9}}
+  - {name: v, column: "my_map.value", list: {jagged: true}, dtype: I64, bytes: {mode: hash, buckets: 9}}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Materialize(context.Background(), p, spec, []uint64{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, v := s.Sample(0, 0), s.Sample(1, 0); len(k) == 0 || len(k) != len(v) {
+		t.Errorf("row 0: %d bytes of keys, %d of values; want as many, not none", len(k), len(v))
+	}
+	for ti := range s.Tensors {
+		b := s.Sample(ti, 0)
+		for j := 0; j < len(b); j += 8 {
+			if h := binary.LittleEndian.Uint64(b[j:]); h >= 9 {
+				t.Errorf("%s value %d = %d, not below the 9 buckets", s.Tensors[ti].Name, j/8, h)
+			}
 		}
 	}
 }

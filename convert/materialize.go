@@ -66,12 +66,27 @@ func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*
 // Errors are those of Run's checks and stage 1, a jagged row over the
 // limit of Run under memoryLimit included.
 func MaterializeWithin(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (*Samples, error) {
-	return MaterializeFrom(ctx, nil, p, spec, ids, memoryLimit)
+	return MaterializeFrom(ctx, nil, p, spec, ids, Bounds{Memory: memoryLimit})
+}
+
+// Bounds are the memory bounds of a materialization.
+type Bounds struct {
+	// Memory bounds the decoded column chunks in flight, in bytes (<= 0:
+	// 1 GiB): a row group over it is read in row windows.
+	Memory int64
+	// Run is the memory limit, in bytes, of the Run whose rows are to be
+	// accepted (<= 0: Memory): a row of a jagged tensor may hold as many
+	// values as Run under Options.MemoryLimit = Run accepts (a quarter of
+	// it, at least 1 MiB, in values of the dtype), whatever Memory. A
+	// checker decoding within a share of a user's limit sets Run to the
+	// whole limit, so that it accepts every row convert accepted under it.
+	Run int64
 }
 
 // MaterializeFrom is MaterializeWithin reading the plan's files from st
-// (nil: the local directory p.Source.Root), as Options.Source does for Run.
-func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (_ *Samples, err error) {
+// (nil: the local directory p.Source.Root), as Options.Source does for Run,
+// under lim.
+func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, lim Bounds) (_ *Samples, err error) {
 	lo, hi := uint64(0), uint64(0)
 	for i, id := range ids {
 		if id >= p.NumSamples() {
@@ -86,7 +101,7 @@ func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *S
 	for _, id := range ids {
 		set.add(id)
 	}
-	h, err := materializeSet(ctx, st, p, spec, set, memoryLimit)
+	h, err := materializeSet(ctx, st, p, spec, set, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -196,10 +211,10 @@ func (h *HeldSamples) Close() {
 // per id of that range). Memory: the samples' staging records
 // (SampleBytes per fixed tensor, 16 bytes per jagged one) and jagged
 // values, in anonymous memory returned to the system by Close, plus
-// about memoryLimit while decoding (<= 0: 1 GiB), plus the footers of
+// about lim.Memory while decoding (<= 0: 1 GiB), plus the footers of
 // the files read. Errors: ids not ascending or beyond the plan's samples,
 // and those of MaterializeFrom.
-func MaterializeSorted(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (*HeldSamples, error) {
+func MaterializeSorted(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, lim Bounds) (*HeldSamples, error) {
 	for i, id := range ids {
 		if id >= p.NumSamples() {
 			return nil, idRangeError(id, p)
@@ -217,24 +232,30 @@ func MaterializeSorted(ctx context.Context, st source.Store, p *plan.Plan, spec 
 	for _, id := range ids {
 		set.add(id)
 	}
-	return materializeSet(ctx, st, p, spec, set, memoryLimit)
+	return materializeSet(ctx, st, p, spec, set, lim)
 }
 
 // materializeSet decodes the members of set (not sealed) into staging
 // records in rank order, kept in a HeldSamples.
-func materializeSet(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, set *idSet, memoryLimit int64) (_ *HeldSamples, err error) {
+func materializeSet(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, set *idSet, lim Bounds) (_ *HeldSamples, err error) {
+	memoryLimit := lim.Memory
 	if memoryLimit <= 0 {
 		memoryLimit = 1 << 30
+	}
+	runLimit := lim.Run
+	if runLimit <= 0 {
+		runLimit = memoryLimit
 	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	files, plans, err := openForSpec(ctx, p, st, spec, rowSlotLimit(spec, pqread.Limits{}, memoryLimit), materializeFooters)
+	files, plans, err := openForSpec(ctx, p, st, spec, rowSlotLimit(spec, pqread.Limits{}, runLimit), materializeFooters)
 	if err != nil {
 		return nil, err
 	}
 	defer closeSources(files)
 	defer relativeNames(&err, files)
+	defer explainRowSlots(&err, plans, 0)
 	tensors := outputs(plans)
 	set.seal()
 	h := &HeldSamples{tensors: tensors, n: int(set.count)}
@@ -258,7 +279,7 @@ func materializeSet(ctx context.Context, st source.Store, p *plan.Plan, spec *Sp
 		data = make([]byte, size)
 	}
 	h.recs = newRecords(tensors, data)
-	setRowLimit(plans, memoryLimit)
+	setRowLimit(plans, runLimit)
 	ar := newArena(files, plans, tensors, set)
 	if ar != nil {
 		if ar.size > 0 {

@@ -15,7 +15,7 @@ import (
 func TestMaterializeSorted(t *testing.T) {
 	p, spec := fixture(t, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 8, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	ids := []uint64{5, 127, 128, 699, 700, 701, 999}
-	h, err := MaterializeSorted(context.Background(), nil, p, spec, ids, 0)
+	h, err := MaterializeSorted(context.Background(), nil, p, spec, ids, Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestMaterializeSorted(t *testing.T) {
 
 	pj, specj := jagFixture(t, jagCfg)
 	ids = []uint64{0, 3, 7, 8, 14, 499, 500, 729}
-	hj, err := MaterializeSorted(context.Background(), nil, pj, specj, ids, 0)
+	hj, err := MaterializeSorted(context.Background(), nil, pj, specj, ids, Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestMaterializeSorted(t *testing.T) {
 	hj.Close()
 	hj.Close() // twice is safe
 
-	empty, err := MaterializeSorted(context.Background(), nil, p, spec, nil, 0)
+	empty, err := MaterializeSorted(context.Background(), nil, p, spec, nil, Bounds{})
 	if err != nil || empty.Len() != 0 {
 		t.Fatalf("no ids: %v, %d samples", err, empty.Len())
 	}
@@ -66,7 +66,7 @@ func TestMaterializeSortedErrors(t *testing.T) {
 		{[]uint64{3, 3}, "sample ids not ascending: 3 after 3"},
 		{[]uint64{3, 1000}, "sample id 1000 not in [0, 1000)"},
 	} {
-		_, err := MaterializeSorted(context.Background(), nil, p, spec, c.ids, 0)
+		_, err := MaterializeSorted(context.Background(), nil, p, spec, c.ids, Bounds{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.ids, err, c.want)
 		}

@@ -166,6 +166,7 @@ func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 	}
 	defer closeSources(files)
 	defer relativeNames(&err, files)
+	defer explainRowSlots(&err, plans, o.Limits.MaxRowSlots)
 	tensors := outputs(plans)
 	geo, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
 	if err != nil {

@@ -376,15 +376,18 @@ func emptyDocument(n *yaml.Node) bool {
 var shapeFlagRE = regexp.MustCompile(`^[0-9]+(x[0-9]+)*$`)
 
 // ParseTensorFlags parses --tensor flags of the form
-// NAME=COL[,COL...]:DTYPE[:SHAPE], SHAPE like "50" or "4x4". One column
-// becomes TensorSpec.Column, several become Columns. The result is not
-// validated on its own; append it to a Spec and call Validate.
+// NAME=COL[,COL...]:DTYPE[:SHAPE], SHAPE like "50" or "4x4", or
+// NAME=COL:DTYPE:jagged, a LIST column read as a jagged tensor
+// (List.Jagged; a null row or element is then an error, as in a spec
+// without nulls or list.element_fill). One column becomes
+// TensorSpec.Column, several become Columns. The result is not validated
+// on its own; append it to a Spec and call Validate.
 func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 	var out []TensorSpec
 	for _, f := range flags {
 		name, rest, ok := strings.Cut(f, "=")
 		if !ok || name == "" || rest == "" {
-			return nil, specErrorf("--tensor %q: want NAME=COL[,COL...]:DTYPE[:SHAPE]", f)
+			return nil, specErrorf("--tensor %q: want NAME=COL[,COL...]:DTYPE[:SHAPE] or NAME=COL:DTYPE:jagged", f)
 		}
 		parts := strings.Split(rest, ":")
 		if len(parts) < 2 {
@@ -392,7 +395,10 @@ func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 		}
 		t := TensorSpec{Name: name}
 		n := len(parts)
-		if n >= 3 && shapeFlagRE.MatchString(parts[n-1]) {
+		if n >= 3 && parts[n-1] == "jagged" {
+			t.List = &ListPolicy{Jagged: true}
+			n--
+		} else if n >= 3 && shapeFlagRE.MatchString(parts[n-1]) {
 			for _, d := range strings.Split(parts[n-1], "x") {
 				v, err := strconv.ParseInt(d, 10, 64)
 				if err != nil {
@@ -404,7 +410,7 @@ func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 		}
 		if n >= 3 {
 			if _, err := shardfmt.ParseDType(parts[n-1]); err != nil {
-				return nil, specErrorf("--tensor %q: bad shape %q: want positive sizes joined by x, e.g. 50 or 28x28", f, parts[n-1])
+				return nil, specErrorf("--tensor %q: bad shape %q: want positive sizes joined by x, e.g. 50 or 28x28, or jagged", f, parts[n-1])
 			}
 		}
 		t.DType = parts[n-1]
@@ -425,7 +431,6 @@ func (s *Spec) Validate() error {
 	if len(s.Tensors) == 0 {
 		return specErrorf("no tensors")
 	}
-	names := map[string]bool{}
 	for i := range s.Tensors {
 		t := &s.Tensors[i]
 		if err := t.validate(); err != nil {
@@ -434,11 +439,50 @@ func (s *Spec) Validate() error {
 			}
 			return fmt.Errorf("tensor %q: %w", t.Name, err)
 		}
-		for _, n := range t.outputNames() {
-			if names[n] {
-				return specErrorf("tensor name %q used twice (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths; a map's <name>.keys and <name>.values)", n)
+	}
+	return s.checkNames()
+}
+
+// ReservedNames are the names no tensor may take: the keys gpuload's
+// ShardDataset gives each item beside the tensors (sample_ids, pad,
+// step) and the files prep export writes beside theirs (sample_ids.npy,
+// pad_mask.npy).
+var ReservedNames = []string{"sample_ids", "pad", "step", "pad_mask"}
+
+// checkNames refuses two outputs of the spec with one name, an output
+// taking a reserved name (ReservedNames), and a name that readers derive
+// from a jagged output: its offsets' "<name>_offsets" (prep export's
+// <name>_offsets.npy) and a jagged list's "<name>_inner_lengths" (taken
+// when its column is a list of lists, known only from the source). The
+// error names both tensors.
+func (s *Spec) checkNames() error {
+	owner := map[string]string{} // output or derived name -> who takes it
+	taken := func(n, by string) error {
+		if o, dup := owner[n]; dup {
+			return specErrorf("tensor name %q used twice: by %s and by %s (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths, a jagged list <name>_inner_lengths; a map's <name>.keys and <name>.values; a jagged tensor's offsets <name>_offsets)", n, o, by)
+		}
+		owner[n] = by
+		return nil
+	}
+	for i := range s.Tensors {
+		t := &s.Tensors[i]
+		for _, o := range t.outputs() {
+			by := fmt.Sprintf("tensor %q", t.Name)
+			if o.name != t.Name {
+				by = fmt.Sprintf("tensor %q (as %q)", t.Name, o.name)
 			}
-			names[n] = true
+			if slices.Contains(ReservedNames, o.name) {
+				return specErrorf("%s: the name %q is reserved (gpuload's ShardDataset items hold sample_ids, pad and step beside the tensors; prep export writes sample_ids.npy and pad_mask.npy); rename the tensor", by, o.name)
+			}
+			if err := taken(o.name, by); err != nil {
+				return err
+			}
+			if !o.jagged {
+				continue
+			}
+			if err := taken(o.name+"_offsets", fmt.Sprintf("tensor %q (as the offsets of jagged %q, exported as %s_offsets.npy)", t.Name, o.name, o.name)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -535,8 +579,12 @@ func (t *TensorSpec) validate() error {
 		if t.Column == "" {
 			return specErrorf("bytes policy needs a single column")
 		}
-		if t.List != nil {
-			return specErrorf("bytes and list policies are exclusive")
+		jag := t.jagged() && t.Map == nil
+		if t.List != nil && !jag {
+			return specErrorf("bytes and list policies are exclusive, but for a jagged list of strings (list: {jagged: true}), whose elements bytes makes numbers of")
+		}
+		if jag && (b.Lengths || b.LengthsDType != "") {
+			return specErrorf("bytes.lengths and lengths_dtype do not apply to a jagged list (each element is hashed, or padded to max_len)")
 		}
 		switch b.Mode {
 		case "hash":
@@ -663,21 +711,47 @@ func lengthsDType(s string) (shardfmt.DType, error) {
 	return 0, specErrorf("lengths_dtype must be I32 or I64, not %q", s)
 }
 
-// outputNames returns the names of every tensor t produces, main tensor first.
-func (t *TensorSpec) outputNames() []string {
-	n := []string{t.Name}
+// specOutput is a tensor a spec's tensor produces, or may produce: its
+// name and whether it is jagged.
+type specOutput struct {
+	name   string
+	jagged bool
+}
+
+// outputs returns every tensor t produces, main tensor first, and, last,
+// a jagged list's <name>_inner_lengths, which it produces when its column
+// is a list of lists.
+func (t *TensorSpec) outputs() []specOutput {
+	jag := t.jagged() || (t.Map != nil && t.Map.Keys == nil)
+	n := []specOutput{{t.Name, jag}}
 	if t.Nulls != nil && t.Nulls.Mask {
-		n = append(n, t.Name+"_mask")
+		n = append(n, specOutput{t.Name + "_mask", false})
 	}
 	if t.List != nil && t.List.ElementMask {
-		n = append(n, t.Name+"_element_mask")
+		n = append(n, specOutput{t.Name + "_element_mask", jag})
 	}
 	if (t.List != nil && t.List.Lengths) || (t.Bytes != nil && t.Bytes.Lengths) {
-		n = append(n, t.Name+"_lengths")
+		n = append(n, specOutput{t.Name + "_lengths", false})
 	}
 	if t.Map != nil && t.Map.Keys == nil {
-		n[0] = t.Name + ".keys"
-		n = slices.Insert(n, 1, t.Name+".values")
+		n[0].name = t.Name + ".keys"
+		n = slices.Insert(n, 1, specOutput{t.Name + ".values", true})
+	}
+	if t.jagged() && t.Map == nil {
+		n = append(n, specOutput{t.Name + "_inner_lengths", true})
+	}
+	return n
+}
+
+// outputNames returns the names of every tensor t produces, main tensor
+// first, but for a jagged list's <name>_inner_lengths (a list of lists'
+// only).
+func (t *TensorSpec) outputNames() []string {
+	var n []string
+	for _, o := range t.outputs() {
+		if !t.jagged() || t.Map != nil || o.name != t.Name+"_inner_lengths" {
+			n = append(n, o.name)
+		}
 	}
 	return n
 }

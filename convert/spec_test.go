@@ -91,6 +91,39 @@ func TestParseTensorFlags(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	ts, err = ParseTensorFlags([]string{"v=v:I32:jagged", "c=a:b:I64:jagged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[0].Column != "v" || ts[0].DType != "I32" || ts[0].Shape != nil || ts[0].List == nil || *ts[0].List != (ListPolicy{Jagged: true}) ||
+		ts[1].Column != "a:b" || ts[1].DType != "I64" || ts[1].List == nil || !ts[1].List.Jagged {
+		t.Errorf("jagged flags: %+v", ts)
+	}
+	spec := Spec{Tensors: ts[:1]}
+	if err := spec.Validate(); err != nil {
+		t.Errorf("v=v:I32:jagged: %v", err)
+	}
+	if got, want := spec.Hash(), mustSpec(t, "tensors: [{name: v, column: v, dtype: I32, list: {jagged: true}}]").Hash(); got != want {
+		t.Errorf("v=v:I32:jagged hashes to %s, the spec file form to %s", got, want)
+	}
+	spec = Spec{Tensors: ts}
+	spec.Tensors = append(spec.Tensors, TensorSpec{Name: "v_offsets", Column: "o", DType: "I64"})
+	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), `tensor name "v_offsets" used twice: by tensor "v" (as the offsets of jagged "v"`) {
+		t.Errorf("v_offsets beside v=v:I32:jagged: %v", err)
+	}
+	for _, c := range []struct{ flag, want string }{
+		{"v=v:I32:jagged:4", `--tensor "v=v:I32:jagged:4": bad shape "jagged": want positive sizes joined by x, e.g. 50 or 28x28, or jagged`},
+		{"v=v:jagged", `tensor "v": dtype: unknown dtype "jagged"`},
+		{"nodtype", `--tensor "nodtype": want NAME=COL[,COL...]:DTYPE[:SHAPE] or NAME=COL:DTYPE:jagged`},
+	} {
+		ts, err := ParseTensorFlags([]string{c.flag})
+		if err == nil {
+			err = (&Spec{Tensors: ts}).Validate()
+		}
+		if err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %s", c.flag, err, c.want)
+		}
+	}
 	for _, bad := range []string{"nodtype", "a=b", "=x:I64"} {
 		if _, err := ParseTensorFlags([]string{bad}); !errors.Is(err, ErrSpec) {
 			t.Errorf("%q: %v", bad, err)
@@ -211,6 +244,42 @@ func TestParseSpecJagged(t *testing.T) {
 	}
 }
 
+// TestParseSpecReservedNames: names that readers take later are refused
+// at validation, naming the spec file and both tensors: a jagged
+// tensor's <name>_offsets (prep export's <name>_offsets.npy), a jagged
+// list's <name>_inner_lengths (a list of lists gives it), and the item
+// keys of gpuload's ShardDataset and the files of prep export beside the
+// tensors. A fixed tensor's <name>_offsets is an ordinary name.
+func TestParseSpecReservedNames(t *testing.T) {
+	const why = " (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths, a jagged list <name>_inner_lengths; a map's <name>.keys and <name>.values; a jagged tensor's offsets <name>_offsets)"
+	const reserved = " is reserved (gpuload's ShardDataset items hold sample_ids, pad and step beside the tensors; prep export writes sample_ids.npy and pad_mask.npy); rename the tensor"
+	for _, c := range []struct{ yaml, want string }{
+		{"tensors: [{name: v, column: v, dtype: I32, list: {jagged: true}}, {name: v_offsets, column: o, dtype: I64}]",
+			`f.yaml: tensor name "v_offsets" used twice: by tensor "v" (as the offsets of jagged "v", exported as v_offsets.npy) and by tensor "v_offsets"` + why},
+		{"tensors: [{name: v_offsets, column: o, dtype: I64}, {name: v, column: v, dtype: I32, list: {jagged: true}}]",
+			`f.yaml: tensor name "v_offsets" used twice: by tensor "v_offsets" and by tensor "v" (as the offsets of jagged "v", exported as v_offsets.npy)` + why},
+		{"tensors: [{name: v, column: v, dtype: I32, list: {jagged: true, element_mask: true}}, {name: v_element_mask_offsets, column: o, dtype: I64}]",
+			`f.yaml: tensor name "v_element_mask_offsets" used twice: by tensor "v" (as the offsets of jagged "v_element_mask", exported as v_element_mask_offsets.npy) and by tensor "v_element_mask_offsets"` + why},
+		{"tensors: [{name: ll, column: ll, dtype: I32, list: {jagged: true}}, {name: ll_inner_lengths, column: o, dtype: I64}]",
+			`f.yaml: tensor name "ll_inner_lengths" used twice: by tensor "ll" (as "ll_inner_lengths") and by tensor "ll_inner_lengths"` + why},
+		{"tensors: [{name: ll, column: ll, dtype: I32, list: {jagged: true}}, {name: ll_inner_lengths_offsets, column: o, dtype: I64}]",
+			`f.yaml: tensor name "ll_inner_lengths_offsets" used twice: by tensor "ll" (as the offsets of jagged "ll_inner_lengths", exported as ll_inner_lengths_offsets.npy) and by tensor "ll_inner_lengths_offsets"` + why},
+		{"tensors: [{name: sample_ids, column: o, dtype: I64}]", `f.yaml: tensor "sample_ids": the name "sample_ids"` + reserved},
+		{"tensors: [{name: pad, column: o, dtype: I64}]", `f.yaml: tensor "pad": the name "pad"` + reserved},
+		{"tensors: [{name: step, column: o, dtype: I64}]", `f.yaml: tensor "step": the name "step"` + reserved},
+		{"tensors: [{name: pad_mask, column: o, dtype: I64}]", `f.yaml: tensor "pad_mask": the name "pad_mask"` + reserved},
+		{"tensors: [{name: pad, column: o, dtype: I64, nulls: {mask: true}}]", `f.yaml: tensor "pad": the name "pad"` + reserved},
+	} {
+		_, err := ParseSpec([]byte(c.yaml), "f.yaml")
+		if err == nil || !errors.Is(err, ErrSpec) || err.Error() != c.want {
+			t.Errorf("%s: err\n  %v\nwant\n  %s", c.yaml, err, c.want)
+		}
+	}
+	if _, err := ParseSpec([]byte("tensors: [{name: v, column: v, dtype: I32}, {name: v_offsets, column: o, dtype: I64}, {name: steps, column: s, dtype: I64}]"), "f.yaml"); err != nil {
+		t.Errorf("fixed v beside v_offsets: %v", err)
+	}
+}
+
 // TestParseSpecMap: the map policy's rules, each refused with its exact
 // message, and the outputs of a jagged and a dense map.
 func TestParseSpecMap(t *testing.T) {
@@ -232,7 +301,8 @@ func TestParseSpecMap(t *testing.T) {
 		{"tensors: [{name: m, column: m, dtype: F64, map: {keys: [1, 2], fill: 0, key_dtype: I32}}]", p + "map.key_dtype and map.key_bytes do not apply with map.keys (keys are matched by their bytes, integers by value)"},
 		{"tensors: [{name: m, column: m, dtype: F64, shape: [3], map: {keys: [1, 2], fill: 0}}]", p + "shape [3] does not hold the 2 keys of map.keys"},
 		{"tensors: [{name: m, column: m, dtype: F64, map: {keys: [a, a], fill: 0}}]", p + `map.keys holds "a" twice`},
-		{"tensors: [{name: m, column: m, dtype: F64, map: {}}, {name: m.values, column: v, dtype: I64}]", `f.yaml: tensor name "m.values" used twice (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths; a map's <name>.keys and <name>.values)`},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {}}, {name: m.values, column: v, dtype: I64}]", `f.yaml: tensor name "m.values" used twice: by tensor "m" (as "m.values") and by tensor "m.values" (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths, a jagged list <name>_inner_lengths; a map's <name>.keys and <name>.values; a jagged tensor's offsets <name>_offsets)`},
+		{"tensors: [{name: m, column: m, dtype: F64, map: {}}, {name: m.keys_offsets, column: v, dtype: I64}]", `f.yaml: tensor name "m.keys_offsets" used twice: by tensor "m" (as the offsets of jagged "m.keys", exported as m.keys_offsets.npy) and by tensor "m.keys_offsets" (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths, a jagged list <name>_inner_lengths; a map's <name>.keys and <name>.values; a jagged tensor's offsets <name>_offsets)`},
 	} {
 		_, err := ParseSpec([]byte(c.yaml), "f.yaml")
 		if err == nil || !errors.Is(err, ErrSpec) || err.Error() != c.want {
@@ -260,4 +330,14 @@ func TestParseSpecMap(t *testing.T) {
 	if s.MatchesHash(s.hashV1()) {
 		t.Errorf("a spec with a map matches its version 1 form's hash")
 	}
+}
+
+// mustSpec parses yamlText as spec file "s.yaml".
+func mustSpec(t *testing.T, yamlText string) *Spec {
+	t.Helper()
+	s, err := ParseSpec([]byte(yamlText), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -124,6 +124,24 @@ func limitf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrLimit, fmt.Sprintf(format, args...))
 }
 
+// RowSlotsError is the cause (wrapping ErrLimit) of a list column's row
+// holding more level entries than Limits.MaxRowSlots: Row is the row
+// within its row group, Limit the bound it passed. It is found with
+// errors.As inside the *Error that locates it.
+type RowSlotsError struct {
+	Row   int64
+	Limit int64
+}
+
+// Error implements error: "size limit exceeded: row R holds more than L
+// slots (level entries)".
+func (e *RowSlotsError) Error() string {
+	return fmt.Sprintf("%s: row %d holds more than %d slots (level entries)", ErrLimit, e.Row, e.Limit)
+}
+
+// Unwrap returns ErrLimit.
+func (e *RowSlotsError) Unwrap() error { return ErrLimit }
+
 // rowError is an error raised inside a decoder that knows the row (within the
 // row group) it concerns; ReadColumn lifts the row into the *Error.
 type rowError struct {

@@ -348,7 +348,7 @@ func (r *ColumnReader) checkRowSlots(n int) error {
 			cur, row = 0, row+1
 		}
 		if cur++; cur > lim {
-			return &rowError{row: row, err: limitf("row %d holds more than %d slots (level entries)", row, lim)}
+			return &rowError{row: row, err: &RowSlotsError{Row: row, Limit: lim}}
 		}
 	}
 	r.rowEntries = cur

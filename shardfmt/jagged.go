@@ -233,7 +233,9 @@ func (r *Reader) Jagged(k int, block []byte, i int) (JaggedSlab, error) {
 	})
 	off := r.geo.SlabOffset[i]
 	if p, why := badOffsets(block, off, r.geo.BatchSize, bi.Count, s.N); p >= 0 {
-		return JaggedSlab{}, ferr(r.path, "block", int64(bi.Offset)+p, k, ErrCorrupt, "tensor %q: %s", r.tensors[i].Name, why)
+		// Located at the block; the entry by index and file offset.
+		return JaggedSlab{}, ferr(r.path, "block", int64(bi.Offset), k, ErrCorrupt, "tensor %q: %s (offsets entry %d at file offset %d)",
+			r.tensors[i].Name, why, (uint64(p)-off)/8, int64(bi.Offset)+p)
 	}
 	s.Offsets = block[off : off+uint64(bi.Count+1)*8 : off+uint64(bi.Count+1)*8]
 	s.OffsetsAt = off

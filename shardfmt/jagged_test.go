@@ -404,3 +404,35 @@ func BenchmarkOffsetsCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestJaggedBadOffsetsMessage: a broken offsets entry is reported at its
+// block (batch 1's block starts at file offset 8192) and names the entry
+// by index and by file offset: entry 2 of "ids" set to 1300 (CRC fixed)
+// makes entry 3 (1201, the batch's values count), at 8192 + 3*8 = 8216,
+// decrease.
+func TestJaggedBadOffsetsMessage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.shard")
+	writeJagged(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const blk1, size1, bt, bel = 8192, 12288, 24576, 48
+	le.PutUint64(b[blk1+16:], 1300)
+	le.PutUint32(b[bt+bel+bBlockCRC:], crc32c(b[blk1:blk1+size1]))
+	reseal(b)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	err = r.VerifyBatch(1)
+	var fe *FormatError
+	want := path + `: block of batch 1 at offset 8192: corrupt shard: tensor "ids": offsets[3] = 1201 decreases from 1300 (offsets entry 3 at file offset 8216)`
+	if err == nil || err.Error() != want || !errors.As(err, &fe) || fe.Offset != blk1 || !errors.Is(err, ErrCorrupt) {
+		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -38,15 +40,16 @@ type Inspection struct {
 
 // ShardView is the structure of one shard file.
 type ShardView struct {
-	Path       string              `json:"path"`
-	Size       int64               `json:"size"` // bytes
-	Provenance shardfmt.Provenance `json:"provenance"`
-	BatchSize  int                 `json:"batch_size"` // sample slots per batch (b)
-	BlockSize  uint64              `json:"block_size"` // bytes per batch block
-	NumBatches int                 `json:"num_batches"`
-	Regions    []shardfmt.Region   `json:"regions"` // file layout in offset order, no gaps
-	Tensors    []TensorView        `json:"tensors"`
-	Batches    []BatchView         `json:"batches"`
+	Path        string              `json:"path"`
+	Size        int64               `json:"size"`         // bytes
+	ShardFormat string              `json:"shard_format"` // "major.minor" of the header: "1.0", or "2.0" with a jagged tensor
+	Provenance  shardfmt.Provenance `json:"provenance"`
+	BatchSize   int                 `json:"batch_size"` // sample slots per batch (b)
+	BlockSize   uint64              `json:"block_size"` // bytes per batch block
+	NumBatches  int                 `json:"num_batches"`
+	Regions     []shardfmt.Region   `json:"regions"` // file layout in offset order, no gaps
+	Tensors     []TensorView        `json:"tensors"`
+	Batches     []BatchView         `json:"batches"`
 }
 
 // TensorView is one tensor table entry and its slab inside a block.
@@ -80,6 +83,7 @@ type BatchView struct {
 type SetView struct {
 	Dir               string                `json:"dir"`
 	Format            string                `json:"format"`
+	ShardFormat       string                `json:"shard_format,omitempty"` // the manifest's shard_format ("2.0" for a set with jagged tensors); "" when it records none (format 1.0)
 	ToolVersion       string                `json:"tool_version"`
 	PlanFingerprint   string                `json:"plan_fingerprint"`
 	SourceFingerprint string                `json:"source_fingerprint"`
@@ -145,6 +149,12 @@ func Inspect(path string) (*Inspection, error) {
 		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrUnknownKind, path, st.Mode().Type())
 	}
 	head := readHead(path, 64)
+	if !bytes.HasPrefix(head, []byte("PAR1")) && strings.EqualFold(filepath.Ext(path), ".parquet") {
+		if st.Size() == 0 {
+			return nil, fmt.Errorf("%s: an empty file (0 bytes), not a Parquet file: its write was cut short or never made", path)
+		}
+		return nil, fmt.Errorf("%s: a truncated or corrupt Parquet file: its %d bytes do not start with the magic PAR1", path, st.Size())
+	}
 	if bytes.HasPrefix(head, []byte("PAR1")) {
 		v, err := inspectParquet(path)
 		if err != nil {
@@ -209,7 +219,8 @@ func inspectShard(path string) (*ShardView, error) {
 	}
 	defer r.Close()
 	g := r.Geometry()
-	v := &ShardView{Path: path, Size: st.Size(), Provenance: r.Provenance(), BatchSize: g.BatchSize,
+	major, minor := r.Version()
+	v := &ShardView{Path: path, Size: st.Size(), ShardFormat: fmt.Sprintf("%d.%d", major, minor), Provenance: r.Provenance(), BatchSize: g.BatchSize,
 		BlockSize: g.BlockSize, NumBatches: r.NumBatches(), Regions: r.Layout().Regions}
 	for t, ti := range r.Tensors() {
 		v.Tensors = append(v.Tensors, TensorView{Name: ti.Name, DType: ti.DType.String(), Shape: ti.Shape,
@@ -244,11 +255,14 @@ func inspectSet(dir string) (*SetView, error) {
 	if errors.Is(err, shardfmt.ErrManifest) {
 		return nil, fmt.Errorf("%s: %w (run prep verify for every finding)", dir, err)
 	}
+	if errors.Is(err, fs.ErrNotExist) && uncommitted(set) {
+		return nil, fmt.Errorf("%s: an uncommitted shard set: %s is missing, the set was never committed (a convert was killed, or is running, before its first shard was committed; rerun the convert, or remove its leftovers with prep gc)", dir, shardfmt.ManifestName)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnknownKind, dir, err)
 	}
 	v := &SetView{Dir: dir, Format: m.Format, ToolVersion: m.ToolVersion, PlanFingerprint: m.PlanFingerprint,
-		SourceFingerprint: m.SourceFingerprint, SpecHash: m.SpecHash, Tensors: m.Tensors}
+		SourceFingerprint: m.SourceFingerprint, SpecHash: m.SpecHash, Tensors: m.Tensors, ShardFormat: m.ShardFormat}
 	epochs, ranks := map[int]bool{}, map[int]bool{}
 	for _, s := range m.Shards {
 		epochs[s.Epoch], ranks[s.Rank] = true, true
@@ -302,6 +316,22 @@ func inspectSet(dir string) (*SetView, error) {
 		}
 	}
 	return v, nil
+}
+
+// uncommitted reports whether set's directory, which has no manifest,
+// holds what a convert leaves before its first commit: the plan copy, a
+// lock, staging, a temporary file or a shard file.
+func uncommitted(set *shardset.Set) bool {
+	if _, err := set.CheckName(PlanFileName); err == nil {
+		return true
+	}
+	for _, st := range set.Strays(nil) {
+		switch st.Kind {
+		case shardset.StrayShard, shardset.StrayTemp, shardset.StrayStaging, shardset.StrayLock:
+			return true
+		}
+	}
+	return false
 }
 
 // openInSet opens the shard name of set (no link followed) for reading its

@@ -54,10 +54,16 @@ run is left behind. A rerun skips shards already complete; a lock file
 DIR/.prep.lock keeps two runs apart (exit code 3).
 
 --tensor NAME=COL[,COL...]:DTYPE[:SHAPE] adds a tensor without a spec file,
-for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2.
+for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2;
+--tensor NAME=COL:DTYPE:jagged reads a LIST column as a jagged tensor
+(every element of each row, no padding), e.g. --tensor clicks=clicks:I64:jagged.
 
 The feature spec (YAML; keys in convert/SPEC.md) names each tensor's columns,
-dtype, per-sample shape, and the null, NaN, list, bytes and cast policies.
+dtype, per-sample shape, and the null, NaN, list, bytes, map and cast
+policies: a list is read at a fixed length (padded or truncated) or, with
+list: {jagged: true}, as a jagged tensor (values plus offsets; a list of
+lists adds NAME_inner_lengths); a map as jagged NAME.keys and NAME.values
+(map: {}) or as one dense tensor over listed keys (map: {keys, fill}).
 Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 		Example: `  # every epoch and rank of the plan
   prep convert --plan plan.json --spec features.yaml -o /local/shards
@@ -78,7 +84,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f.StringVar(&o.planPath, "plan", "", "plan file made by prep plan (required)")
 	f.StringVar(&o.specPath, "spec", "", "feature spec (YAML)")
 	f.StringVar(&o.sourceRoot, "source-root", "", "directory or s3:// URL holding the source files, when they are not where the plan was made (default: the plan's source root)")
-	f.StringArrayVar(&o.tensors, "tensor", nil, "tensor NAME=COL[,COL...]:DTYPE[:SHAPE] (repeatable; added after the spec's tensors)")
+	f.StringArrayVar(&o.tensors, "tensor", nil, "tensor NAME=COL[,COL...]:DTYPE[:SHAPE] or NAME=COL:DTYPE:jagged (repeatable; added after the spec's tensors)")
 	f.StringVarP(&o.output, "output", "o", "", "output shard set directory (required)")
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
 	f.StringVar(&o.ranks, "ranks", "", "ranks to write, e.g. 0-7 or 2,5; auto reads the launcher's rank variables (default all)")

@@ -18,6 +18,7 @@ import (
 	"github.com/prepml/prep/internal/metrics"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
 )
 
@@ -443,5 +444,46 @@ func TestConvertSourceRootForMovedData(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(out, "plan.json"))
 	if string(a) != string(b) {
 		t.Error("plan.json in the shard set differs from the plan file")
+	}
+}
+
+// TestConvertJaggedTensorFlag: --tensor NAME=COL:DTYPE:jagged reads a
+// LIST column as a jagged tensor without a spec file (a format 2.0 set
+// whose manifest records list.jagged), and the flag form without a shape
+// or :jagged is refused naming both forms.
+func TestConvertJaggedTensorFlag(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	type row struct {
+		ID int64   `parquet:"id"`
+		V  []int32 `parquet:"v,list"`
+	}
+	rows := make([]row, 8)
+	for i := range rows {
+		rows[i] = row{ID: int64(i), V: make([]int32, i%3)}
+	}
+	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
+		t.Fatal(err)
+	}
+	pf := filepath.Join(dir, "plan.json")
+	if code, _, errs := runCLI("plan", "--source", src, "--global-batch", "4", "--world-size", "1", "-o", pf, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	out := filepath.Join(dir, "out")
+	if code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "id=id:I64", "--tensor", "v=v:I32:jagged", "-o", out, "-q"); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs)
+	}
+	m, err := shardfmt.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shardfmt.TensorList(m.Tensors); m.ShardFormat != "2.0" || got != "[id I64 [], v I32 [] jagged]" {
+		t.Errorf("shard_format %q, tensors %s", m.ShardFormat, got)
+	}
+	code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "v=v:I32", "-o", filepath.Join(dir, "out2"), "-q")
+	want := `list column needs a shape (the fixed number of values per sample: --tensor NAME=COL:DTYPE:SHAPE), or list: {jagged: true} (--tensor NAME=COL:DTYPE:jagged)`
+	if code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("v=v:I32: exit %d, stderr %q; want 1 with %q", code, errs, want)
 	}
 }

@@ -80,6 +80,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		s := in.Shard
 		p := s.Provenance
 		row("shard", "%s", s.Path)
+		row("shard format", "%s", s.ShardFormat)
 		row("size", "%d bytes", s.Size)
 		row("epoch, rank", "%d, %d (world size %d, %s)", p.Epoch, p.Rank, p.WorldSize, count(p.Workers, "worker"))
 		fingerprints(p.PlanFingerprint, p.SourceFingerprint, p.SpecHash)
@@ -110,6 +111,11 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		s := in.Set
 		row("shard set", "%s", s.Dir)
 		row("format", "%s (tool %s)", s.Format, s.ToolVersion)
+		if s.ShardFormat != "" {
+			row("shard format", "%s", s.ShardFormat)
+		} else {
+			row("shard format", "1.0 (the manifest records none)")
+		}
 		fingerprints(s.PlanFingerprint, s.SourceFingerprint, s.SpecHash)
 		var ts []string
 		for _, t := range s.Tensors {

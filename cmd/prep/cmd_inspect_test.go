@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
 )
 
 type inspectRow struct {
@@ -76,7 +78,7 @@ func TestInspectJaggedShard(t *testing.T) {
 	_, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: 1, Ranks: 1, Steps: 2, BatchSize: 4,
 		Tensors:    []shardfmt.TensorInfo{{Name: "x", DType: shardfmt.F32}, {Name: "h", DType: shardfmt.I32, Jagged: true}},
 		Provenance: shardfmt.Provenance{PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec", WorldSize: 1, Workers: 1},
-		Manifest:   shardfmt.Manifest{Format: "prep-manifest/v1", PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec"},
+		Manifest:   shardfmt.Manifest{Format: "prep-manifest/v1", ShardFormat: "2.0", PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec"},
 		Batch: func(e, r, k int) ([]uint64, int, error) {
 			return []uint64{uint64(4 * k), uint64(4*k + 1), uint64(4*k + 2), uint64(4*k + 3)}, 0, nil
 		},
@@ -116,6 +118,7 @@ func TestInspectJaggedShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	has(out, "tensors", "x", "F32", "[],", "h", "I32", "jagged", "[]")
+	has(out, "shard", "format", "2.0")
 	has(out, "total", strconv.FormatInt(st.Size(), 10), "bytes", "in", "1", "epoch", "x", "1", "rank")
 
 	code, out, errs = runCLI("inspect", filepath.Join(dir, shardfmt.ShardFileName(0, 0)))
@@ -123,6 +126,21 @@ func TestInspectJaggedShard(t *testing.T) {
 		t.Fatalf("exit %d %s", code, errs)
 	}
 	has(out, "h", "I32", "jagged", "[]", "4/value", "256", "40", "(offsets)")
+	has(out, "shard", "format", "2.0")
+	for _, path := range []string{dir, filepath.Join(dir, shardfmt.ShardFileName(0, 0))} {
+		code, out, errs := runCLI("inspect", path, "--json")
+		var in struct {
+			Set struct {
+				ShardFormat string `json:"shard_format"`
+			}
+			Shard struct {
+				ShardFormat string `json:"shard_format"`
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &in); code != 0 || err != nil || in.Set.ShardFormat+in.Shard.ShardFormat != "2.0" {
+			t.Errorf("inspect %s --json: exit %d, %v, shard_format %+v\n%s", path, code, err, in, errs)
+		}
+	}
 	for k, size := range []string{"8192", "12288"} {
 		found := false
 		for _, f := range fields(out) {
@@ -133,5 +151,38 @@ func TestInspectJaggedShard(t *testing.T) {
 		if !found {
 			t.Errorf("no batch %d row of size %s in\n%s", k, size, out)
 		}
+	}
+}
+
+// TestInspectUnfinishedInputs: a directory a killed convert left (no
+// manifest.json yet, a lock and staging) is named an uncommitted shard
+// set, as verify names it; an empty or truncated .parquet file is named
+// so, not measured against the smallest shard.
+func TestInspectUnfinishedInputs(t *testing.T) {
+	dir := t.TempDir()
+	killed := filepath.Join(dir, "killed")
+	os.MkdirAll(filepath.Join(killed, shardset.TempDirName), 0o755)
+	os.WriteFile(filepath.Join(killed, shardset.TempDirName, "x"), []byte("partial"), 0o644)
+	os.WriteFile(filepath.Join(killed, shardset.LockName), nil, 0o644)
+	empty := filepath.Join(dir, "zero_bytes.parquet")
+	os.WriteFile(empty, nil, 0o644)
+	cut := filepath.Join(dir, "cut.parquet")
+	os.WriteFile(cut, []byte("\x15\x00\x15\x02"), 0o644)
+	for _, c := range []struct{ path, want string }{
+		{killed, killed + ": an uncommitted shard set: manifest.json is missing, the set was never committed (a convert was killed, or is running, before its first shard was committed; rerun the convert, or remove its leftovers with prep gc)"},
+		{empty, empty + ": an empty file (0 bytes), not a Parquet file: its write was cut short or never made"},
+		{cut, cut + ": a truncated or corrupt Parquet file: its 4 bytes do not start with the magic PAR1"},
+	} {
+		code, _, errs := runCLI("inspect", c.path)
+		if code != 1 || !strings.Contains(errs, c.want) || strings.Contains(errs, "not a shard") {
+			t.Errorf("inspect %s: exit %d, stderr %q; want 1 with %q", c.path, code, errs, c.want)
+		}
+	}
+	// A directory holding none of a convert's leftovers is no shard set.
+	plain := filepath.Join(dir, "plain")
+	os.MkdirAll(plain, 0o755)
+	os.WriteFile(filepath.Join(plain, "notes.txt"), []byte("x"), 0o644)
+	if code, _, errs := runCLI("inspect", plain); code != 1 || !strings.Contains(errs, "not a shard, shard set or plan") {
+		t.Errorf("inspect of a plain directory: exit %d, %q", code, errs)
 	}
 }

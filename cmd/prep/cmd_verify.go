@@ -158,8 +158,8 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	// One Store per source root, an object store's client shared by the
 	// fingerprint check and every shard's deep source.
 	stores := &storeCache{ctx: ctx, io: &o.io, readAhead: readAheadShare(mem)}
-	deepStores = stores
-	defer func() { deepStores = nil; stores.close() }()
+	deepStores, deepRunLimit = stores, mem
+	defer func() { deepStores, deepRunLimit = nil, 0; stores.close() }()
 	sourceRoot := o.sourceRoot
 	bar := g.newProgress("verify", -1)
 	opts := verify.Options{

@@ -132,7 +132,7 @@ func TestInspectCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, errs)
 	}
-	for _, s := range []string{"shard set", "EPOCH", "RANK 0", "RANK 1", fmt.Sprintf("ok %d B 4 batches", f.Man.Shards[0].Size), "x F32 [3], y I64 []"} {
+	for _, s := range []string{"shard set", "1.0 (the manifest records none)", "EPOCH", "RANK 0", "RANK 1", fmt.Sprintf("ok %d B 4 batches", f.Man.Shards[0].Size), "x F32 [3], y I64 []"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("set output lacks %q:\n%s", s, out)
 		}
@@ -145,10 +145,11 @@ func TestInspectCommand(t *testing.T) {
 	var in struct {
 		Kind  string `json:"kind"`
 		Shard struct {
-			Size       int64 `json:"size"`
-			NumBatches int   `json:"num_batches"`
-			BatchSize  int   `json:"batch_size"`
-			Regions    []struct {
+			ShardFormat string `json:"shard_format"`
+			Size        int64  `json:"size"`
+			NumBatches  int    `json:"num_batches"`
+			BatchSize   int    `json:"batch_size"`
+			Regions     []struct {
 				Name         string
 				Offset, Size uint64
 			}
@@ -167,7 +168,7 @@ func TestInspectCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := in.Shard
-	if in.Kind != "shard" || s.Size != f.Man.Shards[1].Size || s.NumBatches != 4 || s.BatchSize != 2 ||
+	if in.Kind != "shard" || s.ShardFormat != "1.0" || s.Size != f.Man.Shards[1].Size || s.NumBatches != 4 || s.BatchSize != 2 ||
 		len(s.Tensors) != 2 || s.Tensors[0].SampleBytes != 12 || s.Tensors[1].SampleBytes != 8 ||
 		len(s.Batches) != 4 || s.Provenance.Epoch != 0 || s.Provenance.Rank != 1 {
 		t.Errorf("shard view %+v", in)

@@ -34,7 +34,7 @@ func convertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shar
 		q.Source.Root = sourceRoot
 		p = &q
 	}
-	return &deepSource{p: p, spec: spec, g: g, tensors: tensors, st: st}, nil
+	return &deepSource{p: p, spec: spec, g: g, tensors: tensors, st: st, run: deepRunLimit}, nil
 }
 
 // specFromManifest decodes the manifest's spec and checks its hash.
@@ -59,6 +59,12 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 	return &spec, nil
 }
 
+// deepRunLimit, when set (by prep verify, to its --memory-limit), is the
+// memory limit whose jagged row bound the deep sources apply
+// (convert.Bounds.Run): verify --deep accepts every row convert accepts
+// under the same --memory-limit, though it decodes within a share of it.
+var deepRunLimit int64
+
 // deepStores, when set (by prep verify), resolves the Store of each deep
 // source's root, object stores included.
 var deepStores *storeCache
@@ -77,6 +83,7 @@ type deepSource struct {
 	index   map[uint64]int       // id -> position in samples
 	held    *convert.HeldSamples // the ids of the last Hold
 	limit   int64                // decoding memory (SetMemoryLimit); 0: Materialize's default
+	run     int64                // the row bound's memory limit (convert.Bounds.Run); 0: limit
 }
 
 // SetMemoryLimit bounds the decoding of each Prefetch (MemoryLimiter).
@@ -93,7 +100,7 @@ func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 			uniq = append(uniq, id)
 		}
 	}
-	got, err := convert.MaterializeFrom(ctx, s.st, s.p, s.spec, uniq, s.limit)
+	got, err := convert.MaterializeFrom(ctx, s.st, s.p, s.spec, uniq, convert.Bounds{Memory: s.limit, Run: s.run})
 	if err != nil {
 		return err
 	}
@@ -155,7 +162,7 @@ func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][
 func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
 	s.held.Close()
 	s.held = nil
-	got, err := convert.MaterializeSorted(ctx, s.st, s.p, s.spec, ids, s.limit)
+	got, err := convert.MaterializeSorted(ctx, s.st, s.p, s.spec, ids, convert.Bounds{Memory: s.limit, Run: s.run})
 	if err != nil {
 		return err
 	}

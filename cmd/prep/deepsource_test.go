@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/internal/deepfixture"
 	"github.com/prepml/prep/plan"
@@ -253,5 +257,65 @@ func TestDeepOverConvertedJaggedParquet(t *testing.T) {
 	*want.Element = 1
 	if x.String() != want.String() {
 		t.Fatalf("finding\n got %s\nwant %s", x, want)
+	}
+}
+
+// TestVerifyDeepAcceptsConvertsRows pins a fault: a jagged row convert
+// accepted under --memory-limit M (a quarter of M in values) was refused
+// by verify --deep under the same M, whose decoding share (M/4) gave the
+// row bound. Row 3 holds 200,000 I64 values (1.6 MB): over the 1 MiB of
+// a quarter of 2 MiB, within the 2 MiB of a quarter of 8 MiB. At 8 MiB
+// both accept it; at 4 MiB both refuse it, verify --deep as a limit
+// naming the tensor and the flag.
+func TestVerifyDeepAcceptsConvertsRows(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	type row struct {
+		ID int64   `parquet:"id"`
+		V  []int64 `parquet:"v,list"`
+	}
+	rows := make([]row, 8)
+	for i := range rows {
+		n := i % 3
+		if i == 3 {
+			n = 200_000
+		}
+		rows[i] = row{ID: int64(i), V: make([]int64, n)}
+		for k := range rows[i].V {
+			rows[i].V[k] = int64(i*1_000_000 + k)
+		}
+	}
+	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
+		t.Fatal(err)
+	}
+	pp := filepath.Join(dir, "plan.json")
+	if code, _, errs := runCLI("plan", "--source", src, "--seed", "1", "--epochs", "1", "--global-batch", "4", "--world-size", "1", "-o", pp, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	spec := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(spec, []byte("tensors:\n  - {name: id, column: id, dtype: I64}\n  - {name: v, column: v, dtype: I64, list: {jagged: true}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if code, _, errs := runCLI("convert", "--plan", pp, "--spec", spec, "-o", out, "--memory-limit", "8MiB", "-q"); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs)
+	}
+	code, stdout, errs := runCLI("verify", "--deep", out, "--memory-limit", "8MiB")
+	if code != 0 || !strings.Contains(stdout, "0 findings") || !strings.Contains(stdout, "2 batches compared with the source") {
+		t.Errorf("verify --deep --memory-limit 8MiB: exit %d\n%s%s", code, stdout, errs)
+	}
+	code, stdout, errs = runCLI("verify", "--deep", out, "--memory-limit", "4MiB", "--json")
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("verify --json: %v (exit %d)\n%s%s", err, code, stdout, errs)
+	}
+	want := `d.parquet: column "v", row group 0, page 0, row 3, offset 141: size limit exceeded: row 3 holds more than 131072 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`
+	ok := code == 1 && len(rep.Findings) == 2 // one per batch of the part holding row 3
+	for k, f := range rep.Findings {
+		ok = ok && f.Kind == verify.KindSourceUnreadable && *f.Batch == k && f.Message == want
+	}
+	if !ok {
+		t.Errorf("verify --deep --memory-limit 4MiB: exit %d, findings\n%s\nwant one per batch with\n%s", code, verifytest.Lines(&rep), want)
 	}
 }

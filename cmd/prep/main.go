@@ -1,5 +1,6 @@
-// Command prep pre-materializes Parquet datasets into fixed-layout tensor
-// shards for deterministic, transform-free training input.
+// Command prep pre-materializes Parquet datasets into tensor shards
+// (fixed-shape and jagged tensors, each batch one contiguous block) for
+// deterministic, transform-free training input.
 //
 // Exit codes (also in README.md):
 //

@@ -61,12 +61,15 @@ func newRootCmd(stdout, stderr io.Writer) (*cobra.Command, *globalOptions) {
 	root := &cobra.Command{
 		Use:   "prep",
 		Short: "Pre-materialize Parquet into deterministic tensor shards for training",
-		Long: `prep turns Parquet datasets into fixed-layout tensor shard files ahead of
-training. A plan fixes the order of every epoch (seeded shuffle, ranks and
-data-loader workers) as a pure function of a small plan.json; convert decodes
-each Parquet column once and writes one shard per (epoch, rank); verify proves
-the shards are whole and match the plan and source; the gpuload reader then
-copies each batch to the GPU with one DMA and no transform.
+		Long: `prep turns Parquet datasets into tensor shard files ahead of training:
+fixed-shape tensors, and jagged ones (a variable number of values per
+sample, stored as values plus offsets) from list and map columns. A plan
+fixes the order of every epoch (seeded shuffle, ranks and data-loader
+workers) as a pure function of a small plan.json; convert decodes each
+Parquet column once and writes one shard per (epoch, rank), each batch one
+contiguous block; verify proves the shards are whole and match the plan and
+source; the gpuload reader then copies each batch to the GPU with one read
+and one DMA, jagged tensors included, and no transform.
 
 Typical run:
   prep plan --source data/ --seed 7 --epochs 2 --global-batch 1024 --world-size 8 -o plan.json

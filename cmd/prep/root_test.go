@@ -87,3 +87,35 @@ func TestTextErrorsAreSentences(t *testing.T) {
 		t.Errorf("json: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestHelpNamesJaggedTensors: prep --help says shards hold jagged tensors
+// too, still one read and one DMA per batch, and prep convert --help lists
+// the list and map policies and the jagged --tensor form.
+func TestHelpNamesJaggedTensors(t *testing.T) {
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	code, out, errs := runCLI("--help")
+	if code != 0 {
+		t.Fatalf("prep --help: exit %d %s", code, errs)
+	}
+	for _, want := range []string{"fixed-shape tensors, and jagged ones (a variable number of values per sample, stored as values plus offsets) from list and map columns",
+		"copies each batch to the GPU with one read and one DMA, jagged tensors included"} {
+		if !strings.Contains(flat(out), want) {
+			t.Errorf("prep --help lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "fixed-layout") {
+		t.Errorf("prep --help still says fixed-layout:\n%s", out)
+	}
+	code, out, errs = runCLI("convert", "--help")
+	if code != 0 {
+		t.Fatalf("prep convert --help: exit %d %s", code, errs)
+	}
+	for _, want := range []string{"the null, NaN, list, bytes, map and cast policies",
+		"with list: {jagged: true}, as a jagged tensor (values plus offsets; a list of lists adds NAME_inner_lengths)",
+		"a map as jagged NAME.keys and NAME.values (map: {}) or as one dense tensor over listed keys (map: {keys, fill})",
+		"--tensor NAME=COL:DTYPE:jagged reads a LIST column as a jagged tensor"} {
+		if !strings.Contains(flat(out), want) {
+			t.Errorf("prep convert --help lacks %q:\n%s", want, out)
+		}
+	}
+}

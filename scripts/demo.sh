@@ -2,7 +2,9 @@
 # The main job end to end on bundled real data:
 #   prep plan -> prep convert -> prep verify --deep -> gpuload host reader.
 # Data: testdata/ml/venomx/embeddings.parquet (100 rows, written by Arrow
-# C++/pyarrow 15: OPTIONAL int32 id, string name, LIST<FLOAT> of 50), BSD-3.
+# C++/pyarrow 15: OPTIONAL int32 id, string name, LIST<FLOAT> of 50,
+# MAP<STRING, STRING> metadata), BSD-3; then the metadata map as jagged
+# tensors (features-jagged.yaml) through the same steps.
 # Exits non-zero if any step fails. Output goes to a temporary directory
 # (kept with DEMO_KEEP=1).
 set -euo pipefail
@@ -39,6 +41,13 @@ step "export: the first batch of epoch 0, rank 0 as .npy"
 "$PREP" export "$work/shards" --epoch 0 --rank 0 --step 0 -o "$work/batch0"
 ls -l "$work/batch0"
 
+step "jagged: the metadata map as jagged tensors (shard format 2.0), converted, verified against the source, loaded and exported"
+"$PREP" convert --plan "$work/plan.json" --spec testdata/ml/venomx/features-jagged.yaml -o "$work/jagged"
+"$PREP" verify --deep --json -q "$work/jagged" >"$work/verify-jagged.json"
+"$PREP" load "$work/jagged" --epoch 0 --rank 0 --verify-checksums --json -q >"$work/load-jagged.json"
+"$PREP" export "$work/jagged" --epoch 0 --rank 0 --step 0 -o "$work/jagged0"
+ls -l "$work/jagged0"
+
 # field NAME FILE: a number or boolean field of a prep --json object.
 field() { grep -o "\"$1\": *[^,}]*" "$2" | head -1 | sed 's/.*: *//'; }
 printf '\n== summary\n'
@@ -51,4 +60,7 @@ for r in 0 1; do
 		"$(field samples "$work/load-$r.json")" "$(field pad_samples "$work/load-$r.json")" "$(field batches "$work/load-$r.json")" \
 		"$(field bytes "$work/load-$r.json")" "$(field gb_per_s "$work/load-$r.json" | cut -c1-5)"
 done
+printf '  %-28s format %s, ok=%s, %s findings, %s batches compared; loaded %s samples in %s batches\n' "jagged (metadata map)" \
+	"$(field shard_format "$work/jagged/manifest.json" | tr -d '"')" "$(field ok "$work/verify-jagged.json")" "$(field finding_count "$work/verify-jagged.json")" \
+	"$(field deep_batches "$work/verify-jagged.json")" "$(field samples "$work/load-jagged.json")" "$(field batches "$work/load-jagged.json")"
 printf '\ndemo: all steps passed (output in %s%s)\n' "$work" "$([[ "${DEMO_KEEP:-0}" == 1 ]] && echo '' || echo ', removed on exit')"

@@ -190,15 +190,6 @@ func (r *ColumnReader) Rows() int64 { return r.rgRows - r.done }
 // first. Errors are ReadColumn's, rows numbered within the row group; the
 // first is returned again by every later call.
 func (r *ColumnReader) Next(n int) (*Column, error) {
-	if r.err != nil {
-		return nil, r.err
-	}
-	if r.closed {
-		return nil, io.EOF
-	}
-	if n < 1 {
-		return nil, fmt.Errorf("pqread: ColumnReader.Next(%d): want at least one row", n)
-	}
 	return r.NextWithin(n, 0)
 }
 

@@ -369,13 +369,22 @@ func (r *ColumnReader) decodeFor(n, budget int64) error {
 		if budget > 0 && int64(r.kept()) > budget && r.complete(r.done+1) {
 			break // enough entries held: the rows that fit budget go
 		}
-		if err := r.nextPage(); err != nil {
-			e := r.base
-			e.Page, e.Offset = r.page, r.pageOff
-			return r.fail(&e, err)
+		if err := r.stepPage(); err != nil {
+			return err
 		}
-		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
 	}
+	return nil
+}
+
+// stepPage decodes the next page and notes whether the chunk has ended; a
+// page error is located at that page and recorded (fail).
+func (r *ColumnReader) stepPage() error {
+	if err := r.nextPage(); err != nil {
+		e := r.base
+		e.Page, e.Offset = r.page, r.pageOff
+		return r.fail(&e, err)
+	}
+	r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
 	return nil
 }
 
@@ -390,12 +399,9 @@ func (r *ColumnReader) drain() error {
 		if r.reps != nil {
 			r.reps = r.reps[:0]
 		}
-		if err := r.nextPage(); err != nil {
-			e := r.base
-			e.Page, e.Offset = r.page, r.pageOff
-			return r.fail(&e, err)
+		if err := r.stepPage(); err != nil {
+			return err
 		}
-		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
 	}
 	return nil
 }

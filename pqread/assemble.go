@@ -182,9 +182,21 @@ func (r *ColumnReader) assemble() (*Column, error) {
 		}
 	}
 	offsets = append(offsets, slots)
+	if err := r.fillLists(c, nv, offsets, rowValid, rowNulls, elemValid, elemNulls); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// fillLists ends the assembly of a list chunk (either depth): it checks
+// the rows, len(offsets)-1, and that elemValid's non-null slots are the
+// nv values decoded, then sets c's Rows and Offsets, RowValid and
+// ElemValid where rowNulls and elemNulls say some are false, and moves
+// the values into c, spread over the slots when some element is null.
+func (r *ColumnReader) fillLists(c *Column, nv int, offsets []int64, rowValid []bool, rowNulls bool, elemValid []bool, elemNulls bool) error {
 	rows := int64(len(offsets) - 1)
 	if err := r.checkRows(rows); err != nil {
-		return nil, err
+		return err
 	}
 	nonNull := 0
 	for _, ok := range elemValid {
@@ -193,7 +205,7 @@ func (r *ColumnReader) assemble() (*Column, error) {
 		}
 	}
 	if nonNull != nv {
-		return nil, corruptf("%d values for %d non-null elements", nv, nonNull)
+		return corruptf("%d values for %d non-null elements", nv, nonNull)
 	}
 	c.Rows = int(rows)
 	c.Offsets = offsets
@@ -206,7 +218,7 @@ func (r *ColumnReader) assemble() (*Column, error) {
 	} else {
 		r.vals.fill(c, nil)
 	}
-	return c, nil
+	return nil
 }
 
 // checkRows checks n, the rows assembled: the rows decoded must be the

@@ -48,33 +48,12 @@ func (r *ColumnReader) assemble2(c *Column, nv int) (*Column, error) {
 	}
 	offsets = append(offsets, int64(len(inner)))
 	inner = append(inner, slots)
-	rows := int64(len(offsets) - 1)
-	if err := r.checkRows(rows); err != nil {
+	if err := r.fillLists(c, nv, offsets, rowValid, rowNulls, elemValid, elemNulls); err != nil {
 		return nil, err
 	}
-	nonNull := 0
-	for _, ok := range elemValid {
-		if ok {
-			nonNull++
-		}
-	}
-	if nonNull != nv {
-		return nil, corruptf("%d values for %d non-null elements", nv, nonNull)
-	}
-	c.Rows = int(rows)
-	c.Offsets = offsets
 	c.InnerOffsets = inner
-	if rowNulls {
-		c.RowValid = rowValid
-	}
 	if listNulls {
 		c.ListValid = listValid
-	}
-	if elemNulls {
-		c.ElemValid = elemValid
-		r.vals.fill(c, elemValid)
-	} else {
-		r.vals.fill(c, nil)
 	}
 	return c, nil
 }

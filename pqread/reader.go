@@ -190,15 +190,6 @@ func (r *ColumnReader) Rows() int64 { return r.rgRows - r.done }
 // first. Errors are ReadColumn's, rows numbered within the row group; the
 // first is returned again by every later call.
 func (r *ColumnReader) Next(n int) (*Column, error) {
-	if r.err != nil {
-		return nil, r.err
-	}
-	if r.closed {
-		return nil, io.EOF
-	}
-	if n < 1 {
-		return nil, fmt.Errorf("pqread: ColumnReader.Next(%d): want at least one row", n)
-	}
 	return r.NextWithin(n, 0)
 }
 
@@ -378,13 +369,22 @@ func (r *ColumnReader) decodeFor(n, budget int64) error {
 		if budget > 0 && int64(r.kept()) > budget && r.complete(r.done+1) {
 			break // enough entries held: the rows that fit budget go
 		}
-		if err := r.nextPage(); err != nil {
-			e := r.base
-			e.Page, e.Offset = r.page, r.pageOff
-			return r.fail(&e, err)
+		if err := r.stepPage(); err != nil {
+			return err
 		}
-		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
 	}
+	return nil
+}
+
+// stepPage decodes the next page and notes whether the chunk has ended; a
+// page error is located at that page and recorded (fail).
+func (r *ColumnReader) stepPage() error {
+	if err := r.nextPage(); err != nil {
+		e := r.base
+		e.Page, e.Offset = r.page, r.pageOff
+		return r.fail(&e, err)
+	}
+	r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
 	return nil
 }
 
@@ -399,12 +399,9 @@ func (r *ColumnReader) drain() error {
 		if r.reps != nil {
 			r.reps = r.reps[:0]
 		}
-		if err := r.nextPage(); err != nil {
-			e := r.base
-			e.Page, e.Offset = r.page, r.pageOff
-			return r.fail(&e, err)
+		if err := r.stepPage(); err != nil {
+			return err
 		}
-		r.ended = r.pos >= r.size || r.entries >= r.md.NumValues
 	}
 	return nil
 }

@@ -1300,14 +1300,12 @@ func withNumValues(t *testing.T, spec fileSpec, n int64) *File {
 	return mustOpen(t, layoutFile(t, m, [][]byte{blob}, [][]int{{0}}))
 }
 
-// TestColumnReaderNextWithin reads a list column of skewed rows (one of
-// 5,000 values in 50, the rest 0 to 3, an empty list being one level
-// entry) with NextWithin for several row and entry bounds: every window
-// equals ReadColumn's rows, holds at least one row and at most n, holds at
-// most the bound's entries unless it is one row, and is the longest that
-// does (the next row would pass a bound, or the chunk has ended).
-func TestColumnReaderNextWithin(t *testing.T) {
-	const rows = 400
+// skewedList writes rows rows of rowsMemRow in pages of about 4 KiB, row
+// i's emb list holding i%4 values, 5,000 where i%50 == 7 (value k being
+// i*10000+k when fill, else 0), and returns the file, emb's ColumnInfo
+// and each row's level entries (an empty list is one).
+func skewedList(t *testing.T, rows int, fill bool) (*File, ColumnInfo, []int64) {
+	t.Helper()
 	data := make([]rowsMemRow, rows)
 	entries := make([]int64, rows) // level entries per row
 	for i := range data {
@@ -1317,8 +1315,10 @@ func TestColumnReaderNextWithin(t *testing.T) {
 		}
 		data[i].ID = int64(i)
 		data[i].Emb = make([]float32, m)
-		for k := range data[i].Emb {
-			data[i].Emb[k] = float32(i*10000 + k)
+		if fill {
+			for k := range data[i].Emb {
+				data[i].Emb[k] = float32(i*10000 + k)
+			}
 		}
 		entries[i] = int64(max(1, m))
 	}
@@ -1327,6 +1327,18 @@ func TestColumnReaderNextWithin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, ci, entries
+}
+
+// TestColumnReaderNextWithin reads a list column of skewed rows (one of
+// 5,000 values in 50, the rest 0 to 3, an empty list being one level
+// entry) with NextWithin for several row and entry bounds: every window
+// equals ReadColumn's rows, holds at least one row and at most n, holds at
+// most the bound's entries unless it is one row, and is the longest that
+// does (the next row would pass a bound, or the chunk has ended).
+func TestColumnReaderNextWithin(t *testing.T) {
+	const rows = 400
+	f, ci, entries := skewedList(t, rows, true)
 	whole := mustRead(t, f, "emb", 0)
 	for _, n := range []int{1, 7, 1000} {
 		for _, budget := range []int64{1, 10, 100, 4999, 5000, 6000, 1 << 20} {
@@ -1377,25 +1389,7 @@ func TestColumnReaderNextWithin(t *testing.T) {
 // those, equal to ReadColumn's.
 func TestColumnReaderPeek(t *testing.T) {
 	const rows = 400
-	data := make([]rowsMemRow, rows)
-	entries := make([]int64, rows)
-	for i := range data {
-		m := i % 4
-		if i%50 == 7 {
-			m = 5000
-		}
-		data[i].ID = int64(i)
-		data[i].Emb = make([]float32, m)
-		for k := range data[i].Emb {
-			data[i].Emb[k] = float32(i*10000 + k)
-		}
-		entries[i] = int64(max(1, m))
-	}
-	f := mustOpen(t, writeParquet(t, data, parquet.PageBufferSize(4<<10)))
-	ci, err := f.Lookup("emb")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, ci, entries := skewedList(t, rows, true)
 	whole := mustRead(t, f, "emb", 0)
 	for _, n := range []int{1, 7, 1000} {
 		for _, budget := range []int64{1, 100, 4999, 6000} {
@@ -1439,22 +1433,7 @@ func TestColumnReaderPeek(t *testing.T) {
 // held before, or what the function was told of.
 func TestColumnReaderOnPage(t *testing.T) {
 	const rows = 120
-	data := make([]rowsMemRow, rows)
-	entries := make([]int64, rows)
-	for i := range data {
-		m := i % 4
-		if i%50 == 7 {
-			m = 5000
-		}
-		data[i].ID = int64(i)
-		data[i].Emb = make([]float32, m)
-		entries[i] = int64(max(1, m))
-	}
-	f := mustOpen(t, writeParquet(t, data, parquet.PageBufferSize(4<<10)))
-	ci, err := f.Lookup("emb")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, ci, entries := skewedList(t, rows, false)
 	r, err := f.ColumnReader(0, ci)
 	if err != nil {
 		t.Fatal(err)

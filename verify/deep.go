@@ -299,25 +299,35 @@ func (d *deepCheck) diffFixed(k int, got, want []byte, ids []uint64) bool {
 		}
 		sb := int(d.g.SampleBytes[t])
 		off := int(d.g.SlabOffset[t])
-		es := ti.DType.Size()
 		for i := 0; i < len(ids); i++ {
 			a := got[off+i*sb : off+(i+1)*sb]
 			w := want[off+i*sb : off+(i+1)*sb]
-			if bytes.Equal(a, w) {
-				continue
+			if f := valueDiff(k, ti, i, ids[i], a, w); f != nil {
+				found = true
+				d.s.add(*f)
 			}
-			found = true
-			j := 0
-			for a[j] == w[j] {
-				j++
-			}
-			el := j / es
-			d.s.add(Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(ids[i]), Element: intp(el),
-				What: "value", Expected: FormatValue(ti.DType, w[el*es:(el+1)*es]), Actual: FormatValue(ti.DType, a[el*es:(el+1)*es]),
-				Message: fmt.Sprintf("slot %d differs from the source", i)})
 		}
 	}
 	return found
+}
+
+// valueDiff returns the value_mismatch finding for slot i (sample id) of
+// tensor ti in batch k when its bytes a differ from the source's w (of
+// a's length): the first element that differs, both values formatted.
+// It returns nil when a and w are equal.
+func valueDiff(k int, ti shardfmt.TensorInfo, i int, id uint64, a, w []byte) *Finding {
+	if bytes.Equal(a, w) {
+		return nil
+	}
+	b := 0
+	for a[b] == w[b] {
+		b++
+	}
+	es := ti.DType.Size()
+	el := b / es
+	return &Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(id), Element: intp(el),
+		What: "value", Expected: FormatValue(ti.DType, w[el*es:(el+1)*es]), Actual: FormatValue(ti.DType, a[el*es:(el+1)*es]),
+		Message: fmt.Sprintf("slot %d differs from the source", i)}
 }
 
 // FormatValue renders one little-endian element of dtype d as text, exact:

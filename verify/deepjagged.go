@@ -166,33 +166,28 @@ func (d *deepCheck) diffJagged(k, t int, got []byte, ids []uint64, vals [][]byte
 		return true
 	}
 	vb := int(d.g.SampleBytes[t])
-	es := ti.DType.Size()
 	found := false
 	for i := range ids {
-		a0, a1 := s.Offset(i), s.Offset(i+1)
-		w := vals[i]
-		if a1-a0 != len(w)/vb {
+		if f := jaggedDiff(k, ti, s, i, ids[i], vals[i], vb); f != nil {
 			found = true
-			d.s.add(Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(ids[i]),
-				What: "values count", Expected: fmt.Sprint(len(w) / vb), Actual: fmt.Sprint(a1 - a0),
-				Message: fmt.Sprintf("slot %d holds another number of values than the source (offsets[%d:%d] = %d, %d)", i, i, i+2, a0, a1)})
-			continue
+			d.s.add(*f)
 		}
-		a := s.Values[a0*vb : a1*vb]
-		if bytes.Equal(a, w) {
-			continue
-		}
-		found = true
-		b := 0
-		for a[b] == w[b] {
-			b++
-		}
-		el := b / es
-		d.s.add(Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(ids[i]), Element: intp(el),
-			What: "value", Expected: FormatValue(ti.DType, w[el*es:(el+1)*es]), Actual: FormatValue(ti.DType, a[el*es:(el+1)*es]),
-			Message: fmt.Sprintf("slot %d differs from the source", i)})
 	}
 	return found
+}
+
+// jaggedDiff is valueDiff for slot i of the jagged slab s of tensor ti in
+// batch k, whose source values w are vb bytes each: the finding for
+// another values count than the source's, else for the first element
+// that differs; nil when the slot holds the source's values.
+func jaggedDiff(k int, ti shardfmt.TensorInfo, s shardfmt.JaggedSlab, i int, id uint64, w []byte, vb int) *Finding {
+	a0, a1 := s.Offset(i), s.Offset(i+1)
+	if a1-a0 != len(w)/vb {
+		return &Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(id),
+			What: "values count", Expected: fmt.Sprint(len(w) / vb), Actual: fmt.Sprint(a1 - a0),
+			Message: fmt.Sprintf("slot %d holds another number of values than the source (offsets[%d:%d] = %d, %d)", i, i, i+2, a0, a1)}
+	}
+	return valueDiff(k, ti, i, id, s.Values[a0*vb:a1*vb], w)
 }
 
 // firstJagged returns the name of the first jagged tensor of ts, or "".

@@ -141,15 +141,8 @@ func TestDeepJaggedValuesCountDiffers(t *testing.T) {
 	}
 	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: true, Source: opener, Jobs: 1, MaxPerShard: 100})
 	var want []string
-	for _, s := range f.Man.Shards {
-		for k := 0; k < f.Plan.Steps(); k++ {
-			ids, _, _ := f.Plan.RankBatch(s.Epoch, s.Rank, k, nil)
-			for _, x := range ids {
-				if x == id {
-					want = append(want, "value_mismatch "+s.Path+" b"+strconv.Itoa(k)+" h id5")
-				}
-			}
-		}
+	for _, b := range batchesHolding(f, id) {
+		want = append(want, "value_mismatch "+b.path+" b"+strconv.Itoa(b.k)+" h id5")
 	}
 	sort.Strings(want)
 	if len(want) == 0 {

@@ -526,25 +526,15 @@ func (d *deepCheck) compareFixedSlots(j, k int, got []byte, ids []uint64, sc *pa
 		}
 		sb := int(d.g.SampleBytes[t])
 		off := int(d.g.SlabOffset[t])
-		es := ti.DType.Size()
 		for i, x := range sc.heldIdx {
 			if x < 0 {
 				continue
 			}
 			a := got[off+i*sb : off+(i+1)*sb]
-			w := pc.src.Held(t, x)
-			if bytes.Equal(a, w) {
-				continue
+			if f := valueDiff(k, ti, i, ids[i], a, pc.src.Held(t, x)); f != nil {
+				pc.set(j, batchFound)
+				pc.fs.add(k, phaseFixed, t, i, *f)
 			}
-			pc.set(j, batchFound)
-			b := 0
-			for a[b] == w[b] {
-				b++
-			}
-			el := b / es
-			pc.fs.add(k, phaseFixed, t, i, Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(ids[i]), Element: intp(el),
-				What: "value", Expected: FormatValue(ti.DType, w[el*es:(el+1)*es]), Actual: FormatValue(ti.DType, a[el*es:(el+1)*es]),
-				Message: fmt.Sprintf("slot %d differs from the source", i)})
 		}
 	}
 }
@@ -565,33 +555,14 @@ func (d *deepCheck) compareJaggedSlots(j, k int, got []byte, ids []uint64, sc *p
 			continue
 		}
 		vb := int(d.g.SampleBytes[t])
-		es := ti.DType.Size()
 		for i, x := range sc.heldIdx {
 			if x < 0 {
 				continue
 			}
-			a0, a1 := s.Offset(i), s.Offset(i+1)
-			w := pc.src.Held(t, x)
-			if a1-a0 != len(w)/vb {
+			if f := jaggedDiff(k, ti, s, i, ids[i], pc.src.Held(t, x), vb); f != nil {
 				pc.set(j, batchFound)
-				pc.fs.add(k, phaseJagged, t, i, Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(ids[i]),
-					What: "values count", Expected: fmt.Sprint(len(w) / vb), Actual: fmt.Sprint(a1 - a0),
-					Message: fmt.Sprintf("slot %d holds another number of values than the source (offsets[%d:%d] = %d, %d)", i, i, i+2, a0, a1)})
-				continue
+				pc.fs.add(k, phaseJagged, t, i, *f)
 			}
-			a := s.Values[a0*vb : a1*vb]
-			if bytes.Equal(a, w) {
-				continue
-			}
-			pc.set(j, batchFound)
-			b := 0
-			for a[b] == w[b] {
-				b++
-			}
-			el := b / es
-			pc.fs.add(k, phaseJagged, t, i, Finding{Kind: KindValueMismatch, Batch: intp(k), Tensor: ti.Name, SampleID: u64p(ids[i]), Element: intp(el),
-				What: "value", Expected: FormatValue(ti.DType, w[el*es:(el+1)*es]), Actual: FormatValue(ti.DType, a[el*es:(el+1)*es]),
-				Message: fmt.Sprintf("slot %d differs from the source", i)})
 		}
 	}
 }

@@ -193,14 +193,13 @@ func (w windowOnly) JaggedValues(ctx context.Context, t int, ids []uint64) ([][]
 }
 func (w windowOnly) Close() error { return w.src.Close() }
 
-// TestDeepPartsFindingsAsBatchByBatch changes values in three of the four
-// shards: in shard 0 element 0 of x in slot 0 of every batch, in shard 2
-// y in slot 1 of every third batch, in shard 3 element 2 of x in the last
-// slot of every even batch. Under limits that hold the set in 1, 4 and 16
-// parts and with 1 and 2 jobs, the deep check by parts reports the same
-// findings, in the same order (MaxPerShard 5 listed per shard, then the
-// summaries counting the rest), as the batch-by-batch comparison.
-func TestDeepPartsFindingsAsBatchByBatch(t *testing.T) {
+// threeShardsChanged builds a set of 4 shards (800 rows, dim 3, global
+// batch 16, 8 row groups) and changes values in three of them: in shard 0
+// element 0 of x in slot 0 of every batch, in shard 2 y in slot 1 of
+// every third batch, in shard 3 element 2 of x in the last slot of every
+// even batch.
+func threeShardsChanged(t *testing.T) *verifytest.Fixture {
+	t.Helper()
 	f := verifytest.BuildSize(t, verifytest.Size{Rows: 800, Dim: 3, GlobalBatch: 16, RowGroups: 8})
 	g, err := shardfmt.NewGeometry(f.Plan.BatchSize(), verifytest.Tensors)
 	if err != nil {
@@ -222,6 +221,18 @@ func TestDeepPartsFindingsAsBatchByBatch(t *testing.T) {
 		}
 		return block, ids, pads
 	})
+	return f
+}
+
+// TestDeepPartsFindingsAsBatchByBatch changes values in three of the four
+// shards: in shard 0 element 0 of x in slot 0 of every batch, in shard 2
+// y in slot 1 of every third batch, in shard 3 element 2 of x in the last
+// slot of every even batch. Under limits that hold the set in 1, 4 and 16
+// parts and with 1 and 2 jobs, the deep check by parts reports the same
+// findings, in the same order (MaxPerShard 5 listed per shard, then the
+// summaries counting the rest), as the batch-by-batch comparison.
+func TestDeepPartsFindingsAsBatchByBatch(t *testing.T) {
+	f := threeShardsChanged(t)
 	batchwise := func(p *plan.Plan, m *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {
 		src, err := verifytest.OpenSource(p, m, root, g, ts)
 		return windowOnly{src}, err

@@ -110,10 +110,16 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 }
 
-func TestExportWithNumPy(t *testing.T) {
+// requireNumPy skips t unless /usr/bin/python3 imports numpy.
+func requireNumPy(t *testing.T) {
+	t.Helper()
 	if err := exec.Command("/usr/bin/python3", "-c", "import numpy").Run(); err != nil {
 		t.Skip("skipping: /usr/bin/python3 with numpy not available (CI installs python3-numpy)")
 	}
+}
+
+func TestExportWithNumPy(t *testing.T) {
+	requireNumPy(t)
 	f := verifytest.Build(t)
 	out := t.TempDir()
 	if _, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out}); err != nil {
@@ -321,9 +327,7 @@ func TestExportJaggedOffsetsNameClash(t *testing.T) {
 // TestExportJaggedWithNumPy has NumPy read a jagged batch back: per
 // sample, values[offsets[i]:offsets[i+1]] is the source's list.
 func TestExportJaggedWithNumPy(t *testing.T) {
-	if err := exec.Command("/usr/bin/python3", "-c", "import numpy").Run(); err != nil {
-		t.Skip("skipping: /usr/bin/python3 with numpy not available (CI installs python3-numpy)")
-	}
+	requireNumPy(t)
 	f := verifytest.BuildJagged(t)
 	out := t.TempDir()
 	if _, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 1, Rank: 0, Step: 1, OutDir: out}); err != nil {

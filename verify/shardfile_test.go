@@ -1,15 +1,12 @@
 package verify_test
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"reflect"
 	"sync"
 	"testing"
 
-	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
 	"github.com/prepml/prep/verify/verifytest"
 )
@@ -57,27 +54,7 @@ func (l *fileLog) hook(name string, open bool) {
 // check, once for the first part's ids and once per part (Holds): none
 // of the 4 shards lacks an id of any part, none has an empty batch.
 func TestDeepPartsOpenShardsCapped(t *testing.T) {
-	f := verifytest.BuildSize(t, verifytest.Size{Rows: 800, Dim: 3, GlobalBatch: 16, RowGroups: 8})
-	g, err := shardfmt.NewGeometry(f.Plan.BatchSize(), verifytest.Tensors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.RewriteShard(t, 0, func(k int, block []byte, ids []uint64, pads int) ([]byte, []uint64, int) {
-		binary.LittleEndian.PutUint32(block[g.SlabOffset[0]:], math.Float32bits(-1))
-		return block, ids, pads
-	})
-	f.RewriteShard(t, 2, func(k int, block []byte, ids []uint64, pads int) ([]byte, []uint64, int) {
-		if k%3 == 0 {
-			binary.LittleEndian.PutUint64(block[g.SlabOffset[1]+g.SampleBytes[1]:], 77)
-		}
-		return block, ids, pads
-	})
-	f.RewriteShard(t, 3, func(k int, block []byte, ids []uint64, pads int) ([]byte, []uint64, int) {
-		if k%2 == 0 {
-			binary.LittleEndian.PutUint32(block[g.SlabOffset[0]+uint64(len(ids)-1)*g.SampleBytes[0]+8:], math.Float32bits(0.5))
-		}
-		return block, ids, pads
-	})
+	f := threeShardsChanged(t)
 	for _, limit := range []int64{4 << 10, 16 << 10, 1 << 30} {
 		for _, c := range []struct{ jobs, cap, held int }{{1, 1, 0}, {1, 2, 1}, {2, 2, 0}, {2, 3, 1}} {
 			opts := verify.Options{Dir: f.Dir, Deep: true, Jobs: c.jobs, MaxPerShard: 5, MemoryLimit: limit}

@@ -261,15 +261,8 @@ func TestCorruption(t *testing.T) {
 			binary.LittleEndian.PutUint64(data[4+8*id:], 77) // was 1015; size and footer unchanged
 			write(t, path, string(data))
 			var want []string
-			for _, s := range f.Man.Shards {
-				for k := 0; k < f.Plan.Steps(); k++ {
-					ids, _, _ := f.Plan.RankBatch(s.Epoch, s.Rank, k, nil)
-					for _, x := range ids {
-						if x == id {
-							want = append(want, fmt.Sprintf("value_mismatch %s b%d x id5", s.Path, k), fmt.Sprintf("value_mismatch %s b%d y id5", s.Path, k))
-						}
-					}
-				}
+			for _, b := range batchesHolding(f, id) {
+				want = append(want, fmt.Sprintf("value_mismatch %s b%d x id5", b.path, b.k), fmt.Sprintf("value_mismatch %s b%d y id5", b.path, b.k))
 			}
 			if len(want) < 4 {
 				t.Fatalf("sample 5 appears %d times", len(want)/2)
@@ -438,6 +431,29 @@ func flipByte(t *testing.T, path string, off int64) {
 	if _, err := fh.WriteAt(b[:], off); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// shardBatch is batch k of the shard at path (relative to the set).
+type shardBatch struct {
+	path string
+	k    int
+}
+
+// batchesHolding returns each batch of f's shards, in manifest and step
+// order, once per slot of it that holds sample id.
+func batchesHolding(f *verifytest.Fixture, id uint64) []shardBatch {
+	var out []shardBatch
+	for _, s := range f.Man.Shards {
+		for k := 0; k < f.Plan.Steps(); k++ {
+			ids, _, _ := f.Plan.RankBatch(s.Epoch, s.Rank, k, nil)
+			for _, x := range ids {
+				if x == id {
+					out = append(out, shardBatch{s.Path, k})
+				}
+			}
+		}
+	}
+	return out
 }
 
 func write(t *testing.T, path, s string) {

@@ -44,11 +44,6 @@ const Spec = `tensors:
 // edit gives another value for that id, f = -id/2.
 func WriteSource(t testing.TB, path string, edit map[int64]float64) {
 	t.Helper()
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[Row](fh, parquet.MaxRowsPerRowGroup(20))
 	rows := make([]Row, Rows)
 	for i := range rows {
 		id := int64(i)
@@ -57,6 +52,18 @@ func WriteSource(t testing.TB, path string, edit map[int64]float64) {
 			rows[i].X = v
 		}
 	}
+	writeRows(t, path, rows)
+}
+
+// writeRows writes rows to a new Parquet file at path in row groups of
+// 20 rows, failing t on any error.
+func writeRows[T any](t testing.TB, path string, rows []T) {
+	t.Helper()
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[T](fh, parquet.MaxRowsPerRowGroup(20))
 	if _, err := w.Write(rows); err != nil {
 		t.Fatal(err)
 	}
@@ -97,25 +104,12 @@ const JaggedSpec = `tensors:
 // of JaggedRow in row groups of 20, x = X(id), l = L(id).
 func WriteJaggedSource(t testing.TB, path string) {
 	t.Helper()
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[JaggedRow](fh, parquet.MaxRowsPerRowGroup(20))
 	rows := make([]JaggedRow, Rows)
 	for i := range rows {
 		id := int64(i)
 		rows[i] = JaggedRow{ID: id, X: X(id), L: L(id)}
 	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fh.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeRows(t, path, rows)
 }
 
 // Convert writes the source as src/part-0.parquet, plans it (seed 11, 2

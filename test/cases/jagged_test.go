@@ -277,22 +277,30 @@ func TestJaggedListNullElementsAgainstDuckDB(t *testing.T) {
 }
 
 func TestJaggedMapAgainstDuckDB(t *testing.T) {
+	checkIntFloatFields(t, "map.yaml", "m", "m.keys", "key", "m.values", "value")
+}
+
+// checkIntFloatFields converts the source with spec and checks its two
+// jagged tensors over the elements of column col (a MAP or a list of
+// structs, whose DuckDB elements are structs): ints (<i4, field fi of each
+// element) and floats (<f8, field ff), which must share offsets.
+func checkIntFloatFields(t *testing.T, spec, col, ints, fi, floats, ff string) {
 	r := jaggedSource(t)
-	ref := duckdbRows(t, r.files(), "m")
-	r.jaggedBatches("map.yaml", func(a map[string]array, ids []int64) {
-		keys := jagged(t, a, "m.keys", "<i4", len(ids))
-		vals := jagged(t, a, "m.values", "<f8", len(ids))
-		if !slices.Equal(keys.offsets, vals.offsets) {
-			t.Fatalf("m.keys offsets %v differ from m.values' %v", keys.offsets, vals.offsets)
+	ref := duckdbRows(t, r.files(), col)
+	r.jaggedBatches(spec, func(a map[string]array, ids []int64) {
+		ja := jagged(t, a, ints, "<i4", len(ids))
+		jb := jagged(t, a, floats, "<f8", len(ids))
+		if !slices.Equal(ja.offsets, jb.offsets) {
+			t.Fatalf("%s offsets %v differ from %s offsets %v", ints, ja.offsets, floats, jb.offsets)
 		}
 		for k, id := range ids {
-			var wk, wv []uint64
+			var wa, wb []uint64
 			for _, e := range duckdbtest.List(t, ref[id][0]) {
-				kv := e.(map[string]any)
-				wk, wv = append(wk, intBits(t, kv["key"])), append(wv, floatBits(t, kv["value"]))
+				s := e.(map[string]any)
+				wa, wb = append(wa, intBits(t, s[fi])), append(wb, floatBits(t, s[ff]))
 			}
-			checkSample(t, "m.keys", id, keys.sample(k), wk)
-			checkSample(t, "m.values", id, vals.sample(k), wv)
+			checkSample(t, ints, id, ja.sample(k), wa)
+			checkSample(t, floats, id, jb.sample(k), wb)
 		}
 	})
 }
@@ -320,24 +328,7 @@ func TestJaggedMapDenseKeysAgainstDuckDB(t *testing.T) {
 }
 
 func TestJaggedListOfStructsAgainstDuckDB(t *testing.T) {
-	r := jaggedSource(t)
-	ref := duckdbRows(t, r.files(), "ev")
-	r.jaggedBatches("structs.yaml", func(a map[string]array, ids []int64) {
-		ea := jagged(t, a, "ev_a", "<i4", len(ids))
-		eb := jagged(t, a, "ev_b", "<f8", len(ids))
-		if !slices.Equal(ea.offsets, eb.offsets) {
-			t.Fatalf("ev_a offsets %v differ from ev_b's %v", ea.offsets, eb.offsets)
-		}
-		for k, id := range ids {
-			var wa, wb []uint64
-			for _, e := range duckdbtest.List(t, ref[id][0]) {
-				s := e.(map[string]any)
-				wa, wb = append(wa, intBits(t, s["a"])), append(wb, floatBits(t, s["b"]))
-			}
-			checkSample(t, "ev_a", id, ea.sample(k), wa)
-			checkSample(t, "ev_b", id, eb.sample(k), wb)
-		}
-	})
+	checkIntFloatFields(t, "structs.yaml", "ev", "ev_a", "a", "ev_b", "b")
 }
 
 func TestJaggedListOfListsAgainstDuckDB(t *testing.T) {

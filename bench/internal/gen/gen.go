@@ -21,6 +21,7 @@ package gen
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -137,80 +138,85 @@ func Write(path string, v Variant, first, n uint64) error {
 	if err != nil {
 		return err
 	}
+	return writeAtomic(path, func(f io.Writer) error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		opts := []parquet.WriterOption{parquet.Compression(c), parquet.MaxRowsPerRowGroup(RowsPerRowGroup)}
+		const chunk = 4096
+		if v.Optional {
+			w := parquet.NewGenericWriter[OptRow](bw, opts...)
+			rows := make([]OptRow, chunk)
+			ids := make([]int64, chunk)
+			feats := make([]float32, chunk*8)
+			embs := make([]float32, chunk*EmbLen)
+			lab := make([]string, chunk)
+			for start := first; start < first+n; start += chunk {
+				m := min(uint64(chunk), first+n-start)
+				for r := range m {
+					i := start + r
+					ids[r] = int64(i)
+					lab[r] = Label(i)
+					row := OptRow{ID: &ids[r], Label: &lab[r], Emb: embs[r*EmbLen : (r+1)*EmbLen]}
+					fp := []**float32{&row.F0, &row.F1, &row.F2, &row.F3, &row.F4, &row.F5, &row.F6, &row.F7}
+					for j := range 8 {
+						if FeatureNull(i, j) {
+							continue
+						}
+						feats[r*8+uint64(j)] = Feature(i, j)
+						*fp[j] = &feats[r*8+uint64(j)]
+					}
+					for k := range EmbLen {
+						row.Emb[k] = Emb(i, k)
+					}
+					rows[r] = row
+				}
+				if _, err := w.Write(rows[:m]); err != nil {
+					return fmt.Errorf("writing %s: %w", path, err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				return fmt.Errorf("closing writer of %s: %w", path, err)
+			}
+		} else {
+			w := parquet.NewGenericWriter[ReqRow](bw, opts...)
+			rows := make([]ReqRow, chunk)
+			embs := make([]float32, chunk*EmbLen)
+			for start := first; start < first+n; start += chunk {
+				m := min(uint64(chunk), first+n-start)
+				for r := range m {
+					i := start + r
+					row := ReqRow{ID: int64(i), Label: Label(i), Emb: embs[r*EmbLen : (r+1)*EmbLen]}
+					fs := []*float32{&row.F0, &row.F1, &row.F2, &row.F3, &row.F4, &row.F5, &row.F6, &row.F7}
+					for j := range 8 {
+						*fs[j] = Feature(i, j)
+					}
+					for k := range EmbLen {
+						row.Emb[k] = Emb(i, k)
+					}
+					rows[r] = row
+				}
+				if _, err := w.Write(rows[:m]); err != nil {
+					return fmt.Errorf("writing %s: %w", path, err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				return fmt.Errorf("closing writer of %s: %w", path, err)
+			}
+		}
+		return bw.Flush()
+	})
+}
+
+// writeAtomic writes path through write, atomically: into path+".tmp",
+// closed, then renamed to path. On an error the temporary file is removed
+// and the error returned as it is.
+func writeAtomic(path string, write func(f io.Writer) error) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
-	bw := bufio.NewWriterSize(f, 1<<20)
-	opts := []parquet.WriterOption{parquet.Compression(c), parquet.MaxRowsPerRowGroup(RowsPerRowGroup)}
-	const chunk = 4096
-	if v.Optional {
-		w := parquet.NewGenericWriter[OptRow](bw, opts...)
-		rows := make([]OptRow, chunk)
-		ids := make([]int64, chunk)
-		feats := make([]float32, chunk*8)
-		embs := make([]float32, chunk*EmbLen)
-		lab := make([]string, chunk)
-		for start := first; start < first+n; start += chunk {
-			m := min(uint64(chunk), first+n-start)
-			for r := range m {
-				i := start + r
-				ids[r] = int64(i)
-				lab[r] = Label(i)
-				row := OptRow{ID: &ids[r], Label: &lab[r], Emb: embs[r*EmbLen : (r+1)*EmbLen]}
-				fp := []**float32{&row.F0, &row.F1, &row.F2, &row.F3, &row.F4, &row.F5, &row.F6, &row.F7}
-				for j := range 8 {
-					if FeatureNull(i, j) {
-						continue
-					}
-					feats[r*8+uint64(j)] = Feature(i, j)
-					*fp[j] = &feats[r*8+uint64(j)]
-				}
-				for k := range EmbLen {
-					row.Emb[k] = Emb(i, k)
-				}
-				rows[r] = row
-			}
-			if _, err := w.Write(rows[:m]); err != nil {
-				f.Close()
-				return fmt.Errorf("writing %s: %w", path, err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			f.Close()
-			return fmt.Errorf("closing writer of %s: %w", path, err)
-		}
-	} else {
-		w := parquet.NewGenericWriter[ReqRow](bw, opts...)
-		rows := make([]ReqRow, chunk)
-		embs := make([]float32, chunk*EmbLen)
-		for start := first; start < first+n; start += chunk {
-			m := min(uint64(chunk), first+n-start)
-			for r := range m {
-				i := start + r
-				row := ReqRow{ID: int64(i), Label: Label(i), Emb: embs[r*EmbLen : (r+1)*EmbLen]}
-				fs := []*float32{&row.F0, &row.F1, &row.F2, &row.F3, &row.F4, &row.F5, &row.F6, &row.F7}
-				for j := range 8 {
-					*fs[j] = Feature(i, j)
-				}
-				for k := range EmbLen {
-					row.Emb[k] = Emb(i, k)
-				}
-				rows[r] = row
-			}
-			if _, err := w.Write(rows[:m]); err != nil {
-				f.Close()
-				return fmt.Errorf("writing %s: %w", path, err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			f.Close()
-			return fmt.Errorf("closing writer of %s: %w", path, err)
-		}
-	}
-	if err := bw.Flush(); err != nil {
+	defer os.Remove(tmp) // a no-op once renamed
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}
@@ -265,34 +271,24 @@ func WideFiles(dir string, n int) error {
 		if _, err := os.Stat(p); err == nil {
 			continue
 		}
-		tmp := p + ".tmp"
-		f, err := os.Create(tmp)
-		if err != nil {
-			return err
-		}
-		w := parquet.NewWriter(f, schema)
-		rows := make([]parquet.Row, WideRows)
-		for r := range rows {
-			i := uint64(k*WideRows + r)
-			row := make(parquet.Row, WideColumns)
-			// Group fields are sorted by name, so leaf j is c%04d(j).
-			for j := range row {
-				row[j] = parquet.FloatValue(Feature(i, j)).Level(0, 0, j)
+		err := writeAtomic(p, func(f io.Writer) error {
+			w := parquet.NewWriter(f, schema)
+			rows := make([]parquet.Row, WideRows)
+			for r := range rows {
+				i := uint64(k*WideRows + r)
+				row := make(parquet.Row, WideColumns)
+				// Group fields are sorted by name, so leaf j is c%04d(j).
+				for j := range row {
+					row[j] = parquet.FloatValue(Feature(i, j)).Level(0, 0, j)
+				}
+				rows[r] = row
 			}
-			rows[r] = row
-		}
-		if _, err := w.WriteRows(rows); err != nil {
-			f.Close()
-			return err
-		}
-		if err := w.Close(); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, p); err != nil {
+			if _, err := w.WriteRows(rows); err != nil {
+				return err
+			}
+			return w.Close()
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,8 @@
 package gen
 
 import (
+	"io"
 	"math/rand/v2"
-	"os"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -48,33 +48,22 @@ func ZipfValues() int64 {
 // WriteZipf writes the Zipf list input to path (REQUIRED columns, PLAIN,
 // snappy, row groups of ZipfRowsPerRowGroup), atomically.
 func WriteZipf(path string) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	w := parquet.NewGenericWriter[ZipfRow](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(ZipfRowsPerRowGroup))
-	batch := make([]ZipfRow, 4096)
-	for first := uint64(0); first < ZipfRows; first += uint64(len(batch)) {
-		for k := range batch {
-			i := first + uint64(k)
-			h := make([]int32, ZipfLen(i))
-			for j := range h {
-				h[j] = ZipfValue(i, j)
+	return writeAtomic(path, func(f io.Writer) error {
+		w := parquet.NewGenericWriter[ZipfRow](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(ZipfRowsPerRowGroup))
+		batch := make([]ZipfRow, 4096)
+		for first := uint64(0); first < ZipfRows; first += uint64(len(batch)) {
+			for k := range batch {
+				i := first + uint64(k)
+				h := make([]int32, ZipfLen(i))
+				for j := range h {
+					h[j] = ZipfValue(i, j)
+				}
+				batch[k] = ZipfRow{ID: int64(i), Hist: h}
 			}
-			batch[k] = ZipfRow{ID: int64(i), Hist: h}
+			if _, err := w.Write(batch); err != nil {
+				return err
+			}
 		}
-		if _, err := w.Write(batch); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := w.Close(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+		return w.Close()
+	})
 }

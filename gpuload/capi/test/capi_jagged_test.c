@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpuload.h"
+#include "capitest.h"
 
 /* Version 3 adds kind in padding and offsets at the end: nothing of version
  * 2 moves. */
@@ -22,26 +23,6 @@ _Static_assert(offsetof(gl_tensor, kind) == 14 && offsetof(gl_tensor, ndim) == 1
 	       offsetof(gl_tensor, data) == 168 && offsetof(gl_tensor, device_id) == 188, "gl_tensor layout");
 _Static_assert(offsetof(gl_batch, internal) == 48 && offsetof(gl_batch, offsets) == 56, "gl_batch layout");
 
-static int failures;
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fprintf(stderr, "\n");                             \
-			if (++failures > 20) exit(1);                      \
-		}                                                          \
-	} while (0)
-
-static int epoch, rank_, bsz, steps, last_count, pads;
-
-static int count_of(int k) { return (k == steps - 1 && last_count > 0) ? last_count : bsz; }
-static int pads_of(int k) { return k == steps - 1 ? pads : 0; }
-static uint64_t id_of(int k, int j) {
-	uint64_t base = 1000000ull * epoch + 10000ull * rank_;
-	int n = count_of(k), p = pads_of(k);
-	return j < n - p ? base + (uint64_t)(k * bsz + j) : base + (uint64_t)(j - (n - p));
-}
 static int len_of(int t, uint64_t id) { return t == 1 ? (int)(id % 4) : (int)(id % 3); }
 
 /* copy returns a host copy of tensor tn (freed by the caller). */
@@ -124,14 +105,8 @@ static void check_batch(gl_loader *l, const gl_batch *b, int k, int on_device) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 9) {
-		fprintf(stderr, "usage: %s DIR EPOCH RANK BATCH STEPS LAST_COUNT PADS BACKEND\n", argv[0]);
-		return 2;
-	}
-	const char *dir = argv[1];
-	epoch = atoi(argv[2]); rank_ = atoi(argv[3]); bsz = atoi(argv[4]); steps = atoi(argv[5]);
-	last_count = atoi(argv[6]); pads = atoi(argv[7]);
-	const char *backend = argv[8];
+	const char *dir, *backend;
+	if (!parse_args(argc, argv, &dir, &backend)) return 2;
 	int on_device = strcmp(backend, "cuda") == 0;
 	CHECK(gl_abi_version() == 3 && GL_ABI_VERSION == 3, "abi version %d", gl_abi_version());
 

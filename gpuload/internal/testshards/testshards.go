@@ -100,12 +100,7 @@ func Sample(t int, id uint64) []byte {
 // rank) at shardfmt.ShardFileName, the manifest, and a plan.json holding
 // the plan numbers (epochs, world size, steps per epoch, fingerprints).
 func Write(dir string, c Config) (*shardfmt.Manifest, error) {
-	prov := shardfmt.Provenance{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
-		WorldSize: uint32(c.Ranks), Workers: 1}
-	m, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: c.Epochs, Ranks: c.Ranks, Steps: c.Steps, BatchSize: c.BatchSize,
-		Tensors: Tensors, Provenance: prov, RecordBatchSize: true,
-		Manifest: shardfmt.Manifest{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test"},
-		Batch:    func(e, r, k int) ([]uint64, int, error) { return c.IDs(e, r, k), c.Pad(k), nil },
+	return c.write(dir, testutil.ShardSet{Tensors: Tensors,
 		Fill: func(g shardfmt.Geometry, ids []uint64, block []byte) {
 			for t := range Tensors {
 				for j, id := range ids {
@@ -113,6 +108,19 @@ func Write(dir string, c Config) (*shardfmt.Manifest, error) {
 				}
 			}
 		}})
+}
+
+// write writes the shard set s into dir with c's plan numbers, sample ids
+// and padding (s gives the tensors, the fill and, for format 2.0, the
+// values counts and the manifest's ShardFormat), then plan.json.
+func (c Config) write(dir string, s testutil.ShardSet) (*shardfmt.Manifest, error) {
+	s.Epochs, s.Ranks, s.Steps, s.BatchSize = c.Epochs, c.Ranks, c.Steps, c.BatchSize
+	s.Provenance = shardfmt.Provenance{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
+		WorldSize: uint32(c.Ranks), Workers: 1}
+	s.RecordBatchSize = true
+	s.Manifest.PlanFingerprint, s.Manifest.SourceFingerprint, s.Manifest.SpecHash = PlanFingerprint, "source:test", "spec:test"
+	s.Batch = func(e, r, k int) ([]uint64, int, error) { return c.IDs(e, r, k), c.Pad(k), nil }
+	m, err := testutil.WriteShardSet(dir, s)
 	if err != nil {
 		return nil, err
 	}
@@ -190,12 +198,8 @@ func jaggedValues(ids []uint64) []uint64 {
 // h and p as JaggedTensors says, offsets [Count+1] then N up to the batch
 // size. Blocks differ in size.
 func WriteJagged(dir string, c Config) (*shardfmt.Manifest, error) {
-	prov := shardfmt.Provenance{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test",
-		WorldSize: uint32(c.Ranks), Workers: 1}
-	m, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: c.Epochs, Ranks: c.Ranks, Steps: c.Steps, BatchSize: c.BatchSize,
-		Tensors: JaggedTensors, Provenance: prov, RecordBatchSize: true,
-		Manifest: shardfmt.Manifest{PlanFingerprint: PlanFingerprint, SourceFingerprint: "source:test", SpecHash: "spec:test", ShardFormat: "2.0"},
-		Batch:    func(e, r, k int) ([]uint64, int, error) { return c.IDs(e, r, k), c.Pad(k), nil },
+	return c.write(dir, testutil.ShardSet{Tensors: JaggedTensors,
+		Manifest: shardfmt.Manifest{ShardFormat: "2.0"},
 		Values:   func(_, _, _ int, ids []uint64) []uint64 { return jaggedValues(ids) },
 		Fill: func(g shardfmt.Geometry, ids []uint64, block []byte) {
 			for j, id := range ids {
@@ -218,11 +222,4 @@ func WriteJagged(dir string, c Config) (*shardfmt.Manifest, error) {
 				}
 			}
 		}})
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.json"), c.planJSON(), 0o644); err != nil {
-		return nil, fmt.Errorf("writing plan.json: %w", err)
-	}
-	return m, nil
 }

@@ -226,13 +226,7 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 				}
 				putRef(bufs.at(tp.innerLens, slot), o, l1-l0)
 			}
-			if tp.mask >= 0 {
-				v := byte(1)
-				if null {
-					v = 0
-				}
-				bufs.at(tp.mask, slot)[0] = v
-			}
+			tp.putMask(bufs, slot, !null)
 			if tp.elemMask >= 0 {
 				var at int64
 				for a := int64(0); a == 0 || a < n; a += jaggedPiece {

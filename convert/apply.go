@@ -387,6 +387,19 @@ func (tp *tensorPlan) applyStack(col *pqread.Column, cls srcClass, scale, j int,
 	return nil
 }
 
+// putMask writes the sample's mask byte (1 valid, 0 null) into slot, when
+// the tensor has a mask.
+func (tp *tensorPlan) putMask(bufs *records, slot int64, valid bool) {
+	if tp.mask < 0 {
+		return
+	}
+	v := byte(0)
+	if valid {
+		v = 1
+	}
+	bufs.at(tp.mask, slot)[0] = v
+}
+
 func (tp *tensorPlan) putLength(bufs *records, slot int64, n int64) {
 	if tp.lengths < 0 {
 		return
@@ -414,9 +427,7 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 				for k := 0; k < L; k++ {
 					copy(dst[k*es:], tp.fill)
 				}
-				if tp.mask >= 0 {
-					bufs.at(tp.mask, slot)[0] = 0
-				}
+				tp.putMask(bufs, slot, false)
 				if tp.elemMask >= 0 {
 					clear(bufs.at(tp.elemMask, slot))
 				}
@@ -460,9 +471,7 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 			for k := m; k < L; k++ {
 				copy(dst[k*es:], tp.pad)
 			}
-			if tp.mask >= 0 {
-				bufs.at(tp.mask, slot)[0] = 1
-			}
+			tp.putMask(bufs, slot, true)
 			if tp.elemMask >= 0 {
 				em := bufs.at(tp.elemMask, slot)
 				for k := range em {
@@ -496,13 +505,7 @@ func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs *records, 
 			if null && tp.fill == nil {
 				return tp.nullError(col, loc, i)
 			}
-			if tp.mask >= 0 {
-				v := byte(1)
-				if null {
-					v = 0
-				}
-				bufs.at(tp.mask, slot)[0] = v
-			}
+			tp.putMask(bufs, slot, !null)
 			var v []byte
 			if !null {
 				v = value(i)
@@ -554,13 +557,7 @@ func (tp *tensorPlan) applyBytesDict(col *pqread.Column, runs []run, bufs *recor
 			if null && tp.fill == nil {
 				return tp.nullError(col, loc, i)
 			}
-			if tp.mask >= 0 {
-				v := byte(1)
-				if null {
-					v = 0
-				}
-				bufs.at(tp.mask, slot)[0] = v
-			}
+			tp.putMask(bufs, slot, !null)
 			d := bufs.at(tp.out, slot)
 			if null {
 				copy(d, tp.fill)

@@ -45,6 +45,7 @@ type arena struct {
 	size    int64
 	regions map[rowGroupKey][]arenaSlot // per row group read: per jagged ordinal
 	ord     []int                       // per output tensor: jagged ordinal, -1 when fixed
+	jagged  int                         // the number of jagged output tensors
 	bufCap  int                         // write buffer per region of a file arena
 
 	mem  []byte // in anonymous memory (anon the whole mapping), or
@@ -116,6 +117,7 @@ func newArena(files []*sourceFile, plans []*tensorPlan, tensors []shardfmt.Tenso
 	if n == 0 {
 		return nil
 	}
+	a.jagged = n
 	for fi, f := range files {
 		start := f.start
 		for rg, rows := range f.meta.RowGroups {
@@ -157,13 +159,13 @@ func (a *arena) region(size int64) arenaSlot {
 // records fit memoryLimit (and the mapping succeeds), else marks it for a
 // file (open); it sets the write buffer of a file arena's regions so
 // that jobs decode workers' buffers take a small part of the limit.
-func (a *arena) place(recBytes, memoryLimit int64, jobs, jagged int) {
+func (a *arena) place(recBytes, memoryLimit int64, jobs int) {
 	if a.size > 0 && anonStaging(a.size+recBytes, memoryLimit) {
 		if data, whole, ok := mapAnon(a.size); ok {
 			a.mem, a.anon = data, whole
 		}
 	}
-	a.bufCap = int(min(256<<10, max(4<<10, memoryLimit/int64(16*max(1, jobs)*max(1, jagged)))))
+	a.bufCap = int(min(256<<10, max(4<<10, memoryLimit/int64(16*max(1, jobs)*a.jagged))))
 }
 
 // inMemory reports whether the arena is in anonymous memory (or empty).

@@ -84,10 +84,9 @@ func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limit
 // explainRowSlots completes a row refused by pqread for its level entries
 // (a *pqread.RowSlotsError inside err): it names the tensor reading the
 // column and what to do. When the bound passed is below fixedCap (pqread's
-// fixed bound, Limits.MaxRowSlots or its default) it is the jagged row
-// or fixed-list row bound of rowSlotLimit, which a larger --memory-limit
-// raises; otherwise
-// it is the fixed bound, which no memory limit raises.
+// fixed bound, Limits.MaxRowSlots or its default) it is the jagged row or
+// fixed-list row bound of rowSlotLimit, which a larger --memory-limit
+// raises; otherwise it is the fixed bound, which no memory limit raises.
 func explainRowSlots(err *error, plans []*tensorPlan, fixedCap int64) {
 	var pe *pqread.Error
 	var rs *pqread.RowSlotsError
@@ -226,13 +225,7 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 				}
 				putRef(bufs.at(tp.innerLens, slot), o, l1-l0)
 			}
-			if tp.mask >= 0 {
-				v := byte(1)
-				if null {
-					v = 0
-				}
-				bufs.at(tp.mask, slot)[0] = v
-			}
+			tp.putMask(bufs, slot, !null)
 			if tp.elemMask >= 0 {
 				var at int64
 				for a := int64(0); a == 0 || a < n; a += jaggedPiece {

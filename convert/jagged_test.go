@@ -134,63 +134,10 @@ func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
 var jagCfg = plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 32, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
 
 // checkJaggedShards reads every shard of out and compares each sample
-// with jagExpect, through shardfmt.Reader.Jagged.
+// with jagExpect (checkShards).
 func checkJaggedShards(t *testing.T, p *plan.Plan, out string) {
 	t.Helper()
-	m, err := shardfmt.ReadManifest(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.ShardFormat != "2.0" {
-		t.Errorf("manifest shard_format %q, want 2.0", m.ShardFormat)
-	}
-	want := "[id I64 [], v I32 [] jagged, v_mask U8 [], v_element_mask U8 [] jagged, w I64 [] jagged]"
-	if got := shardfmt.TensorList(m.Tensors); got != want {
-		t.Fatalf("tensors %s, want %s", got, want)
-	}
-	samples := 0
-	for _, e := range m.Shards {
-		r, err := shardfmt.Open(filepath.Join(out, e.Path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if maj, min := r.Version(); maj != 2 || min != 0 {
-			t.Errorf("%s: version %d.%d", e.Path, maj, min)
-		}
-		geo := r.Geometry()
-		for k := 0; k < r.NumBatches(); k++ {
-			ids, err := r.SampleIDs(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			block, err := r.Block(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, id := range ids {
-				samples++
-				exp := jagExpect(id)
-				for ti := range m.Tensors {
-					var got []byte
-					if geo.IsJagged(ti) {
-						js, err := r.Jagged(k, block, ti)
-						if err != nil {
-							t.Fatal(err)
-						}
-						n := int(geo.SampleBytes[ti])
-						got = js.Values[js.Offset(i)*n : js.Offset(i+1)*n]
-					} else {
-						n := int(geo.SampleBytes[ti])
-						got = block[int(geo.SlabOffset[ti])+i*n:][:n]
-					}
-					if !bytes.Equal(got, exp[ti]) {
-						t.Fatalf("%s batch %d slot %d (id %d) tensor %s = %x, want %x", e.Path, k, i, id, m.Tensors[ti].Name, got, exp[ti])
-					}
-				}
-			}
-		}
-		r.Close()
-	}
+	samples := checkShards(t, out, "[id I64 [], v I32 [] jagged, v_mask U8 [], v_element_mask U8 [] jagged, w I64 [] jagged]", "2.0", jagExpect)
 	if want := 2 * 2 * p.Steps() * p.BatchSize(); samples > want || samples < 730*2 {
 		t.Errorf("%d samples read", samples)
 	}

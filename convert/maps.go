@@ -314,13 +314,7 @@ func (tp *tensorPlan) applyMapDense(key, val *pqread.Column, fi int, runs []run,
 			if null && tp.spec.Nulls == nil {
 				return tp.nullError(val, loc, i)
 			}
-			if tp.mask >= 0 {
-				v := byte(1)
-				if null {
-					v = 0
-				}
-				bufs.at(tp.mask, slot)[0] = v
-			}
+			tp.putMask(bufs, slot, !null)
 			if null {
 				continue
 			}

@@ -152,7 +152,8 @@ func mapFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
 	return makePlan(t, src, cfg), spec
 }
 
-// checkShards reads every shard of out, whose tensors must be tensors,
+// checkShards reads every shard of out, whose tensors must be tensors and
+// whose manifest shard_format and every shard's version must be format,
 // and compares each sample of every tensor with expect(id), through
 // shardfmt.Reader (Jagged for a jagged tensor); it returns the samples
 // read.
@@ -173,6 +174,9 @@ func checkShards(t *testing.T, out, tensors, format string, expect func(uint64) 
 		r, err := shardfmt.Open(filepath.Join(out, e.Path))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if maj, min := r.Version(); fmt.Sprintf("%d.%d", maj, min) != format {
+			t.Errorf("%s: version %d.%d, want %s", e.Path, maj, min, format)
 		}
 		geo := r.Geometry()
 		for k := 0; k < r.NumBatches(); k++ {

@@ -87,19 +87,9 @@ type Bounds struct {
 // (nil: the local directory p.Source.Root), as Options.Source does for Run,
 // under lim.
 func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, lim Bounds) (_ *Samples, err error) {
-	lo, hi := uint64(0), uint64(0)
-	for i, id := range ids {
-		if id >= p.NumSamples() {
-			return nil, idRangeError(id, p)
-		}
-		if i == 0 || id < lo {
-			lo = id
-		}
-		hi = max(hi, id+1)
-	}
-	set := newIDSetWithin(p.NumSamples(), lo, hi)
-	for _, id := range ids {
-		set.add(id)
+	set, err := sampleSet(p, ids, false)
+	if err != nil {
+		return nil, err
 	}
 	h, err := materializeSet(ctx, st, p, spec, set, lim)
 	if err != nil {
@@ -137,9 +127,28 @@ func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *S
 	return out, nil
 }
 
-// idRangeError is the error of a sample id beyond the plan's samples.
-func idRangeError(id uint64, p *plan.Plan) error {
-	return &Error{RowGroup: -1, Row: -1, Element: -1, Err: valueErrorf("sample id %d not in [0, %d)", id, p.NumSamples())}
+// sampleSet returns the set of ids (not sealed), covering only the range
+// [min, max] of ids. Errors: an id beyond the plan's samples, and, when
+// ascending is set, an id not above the one before it.
+func sampleSet(p *plan.Plan, ids []uint64, ascending bool) (*idSet, error) {
+	lo, hi := uint64(0), uint64(0)
+	for i, id := range ids {
+		if id >= p.NumSamples() {
+			return nil, &Error{RowGroup: -1, Row: -1, Element: -1, Err: valueErrorf("sample id %d not in [0, %d)", id, p.NumSamples())}
+		}
+		if ascending && i > 0 && id <= ids[i-1] {
+			return nil, fmt.Errorf("sample ids not ascending: %d after %d", id, ids[i-1])
+		}
+		if i == 0 || id < lo {
+			lo = id
+		}
+		hi = max(hi, id+1)
+	}
+	set := newIDSetWithin(p.NumSamples(), lo, hi)
+	for _, id := range ids {
+		set.add(id)
+	}
+	return set, nil
 }
 
 // HeldSamples holds the expected bytes of some samples where decoding
@@ -215,22 +224,9 @@ func (h *HeldSamples) Close() {
 // the files read. Errors: ids not ascending or beyond the plan's samples,
 // and those of MaterializeFrom.
 func MaterializeSorted(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, lim Bounds) (*HeldSamples, error) {
-	for i, id := range ids {
-		if id >= p.NumSamples() {
-			return nil, idRangeError(id, p)
-		}
-		if i > 0 && id <= ids[i-1] {
-			return nil, fmt.Errorf("sample ids not ascending: %d after %d", id, ids[i-1])
-		}
-	}
-	var set *idSet
-	if len(ids) == 0 {
-		set = newIDSetWithin(p.NumSamples(), 0, 0)
-	} else {
-		set = newIDSetWithin(p.NumSamples(), ids[0], ids[len(ids)-1]+1)
-	}
-	for _, id := range ids {
-		set.add(id)
+	set, err := sampleSet(p, ids, true)
+	if err != nil {
+		return nil, err
 	}
 	return materializeSet(ctx, st, p, spec, set, lim)
 }

@@ -381,7 +381,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	r.jagBlock, r.jagBudget = block, newAdmission(inFlight)
 	setRowLimit(r.plans, r.o.MemoryLimit)
 	if r.arena = newArena(r.files, r.plans, r.tensors, set); r.arena != nil {
-		r.arena.place(stageTotal, r.o.MemoryLimit, r.o.Jobs, countJagged(r.tensors))
+		r.arena.place(stageTotal, r.o.MemoryLimit, r.o.Jobs)
 		defer r.arena.close()
 		r.sum.ValuesArenaBytes, r.sum.ValuesArenaFile = r.arena.size, !r.arena.inMemory()
 	}
@@ -485,22 +485,11 @@ func (r *runner) shardSize(k shardKey, set *idSet) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	j := int64(countJagged(opts.Tensors))
+	j := int64(r.arena.jagged)
 	batches := int64(opts.NumBatches)
 	perSample := (r.arena.size + int64(set.count) - 1) / max(1, int64(set.count))
 	n += shardfmt.BlockAlign + batches*(shardfmt.BatchEntryLenV2+8*j+j*shardfmt.SlabAlign+shardfmt.BlockAlign)
 	return n + batches*int64(opts.BatchSize)*perSample, nil
-}
-
-// countJagged returns the number of jagged tensors of ts.
-func countJagged(ts []shardfmt.TensorInfo) int {
-	n := 0
-	for _, t := range ts {
-		if t.Jagged {
-			n++
-		}
-	}
-	return n
 }
 
 // reportOverflows copies stage 1's narrow-float overflow counts into the

@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -335,7 +334,9 @@ func (r *runner) jaggedBlock(o *shardOut, step, count int) ([]byte, int64, error
 				lay.Size, r.jagBlock, r.tensors[big].Name, bigN, bigN*g.SampleBytes[big]))
 	}
 	held := int64(lay.Size)
-	r.jagBudget.admit(context.Background(), held)
+	if !r.jagBudget.admit(r.jagCtx, held) {
+		return nil, 0, r.jagCtx.Err()
+	}
 	block := o.block
 	if uint64(cap(block)) < lay.Size {
 		nb := make([]byte, lay.Size)

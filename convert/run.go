@@ -270,6 +270,9 @@ type runner struct {
 	arena     *arena     // jagged tensors' values; nil when none
 	jagBlock  int64      // the most bytes of a jagged batch block (jaggedLimits)
 	jagBudget *admission // bytes of jagged batch blocks being built and written
+	// jagCtx is stage 2's context (writeShards): a writer waiting on
+	// jagBudget stops waiting when it is cancelled.
+	jagCtx context.Context
 
 	mu         sync.Mutex
 	manifest   *shardfmt.Manifest // owned by tx once handed to it

@@ -193,3 +193,37 @@ func TestAdmissionLongRowsJobs4(t *testing.T) {
 		t.Errorf("bounded run's shards differ from the default run's")
 	}
 }
+
+// TestAdmissionWaitEndsOnCancel pins what stage 2's jagged block budget
+// relies on (writeShards wakes the admission when its context ends): a
+// writer waiting for budget that another holds gets false once the
+// context is cancelled, without any release, and nothing is counted.
+func TestAdmissionWaitEndsOnCancel(t *testing.T) {
+	a := newAdmission(100)
+	if !a.admit(context.Background(), 80) {
+		t.Fatal("first admit refused")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer context.AfterFunc(ctx, a.wake)()
+	got := make(chan bool)
+	go func() { got <- a.admit(ctx, 50) }()
+	select {
+	case ok := <-got:
+		t.Fatalf("admit of 50 beside 80 of 100 returned %v before a release or cancel", ok)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case ok := <-got:
+		if ok {
+			t.Fatal("admit returned true after cancel")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("admit still waiting 10 s after cancel")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.inFlight != 80 || a.holders != 1 {
+		t.Errorf("in flight %d, holders %d; want 80, 1", a.inFlight, a.holders)
+	}
+}

@@ -47,6 +47,11 @@ func (r *runner) writeShards(ctx context.Context, st stage) error {
 	// steps; it, not the cancellations it causes, is the error returned.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if r.jagBudget != nil {
+		// A failure or Ctrl-C wakes writers waiting for jagged block budget.
+		r.jagCtx = wctx
+		defer context.AfterFunc(wctx, r.jagBudget.wake)()
+	}
 	var failMu sync.Mutex
 	var failed error
 	fail := func(err error) {

@@ -136,6 +136,15 @@ func TestCaseB04ListLayouts(t *testing.T) {
 		if string(s.Data[0]) != string(want) {
 			t.Errorf("%s: emb = %v", f, f32bitsOf(t, s, "emb"))
 		}
+		// The same rows as a jagged tensor: every layout gives the same
+		// values and 4 values per row.
+		j, err := materializeAll(t, p, "tensors: [{name: emb, column: emb, dtype: F32, list: {jagged: true}}]")
+		if err != nil {
+			t.Fatalf("%s jagged: %v", f, err)
+		}
+		if string(j.Data[0]) != string(want) || fmt.Sprint(j.Offsets[0]) != "[0 4 8 12 16]" || !j.Tensors[0].Jagged {
+			t.Errorf("%s jagged: emb = %v, offsets %v, tensor %+v", f, f32bitsOf(t, j, "emb"), j.Offsets[0], j.Tensors[0])
+		}
 	}
 }
 
@@ -154,6 +163,18 @@ func TestCaseB06RaggedLists(t *testing.T) {
 		}
 		if got := fmt.Sprint(vals, i32s(s.Data[1])); got != "[1 2 3 0 4 5 0 0 0 0 0 0 6 7 8 9] [3 2 0 5]" {
 			t.Errorf("%s: %s", f, got)
+		}
+		// Jagged: no padding, nothing cut; the empty row has no values.
+		j, err := materializeAll(t, p, "tensors: [{name: v, column: v, dtype: F32, list: {jagged: true}}]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals = vals[:0]
+		for _, b := range f32s(j.Data[0]) {
+			vals = append(vals, math.Float32frombits(b))
+		}
+		if got := fmt.Sprint(vals, j.Offsets[0]); got != "[1 2 3 4 5 6 7 8 9 10] [0 3 5 5 10]" {
+			t.Errorf("%s jagged: %s", f, got)
 		}
 	}
 }

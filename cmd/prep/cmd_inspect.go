@@ -85,7 +85,12 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		row("epoch, rank", "%d, %d (world size %d, %s)", p.Epoch, p.Rank, p.WorldSize, count(p.Workers, "worker"))
 		fingerprints(p.PlanFingerprint, p.SourceFingerprint, p.SpecHash)
 		row("tool", "%s", p.ToolVersion)
-		row("batches", "%d, each %d sample slots in a %d-byte block", s.NumBatches, s.BatchSize, s.BlockSize)
+		if s.ShardFormat == "1.0" {
+			row("batches", "%d, each %d sample slots in a %d-byte block", s.NumBatches, s.BatchSize, s.BlockSize)
+		} else {
+			// Blocks differ in size (BATCH table's SIZE); the header holds the largest.
+			row("batches", "%d, each %d sample slots in a block of its own size, at most %d bytes", s.NumBatches, s.BatchSize, s.BlockSize)
+		}
 		fmt.Fprintln(tw, "\nREGION\tOFFSET\tSIZE")
 		for _, r := range s.Regions {
 			fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Name, r.Offset, r.Size)
@@ -158,7 +163,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		c := p.Config
 		row("plan", "%s", p.Path)
 		row("fingerprint", "%s", p.Fingerprint)
-		row("source", "%s (%d files, %d row groups, %d samples)", p.SourceRoot, p.Files, p.RowGroups, p.Samples)
+		row("source", "%s (%s, %s, %s)", p.SourceRoot, count(p.Files, "file"), count(p.RowGroups, "row group"), count(p.Samples, "sample"))
 		row("source fingerprint", "%s", p.SourceFP)
 		row("seed", "%d", c.Seed)
 		row("epochs", "%d", c.Epochs)

@@ -126,6 +126,8 @@ func TestInspectJaggedShard(t *testing.T) {
 		t.Fatalf("exit %d %s", code, errs)
 	}
 	has(out, "h", "I32", "jagged", "[]", "4/value", "256", "40", "(offsets)")
+	// Blocks differ in size; the header's block_size is the largest.
+	has(out, "batches", "2,", "each", "4", "sample", "slots", "in", "a", "block", "of", "its", "own", "size,", "at", "most", "12288", "bytes")
 	has(out, "shard", "format", "2.0")
 	for _, path := range []string{dir, filepath.Join(dir, shardfmt.ShardFileName(0, 0))} {
 		code, out, errs := runCLI("inspect", path, "--json")

@@ -185,7 +185,7 @@ func TestInspectCommand(t *testing.T) {
 	}
 	// Plan.
 	code, out, _ = runCLI("inspect", filepath.Join(f.Dir, "plan.json"))
-	if code != 0 || !strings.Contains(out, "13 samples") || !strings.Contains(out, "4 per rank per epoch") {
+	if code != 0 || !strings.Contains(out, "(1 file, 2 row groups, 13 samples)") || !strings.Contains(out, "4 per rank per epoch") {
 		t.Errorf("plan: exit %d\n%s", code, out)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // z, sh or ch take "es" ("batches", "matches"), except those whose "ch"
 // sounds like k ("epochs", "stomachs"), which English cannot tell from
 // the spelling: they are listed in hardCh.
-func count[T ~int | ~int64 | ~uint32](n T, noun string) string {
+func count[T ~int | ~int64 | ~uint32 | ~uint64](n T, noun string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, noun)
 	}

@@ -355,13 +355,7 @@ func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures memory; slow under the race detector")
 	}
-	long := func(id int64) int {
-		if id%64 == 5 {
-			return 2_000_000
-		}
-		return int(id % 30)
-	}
-	p, spec := jagLongFixture(t, 640, 1000, long, jagSeqCfg)
+	p, spec := jagLongFixture(t, 640, 1000, longRows(64, 2_000_000), jagSeqCfg)
 	whole := filepath.Join(t.TempDir(), "whole")
 	runtime.GC()
 	ref, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 2})
@@ -369,16 +363,8 @@ func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "bounded")
-	runtime.GC() // twice: the first keeps pooled buffers of the run before as the pools' victims
-	runtime.GC()
 	const limit = 32 << 20
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(2 * limit)) // as prep convert does
-	live := sampleLiveHeap()
-	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, MemoryLimit: limit})
-	peakLive := live()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, peakLive := boundedRun(t, p, spec, out, 2, limit)
 	t.Logf("peak heap %d MiB, live %d MiB (default limit: %d MiB), arena %d MiB in a file %v, %d row windows", sum.PeakHeapBytes>>20, peakLive>>20, ref.PeakHeapBytes>>20, sum.ValuesArenaBytes>>20, sum.ValuesArenaFile, sum.RowSlices)
 	if !sum.ValuesArenaFile || sum.RowGroupsSliced != 1 {
 		t.Errorf("arena in a file %v, %d row groups sliced; want a file and 1", sum.ValuesArenaFile, sum.RowGroupsSliced)
@@ -391,14 +377,55 @@ func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
 	// the limit and 12 MiB of page buffers bound the live heap, twice the
 	// limit and the page buffers the heap with its garbage.
 	const pages = 12 << 20
-	if peakLive > limit+pages {
-		t.Errorf("peak live heap %d MiB under a %d MiB limit, want at most %d MiB", peakLive>>20, limit>>20, (limit+pages)>>20)
-	}
-	if bound := int64(2*limit + pages); sum.PeakHeapBytes > bound || sum.PeakHeapBytes > ref.PeakHeapBytes/2 {
-		t.Errorf("peak heap %d MiB under a %d MiB limit, want at most %d MiB and half the default run's %d MiB", sum.PeakHeapBytes>>20, limit>>20, bound>>20, ref.PeakHeapBytes>>20)
+	checkHeapBound(t, sum, peakLive, limit, pages)
+	if sum.PeakHeapBytes > ref.PeakHeapBytes/2 {
+		t.Errorf("peak heap %d MiB, want at most half the default run's %d MiB", sum.PeakHeapBytes>>20, ref.PeakHeapBytes>>20)
 	}
 	if snapshot(t, out) != snapshot(t, whole) {
 		t.Errorf("bounded run's shards differ from the default run's")
+	}
+}
+
+// longRows is a row length function for jagLongFixture: n values in
+// every row whose id is 5 modulo every, id % 30 in the others.
+func longRows(every int64, n int) func(id int64) int {
+	return func(id int64) int {
+		if id%every == 5 {
+			return n
+		}
+		return int(id % 30)
+	}
+}
+
+// boundedRun converts p with spec into out under MemoryLimit limit and
+// jobs workers, as prep convert runs it (the Go soft memory limit at twice
+// the limit), after two collections (the first keeps the pooled buffers
+// of a run before as the pools' victims), and returns its summary and the
+// peak live heap sampled during it.
+func boundedRun(t *testing.T, p *plan.Plan, spec *Spec, out string, jobs int, limit int64) (*Summary, int64) {
+	t.Helper()
+	runtime.GC()
+	runtime.GC()
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(2 * limit))
+	live := sampleLiveHeap()
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: jobs, MemoryLimit: limit})
+	peakLive := live()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, peakLive
+}
+
+// checkHeapBound fails t unless the peak live heap is at most limit +
+// pages and the summary's peak heap at most 2*limit + pages (the soft
+// limit boundedRun sets, and the page buffers a long row holds).
+func checkHeapBound(t *testing.T, sum *Summary, peakLive, limit, pages int64) {
+	t.Helper()
+	if peakLive > limit+pages {
+		t.Errorf("peak live heap %d MiB under a %d MiB limit, want at most %d MiB", peakLive>>20, limit>>20, (limit+pages)>>20)
+	}
+	if bound := 2*limit + pages; sum.PeakHeapBytes > bound {
+		t.Errorf("peak heap %d MiB under a %d MiB limit, want at most %d MiB", sum.PeakHeapBytes>>20, limit>>20, bound>>20)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,28 +149,14 @@ func TestAdmissionLongRowsJobs4(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures memory; slow under the race detector")
 	}
-	long := func(id int64) int {
-		if id%32 == 5 {
-			return 1_500_000
-		}
-		return int(id % 30)
-	}
-	p, spec := jagLongFixture(t, 640, 160, long, jagSeqCfg)
+	p, spec := jagLongFixture(t, 640, 160, longRows(32, 1_500_000), jagSeqCfg)
 	whole := filepath.Join(t.TempDir(), "whole")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 4}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "bounded")
-	runtime.GC() // twice: the first keeps pooled buffers of the run before as the pools' victims
-	runtime.GC()
 	const limit = 32 << 20
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(2 * limit)) // as prep convert does
-	live := sampleLiveHeap()
-	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 4, MemoryLimit: limit})
-	peakLive := live()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, peakLive := boundedRun(t, p, spec, out, 4, limit)
 	t.Logf("peak heap %d MiB, live %d MiB, %d row groups sliced in %d row windows", sum.PeakHeapBytes>>20, peakLive>>20, sum.RowGroupsSliced, sum.RowSlices)
 	if sum.RowGroupsSliced != 4 {
 		t.Errorf("%d row groups sliced, want 4", sum.RowGroupsSliced)
@@ -183,12 +167,7 @@ func TestAdmissionLongRowsJobs4(t *testing.T) {
 	// row being decoded holds its page buffers (compressed and not, about
 	// 7 MB each here) beside what is admitted.
 	const pages = 16 << 20
-	if peakLive > limit+pages {
-		t.Errorf("peak live heap %d MiB under a %d MiB limit, want at most %d MiB", peakLive>>20, limit>>20, (limit+pages)>>20)
-	}
-	if bound := int64(2*limit + pages); sum.PeakHeapBytes > bound {
-		t.Errorf("peak heap %d MiB under a %d MiB limit, want at most %d MiB", sum.PeakHeapBytes>>20, limit>>20, bound>>20)
-	}
+	checkHeapBound(t, sum, peakLive, limit, pages)
 	if snapshot(t, out) != snapshot(t, whole) {
 		t.Errorf("bounded run's shards differ from the default run's")
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1249,13 +1248,7 @@ func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures memory; slow under the race detector")
 	}
-	long := func(id int64) int {
-		if id%64 == 5 {
-			return 2_000_000
-		}
-		return int(id % 30)
-	}
-	p, spec := jagLongFixture(t, 640, 1000, long, jagSeqCfg)
+	p, spec := jagLongFixture(t, 640, 1000, longRows(64, 2_000_000), jagSeqCfg)
 	whole := filepath.Join(t.TempDir(), "whole")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 2}); err != nil {
 		t.Fatal(err)
@@ -1263,16 +1256,8 @@ func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "spilled")
 	spillAlways = true
 	defer func() { spillAlways = false }()
-	runtime.GC() // twice: the first keeps pooled buffers of the run before as the pools' victims
-	runtime.GC()
 	const limit = 32 << 20
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(2 * limit)) // as prep convert does
-	live := sampleLiveHeap()
-	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, MemoryLimit: limit})
-	peakLive := live()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, peakLive := boundedRun(t, p, spec, out, 2, limit)
 	t.Logf("peak heap %d MiB, live %d MiB, spilled %d bytes in %d windows, %d row windows", sum.PeakHeapBytes>>20, peakLive>>20, sum.SpillBytes, sum.SpillWindows, sum.RowSlices)
 	if sum.SpillBytes == 0 || sum.RowGroupsSliced != 1 {
 		t.Errorf("spilled %d bytes, %d row groups sliced; want a spill and 1", sum.SpillBytes, sum.RowGroupsSliced)
@@ -1284,12 +1269,7 @@ func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
 	// MiB) beside its values, levels and validity; run among other tests
 	// the live heap has reached 44 MiB.
 	const pages = 16 << 20
-	if peakLive > limit+pages {
-		t.Errorf("peak live heap %d MiB under a %d MiB limit, want at most %d MiB", peakLive>>20, limit>>20, (limit+pages)>>20)
-	}
-	if bound := int64(2*limit + pages); sum.PeakHeapBytes > bound {
-		t.Errorf("peak heap %d MiB under a %d MiB limit, want at most %d MiB", sum.PeakHeapBytes>>20, limit>>20, bound>>20)
-	}
+	checkHeapBound(t, sum, peakLive, limit, pages)
 	if snapshot(t, out) != snapshot(t, whole) {
 		t.Errorf("spilled run's shards differ from the in-memory run's")
 	}

@@ -100,6 +100,30 @@ func stridedCopy[T int32 | int64 | float32 | float64](dst []byte, stride int, v 
 	}
 }
 
+// skipNulls runs write, a writer of slots [lo, hi) into dst (slot i at
+// dst[(i-lo)*stride:]) that stops at the first value it cannot convert
+// and returns its index, over [lo, hi) to the end: a failure at a slot
+// that valid (nil: every slot holds a value) marks null is passed over
+// and the slots after it are written all the same. A null slot holds
+// zero bytes, which some classes cannot convert (an INT96 of Julian day
+// 0 lies outside the int64 nanosecond range); the caller writes the
+// null slots' fill. It returns the index of the first valid slot that
+// failed and its error.
+func skipNulls(dst []byte, stride int, valid []bool, lo, hi int, write func(dst []byte, lo, hi int) (int, error)) (int, error) {
+	start := lo
+	for lo < hi {
+		bad, err := write(dst[(lo-start)*stride:], lo, hi)
+		if err == nil {
+			return 0, nil
+		}
+		if valid == nil || valid[bad] {
+			return bad, err
+		}
+		lo = bad + 1
+	}
+	return 0, nil
+}
+
 // writeValues converts values [lo, hi) of col to tp's dtype, writing value i
 // at dst[(i-lo)*stride:]. On failure it returns the index of the bad value.
 func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cls srcClass, scale int, lo, hi int) (int, error) {
@@ -361,10 +385,10 @@ func (tp *tensorPlan) applyStack(col *pqread.Column, cls srcClass, scale, j int,
 			}
 		}
 		base := int(r.dst)*rec + bufs.off[tp.out] + j*es
-		if bad, err := tp.writeValues(buf[base:], rec, col, cls, scale, r.lo, r.hi); err != nil {
-			if col.RowValid == nil || col.RowValid[bad] {
-				return loc.err(int64(bad), -1, err)
-			}
+		if bad, err := skipNulls(buf[base:], rec, col.RowValid, r.lo, r.hi, func(d []byte, lo, hi int) (int, error) {
+			return tp.writeValues(d, rec, col, cls, scale, lo, hi)
+		}); err != nil {
+			return loc.err(int64(bad), -1, err)
 		}
 		if col.RowValid != nil {
 			for i := r.lo; i < r.hi; i++ {
@@ -456,10 +480,10 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 					}
 				}
 			}
-			if bad, err := tp.writeValues(dst, es, col, cls, scale, s, s+m); err != nil {
-				if col.ElemValid == nil || col.ElemValid[bad] {
-					return loc.err(int64(i), int64(bad-s), err)
-				}
+			if bad, err := skipNulls(dst, es, col.ElemValid, s, s+m, func(d []byte, lo, hi int) (int, error) {
+				return tp.writeValues(d, es, col, cls, scale, lo, hi)
+			}); err != nil {
+				return loc.err(int64(i), int64(bad-s), err)
 			}
 			if col.ElemValid != nil {
 				for k := 0; k < m; k++ {

@@ -4,10 +4,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -485,5 +491,301 @@ func TestSliceRowBase(t *testing.T) {
 	err = plans[0].apply(c.Slice(1, 4), 0, 0, []run{{0, 3, 0}}, newRecords(outs, buf), loc, nil)
 	if err == nil || err.Error() != `a.parquet: column "v", row group 2, row 2: value 300 out of range for U8 [0, 255]` {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// fixedWidthCase is one fixed-width physical type of
+// TestFixedWidthNullsEveryLayout: the column's node, the spec of its tensor
+// (name v) and, for row i, the value written and the bytes of sample i of
+// v expected, computed from the input value here, not by prep.
+type fixedWidthCase struct {
+	name   string
+	node   parquet.Node
+	spec   string
+	value  func(i int) parquet.Value
+	expect func(i int) []byte
+}
+
+// int96Of returns the INT96 of Julian day jd and nanos of the day (u64 of
+// nanoseconds little-endian, then the day), as parquet-go's deprecated.Int96
+// words.
+func int96Of(jd uint32, nanos uint64) deprecated.Int96 {
+	return deprecated.Int96{uint32(nanos), uint32(nanos >> 32), jd}
+}
+
+// beSigned returns v as a w-byte big-endian two's complement integer.
+func beSigned(v int64, w int) []byte {
+	b := make([]byte, w)
+	for k := w - 1; k >= 0; k-- {
+		b[k] = byte(v)
+		v >>= 8 // arithmetic: sign-extends into the high bytes
+	}
+	return b
+}
+
+func le64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+
+// fixedWidthCases are every fixed-width physical type prep reads with a
+// conversion per value: INT96, FIXED_LEN_BYTE_ARRAY of widths 1, 3 and 16
+// (padded bytes), decimals backed by FIXED_LEN_BYTE_ARRAY (5 and 16
+// bytes), INT32 and INT64, and half floats (2-byte FIXED_LEN_BYTE_ARRAY).
+func fixedWidthCases() []fixedWidthCase {
+	const day = 86400 * int64(1e9)
+	int96 := func(i int) (uint32, uint64) {
+		// Days on both sides of the Unix epoch (Julian day 2440588).
+		return uint32(2440588 - 400 + 37*i), uint64(i) * 3_600_000_000_007 % uint64(day)
+	}
+	flba := func(w int) fixedWidthCase {
+		val := func(i int) []byte {
+			b := make([]byte, w)
+			for k := range b {
+				b[k] = byte(i*7 + k + 1)
+			}
+			return b
+		}
+		return fixedWidthCase{
+			name:   fmt.Sprintf("flba%d", w),
+			node:   parquet.Leaf(parquet.FixedLenByteArrayType(w)),
+			spec:   fmt.Sprintf("{name: v, column: v, dtype: U8, bytes: {mode: pad, max_len: %d}, nulls: {fill: 0, mask: true}}", w),
+			value:  func(i int) parquet.Value { return parquet.FixedLenByteArrayValue(val(i)) },
+			expect: val,
+		}
+	}
+	unscaled := func(i int) int64 { return int64(i*i*1013) - 700_000 } // negative and positive
+	decF64 := func(i int) []byte {
+		return le64(math.Float64bits(float64(unscaled(i)) / 1e3)) // one correctly rounded division of exact values
+	}
+	decFLBA := func(w int) fixedWidthCase {
+		return fixedWidthCase{
+			name:   fmt.Sprintf("decimal-flba%d", w),
+			node:   parquet.Decimal(3, 2*w, parquet.FixedLenByteArrayType(w)),
+			spec:   "{name: v, column: v, dtype: F64, nulls: {fill: -1, mask: true}}",
+			value:  func(i int) parquet.Value { return parquet.FixedLenByteArrayValue(beSigned(unscaled(i), w)) },
+			expect: decF64,
+		}
+	}
+	half := func(i int) uint16 { return uint16(0x3c00 + i*37) } // 1.0 and up, finite
+	return []fixedWidthCase{
+		{
+			name: "int96",
+			node: parquet.Leaf(parquet.Int96Type),
+			spec: "{name: v, column: v, dtype: I64, nulls: {fill: -1, mask: true}}",
+			value: func(i int) parquet.Value {
+				jd, ns := int96(i)
+				return parquet.Int96Value(int96Of(jd, ns))
+			},
+			expect: func(i int) []byte {
+				jd, ns := int96(i)
+				return le64(uint64((int64(jd)-2440588)*day + int64(ns)))
+			},
+		},
+		flba(1), flba(3), flba(16),
+		decFLBA(5), decFLBA(16),
+		{
+			name:   "decimal-int32",
+			node:   parquet.Decimal(3, 9, parquet.Int32Type),
+			spec:   "{name: v, column: v, dtype: F64, nulls: {fill: -1, mask: true}}",
+			value:  func(i int) parquet.Value { return parquet.Int32Value(int32(unscaled(i))) },
+			expect: decF64,
+		},
+		{
+			name:   "decimal-int64",
+			node:   parquet.Decimal(3, 18, parquet.Int64Type),
+			spec:   "{name: v, column: v, dtype: F64, nulls: {fill: -1, mask: true}}",
+			value:  func(i int) parquet.Value { return parquet.Int64Value(unscaled(i)) },
+			expect: decF64,
+		},
+		{
+			name: "float16",
+			node: parquet.Leaf(parquet.FixedLenByteArrayType(2)),
+			spec: "{name: v, column: v, dtype: F16, nulls: {fill: -1, mask: true}, cast: {from_unannotated: F16}}",
+			value: func(i int) parquet.Value {
+				return parquet.FixedLenByteArrayValue(binary.LittleEndian.AppendUint16(nil, half(i)))
+			},
+			expect: func(i int) []byte { return binary.LittleEndian.AppendUint16(nil, half(i)) },
+		},
+	}
+}
+
+// TestFixedWidthNullsEveryLayout converts an OPTIONAL column of every
+// fixed-width physical type, with null rows (runs of them, at the first
+// and last row, and at page starts and ends), PLAIN and dictionary
+// encoded, in one page or many (data pages V1 and V2, compressed or not),
+// and requires every valid row's value and every mask byte: a null slot
+// that fails to convert (an INT96 of zero bytes) must not stop the values
+// after it.
+func TestFixedWidthNullsEveryLayout(t *testing.T) {
+	const rows = 60
+	null := func(i int) bool { return i == 0 || i == rows-1 || i%7 == 3 || i%11 == 5 || (i >= 20 && i < 24) }
+	type layout struct {
+		name string
+		dict bool
+		opts []parquet.WriterOption
+	}
+	var layouts []layout
+	for _, dict := range []bool{false, true} {
+		for _, pages := range []struct {
+			name string
+			opts []parquet.WriterOption
+		}{
+			{"one-page", nil},
+			{"pages-v1", []parquet.WriterOption{parquet.PageBufferSize(48), parquet.DataPageVersion(1)}},
+			{"pages-v2", []parquet.WriterOption{parquet.PageBufferSize(48), parquet.DataPageVersion(2)}},
+			{"pages-v2-snappy", []parquet.WriterOption{parquet.PageBufferSize(48), parquet.DataPageVersion(2), parquet.Compression(&parquet.Snappy)}},
+			{"pages-v1-zstd", []parquet.WriterOption{parquet.PageBufferSize(96), parquet.DataPageVersion(1), parquet.Compression(&parquet.Zstd)}},
+		} {
+			enc := "plain"
+			if dict {
+				enc = "dict"
+			}
+			layouts = append(layouts, layout{enc + "-" + pages.name, dict, pages.opts})
+		}
+	}
+	var nullFirst, nullLast int // pages of the files written that start or end with a null
+	for _, c := range fixedWidthCases() {
+		for _, l := range layouts {
+			t.Run(c.name+"/"+l.name, func(t *testing.T) {
+				node := parquet.Optional(c.node)
+				if l.dict {
+					node = parquet.Optional(parquet.Encoded(c.node, &parquet.RLEDictionary))
+				}
+				sch := parquet.NewSchema("s", parquet.Group{"v": node})
+				var data []parquet.Row
+				for i := range rows {
+					if null(i) {
+						data = append(data, parquet.Row{parquet.NullValue().Level(0, 0, 0)})
+					} else {
+						data = append(data, parquet.Row{c.value(i).Level(0, 1, 0)})
+					}
+				}
+				dir := t.TempDir()
+				path := filepath.Join(dir, "v.parquet")
+				writeRows(t, path, sch, data, l.opts...)
+				first, last := nullPageEdges(t, path)
+				nullFirst += first
+				nullLast += last
+				p := makePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+				s, err := materializeAll(t, p, "tensors: ["+c.spec+"]")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range rows {
+					want, mask := c.expect(i), byte(1)
+					if null(i) {
+						mask = 0
+						want = s.Sample(0, i) // the fill, checked by other tests
+					}
+					if got := s.Sample(0, i); string(got) != string(want) {
+						t.Errorf("row %d: v = % x, want % x", i, got, want)
+					}
+					if got := s.Sample(1, i); len(got) != 1 || got[0] != mask {
+						t.Errorf("row %d: mask = %v, want %d", i, got, mask)
+					}
+				}
+			})
+		}
+	}
+	if nullFirst == 0 || nullLast == 0 {
+		t.Errorf("no page of the files written starts (%d) or ends (%d) with a null: the layouts do not test page edges", nullFirst, nullLast)
+	}
+}
+
+// nullPageEdges counts the data pages of the one column of the file at
+// path whose first, and whose last, level entry is null, as parquet-go's
+// reader sees them.
+func nullPageEdges(t *testing.T, path string) (first, last int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rg := range pf.RowGroups() {
+		pages := rg.ColumnChunks()[0].Pages()
+		for {
+			pg, err := pages.ReadPage()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defs := pg.DefinitionLevels()
+			if len(defs) > 0 && defs[0] == 0 {
+				first++
+			}
+			if len(defs) > 0 && defs[len(defs)-1] == 0 {
+				last++
+			}
+		}
+		pages.Close()
+	}
+	return first, last
+}
+
+// TestFixedWidthNullElementsInLists is TestFixedWidthNullsEveryLayout for
+// null elements of lists of INT96: as a jagged tensor and as a fixed list,
+// an element after a null one keeps its value.
+func TestFixedWidthNullElementsInLists(t *testing.T) {
+	const rows = 12
+	const day = 86400 * int64(1e9)
+	ns := func(i, k int) int64 { return int64(i*10+k) * day / 100 }
+	nullElem := func(i, k int) bool { return (i+k)%3 == 1 }
+	sch := parquet.NewSchema("s", parquet.Group{"v": parquet.List(parquet.Optional(parquet.Leaf(parquet.Int96Type)))})
+	var data []parquet.Row
+	for i := range rows {
+		var row parquet.Row
+		for k := range 3 {
+			if nullElem(i, k) {
+				row = append(row, parquet.NullValue().Level(min(k, 1), 1, 0))
+				continue
+			}
+			n := ns(i, k)
+			row = append(row, parquet.Int96Value(int96Of(uint32(2440588+n/day), uint64(n%day))).Level(min(k, 1), 2, 0))
+		}
+		data = append(data, row)
+	}
+	dir := t.TempDir()
+	writeRows(t, filepath.Join(dir, "v.parquet"), sch, data, parquet.PageBufferSize(40))
+	p := makePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+	s, err := materializeAll(t, p, `
+tensors:
+  - {name: j, column: v, dtype: I64, list: {jagged: true, element_fill: -1, element_mask: true}}
+  - {name: f, column: v, dtype: I64, shape: [4], list: {pad: -2, element_fill: -1, element_mask: true}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		var want []byte
+		var mask []byte
+		for k := range 3 {
+			v, m := ns(i, k), byte(1)
+			if nullElem(i, k) {
+				v, m = -1, 0
+			}
+			want = append(want, le64(uint64(v))...)
+			mask = append(mask, m)
+		}
+		if got := s.Sample(tensorIndex(t, s, "j"), i); string(got) != string(want) {
+			t.Errorf("row %d: j = % x, want % x", i, got, want)
+		}
+		if got := s.Sample(tensorIndex(t, s, "j_element_mask"), i); string(got) != string(mask) {
+			t.Errorf("row %d: j_element_mask = %v, want %v", i, got, mask)
+		}
+		want = append(want, le64(uint64(math.MaxUint64-1))...) // pad -2
+		if got := s.Sample(tensorIndex(t, s, "f"), i); string(got) != string(want) {
+			t.Errorf("row %d: f = % x, want % x", i, got, want)
+		}
+		if got := s.Sample(tensorIndex(t, s, "f_element_mask"), i); string(got) != string(append(mask, 0)) {
+			t.Errorf("row %d: f_element_mask = %v, want %v", i, got, append(mask, 0))
+		}
 	}
 }

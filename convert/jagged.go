@@ -190,16 +190,14 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 				if a == 0 {
 					at = o
 				}
-				var bad int
-				if cls == clsBytes {
-					bad, err = tp.writeBytesValues(dst, int(es), col, int(s+a), int(s+a+m))
-				} else {
-					bad, err = tp.writeValues(dst, int(es), col, cls, scale, int(s+a), int(s+a+m))
-				}
-				if err != nil {
-					if col.ElemValid == nil || col.ElemValid[bad] {
-						return loc.err(int64(i), int64(bad)-s, err)
+				bad, err := skipNulls(dst, int(es), col.ElemValid, int(s+a), int(s+a+m), func(d []byte, lo, hi int) (int, error) {
+					if cls == clsBytes {
+						return tp.writeBytesValues(d, int(es), col, lo, hi)
 					}
+					return tp.writeValues(d, int(es), col, cls, scale, lo, hi)
+				})
+				if err != nil {
+					return loc.err(int64(i), int64(bad)-s, err)
 				}
 				if col.ElemValid != nil {
 					for k := int64(0); k < m; k++ {

@@ -214,7 +214,7 @@ func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cl
 				}
 			}
 		default:
-			return lo, fmt.Errorf("internal: integer column decoded as kind %d", col.Kind)
+			return lo, fmt.Errorf("%w: integer column decoded as kind %d", ErrInternal, col.Kind)
 		}
 	case clsF16:
 		w := col.Width
@@ -269,7 +269,7 @@ func (tp *tensorPlan) writeValues(dst []byte, stride int, col *pqread.Column, cl
 			}
 		}
 	default:
-		return lo, fmt.Errorf("internal: class %d has no numeric conversion", cls)
+		return lo, fmt.Errorf("%w: class %d has no numeric conversion", ErrInternal, cls)
 	}
 	return 0, nil
 }
@@ -565,7 +565,7 @@ func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs *records, 
 // in the same order with the same errors as applyBytes.
 func (tp *tensorPlan) applyBytesDict(col *pqread.Column, runs []run, bufs *records, loc chunkLoc) error {
 	if tp.mode != modeBytesHash {
-		return fmt.Errorf("internal: dictionary-form column for tensor %s outside hash mode", tp.spec.Name)
+		return fmt.Errorf("%w: dictionary-form column for tensor %s outside hash mode", ErrInternal, tp.spec.Name)
 	}
 	ne := len(col.DictOffsets) - 1
 	hash := make([]uint64, ne)

@@ -222,7 +222,7 @@ func (a *arena) close() {
 // readAt fills dst with the arena's bytes at off.
 func (a *arena) readAt(dst []byte, off int64) error {
 	if off < 0 || off+int64(len(dst)) > a.size {
-		return fmt.Errorf("internal: values arena read [%d, %d) beyond its %d bytes", off, off+int64(len(dst)), a.size)
+		return fmt.Errorf("%w: values arena read [%d, %d) beyond its %d bytes", ErrInternal, off, off+int64(len(dst)), a.size)
 	}
 	if a.mem != nil {
 		copy(dst, a.mem[off:])

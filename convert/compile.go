@@ -96,7 +96,14 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 		}
 		if tp.spec.List != nil && tp.spec.List.ElementMask {
 			tp.elemMask = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_element_mask", DType: shardfmt.U8, Shape: tp.shape, Jagged: jag})
+			// One byte per element: the fixed list's shape, or per value
+			// of a jagged tensor a scalar, whatever the per-value shape
+			// of its values (a padded string's [max_len]).
+			sh := tp.shape
+			if jag {
+				sh = nil
+			}
+			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_element_mask", DType: shardfmt.U8, Shape: sh, Jagged: jag})
 		}
 		tp.innerLens = -1
 		if jag && tp.depth == 2 {

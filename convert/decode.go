@@ -366,7 +366,7 @@ func (d *decoder) firstError(g *rowGroupJob, w window, limit int, scratch []byte
 			return task.seq, err, scratch
 		}
 	}
-	return g.first, fmt.Errorf("internal: row group %d of %s failed without an error", g.rg, d.files[g.fi].rel), scratch
+	return g.first, fmt.Errorf("%w: row group %d of %s failed without an error", ErrInternal, g.rg, d.files[g.fi].rel), scratch
 }
 
 // checkColumn runs the transform of task over runs (rows relative to

@@ -39,6 +39,12 @@ var (
 	// ErrNoSpace is returned when the output file system has less free space
 	// than the run needs.
 	ErrNoSpace = errors.New("not enough free disk space")
+
+	// ErrInternal is returned when an invariant of the conversion itself is
+	// broken (a staging record, spill window or values arena read outside
+	// what was laid out for it): a bug in prep, never bad input. prep exits
+	// with its internal-error code (4) on it.
+	ErrInternal = errors.New("internal")
 )
 
 // Error is a conversion failure with its location in the source. Fields that

@@ -56,11 +56,11 @@ func (g *gatherer) gather(block []byte, ids []uint64) error {
 	limit := len(g.data) - g.rec
 	for _, id := range ids {
 		if id >= g.set.n || !g.set.has(id) {
-			return fmt.Errorf("internal: sample %d is not staged", id)
+			return fmt.Errorf("%w: sample %d is not staged", ErrInternal, id)
 		}
 		o := int(g.set.rank(id)) * g.rec
 		if o > limit {
-			return fmt.Errorf("internal: staging record of sample %d at %d beyond %d bytes", id, o, len(g.data))
+			return fmt.Errorf("%w: staging record of sample %d at %d beyond %d bytes", ErrInternal, id, o, len(g.data))
 		}
 		g.src = append(g.src, o)
 	}
@@ -77,7 +77,7 @@ func (g *gatherer) gatherAt(data, block []byte, src []int) error {
 	limit := len(data) - g.rec
 	for _, o := range src {
 		if o < 0 || o > limit {
-			return fmt.Errorf("internal: record at %d beyond %d bytes", o, len(data))
+			return fmt.Errorf("%w: record at %d beyond %d bytes", ErrInternal, o, len(data))
 		}
 	}
 	return g.copySlabs(data, block, src)
@@ -95,12 +95,12 @@ func (g *gatherer) copySlabs(data, block []byte, offs []int) error {
 		var dst unsafe.Pointer
 		if g.refs != nil && g.refs[t] != nil {
 			if len(offs)*n > len(g.refs[t]) {
-				return fmt.Errorf("internal: %d references of tensor %d, room for %d", len(offs), t, len(g.refs[t])/n)
+				return fmt.Errorf("%w: %d references of tensor %d, room for %d", ErrInternal, len(offs), t, len(g.refs[t])/n)
 			}
 			dst = unsafe.Pointer(unsafe.SliceData(g.refs[t]))
 		} else {
 			if end := g.slab[t] + len(offs)*n; end > len(block) || g.slab[t] < 0 {
-				return fmt.Errorf("internal: slab %d ends at %d, block has %d bytes", t, end, len(block))
+				return fmt.Errorf("%w: slab %d ends at %d, block has %d bytes", ErrInternal, t, end, len(block))
 			}
 			dst = unsafe.Pointer(unsafe.SliceData(block[g.slab[t]:]))
 		}

@@ -195,7 +195,7 @@ func (h *HeldSamples) sample(t, i int) ([]byte, error) {
 		return []byte{}, nil
 	}
 	if h.ar == nil || off > uint64(len(h.ar.mem)) || n > uint64(len(h.ar.mem))-off {
-		return nil, fmt.Errorf("internal: values arena read of %d bytes at %d beyond its %d bytes", n, off, len(h.ar.mem))
+		return nil, fmt.Errorf("%w: values arena read of %d bytes at %d beyond its %d bytes", ErrInternal, n, off, len(h.ar.mem))
 	}
 	return h.ar.mem[off : off+n : off+n], nil
 }

@@ -393,7 +393,7 @@ func (s *spiller) flush(wi int, buf []byte) error {
 	n := int64(len(buf))
 	off := w.fill.Add(n) - n
 	if off+n > w.count*int64(s.ent) {
-		return fmt.Errorf("internal: spill window %d overflows its %d records", wi, w.count)
+		return fmt.Errorf("%w: spill window %d overflows its %d records", ErrInternal, wi, w.count)
 	}
 	if _, err := s.file.WriteAt(buf, w.base+off); err != nil {
 		return fmt.Errorf("writing spill file: %w", err)
@@ -407,7 +407,7 @@ func (s *spiller) flush(wi int, buf []byte) error {
 func (s *spiller) checkFull() error {
 	for wi, w := range s.windows {
 		if got, want := w.fill.Load(), w.count*int64(s.ent); got != want {
-			return fmt.Errorf("internal: spill window %d (epoch %d, steps %d-%d) holds %d bytes, want %d",
+			return fmt.Errorf("%w: spill window %d (epoch %d, steps %d-%d) holds %d bytes, want %d", ErrInternal,
 				wi, s.groups[w.group].epoch, w.s0, w.s1-1, got, want)
 		}
 	}
@@ -440,7 +440,7 @@ func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error 
 			for o := 0; o < len(b); o += s.ent {
 				slot := binary.LittleEndian.Uint64(b[o:])
 				if slot >= slots {
-					return fmt.Errorf("internal: spill record slot %d beyond window %d's %d", slot, wi, slots)
+					return fmt.Errorf("%w: spill record slot %d beyond window %d's %d", ErrInternal, slot, wi, slots)
 				}
 				copy(dst[int(slot)*s.rec:], b[o+8:o+s.ent])
 			}

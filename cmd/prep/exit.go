@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/prepml/prep/convert"
 	"github.com/spf13/cobra"
 )
 
@@ -16,7 +17,7 @@ const (
 	exitFailed = 1
 	exitUsage  = 2
 	exitLocked = 3 // returned through dirlock.HeldError's ExitCode
-	exitCrash  = 4 // a panic caught in run: a bug in prep, never a usage error
+	exitCrash  = 4 // a panic caught in run, or convert.ErrInternal: a bug in prep, never a usage error
 )
 
 // usageError marks an error caused by bad flags or arguments (exit 2).
@@ -59,6 +60,8 @@ func exitCode(err error, stderr io.Writer, log *slog.Logger) int {
 		code = exitUsage
 	case errors.As(err, &ec):
 		code = ec.ExitCode()
+	case errors.Is(err, convert.ErrInternal):
+		code = exitCrash
 	}
 	if log != nil {
 		log.Error(err.Error(), "exit_code", code)

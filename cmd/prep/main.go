@@ -8,7 +8,8 @@
 //	1  the job failed, or a check found problems
 //	2  usage error (bad flags or arguments)
 //	3  another run holds the output directory's lock
-//	4  internal error: prep panicked (a bug); the panic and stack are printed
+//	4  internal error (a bug): prep panicked (the panic and stack are
+//	   printed) or found one of its own invariants broken (convert.ErrInternal)
 package main
 
 import (

@@ -117,7 +117,9 @@ func badOffsets(block []byte, off uint64, b, count int, n uint64) (int64, string
 }
 
 // locateBadOffset is badOffsets' walk that finds and names the first offset
-// breaking a rule (-1 when none does).
+// breaking a rule (-1 when none does). Offsets are signed int64 (FORMAT.md):
+// a negative entry, or one beyond the batch's values count n, is named
+// itself, not the entry after it that then seems to decrease.
 func locateBadOffset(block []byte, off uint64, b, count int, n uint64) (int64, string) {
 	var prev uint64
 	for j := 0; j <= b; j++ {
@@ -126,8 +128,12 @@ func locateBadOffset(block []byte, off uint64, b, count int, n uint64) (int64, s
 		switch {
 		case j == 0 && v != 0:
 			return int64(at), fmt.Sprintf("offsets[0] = %d, want 0", int64(v))
+		case int64(v) < 0:
+			return int64(at), fmt.Sprintf("offsets[%d] = %d is negative", j, int64(v))
+		case v > n:
+			return int64(at), fmt.Sprintf("offsets[%d] = %d exceeds the batch's values count %d", j, v, n)
 		case v < prev:
-			return int64(at), fmt.Sprintf("offsets[%d] = %d decreases from %d", j, int64(v), prev)
+			return int64(at), fmt.Sprintf("offsets[%d] = %d decreases from %d", j, v, prev)
 		case j >= count && v != n:
 			return int64(at), fmt.Sprintf("offsets[%d] = %d, want the batch's values count %d", j, int64(v), n)
 		}

@@ -3,6 +3,7 @@ package shardfmt
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -407,32 +408,42 @@ func BenchmarkOffsetsCheck(b *testing.B) {
 
 // TestJaggedBadOffsetsMessage: a broken offsets entry is reported at its
 // block (batch 1's block starts at file offset 8192) and names the entry
-// by index and by file offset: entry 2 of "ids" set to 1300 (CRC fixed)
-// makes entry 3 (1201, the batch's values count), at 8192 + 3*8 = 8216,
-// decrease.
+// by index, signed value and file offset: entry 2 of "ids" (at 8192 + 2*8
+// = 8208) set to 1300, beyond the batch's 1201 values, or to INT64_MIN
+// (once reported as entry 3 decreasing from 9223372036854775808), or to
+// 1202 with entry 3 back at 1201 (CRC fixed each time).
 func TestJaggedBadOffsetsMessage(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.shard")
-	writeJagged(t, path)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const blk1, size1, bt, bel = 8192, 12288, 24576, 48
-	le.PutUint64(b[blk1+16:], 1300)
-	le.PutUint32(b[bt+bel+bBlockCRC:], crc32c(b[blk1:blk1+size1]))
-	reseal(b)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	err = r.VerifyBatch(1)
-	var fe *FormatError
-	want := path + `: block of batch 1 at offset 8192: corrupt shard: tensor "ids": offsets[3] = 1201 decreases from 1300 (offsets entry 3 at file offset 8216)`
-	if err == nil || err.Error() != want || !errors.As(err, &fe) || fe.Offset != blk1 || !errors.Is(err, ErrCorrupt) {
-		t.Errorf("error\n  %v\nwant\n  %s", err, want)
+	for _, c := range []struct {
+		v    uint64
+		want string
+	}{
+		{1300, `offsets[2] = 1300 exceeds the batch's values count 1201 (offsets entry 2 at file offset 8208)`},
+		{1 << 63, `offsets[2] = -9223372036854775808 is negative (offsets entry 2 at file offset 8208)`},
+		{math.MaxUint64, `offsets[2] = -1 is negative (offsets entry 2 at file offset 8208)`},
+	} {
+		path := filepath.Join(t.TempDir(), "j.shard")
+		writeJagged(t, path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		le.PutUint64(b[blk1+16:], c.v)
+		le.PutUint32(b[bt+bel+bBlockCRC:], crc32c(b[blk1:blk1+size1]))
+		reseal(b)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.VerifyBatch(1)
+		r.Close()
+		var fe *FormatError
+		want := path + `: block of batch 1 at offset 8192: corrupt shard: tensor "ids": ` + c.want
+		if err == nil || err.Error() != want || !errors.As(err, &fe) || fe.Offset != blk1 || !errors.Is(err, ErrCorrupt) {
+			t.Errorf("entry 2 = %#x: error\n  %v\nwant\n  %s", c.v, err, want)
+		}
 	}
 }

@@ -96,11 +96,17 @@ type encoder struct {
 
 	overflowErr bool          // cast.overflow error: a narrow-float overflow is an ErrValue
 	overflows   *atomic.Int64 // narrow-float overflows stored as ±Inf (or ±448); nil: not counted
+	constant    bool          // encodes a spec's fill or pad value: a narrow-float overflow is always an error
 }
 
-// overflow handles a narrow-float overflow of x: an error under
+// overflow handles a narrow-float overflow of x: an error for a spec's
+// constant (a finite fill that would become ±Inf is refused, whatever
+// cast.overflow, as an out-of-range integer fill is) and under
 // cast.overflow error, otherwise one more count.
 func (e encoder) overflow(x float64) error {
+	if e.constant {
+		return valueErrorf("%s overflows %s (largest finite %s); write Inf or -Inf for an infinite value", fmtFloat(x), e.dt, maxFinite(e.dt))
+	}
 	if e.overflowErr {
 		return valueErrorf("value %s overflows %s (largest finite %s; cast.overflow is error)", fmtFloat(x), e.dt, maxFinite(e.dt))
 	}

@@ -416,6 +416,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	if tp.mode == modeBytesHash {
 		fillEnc = newEncoder(shardfmt.I64, "")
 	}
+	fillEnc.constant = true
 	enc := func(n *Number, what string) ([]byte, error) {
 		b := make([]byte, fillEnc.size)
 		var err error

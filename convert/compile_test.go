@@ -63,3 +63,44 @@ func TestCompileNestedColumnByNaturalName(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowFloatConstantsRefused pins the fault where element_fill 1e6
+// for F16 silently became +Inf: a fill, pad or element fill beyond a
+// narrow float dtype's largest finite value is refused whatever
+// cast.overflow, like an out-of-range integer fill; the largest finite
+// value and an explicit infinity are accepted.
+func TestNarrowFloatConstantsRefused(t *testing.T) {
+	list := schemaOf("a.parquet", pqread.ColumnInfo{Name: "v", Physical: "DOUBLE", Kind: pqread.KindFloat64, List: true, MaxDef: 3, MaxRep: 1})
+	scalar := schemaOf("a.parquet", pqread.ColumnInfo{Name: "x", Physical: "DOUBLE", Kind: pqread.KindFloat64, MaxDef: 1})
+	for _, c := range []struct {
+		spec   string
+		schema fileSchema
+		want   string // "" = accepted
+	}{
+		{`{name: v, column: v, dtype: F16, list: {jagged: true, element_fill: 1e6}}`, list,
+			`tensor "v": list.element_fill 1e+06: 1e+06 overflows F16 (largest finite 65504); write Inf or -Inf for an infinite value`},
+		{`{name: v, column: v, dtype: F16, list: {jagged: true, element_fill: 1e6}, cast: {overflow: inf}}`, list,
+			`tensor "v": list.element_fill 1e+06: 1e+06 overflows F16 (largest finite 65504); write Inf or -Inf for an infinite value`},
+		{`{name: v, column: v, dtype: F16, shape: [2], list: {pad: 70000}}`, list,
+			`tensor "v": list.pad 70000: 70000 overflows F16 (largest finite 65504); write Inf or -Inf for an infinite value`},
+		{`{name: x, column: x, dtype: BF16, nulls: {fill: -1e39}}`, scalar,
+			`tensor "x": nulls.fill -1e+39: -1e+39 overflows BF16 (largest finite 3.3895314e38); write Inf or -Inf for an infinite value`},
+		{`{name: x, column: x, dtype: F8_E4M3, nulls: {fill: 500}}`, scalar,
+			`tensor "x": nulls.fill 500: 500 overflows F8_E4M3 (largest finite 448); write Inf or -Inf for an infinite value`},
+		{`{name: v, column: v, dtype: F16, list: {jagged: true, element_fill: 65504}}`, list, ""},
+		{`{name: v, column: v, dtype: F16, list: {jagged: true, element_fill: -Inf}}`, list, ""},
+		{`{name: x, column: x, dtype: F16, nulls: {fill: Inf}}`, scalar, ""},
+	} {
+		spec, err := ParseSpec([]byte("tensors: ["+c.spec+"]"), "s.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		_, err = compileTensor(&spec.Tensors[0], []fileSchema{c.schema})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", c.spec, err)
+		case c.want != "" && (err == nil || err.Error() != c.want || !errors.Is(err, ErrSpec)):
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
+	}
+}

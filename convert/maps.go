@@ -2,6 +2,7 @@ package convert
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -249,6 +250,23 @@ func compileMapDense(t *TensorSpec, vp *tensorPlan, keys []pqread.ColumnInfo, fi
 			vp.denseKeys[k] = i
 		}
 	default:
+		// The keys' range: of the widest key type among the files (a
+		// key beyond it could match no row of any file).
+		bits := 0
+		for _, ci := range keys {
+			b := 64
+			if ci.Physical == "INT32" {
+				b = 32
+			}
+			if ci.BitWidth > 0 && ci.BitWidth < b {
+				b = ci.BitWidth
+			}
+			bits = max(bits, b)
+		}
+		lo, hi := int64(-1)<<(bits-1), uint64(1)<<(bits-1)-1
+		if vp.classes[0][0] == clsUint {
+			lo, hi = 0, uint64(1)<<bits-1 // bits <= 32 here, or 64: 1<<64-1 wraps to MaxUint64
+		}
 		vp.denseInts = make(map[int64]int, len(m.Keys))
 		for i, k := range m.Keys {
 			var v int64
@@ -260,8 +278,11 @@ func compileMapDense(t *TensorSpec, vp *tensorPlan, keys []pqread.ColumnInfo, fi
 			} else {
 				v, err = strconv.ParseInt(k, 10, 64)
 			}
-			if err != nil {
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
 				return nil, terr(specErrorf("map.keys[%d] %q is no %s key (map %q has integer keys, given as decimal text)", i, k, ksig, t.Column))
+			}
+			if out := err != nil || (vp.classes[0][0] == clsUint && uint64(v) > hi) || (vp.classes[0][0] != clsUint && (v < lo || v > int64(hi))); out {
+				return nil, terr(specErrorf("map.keys[%d] %q is out of the range of map %q's %s keys [%d, %d]; no row can hold it", i, k, t.Column, ksig, lo, hi))
 			}
 			if j, ok := vp.denseInts[v]; ok {
 				return nil, terr(specErrorf("map.keys[%d] %q and map.keys[%d] %q are the same key", j, m.Keys[j], i, k))
@@ -281,7 +302,7 @@ func compileMapDense(t *TensorSpec, vp *tensorPlan, keys []pqread.ColumnInfo, fi
 // an overflow of a source value).
 func encodeNumber(tp *tensorPlan, n *Number) ([]byte, error) {
 	e := tp.enc
-	e.overflows = nil
+	e.overflows, e.constant = nil, true
 	b := make([]byte, e.size)
 	if n.isInt {
 		return b, e.putInt(b, n.i)

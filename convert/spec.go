@@ -457,11 +457,23 @@ var ReservedNames = []string{"sample_ids", "pad", "step", "pad_mask"}
 // error names both tensors.
 func (s *Spec) checkNames() error {
 	owner := map[string]string{} // output or derived name -> who takes it
+	stems := map[string]string{} // its file name in prep export (shardfmt.FileStem) -> the name
+	for _, r := range ReservedNames {
+		stems[shardfmt.FileStem(r)] = r
+	}
 	taken := func(n, by string) error {
 		if o, dup := owner[n]; dup {
 			return specErrorf("tensor name %q used twice: by %s and by %s (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths, a jagged list <name>_inner_lengths; a map's <name>.keys and <name>.values; a jagged tensor's offsets <name>_offsets)", n, o, by)
 		}
+		if m, dup := stems[shardfmt.FileStem(n)]; dup && m != n {
+			other := owner[m]
+			if other == "" {
+				other = "the reserved name " + strconv.Quote(m)
+			}
+			return specErrorf("tensor names %q (%s) and %q (%s) are one file name, %s.npy, once prep export writes '/', '\\' and NUL bytes as '_'; rename one of them", m, other, n, by, shardfmt.FileStem(n))
+		}
 		owner[n] = by
+		stems[shardfmt.FileStem(n)] = n
 		return nil
 	}
 	for i := range s.Tensors {

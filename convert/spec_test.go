@@ -280,6 +280,38 @@ func TestParseSpecReservedNames(t *testing.T) {
 	}
 }
 
+// TestParseSpecFileNameClashes pins the fault where tensors named a/b and
+// a_b converted and every later prep export failed on the clashing file
+// name: outputs whose export file names (shardfmt.FileStem) are one are
+// refused at validation, naming both tensors and the file, whatever their
+// order and whatever output (a mask, a jagged tensor's offsets, a reserved
+// name) clashes.
+func TestParseSpecFileNameClashes(t *testing.T) {
+	const why = "; rename one of them"
+	for _, c := range []struct{ yaml, want string }{
+		{"tensors: [{name: a/b, column: a, dtype: I64}, {name: a_b, column: b, dtype: I64}]",
+			`f.yaml: tensor names "a/b" (tensor "a/b") and "a_b" (tensor "a_b") are one file name, a_b.npy, once prep export writes '/', '\' and NUL bytes as '_'` + why},
+		{"tensors: [{name: a_b, column: b, dtype: I64}, {name: 'a\\b', column: a, dtype: I64}]",
+			`f.yaml: tensor names "a_b" (tensor "a_b") and "a\\b" (tensor "a\\b") are one file name, a_b.npy, once prep export writes '/', '\' and NUL bytes as '_'` + why},
+		{"tensors: [{name: v, column: v, dtype: I32, list: {jagged: true}}, {name: v/offsets, column: o, dtype: I64}]",
+			`f.yaml: tensor names "v_offsets" (tensor "v" (as the offsets of jagged "v", exported as v_offsets.npy)) and "v/offsets" (tensor "v/offsets") are one file name, v_offsets.npy, once prep export writes '/', '\' and NUL bytes as '_'` + why},
+		{"tensors: [{name: v/offsets, column: o, dtype: I64}, {name: v, column: v, dtype: I32, list: {jagged: true}}]",
+			`f.yaml: tensor names "v/offsets" (tensor "v/offsets") and "v_offsets" (tensor "v" (as the offsets of jagged "v", exported as v_offsets.npy)) are one file name, v_offsets.npy, once prep export writes '/', '\' and NUL bytes as '_'` + why},
+		{"tensors: [{name: x/mask, column: o, dtype: I64}, {name: x, column: x, dtype: I32, nulls: {fill: 0, mask: true}}]",
+			`f.yaml: tensor names "x/mask" (tensor "x/mask") and "x_mask" (tensor "x" (as "x_mask")) are one file name, x_mask.npy, once prep export writes '/', '\' and NUL bytes as '_'` + why},
+		{"tensors: [{name: sample/ids, column: o, dtype: I64}]",
+			`f.yaml: tensor names "sample_ids" (the reserved name "sample_ids") and "sample/ids" (tensor "sample/ids") are one file name, sample_ids.npy, once prep export writes '/', '\' and NUL bytes as '_'` + why},
+	} {
+		_, err := ParseSpec([]byte(c.yaml), "f.yaml")
+		if err == nil || !errors.Is(err, ErrSpec) || err.Error() != c.want {
+			t.Errorf("%s: err\n  %v\nwant\n  %s", c.yaml, err, c.want)
+		}
+	}
+	if _, err := ParseSpec([]byte("tensors: [{name: a/b, column: a, dtype: I64}, {name: a.b, column: b, dtype: I64}, {name: a-b, column: c, dtype: I64}]"), "f.yaml"); err != nil {
+		t.Errorf("a/b beside a.b and a-b: %v", err)
+	}
+}
+
 // TestParseSpecMap: the map policy's rules, each refused with its exact
 // message, and the outputs of a jagged and a dense map.
 func TestParseSpecMap(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/prepml/prep/internal/npy"
 	"github.com/prepml/prep/shardfmt"
@@ -216,20 +215,9 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 	return res, nil
 }
 
-// fileNameFor maps a tensor name to "<name>.npy", replacing characters that
-// cannot appear in a file name.
-func fileNameFor(name string) string {
-	name = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == 0 {
-			return '_'
-		}
-		return r
-	}, name)
-	if name == "" || name == "." || name == ".." {
-		name = "_" + name
-	}
-	return name + ".npy"
-}
+// fileNameFor maps a tensor name to "<name>.npy" (shardfmt.FileStem:
+// characters that cannot appear in a file name replaced).
+func fileNameFor(name string) string { return shardfmt.FileStem(name) + ".npy" }
 
 // exportShard opens the (epoch, rank) shard through the manifest with every
 // check of shardset.Set.Shard (no link followed, size, provenance), or by

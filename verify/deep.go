@@ -154,9 +154,10 @@ type deepCheck struct {
 	fraction float64
 	want     []byte
 
-	per  uint64       // sample bytes of one sample (fixed-shape shards)
-	jag  *jaggedCheck // a shard with jagged tensors; nil otherwise
-	part *partCheck   // compare by parts (a PartSource, deeppart.go); nil: batch by batch
+	per     uint64        // sample bytes of one sample (fixed-shape shards)
+	jag     *jaggedCheck  // a shard with jagged tensors; nil otherwise
+	derived *derivedCheck // the spec's derived tensors checked on their own (derived.go); nil: none
+	part    *partCheck    // compare by parts (a PartSource, deeppart.go); nil: batch by batch
 
 	fetchedTo int    // batches below this were prefetched (Prefetcher only)
 	fetchErr  error  // the error of that prefetch, reported per batch
@@ -215,6 +216,18 @@ func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, i
 	}
 	d := &deepCheck{s: s, r: r, src: src, g: g, tensors: ts, epoch: epoch, rank: rank,
 		seed: c.opts.Seed, fraction: c.deepFraction()}
+	if c.man != nil && c.man.Spec != nil {
+		rules, err := derivedRules(c.man.Spec, ts)
+		if err != nil {
+			s.add(Finding{Kind: KindSourceUnreadable, Message: "derived tensors not checked: reading the manifest's spec: " + err.Error()})
+		}
+		for _, f := range declFindings(rules, ts) {
+			s.add(f)
+		}
+		if len(rules) > 0 {
+			d.derived = &derivedCheck{g: g, r: r, ts: ts, rules: rules}
+		}
+	}
 	for _, n := range g.SampleBytes {
 		d.per += n
 	}
@@ -270,6 +283,9 @@ func (d *deepCheck) compare(ctx context.Context, k int, bi shardfmt.BatchInfo, i
 	if d.fetchErr != nil {
 		d.s.add(Finding{Kind: KindSourceUnreadable, Batch: intp(k), Message: d.fetchErr.Error()})
 		return
+	}
+	if d.derived != nil {
+		d.derived.check(k, got, ids, func(_, _ int, f Finding) { d.s.add(f) })
 	}
 	if d.jag != nil {
 		d.compareJagged(ctx, k, got, ids)

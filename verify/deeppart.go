@@ -126,6 +126,7 @@ const partRowBytes = 40
 const (
 	phaseIntegrity = iota
 	phaseBatch
+	phaseDerived // derived tensors checked on their own (derived.go)
 	phaseFixed
 	phaseJagged
 	phaseOutside
@@ -444,6 +445,9 @@ func (d *deepCheck) comparePart(ctx context.Context, x, next *partIndex, holdErr
 			continue
 		}
 		if !pc.is(j, batchOutside) {
+			if d.derived != nil {
+				d.derived.check(k, got, ids, func(t, slot int, f Finding) { pc.fs.add(k, phaseDerived, t, slot, f) })
+			}
 			d.checkOutside(j, k, got, len(ids), sc)
 		}
 		d.compareFixedSlots(j, k, got, ids, sc)

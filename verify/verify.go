@@ -6,7 +6,10 @@
 // on request, source conformance (values re-read from the source Parquet:
 // by parts of row groups, each row group decoded about once for the whole
 // shard set whatever the memory limit, when the source is a PartSource;
-// see deeppart.go and deepset.go).
+// see deeppart.go and deepset.go), every tensor of the block compared, and
+// the tensors the spec derives (masks, lengths, element masks, inner
+// lengths) checked on their own too: declared as the spec derives them
+// and agreeing with the tensor they describe (derived.go).
 //
 // Run reports every finding, not just the first; a finding is data, not an
 // error. The package also computes what `prep inspect` shows (Inspect) and

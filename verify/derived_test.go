@@ -1,0 +1,70 @@
+package verify
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/prepml/prep/shardfmt"
+)
+
+// TestDerivedDeclarations: the tensors a spec derives are declared as it
+// derives them. The table of a shard written when a padded string list's
+// element mask took the values' per-value shape ([max_len] where one byte
+// per element was written) gets a shard_identity finding naming it; the
+// right table none; a derived tensor the shard lacks is named too.
+func TestDerivedDeclarations(t *testing.T) {
+	var spec any
+	if err := json.Unmarshal([]byte(`{"tensors":[
+		{"bytes":{"max_len":4,"mode":"pad"},"column":"s","dtype":"U8","list":{"element_mask":true,"jagged":true},"name":"s","nulls":{"mask":true}},
+		{"column":"v","dtype":"I32","list":{"element_mask":true,"lengths":true,"lengths_dtype":"I64","pad":"0"},"name":"v","nulls":{"fill":"0","mask":true},"shape":[3]},
+		{"columns":["a","b"],"dtype":"F32","name":"ab","nulls":{"fill":"0","mask":true}},
+		{"column":"m","dtype":"F64","list":{"element_mask":true},"map":{"key_dtype":"I32"},"name":"m","nulls":{"mask":true}}]}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	u8 := func(name string, shape []uint64, jagged bool) shardfmt.TensorInfo {
+		return shardfmt.TensorInfo{Name: name, DType: shardfmt.U8, Shape: shape, Jagged: jagged}
+	}
+	good := []shardfmt.TensorInfo{
+		u8("s", []uint64{4}, true), u8("s_mask", nil, false), u8("s_element_mask", nil, true),
+		{Name: "v", DType: shardfmt.I32, Shape: []uint64{3}}, u8("v_mask", nil, false), u8("v_element_mask", []uint64{3}, false),
+		{Name: "v_lengths", DType: shardfmt.I64},
+		{Name: "ab", DType: shardfmt.F32, Shape: []uint64{2}}, u8("ab_mask", []uint64{2}, false),
+		{Name: "m.keys", DType: shardfmt.I32, Jagged: true}, {Name: "m.values", DType: shardfmt.F64, Jagged: true},
+		u8("m_mask", nil, false), u8("m_element_mask", nil, true),
+	}
+	rules, err := derivedRules(spec, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != 8 {
+		t.Errorf("%d derived tensors, want 8: %+v", len(rules), rules)
+	}
+	if fs := declFindings(rules, good); len(fs) != 0 {
+		t.Errorf("right table: findings %v", fs)
+	}
+
+	bad := append([]shardfmt.TensorInfo(nil), good...)
+	bad[2] = u8("s_element_mask", []uint64{4}, true)                     // the padded string's per-value shape
+	bad[6] = shardfmt.TensorInfo{Name: "v_lengths", DType: shardfmt.I32} // not lengths_dtype
+	bad = append(bad[:12], bad[13:]...)                                  // no m_element_mask
+	rules, err = derivedRules(spec, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range declFindings(rules, bad) {
+		if f.Kind != KindShardIdentity {
+			t.Errorf("finding of kind %s: %s", f.Kind, f)
+		}
+		got = append(got, f.Tensor+": "+f.Expected+" / "+f.Actual)
+	}
+	want := []string{"s_element_mask: jagged U8 [] / jagged U8 [4]", "v_lengths: fixed I64 [] / fixed I32 []", "m_element_mask: jagged U8 [] / absent"}
+	if len(got) != len(want) {
+		t.Fatalf("findings %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("finding %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}

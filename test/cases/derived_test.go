@@ -443,8 +443,10 @@ func expectedSample(t *testing.T, row []any) exportedSample {
 }
 
 // TestDerivedTensorsAgainstDuckDB converts the source with every derived
-// tensor of every layout and bytes mode and checks every sample of every
-// exported batch, and each batch's pad flags: the plan's last global batch
+// tensor of every layout and bytes mode, checks every sample of every
+// exported batch and each batch's pad flags, and runs verify --deep on the
+// set (clean: its checks of derived tensors raise nothing on a right set).
+// The pad flags: the plan's last global batch
 // holds 20 rows and 180 pad samples, of which rank 0 (slots 0-99) takes 80
 // and rank 1 100.
 func TestDerivedTensorsAgainstDuckDB(t *testing.T) {
@@ -502,6 +504,9 @@ func TestDerivedTensorsAgainstDuckDB(t *testing.T) {
 	if len(seen) != derivedRows {
 		t.Errorf("the batches held %d distinct rows, want every one of the %d", len(seen), derivedRows)
 	}
+	// verify --deep, its checks of derived tensors on their own included,
+	// finds nothing wrong with the set.
+	prep(t, "verify", "--deep", out, "-q").OK(t)
 }
 
 // wantPads is the number of pad samples of a batch of TestDerivedTensorsAgainstDuckDB.

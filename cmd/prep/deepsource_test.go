@@ -631,4 +631,19 @@ func TestDeepChecksDerivedTensors(t *testing.T) {
 			}
 		})
 	}
+	// The pad flags live in the batch table, checked against the plan
+	// with or without --deep: batch 1 flagged as holding a pad sample.
+	out, m := convertDerived(t)
+	verifytest.RewriteShard(t, out, m, 0, func(b int, block []byte, ids []uint64, pads int) ([]byte, []uint64, int) {
+		if b == k {
+			pads++
+		}
+		return block, ids, pads
+	})
+	for _, deep := range []bool{false, true} {
+		rep := verifytest.Run(t, verify.Options{Dir: out, Deep: deep, Source: convertSource, MaxPerShard: 100})
+		if len(rep.Findings) != 1 || rep.Findings[0].Kind != verify.KindPlanMismatch || rep.Findings[0].What != "pads" || *rep.Findings[0].Batch != k {
+			t.Errorf("pad flags of batch %d changed, deep %v: findings\n%s", k, deep, verifytest.Lines(rep))
+		}
+	}
 }

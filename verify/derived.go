@@ -215,8 +215,9 @@ type derivedCheck struct {
 // sample of batch k (block got, ids in slot order) whose derived tensors
 // disagree with their base, at most one finding per tensor and slot.
 func (dc *derivedCheck) check(k int, got []byte, ids []uint64, add func(t, slot int, f Finding)) {
-	// A jagged tensor's per-slot values count, -1 when its offsets are
-	// bad (the integrity check reports them).
+	// A jagged tensor's slab and per-slot values counts; nil counts when
+	// its offsets are bad (the integrity check reports them).
+	slabs := map[int]shardfmt.JaggedSlab{}
 	counts := map[int][]int{}
 	count := func(t int) []int {
 		if c, ok := counts[t]; ok {
@@ -229,6 +230,7 @@ func (dc *derivedCheck) check(k int, got []byte, ids []uint64, add func(t, slot 
 			for i := range ids {
 				c[i] = s.Offset(i+1) - s.Offset(i)
 			}
+			slabs[t] = s
 		}
 		counts[t] = c
 		return c
@@ -281,7 +283,7 @@ func (dc *derivedCheck) check(k int, got []byte, ids []uint64, add func(t, slot 
 			for i := range ids {
 				var m []byte
 				if r.jagged {
-					s, _ := dc.r.Jagged(k, got, r.t)
+					s := slabs[r.t]
 					if own[i] != baseCounts[i] {
 						bad(i, "values count", fmt.Sprint(baseCounts[i]), fmt.Sprint(own[i]))
 						continue
@@ -322,7 +324,7 @@ func (dc *derivedCheck) check(k int, got []byte, ids []uint64, add func(t, slot 
 			if own == nil {
 				continue
 			}
-			s, _ := dc.r.Jagged(k, got, r.t)
+			s := slabs[r.t]
 			for i := range ids {
 				var sum int64
 				neg := false

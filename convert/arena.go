@@ -133,6 +133,12 @@ func newArena(files []*sourceFile, plans []*tensorPlan, tensors []shardfmt.Tenso
 				}
 				ci := tp.cols[fi][0]
 				vals := valuesBound(f.decodedSize(rg, ci), ci)
+				if tp.bytesJag {
+					// Jagged bytes: the chunk's bytes, bounded by its
+					// uncompressed size (jaggedBytesBound).
+					slots[a.ord[tp.out]] = a.region(jaggedBytesBound(f.decodedSize(rg, ci)))
+					continue
+				}
 				slots[a.ord[tp.out]] = a.region(vals * int64(tp.es))
 				if tp.elemMask >= 0 {
 					slots[a.ord[tp.elemMask]] = a.region(vals)

@@ -264,7 +264,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 				if err != nil && t.Image != nil && errors.Is(err, pqread.ErrNotFound) {
 					// A struct holding the image in its field bytes
 					// (Hugging Face datasets' struct<bytes, path>).
-					if sci, serr := f.lookup(n + ".bytes"); serr == nil {
+					if sci, serr := f.lookup(imageBytesField(n)); serr == nil {
 						ci, err = sci, nil
 					}
 				}

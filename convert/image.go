@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -646,4 +648,19 @@ func (tp *tensorPlan) compileImage() error {
 	tp.perSample = int(p.Size[0] * p.Size[1] * int64(c))
 	tp.es = 1
 	return nil
+}
+
+// imageBytesField returns the spec column name of the field bytes of the
+// struct column name (Hugging Face datasets' struct<bytes, path>), in
+// the same syntax: a JSON array of names gets "bytes" appended, a dotted
+// path ".bytes".
+func imageBytesField(name string) string {
+	if strings.HasPrefix(name, "[") {
+		var fields []string
+		if err := json.Unmarshal([]byte(name), &fields); err == nil && len(fields) > 0 {
+			b, _ := json.Marshal(append(fields, "bytes"))
+			return string(b)
+		}
+	}
+	return name + ".bytes"
 }

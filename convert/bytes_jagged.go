@@ -68,7 +68,7 @@ func (tp *tensorPlan) applyBytesJagged(col *pqread.Column, runs []run, bufs *rec
 				m := min(n-a, jaggedPiece)
 				dst, o, err := vw.reserve(tp.out, m)
 				if err != nil {
-					return loc.err(int64(i), -1, err)
+					return loc.err(int64(i), -1, valueErrorf("the column chunk's values take more bytes than the bound its footer gives (its uncompressed size, plus 8 bytes a row); a dictionary or DELTA_BYTE_ARRAY chunk repeating long values can; write the column with PLAIN encoding (pyarrow: use_dictionary=False for it)"))
 				}
 				if a == 0 {
 					at = o

@@ -542,3 +542,102 @@ func TestImageFormats(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkImageJPEG224 decodes a 256x256 JPEG of pilImages and resizes it
+// to U8 [224, 224, 3] (bilinear), as make bench's image section does.
+func BenchmarkImageJPEG224(b *testing.B) {
+	dir := pilImages(b)
+	data, err := os.ReadFile(filepath.Join(dir, "q90.jpg"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ip := testImagePlan(224, 224, 3, "", "")
+	dst := make([]byte, 224*224*3)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := ip.decodeImage(data, dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// imageSpecExample sets every image key and bytes.mode jagged.
+const imageSpecExample = `
+tensors:
+  - name: img
+    column: hf
+    nulls: {mask: true}
+    image: {size: [224, 200], channels: 1, resize: fit, filter: lanczos, dtype: U8, invalid: fill, fill: 7, original_size: true}
+  - {name: pic, column: pic, dtype: U8, image: {size: [32, 32], resize: shorter-side, crop: center}}
+  - {name: cap, column: cap, dtype: U8, bytes: {mode: jagged}, nulls: {}}
+`
+
+// TestImageSpecCanonicalForm: the canonical form of image and jagged
+// bytes tensors, written out by hand from SPEC.md §5 (keys sorted,
+// defaults given explicitly kept as given, the tensor's dtype U8 whether
+// given or not, image.dtype omitted), is what Python's json.dumps writes;
+// a version 1 hash never matches such a spec.
+func TestImageSpecCanonicalForm(t *testing.T) {
+	s, err := ParseSpec([]byte(imageSpecExample), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"tensors":[{"column":"hf","dtype":"U8","image":{"channels":1,"fill":7,"filter":"lanczos","invalid":"fill","original_size":true,"resize":"fit","size":[224,200]},"name":"img","nulls":{"mask":true}},` +
+		`{"column":"pic","dtype":"U8","image":{"crop":"center","resize":"shorter-side","size":[32,32]},"name":"pic"},` +
+		`{"bytes":{"mode":"jagged"},"column":"cap","dtype":"U8","name":"cap","nulls":{}}]}`
+	if got := string(s.CanonicalJSON()); got != want {
+		t.Errorf("canonical form\n%s\nwant\n%s", got, want)
+	}
+	requirePIL(t)
+	cmd := exec.Command("/usr/bin/python3", "-c", `import hashlib, json, sys
+out = json.dumps(json.loads(sys.stdin.buffer.read()), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+print("v2:sha256:" + hashlib.sha256(out).hexdigest())`)
+	cmd.Stdin = strings.NewReader(want)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != s.Hash() {
+		t.Errorf("Python's hash %s, Hash() %s", got, s.Hash())
+	}
+	if s.MatchesHash(s.hashV1()) {
+		t.Error("a version 1 hash matches a spec with image and bytes.mode jagged")
+	}
+	names := []string{}
+	for i := range s.Tensors {
+		names = append(names, s.Tensors[i].outputNames()...)
+	}
+	if got := strings.Join(names, " "); got != "img img_mask img_original_size pic cap" {
+		t.Errorf("outputs %s", got)
+	}
+}
+
+// TestImageSpecRefusals: every refused image and jagged bytes spec names
+// its reason.
+func TestImageSpecRefusals(t *testing.T) {
+	for _, c := range []struct{ tensor, want string }{
+		{`{name: i, column: c, image: {size: [8, 8], invalid: skip}}`, "image.invalid: skip is not offered: the plan fixes every epoch's batches"},
+		{`{name: i, column: c, image: {size: [8, 8], channels: 4}}`, "image.channels must be 1 or 3, not 4"},
+		{`{name: i, column: c, image: {size: [8]}}`, "image.size must be [height, width]"},
+		{`{name: i, column: c, image: {size: [0, 8]}}`, "height and width must be in [1, 65535]"},
+		{`{name: i, column: c, image: {size: [8, 8], filter: cubic}}`, "image.filter must be bilinear, area or lanczos"},
+		{`{name: i, column: c, image: {size: [8, 8], resize: fit, crop: center}}`, "image.crop applies to resize: shorter-side only"},
+		{`{name: i, column: c, image: {size: [8, 8], dtype: F32}}`, "image.dtype must be U8"},
+		{`{name: i, column: c, dtype: F32, image: {size: [8, 8]}}`, "an image tensor's dtype is U8"},
+		{`{name: i, column: c, shape: [8, 8, 3], image: {size: [8, 8]}}`, "image takes no shape"},
+		{`{name: i, column: c, nulls: {fill: 0}, image: {size: [8, 8]}}`, "nulls.fill does not apply to an image"},
+		{`{name: i, column: c, image: {size: [8, 8], fill: 300}}`, "image.fill must be in [0, 255]"},
+		{`{name: i, columns: [a, b], image: {size: [8, 8]}}`, "image policy needs a single column"},
+		{`{name: b, column: c, dtype: I64, bytes: {mode: jagged}}`, "bytes.mode jagged writes U8, not I64"},
+		{`{name: b, column: c, dtype: U8, bytes: {mode: jagged, max_len: 4}}`, "do not apply to mode jagged"},
+		{`{name: b, column: c, dtype: U8, bytes: {mode: jagged}, list: {jagged: true}}`, "bytes.mode jagged reads one string or binary value per row"},
+		{`{name: b, column: c, dtype: U8, bytes: {mode: jagged}, nulls: {fill: 0}}`, "nulls.fill does not apply to jagged bytes"},
+		{`{name: i_mask, column: d, dtype: U8}
+  - {name: i, column: c, image: {size: [8, 8], invalid: fill}}`, `tensor name "i_mask" used twice`},
+	} {
+		_, err := ParseSpec([]byte("tensors:\n  - "+c.tensor+"\n"), "f.yaml")
+		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.tensor, err, c.want)
+		}
+	}
+}

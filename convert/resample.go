@@ -173,6 +173,19 @@ func resizeCrop(dst []byte, dstride int, src []byte, sw, sh, ch, rw, rh, x0, y0,
 				xx := x + x0
 				k := ch0.k[xx*ch0.ksize : xx*ch0.ksize+ch0.n[xx]]
 				in := row[ch0.first[xx]*ch:]
+				if ch == 3 {
+					in = in[:len(k)*3]
+					s0, s1, s2 := int32(1<<(precisionBits-1)), int32(1<<(precisionBits-1)), int32(1<<(precisionBits-1))
+					for j, kv := range k {
+						p := in[j*3 : j*3+3 : j*3+3]
+						s0 += int32(p[0]) * kv
+						s1 += int32(p[1]) * kv
+						s2 += int32(p[2]) * kv
+					}
+					o := out[x*3 : x*3+3 : x*3+3]
+					o[0], o[1], o[2] = clip8(s0), clip8(s1), clip8(s2)
+					continue
+				}
 				for c := range ch {
 					s := int32(1 << (precisionBits - 1))
 					for j, kv := range k {
@@ -198,7 +211,7 @@ func resizeCrop(dst []byte, dstride int, src []byte, sw, sh, ch, rw, rh, x0, y0,
 		}
 		for j, kv := range k {
 			row := tmp[(cv.first[yy]+j-ry0)*tstride+tx0*ch:]
-			row = row[:dw*ch]
+			row = row[:len(acc)]
 			for i, p := range row {
 				acc[i] += int32(p) * kv
 			}

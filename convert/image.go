@@ -400,10 +400,6 @@ func (ip *imagePlan) place(dst, pix []byte, iw, ih int) {
 // (19595 R + 38470 G + 7471 B + 32768) >> 16 for one channel; a grey
 // image to one channel is its grey.
 func toChannels(img image.Image, c int, f string) []byte {
-	conv := jfifToRGB
-	if f == "webp" {
-		conv = vp8ToRGB
-	}
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
 	out := make([]byte, w*h*c)
@@ -436,9 +432,9 @@ func toChannels(img image.Image, c int, f string) []byte {
 			}
 		}
 	case *image.YCbCr:
-		yccPixels(m, conv, put)
+		yccPixels(m, f == "webp", c, out)
 	case *image.NYCbCrA:
-		yccPixels(&m.YCbCr, conv, put)
+		yccPixels(&m.YCbCr, f == "webp", c, out)
 	case *image.CMYK:
 		for y := range h {
 			for x := range w {

@@ -139,18 +139,30 @@ func vp8ToRGB(y, u, v byte) (byte, byte, byte) {
 		vp8Clip(yy + int(u)*33050>>8 - 17685)
 }
 
-// yccPixels calls put(i, r, g, b) for every pixel i of m, row-major,
-// converted by conv after chroma upsampling (upsampledChroma).
-func yccPixels(m *image.YCbCr, conv func(y, cb, cr byte) (byte, byte, byte), put func(i int, r, g, b byte)) {
+// yccPixels writes the pixels of m, row-major, converted by conv after
+// chroma upsampling (upsampledChroma), into out as c channels (1 or 3):
+// RGB, or luma (19595 R + 38470 G + 7471 B + 32768) >> 16.
+func yccPixels(m *image.YCbCr, vp8 bool, c int, out []byte) {
 	b := m.Rect
 	w, h := b.Dx(), b.Dy()
 	cb, cr := make([]byte, w), make([]byte, w)
 	for y := range h {
 		upsampledChroma(m, y, cb, cr)
 		row := m.Y[y*m.YStride : y*m.YStride+w]
+		o := out[y*w*c : (y+1)*w*c]
 		for x, yv := range row {
-			r, g, bl := conv(yv, cb[x], cr[x])
-			put(y*w+x, r, g, bl)
+			var r, g, bl byte
+			if vp8 {
+				r, g, bl = vp8ToRGB(yv, cb[x], cr[x])
+			} else {
+				r, g, bl = jfifToRGB(yv, cb[x], cr[x])
+			}
+			if c == 3 {
+				p := o[3*x : 3*x+3 : 3*x+3]
+				p[0], p[1], p[2] = r, g, bl
+			} else {
+				o[x] = byte((19595*uint32(r) + 38470*uint32(g) + 7471*uint32(bl) + 32768) >> 16)
+			}
 		}
 	}
 }

@@ -8,9 +8,10 @@ import "image"
 // reference decoders do, so that the pixels agree with Pillow's decode:
 //
 //   - JPEG (JFIF, full range): libjpeg's "fancy" upsampling of 4:2:0 and
-//     4:2:2 chroma (jdsample.c, h2v2_fancy_upsample and
-//     h2v1_fancy_upsample: triangular interpolation with libjpeg's
-//     rounding, edges replicated), other ratios by replication; then
+//     4:2:2 chroma more than 2 samples wide (jdsample.c,
+//     h2v2_fancy_upsample and h2v1_fancy_upsample: triangular
+//     interpolation with libjpeg's rounding, edges replicated), other
+//     ratios and narrower chroma by replication; then
 //     jdcolor.c's ycc_rgb_convert: R = Y + round(1.402 (Cr-128)),
 //     G = Y + ((-22554 (Cb-128) + 32768 - 46802 (Cr-128)) >> 16),
 //     B = Y + round(1.772 (Cb-128)), clamped to [0, 255], each rounding
@@ -28,8 +29,15 @@ import "image"
 func upsampledChroma(m *image.YCbCr, y int, cb, cr []byte) {
 	b := m.Rect
 	w, h := b.Dx(), b.Dy()
-	switch m.SubsampleRatio {
-	case image.YCbCrSubsampleRatio420:
+	switch {
+	case (w+1)/2 <= 2:
+		// libjpeg upsamples fancily only chroma more than 2 samples
+		// wide (jdsample.c, jinit_upsampler); narrower, by replication.
+		for x := range w {
+			ci := m.COffset(x+b.Min.X, y+b.Min.Y)
+			cb[x], cr[x] = m.Cb[ci], m.Cr[ci]
+		}
+	case m.SubsampleRatio == image.YCbCrSubsampleRatio420:
 		cw, chh := (w+1)/2, (h+1)/2
 		cy := y / 2
 		ny := cy - 1
@@ -39,7 +47,7 @@ func upsampledChroma(m *image.YCbCr, y int, cb, cr []byte) {
 		ny = min(max(ny, 0), chh-1)
 		fancyH2V2(m.Cb[cy*m.CStride:cy*m.CStride+cw], m.Cb[ny*m.CStride:ny*m.CStride+cw], cb)
 		fancyH2V2(m.Cr[cy*m.CStride:cy*m.CStride+cw], m.Cr[ny*m.CStride:ny*m.CStride+cw], cr)
-	case image.YCbCrSubsampleRatio422:
+	case m.SubsampleRatio == image.YCbCrSubsampleRatio422:
 		cw := (w + 1) / 2
 		fancyH2V1(m.Cb[y*m.CStride:y*m.CStride+cw], cb)
 		fancyH2V1(m.Cr[y*m.CStride:y*m.CStride+cw], cr)
@@ -58,7 +66,7 @@ func fancyH2V2(near, next, out []byte) {
 	n := len(near)
 	if n < 2 {
 		for x := range out {
-			out[x] = byte((int(near[0])*3 + int(next[0])) * 4 >> 4)
+			out[x] = near[0]
 		}
 		return
 	}

@@ -163,7 +163,7 @@ func run(root, prep, dir string, n, runs int, out, section string) error {
 	fmt.Fprintf(&b, "| prep convert --jobs 1 (whole run) | %.2f | %.0f | %.2f | %.0f | %.2fx |\n", m1, float64(n)/m1, k1, float64(n)/k1, kp/k1)
 	fmt.Fprintf(&b, "| prep convert --jobs 2 (whole run) | %.2f | %.0f | %.2f | %.0f | %.2fx |\n", m2, float64(n)/m2, k2, float64(n)/k2, kp/k2)
 	fmt.Fprintf(&b, "| Pillow %s decode + resize, one process (decode and resize only) | %.2f | %.0f | %.2f | %.0f | 1.00x |\n\n", strings.TrimSpace(string(pver)), mp, float64(n)/mp, kp, float64(n)/kp)
-	fmt.Fprintf(&b, "Per core is images over the process's CPU time (user + system), which does not depend on what else the machine runs; the wall figures do (load average at the end of the run: %s).\n\n", strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Fprintf(&b, "Per core is images over the process's CPU time (user + system), measured for prep and Pillow in the same run under the same load; contention on a busy machine inflates CPU time too, but far less than wall time (load average at the end of the run: %s).\n\n", strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Fprintf(&b, "Disk: the shard set takes %d bytes (%.1f KB per image, %.2fx the source Parquet's %d bytes): decoded pixels are stored as they will be read, one DMA per batch, where the source stores compressed JPEGs.\n\n",
 		shardBytes, float64(shardBytes)/float64(n)/1000, float64(shardBytes)/float64(srcBytes), srcBytes)
 	b.WriteString("\"vs Pillow per core\" is images per CPU second over Pillow's in the same run. Pillow's figure excludes reading the bytes (they are in memory before its clock starts) and writing anything; prep's includes its whole run.\n")

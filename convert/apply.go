@@ -348,7 +348,12 @@ func (tp *tensorPlan) apply(col *pqread.Column, fi, j int, runs []run, bufs *rec
 	case modeList:
 		return tp.applyList(col, cls, scale, runs, bufs, loc)
 	case modeJagged:
+		if tp.bytesJag {
+			return tp.applyBytesJagged(col, runs, bufs, loc, vw)
+		}
 		return tp.applyJagged(col, cls, scale, runs, bufs, loc, vw)
+	case modeImage:
+		return tp.applyImage(col, runs, bufs, loc)
 	default:
 		return tp.applyBytes(col, runs, bufs, loc)
 	}

@@ -133,6 +133,12 @@ func newArena(files []*sourceFile, plans []*tensorPlan, tensors []shardfmt.Tenso
 				}
 				ci := tp.cols[fi][0]
 				vals := valuesBound(f.decodedSize(rg, ci), ci)
+				if tp.bytesJag {
+					// Jagged bytes: the chunk's bytes, bounded by its
+					// uncompressed size (jaggedBytesBound).
+					slots[a.ord[tp.out]] = a.region(jaggedBytesBound(f.decodedSize(rg, ci)))
+					continue
+				}
 				slots[a.ord[tp.out]] = a.region(vals * int64(tp.es))
 				if tp.elemMask >= 0 {
 					slots[a.ord[tp.elemMask]] = a.region(vals)
@@ -246,6 +252,7 @@ type valueWriter struct {
 	bufs    [][]byte // file arena: bytes not yet written, starting at done
 	done    []int64  // per jagged ordinal: bytes written to the file
 	scratch []byte
+	ord     []int // a checking valueWriter (checker): the arena's ordinals, its slots' bounds checked
 }
 
 // writer returns the valueWriter of row group rg of file fi.
@@ -261,11 +268,31 @@ func (a *arena) writer(fi, rg int) *valueWriter {
 // discardValues returns a valueWriter that keeps nothing.
 func discardValues() *valueWriter { return &valueWriter{} }
 
+// checker returns a valueWriter for row group rg of file fi that keeps
+// nothing but refuses what writer's would refuse (values beyond a
+// region's bound), from the row group's first row: a transform rerun to
+// find an error (decoder.checkColumn) meets the same error. A nil arena
+// gives discardValues.
+func (a *arena) checker(fi, rg int) *valueWriter {
+	if a == nil {
+		return discardValues()
+	}
+	slots := a.regions[rowGroupKey{fi, rg}]
+	return &valueWriter{slots: slots, ord: a.ord, cur: make([]int64, len(slots))}
+}
+
 // reserve returns n bytes to write the next values of output tensor t
 // into, and the arena offset they will have. Values beyond the region's
 // footer bound are an error (the footer understates the chunk's values).
 func (w *valueWriter) reserve(t int, n int64) ([]byte, int64, error) {
 	if w.a == nil {
+		if w.ord != nil {
+			j := w.ord[t]
+			if w.cur[j]+n > w.slots[j].size {
+				return nil, 0, valueErrorf("column chunk holds more list values than the %d bytes its footer allows", w.slots[j].size)
+			}
+			w.cur[j] += n
+		}
 		if int64(cap(w.scratch)) < n {
 			w.scratch = make([]byte, n)
 		}

@@ -38,6 +38,7 @@ const (
 	modeBytesPad                        // one string/binary column, padded bytes
 	modeJagged                          // one LIST column, all its elements (list.jagged)
 	modeMapDense                        // a MAP's key and value leaves, the values of given keys (map.keys)
+	modeImage                           // one binary column of encoded images, decoded to U8 [H, W, C] (image.go)
 )
 
 // tensorPlan is a TensorSpec compiled against the sources: dtypes, output
@@ -71,6 +72,8 @@ type tensorPlan struct {
 	denseKeys map[string]int        // modeMapDense, string keys: map.keys' index by key bytes
 	denseInts map[int64]int         // modeMapDense, integer keys: by value (unsigned keys by their bits)
 	overflows atomic.Int64          // narrow-float overflows stored as ±Inf (see cast.go)
+	img       *imagePlan            // modeImage: the compiled image policy
+	bytesJag  bool                  // modeJagged over a string or binary column (bytes.mode jagged): a row's values are its value's bytes
 	cols      [][]pqread.ColumnInfo // [file][j]
 	classes   [][]srcClass          // [file][j]
 	signature []string              // [j]: type signature of the first file
@@ -86,13 +89,17 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 		jag := tp.mode == modeJagged
 		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape, Jagged: jag})
 		tp.mask, tp.elemMask, tp.lengths = -1, -1, -1
-		if tp.spec.Nulls != nil && tp.spec.Nulls.Mask {
+		if (tp.spec.Nulls != nil && tp.spec.Nulls.Mask) || tp.spec.imageMasked() {
 			tp.mask = len(out)
 			var sh []uint64
 			if tp.mode == modeStack {
 				sh = tp.shape
 			}
 			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_mask", DType: shardfmt.U8, Shape: sh})
+		}
+		if tp.img != nil && tp.spec.Image.OriginalSize {
+			tp.img.origSize = len(out)
+			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_original_size", DType: shardfmt.I32, Shape: []uint64{2}})
 		}
 		if tp.spec.List != nil && tp.spec.List.ElementMask {
 			tp.elemMask = len(out)
@@ -261,6 +268,13 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			}
 			for _, n := range names {
 				ci, err := f.lookup(n)
+				if err != nil && t.Image != nil && errors.Is(err, pqread.ErrNotFound) {
+					// A struct holding the image in its field bytes
+					// (Hugging Face datasets' struct<bytes, path>).
+					if sci, serr := f.lookup(imageBytesField(n)); serr == nil {
+						ci, err = sci, nil
+					}
+				}
 				if err != nil {
 					if errors.Is(err, pqread.ErrNotFound) {
 						if nerr := groupError(n, f.columns); nerr != nil {
@@ -329,6 +343,19 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		}
 	}
 	switch {
+	case t.Image != nil:
+		if tp.classes[0][0] != clsBytes || isList {
+			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
+				Err: schemaErrorf("%s: an image policy reads a binary column (or a struct whose field bytes is one) holding one encoded image per row", typeSignature(first[0]))}
+		}
+		if err := tp.compileImage(); err != nil {
+			return nil, terr(err)
+		}
+	case tp.classes[0][0] == clsBytes && !isList && t.bytesJagged():
+		tp.mode = modeJagged
+		tp.bytesJag = true
+		tp.perSample = 1
+		tp.depth = 1
 	case tp.classes[0][0] == clsBytes && isList && !t.jagged():
 		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 			Err: schemaErrorf("%s: a list of strings or binary values becomes a tensor only as a jagged list: list: {jagged: true} with bytes: {mode: hash, buckets: N} (dtype I64, one per element) or {mode: pad, max_len: L} (dtype U8, [L] per element)", typeSignature(first[0]))}
@@ -534,7 +561,7 @@ func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass,
 	sig := typeSignature(ci)
 	switch cls {
 	case clsBytes:
-		if t.Bytes == nil {
+		if t.Bytes == nil && t.Image == nil {
 			if ci.Physical == "FIXED_LEN_BYTE_ARRAY" && ci.Width == 2 && isFloatDType(dt) {
 				return 0, schemaErrorf("%s is 2-byte binary without the FLOAT16 annotation; declare cast.from_unannotated: F16 to read it as half floats", sig)
 			}

@@ -372,7 +372,8 @@ func (d *decoder) firstError(g *rowGroupJob, w window, limit int, scratch []byte
 // checkColumn runs the transform of task over runs (rows relative to
 // rowBase, the row of the row group that is col's row 0; key the key
 // column of a dense map's value task) into scratch (the output is
-// discarded), and returns the scratch buffer for reuse and its first
+// discarded, jagged values checked against their regions' bounds:
+// arena.checker), and returns the scratch buffer for reuse and its first
 // error. Errors quote counts from counts if set, else from col.
 func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col, key *pqread.Column, rowBase int, runs []run, scratch []byte, counts *chunkCounts) ([]byte, error) {
 	rec := d.bufs.rec
@@ -381,13 +382,14 @@ func (d *decoder) checkColumn(g *rowGroupJob, task decodeTask, col, key *pqread.
 		scratch = make([]byte, bn*rec)
 	}
 	it := blockIter{runs: runs, n: bn}
+	vw := d.arena.checker(g.fi, g.rg)
 	for {
 		blk, _, slots, ok := it.next()
 		if !ok {
 			return scratch, nil
 		}
 		target := &records{data: scratch[:slots*rec], rec: rec, off: d.bufs.off, size: d.bufs.size}
-		if err := d.applyOne(g, task, col, key, rowBase, blk, target, counts, discardValues()); err != nil {
+		if err := d.applyOne(g, task, col, key, rowBase, blk, target, counts, vw); err != nil {
 			return scratch, err
 		}
 	}

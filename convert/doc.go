@@ -31,6 +31,11 @@
 //   - maps.go: map policies (SPEC.md §2.6) compiled into jagged plans or
 //     one dense plan, the dense transform, and the check that the leaves
 //     of one list or map agree row by row.
+//   - bytes_jagged.go: jagged bytes (bytes.mode jagged), a string or
+//     binary column's values kept whole as a jagged U8 tensor.
+//   - image.go, ycc.go, exif.go, resample.go: images (SPEC.md §2.8):
+//     decoding, colour conversion, EXIF orientation and the resampler,
+//     images decoded in parallel within Jobs and a share of MemoryLimit.
 //   - write.go, gather.go: stage 2, the one shard writer.
 //   - run.go: orchestration, the output directory, rollback.
 //
@@ -172,8 +177,11 @@
 // # Memory
 //
 // Heap use is bounded by MemoryLimit (decoded column chunks), Jobs batch
-// blocks (jagged ones: at most MemoryLimit/2 together, see above) and the
-// id bitmap (2 bits per source row), not by the input size.
+// blocks (jagged ones: at most MemoryLimit/2 together, see above), the
+// images decoding at once (max(MemoryLimit/4, 1 MiB) of decoding memory
+// together, each image's checked from its header before it is decoded:
+// image.go) and the id bitmap (2 bits per source row), not by the input
+// size.
 // A row group is normally decoded whole (every needed column chunk of it at
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate

@@ -276,6 +276,7 @@ func materializeSet(ctx context.Context, st source.Store, p *plan.Plan, spec *Sp
 	}
 	h.recs = newRecords(tensors, data)
 	setRowLimit(plans, runLimit)
+	setImageLimits(plans, runLimit, runtime.GOMAXPROCS(0))
 	ar := newArena(files, plans, tensors, set)
 	if ar != nil {
 		if ar.size > 0 {

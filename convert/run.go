@@ -383,6 +383,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	block, inFlight := jaggedLimits(r.o.MemoryLimit)
 	r.jagBlock, r.jagBudget = block, newAdmission(inFlight)
 	setRowLimit(r.plans, r.o.MemoryLimit)
+	setImageLimits(r.plans, r.o.MemoryLimit, r.o.Jobs)
 	if r.arena = newArena(r.files, r.plans, r.tensors, set); r.arena != nil {
 		r.arena.place(stageTotal, r.o.MemoryLimit, r.o.Jobs)
 		defer r.arena.close()

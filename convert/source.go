@@ -146,6 +146,9 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 		switch {
 		case t.Column != "":
 			names = append(names, t.Column)
+			if t.Image != nil {
+				names = append(names, imageBytesField(t.Column))
+			}
 		case len(t.Columns) > 0:
 			names = append(names, t.Columns...)
 		case t.ColumnsRegex != "":

@@ -89,6 +89,7 @@ type TensorSpec struct {
 	List          *ListPolicy  `yaml:"list,omitempty" json:"list,omitempty"`
 	Bytes         *BytesPolicy `yaml:"bytes,omitempty" json:"bytes,omitempty"`
 	Map           *MapPolicy   `yaml:"map,omitempty" json:"map,omitempty"`
+	Image         *ImagePolicy `yaml:"image,omitempty" json:"image,omitempty"`
 	MaxValueBytes int64        `yaml:"max_value_bytes,omitempty" json:"max_value_bytes,omitempty"`
 	Cast          *CastPolicy  `yaml:"cast,omitempty" json:"cast,omitempty"`
 }
@@ -536,6 +537,11 @@ func (t *TensorSpec) validate() error {
 	if srcs != 1 {
 		return specErrorf("set exactly one of column, columns and columns_regex")
 	}
+	if t.Image != nil {
+		if err := t.validateImage(); err != nil {
+			return err
+		}
+	}
 	dt, err := shardfmt.ParseDType(t.DType)
 	if err != nil {
 		return specErrorf("dtype: %v", err)
@@ -592,6 +598,9 @@ func (t *TensorSpec) validate() error {
 			return specErrorf("bytes policy needs a single column")
 		}
 		jag := t.jagged() && t.Map == nil
+		if b.Mode == "jagged" {
+			return t.validateBytesJagged()
+		}
 		if t.List != nil && !jag {
 			return specErrorf("bytes and list policies are exclusive, but for a jagged list of strings (list: {jagged: true}), whose elements bytes makes numbers of")
 		}
@@ -626,7 +635,7 @@ func (t *TensorSpec) validate() error {
 				return err
 			}
 		default:
-			return specErrorf("bytes.mode must be hash or pad, not %q", b.Mode)
+			return specErrorf("bytes.mode must be hash, pad or jagged, not %q", b.Mode)
 		}
 	}
 	return nil
@@ -734,10 +743,13 @@ type specOutput struct {
 // a jagged list's <name>_inner_lengths, which it produces when its column
 // is a list of lists.
 func (t *TensorSpec) outputs() []specOutput {
-	jag := t.jagged() || (t.Map != nil && t.Map.Keys == nil)
+	jag := t.jagged() || (t.Map != nil && t.Map.Keys == nil) || t.bytesJagged()
 	n := []specOutput{{t.Name, jag}}
-	if t.Nulls != nil && t.Nulls.Mask {
+	if (t.Nulls != nil && t.Nulls.Mask) || t.imageMasked() {
 		n = append(n, specOutput{t.Name + "_mask", false})
+	}
+	if t.Image != nil && t.Image.OriginalSize {
+		n = append(n, specOutput{t.Name + "_original_size", false})
 	}
 	if t.List != nil && t.List.ElementMask {
 		n = append(n, specOutput{t.Name + "_element_mask", jag})

@@ -66,10 +66,10 @@ func (s *Spec) MatchesHash(h string) bool {
 }
 
 // usesV2Keys reports whether s sets a key that version 1 of the canonical
-// form cannot express (list.jagged, map).
+// form cannot express (list.jagged, map, image, bytes.mode jagged).
 func (s *Spec) usesV2Keys() bool {
 	for i := range s.Tensors {
-		if s.Tensors[i].jagged() || s.Tensors[i].Map != nil {
+		if t := &s.Tensors[i]; t.jagged() || t.Map != nil || t.Image != nil || t.bytesJagged() {
 			return true
 		}
 	}
@@ -160,6 +160,9 @@ func (t *TensorSpec) canonical() object {
 	}
 	if b := t.Bytes; b != nil {
 		o.sub("bytes", b.canonical())
+	}
+	if p := t.Image; p != nil {
+		o.sub("image", p.canonical())
 	}
 	if m := t.Map; m != nil {
 		var p object

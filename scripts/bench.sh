@@ -17,7 +17,7 @@
 # run's .cache/bench/results.json without measuring.
 #
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
-# list of stages: convert (with its peers and limits), plan, verify, gpuload, s3;
+# list of stages: convert (with its peers and limits), plan, verify, gpuload, s3, images;
 # verify and gpuload read the shard set the convert stage wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +44,7 @@ build profbench bench ./cmd/profbench
 build gendata bench ./cmd/gendata
 build benchrun bench ./cmd/benchrun
 build s3bench bench ./cmd/s3bench
+build imagebench bench ./cmd/imagebench
 # gpuload's Go benchmarks (the jagged host-delivery ratio) as a test binary.
 rm -f "$BIN/gpuload.test"
 if ! $GO test -c -o "$BIN/gpuload.test" ./gpuload 2>"$CACHE/build-gpuload.test.log"; then
@@ -59,6 +60,17 @@ echo "bench: generating inputs (cached)" >&2
 
 if [ "${BENCH_ONLY:-}" != s3 ]; then
 	"$BIN/benchrun" -root . -o BENCHMARKS.md -runs "${BENCH_RUNS:-5}" -only "${BENCH_ONLY:-}"
+fi
+
+# Images: prep convert's image policy against Pillow on the same JPEGs
+# (its own section, also written to bench/image-results.md, which benchrun
+# includes).
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,images,* ]]; then
+	if [ -x "$BIN/imagebench" ] && [ -x "$BIN/prep" ]; then
+		"$BIN/imagebench" -root . -prep "$BIN/prep" -dir "$CACHE/images" -o BENCHMARKS.md -runs "${BENCH_IMAGE_RUNS:-3}"
+	else
+		echo "bench: imagebench or prep did not build; the images section is not measured" >&2
+	fi
 fi
 
 # Object-store sources: convert and plan from an in-process S3 server on

@@ -99,6 +99,20 @@ func (rep *report) targetNotes() targetNotes {
 	return parseTargetNotes(rep.readNote(filepath.Join(notesDir, targetsNote)))
 }
 
+// imageResultsPath holds the images section bench/cmd/imagebench wrote
+// last (relative to the root), included between imagebench's markers.
+const imageResultsPath = "bench/image-results.md"
+
+// imageSection is the images section between imagebench's markers, or ""
+// when bench/image-results.md does not exist.
+func (rep *report) imageSection() string {
+	s := rep.readNote(imageResultsPath)
+	if s == "" {
+		return ""
+	}
+	return "<!-- imagebench:begin -->\n" + strings.TrimSuffix(s, "\n") + "<!-- imagebench:end -->\n"
+}
+
 // s3Section is the object-store section between s3bench's markers, or ""
 // when bench/s3-results.md does not exist.
 func (rep *report) s3Section() string {

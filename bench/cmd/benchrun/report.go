@@ -429,6 +429,9 @@ func (rep *report) render() string {
 		b.WriteString("\n")
 		b.Write(a)
 	}
+	if im := rep.imageSection(); im != "" {
+		b.WriteString("\n" + im)
+	}
 	if s3 := rep.s3Section(); s3 != "" {
 		b.WriteString("\n" + s3)
 	}

@@ -238,6 +238,30 @@ class DatasetTest(Case):
             self.assertEqual(a["i"].tolist(), a["sample_ids"].tolist())
             self.assertEqual(b["i"].tolist(), a["sample_ids"].tolist())
 
+    def test_jagged_bytes_are_uint8_values_and_offsets(self):
+        """A string column as jagged bytes (bytes.mode jagged) reaches torch
+        through the C ABI as a uint8 Jagged pair; each sample's bytes hash
+        (FNV-1a 64 modulo 4096, computed here) to the row's name_bucket."""
+        spec = os.path.join(WORK, "bytes.yaml")
+        with open(spec, "w") as f:
+            f.write("tensors:\n  - {name: id, column: id, dtype: I64}\n"
+                    "  - {name: nm, column: name, dtype: U8, bytes: {mode: jagged}}\n")
+        out = make_set("bytes", 2, spec=spec)
+        seen = set()
+        for rank in range(2):
+            for it in DataLoader(ShardDataset(out, rank=rank, world_size=2), batch_size=None):
+                v, o = it["nm"]
+                self.assertEqual((v.dtype, o.dtype, v.dim(), len(o)), (torch.uint8, torch.int64, 1, len(it["sample_ids"]) + 1))
+                for j, i in enumerate(it["sample_ids"].tolist()):
+                    b = bytes(v[o[j]:o[j + 1]].tolist())
+                    h = 14695981039346656037
+                    for c in b:
+                        h = ((h ^ c) * 1099511628211) % 2**64
+                    self.assertEqual(h % 4096, REF[i]["name_bucket"].item(), f"id {i}: {b!r}")
+                    self.assertEqual(it["id"][j].item(), i)
+                    seen.add(i)
+        self.assertEqual(sorted(seen), list(range(N)))
+
 
 class ReadmeTest(unittest.TestCase):
     def test_the_readme_snippet_trains_and_resumes_in_under_20_lines(self):

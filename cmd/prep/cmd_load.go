@@ -111,7 +111,7 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	defer l.Close()
 	block := int64(l.Geometry().BlockSize)
 	bar := g.newProgress(fmt.Sprintf("epoch %d rank %d", o.epoch, o.rank), int64(l.Steps()-o.fromStep)*block)
-	d, err := gpuload.Drain(l, func(b *gpuload.Batch) { bar.Add(int64(b.Count), block) })
+	d, err := gpuload.Drain(l, func(b *gpuload.Batch) { bar.Add(int64(b.Count), b.BlockBytes()) })
 	bar.Finish()
 	if err != nil {
 		return err

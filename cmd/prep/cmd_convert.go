@@ -200,7 +200,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	opts := convert.Options{
 		Plan: p, PlanBytes: planBytes, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
 		Jobs: o.jobs, MemoryLimit: mem, Force: o.force, Source: store,
-		ToolVersion: buildVersion().Version, Logger: g.log,
+		ToolVersion: buildVersion().tool(), Logger: g.log,
 		OnStage: func(stage string, rows, bytes int64) {
 			bar.Finish()
 			if stage == convert.StageDecode {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -50,12 +53,48 @@ func TestSummariesUsePlurals(t *testing.T) {
 	}
 }
 
-// TestVersionFlag: prep --version prints what prep version does.
+// TestVersionFlag: prep --version prints what prep version does: the
+// version, the commit, the Go version and platform, and every build
+// setting the binary records (read here with runtime/debug), and takes
+// --json in either order.
 func TestVersionFlag(t *testing.T) {
 	code, flag, _ := runPrep("--version")
 	_, cmd, _ := runPrep("version")
 	if code != 0 || flag != cmd || !strings.HasPrefix(flag, "prep ") {
 		t.Errorf("--version: exit %d, %q; version: %q", code, flag, cmd)
+	}
+	if !strings.Contains(flag, "\n  go        "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH+"\n") || !strings.Contains(flag, "\n  commit    ") {
+		t.Errorf("--version lacks the commit or Go line:\n%s", flag)
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Fatal("no build info in the test binary")
+	}
+	n := 0
+	for _, s := range bi.Settings {
+		if strings.HasPrefix(s.Key, "vcs") {
+			continue
+		}
+		n++
+		if !strings.Contains(flag, "\n  build     "+s.Key+"="+s.Value+"\n") {
+			t.Errorf("--version lacks build setting %s=%s:\n%s", s.Key, s.Value, flag)
+		}
+	}
+	for _, args := range [][]string{{"--version", "--json"}, {"--json", "--version"}, {"--progress", "never", "--version", "--json"}, {"version", "--json"}} {
+		code, out, errs := runPrep(args...)
+		var v struct {
+			Version   string `json:"version"`
+			Commit    string `json:"commit"`
+			GoVersion string `json:"go_version"`
+			Platform  string `json:"platform"`
+			Settings  []struct {
+				Key, Value string
+			} `json:"settings"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Version == "" || v.Commit == "" ||
+			v.GoVersion != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH || len(v.Settings) != n {
+			t.Errorf("%q: exit %d, %v, %+v (want %d settings)\n%s", args, code, err, v, n, errs)
+		}
 	}
 }
 

@@ -90,7 +90,7 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	if o.epoch < 0 || o.rank < 0 {
 		return usagef("--epoch and --rank must be >= 0")
 	}
-	if err := checkSetRange(dir, o.epoch, o.rank); err != nil {
+	if err := checkSetRange(dir, o.epoch, o.rank, -1); err != nil {
 		return err
 	}
 	l, err := gpuload.Open(dir, o.epoch, o.rank, gpuload.Options{

@@ -487,3 +487,30 @@ func TestConvertJaggedTensorFlag(t *testing.T) {
 		t.Errorf("v=v:I32: exit %d, stderr %q; want 1 with %q", code, errs, want)
 	}
 }
+
+// TestSummariesSayRowsAndSamplesAndLogNoRepeat: the convert summary counts
+// what shards hold in samples (pads included: 2 epochs of 7 steps of 16)
+// and what it read from the source in rows (100), not the other way round;
+// and no command repeats its summary as an INFO log line on stderr.
+func TestSummariesSayRowsAndSamplesAndLogNoRepeat(t *testing.T) {
+	pp := convertFixture(t)
+	src := filepath.Join(filepath.Dir(pp), "src")
+	out := filepath.Join(t.TempDir(), "shards")
+	for _, args := range [][]string{
+		{"plan", "--source", src, "--global-batch", "16", "--world-size", "2", "--epochs", "2", "-o", filepath.Join(t.TempDir(), "p.json")},
+		{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out},
+		{"verify", out},
+		{"gc", out, "--keep-from-epoch", "1", "--dry-run"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], code, stderr)
+		}
+		if strings.Contains(stderr, "level=INFO") {
+			t.Errorf("%s repeats its summary in an INFO line:\nstdout %s\nstderr %s", args[0], stdout, stderr)
+		}
+		if args[0] == "convert" && (!strings.Contains(stdout, ", 224 samples, ") || !strings.Contains(stdout, "; decoded 100 source rows from 1 row group")) {
+			t.Errorf("convert summary: want 224 samples written and 100 source rows decoded:\n%s", stdout)
+		}
+	}
+}

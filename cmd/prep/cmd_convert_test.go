@@ -514,3 +514,25 @@ func TestSummariesSayRowsAndSamplesAndLogNoRepeat(t *testing.T) {
 		}
 	}
 }
+
+// TestRerunRefusalNamesTheInput: a convert into a set made from other
+// inputs is refused naming what differs (the seed and the global batch of
+// the plan, the spec), not six fingerprints.
+func TestRerunRefusalNamesTheInput(t *testing.T) {
+	pp := convertFixture(t) // seed 1, global batch 16
+	src := filepath.Join(filepath.Dir(pp), "src")
+	out := filepath.Join(t.TempDir(), "shards")
+	if code, _, stderr := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "-q"); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	other := filepath.Join(t.TempDir(), "other.json")
+	if code, _, stderr := runCLI("plan", "--source", src, "--seed", "2", "--epochs", "2", "--global-batch", "32", "--world-size", "2",
+		"--shuffle", "global", "--remainder", "pad", "-o", other, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := runCLI("convert", "--plan", other, "--tensor", "id=id:I32", "-o", out)
+	want := out + ": output directory holds a different shard set: it was made from other inputs: seed: the set's 1, this run's 2; global batch: the set's 16, this run's 32; spec: the set's "
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "(use --force to replace it)") || strings.Contains(stderr, "source sha256:") {
+		t.Errorf("exit %d, stderr %s\nwant %s...", code, stderr, want)
+	}
+}

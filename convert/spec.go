@@ -323,6 +323,9 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 		if err := nullKey(&doc); err != nil {
 			return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
 		}
+		if err := unknownKey(&doc); err != nil {
+			return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
+		}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

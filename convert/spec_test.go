@@ -52,7 +52,14 @@ tensors:
 
 func TestParseSpecRejects(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
-		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    colour: red\n", "line 5: field colour not found"},
+		// An unknown key is named by its path, with the nearest key, the
+		// policy it belongs under, or the valid keys; never a Go type.
+		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    colour: red\n", "line 5: unknown key tensors[0].colour (did you mean column?)"},
+		{"tensor:\n  - {name: a, column: a, dtype: I64}\n", "line 1: unknown key tensor (did you mean tensors?)"},
+		{"tensors:\n  - {name: a, column: a, dtype: I64}\n  - {name: b, column: b, dtype: I64, list: {pad: 0, lenghts: true}}\n", "line 3: unknown key tensors[1].list.lenghts (did you mean lengths?)"},
+		{"tensors:\n  - {name: a, column: a, dtype: I64, jagged: true}\n", "line 2: unknown key tensors[0].jagged (it belongs under list: list.jagged)"},
+		{"tensors:\n  - {name: a, column: a, dtype: I64, truncate: true}\n", "line 2: unknown key tensors[0].truncate (it belongs under bytes or list: bytes.truncate, list.truncate)"},
+		{"tensors:\n  - {name: a, column: a, dtype: I64, zzzzzzz: 1}\n", "line 2: unknown key tensors[0].zzzzzzz (valid keys: bytes, cast, column, columns, columns_regex, dtype, list, map, max_value_bytes, name, nan, nulls, shape)"},
 		// Regression: null and ~ keys passed the unknown-key check silently.
 		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    null: {fill: 0}\n", `line 5: key "null" is null, not a spec key`},
 		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    ~: 1\n", `line 5: key "~" is null, not a spec key`},
@@ -72,7 +79,7 @@ func TestParseSpecRejects(t *testing.T) {
 		{"tensors: []\n", "no tensors"},
 	} {
 		_, err := ParseSpec([]byte(c.yaml), "f.yaml")
-		if err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "f.yaml: ") {
+		if err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "f.yaml: ") || strings.Contains(err.Error(), "convert.") {
 			t.Errorf("%q: err = %v, want %q", c.yaml, err, c.want)
 		}
 	}

@@ -91,6 +91,11 @@ type TensorSpec struct {
 	Map           *MapPolicy   `yaml:"map,omitempty" json:"map,omitempty"`
 	MaxValueBytes int64        `yaml:"max_value_bytes,omitempty" json:"max_value_bytes,omitempty"`
 	Cast          *CastPolicy  `yaml:"cast,omitempty" json:"cast,omitempty"`
+
+	// fromFlag marks a tensor given as a --tensor flag (ParseTensorFlags),
+	// so that a hint names the flag form or a spec file, not spec keys the
+	// flag cannot set. Not part of the spec or its hash.
+	fromFlag bool
 }
 
 // NullPolicy says what a null becomes. Without it (or without Fill) any null
@@ -396,7 +401,7 @@ func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 		if len(parts) < 2 {
 			return nil, specErrorf("--tensor %q: missing :DTYPE", f)
 		}
-		t := TensorSpec{Name: name}
+		t := TensorSpec{Name: name, fromFlag: true}
 		n := len(parts)
 		if n >= 3 && parts[n-1] == "jagged" {
 			t.List = &ListPolicy{Jagged: true}

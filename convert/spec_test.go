@@ -91,10 +91,10 @@ func TestParseTensorFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("%+v", ts)
-	want := "[{Name:label Column:label Columns:[] ColumnsRegex: DType:I64 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil>} " +
-		"{Name:pix Column: Columns:[a b c d] ColumnsRegex: DType:U8 Shape:[2 2] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil>} " +
-		"{Name:emb Column:emb Columns:[] ColumnsRegex: DType:F16 Shape:[50] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil>} " +
-		"{Name:odd Column:x:y Columns:[] ColumnsRegex: DType:F32 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil>}]"
+	want := "[{Name:label Column:label Columns:[] ColumnsRegex: DType:I64 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil> fromFlag:true} " +
+		"{Name:pix Column: Columns:[a b c d] ColumnsRegex: DType:U8 Shape:[2 2] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil> fromFlag:true} " +
+		"{Name:emb Column:emb Columns:[] ColumnsRegex: DType:F16 Shape:[50] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil> fromFlag:true} " +
+		"{Name:odd Column:x:y Columns:[] ColumnsRegex: DType:F32 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> MaxValueBytes:0 Cast:<nil> fromFlag:true}]"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -536,3 +536,39 @@ func TestRerunRefusalNamesTheInput(t *testing.T) {
 		t.Errorf("exit %d, stderr %s\nwant %s...", code, stderr, want)
 	}
 }
+
+// TestTensorFlagHints: errors of a --tensor flag advise what a flag or a
+// spec file can do (a string column's bytes policy lives in a spec file; a
+// list of another length becomes a jagged tensor with the flag's :jagged
+// form), never a spec key the flag cannot set as if it could.
+func TestTensorFlagHints(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	type row struct {
+		Name string  `parquet:"name"`
+		Hist []int32 `parquet:"hist,list"`
+	}
+	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), []row{{"a", []int32{1}}, {"bb", []int32{1, 2}}, {"c", []int32{1, 2, 3}}, {"d", nil}}); err != nil {
+		t.Fatal(err)
+	}
+	pp := filepath.Join(dir, "plan.json")
+	if code, _, stderr := runCLI("plan", "--source", src, "--global-batch", "2", "-o", pp, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	for _, c := range []struct {
+		flag, want string
+	}{
+		{"name=name:I64", `d.parquet: column "name": BYTE_ARRAY STRING cannot be read as I64; --tensor cannot declare a bytes policy: give this tensor in a spec file (--spec) with bytes: {mode: hash, buckets: N} (dtype I64) or bytes: {mode: pad, max_len: L} (dtype U8)`},
+		{"h=hist:I32:2", `d.parquet: column "hist", row group 0, row 0: list has length 1, not 2 (3 rows of this column chunk have another length; keep every length as a jagged tensor with --tensor h=hist:I32:jagged, or pad and truncate to one length with list.pad and list.truncate in a spec file (--spec))`},
+	} {
+		code, _, stderr := runCLI("convert", "--plan", pp, "--tensor", c.flag, "-o", filepath.Join(t.TempDir(), "out"))
+		if code != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "set bytes.mode") {
+			t.Errorf("--tensor %s: exit %d, stderr %s\nwant %s", c.flag, code, stderr, c.want)
+		}
+	}
+	// The flag's jagged form the hint names converts.
+	if code, _, stderr := runCLI("convert", "--plan", pp, "--tensor", "h=hist:I32:jagged", "-o", filepath.Join(t.TempDir(), "out"), "-q"); code != 0 {
+		t.Errorf("--tensor h=hist:I32:jagged: exit %d: %s", code, stderr)
+	}
+}

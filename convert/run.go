@@ -372,8 +372,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 			todo = append(todo, shardKey{e, k})
 		}
 	}
-	if len(todo) == 0 {
-		r.log.Info("every requested shard is already complete", "skipped", r.sum.SkippedShards)
+	if len(todo) == 0 { // the summary says so: SkippedShards
 		return r.writePlanCopy() // a shard set made before plan.json was kept
 	}
 

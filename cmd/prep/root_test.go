@@ -35,8 +35,8 @@ func TestSummariesUsePlurals(t *testing.T) {
 	pp := convertFixture(t)
 	out := filepath.Join(t.TempDir(), "shards")
 	code, stdout, stderr := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--epochs", "1", "--ranks", "1")
-	if code != 0 || !strings.Contains(stdout, ": 1 shard written (0 already complete), 56 rows,") ||
-		!strings.Contains(stdout, "decoded 52 samples from 1 row group (0 skipped)") {
+	if code != 0 || !strings.Contains(stdout, ": 1 shard written (0 already complete), 56 samples,") ||
+		!strings.Contains(stdout, "decoded 52 source rows from 1 row group (0 skipped)") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	code, stdout, _ = runCLI("plan", "--source", filepath.Join(filepath.Dir(pp), "src"), "--global-batch", "4", "-o", filepath.Join(t.TempDir(), "p.json"))

@@ -467,7 +467,7 @@ func (tp *tensorPlan) applyList(col *pqread.Column, cls srcClass, scale int, run
 			n := int(off[i+1] - start)
 			if (n < L && tp.pad == nil) || (n > L && !tp.truncate) {
 				bad := loc.chunkCounts(tp, col).otherLength
-				return loc.err(int64(i), -1, valueErrorf("list has length %d, not %d (%d rows of this column chunk have another length; set list.pad and list.truncate)", n, L, bad))
+				return loc.err(int64(i), -1, valueErrorf("list has length %d, not %d (%d rows of this column chunk have another length; %s)", n, L, bad, listLengthHint(tp.spec)))
 			}
 			m := min(n, L)
 			s := int(start)
@@ -553,7 +553,7 @@ func (tp *tensorPlan) applyBytes(col *pqread.Column, runs []run, bufs *records, 
 			}
 			L := int(tp.maxLen)
 			if int64(len(v)) > tp.maxLen && !tp.truncate {
-				return loc.err(int64(i), -1, valueErrorf("value is %d bytes long, more than max_len %d (set bytes.truncate to keep the first %d)", len(v), L, L))
+				return loc.err(int64(i), -1, tp.tooLong("bytes", len(v), L))
 			}
 			d := bufs.at(tp.out, slot)
 			n := copy(d, v)

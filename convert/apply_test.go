@@ -268,8 +268,18 @@ func TestBytesPolicies(t *testing.T) {
 	}
 	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "U8",
 		Bytes: &BytesPolicy{Mode: "pad", MaxLen: 4}, Nulls: &NullPolicy{Fill: mustNum("0")}}, sch, c)
-	if err == nil || err.Error() != `s.parquet: column "text", row group 0, row 1: value is 6 bytes long, more than max_len 4 (set bytes.truncate to keep the first 4)` {
+	if err == nil || err.Error() != `s.parquet: column "text", row group 0, row 1: value is 6 bytes long, more than max_len 4 (set bytes.truncate to keep the first 4, or raise bytes.max_len)` {
 		t.Errorf("err = %v", err)
+	}
+	// Binary values (an image, an encoded blob: no STRING annotation) are
+	// never advised to be truncated: a prefix of one is corrupt.
+	bin := pqread.ColumnInfo{Name: "png", Physical: "BYTE_ARRAY", Nullable: true}
+	cb := &pqread.Column{Info: bin, Kind: pqread.KindBytes, Rows: 3, RowValid: []bool{true, true, false},
+		Data: []byte("a\x89PNG\r\n"), ByteOffsets: []int64{0, 1, 7, 7}}
+	_, _, err = convertRows(t, TensorSpec{Name: "png", Column: "png", DType: "U8",
+		Bytes: &BytesPolicy{Mode: "pad", MaxLen: 4}, Nulls: &NullPolicy{Fill: mustNum("0")}}, schemaOf("b.parquet", bin), cb)
+	if err == nil || err.Error() != `b.parquet: column "png", row group 0, row 1: value is 6 bytes long, more than max_len 4 (raise bytes.max_len to at least 6, or use bytes.mode hash; truncating binary values such as images or encoded blobs would corrupt them)` {
+		t.Errorf("binary value over max_len: %v", err)
 	}
 	outs, bufs, err := convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "U8",
 		Bytes: &BytesPolicy{Mode: "pad", MaxLen: 4, Truncate: true, Lengths: true}, Nulls: &NullPolicy{Fill: mustNum("0"), Mask: true}}, sch, c)

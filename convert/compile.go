@@ -63,6 +63,7 @@ type tensorPlan struct {
 	buckets   uint64
 	maxLen    int64
 	truncate  bool
+	text      bool // the column holds text (STRING, ENUM or JSON): truncation is a fix to suggest (tooLong)
 	maxValue  int64
 	maxRow    int64                 // jagged: the most values of one row (setRowLimit)
 	depth     int                   // jagged: 1 for a list, 2 for a list of lists
@@ -336,6 +337,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	// except under cast.widen where list-ness is still required to agree).
 	first := tp.cols[0]
 	isList := first[0].List
+	tp.text = isText(first[0])
 	for fi := range tp.cols {
 		if tp.cols[fi][0].List != isList {
 			return nil, &Error{File: files[fi].rel, Column: tp.cols[fi][0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
@@ -566,9 +568,9 @@ func classify(ci pqread.ColumnInfo, t *TensorSpec, dt shardfmt.DType) (srcClass,
 				return 0, schemaErrorf("%s is 2-byte binary without the FLOAT16 annotation; declare cast.from_unannotated: F16 to read it as half floats", sig)
 			}
 			if ci.List && !t.jagged() {
-				return 0, schemaErrorf("%s cannot be read as %s; a list of strings or binary values becomes a tensor only as a jagged list: list: {jagged: true} with bytes: {mode: hash, buckets: N} (dtype I64) or {mode: pad, max_len: L} (dtype U8)", sig, dt)
+				return 0, schemaErrorf("%s cannot be read as %s; a list of strings or binary values becomes a tensor only as a jagged list: list: {jagged: true} with bytes: {mode: hash, buckets: N} (dtype I64) or {mode: pad, max_len: L} (dtype U8)%s", sig, dt, flagSpecFile(t))
 			}
-			return 0, schemaErrorf("%s cannot be read as %s; set bytes.mode hash or pad", sig, dt)
+			return 0, schemaErrorf("%s cannot be read as %s; %s", sig, dt, bytesModeHint(t))
 		}
 	case clsInt96:
 		if dt != shardfmt.I64 {

@@ -665,7 +665,7 @@ func TestJaggedListOfStrings(t *testing.T) {
 		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
 			`a.parquet: column "s", row group 0, row 2, element 1: null list element (1 null elements in this column chunk; set list.element_fill or list.element_mask)`},
 		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 0}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
-			`a.parquet: column "s", row group 0, row 4, element 0: value is 6 bytes long, more than max_len 4 (set bytes.truncate to keep the first 4)`},
+			`a.parquet: column "s", row group 0, row 4, element 0: value is 6 bytes long, more than max_len 4 (set bytes.truncate to keep the first 4, or raise bytes.max_len)`},
 		{`tensors: [{name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 7}, nulls: {}, bytes: {mode: pad, max_len: 4}}]`,
 			`tensor "p": list.element_fill in bytes pad mode must be 0 (an empty value)`},
 		{`tensors: [{name: h, column: s, dtype: I64, list: {jagged: true}, nulls: {}}]`,

@@ -446,7 +446,7 @@ func (tp *tensorPlan) writeBytesValues(dst []byte, stride int, col *pqread.Colum
 			if tp.mapRole == "key" {
 				policy = "map.key_bytes"
 			}
-			return i, valueErrorf("value is %d bytes long, more than max_len %d (set %s.truncate to keep the first %d)", len(v), L, policy, L)
+			return i, tp.tooLong(policy, len(v), L)
 		}
 		n := copy(d[:L], v)
 		clear(d[n:L])

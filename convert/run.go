@@ -326,6 +326,9 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 				}
 			}
 		case !r.o.Force:
+			if d := inputDifferences(r.tx.OldPlan(), old.SpecHash, r.p, r.spec); d != "" {
+				return fmt.Errorf("%s: %w: it was made from other inputs: %s (use --force to replace it)", out, ErrOutputMismatch, d)
+			}
 			return fmt.Errorf("%s: %w: it was made from plan %s, source %s, spec %s; this run has plan %s, source %s, spec %s (use --force to replace it)",
 				out, ErrOutputMismatch, old.PlanFingerprint, old.SourceFingerprint, old.SpecHash, r.p.Fingerprint, r.p.SourceFingerprint, r.spec.Hash())
 		default:
@@ -369,8 +372,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 			todo = append(todo, shardKey{e, k})
 		}
 	}
-	if len(todo) == 0 {
-		r.log.Info("every requested shard is already complete", "skipped", r.sum.SkippedShards)
+	if len(todo) == 0 { // the summary says so: SkippedShards
 		return r.writePlanCopy() // a shard set made before plan.json was kept
 	}
 
@@ -540,6 +542,9 @@ func (r *runner) checkPlanCopy() error {
 	case r.o.Force:
 		r.log.Warn("replacing the shard set's plan copy with another plan (--force)", "path", path)
 		return nil
+	}
+	if d := inputDifferences(old, r.spec.Hash(), r.p, r.spec); d != "" {
+		return fmt.Errorf("%s: %w: its plan.json differs from this run's plan in %s (use --force to replace it)", r.o.Output, ErrOutputMismatch, d)
 	}
 	return fmt.Errorf("%s: %w: its plan.json differs from this run's plan %s (use --force to replace it)", r.o.Output, ErrOutputMismatch, r.p.Fingerprint)
 }

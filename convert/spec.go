@@ -92,6 +92,11 @@ type TensorSpec struct {
 	Image         *ImagePolicy `yaml:"image,omitempty" json:"image,omitempty"`
 	MaxValueBytes int64        `yaml:"max_value_bytes,omitempty" json:"max_value_bytes,omitempty"`
 	Cast          *CastPolicy  `yaml:"cast,omitempty" json:"cast,omitempty"`
+
+	// fromFlag marks a tensor given as a --tensor flag (ParseTensorFlags),
+	// so that a hint names the flag form or a spec file, not spec keys the
+	// flag cannot set. Not part of the spec or its hash.
+	fromFlag bool
 }
 
 // NullPolicy says what a null becomes. Without it (or without Fill) any null
@@ -324,6 +329,9 @@ func ParseSpec(data []byte, name string) (*Spec, error) {
 		if err := nullKey(&doc); err != nil {
 			return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
 		}
+		if err := unknownKey(&doc); err != nil {
+			return nil, fmt.Errorf("%s: %w: %v", name, ErrSpec, err)
+		}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -394,7 +402,7 @@ func ParseTensorFlags(flags []string) ([]TensorSpec, error) {
 		if len(parts) < 2 {
 			return nil, specErrorf("--tensor %q: missing :DTYPE", f)
 		}
-		t := TensorSpec{Name: name}
+		t := TensorSpec{Name: name, fromFlag: true}
 		n := len(parts)
 		if n >= 3 && parts[n-1] == "jagged" {
 			t.List = &ListPolicy{Jagged: true}

@@ -186,7 +186,7 @@ func TestSlicedRowGroupErrorsMatchWhole(t *testing.T) {
 		opt     = "{name: opt, column: opt, dtype: I32}"
 		vec     = "{name: vec, column: vec, dtype: F32, shape: [3]}"
 		nullErr = `part-0.parquet: column "opt", row group 1, row 700: null value (2 nulls in this column chunk; set nulls.fill to replace them)`
-		lenErr  = `part-0.parquet: column "vec", row group 1, row 300: list has length 2, not 3 (2 rows of this column chunk have another length; set list.pad and list.truncate)`
+		lenErr  = `part-0.parquet: column "vec", row group 1, row 300: list has length 2, not 3 (2 rows of this column chunk have another length; keep every length with list: {jagged: true} (a jagged tensor), or pad and truncate to one length with list.pad and list.truncate)`
 	)
 	decodes, reset := countDecodes(t)
 	for _, tc := range []struct{ tensors, want string }{

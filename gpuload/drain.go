@@ -11,9 +11,10 @@ type DrainStats struct {
 	Batches    int   // batches taken with Next
 	Samples    int64 // samples in them, real and pad
 	PadSamples int64 // pad samples among Samples
-	// Bytes is the batch block bytes delivered: Batches x the shard's
-	// block size (Geometry.BlockSize: the largest block of a shard with
-	// jagged tensors).
+	// Bytes is the batch block bytes read: the sum of each delivered
+	// step's Batch.BlockBytes (Batches x Geometry.BlockSize in a shard
+	// without jagged tensors; each step's own block size from the batch
+	// table in one with them).
 	Bytes int64
 	// Seconds and CPUSeconds are the wall time of the delivery loop and
 	// the process's user+system CPU time during it (0 where the platform
@@ -38,7 +39,6 @@ func (s DrainStats) GBPerSecond() float64 {
 // delivered before it with Next's error. l stays open; the caller closes
 // it.
 func Drain(l *Loader, onBatch func(*Batch)) (s DrainStats, err error) {
-	block := int64(l.Geometry().BlockSize)
 	cpu0 := cpuSeconds()
 	start := time.Now()
 	defer func() {
@@ -57,7 +57,7 @@ func Drain(l *Loader, onBatch func(*Batch)) (s DrainStats, err error) {
 		s.Batches++
 		s.Samples += int64(b.Count)
 		s.PadSamples += int64(b.Pads)
-		s.Bytes += block
+		s.Bytes += b.BlockBytes()
 		if onBatch != nil {
 			onBatch(b)
 		}

@@ -51,3 +51,39 @@ func TestDrainStopsAtTheFailingStep(t *testing.T) {
 		t.Fatalf("Drain = %+v, %v; want 2 batches, then ErrChecksum at step 2", s, err)
 	}
 }
+
+// TestDrainCountsEachJaggedBlock: on a shard with jagged tensors the bytes
+// are each step's own block size from the shard's batch table (read with
+// shardfmt), not steps x the largest block.
+func TestDrainCountsEachJaggedBlock(t *testing.T) {
+	path := writeJaggedShard(t)
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	largest := uint64(0)
+	for k := range r.NumBatches() {
+		bi, err := r.Batch(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += int64(bi.Size)
+		largest = max(largest, bi.Size)
+	}
+	r.Close()
+	if want == int64(len(jaggedRows))*int64(largest) {
+		t.Fatalf("fixture: every block is %d bytes; the test needs blocks of different sizes", largest)
+	}
+	for _, o := range []Options{{}, {MapBlocks: true}} {
+		l := openJagged(t, path, o)
+		s, err := Drain(l, nil)
+		l.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Batches != len(jaggedRows) || s.Bytes != want {
+			t.Errorf("%+v: %d batches, %d bytes; want %d batches, %d bytes (the batch table's block sizes)", o, s.Batches, s.Bytes, len(jaggedRows), want)
+		}
+	}
+}

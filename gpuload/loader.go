@@ -136,8 +136,16 @@ type Batch struct {
 
 	l        *Loader
 	slot     int
+	size     uint64 // bytes of the step's block (BatchInfo.Size)
 	released atomic.Bool
 }
+
+// BlockBytes returns the bytes of this step's block that the reader read:
+// the shard's block size (Geometry.BlockSize) in a shard without jagged
+// tensors, the step's own block size from the shard's batch table
+// (shardfmt.BatchInfo.Size, at most BlockSize) in one with them. 0 for a
+// batch an Elastic reader slices or joins (it read no block of its own).
+func (b *Batch) BlockBytes() int64 { return int64(b.size) }
 
 // PadFlags returns Count flags, true for the trailing Pads pad samples
 // (repeats filled in by the plan's "pad" remainder policy, to be masked out).
@@ -403,7 +411,7 @@ func (l *Loader) batch(d delivery) (*Batch, error) {
 	if sm.tensors == nil {
 		sm.tensors = l.newTensors()
 	}
-	b := &Batch{Step: d.step, Count: info.Count, Pads: info.Pads, Device: l.be.device(), SampleIDs: ids, Tensors: sm.tensors, l: l, slot: d.slot}
+	b := &Batch{Step: d.step, Count: info.Count, Pads: info.Pads, Device: l.be.device(), SampleIDs: ids, Tensors: sm.tensors, l: l, slot: d.slot, size: info.Size}
 	for i := range b.Tensors {
 		t := &b.Tensors[i]
 		if t.Jagged {

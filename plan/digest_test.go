@@ -13,9 +13,11 @@ import (
 // claiming 2^62 rows made New panic ("makeslice: len out of range": one
 // leaf sum per 65536 slots allocated up front) and 10^12 rows ran without
 // end or progress: the digest streams its leaves in order with
-// O(GOMAXPROCS) memory, reports progress and stops when ctx is done.
+// O(GOMAXPROCS) memory, reports progress and stops when ctx is done. (A
+// source beyond MaxSamples is now refused before digesting: the largest
+// accepted is run here.)
 func TestEpochDigestHugeNBoundedAndStoppable(t *testing.T) {
-	for _, rows := range []int64{1 << 62, 1_000_000_000_000} {
+	for _, rows := range []int64{MaxSamples, 1_000_000_000_000} {
 		src := synthSource([]int64{rows})
 		cfg := Config{Epochs: 2, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderDrop}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -71,6 +71,11 @@ const (
 	MaxWorkers = 1 << 10
 	// MaxWindow bounds Config.Window, row groups per shuffle window.
 	MaxWindow = 1 << 30
+	// MaxSamples bounds the source's row count N (2^40, about 1.1·10^12
+	// rows): New hashes every sample id of every epoch (O(Epochs·N)), so a
+	// larger source, or a footer claiming one, is refused before any
+	// hashing starts.
+	MaxSamples = 1 << 40
 )
 
 // Config holds the plan inputs other than the source.
@@ -165,6 +170,9 @@ func derive(src Source, cfg Config) (*Plan, error) {
 	src.EmptyFiles = append([]SourceFile(nil), src.EmptyFiles...)
 	if err := src.Normalize(); err != nil {
 		return nil, err
+	}
+	if n := src.NumSamples(); n > MaxSamples {
+		return nil, configErrorf("source", "%d rows exceed the limit of %d samples per plan (split the source into several plans)", n, uint64(MaxSamples))
 	}
 	st, d, err := newState(src.index, cfg)
 	if err != nil {

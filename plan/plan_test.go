@@ -719,3 +719,20 @@ func TestConcurrentRankBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceBeyondMaxSamplesRefused: a source of more than MaxSamples rows
+// (a footer claiming 10^12 rows in each of two files) is refused at once,
+// before any epoch digest; MaxSamples rows exactly are not refused by the
+// check (derive only: no digest is computed).
+func TestSourceBeyondMaxSamplesRefused(t *testing.T) {
+	cfg := Config{Seed: 1, Epochs: 1, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderDrop}
+	src := synthSource([]int64{1_000_000_000_000}, []int64{1_000_000_000_000})
+	_, err := New(src, cfg)
+	want := "2000000000000 rows exceed the limit of 1099511627776 samples per plan"
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("New: %v; want ErrConfig containing %q", err, want)
+	}
+	if _, err := derive(synthSource([]int64{MaxSamples}), cfg); err != nil {
+		t.Fatalf("MaxSamples rows: %v", err)
+	}
+}

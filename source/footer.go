@@ -16,22 +16,44 @@ import (
 	"github.com/prepml/prep/pqread"
 )
 
-// minPageBytes is the smallest a Parquet data page can be: a thrift
-// compact PageHeader with its required fields (type, both sizes, and a data
-// page header with num_values and three encodings) takes at least 17
-// bytes. A page holds at most 2^31-1 values (num_values is an i32) and
-// every row puts at least one value or level in every column, so a file of
-// S bytes holds at most floor(S/17) * (2^31-1) rows (PLAN.md §9).
-const minPageBytes = 17
+// The most rows a span of Parquet bytes can hold (PLAN.md §9). Every row
+// puts at least one value or level into every column, so a column chunk
+// holds at least as many values as its row group has rows, and each value
+// lies in a data page. A data page holds at most 2^31-1 values
+// (num_values is an i32) and its thrift compact PageHeader takes at least
+// minPageBytes bytes: one for each required field's header and value
+// (type, uncompressed and compressed size), the data page header struct
+// with num_values and three encodings, and the stops. A page holding 2^27
+// values or more writes num_values as a 5-byte varint (zigzag(v) >= 2^28),
+// so it takes at least minFullPageBytes. Pages of fewer values yield at
+// most (2^27-1)/17 values per byte, less than a full page's
+// (2^31-1)/21, so B bytes hold at most
+//
+//	floor(B/21) * (2^31-1) + (2^27-1 if B mod 21 >= 17)
+//
+// values (MaxRows). Compression cannot beat it: the bound counts page
+// headers, which are never compressed.
+const (
+	minPageBytes     = 17
+	minFullPageBytes = 21
+	smallPageValues  = 1<<27 - 1
+)
 
-// MaxRows returns the most rows a Parquet file of size bytes can hold:
-// floor(size/17) * (2^31-1), saturated at 2^63-1.
-func MaxRows(size int64) int64 {
-	pages := max(size, 0) / minPageBytes
-	if pages > math.MaxInt64/math.MaxInt32 {
+// MaxRows returns the most rows b bytes of Parquet pages can hold (see
+// above): floor(b/21)*(2^31-1), plus 2^27-1 when b mod 21 >= 17,
+// saturated at 2^63-1. It bounds a whole file (b its size) and each column
+// chunk (b its compressed length).
+func MaxRows(b int64) int64 {
+	b = max(b, 0)
+	full := b / minFullPageBytes
+	if full > (math.MaxInt64-smallPageValues)/math.MaxInt32 {
 		return math.MaxInt64
 	}
-	return pages * math.MaxInt32
+	n := full * math.MaxInt32
+	if b%minFullPageBytes >= minPageBytes {
+		n += smallPageValues
+	}
+	return n
 }
 
 // openParquet opens obj with pqread, which validates the footer: magics,
@@ -76,13 +98,29 @@ func checkedParquet(obj Object, open func() (*pqread.File, error)) (*pqread.File
 }
 
 // checkCapacity refuses row counts the file cannot hold: a non-empty row
-// group in a file without columns, or more rows than MaxRows(size).
+// group in a file without columns, more rows than MaxRows(file size), or a
+// row group with more rows than MaxRows of one of its column chunks'
+// compressed length (each checked by pqread to lie inside the file). A
+// hostile footer claiming 10^12 rows in a file of a few KiB is refused
+// here, before a plan spends hours hashing ids of rows that do not exist.
 func checkCapacity(pf *pqread.File) error {
 	if pf.NumRows() > 0 && len(pf.Columns()) == 0 {
 		return fmt.Errorf("%w: %d rows in a file without columns", pqread.ErrCorrupt, pf.NumRows())
 	}
 	if n, most := pf.NumRows(), MaxRows(pf.Size()); n > most {
 		return fmt.Errorf("%w: footer claims %d rows, more than a file of %d bytes can hold (%d)", pqread.ErrCorrupt, n, pf.Size(), most)
+	}
+	for rg, rows := range pf.RowGroups() {
+		for _, col := range pf.Columns() {
+			_, n := pf.ChunkRange(rg, col)
+			if n == 0 {
+				continue // no values or stored elsewhere: the file's bound holds
+			}
+			if most := MaxRows(n); rows > most {
+				return fmt.Errorf("%w: row group %d claims %d rows, more than its column chunk %s of %d bytes can hold (%d)",
+					pqread.ErrCorrupt, rg, rows, col.Name, n, most)
+			}
+		}
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func TestPlanRefusesFootersConvertRefuses(t *testing.T) {
 
 // TestRowsBeyondWhatTheFileCanHold pins the fault where a footer claiming
 // 2^62 rows (or 10^12 in a small file) was planned: a file of S bytes holds
-// at most floor(S/17) * (2^31-1) rows, and a file with rows needs a column.
+// at most floor(S/21) * (2^31-1) + 2^27-1 rows, and a file with rows needs a column.
 func TestRowsBeyondWhatTheFileCanHold(t *testing.T) {
 	good := smallParquet(t)
 	for _, rows := range []int64{1 << 62, 1_000_000_000_000} {
@@ -136,11 +136,90 @@ func TestRowsBeyondWhatTheFileCanHold(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct{ size, want int64 }{
-		{0, 0}, {16, 0}, {17, 2147483647}, {35, 2 * 2147483647}, {1 << 62, 9223372036854775807},
+		{0, 0}, {16, 0}, {17, 1<<27 - 1}, {20, 1<<27 - 1}, {21, 2147483647}, {37, 2147483647}, {38, 2147483647 + 1<<27 - 1},
+		{42, 2 * 2147483647}, {1 << 62, 9223372036854775807},
 	} {
 		if got := MaxRows(tt.size); got != tt.want {
 			t.Errorf("MaxRows(%d) = %d, want %d", tt.size, got, tt.want)
 		}
+	}
+}
+
+// hostileFooter returns an uncompressed file of three INT64 columns and
+// k rows whose footer claims rows rows in its one row group, and column
+// a's chunk length (total_compressed_size).
+func hostileFooter(t *testing.T, k int, rows int64) (file []byte, chunk int64) {
+	type row struct {
+		A int64 `parquet:"a"`
+		B int64 `parquet:"b"`
+		C int64 `parquet:"c"`
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[row](&buf, parquet.Compression(&parquet.Uncompressed))
+	rs := make([]row, k)
+	for i := range rs {
+		v := int64(i) * 2654435761
+		rs[i] = row{v, v ^ 0x5555, v * 3}
+	}
+	if _, err := w.Write(rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file = rewriteFooter(t, buf.Bytes(), func(fm *format.FileMetaData) {
+		fm.NumRows = rows
+		fm.RowGroups[0].NumRows = rows
+		chunk = fm.RowGroups[0].Columns[0].MetaData.TotalCompressedSize
+	})
+	return file, chunk
+}
+
+// discoverOne writes file as dir/hostile.parquet and discovers dir.
+func discoverOne(t *testing.T, file []byte) error {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hostile.parquet"), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Discover(context.Background(), []string{dir})
+	var se *Error
+	if !errors.Is(err, ErrFooter) || !errors.As(err, &se) || se.File != "hostile.parquet" {
+		t.Fatalf("Discover: %v; want ErrFooter naming hostile.parquet", err)
+	}
+	return err
+}
+
+// TestHostileRowCountRefused pins the fault where a file of about 8 KB
+// whose footer claims 10^12 rows was planned (for hours, hashing ids of
+// rows that do not exist): at 17 bytes a page over the whole file the
+// claim fitted. A page of 2^27 values or more takes at least 21 bytes, and
+// each column chunk must hold its row group's rows, so both the 8 KB file
+// and a 12 KB one (which passes the whole-file bound) are refused at
+// discovery, naming the file, and the second the row group and the chunk.
+func TestHostileRowCountRefused(t *testing.T) {
+	const rows = 1_000_000_000_000
+	file, _ := hostileFooter(t, 300, rows)
+	if int64(len(file))/17*(1<<31-1) < rows || len(file) > 8192 {
+		t.Fatalf("fixture of %d bytes: want one that 17 bytes a page accepts, at most 8 KiB", len(file))
+	}
+	err := discoverOne(t, file)
+	if want := fmt.Sprintf("footer claims %d rows, more than a file of %d bytes can hold (%d)", rows, len(file), MaxRows(int64(len(file)))); !strings.Contains(err.Error(), want) {
+		t.Errorf("8 KB file: %v\nwant it to contain %s", err, want)
+	}
+
+	file, n := hostileFooter(t, 480, rows)
+	if MaxRows(int64(len(file))) < rows {
+		t.Fatalf("fixture of %d bytes: want one the whole-file bound accepts", len(file))
+	}
+	err = discoverOne(t, file)
+	// n bytes hold floor(n/21) full pages of 2^31-1 values, and one of
+	// 2^27-1 in 17 to 20 bytes left over.
+	most := n / 21 * (1<<31 - 1)
+	if n%21 >= 17 {
+		most += 1<<27 - 1
+	}
+	if want := fmt.Sprintf("row group 0 claims %d rows, more than its column chunk a of %d bytes can hold (%d)", rows, n, most); !strings.Contains(err.Error(), want) {
+		t.Errorf("12 KB file: %v\nwant it to contain %s", err, want)
 	}
 }
 

@@ -53,9 +53,17 @@ const (
 	// DefaultReadAheadBytes is the default bound on bytes fetched ahead by
 	// Prefetch and not yet read.
 	DefaultReadAheadBytes = 256 << 20
-	// DefaultMaxAttempts is the default number of attempts of one request
-	// before its error is returned.
-	DefaultMaxAttempts = 6
+	// DefaultRetryBudget is how long one request keeps retrying retryable
+	// failures, measured from its first attempt (--s3-retry-budget): long
+	// enough to ride out a minute-long endpoint outage, as the AWS SDKs'
+	// standard retry mode and restic's backoff bound retrying by time
+	// rather than by a handful of attempts.
+	DefaultRetryBudget = 60 * time.Second
+	// DefaultBaseBackoff and DefaultMaxBackoff are the first retry delay
+	// and its cap: the delay doubles per retry (exponential backoff), each
+	// drawn uniformly from [d/2, d) (jitter).
+	DefaultBaseBackoff = 50 * time.Millisecond
+	DefaultMaxBackoff  = 5 * time.Second
 )
 
 // S3Options tunes an S3Store. The zero value is ready to use.
@@ -68,12 +76,17 @@ type S3Options struct {
 	// DefaultReadAheadBytes. One row group's ranges larger than this are
 	// still fetched, alone.
 	ReadAheadBytes int64
-	// MaxAttempts is the number of attempts of one request (the first
-	// included) on retryable failures; <= 0: DefaultMaxAttempts.
+	// RetryBudget bounds the time one request spends on retryable
+	// failures, from the start of its first attempt: no retry starts once
+	// it is spent, and the last delay is cut to what remains of it;
+	// <= 0: DefaultRetryBudget.
+	RetryBudget time.Duration
+	// MaxAttempts, when > 0, also bounds the attempts of one request (the
+	// first included); <= 0: only RetryBudget bounds them.
 	MaxAttempts int
 	// BaseBackoff is the first retry delay, doubled per retry up to
 	// MaxBackoff, each delay drawn uniformly from [d/2, d) (jitter);
-	// <= 0: 50 ms and 5 s.
+	// <= 0: DefaultBaseBackoff and DefaultMaxBackoff.
 	BaseBackoff, MaxBackoff time.Duration
 	// StallTimeout aborts an attempt (and retries it) when no response
 	// header or body byte arrives for this long; <= 0: 30 s.
@@ -100,14 +113,14 @@ func (o S3Options) withDefaults() S3Options {
 	if o.ReadAheadBytes <= 0 {
 		o.ReadAheadBytes = DefaultReadAheadBytes
 	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
+	if o.RetryBudget <= 0 {
+		o.RetryBudget = DefaultRetryBudget
 	}
 	if o.BaseBackoff <= 0 {
-		o.BaseBackoff = 50 * time.Millisecond
+		o.BaseBackoff = DefaultBaseBackoff
 	}
 	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 5 * time.Second
+		o.MaxBackoff = DefaultMaxBackoff
 	}
 	if o.StallTimeout <= 0 {
 		o.StallTimeout = 30 * time.Second
@@ -221,6 +234,7 @@ type S3Client struct {
 	budget *byteBudget
 	n      s3Counters
 	sleep  func(ctx context.Context, d time.Duration) error // tests
+	now    func() time.Time                                 // tests
 }
 
 // NewS3Client loads the AWS configuration from the standard chain (or
@@ -281,7 +295,7 @@ func NewS3Client(ctx context.Context, o S3Options) (*S3Client, error) {
 		}
 	})
 	return &S3Client{api: api, o: o, sem: make(chan struct{}, o.Concurrency),
-		budget: newByteBudget(o.ReadAheadBytes), sleep: sleepCtx}, nil
+		budget: newByteBudget(o.ReadAheadBytes), sleep: sleepCtx, now: time.Now}, nil
 }
 
 // Stats returns the client's counters so far.
@@ -555,29 +569,35 @@ var (
 )
 
 // RangeError is a failed read of an object: which object, which bytes,
-// how many attempts, and the last cause (wrapped).
+// how many attempts over how long, and the last cause (wrapped).
 type RangeError struct {
-	URL      string // s3://bucket/key
-	Off, Len int64  // byte range [Off, Off+Len); Len -1 for a suffix read of the tail
-	Attempts int
+	URL      string        // s3://bucket/key
+	Off, Len int64         // byte range [Off, Off+Len); Len -1 for a suffix read of the tail
+	Attempts int           // attempts made, the first included
+	Elapsed  time.Duration // from the start of the first attempt to the end of the last
 	Err      error
 }
 
 // Error implements error: "reading s3://bucket/key bytes [a, b): N
-// attempts, last: cause" (the attempts only when more than one).
+// attempts in 61.3s, last: cause" (the attempts and their time only when
+// more than one).
 func (e *RangeError) Error() string {
 	r := fmt.Sprintf("bytes [%d, %d)", e.Off, e.Off+e.Len)
 	if e.Len < 0 {
 		r = fmt.Sprintf("last %d bytes", e.Off)
 	}
 	if e.Attempts > 1 {
-		return fmt.Sprintf("reading %s %s: %d attempts, last: %v", e.URL, r, e.Attempts, e.Err)
+		return fmt.Sprintf("reading %s %s: %d attempts in %s, last: %v", e.URL, r, e.Attempts, seconds(e.Elapsed), e.Err)
 	}
 	return fmt.Sprintf("reading %s %s: %v", e.URL, r, e.Err)
 }
 
 // Unwrap returns the last cause.
 func (e *RangeError) Unwrap() error { return e.Err }
+
+// seconds renders d in seconds with one decimal ("2.5s"), the precision
+// retry times are reported at.
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
 
 // notExist reports a missing key as fs.ErrNotExist with the URL.
 func notExist(u string) error { return fmt.Errorf("%s: %w", u, fs.ErrNotExist) }

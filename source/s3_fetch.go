@@ -21,9 +21,13 @@ import (
 
 // One ranged GET is one attempt of get below: it holds one of the
 // client's Concurrency slots while its request is in flight and its body is
-// read, and it is retried on the causes retryable lists, up to MaxAttempts
-// attempts, sleeping BaseBackoff·2^(attempt-1), capped at MaxBackoff, with
-// jitter between attempts.
+// read, and it is retried on the causes classify calls retryable, sleeping
+// BaseBackoff·2^(attempt-1), capped at MaxBackoff, with jitter between
+// attempts, until RetryBudget has passed since its first attempt began
+// (retryWait). The SDK's own retryer is off (NewS3Client) because a
+// truncated or stalled body is only seen after GetObject returned, where
+// the SDK no longer retries; one loop here retries every cause alike and
+// counts each retry.
 
 // getResult is what one successful GET returned.
 type getResult struct {
@@ -40,39 +44,62 @@ type getResult struct {
 func (c *S3Client) get(ctx context.Context, bucket, key, rng, ifMatch string, off, ln int64,
 	buf func(length int64) ([]byte, error)) (getResult, error) {
 	u := "s3://" + bucket + "/" + key
-	var last error
+	start := c.now()
+	fail := func(attempt int, err error) error {
+		return &RangeError{URL: u, Off: off, Len: ln, Attempts: attempt, Elapsed: c.now().Sub(start), Err: err}
+	}
 	for attempt := 1; ; attempt++ {
 		res, err := c.getOnce(ctx, bucket, key, rng, ifMatch, buf)
 		if err == nil {
 			return res, nil
 		}
 		if cerr := ctx.Err(); cerr != nil {
-			return res, &RangeError{URL: u, Off: off, Len: ln, Attempts: attempt, Err: cerr}
+			return res, fail(attempt, cerr)
 		}
 		kind, retry := classify(err)
 		if kind != nil {
 			if errors.Is(kind, fs.ErrNotExist) {
-				return res, &RangeError{URL: u, Off: off, Len: ln, Attempts: attempt, Err: fmt.Errorf("no such key: %w", fs.ErrNotExist)}
+				return res, fail(attempt, fmt.Errorf("no such key: %w", fs.ErrNotExist))
 			}
 			if errors.Is(kind, errPrecondition) {
 				return res, errPrecondition // the object turns it into a *ChangedError
+			}
+			if errors.Is(kind, errUnsatisfiable) && strings.HasPrefix(rng, "bytes=-") {
+				// S3 answers 416 to a suffix range only when the object
+				// is empty: the caller reports the size, as for a
+				// local empty file.
+				return res, errEmptyObject
 			}
 			err = fmt.Errorf("%w (%s)", kind, describe(err))
 		} else {
 			err = errors.New(describe(err))
 		}
-		last = err
 		if !retry {
-			return res, &RangeError{URL: u, Off: off, Len: ln, Attempts: attempt, Err: err}
+			return res, fail(attempt, err)
 		}
-		if attempt >= c.o.MaxAttempts {
-			return res, &RangeError{URL: u, Off: off, Len: ln, Attempts: attempt, Err: fmt.Errorf("%w: %w", ErrRetriesExhausted, last)}
-		}
-		c.n.retries.Add(1)
-		if err := c.sleep(ctx, c.backoff(attempt)); err != nil {
-			return res, &RangeError{URL: u, Off: off, Len: ln, Attempts: attempt, Err: err}
+		if werr := c.retryWait(ctx, start, attempt); werr != nil {
+			if errors.Is(werr, ErrRetriesExhausted) {
+				werr = fmt.Errorf("%w: %w", werr, err)
+			}
+			return res, fail(attempt, werr)
 		}
 	}
+}
+
+// retryWait is called after attempt number attempt (1-based) of a request
+// whose first attempt began at start failed retryably. While the retry
+// budget is not spent (nor MaxAttempts reached, when set) it counts a
+// retry and sleeps the backoff, cut to what remains of the budget, and
+// returns nil. Otherwise it returns an error wrapping
+// ErrRetriesExhausted that states the budget; ctx ending returns ctx's
+// error.
+func (c *S3Client) retryWait(ctx context.Context, start time.Time, attempt int) error {
+	elapsed := c.now().Sub(start)
+	if elapsed >= c.o.RetryBudget || (c.o.MaxAttempts > 0 && attempt >= c.o.MaxAttempts) {
+		return fmt.Errorf("%w (retry budget %s)", ErrRetriesExhausted, c.o.RetryBudget)
+	}
+	c.n.retries.Add(1)
+	return c.sleep(ctx, min(c.backoff(attempt), c.o.RetryBudget-elapsed))
 }
 
 // backoff returns the delay before retry number attempt (1-based):
@@ -105,6 +132,13 @@ var errTruncated = errors.New("response body truncated")
 
 // errPrecondition marks a 412 Precondition Failed (If-Match).
 var errPrecondition = errors.New("precondition failed")
+
+// errUnsatisfiable marks a 416 Range Not Satisfiable.
+var errUnsatisfiable = errors.New("requested range not satisfiable")
+
+// errEmptyObject is get's error for a suffix range answered 416: the
+// object holds no byte.
+var errEmptyObject = errors.New("empty object")
 
 // getOnce is one attempt of get.
 func (c *S3Client) getOnce(ctx context.Context, bucket, key, rng, ifMatch string, buf func(int64) ([]byte, error)) (getResult, error) {
@@ -249,6 +283,8 @@ func classify(err error) (kind error, retry bool) {
 			return ErrBadCredentials, false
 		case "PreconditionFailed":
 			return errPrecondition, false
+		case "InvalidRange":
+			return errUnsatisfiable, false
 		case "PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException":
 			return ErrWrongRegion, false
 		case "SlowDown", "RequestTimeout", "RequestTimeTooSkewed", "InternalError", "ServiceUnavailable",
@@ -259,6 +295,8 @@ func classify(err error) (kind error, retry bool) {
 	switch {
 	case status == 412:
 		return errPrecondition, false
+	case status == 416:
+		return errUnsatisfiable, false
 	case status == 403:
 		return ErrAccessDenied, false
 	case status == 404:

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,10 +108,47 @@ func TestFaultsRetried(t *testing.T) {
 	}
 }
 
-// TestRetriesExhausted: a bounded number of attempts, then an error naming
-// the object, the byte range, the attempts and the last cause.
+// virtualClock is a client's clock in the retry tests: sleeps advance it
+// at once, so an outage of seconds is ridden out in no wall time and the
+// times in messages are exact.
+type virtualClock struct {
+	mu  sync.Mutex
+	t   time.Time
+	off time.Duration // time slept so far
+}
+
+func (v *virtualClock) now() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.t.Add(v.off)
+}
+
+func (v *virtualClock) sleep(ctx context.Context, d time.Duration) error {
+	v.mu.Lock()
+	v.off += d
+	v.mu.Unlock()
+	return ctx.Err()
+}
+
+func (v *virtualClock) elapsed() time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.off
+}
+
+// useVirtualClock makes c sleep on a virtual clock and returns it.
+func useVirtualClock(c *S3Client) *virtualClock {
+	v := &virtualClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c.now, c.sleep = v.now, v.sleep
+	return v
+}
+
+// TestRetriesExhausted: with MaxAttempts set, that many attempts, then an
+// error naming the object, the byte range, the attempts, the time they
+// took and the last cause.
 func TestRetriesExhausted(t *testing.T) {
-	e := newS3Env(t, S3Options{MaxAttempts: 3, FooterGuess: 1024})
+	e := newS3Env(t, S3Options{MaxAttempts: 3, FooterGuess: 1024, BaseBackoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	clock := useVirtualClock(e.c)
 	data := fakeParquet(64<<10, 100, 2)
 	e.put(t, "dir/b.parquet", data)
 	obj, err := e.store(t).Open(context.Background(), "dir/b.parquet")
@@ -122,15 +162,120 @@ func TestRetriesExhausted(t *testing.T) {
 	if !errors.As(err, &re) || !errors.Is(err, ErrRetriesExhausted) {
 		t.Fatalf("error %v, want a *RangeError wrapping ErrRetriesExhausted", err)
 	}
-	if re.Attempts != 3 || re.Off != 10 || re.Len != 1000 || re.URL != "s3://data/dir/b.parquet" {
-		t.Errorf("RangeError %+v", re)
+	if re.Attempts != 3 || re.Off != 10 || re.Len != 1000 || re.URL != "s3://data/dir/b.parquet" || re.Elapsed != clock.elapsed() {
+		t.Errorf("RangeError %+v (slept %v)", re, clock.elapsed())
 	}
-	want := "reading s3://data/dir/b.parquet bytes [10, 1010): 3 attempts, last: retries exhausted: HTTP 503 SlowDown: Please reduce your request rate."
+	// Two delays drawn from [50 ms, 100 ms]: 0.1 s to 0.2 s.
+	if re.Elapsed < 100*time.Millisecond || re.Elapsed > 200*time.Millisecond {
+		t.Errorf("elapsed %v, want two delays of 50-100 ms", re.Elapsed)
+	}
+	want := fmt.Sprintf("reading s3://data/dir/b.parquet bytes [10, 1010): 3 attempts in %.1fs, last: retries exhausted (retry budget 1m0s): HTTP 503 SlowDown: Please reduce your request rate.", re.Elapsed.Seconds())
 	if err.Error() != want {
 		t.Errorf("message\n%s\nwant\n%s", err, want)
 	}
 	if e.proxy.Injected() != 3 {
 		t.Errorf("injected %d faults, want 3", e.proxy.Injected())
+	}
+}
+
+// TestRetryBudgetRidesOutOutage: an endpoint down for 10 s (every request
+// reset or answered 503) is ridden out by the default budget: the read
+// returns the right bytes, after more retries than a fixed handful of
+// attempts would allow, with delays growing to MaxBackoff.
+func TestRetryBudgetRidesOutOutage(t *testing.T) {
+	e := newS3Env(t, S3Options{FooterGuess: 1024, BaseBackoff: DefaultBaseBackoff, MaxBackoff: DefaultMaxBackoff})
+	clock := useVirtualClock(e.c)
+	data := fakeParquet(256<<10, 100, 8)
+	e.put(t, "o.parquet", data)
+	obj, err := e.store(t).Open(context.Background(), "o.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	const outage = 10 * time.Second
+	var n atomic.Int64
+	e.proxy.SetFault(func(*http.Request, int64) s3test.Fault {
+		if clock.elapsed() >= outage {
+			return s3test.Pass
+		}
+		if n.Add(1)%2 == 0 {
+			return s3test.Reset
+		}
+		return s3test.SlowDown
+	})
+	p := make([]byte, 100_000)
+	if _, err := obj.ReadAt(p, 5000); err != nil {
+		t.Fatalf("read across a %v outage: %v", outage, err)
+	}
+	if !bytes.Equal(p, data[5000:105_000]) {
+		t.Fatal("bytes differ")
+	}
+	// 50 ms doubling to 5 s, each in [d/2, d): reaching 10 s takes at
+	// least 7 retries (upper bounds 0.05+0.1+0.2+0.4+0.8+1.6+3.2 < 10).
+	if r := e.c.Stats().Retries; r < 7 {
+		t.Errorf("%d retries across a 10 s outage, want at least 7", r)
+	}
+	if el := clock.elapsed(); el < outage || el > outage+DefaultMaxBackoff {
+		t.Errorf("slept %v, want between %v and %v", el, outage, outage+DefaultMaxBackoff)
+	}
+}
+
+// TestRetryBudgetSpent: past the budget the read fails cleanly, wrapping
+// ErrRetriesExhausted, the last delay cut to what the budget had left so
+// that the time reported is the budget exactly.
+func TestRetryBudgetSpent(t *testing.T) {
+	e := newS3Env(t, S3Options{FooterGuess: 1024, RetryBudget: 3 * time.Second, BaseBackoff: DefaultBaseBackoff, MaxBackoff: DefaultMaxBackoff})
+	clock := useVirtualClock(e.c)
+	e.put(t, "d.parquet", fakeParquet(64<<10, 100, 9))
+	obj, err := e.store(t).Open(context.Background(), "d.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	e.proxy.SetFault(func(*http.Request, int64) s3test.Fault { return s3test.Internal })
+	_, err = obj.ReadAt(make([]byte, 100), 200)
+	var re *RangeError
+	if !errors.As(err, &re) || !errors.Is(err, ErrRetriesExhausted) {
+		t.Fatalf("error %v, want a *RangeError wrapping ErrRetriesExhausted", err)
+	}
+	if re.Elapsed != 3*time.Second || clock.elapsed() != 3*time.Second {
+		t.Errorf("elapsed %v, slept %v, want 3s both", re.Elapsed, clock.elapsed())
+	}
+	want := fmt.Sprintf("reading s3://data/d.parquet bytes [200, 300): %d attempts in 3.0s, last: retries exhausted (retry budget 3s): HTTP 500 InternalError: We encountered an internal error. Please try again.", re.Attempts)
+	if err.Error() != want {
+		t.Errorf("message\n%s\nwant\n%s", err, want)
+	}
+	if int64(re.Attempts) != e.proxy.Injected() || re.Attempts < 5 {
+		t.Errorf("%d attempts, %d faults injected", re.Attempts, e.proxy.Injected())
+	}
+}
+
+// TestListRetryBudget: a listing rides out an outage the same way and,
+// past the budget, names the attempts and the time spent.
+func TestListRetryBudget(t *testing.T) {
+	e := newS3Env(t, S3Options{RetryBudget: 2 * time.Second, BaseBackoff: DefaultBaseBackoff, MaxBackoff: DefaultMaxBackoff})
+	useVirtualClock(e.c)
+	e.put(t, "l/a.parquet", fakeParquet(4096, 100, 10))
+	e.proxy.SetFault(func(*http.Request, int64) s3test.Fault { return s3test.SlowDown })
+	_, err := e.c.List(context.Background(), "s3://data/l/")
+	if !errors.Is(err, ErrRetriesExhausted) || !strings.Contains(err.Error(), "attempts in 2.0s, last: HTTP 503 SlowDown") {
+		t.Fatalf("error %v, want retries exhausted after 2.0s", err)
+	}
+}
+
+// TestEmptyObjectTooSmall: a zero-byte object (S3 answers the suffix read
+// 416) is "file too small: 0 bytes", as a local empty file is, not an
+// HTTP error.
+func TestEmptyObjectTooSmall(t *testing.T) {
+	e := newS3Env(t, S3Options{})
+	e.put(t, "e/empty.parquet", nil)
+	_, err := e.c.DiscoverS3(context.Background(), []string{"s3://data/e/"})
+	want := "s3://data/e/empty.parquet: corrupt parquet data: file too small: 0 bytes, a Parquet file has at least 12"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v\nwant %s", err, want)
+	}
+	if r := e.c.Stats().Retries; r != 0 {
+		t.Errorf("%d retries of a 416", r)
 	}
 }
 
@@ -407,7 +552,7 @@ func TestClassify(t *testing.T) {
 		{"SlowDown", nil, true},
 		{"InternalError", nil, true},
 		{"RequestTimeout", nil, true},
-		{"InvalidRange", nil, false},
+		{"InvalidRange", errUnsatisfiable, false},
 	} {
 		kind, retry := classify(&smithy.GenericAPIError{Code: tc.code})
 		if kind != tc.kind || retry != tc.retry {

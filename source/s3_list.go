@@ -184,9 +184,12 @@ func (c *S3Client) list(ctx context.Context, bucket, prefix string, fn func(S3En
 	}
 }
 
-// retry runs attempt until it succeeds, fails for good, or MaxAttempts
-// attempts failed retryably; the error wraps the sentinel classify finds.
+// retry runs attempt until it succeeds, fails for good, or its retryable
+// failures spent the retry budget (retryWait); the error wraps the
+// sentinel classify finds, and ErrRetriesExhausted with the attempts and
+// the time spent when the budget ran out.
 func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) error) error {
+	start := c.now()
 	for i := 1; ; i++ {
 		err := attempt(ctx)
 		if err == nil {
@@ -207,12 +210,11 @@ func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) erro
 		if !again {
 			return err
 		}
-		if i >= c.o.MaxAttempts {
-			return fmt.Errorf("%w after %d attempts, last: %w", ErrRetriesExhausted, i, err)
-		}
-		c.n.retries.Add(1)
-		if err := c.sleep(ctx, c.backoff(i)); err != nil {
-			return err
+		if werr := c.retryWait(ctx, start, i); werr != nil {
+			if errors.Is(werr, ErrRetriesExhausted) {
+				return fmt.Errorf("%w after %d attempts in %s, last: %w", werr, i, seconds(c.now().Sub(start)), err)
+			}
+			return werr
 		}
 	}
 }

@@ -95,6 +95,15 @@ func (o *s3Object) openTail(ctx context.Context) error {
 			buf = make([]byte, n)
 			return buf, nil
 		})
+	if errors.Is(err, errEmptyObject) {
+		// Zero bytes: footer reports "file too small: 0 bytes" as for a
+		// local empty file.
+		o.size, o.tailOff, o.tail = 0, 0, nil
+		if o.etag == "" {
+			o.etag = res.etag
+		}
+		return nil
+	}
 	if err != nil {
 		o.cancel()
 		return o.openErr(err)

@@ -109,6 +109,21 @@ type SetCell struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
+// Damaged returns one line per shard the manifest lists that is not
+// "ok" ("epoch E rank R: STATUS"), in epoch then rank order; nil when every
+// listed shard is ok.
+func (s *SetView) Damaged() []string {
+	var out []string
+	for i, e := range s.Epochs {
+		for j, c := range s.Cells[i] {
+			if c.Status != "ok" && c.Status != "absent" {
+				out = append(out, fmt.Sprintf("epoch %d rank %d: %s", e, s.Ranks[j], c.Status))
+			}
+		}
+	}
+	return out
+}
+
 // PlanView summarizes a plan: its inputs and derived counts.
 type PlanView struct {
 	Path        string      `json:"path"`
@@ -169,11 +184,36 @@ func Inspect(path string) (*Inspection, error) {
 		}
 		return &Inspection{Kind: InspectPlan, Plan: planView(path, p)}, nil
 	}
+	if !bytes.HasPrefix(head, []byte(shardfmt.Magic)) {
+		return nil, notAShard(path, head)
+	}
 	v, err := inspectShard(path)
 	if err != nil {
 		return nil, err
 	}
 	return &Inspection{Kind: InspectShard, Shard: v}, nil
+}
+
+// notAShard is Inspect's error for a file that is none of the kinds it
+// reads (it starts with neither a shard's magic, PAR1 nor a plan's '{'):
+// it names the file's kind where its extension says it (a CSV, TSV, JSON
+// lines or text file) and what prep reads instead.
+func notAShard(path string, head []byte) error {
+	kind := ""
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".csv":
+		kind = "a CSV file"
+	case ".tsv":
+		kind = "a TSV file"
+	case ".jsonl", ".ndjson":
+		kind = "a JSON lines file"
+	case ".txt":
+		kind = "a text file"
+	}
+	if kind != "" {
+		return fmt.Errorf("%w: %s is %s; inspect reads shards, shard sets, plans and Parquet files (convert it to Parquet first to plan from it)", ErrUnknownKind, path, kind)
+	}
+	return fmt.Errorf("%w: %s starts with %q, neither a shard's magic, PAR1 (Parquet) nor a plan's JSON", ErrUnknownKind, path, head[:min(len(head), 8)])
 }
 
 // readHead returns up to the first n bytes of the file at path (none if it

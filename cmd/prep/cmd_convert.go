@@ -200,7 +200,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	opts := convert.Options{
 		Plan: p, PlanBytes: planBytes, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
 		Jobs: o.jobs, MemoryLimit: mem, Force: o.force, Source: store,
-		ToolVersion: buildVersion().Version, Logger: g.log,
+		ToolVersion: buildVersion().tool(), Logger: g.log,
 		OnStage: func(stage string, rows, bytes int64) {
 			bar.Finish()
 			if stage == convert.StageDecode {
@@ -246,8 +246,8 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	}
 	out := g.summary()
 	_, err = fmt.Fprintf(out, "%s: %s written (%d already complete), %s, %s in %.2fs (%.0f MB/s); decoded %s from %s (%d skipped); peak RSS %s, peak heap %s\n",
-		sum.Output, count(sum.Shards, "shard"), sum.SkippedShards, count(sum.Rows, "row"), formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
-		count(sum.SamplesDecoded, "sample"), count(sum.RowGroupsRead, "row group"), sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
+		sum.Output, count(sum.Shards, "shard"), sum.SkippedShards, count(sum.Rows, "sample"), formatBytes(sum.Bytes), sum.Seconds, sum.MBPerSecond,
+		count(sum.SamplesDecoded, "source row"), count(sum.RowGroupsRead, "row group"), sum.RowGroupsSkipped, formatBytes(sum.PeakRSSBytes), formatBytes(sum.PeakHeapBytes))
 	if err == nil && st != nil {
 		_, err = fmt.Fprintln(out, sourceLine(st))
 	}

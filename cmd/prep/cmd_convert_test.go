@@ -487,3 +487,89 @@ func TestConvertJaggedTensorFlag(t *testing.T) {
 		t.Errorf("v=v:I32: exit %d, stderr %q; want 1 with %q", code, errs, want)
 	}
 }
+
+// TestSummariesSayRowsAndSamplesAndLogNoRepeat: the convert summary counts
+// what shards hold in samples (pads included: 2 epochs of 7 steps of 16)
+// and what it read from the source in rows (100), not the other way round;
+// and no command repeats its summary as an INFO log line on stderr.
+func TestSummariesSayRowsAndSamplesAndLogNoRepeat(t *testing.T) {
+	pp := convertFixture(t)
+	src := filepath.Join(filepath.Dir(pp), "src")
+	out := filepath.Join(t.TempDir(), "shards")
+	for _, args := range [][]string{
+		{"plan", "--source", src, "--global-batch", "16", "--world-size", "2", "--epochs", "2", "-o", filepath.Join(t.TempDir(), "p.json")},
+		{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out},
+		{"convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out}, // every shard already complete
+		{"verify", out},
+		{"gc", out, "--keep-from-epoch", "1", "--dry-run"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], code, stderr)
+		}
+		if strings.Contains(stderr, "level=INFO") {
+			t.Errorf("%s repeats its summary in an INFO line:\nstdout %s\nstderr %s", args[0], stdout, stderr)
+		}
+		if args[0] == "convert" && !strings.Contains(stdout, "(4 already complete)") && (!strings.Contains(stdout, ", 224 samples, ") || !strings.Contains(stdout, "; decoded 100 source rows from 1 row group")) {
+			t.Errorf("convert summary: want 224 samples written and 100 source rows decoded:\n%s", stdout)
+		}
+	}
+}
+
+// TestRerunRefusalNamesTheInput: a convert into a set made from other
+// inputs is refused naming what differs (the seed and the global batch of
+// the plan, the spec), not six fingerprints.
+func TestRerunRefusalNamesTheInput(t *testing.T) {
+	pp := convertFixture(t) // seed 1, global batch 16
+	src := filepath.Join(filepath.Dir(pp), "src")
+	out := filepath.Join(t.TempDir(), "shards")
+	if code, _, stderr := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "-q"); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	other := filepath.Join(t.TempDir(), "other.json")
+	if code, _, stderr := runCLI("plan", "--source", src, "--seed", "2", "--epochs", "2", "--global-batch", "32", "--world-size", "2",
+		"--shuffle", "global", "--remainder", "pad", "-o", other, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := runCLI("convert", "--plan", other, "--tensor", "id=id:I32", "-o", out)
+	want := out + ": output directory holds a different shard set: it was made from other inputs: seed: the set's 1, this run's 2; global batch: the set's 16, this run's 32; spec: the set's "
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "(use --force to replace it)") || strings.Contains(stderr, "source sha256:") {
+		t.Errorf("exit %d, stderr %s\nwant %s...", code, stderr, want)
+	}
+}
+
+// TestTensorFlagHints: errors of a --tensor flag advise what a flag or a
+// spec file can do (a string column's bytes policy lives in a spec file; a
+// list of another length becomes a jagged tensor with the flag's :jagged
+// form), never a spec key the flag cannot set as if it could.
+func TestTensorFlagHints(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	type row struct {
+		Name string  `parquet:"name"`
+		Hist []int32 `parquet:"hist,list"`
+	}
+	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), []row{{"a", []int32{1}}, {"bb", []int32{1, 2}}, {"c", []int32{1, 2, 3}}, {"d", nil}}); err != nil {
+		t.Fatal(err)
+	}
+	pp := filepath.Join(dir, "plan.json")
+	if code, _, stderr := runCLI("plan", "--source", src, "--global-batch", "2", "-o", pp, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	for _, c := range []struct {
+		flag, want string
+	}{
+		{"name=name:I64", `d.parquet: column "name": BYTE_ARRAY STRING cannot be read as I64; --tensor cannot declare a bytes policy: give this tensor in a spec file (--spec) with bytes: {mode: hash, buckets: N} (dtype I64) or bytes: {mode: pad, max_len: L} (dtype U8)`},
+		{"h=hist:I32:2", `d.parquet: column "hist", row group 0, row 0: list has length 1, not 2 (3 rows of this column chunk have another length; keep every length as a jagged tensor with --tensor h=hist:I32:jagged, or pad and truncate to one length with list.pad and list.truncate in a spec file (--spec))`},
+	} {
+		code, _, stderr := runCLI("convert", "--plan", pp, "--tensor", c.flag, "-o", filepath.Join(t.TempDir(), "out"))
+		if code != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "set bytes.mode") {
+			t.Errorf("--tensor %s: exit %d, stderr %s\nwant %s", c.flag, code, stderr, c.want)
+		}
+	}
+	// The flag's jagged form the hint names converts.
+	if code, _, stderr := runCLI("convert", "--plan", pp, "--tensor", "h=hist:I32:jagged", "-o", filepath.Join(t.TempDir(), "out"), "-q"); code != 0 {
+		t.Errorf("--tensor h=hist:I32:jagged: exit %d: %s", code, stderr)
+	}
+}

@@ -56,7 +56,7 @@ export once per step for several.`,
 			if o.epoch < 0 || o.rank < 0 || o.step < 0 {
 				return usagef("--epoch, --rank and --step must be >= 0")
 			}
-			if err := checkSetRange(args[0], o.epoch, o.rank); err != nil {
+			if err := checkSetRange(args[0], o.epoch, o.rank, o.step); err != nil {
 				return err
 			}
 			res, err := verify.Export(verify.ExportOptions{Dir: args[0], Epoch: o.epoch, Rank: o.rank, Step: o.step, OutDir: o.outDir})

@@ -111,10 +111,6 @@ func runGC(g *globalOptions, o *gcOptions, dir string) (err error) {
 	}
 	fmt.Fprintf(out, "%s %s, %s; %s kept (epochs %s)\n",
 		verb, count(len(res.Removed), "file"), count(res.FreedBytes, "byte"), count(res.Kept, "shard"), formatEpochs(res.KeptEpochs))
-	if g.log != nil {
-		g.log.Info("gc done", "output", dir, "keep_from_epoch", o.keepFrom, "dry_run", res.DryRun,
-			"removed_files", len(res.Removed), "freed_bytes", res.FreedBytes, "kept_shards", res.Kept)
-	}
 	return nil
 }
 

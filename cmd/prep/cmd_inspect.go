@@ -39,6 +39,9 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
                     spec's column keys take, physical and logical type,
                     nullability), from the footer alone
 
+A shard set with a listed shard missing, of the wrong size or invalid is
+shown in full, then the command exits 1 naming each damaged shard.
+
 --json prints {"kind": "shard"|"shard_set"|"plan"|"parquet", "shard"|"set"|"plan"|"parquet": {...}}
 with the fields shown in the text form.`,
 		Example: `  prep inspect /local/shards
@@ -54,14 +57,33 @@ with the fields shown in the text form.`,
 			if o.asJSON {
 				enc := newJSONEncoder(g.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(in)
+				err = enc.Encode(in)
+			} else {
+				err = renderInspection(g.stdout, in, o.maxBatches)
 			}
-			return renderInspection(g.stdout, in, o.maxBatches)
+			if err != nil {
+				return err
+			}
+			return damagedSet(in)
 		},
 	}
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print as JSON on stdout")
 	cmd.Flags().IntVar(&o.maxBatches, "batches", 20, "batch table rows shown in text form (0: all)")
 	return cmd
+}
+
+// damagedSet fails a shard set inspection (exit 1) that found listed
+// shards missing, of the wrong size or invalid, naming each (the table
+// above gives the details); nil otherwise.
+func damagedSet(in *verify.Inspection) error {
+	if in.Kind != verify.InspectShardSet {
+		return nil
+	}
+	d := in.Set.Damaged()
+	if len(d) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s damaged: %s (prep verify %s checks every batch)", in.Set.Dir, count(len(d), "shard"), strings.Join(d, "; "), in.Set.Dir)
 }
 
 // renderInspection writes the text form of in: a two-column "name value"

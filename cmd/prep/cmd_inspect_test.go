@@ -188,3 +188,67 @@ func TestInspectUnfinishedInputs(t *testing.T) {
 		t.Errorf("inspect of a plain directory: exit %d, %q", code, errs)
 	}
 }
+
+// TestInspectDamagedSetFails: inspect of a shard set with one shard cut
+// short and one removed shows the table, then exits 1 naming both, in text
+// and --json; the intact set exits 0.
+func TestInspectDamagedSetFails(t *testing.T) {
+	dir := t.TempDir()
+	_, err := testutil.WriteShardSet(dir, testutil.ShardSet{Epochs: 1, Ranks: 3, Steps: 2, BatchSize: 4,
+		Tensors:    []shardfmt.TensorInfo{{Name: "x", DType: shardfmt.F32}},
+		Provenance: shardfmt.Provenance{PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec", WorldSize: 3, Workers: 1},
+		Manifest:   shardfmt.Manifest{Format: "prep-manifest/v1", PlanFingerprint: "sha256:p", SourceFingerprint: "sha256:s", SpecHash: "sha256:spec"},
+		Batch: func(e, r, k int) ([]uint64, int, error) {
+			b := uint64(12*k + 4*r)
+			return []uint64{b, b + 1, b + 2, b + 3}, 0, nil
+		},
+		Fill: func(shardfmt.Geometry, []uint64, []byte) {},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI("inspect", dir); code != 0 {
+		t.Fatalf("intact set: exit %d %s", code, errs)
+	}
+	cut := filepath.Join(dir, shardfmt.ShardFileName(0, 1))
+	st, err := os.Stat(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(cut, st.Size()-100); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, shardfmt.ShardFileName(0, 2))); err != nil {
+		t.Fatal(err)
+	}
+	want := dir + ": 2 shards damaged: epoch 0 rank 1: size_mismatch; epoch 0 rank 2: missing (prep verify " + dir + " checks every batch)"
+	for _, args := range [][]string{{"inspect", dir}, {"inspect", dir, "--json"}} {
+		code, out, errs := runCLI(args...)
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("%q: exit %d, stderr %q; want 1 with %q", args, code, errs, want)
+		}
+		if !strings.Contains(out, "size_mismatch") || !strings.Contains(out, "missing") {
+			t.Errorf("%q: the table is not shown:\n%s", args, out)
+		}
+	}
+}
+
+// TestInspectRefusesOtherFiles: a CSV (or any file that is no shard, plan
+// or Parquet file) is refused by its extension and magic, not read as a
+// shard.
+func TestInspectRefusesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "data.csv")
+	os.WriteFile(csv, []byte("id,label\n1,0\n2,1\n"), 0o644)
+	blob := filepath.Join(dir, "blob.bin")
+	os.WriteFile(blob, []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00"), 0o644)
+	for _, c := range []struct{ path, want string }{
+		{csv, "not a shard, shard set or plan: " + csv + " is a CSV file; inspect reads shards, shard sets, plans and Parquet files (convert it to Parquet first to plan from it)"},
+		{blob, "not a shard, shard set or plan: " + blob + ` starts with "GIF89a\x01\x00", neither a shard's magic, PAR1 (Parquet) nor a plan's JSON`},
+	} {
+		code, _, errs := runCLI("inspect", c.path)
+		if code != 1 || !strings.Contains(errs, c.want) || strings.Contains(errs, "magic") && strings.Contains(errs, "header") {
+			t.Errorf("inspect %s: exit %d, stderr %q; want 1 with %q", c.path, code, errs, c.want)
+		}
+	}
+}

@@ -90,7 +90,7 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	if o.epoch < 0 || o.rank < 0 {
 		return usagef("--epoch and --rank must be >= 0")
 	}
-	if err := checkSetRange(dir, o.epoch, o.rank); err != nil {
+	if err := checkSetRange(dir, o.epoch, o.rank, -1); err != nil {
 		return err
 	}
 	l, err := gpuload.Open(dir, o.epoch, o.rank, gpuload.Options{
@@ -111,7 +111,7 @@ func runLoad(g *globalOptions, o *loadOptions, dir string) error {
 	defer l.Close()
 	block := int64(l.Geometry().BlockSize)
 	bar := g.newProgress(fmt.Sprintf("epoch %d rank %d", o.epoch, o.rank), int64(l.Steps()-o.fromStep)*block)
-	d, err := gpuload.Drain(l, func(b *gpuload.Batch) { bar.Add(int64(b.Count), block) })
+	d, err := gpuload.Drain(l, func(b *gpuload.Batch) { bar.Add(int64(b.Count), b.BlockBytes()) })
 	bar.Finish()
 	if err != nil {
 		return err

@@ -200,7 +200,6 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		}
 		return fmt.Errorf("reading source footers: %w", err)
 	}
-	g.log.Info("source read", "files", len(src.Files), "empty_files", len(src.EmptyFiles), "samples", src.NumSamples(), "root", src.Root)
 	// The epoch digests cost O(N) each: one progress bar per epoch.
 	var bar *progress
 	barEpoch, done := -1, 0

@@ -194,9 +194,6 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 			count(rep.FindingCount, "finding"), count(rep.Shards, "shard"), count(rep.Batches, "batch"), float64(rep.Bytes)/1e6,
 			count(rep.DeepBatches, "batch"), rep.Seconds)
 	}
-	if g.log != nil && rep.Seconds > 0 {
-		g.log.Info("verify done", "findings", rep.FindingCount, "bytes", rep.Bytes, "MB_per_s", float64(rep.Bytes)/1e6/rep.Seconds)
-	}
 	if !rep.OK {
 		return silentError{exitFailed}
 	}

@@ -103,9 +103,9 @@ Exit codes: 0 success, 1 failed or problems found, 2 usage error,
 			return nil
 		},
 	}
-	v := buildVersion()
-	root.Version = v.Version
-	root.SetVersionTemplate(fmt.Sprintf("prep %s (commit %s, %s)\n", v.Version, v.Commit, v.GoVersion))
+	// --version is the version command (versionFlagAsCommand); declared
+	// here so that it shows in --help.
+	root.Flags().Bool("version", false, "print the version, commit, Go version and build settings (same as prep version; takes --json)")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
@@ -137,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	root, g := newRootCmd(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(versionFlagAsCommand(args))
 	err := root.Execute()
 	lg := g.log
 	if g.logFormat != "json" {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -32,8 +35,8 @@ func TestSummariesUsePlurals(t *testing.T) {
 	pp := convertFixture(t)
 	out := filepath.Join(t.TempDir(), "shards")
 	code, stdout, stderr := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out, "--epochs", "1", "--ranks", "1")
-	if code != 0 || !strings.Contains(stdout, ": 1 shard written (0 already complete), 56 rows,") ||
-		!strings.Contains(stdout, "decoded 52 samples from 1 row group (0 skipped)") {
+	if code != 0 || !strings.Contains(stdout, ": 1 shard written (0 already complete), 56 samples,") ||
+		!strings.Contains(stdout, "decoded 52 source rows from 1 row group (0 skipped)") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	code, stdout, _ = runCLI("plan", "--source", filepath.Join(filepath.Dir(pp), "src"), "--global-batch", "4", "-o", filepath.Join(t.TempDir(), "p.json"))
@@ -50,12 +53,48 @@ func TestSummariesUsePlurals(t *testing.T) {
 	}
 }
 
-// TestVersionFlag: prep --version prints what prep version does.
+// TestVersionFlag: prep --version prints what prep version does: the
+// version, the commit, the Go version and platform, and every build
+// setting the binary records (read here with runtime/debug), and takes
+// --json in either order.
 func TestVersionFlag(t *testing.T) {
 	code, flag, _ := runPrep("--version")
 	_, cmd, _ := runPrep("version")
 	if code != 0 || flag != cmd || !strings.HasPrefix(flag, "prep ") {
 		t.Errorf("--version: exit %d, %q; version: %q", code, flag, cmd)
+	}
+	if !strings.Contains(flag, "\n  go        "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH+"\n") || !strings.Contains(flag, "\n  commit    ") {
+		t.Errorf("--version lacks the commit or Go line:\n%s", flag)
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Fatal("no build info in the test binary")
+	}
+	n := 0
+	for _, s := range bi.Settings {
+		if strings.HasPrefix(s.Key, "vcs") {
+			continue
+		}
+		n++
+		if !strings.Contains(flag, "\n  build     "+s.Key+"="+s.Value+"\n") {
+			t.Errorf("--version lacks build setting %s=%s:\n%s", s.Key, s.Value, flag)
+		}
+	}
+	for _, args := range [][]string{{"--version", "--json"}, {"--json", "--version"}, {"--progress", "never", "--version", "--json"}, {"version", "--json"}} {
+		code, out, errs := runPrep(args...)
+		var v struct {
+			Version   string `json:"version"`
+			Commit    string `json:"commit"`
+			GoVersion string `json:"go_version"`
+			Platform  string `json:"platform"`
+			Settings  []struct {
+				Key, Value string
+			} `json:"settings"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Version == "" || v.Commit == "" ||
+			v.GoVersion != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH || len(v.Settings) != n {
+			t.Errorf("%q: exit %d, %v, %+v (want %d settings)\n%s", args, code, err, v, n, errs)
+		}
 	}
 }
 

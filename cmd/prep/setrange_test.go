@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prepml/prep/plan"
 )
 
 // TestLoadExportOutOfRangeAreUsageErrors: an epoch or rank outside the shard
@@ -15,6 +19,11 @@ func TestLoadExportOutOfRangeAreUsageErrors(t *testing.T) {
 	if code, _, stderr := runPrep("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", out); code != 0 {
 		t.Fatalf("convert: exit %d: %s", code, stderr)
 	}
+	p, err := plan.Load(pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, last := fmt.Sprintf("%d steps", p.Steps()), strconv.Itoa(p.Steps()-1)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -23,6 +32,9 @@ func TestLoadExportOutOfRangeAreUsageErrors(t *testing.T) {
 		{[]string{"load", out, "--epoch", "2", "--rank", "0"}, "--epoch 2 out of range: the shard set's plan has epochs 0-1"},
 		{[]string{"export", out, "--epoch", "0", "--rank", "7", "--step", "0", "-o", t.TempDir()}, "--rank 7 out of range"},
 		{[]string{"export", out, "--epoch", "9", "--rank", "0", "--step", "0", "-o", t.TempDir()}, "--epoch 9 out of range"},
+		// A step beyond the epoch is the same kind of error as an epoch
+		// beyond the plan: exit 2, not 1.
+		{[]string{"export", out, "--epoch", "0", "--rank", "0", "--step", "99", "-o", t.TempDir()}, "--step 99 out of range: the shard set's plan has " + steps + " per rank per epoch (steps 0-" + last + ")"},
 	} {
 		code, _, stderr := runPrep(tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
@@ -30,6 +42,9 @@ func TestLoadExportOutOfRangeAreUsageErrors(t *testing.T) {
 		}
 	}
 	// In range still works.
+	if code, _, stderr := runPrep("export", out, "--epoch", "1", "--rank", "1", "--step", last, "-o", t.TempDir(), "-q"); code != 0 {
+		t.Fatalf("export of the last step: exit %d: %s", code, stderr)
+	}
 	if code, _, stderr := runPrep("load", out, "--epoch", "1", "--rank", "1", "-q"); code != 0 {
 		t.Fatalf("load in range: exit %d: %s", code, stderr)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,18 +20,32 @@ import (
 // source: plan, convert and verify.
 type s3Flags struct {
 	ioConcurrency int
+	retryBudget   time.Duration
 }
+
+// maxRetryBudget is the largest --s3-retry-budget accepted.
+const maxRetryBudget = 24 * time.Hour
 
 func addIOFlags(cmd *cobra.Command, o *s3Flags) {
 	cmd.Flags().IntVar(&o.ioConcurrency, "io-concurrency", source.DefaultIOConcurrency,
 		"object-store requests in flight at once, for s3:// sources (1-1024)")
+	cmd.Flags().DurationVar(&o.retryBudget, "s3-retry-budget", source.DefaultRetryBudget,
+		"how long one s3:// request keeps retrying 5xx, throttling, resets, stalls and truncated bodies, with jittered exponential backoff, before the command fails (1s to 24h)")
 }
 
 func (o *s3Flags) check() error {
 	if o.ioConcurrency < 1 || o.ioConcurrency > 1024 {
 		return usagef("--io-concurrency %d: want 1 to 1024", o.ioConcurrency)
 	}
+	if o.retryBudget < time.Second || o.retryBudget > maxRetryBudget {
+		return usagef("--s3-retry-budget %s: want 1s to 24h", o.retryBudget)
+	}
 	return nil
+}
+
+// options returns the client options the flags set.
+func (o *s3Flags) options() source.S3Options {
+	return source.S3Options{Concurrency: o.ioConcurrency, RetryBudget: o.retryBudget}
 }
 
 // readAheadShare is the part of --memory-limit given to object-store
@@ -53,7 +68,9 @@ func openS3(ctx context.Context, root string, o *s3Flags, readAhead int64) (*s3S
 	if !source.IsS3URL(root) {
 		return nil, nil
 	}
-	c, err := source.NewS3Client(ctx, source.S3Options{Concurrency: o.ioConcurrency, ReadAheadBytes: readAhead})
+	so := o.options()
+	so.ReadAheadBytes = readAhead
+	c, err := source.NewS3Client(ctx, so)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +141,7 @@ func discoverSources(ctx context.Context, paths []string, o *s3Flags) (plan.Sour
 			return plan.Source{}, nil, usagef("--source: %v", err)
 		}
 	}
-	c, err := source.NewS3Client(ctx, source.S3Options{Concurrency: o.ioConcurrency})
+	c, err := source.NewS3Client(ctx, o.options())
 	if err != nil {
 		return plan.Source{}, nil, usagef("%v", err)
 	}

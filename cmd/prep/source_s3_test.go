@@ -37,6 +37,7 @@ func TestPlanRefusesMixedAndCredentialedSources(t *testing.T) {
 		{[]string{"--source", dir, "--source", "s3://bucket/x/"}, "local paths and s3:// URLs cannot be mixed"},
 		{[]string{"--source", "s3://AKIAX:hunter2secret@bucket/x/"}, "refusing a URL that carries credentials"},
 		{[]string{"--source", "s3://bucket/x/", "--io-concurrency", "0"}, "--io-concurrency 0: want 1 to 1024"},
+		{[]string{"--source", "s3://bucket/x/", "--s3-retry-budget", "10ms"}, "--s3-retry-budget 10ms: want 1s to 24h"},
 	} {
 		code, out, errOut := runCLI(append([]string{"plan", "--global-batch", "8", "-o", dir + "/p.json"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(out+errOut, "hunter2secret") {

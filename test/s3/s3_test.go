@@ -15,9 +15,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -322,6 +326,68 @@ func TestS3ConvertSurvivesFaults(t *testing.T) {
 		t.Errorf("retries %d, faults injected %d", c.Source.Retries, e.proxy.Injected())
 	}
 	sameDigests(t, "faulty vs clean", shardDigests(t, clean), shardDigests(t, out))
+}
+
+// TestS3ConvertRidesOutOutage: the endpoint down for 10 s (every request
+// reset) from the convert's first request on: the default retry budget
+// (60 s) rides it out and the shards equal the clean run's. With
+// --s3-retry-budget 2s and the endpoint down for good, the convert fails
+// cleanly: exit 1, retries exhausted naming the object, the attempts and
+// the time spent retrying, and no manifest.
+func TestS3ConvertRidesOutOutage(t *testing.T) {
+	e := newEnv(t, dataset(t, 2, 1000, 500))
+	ps := filepath.Join(e.work, "s3.json")
+	e.plan(ps, e.url(""))
+	clean := filepath.Join(e.work, "clean")
+	e.convert(ps, clean)
+	const outage = 10 * time.Second
+	var mu sync.Mutex
+	var first time.Time
+	e.proxy.SetFault(func(*http.Request, int64) s3test.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if time.Since(first) < outage {
+			return s3test.Reset
+		}
+		return s3test.Pass
+	})
+	out := filepath.Join(e.work, "out")
+	c := e.convert(ps, out)
+	if c.Source == nil || c.Source.Retries == 0 {
+		t.Fatalf("source stats %+v: the outage was not retried", c.Source)
+	}
+	sameDigests(t, "after an outage vs clean", shardDigests(t, clean), shardDigests(t, out))
+
+	e.proxy.SetFault(func(*http.Request, int64) s3test.Fault { return s3test.Reset })
+	out2 := filepath.Join(e.work, "out2")
+	r := e.prep("convert", "--plan", ps, "--spec", e.spec, "-o", out2, "--s3-retry-budget", "2s")
+	r.MustExit(t, 1)
+	r.Failed(t, "retries exhausted (retry budget 2s)", ".parquet")
+	m := regexp.MustCompile(`(\d+) attempts in (\d+\.\d)s`).FindStringSubmatch(r.Stderr)
+	if m == nil {
+		t.Fatalf("no attempts and retry time in:\n%s", r.Stderr)
+	}
+	if secs, _ := strconv.ParseFloat(m[2], 64); secs < 2.0 {
+		t.Errorf("retried for %ss, want at least the 2s budget:\n%s", m[2], r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "manifest.json")); err == nil {
+		t.Error("a failed convert wrote a manifest")
+	}
+}
+
+// TestS3EmptyObject: a zero-byte object is refused as a local empty file
+// is ("file too small: 0 bytes"), not as an HTTP 416.
+func TestS3EmptyObject(t *testing.T) {
+	e := newEnv(t, map[string][]byte{"empty.parquet": {}})
+	r := e.prep("plan", "--source", e.url(""), "--global-batch", "8", "-o", filepath.Join(e.work, "p.json"))
+	r.MustExit(t, 1)
+	r.Failed(t, e.url("empty.parquet"), "file too small: 0 bytes")
+	if strings.Contains(r.Stderr, "416") {
+		t.Errorf("the HTTP status leaks into the message:\n%s", r.Stderr)
+	}
 }
 
 // TestS3ObjectReplaced: an object replaced after planning, or while the

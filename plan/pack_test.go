@@ -388,3 +388,32 @@ func logNormal(next func() float64, mean, maxLen float64) float64 {
 	v := math.Round(math.Exp(math.Log(mean) - 0.5 + z))
 	return max(1, min(maxLen, v))
 }
+
+// BenchmarkPackLogNormal packs 10^8 tokens' worth of documents drawn
+// from a log-normal length law (σ = 1, clamped to [1, 16384]) with the
+// default window and reports the padding share of the slots
+// (pad_%), rows and documents: the efficiency figures of BENCHMARKS.md's
+// Packing section, and the packing cost per document.
+func BenchmarkPackLogNormal(b *testing.B) {
+	for _, c := range []struct {
+		mean float64
+		l    int
+	}{{600, 2048}, {600, 8192}, {100, 2048}} {
+		b.Run(fmt.Sprintf("mean%.0f-L%d", c.mean, c.l), func(b *testing.B) {
+			lengths := lcgLengths(int(1e8/c.mean), 42, c.mean, 16384)
+			opts := PackOptions{Column: "tokens", Length: c.l, EOD: i64p(0)}
+			var rec *Packing
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var err error
+				if _, rec, err = Pack(context.Background(), lengths, opts, 7, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(100*float64(rec.PadSlots)/float64(rec.Rows*uint64(c.l)), "pad_%")
+			b.ReportMetric(float64(rec.Rows), "rows")
+			b.ReportMetric(float64(len(lengths)), "docs")
+			b.ReportMetric(float64(rec.Tokens)/float64(len(lengths)), "tokens/doc")
+		})
+	}
+}

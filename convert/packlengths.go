@@ -122,3 +122,19 @@ func fileLengths(ctx context.Context, sf *source.File, m plan.SourceFile, column
 	}
 	return ctx.Err()
 }
+
+// ReadPackLayout returns the packing of the packed plan p, recomputed
+// from the source (TokenLengths of its column, read from st; nil: the
+// local directory p.Source.Root) and checked against the plan's digests
+// (plan.Plan.PackLayout: an error wrapping plan.ErrMismatch when the
+// source's lengths or the layout differ from the plan's).
+func ReadPackLayout(ctx context.Context, st source.Store, p *plan.Plan, jobs int) (*plan.PackLayout, error) {
+	if p.Packing == nil {
+		return nil, specErrorf("the plan packs no column")
+	}
+	lengths, err := TokenLengths(ctx, st, p.Source, p.Packing.Column, jobs)
+	if err != nil {
+		return nil, err
+	}
+	return p.PackLayout(ctx, lengths)
+}

@@ -82,6 +82,16 @@ A jagged tensor (a variable number of values per sample) gives two files:
                         values[offsets[i]:offsets[i+1]]; offsets[0] = 0,
                         offsets[count] = N
 
+A shard set of a packed plan (prep plan --pack) also gives, from the
+packing recomputed from the source's token lengths (--source-root when the
+source moved):
+
+  documents.npy          <i8 [M, 3]: the pieces of the count packed rows,
+                         one after another: (document sample id, offset,
+                         length) in the document's tokens (EOD included)
+  documents_offsets.npy  <i8 [count+1]: row i's pieces are rows
+                         [offsets[i], offsets[i+1]) of documents.npy
+
 count is the number of present samples, pads included (unused slots of a
 short batch are not written). '/' in a tensor name becomes '_' in its file
 name; two tensors needing one file name are an error. The batch checksum

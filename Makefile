@@ -42,6 +42,7 @@ test-python: build python
 		export PREP=$(CURDIR)/$(BIN) PYTHONDONTWRITEBYTECODE=1; \
 		/usr/bin/python3 gpuload/python/tests/test_torch.py && \
 		/usr/bin/python3 gpuload/python/tests/test_example.py && \
+		/usr/bin/python3 gpuload/python/tests/test_packed_example.py && \
 		/usr/bin/python3 gpuload/python/tests/test_install.py; \
 	else \
 		echo "note: /usr/bin/python3 cannot import torch and numpy: the PyTorch dataset tests are skipped; apt-get install python3-torch python3-numpy"; \

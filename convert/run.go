@@ -160,14 +160,24 @@ func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 
 	// Everything that can fail on the inputs fails here, before the output
 	// directory is touched.
-	files, plans, err := openForSpec(ctx, p, o.Source, spec, rowSlotLimit(spec, o.Limits, o.MemoryLimit), o.MemoryLimit/4)
-	if err != nil {
-		return nil, err
+	var files []*sourceFile
+	var plans []*tensorPlan
+	var tensors []shardfmt.TensorInfo
+	if p.Packing != nil {
+		// A packed plan (packed.go): its samples are packed rows.
+		if tensors, err = PackedTensors(spec, p.Packing); err != nil {
+			return nil, err
+		}
+	} else {
+		files, plans, err = openForSpec(ctx, p, o.Source, spec, rowSlotLimit(spec, o.Limits, o.MemoryLimit), o.MemoryLimit/4)
+		if err != nil {
+			return nil, err
+		}
+		tensors = outputs(plans)
 	}
 	defer closeSources(files)
 	defer relativeNames(&err, files)
 	defer explainRowSlots(&err, plans, o.Limits.MaxRowSlots)
-	tensors := outputs(plans)
 	geo, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
@@ -374,6 +384,10 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	}
 	if len(todo) == 0 { // the summary says so: SkippedShards
 		return r.writePlanCopy() // a shard set made before plan.json was kept
+	}
+
+	if r.p.Packing != nil {
+		return r.runPacked(ctx, todo)
 	}
 
 	// Needed ids, staging and shard sizes, free space.

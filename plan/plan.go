@@ -118,12 +118,15 @@ type Plan struct {
 	// OrderFingerprint covers what fixes the global batch sequence: it
 	// leaves out the epoch count, W and (except in partitioned mode) R, so a
 	// resume cursor stays valid for any R dividing G.
-	OrderFingerprint  string      `json:"order_fingerprint"`
-	SourceFingerprint string      `json:"source_fingerprint"`
-	Config            Config      `json:"config"`
-	Derived           Derived     `json:"derived"`
-	Epochs            []EpochInfo `json:"epochs"`
-	Source            Source      `json:"source"`
+	OrderFingerprint  string  `json:"order_fingerprint"`
+	SourceFingerprint string  `json:"source_fingerprint"`
+	Config            Config  `json:"config"`
+	Derived           Derived `json:"derived"`
+	// Packing is the packing of a token column into fixed-length rows
+	// (PLAN.md §11), nil when none: then the samples are packed rows.
+	Packing *Packing    `json:"packing,omitempty"`
+	Epochs  []EpochInfo `json:"epochs"`
+	Source  Source      `json:"source"`
 
 	st *state
 }
@@ -142,7 +145,12 @@ func New(src Source, cfg Config) (*Plan, error) {
 // and the steps of it hashed so far, and the steps per epoch. It returns
 // ctx's error when ctx is done before the last digest.
 func NewContext(ctx context.Context, src Source, cfg Config, progress func(epoch, steps, total int)) (*Plan, error) {
-	p, err := derive(src, cfg)
+	return newContext(ctx, src, cfg, nil, progress)
+}
+
+// newContext is NewContext with a packing (nil: none).
+func newContext(ctx context.Context, src Source, cfg Config, pk *Packing, progress func(epoch, steps, total int)) (*Plan, error) {
+	p, err := derive(src, cfg, pk)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +169,9 @@ func NewContext(ctx context.Context, src Source, cfg Config, progress func(epoch
 	return p, nil
 }
 
-// derive builds everything but the epoch digests.
-func derive(src Source, cfg Config) (*Plan, error) {
+// derive builds everything but the epoch digests; with a packing, the
+// samples are its packed rows.
+func derive(src Source, cfg Config, pk *Packing) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -174,7 +183,17 @@ func derive(src Source, cfg Config) (*Plan, error) {
 	if n := src.NumSamples(); n > MaxSamples {
 		return nil, configErrorf("source", "%d rows exceed the limit of %d samples per plan (split the source into several plans)", n, uint64(MaxSamples))
 	}
-	st, d, err := newState(src.index, cfg)
+	idx := src.index
+	if pk != nil {
+		if err := pk.check(idx.n); err != nil {
+			return nil, err
+		}
+		if cfg.Shuffle != ShuffleNone && cfg.Shuffle != ShuffleGlobal {
+			return nil, configErrorf("shuffle", "packing takes shuffle none or global, not %s", cfg.Shuffle)
+		}
+		idx = &sourceIndex{n: pk.Rows} // the samples are packed rows
+	}
+	st, d, err := newState(idx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -184,10 +203,14 @@ func derive(src Source, cfg Config) (*Plan, error) {
 		SourceFingerprint: src.Fingerprint(),
 		Config:            cfg,
 		Derived:           d,
+		Packing:           pk,
 		Source:            src,
 		st:                st,
 	}
-	p.OrderFingerprint = orderFingerprint(p.SourceFingerprint, cfg)
+	if pk != nil {
+		p.Derived.Blocks = len(src.index.blocks)
+	}
+	p.OrderFingerprint = orderFingerprint(p.SourceFingerprint, cfg, pk)
 	p.Fingerprint = planFingerprint(p.OrderFingerprint, cfg)
 	return p, nil
 }
@@ -240,12 +263,15 @@ func (c *Config) Validate() error {
 }
 
 // orderFingerprint is "sha256:" + SHA-256 of PLAN.md §Fingerprints' order text.
-func orderFingerprint(source string, c Config) string {
+func orderFingerprint(source string, c Config, pk *Packing) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "prep-order/v1\nalgorithm=%s\nsource=%s\nseed=%d\nglobal_batch=%d\nshuffle=%s\nwindow=%d\nremainder=%s\n",
 		Algorithm, source, c.Seed, c.GlobalBatch, c.Shuffle, c.Window, c.Remainder)
 	if c.Shuffle == ShufflePartitioned {
 		fmt.Fprintf(&b, "world_size=%d\n", c.WorldSize)
+	}
+	if pk != nil {
+		b.WriteString(pk.canonical())
 	}
 	return sha256Digest(b.String())
 }
@@ -298,7 +324,7 @@ func Parse(data []byte) (*Plan, error) {
 	if f.Algorithm != Algorithm {
 		return nil, &Error{Field: "algorithm", Err: fmt.Errorf("algorithm %q, want %q: %w", f.Algorithm, Algorithm, ErrFormat)}
 	}
-	p, err := derive(f.Source, f.Config)
+	p, err := derive(f.Source, f.Config, f.Packing)
 	if err != nil {
 		return nil, err
 	}

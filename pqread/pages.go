@@ -128,6 +128,10 @@ func (r *ColumnReader) dictionaryPage(h *format.PageHeader, body []byte, us int)
 	if dh.Encoding != format.Plain && dh.Encoding != format.PlainDictionary {
 		return unsupportedf("unsupported dictionary page encoding %s", encodingName(dh.Encoding))
 	}
+	if r.levelsOnly {
+		r.dict = newValues(r.vals.kind, r.vals.width, 0)
+		return nil
+	}
 	raw, err := decompress(r.codec, r.outBuf(), body, us)
 	if err != nil {
 		return err
@@ -149,7 +153,7 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 		return err
 	}
 	n := int(dh.NumValues)
-	if r.maxDef == 0 && r.maxRep == 0 { // V1 pages compress their levels with the values
+	if r.maxDef == 0 && r.maxRep == 0 && !r.levelsOnly { // V1 pages compress their levels with the values
 		if ok, err := r.directPlain(dh.Encoding, n, us, body); ok {
 			return err
 		}
@@ -206,6 +210,9 @@ func (r *ColumnReader) dataPageV2(h *format.PageHeader, body []byte, us int) err
 		}
 	}
 	src := body[rl+dl:]
+	if r.levelsOnly {
+		return r.pageValues(dh.Encoding, nil, n)
+	}
 	compressed := true
 	if v, ok := dh.IsCompressed.Get(); ok {
 		compressed = v
@@ -280,6 +287,10 @@ func (r *ColumnReader) pageValues(enc format.Encoding, src []byte, n int) error 
 		// Room for the page's null slots too: assemble spreads the values
 		// over them in place.
 		r.vals.reserve(n)
+	}
+	if r.levelsOnly {
+		r.vals.growBytes(count) // slots only: the values are not decoded
+		return r.advance(n)
 	}
 	if err := r.decodeValues(enc, src, count); err != nil {
 		var ve *valueError

@@ -73,7 +73,10 @@ type ColumnReader struct {
 	maxDef   int
 	maxRep   int
 	dictForm bool // keep dictionary indices of BYTE_ARRAY values
-	base     Error
+	// levelsOnly: decode levels, skip values (ListLengths); the value
+	// slots are sized but hold unspecified bytes.
+	levelsOnly bool
+	base       Error
 
 	pos     int64 // chunk offset of the next page header
 	page    int   // index of the page being decoded (-1 before the first)

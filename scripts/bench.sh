@@ -17,7 +17,8 @@
 # run's .cache/bench/results.json without measuring.
 #
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
-# list of stages: convert (with its peers and limits), plan, verify, gpuload, s3, images;
+# list of stages: convert (with its peers and limits), plan, verify, gpuload, s3, images,
+# packing;
 # verify and gpuload read the shard set the convert stage wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +46,7 @@ build gendata bench ./cmd/gendata
 build benchrun bench ./cmd/benchrun
 build s3bench bench ./cmd/s3bench
 build imagebench bench ./cmd/imagebench
+build packbench bench ./cmd/packbench
 # gpuload's Go benchmarks (the jagged host-delivery ratio) as a test binary.
 rm -f "$BIN/gpuload.test"
 if ! $GO test -c -o "$BIN/gpuload.test" ./gpuload 2>"$CACHE/build-gpuload.test.log"; then
@@ -58,7 +60,24 @@ done
 echo "bench: generating inputs (cached)" >&2
 "$BIN/gendata" -dir "$CACHE/data"
 
-if [ "${BENCH_ONLY:-}" != s3 ]; then
+# Packing (prep plan --pack): efficiency, plan and convert cost against
+# DuckDB in the same run; bench/notes/packing.md, which benchrun includes.
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,packing,* ]]; then
+	if [ -x "$BIN/packbench" ] && [ -x "$BIN/prep" ]; then
+		"$BIN/packbench" -prep "$BIN/prep" -work "$CACHE/pack" -o bench/notes/packing.md -runs "${BENCH_PACK_RUNS:-3}"
+	else
+		echo "bench: packbench or prep did not build; the packing section is not measured" >&2
+	fi
+fi
+
+if [ "${BENCH_ONLY:-}" = packing ]; then
+	# Only the packing note changed: re-render from the last full run.
+	if [ -f "$CACHE/results.json" ]; then
+		"$BIN/benchrun" -root . -o BENCHMARKS.md -render
+	else
+		echo "bench: no $CACHE/results.json (no full run yet): bench/notes/packing.md written, BENCHMARKS.md not re-rendered" >&2
+	fi
+elif [ "${BENCH_ONLY:-}" != s3 ]; then
 	"$BIN/benchrun" -root . -o BENCHMARKS.md -runs "${BENCH_RUNS:-5}" -only "${BENCH_ONLY:-}"
 fi
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/prepml/prep/internal/npy"
+	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
 )
@@ -29,6 +30,11 @@ type ExportOptions struct {
 	Rank   int
 	Step   int    // batch index within the (epoch, rank) shard
 	OutDir string // created if missing; existing files of the same names are replaced
+	// Pieces, for a packed shard set (PLAN.md §11), returns the
+	// documents of each packed row id in order; Export then writes
+	// documents.npy and documents_offsets.npy (see exportPieces). nil:
+	// not packed.
+	Pieces func(ids []uint64) ([][]plan.Piece, error)
 }
 
 // OffsetsSuffix is appended to a jagged tensor's name for the file of its
@@ -59,6 +65,9 @@ type ExportResult struct {
 	Count int            `json:"count"` // present samples, pads included
 	Pads  int            `json:"pads"`  // trailing pad samples among count
 	Files []ExportedFile `json:"files"`
+	// Rows lists, for a packed shard set, the documents of each present
+	// packed row (ExportOptions.Pieces); absent otherwise.
+	Rows []PackedRow `json:"rows,omitempty"`
 }
 
 // Export writes batch Step of the (Epoch, Rank) shard as NumPy files: one
@@ -125,6 +134,13 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 	// Every file name is settled before the first file is written, so a
 	// clash leaves nothing half-exported.
 	used := map[string]string{SampleIDsFile: "sample ids", PadMaskFile: "pad mask"}
+	var pieces [][]plan.Piece
+	if opts.Pieces != nil {
+		used[DocumentsFile], used[DocumentsOffsetsFile] = "documents", "documents offsets"
+		if pieces, err = opts.Pieces(ids); err != nil {
+			return nil, err
+		}
+	}
 	g := r.Geometry()
 	names := make([]string, len(r.Tensors()))
 	offNames := make([]string, len(r.Tensors()))
@@ -211,6 +227,11 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 			return nil, err
 		}
 		res.Files = append(res.Files, ExportedFile{File: file, Descr: f.descr, Shape: []int{len(ids)}})
+	}
+	if opts.Pieces != nil {
+		if err := exportPieces(opts.OutDir, ids, pieces, res); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

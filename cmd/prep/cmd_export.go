@@ -1,12 +1,50 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/verify"
 )
+
+// packedPieces returns, for a shard set of a packed plan, the function
+// naming each packed row's documents (the packing recomputed from the
+// source's token lengths and checked against the plan); nil otherwise.
+func packedPieces(ctx context.Context, dir, sourceRoot string, io *s3Flags) (func([]uint64) ([][]plan.Piece, error), error) {
+	p, err := plan.Load(filepath.Join(dir, shardset.PlanName))
+	if err != nil || p.Packing == nil {
+		return nil, nil // not packed, or no plan copy: Export reports what it finds
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, remote, _, err := resolveStore(ctx, p, sourceRoot, io, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer remote.close()
+	lay, err := convert.ReadPackLayout(ctx, st, p, 0)
+	if err != nil {
+		return nil, fmt.Errorf("naming the documents of packed rows: %w", err)
+	}
+	return func(ids []uint64) ([][]plan.Piece, error) {
+		out := make([][]plan.Piece, len(ids))
+		for i, id := range ids {
+			if id >= lay.Rows() {
+				return nil, fmt.Errorf("packed row %d not in [0, %d)", id, lay.Rows())
+			}
+			out[i] = lay.Row(id)
+		}
+		return out, nil
+	}, nil
+}
 
 func init() { subcommands = append(subcommands, newExportCmd) }
 
@@ -15,6 +53,8 @@ type exportOptions struct {
 	epoch, rank, step int
 	outDir            string
 	asJSON            bool
+	sourceRoot        string
+	io                s3Flags
 }
 
 func newExportCmd(g *globalOptions) *cobra.Command {
@@ -42,6 +82,16 @@ A jagged tensor (a variable number of values per sample) gives two files:
                         values[offsets[i]:offsets[i+1]]; offsets[0] = 0,
                         offsets[count] = N
 
+A shard set of a packed plan (prep plan --pack) also gives, from the
+packing recomputed from the source's token lengths (--source-root when the
+source moved):
+
+  documents.npy          <i8 [M, 3]: the pieces of the count packed rows,
+                         one after another: (document sample id, offset,
+                         length) in the document's tokens (EOD included)
+  documents_offsets.npy  <i8 [count+1]: row i's pieces are rows
+                         [offsets[i], offsets[i+1]) of documents.npy
+
 count is the number of present samples, pads included (unused slots of a
 short batch are not written). '/' in a tensor name becomes '_' in its file
 name; two tensors needing one file name are an error. The batch checksum
@@ -56,10 +106,15 @@ export once per step for several.`,
 			if o.epoch < 0 || o.rank < 0 || o.step < 0 {
 				return usagef("--epoch, --rank and --step must be >= 0")
 			}
-			if err := checkSetRange(args[0], o.epoch, o.rank, o.step); err != nil {
+			err := checkSetRange(args[0], o.epoch, o.rank, o.step)
+			if err != nil {
 				return err
 			}
-			res, err := verify.Export(verify.ExportOptions{Dir: args[0], Epoch: o.epoch, Rank: o.rank, Step: o.step, OutDir: o.outDir})
+			eo := verify.ExportOptions{Dir: args[0], Epoch: o.epoch, Rank: o.rank, Step: o.step, OutDir: o.outDir}
+			if eo.Pieces, err = packedPieces(cmd.Context(), args[0], o.sourceRoot, &o.io); err != nil {
+				return err
+			}
+			res, err := verify.Export(eo)
 			if err != nil {
 				return err
 			}
@@ -72,6 +127,13 @@ export once per step for several.`,
 			for _, f := range res.Files {
 				fmt.Fprintf(out, "%s\t%s %v\n", f.File, f.Descr, f.Shape)
 			}
+			for _, row := range res.Rows {
+				var docs []string
+				for _, pc := range row.Pieces {
+					docs = append(docs, fmt.Sprintf("%d[%d:%d]", pc.Doc, pc.Offset, pc.Offset+pc.Len))
+				}
+				fmt.Fprintf(out, "packed row %d: %s\n", row.ID, strings.Join(docs, " "))
+			}
 			fmt.Fprintf(out, "epoch %d rank %d step %d: %s (%s) from %s\n",
 				res.Epoch, res.Rank, res.Step, count(res.Count, "sample"), count(res.Pads, "pad"), res.Shard)
 			return nil
@@ -83,6 +145,8 @@ export once per step for several.`,
 	f.IntVar(&o.step, "step", 0, "step (batch index within the rank's epoch)")
 	f.StringVarP(&o.outDir, "output", "o", "", "directory to write the .npy files into (created if missing)")
 	f.BoolVar(&o.asJSON, "json", false, "print what was written as JSON on stdout")
+	f.StringVar(&o.sourceRoot, "source-root", "", "packed shard sets: directory or s3:// URL holding the source files, read to name each packed row's documents (default: the plan's source root)")
+	addIOFlags(cmd, &o.io)
 	_ = cmd.MarkFlagRequired("epoch")
 	_ = cmd.MarkFlagRequired("rank")
 	_ = cmd.MarkFlagRequired("step")

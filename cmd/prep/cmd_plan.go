@@ -34,6 +34,7 @@ type planOptions struct {
 	output      string
 	asJSON      bool
 	io          s3Flags
+	pack        packFlags
 }
 
 // defaultWindow is the blocks-mode window when --window is not given.
@@ -75,7 +76,11 @@ the sample ids of a rank.`,
 			if cmd.Flags().Changed("window") && o.shuffle != string(plan.ShuffleBlocks) {
 				return usagef("--window applies only to --shuffle blocks")
 			}
-			return runPlan(cmd.Context(), g, o)
+			po, err := o.pack.options(cmd)
+			if err != nil {
+				return err
+			}
+			return runPlan(cmd.Context(), g, o, po)
 		},
 	}
 	f := cmd.Flags()
@@ -92,6 +97,7 @@ the sample ids of a rank.`,
 	f.StringVarP(&o.output, "output", "o", "plan.json", "plan file to write")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addIOFlags(cmd, &o.io)
+	addPackFlags(cmd, &o.pack)
 	cmd.MarkFlagsMutuallyExclusive("global-batch", "batch-size")
 	cmd.AddCommand(newPlanShowCmd(g))
 	return cmd
@@ -163,12 +169,14 @@ type planSummary struct {
 	Fingerprint       string            `json:"fingerprint"`
 	OrderFingerprint  string            `json:"order_fingerprint"`
 	SourceFingerprint string            `json:"source_fingerprint"`
+	// Packing is the plan's packing (PLAN.md §11), absent when none.
+	Packing *plan.Packing `json:"packing,omitempty"`
 	// Source is the object-store traffic of reading the footers (absent
 	// for local sources).
 	Source *source.S3Stats `json:"source,omitempty"`
 }
 
-func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
+func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.PackOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -203,7 +211,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 	// The epoch digests cost O(N) each: one progress bar per epoch.
 	var bar *progress
 	barEpoch, done := -1, 0
-	p, err := plan.NewContext(ctx, src, cfg, func(epoch, steps, total int) {
+	onDigest := func(epoch, steps, total int) {
 		if epoch != barEpoch {
 			bar.Finish()
 			bar = g.newRowProgress(fmt.Sprintf("epoch %d digest (steps)", epoch), int64(total))
@@ -211,7 +219,13 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		}
 		bar.Add(int64(steps-done), int64(steps-done))
 		done = steps
-	})
+	}
+	var p *plan.Plan
+	if po != nil {
+		p, err = newPackedPlan(ctx, g, src, remote, cfg, *po, onDigest)
+	} else {
+		p, err = plan.NewContext(ctx, src, cfg, onDigest)
+	}
 	bar.Finish()
 	if err != nil {
 		if errors.Is(err, plan.ErrConfig) {
@@ -243,7 +257,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		Shuffle: string(cfg.Shuffle), Remainder: string(cfg.Remainder),
 		StepsPerEpoch: p.Steps(), DroppedPerEpoch: p.Derived.DroppedPerEpoch, PaddedPerEpoch: p.Derived.PaddedPerEpoch,
 		Fingerprint: p.Fingerprint, OrderFingerprint: p.OrderFingerprint, SourceFingerprint: p.SourceFingerprint,
-		Source: remote.stats(),
+		Source: remote.stats(), Packing: p.Packing,
 	}
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)
@@ -287,6 +301,10 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 	}
 	if len(p.Derived.PartitionRows) > 0 {
 		fmt.Fprintf(w, "  partition rows   %v\n", p.Derived.PartitionRows)
+	}
+	if pk := p.Packing; pk != nil {
+		fmt.Fprintf(w, "  packing          %s into rows of %d (split %s): %d documents -> %d rows, %d tokens, %d pad slots (%.2f%%), %d dropped, %d empty\n",
+			pk.Column, pk.Length, pk.Split, pk.Documents, pk.Rows, pk.Tokens, pk.PadSlots, 100*float64(pk.PadSlots)/float64(max(1, pk.Rows*uint64(pk.Length))), pk.DroppedDocuments, pk.EmptyDocuments)
 	}
 	fmt.Fprintf(w, "  fingerprint      %s\n", s.Fingerprint)
 	if st := s.Source; st != nil {

@@ -34,6 +34,9 @@ func convertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shar
 		q.Source.Root = sourceRoot
 		p = &q
 	}
+	if p.Packing != nil {
+		return newPackedDeepSource(p, spec, st, g, tensors)
+	}
 	return &deepSource{p: p, spec: spec, g: g, tensors: tensors, st: st, run: deepRunLimit}, nil
 }
 

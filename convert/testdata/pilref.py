@@ -5,7 +5,7 @@ gen DIR      writes test images (PNG, JPEG, WebP; RGB, grey, palette, alpha,
 ref          reads JSON jobs from stdin, one per line:
              {"src", "out", "channels", "size": [H, W], "resize", "filter",
              "fill"} and writes to "out" the U8 [H, W, C] bytes Pillow gives
-             for SPEC.md §2.7 stated with Pillow's own operations:
+             for SPEC.md §2.8 stated with Pillow's own operations:
              ImageOps.exif_transpose, Image.convert("RGB" or "L"),
              Image.resize(size, filter), crop or paste on a background.
              Without "size" it writes the decoded image and prints its size.

@@ -7,6 +7,7 @@ code: it recomputes every golden vector in plan/testdata/golden.json
 batches) and exits non-zero on any difference.
 
     python3 plan_ref.py ../testdata/golden.json
+    python3 plan_ref.py ../testdata/golden_pack.json   (packing, PLAN.md 11)
 """
 import hashlib
 import json
@@ -110,9 +111,11 @@ def blocks_of(files):
 
 
 class Plan:
-    def __init__(self, files, cfg):
+    def __init__(self, files, cfg, packing=None):
         self.cfg = cfg
         self.blocks, self.n = blocks_of(files)
+        if packing is not None:
+            self.n = packing["rows"]  # PLAN.md 11: the samples are the packed rows
         self.g = cfg["global_batch"]
         self.r = cfg["world_size"]
         self.b = self.g // self.r
@@ -124,6 +127,8 @@ class Plan:
             ALGORITHM, self.sf, c["seed"], c["global_batch"], c["shuffle"], c.get("window", 0), c["remainder"])
         if self.mode == "partitioned":
             order += "world_size=%d\n" % c["world_size"]
+        if packing is not None:
+            order += packing_line(packing)
         self.order_fp = sha_hex(order.encode())
         self.fp = sha_hex(("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n" % (
             FORMAT, self.order_fp, c["epochs"], c["world_size"], c["workers"])).encode())
@@ -259,12 +264,113 @@ def check(golden):
     return bad
 
 
+# ---- PLAN.md 11: packing token lists into rows of L tokens -------------
+
+
+def lengths_digest(lengths):
+    data = b"prep-lengths/v1\0" + le64(len(lengths)) + b"".join(struct.pack("<I", n) for n in lengths)
+    return sha_hex(data)
+
+
+def pack(lengths, opts, seed, shuffle):
+    """Returns (rows, record): rows is a list of rows, each a list of
+    (doc, offset, length) pieces in order."""
+    L = opts["length"]
+    split = opts.get("split") or "chunk"
+    k = opts.get("window") or 8192
+    eod = 1 if opts.get("eod") is not None else 0
+    d = len(lengths)
+    perm = Perm(d, "pack", seed, 0, 0) if shuffle else None
+    rec = dict(documents=d, empty_documents=0, dropped_documents=0, dropped_tokens=0, tokens=0)
+    rows = []
+    for lo in range(0, d, k):
+        pend = []  # (length, arrival, doc, offset)
+        for q in range(lo, min(lo + k, d)):
+            doc = perm.apply(q) if shuffle else q
+            if lengths[doc] == 0:
+                rec["empty_documents"] += 1
+                continue
+            n = lengths[doc] + eod
+            if n > L and split == "none":
+                rec["dropped_documents"] += 1
+                rec["dropped_tokens"] += n
+                continue
+            rec["tokens"] += n
+            for off in range(0, n, L):
+                pend.append((min(L, n - off), len(pend), doc, off))
+        pend.sort(key=lambda p: (-p[0], p[1]))
+        bins, free = [], []
+        for ln, _, doc, off in pend:
+            best = None
+            for i, f in enumerate(free):
+                if f >= ln and (best is None or f < free[best]):
+                    best = i
+            if best is None:
+                bins.append([])
+                free.append(L)
+                best = len(bins) - 1
+            bins[best].append((doc, off, ln))
+            free[best] -= ln
+        rows.extend(bins)
+    rec["rows"] = len(rows)
+    rec["pad_slots"] = len(rows) * L - rec["tokens"]
+    rec["lengths_digest"] = lengths_digest(lengths)
+    data = b"prep-pack/v1\0" + le64(len(rows))
+    for r in rows:
+        data += le64(len(r)) + b"".join(le64(doc) + le64(off) + le64(ln) for doc, off, ln in r)
+    rec["digest"] = sha_hex(data)
+    return rows, rec
+
+
+def packing_line(pk):
+    eod = "none" if pk.get("eod") is None else str(pk["eod"])
+    return "packing=column=%d:%s,length=%d,split=%s,eod=%s,pad=%d,window=%d,rows=%d,digest=%s\n" % (
+        len(pk["column"].encode()), pk["column"], pk["length"], pk["split"], eod, pk["pad"], pk["window"], pk["rows"], pk["digest"])
+
+
+def check_packings(golden):
+    bad = []
+
+    def expect(what, got, want):
+        if got != want:
+            bad.append("%s: got %r, want %r" % (what, got, want))
+
+    for v in golden["packings"]:
+        rows, rec = pack(v["lengths"], v["options"], v["seed"], v["shuffle"])
+        name = "packing %s" % v["name"]
+        for key, want in v["record"].items():
+            if key in rec:
+                expect(name + " " + key, rec[key], want)
+        expect(name + " rows", [[list(p) for p in r] for r in rows], v["rows"])
+    for v in golden["plans"]:
+        pk = v["packing"]
+        rows, rec = pack(v["lengths"], pk, v["config"]["seed"], v["config"]["shuffle"] == "global")
+        name = "packed plan %s" % v["name"]
+        expect(name + " digest", rec["digest"], pk["digest"])
+        pl = Plan(v["source"]["files"], v["config"], packing=pk)
+        expect(name + " order fingerprint", pl.order_fp, v["order_fingerprint"])
+        expect(name + " fingerprint", pl.fp, v["fingerprint"])
+        cache = {}
+        for e, dig in enumerate(v["epoch_digests"]):
+            expect(name + " epoch %d digest" % e, pl.epoch_digest(e, cache), dig)
+        for bt in v["batches"]:
+            got = pl.rank_batch(bt["epoch"], bt["rank"], bt["step"], cache)
+            expect(name + " batch e%d r%d s%d" % (bt["epoch"], bt["rank"], bt["step"]), list(got), [bt["ids"], bt["pads"]])
+    return bad
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     with open(sys.argv[1]) as f:
         golden = json.load(f)
+    if "packings" in golden:
+        bad = check_packings(golden)
+        for b in bad[:50]:
+            print(b)
+        print("%d golden groups, %d mismatches" % (len(golden["packings"]) + len(golden["plans"]), len(bad)))
+        return 1 if bad else 0
     bad = check(golden)
     for b in bad[:50]:
         print(b)

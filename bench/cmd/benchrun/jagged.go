@@ -196,6 +196,7 @@ func (rep *report) renderJagged(b *strings.Builder) {
 	b.WriteString("### Host delivery\n\n")
 	rep.deliveryTable(b)
 	rep.note(b, "jagged-delivery")
+	rep.note(b, "packing")
 }
 
 // deliveryTable writes the table of BenchmarkHostDeliveryJaggedRatio's

@@ -49,6 +49,7 @@ var noteAnchors = []noteAnchor{
 	{"gpuload-host", "## gpuload, ### Host backend: the table, its shard set and CPU time per GB"},
 	{"jagged-convert", "## Jagged tensors: the convert table"},
 	{"jagged-delivery", "## Jagged tensors, ### Host delivery: the table"},
+	{"packing", "## Jagged tensors, after Host delivery: packed token rows (written by bench/cmd/packbench)"},
 }
 
 // readNote returns the text of the file rel (relative to the root) ending in

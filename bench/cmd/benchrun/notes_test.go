@@ -93,6 +93,7 @@ func TestNotesAtTheirSections(t *testing.T) {
 		{"gpuload-host", "### Host backend\n", "CPU time per GB delivered (host backend, whole process): 0.30 s/GB.\n\n", "### CUDA backend"},
 		{"jagged-convert", "## Jagged tensors\n", "| 0.05x jagged |\n\n", "### Shard bytes"},
 		{"jagged-delivery", "### Host delivery\n", "| mmap | 0.850 (0.790–0.935) | 3.750 (3.275–5.466) | 1.218 | 48.610 | 21.060 |\n\n", "## What this means"},
+		{"packing", "### Host delivery\n", "| mmap | 0.850 (0.790–0.935) | 3.750 (3.275–5.466) | 1.218 | 48.610 | 21.060 |\n\n", "## What this means"},
 	}
 	if len(places) != len(noteAnchors) {
 		t.Fatalf("%d places checked, %d anchors", len(places), len(noteAnchors))

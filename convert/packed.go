@@ -1,0 +1,371 @@
+package convert
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+)
+
+// Packed plans (PLAN.md §11, SPEC.md §2.9): a sample is a packed row of L
+// tokens made of document pieces. The spec holds one tensor, on the
+// packed column; it becomes four output tensors per packed row:
+//
+//	NAME             dtype [L]   the tokens, the pad id after the last piece
+//	NAME_segment_ids I32 [L]     1..k for the row's pieces in order, 0 for padding
+//	NAME_positions   I32 [L]     0, 1, ... restarting at each piece, 0 for padding
+//	NAME_cu_seqlens  I32 jagged  k+1 values: 0, n_1, n_1+n_2, ..., the piece boundaries
+//
+// The run reads the token column's lengths again (levels only), recomputes
+// the packing and checks its digests against the plan (Plan.PackLayout),
+// decodes the documents the requested shards hold, once each, as a jagged
+// tensor of a plan over the source rows (the document plan), holds their
+// tokens in anonymous memory (4 or 8 bytes per token) and writes each
+// batch from them.
+
+// Suffixes of the packed outputs.
+const (
+	SegmentIDsSuffix = "_segment_ids" // I32 [L]: 1..k per piece, 0 for padding
+	PositionsSuffix  = "_positions"   // I32 [L]: position within the piece, 0 for padding
+	CuSeqlensSuffix  = "_cu_seqlens"  // I32 jagged: the row's piece boundaries, 0 first
+)
+
+// packedRun is what a run of a packed plan keeps beside the runner.
+type packedRun struct {
+	pk      *plan.Packing
+	docSpec *Spec      // the packed column as a jagged tensor over documents
+	docPlan *plan.Plan // one epoch of the source rows in source order
+	es      int        // bytes per token (4 or 8)
+	eod     []byte     // the EOD id in the dtype, nil when none
+	pad     []byte     // the pad id in the dtype
+}
+
+// PackedTensors returns the output tensors of spec over a plan packed as
+// pk (see the file comment), or an error wrapping ErrSpec: the spec must
+// hold exactly one tensor, on pk.Column, of dtype I32 or I64, without
+// shape, bytes or map policy (a list policy, if any, jagged), and the EOD
+// and pad ids must fit the dtype.
+func PackedTensors(spec *Spec, pk *plan.Packing) ([]shardfmt.TensorInfo, error) {
+	pr, err := newPackedRun(spec, pk)
+	if err != nil {
+		return nil, err
+	}
+	return pr.tensors(spec.Tensors[0].Name), nil
+}
+
+func newPackedRun(spec *Spec, pk *plan.Packing) (*packedRun, error) {
+	if len(spec.Tensors) != 1 {
+		return nil, specErrorf("the plan packs column %s: the spec must hold exactly one tensor, on that column (other columns of a packed plan are not converted), not %d", pk.Column, len(spec.Tensors))
+	}
+	t := spec.Tensors[0]
+	switch {
+	case t.Column != pk.Column:
+		return nil, specErrorf("tensor %q: the plan packs column %s, the tensor reads %q", t.Name, pk.Column, t.Column)
+	case t.DType != "I32" && t.DType != "I64":
+		return nil, specErrorf("tensor %q: packed tokens take dtype I32 or I64, not %s", t.Name, t.DType)
+	case len(t.Shape) > 0 || t.Bytes != nil || t.Map != nil || (t.List != nil && !t.List.Jagged):
+		return nil, specErrorf("tensor %q: a packed column takes no shape, bytes, map or fixed list policy (its rows are [%d] by the plan)", t.Name, pk.Length)
+	}
+	pr := &packedRun{pk: pk, es: 4}
+	if t.DType == "I64" {
+		pr.es = 8
+	}
+	put := func(what string, v int64) ([]byte, error) {
+		if pr.es == 4 && (v < math.MinInt32 || v > math.MaxInt32) {
+			return nil, specErrorf("tensor %q: the packing's %s id %d does not fit I32", t.Name, what, v)
+		}
+		b := make([]byte, pr.es)
+		putInt(b, v)
+		return b, nil
+	}
+	var err error
+	if pr.pad, err = put("pad", pk.Pad); err != nil {
+		return nil, err
+	}
+	if pk.EOD != nil {
+		if pr.eod, err = put("eod", *pk.EOD); err != nil {
+			return nil, err
+		}
+	}
+	d := t
+	d.List = &ListPolicy{Jagged: true}
+	pr.docSpec = &Spec{Tensors: []TensorSpec{d}}
+	return pr, nil
+}
+
+// putInt writes v little-endian into b (4 or 8 bytes).
+func putInt(b []byte, v int64) {
+	if len(b) == 4 {
+		binary.LittleEndian.PutUint32(b, uint32(int32(v)))
+		return
+	}
+	binary.LittleEndian.PutUint64(b, uint64(v))
+}
+
+func (pr *packedRun) tensors(name string) []shardfmt.TensorInfo {
+	dt := shardfmt.I32
+	if pr.es == 8 {
+		dt = shardfmt.I64
+	}
+	l := []uint64{uint64(pr.pk.Length)}
+	return []shardfmt.TensorInfo{
+		{Name: name, DType: dt, Shape: l},
+		{Name: name + SegmentIDsSuffix, DType: shardfmt.I32, Shape: l},
+		{Name: name + PositionsSuffix, DType: shardfmt.I32, Shape: l},
+		{Name: name + CuSeqlensSuffix, DType: shardfmt.I32, Jagged: true},
+	}
+}
+
+// documentPlan returns the plan whose sample ids are p's source rows:
+// one epoch in source order, every row in one partial batch per row.
+func documentPlan(p *plan.Plan) (*plan.Plan, error) {
+	return plan.New(p.Source, plan.Config{Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+}
+
+// PackedDocuments holds the tokens of some documents of a packed plan,
+// decoded from the source, and the plan's layout: enough to build any
+// packed row holding only those documents (Row).
+type PackedDocuments struct {
+	Layout *plan.PackLayout
+	pr     *packedRun
+	docs   []uint64 // ascending
+	held   *HeldSamples
+}
+
+// Close releases the documents' memory.
+func (d *PackedDocuments) Close() { d.held.Close() }
+
+// MaterializePacked reads the packing of p again from the source (the
+// token column's lengths, levels only), checks it against the plan
+// (plan.Plan.PackLayout: ErrMismatch when the source changed), and decodes
+// the documents that the packed rows rows hold (all rows when rows is
+// nil), each once, under lim. Errors: those of PackedTensors, TokenLengths,
+// PackLayout and MaterializeSorted; a document whose decoded token count
+// differs from its length in the packing wraps ErrValue.
+func MaterializePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec, rows []uint64) (*PackedDocuments, error) {
+	pk := p.Packing
+	if pk == nil {
+		return nil, specErrorf("the plan packs no column")
+	}
+	pr, err := newPackedRun(spec, pk)
+	if err != nil {
+		return nil, err
+	}
+	if pr.docPlan, err = documentPlan(p); err != nil {
+		return nil, err
+	}
+	lengths, err := TokenLengths(ctx, o.Source, p.Source, pk.Column, o.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	lay, err := p.PackLayout(ctx, lengths)
+	if err != nil {
+		return nil, err
+	}
+	need := make([]bool, len(lengths))
+	mark := func(r uint64) {
+		for _, pc := range lay.Row(r) {
+			need[pc.Doc] = true
+		}
+	}
+	if rows == nil {
+		for r := uint64(0); r < lay.Rows(); r++ {
+			mark(r)
+		}
+	}
+	for _, r := range rows {
+		if r >= lay.Rows() {
+			return nil, valueErrorf("packed row %d not in [0, %d)", r, lay.Rows())
+		}
+		mark(r)
+	}
+	var docs []uint64
+	for d, ok := range need {
+		if ok {
+			docs = append(docs, uint64(d))
+		}
+	}
+	held, err := MaterializeSorted(ctx, o.Source, pr.docPlan, pr.docSpec, docs, Bounds{Memory: o.MemoryLimit})
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range docs {
+		if n := len(held.Sample(0, i)) / pr.es; n != int(lengths[d]) {
+			held.Close()
+			return nil, valueErrorf("document %d (source row) decoded %d tokens, its list length is %d", d, n, lengths[d])
+		}
+	}
+	return &PackedDocuments{Layout: lay, pr: pr, docs: docs, held: held}, nil
+}
+
+// tokens returns the list values of document doc (held).
+func (d *PackedDocuments) tokens(doc uint64) ([]byte, error) {
+	i := sort.Search(len(d.docs), func(i int) bool { return d.docs[i] >= doc })
+	if i == len(d.docs) || d.docs[i] != doc {
+		return nil, fmt.Errorf("internal: document %d not decoded", doc)
+	}
+	return d.held.Sample(0, i), nil
+}
+
+// Row writes packed row r into tokens (L values of the dtype), segs and
+// pos (L I32 each), and appends its k+1 piece boundaries to cu (I32
+// values). tokens, segs and pos must be zeroed by the caller.
+func (d *PackedDocuments) Row(r uint64, tokens, segs, pos []byte, cu []byte) ([]byte, error) {
+	pr := d.pr
+	es := pr.es
+	at := 0
+	cu = binary.LittleEndian.AppendUint32(cu, 0)
+	for j, pc := range d.Layout.Row(r) {
+		vals, err := d.tokens(pc.Doc)
+		if err != nil {
+			return cu, err
+		}
+		n := len(vals) / es
+		lo, hi := int(pc.Offset), int(pc.Offset)+int(pc.Len)
+		limit := n
+		if pr.eod != nil {
+			limit++
+		}
+		if hi > limit {
+			return cu, fmt.Errorf("internal: piece [%d, %d) of document %d beyond its %d tokens", lo, hi, pc.Doc, n)
+		}
+		if lo < n {
+			copy(tokens[at*es:], vals[lo*es:min(hi, n)*es])
+		}
+		if hi > n { // the EOD closes the document
+			copy(tokens[(at+hi-lo-1)*es:], pr.eod)
+		}
+		for i := 0; i < hi-lo; i++ {
+			binary.LittleEndian.PutUint32(segs[(at+i)*4:], uint32(j+1))
+			binary.LittleEndian.PutUint32(pos[(at+i)*4:], uint32(i))
+		}
+		at += hi - lo
+		cu = binary.LittleEndian.AppendUint32(cu, uint32(at))
+	}
+	if !isZero(pr.pad) {
+		for i := at; i < pr.pk.Length; i++ {
+			copy(tokens[i*es:], pr.pad)
+		}
+	}
+	return cu, nil
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// runPacked writes the shards todo of a packed plan: every document they
+// hold decoded once (MaterializePacked), then each shard's batches in
+// step order.
+func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
+	need := map[uint64]bool{}
+	var rows []uint64
+	for _, k := range todo {
+		for step := 0; step < r.p.Steps(); step++ {
+			ids, _, err := r.p.RankBatch(k.epoch, k.rank, step, nil)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if !need[id] {
+					need[id] = true
+					rows = append(rows, id)
+				}
+			}
+		}
+	}
+	if rows == nil {
+		rows = []uint64{}
+	}
+	docs, err := MaterializePacked(ctx, r.o, r.p, r.spec, rows)
+	if err != nil {
+		return err
+	}
+	defer docs.Close()
+	r.sum.SamplesDecoded = int64(len(docs.docs))
+	if err := r.writePlanCopy(); err != nil {
+		return err
+	}
+	for _, k := range todo {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.writePackedShard(k, docs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writePackedShard writes and commits shard k from docs.
+func (r *runner) writePackedShard(k shardKey, docs *PackedDocuments) (err error) {
+	r.shardEvent(k, false)
+	o, err := r.openShard(k)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			o.w.Abort()
+		}
+	}()
+	g := o.geo
+	var cu []byte
+	for step := 0; step < r.p.Steps(); step++ {
+		ids, pads, err := r.p.RankBatch(k.epoch, k.rank, step, o.ids)
+		o.ids = ids
+		if err != nil {
+			return err
+		}
+		cu = cu[:0]
+		counts := make([]uint64, len(ids))
+		for i, id := range ids {
+			counts[i] = uint64(len(docs.Layout.Row(id)) + 1)
+		}
+		var total uint64
+		for _, c := range counts {
+			total += c
+		}
+		lay, err := g.BatchLayout([]uint64{total})
+		if err != nil {
+			return fmt.Errorf("epoch %d, rank %d, step %d: %w", k.epoch, k.rank, step, err)
+		}
+		block := make([]byte, lay.Size)
+		slot := func(t, i int) []byte {
+			return block[g.SlabOffset[t]+uint64(i)*g.SampleBytes[t]:][:g.SampleBytes[t]]
+		}
+		for i, id := range ids {
+			if cu, err = docs.Row(id, slot(0, i), slot(1, i), slot(2, i), cu); err != nil {
+				return err
+			}
+		}
+		offs := block[g.SlabOffset[3]:]
+		var acc uint64
+		for i := 0; i <= g.BatchSize; i++ {
+			binary.LittleEndian.PutUint64(offs[8*i:], acc)
+			if i < len(ids) {
+				acc += counts[i]
+			}
+		}
+		copy(block[lay.ValuesOffset[3]:], cu)
+		if err := o.w.WriteBatch(block, ids, pads); err != nil {
+			return err
+		}
+		o.rows += int64(len(ids))
+		r.progress(StageWrite, int64(len(ids)), int64(len(block)))
+	}
+	if err := r.commitShard(o); err != nil {
+		return err
+	}
+	r.shardEvent(k, true)
+	return nil
+}

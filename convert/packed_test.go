@@ -1,0 +1,252 @@
+package convert
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/shardset"
+	"github.com/prepml/prep/source"
+)
+
+// duckDocs returns DuckDB's reading of the token column of the files
+// under dir, in sample id order (files by path, rows in order); nil for a
+// null list.
+func duckDocs(t *testing.T, dir string) [][]int64 {
+	t.Helper()
+	res := duckdbtest.Query(t, fmt.Sprintf(`SELECT tokens FROM read_parquet(%s, filename = true, file_row_number = true) ORDER BY filename, file_row_number`,
+		duckdbtest.Quote(filepath.Join(dir, "*.parquet"))))
+	docs := make([][]int64, len(res.Rows))
+	for i, r := range res.Rows {
+		if r[0] == nil {
+			continue
+		}
+		for _, v := range duckdbtest.List(t, r[0]) {
+			docs[i] = append(docs[i], duckdbtest.Int64(t, v))
+		}
+	}
+	return docs
+}
+
+type packedFixture struct {
+	dir     string
+	src     plan.Source
+	lengths []uint32
+	docs    [][]int64
+}
+
+func newPackedFixture(t *testing.T, rows int) *packedFixture {
+	t.Helper()
+	f := &packedFixture{dir: tokenFiles(t, rows)}
+	var err error
+	if f.src, err = source.Discover(context.Background(), []string{f.dir}); err != nil {
+		t.Fatal(err)
+	}
+	if f.lengths, err = TokenLengths(context.Background(), nil, f.src, "tokens", 2); err != nil {
+		t.Fatal(err)
+	}
+	f.docs = duckDocs(t, f.dir)
+	return f
+}
+
+func i32At(b []byte, i int) int64 { return int64(int32(binary.LittleEndian.Uint32(b[4*i:]))) }
+
+// checkPackedShards reads every shard of out back and checks each packed
+// row against DuckDB's documents: its tokens are the concatenation of the
+// pieces its layout names (each a run of a document's tokens then the
+// EOD), then the pad id; segment ids, positions and cu_seqlens follow the
+// pieces. It returns, per epoch, how many times each document token was
+// delivered in a non-pad slot.
+func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string) [][][]int {
+	t.Helper()
+	pk := p.Packing
+	lay, err := p.PackLayout(context.Background(), f.lengths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	L := pk.Length
+	seen := make([][][]int, p.Config.Epochs)
+	for e := range seen {
+		seen[e] = make([][]int, len(f.docs))
+		for d, toks := range f.docs {
+			seen[e][d] = make([]int, len(toks)+1)
+		}
+		for r := 0; r < p.Config.WorldSize; r++ {
+			rd, err := shardfmt.Open(filepath.Join(out, filepath.FromSlash(shardset.ShardPath(e, r))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := shardfmt.TensorList(rd.Tensors()); got != "[tokens I32 [256], tokens_segment_ids I32 [256], tokens_positions I32 [256], tokens_cu_seqlens I32 [] jagged]" {
+				t.Fatalf("tensors %s", got)
+			}
+			for k := 0; k < rd.NumBatches(); k++ {
+				info, _ := rd.Batch(k)
+				ids, err := rd.SampleIDs(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _, _ := p.RankBatch(e, r, k, nil)
+				if fmt.Sprint(ids) != fmt.Sprint(want) {
+					t.Fatalf("epoch %d rank %d step %d: ids %v, plan %v", e, r, k, ids, want)
+				}
+				block, err := rd.Block(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := rd.Geometry()
+				tok, seg, pos := g.Slab(block, 0, info.Count), g.Slab(block, 1, info.Count), g.Slab(block, 2, info.Count)
+				cu, err := rd.Jagged(k, block, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, id := range ids {
+					var wantTok, wantSeg, wantPos, wantCu []int64
+					wantCu = append(wantCu, 0)
+					for j, pc := range lay.Row(id) {
+						stream := append(append([]int64(nil), f.docs[pc.Doc]...), *pk.EOD)
+						for x := int(pc.Offset); x < int(pc.Offset+pc.Len); x++ {
+							wantTok = append(wantTok, stream[x])
+							wantSeg = append(wantSeg, int64(j+1))
+							wantPos = append(wantPos, int64(x)-int64(pc.Offset))
+							if i < info.Count-info.Pads {
+								seen[e][pc.Doc][x]++
+							}
+						}
+						wantCu = append(wantCu, int64(len(wantTok)))
+					}
+					for len(wantTok) < L {
+						wantTok, wantSeg, wantPos = append(wantTok, pk.Pad), append(wantSeg, 0), append(wantPos, 0)
+					}
+					for x := 0; x < L; x++ {
+						if got := i32At(tok, i*L+x); got != wantTok[x] {
+							t.Fatalf("epoch %d rank %d step %d row %d (slot %d) token %d: %d, want %d", e, r, k, id, i, x, got, wantTok[x])
+						}
+						if i32At(seg, i*L+x) != wantSeg[x] || i32At(pos, i*L+x) != wantPos[x] {
+							t.Fatalf("row %d slot %d: segment id %d position %d, want %d %d", id, x, i32At(seg, i*L+x), i32At(pos, i*L+x), wantSeg[x], wantPos[x])
+						}
+					}
+					lo := binary.LittleEndian.Uint64(cu.Offsets[8*i:])
+					hi := binary.LittleEndian.Uint64(cu.Offsets[8*i+8:])
+					if int(hi-lo) != len(wantCu) {
+						t.Fatalf("row %d: %d cu_seqlens, want %v", id, hi-lo, wantCu)
+					}
+					for x := range wantCu {
+						if got := i32At(cu.Values, int(lo)+x); got != wantCu[x] {
+							t.Fatalf("row %d: cu_seqlens[%d] = %d, want %v", id, x, got, wantCu)
+						}
+					}
+				}
+			}
+			rd.Close()
+		}
+	}
+	return seen
+}
+
+// TestRunPackedMatchesDuckDB converts a packed plan (split chunk, EOD,
+// pad -1, small windows, two ranks, remainder pad) and checks every
+// packed row against DuckDB's tokens, and that every token of every
+// non-empty document (its EOD included) is delivered exactly once per
+// epoch in a non-pad slot.
+func TestRunPackedMatchesDuckDB(t *testing.T) {
+	f := newPackedFixture(t, 600)
+	cfg := plan.Config{Seed: 3, Epochs: 2, GlobalBatch: 6, WorldSize: 2, Workers: 2, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
+	eod := int64(-7)
+	p, _, err := plan.NewPacked(context.Background(), f.src, cfg, plan.PackOptions{Column: "tokens", Length: 256, EOD: &eod, Pad: -1, Window: 50}, f.lengths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Packing.EmptyDocuments == 0 || p.Packing.Tokens <= uint64(p.Packing.Length)*10 {
+		t.Fatalf("fixture too small: %+v", p.Packing)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	seen := checkPackedShards(t, f, p, out)
+	for e := range seen {
+		for d, toks := range f.docs {
+			for x, n := range seen[e][d] {
+				want := 1
+				if len(toks) == 0 {
+					want = 0 // empty or null: no tokens, no EOD
+				}
+				if n != want {
+					t.Fatalf("epoch %d: document %d token %d delivered %d times, want %d", e, d, x, n, want)
+				}
+			}
+		}
+	}
+}
+
+// TestRunPackedSplitNoneCountsDrops: with split none, documents longer
+// than L are left out and counted; every other token is delivered once.
+func TestRunPackedSplitNoneCountsDrops(t *testing.T) {
+	f := newPackedFixture(t, 300)
+	cfg := plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial}
+	eod := int64(0)
+	p, _, err := plan.NewPacked(context.Background(), f.src, cfg, plan.PackOptions{Column: "tokens", Length: 256, Split: plan.SplitNone, EOD: &eod, Pad: 0}, f.lengths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	seen := checkPackedShards(t, f, p, out)
+	var dropped, droppedTokens uint64
+	for d, toks := range f.docs {
+		want := 1
+		if len(toks) == 0 {
+			want = 0
+		} else if len(toks)+1 > 256 {
+			want = 0
+			dropped++
+			droppedTokens += uint64(len(toks) + 1)
+		}
+		for x, n := range seen[0][d] {
+			if n != want {
+				t.Fatalf("document %d token %d delivered %d times, want %d", d, x, n, want)
+			}
+		}
+	}
+	if dropped == 0 || p.Packing.DroppedDocuments != dropped || p.Packing.DroppedTokens != droppedTokens {
+		t.Fatalf("dropped %d documents (%d tokens), the plan counts %d (%d)", dropped, droppedTokens, p.Packing.DroppedDocuments, p.Packing.DroppedTokens)
+	}
+}
+
+// TestRunPackedRefusesChangedSourceAndBadSpec: a source whose token
+// lengths differ from the plan's is refused before any shard is written;
+// a spec that does not read the packed column, or two tensors, is a spec
+// error.
+func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
+	f := newPackedFixture(t, 120)
+	cfg := plan.Config{Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop}
+	lengths := append([]uint32(nil), f.lengths...)
+	lengths[4]++ // as if the plan was made from other data
+	p, _, err := plan.NewPacked(context.Background(), f.src, cfg, plan.PackOptions{Column: "tokens", Length: 64}, lengths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, plan.ErrMismatch) {
+		t.Fatalf("changed lengths: %v", err)
+	}
+	for _, s := range []*Spec{
+		{Tensors: []TensorSpec{{Name: "x", Column: "id", DType: "I64"}}},
+		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "F32"}}},
+		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64"}}},
+	} {
+		if _, err := Run(context.Background(), Options{Plan: p, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) {
+			t.Errorf("spec %+v: %v", s.Tensors, err)
+		}
+	}
+}

@@ -43,12 +43,13 @@ The library is ``libgpuload.so`` inside this package, or ``$GPULOAD_LIB``.
 from ._errors import (GL_EOF, GL_ERR_CLOSED, GL_ERR_CORRUPT, GL_ERR_CUDA, GL_ERR_FORKED, GL_ERR_INVALID, GL_ERR_IO,
                       GL_ERR_NO_LIBRARY, GL_ERR_NO_SHARD, GL_ERR_NO_SHARD_SET, GL_ERR_OUTSIDE_PLAN,
                       GL_ERR_PLAN_MISMATCH, GL_ERR_RING_FULL, GL_OK, ForkError, GpuloadError, LibraryError)
-from ._loader import KDL_CPU, KDL_CUDA, NP_DTYPES, Batch, DLPackTensor, Jagged, Loader
+from ._dataset import ShardIterator
+from ._loader import KDL_CPU, KDL_CUDA, NP_DTYPES, Batch, DLPackTensor, Jagged, Loader, MappedBatch
 from ._meta import ShardSet, TensorInfo
 from ._native import library_path
 
 __all__ = [
-    "Loader", "Batch", "DLPackTensor", "Jagged", "ShardSet", "TensorInfo", "GpuloadError", "ForkError", "LibraryError",
+    "Loader", "Batch", "MappedBatch", "ShardIterator", "DLPackTensor", "Jagged", "ShardSet", "TensorInfo", "GpuloadError", "ForkError", "LibraryError",
     "library_path", "KDL_CPU", "KDL_CUDA", "NP_DTYPES",
     "GL_OK", "GL_EOF", "GL_ERR_INVALID", "GL_ERR_NO_SHARD", "GL_ERR_PLAN_MISMATCH", "GL_ERR_CORRUPT", "GL_ERR_CUDA",
     "GL_ERR_RING_FULL", "GL_ERR_CLOSED", "GL_ERR_IO", "GL_ERR_NO_SHARD_SET", "GL_ERR_OUTSIDE_PLAN", "GL_ERR_FORKED",

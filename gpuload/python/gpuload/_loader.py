@@ -666,7 +666,6 @@ class _MappedCursor:
         if k >= self.shard.num_batches:
             return None
         self.step = k + 1
-        self.shard.will_need(k + 1)
         return MappedBatch(self.shard, k)
 
     def next_views(self):
@@ -674,7 +673,6 @@ class _MappedCursor:
         if k >= self.shard.num_batches:
             return None
         self.step = k + 1
-        self.shard.will_need(k + 1)
         return self.views(self.shard, k)
 
 

@@ -95,14 +95,17 @@ def raw(d, **kw):
     return _steady(gpuload.Loader(d, e, 0, shard_set=s, **kw) for e in range(s.epochs))
 
 
-def dataset(d, workers):
-    """Batches/s of DataLoader(ShardDataset) over every epoch."""
+def dataset(d, workers, wrapper=False):
+    """Batches/s of DataLoader(ShardDataset) (or ds.loader()) over every epoch."""
     import warnings
     from torch.utils.data import DataLoader
     from gpuload.torch import ShardDataset
     warnings.simplefilter("ignore", RuntimeWarning)
     ds = ShardDataset(d, rank=0, world_size=1)
-    loader = DataLoader(ds, batch_size=None, num_workers=workers, persistent_workers=workers > 0)
+    if wrapper:
+        loader = ds.loader(num_workers=workers, persistent_workers=workers > 0)
+    else:
+        loader = DataLoader(ds, batch_size=None, num_workers=workers, persistent_workers=workers > 0)
 
     def epoch(e):
         ds.set_epoch(e)
@@ -118,6 +121,8 @@ READERS = [
     ("ds0", "`ShardDataset`, `DataLoader(batch_size=None, num_workers=0)`"),
     ("ds2", "`ShardDataset`, `num_workers=2` (fork, persistent workers)"),
     ("ds4", "`ShardDataset`, `num_workers=4` (fork, persistent workers)"),
+    ("ld2", "`ds.loader(num_workers=2)` (fork, persistent workers, 16 batches per message)"),
+    ("ld4", "`ds.loader(num_workers=4)` (fork, persistent workers, 16 batches per message)"),
 ]
 
 
@@ -136,9 +141,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=8192)
     ap.add_argument("--child-workers", type=int, default=-1, help=argparse.SUPPRESS)
+    ap.add_argument("--child-loader", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child_workers >= 0:
-        print(dataset(a.dir, a.child_workers)[0])
+        print(dataset(a.dir, a.child_workers, a.child_loader)[0])
         return
     import torch  # noqa: F401  (import cost outside the timings)
     import gpuload
@@ -157,7 +163,8 @@ def main():
                 if k in fns:
                     res[k].append(fns[k]()[0])
                 else:
-                    out = subprocess.run([sys.executable, os.path.abspath(__file__), d, "--child-workers", k[2:]],
+                    cmd = [sys.executable, os.path.abspath(__file__), d, "--child-workers", k[2:]]
+                    out = subprocess.run(cmd + (["--child-loader"] if k.startswith("ld") else []),
                                          check=True, capture_output=True, text=True, env=env)
                     res[k].append(float(out.stdout))
         s = gpuload.ShardSet(d)

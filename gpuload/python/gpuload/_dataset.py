@@ -233,10 +233,11 @@ class ShardIterator:
         """Through the native library with checksums: owned copies."""
         loaders = [Loader(self.set.directory, self.epoch, r, prefetch=self._prefetch, start_step=steps[0],
                           verify_checksums=True, shard_set=self.set, mapped=False) for r, _, _ in self._pieces]
+        want = set(steps)  # sorted steps, a range or a list
         try:
             for k in range(steps[0], steps[-1] + 1):
                 bs = [ld.next_batch() for ld in loaders]
-                if (k - steps[0]) % steps.step:
+                if k not in want:
                     continue
                 parts = []
                 for b in bs:

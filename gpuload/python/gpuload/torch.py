@@ -471,23 +471,38 @@ class ShardLoader:
     batches the training loop consumed, so its ``state_dict()`` is exact
     under workers too: the position after the last item it yielded (the
     shape of torchdata's StatefulDataLoader). ``load_state_dict``,
-    ``set_epoch``, ``len``, ``dataset`` and ``dataloader`` as expected."""
+    ``set_epoch``, ``len``, ``dataset`` and ``dataloader`` as expected.
 
-    def __init__(self, dataset, **kwargs):
+    With ``num_workers > 0`` each worker hands over ``chunk`` batches
+    (default 16; tensors as references to the shard file) per message and
+    the loader yields them one by one in plan order, so the DataLoader's
+    per-message cost (queues, pickling, a pipe) is paid once per chunk, not
+    once per batch."""
+
+    def __init__(self, dataset, chunk=16, **kwargs):
         if kwargs.get("batch_size") is not None:
             raise GpuloadError(GL_ERR_INVALID, "gpuload: ds.loader(batch_size=...): items are whole batches of the "
                                "plan; the loader passes batch_size=None")
+        if not isinstance(chunk, int) or chunk < 1:
+            raise GpuloadError(GL_ERR_INVALID, f"gpuload: ds.loader(chunk={chunk!r}): want a positive integer")
         kwargs["batch_size"] = None
         self.dataset = dataset
-        self.dataloader = DataLoader(dataset, **kwargs)
+        self._chunked = kwargs.get("num_workers", 0) > 0 and dataset.backend != "cuda"
+        self.dataloader = DataLoader(_Chunks(dataset, chunk) if self._chunked else dataset, **kwargs)
         self._at = None  # (epoch, next step) after the last item yielded
 
     def __iter__(self):
         ds = self.dataset
         self._at = (ds.epoch, ds._start())
-        for item in self.dataloader:
-            self._at = (ds.epoch, item["step"] + 1)
-            yield item
+        if not self._chunked:
+            for item in self.dataloader:
+                self._at = (ds.epoch, item["step"] + 1)
+                yield item
+            return
+        for items in self.dataloader:
+            for item in items:
+                self._at = (ds.epoch, item["step"] + 1)
+                yield item
 
     def __len__(self):
         return len(self.dataset)
@@ -509,3 +524,31 @@ class ShardLoader:
         """ShardDataset.load_state_dict."""
         self._at = None
         self.dataset.load_state_dict(state)
+
+
+class _Chunks(IterableDataset):
+    """ShardLoader's dataset under workers: worker w of W yields the chunks
+    w, w + W, ... of ``chunk`` consecutive steps each (lists of items), so
+    the DataLoader's round-robin gives the chunks, and so the steps, in
+    plan order."""
+
+    def __init__(self, ds, chunk):
+        super().__init__()
+        self.ds, self.chunk = ds, chunk
+
+    def __iter__(self):
+        ds, K = self.ds, self.chunk
+        info = get_worker_info()
+        steps = range(ds._start(), ds.steps_per_epoch)
+        if info is None:  # iterated without workers after all
+            ds._pos = steps.start
+            return ([it] for it in ds._gen_torch(steps, True, False))
+        ds._shared[_IN_WORKERS] = 1
+        chunks = [steps[i:i + K] for i in range(0, len(steps), K)][info.id::info.num_workers]
+        mine = [k for c in chunks for k in c]
+        return self._group(ds._gen_torch(mine, False, True, info), [len(c) for c in chunks])
+
+    @staticmethod
+    def _group(items, sizes):
+        for n in sizes:
+            yield [next(items) for _ in range(n)]

@@ -334,6 +334,24 @@ class WorkersTest(Case):
         for it in items:
             self.check_values(it)
 
+    def test_loader_chunks_under_workers_keep_plan_order(self):
+        # ds.loader hands batches over in chunks; 3 workers of chunks of 2
+        # steps from resume step 1: chunks [1, 2], [3, 4], [5, 6].
+        out = run_fresh(f"""
+            import warnings
+            warnings.simplefilter("ignore")
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2, epoch=1)
+            ds.load_state_dict(ds.state_dict(next_step=1))
+            items = [{{k: v.clone() if torch.is_tensor(v) else v for k, v in it.items()}}
+                     for it in ds.loader(num_workers=3, chunk=2)]
+            torch.save(items, {os.path.join(WORK, 'chunks.pt')!r})
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        items = torch.load(os.path.join(WORK, "chunks.pt"))
+        self.check_plan(items, plan_show("r2", 1, 1)[1:])
+        for it in items:
+            self.check_values(it)
+
     def test_state_dict_under_workers_is_exact_or_raises(self):
         out = run_fresh(f"""
             ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2)

@@ -23,7 +23,10 @@ from torch.utils.data import DataLoader
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(TESTS)))
-sys.path.insert(0, os.path.dirname(TESTS))
+# GPULOAD_TEST_INSTALLED=1: test the installed package (a wheel in a venv),
+# not this checkout's.
+PKGPATH = [] if os.environ.get("GPULOAD_TEST_INSTALLED") else [os.path.dirname(TESTS)]
+sys.path[:0] = PKGPATH
 import gpuload  # noqa: E402
 from gpuload.torch import ShardDataset  # noqa: E402
 
@@ -248,7 +251,7 @@ class ReadmeTest(unittest.TestCase):
         self.assertLess(len(code.strip().splitlines()), 20)
         code = code.replace("/local/shards", SETS["r2"][1])
         work = tempfile.mkdtemp(dir=WORK)
-        env = dict(os.environ, PYTHONPATH=os.path.dirname(TESTS), RANK="1", WORLD_SIZE="2")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(PKGPATH), RANK="1", WORLD_SIZE="2")
         code = code.replace("for batch in loader:", "for batch in loader:\n        print(epoch, batch['step'])")
         killed = code.replace("print(epoch, batch['step'])", "if (epoch, batch['step']) == (1, 3): raise SystemExit(3)")
         out = subprocess.run([sys.executable, "-c", killed], cwd=work, env=env, capture_output=True, text=True, timeout=120)
@@ -262,7 +265,7 @@ class ReadmeTest(unittest.TestCase):
 
 def run_fresh(code, timeout=120):
     """Runs code in a fresh interpreter (no library loaded yet)."""
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(TESTS), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(PKGPATH), PYTHONDONTWRITEBYTECODE="1")
     head = ("import os, sys, json, torch\nfrom torch.utils.data import DataLoader\nimport gpuload\n"
             "from gpuload.torch import ShardDataset\n")
     return subprocess.run([sys.executable, "-c", head + textwrap.dedent(code)], env=env, capture_output=True,

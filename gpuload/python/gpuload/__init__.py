@@ -13,6 +13,11 @@ Read one rank's shard::
         for batch in loader:              # dict: tensor name -> numpy array
             train_step(batch["x"], batch["y"])
 
+Host read path: on the host backend without checksums, ``Loader``,
+``ShardIterator`` (dicts of NumPy arrays, no torch) and
+``gpuload.torch.ShardDataset`` read the memory-mapped shard in pure NumPy:
+no native library is loaded, so any process, forked or not, can read.
+
 Fork safety: metadata (``ShardSet``, ``Loader.steps``, ``world_size``, ...)
 is read in pure Python; the native library is loaded when the first batch
 is read, in the process that reads it. A process forked after the library

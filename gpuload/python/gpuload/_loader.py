@@ -411,7 +411,21 @@ class Loader:
     Arguments mirror gpuload.Options: backend ("host" or "cuda"), device,
     prefetch, start_step, verify_checksums, plan_fingerprint, register_mmap,
     map_blocks; copy=True yields owned copies instead of views; shard_set
-    is a ShardSet of ``directory`` already read (its metadata is reused).
+    is a ShardSet of ``directory`` already read (its metadata is reused);
+    start_step must be an integer (2.7 is refused, not truncated).
+
+    Read path: ``mapped`` (default: True on the host backend without
+    verify_checksums, register_mmap or map_blocks) reads the shard in pure
+    NumPy over a copy-on-write memory map (gpuload._shard: validated at
+    open, jagged offsets checked per batch; no native library, so safe in
+    any forked process): batches are MappedBatch objects whose views each
+    keep the mapping, so any number may be held (``ring`` is then the
+    number of steps). ``mapped=False`` uses the native library's ring.
+
+    Threads: one Loader may be used from several threads; next_batch,
+    iteration, seek and close take the loader's lock, so every step is
+    delivered exactly once (an iterator's item is made under the lock, its
+    slot held before another thread moves on).
 
     Metadata without the library: ``steps``, ``world_size``, ``epochs``,
     ``steps_per_epoch``, ``batch_size``, ``tensors``, ``fingerprint``,

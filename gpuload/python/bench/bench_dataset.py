@@ -64,6 +64,14 @@ def _steady(epochs):
     return n / t, 0
 
 
+def _passes(d):
+    """Passes over every epoch per measurement: at least 3,000 timed
+    batches, so that one measurement is not a few milliseconds."""
+    import gpuload
+    s = gpuload.ShardSet(d)
+    return max(1, -(-3000 // max(1, s.epochs * (s.steps_per_epoch - 1))))
+
+
 def floor(d):
     """The floor: a NumPy memmap of each shard and, per batch, one slab view
     per tensor and the sample ids (offsets from the tensor table, read
@@ -85,14 +93,14 @@ def floor(d):
             item = {name: mm[base + off:base + off + c * sb].view(dt).reshape((c,) + shape) for name, off, dt, shape, sb in ts}
             item["sample_ids"] = mm[ids_off + k * b * 8:ids_off + k * b * 8 + c * 8].view("<u8")
             yield item
-    return _steady(epoch(*x) for x in lay)
+    return _steady(epoch(*x) for _ in range(_passes(d)) for x in lay)
 
 
 def raw(d, **kw):
     """Batches/s of plain Loader iteration over every epoch."""
     import gpuload
     s = gpuload.ShardSet(d)
-    return _steady(gpuload.Loader(d, e, 0, shard_set=s, **kw) for e in range(s.epochs))
+    return _steady(gpuload.Loader(d, e, 0, shard_set=s, **kw) for _ in range(_passes(d)) for e in range(s.epochs))
 
 
 def dataset(d, workers, wrapper=False):
@@ -110,7 +118,7 @@ def dataset(d, workers, wrapper=False):
     def epoch(e):
         ds.set_epoch(e)
         return iter(loader)
-    return _steady(epoch(e) for e in range(ds.epochs))
+    return _steady(epoch(e) for _ in range(_passes(d)) for e in range(ds.epochs))
 
 
 READERS = [
@@ -221,7 +229,8 @@ def main():
             " ".join(sys.argv[1:])
         text = [f"Measured by `make bench` (`{cmd}`) on {time.strftime('%Y-%m-%d', time.gmtime())}, "
                 f"{os.cpu_count()} CPUs, load average {load:.1f} at the end. Each reader is timed from each epoch's "
-                "first batch to its last (the steady per-batch cost, without opening shards or starting workers); "
+                "first batch to its last (the steady per-batch cost, without opening shards or starting workers), "
+                "over as many passes of every epoch as make 3,000 batches or more; "
                 "workers run with `persistent_workers=True`, each in a fresh process. Set: 2,000 copies of the "
                 "venomx file (200,000 rows of 116 tensor bytes: `emb` F16[50], `id` I64, `name_bucket` I64), "
                 "one rank, global shuffle.", ""] + out + ["Targets:", ""] + verdicts + [""]

@@ -24,7 +24,12 @@ is read, in the process that reads it. A process forked after the library
 was loaded cannot use it (a Go runtime does not survive fork): any use
 there raises ``ForkError`` naming the fix, never hangs.
 
-Lifetimes: host arrays are read-only zero-copy views into the loader's ring;
+Lifetimes on the mapped path (the host default): arrays are read-only
+views of the memory-mapped shard, each keeping the mapping alive, so any
+number of batches may be held and values never change under a view.
+
+Lifetimes on the native path (``mapped=False``, checksums, CUDA): host
+arrays are read-only zero-copy views into the loader's ring;
 a batch's slot is held while the iterator is on it *and* while any view,
 ``DLPackTensor`` or exported capsule made from it lives, so values never
 change under a live view (holding more than ``Loader.ring`` batches raises

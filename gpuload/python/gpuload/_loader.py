@@ -641,9 +641,10 @@ class MappedBatch:
                 for n, v in self.tensors.items()}
 
     def dlpack(self, name):
-        """A DLPack-exportable NumPy view of the named tensor (writable: a
-        write changes only this process's copy-on-write page), or a Jagged
-        pair of them."""
+        """A DLPack-exportable NumPy view of the named tensor, or a Jagged
+        pair of them. It is writable (DLPack has no read-only flag): a write
+        changes only this process's copy-on-write page, never the file, but
+        this loader reads that page again after a seek back to the step."""
         for t, a in zip(self._shard.tensors, self._shard.arrays(self._k)):
             if t.name == name:
                 return Jagged(*a) if t.jagged else a

@@ -41,6 +41,7 @@ test-python: build python
 	@if /usr/bin/python3 -c 'import numpy, torch' 2>/dev/null; then \
 		export PREP=$(CURDIR)/$(BIN) PYTHONDONTWRITEBYTECODE=1; \
 		/usr/bin/python3 gpuload/python/tests/test_torch.py && \
+		/usr/bin/python3 gpuload/python/tests/test_dataset.py && \
 		/usr/bin/python3 gpuload/python/tests/test_example.py && \
 		/usr/bin/python3 gpuload/python/tests/test_packed_example.py && \
 		/usr/bin/python3 gpuload/python/tests/test_install.py; \

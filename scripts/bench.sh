@@ -17,9 +17,9 @@
 # run's .cache/bench/results.json without measuring.
 #
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
-# list of stages: convert (with its peers and limits), plan, verify, gpuload, s3, images,
-# packing;
-# verify and gpuload read the shard set the convert stage wrote).
+# list of stages: convert (with its peers and limits), plan, verify, gpuload,
+# python, s3, images, packing; verify and gpuload read the shard set the
+# convert stage wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -57,12 +57,16 @@ for must in gendata benchrun; do
 	[ -x "$BIN/$must" ] || { echo "bench: $must is required" >&2; exit 1; }
 done
 
-echo "bench: generating inputs (cached)" >&2
-"$BIN/gendata" -dir "$CACHE/data"
+if [ "${BENCH_ONLY:-}" != python ]; then
+	echo "bench: generating inputs (cached)" >&2
+	"$BIN/gendata" -dir "$CACHE/data"
+fi
+
+want_stage() { [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,$1,* ]]; }
 
 # Packing (prep plan --pack): efficiency, plan and convert cost against
 # DuckDB in the same run; bench/notes/packing.md, which benchrun includes.
-if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,packing,* ]]; then
+if want_stage packing; then
 	if [ -x "$BIN/packbench" ] && [ -x "$BIN/prep" ]; then
 		"$BIN/packbench" -prep "$BIN/prep" -work "$CACHE/pack" -o bench/notes/packing.md -runs "${BENCH_PACK_RUNS:-3}"
 	else
@@ -70,15 +74,34 @@ if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,packing,* ]]; then
 	fi
 fi
 
-if [ "${BENCH_ONLY:-}" = packing ]; then
-	# Only the packing note changed: re-render from the last full run.
+# The Python reader (gpuload/python): the mapped Loader, ShardDataset and
+# DataLoader workers against a NumPy memmap loop over the same shard, at 30 KB
+# and 950 KB batches. It rewrites its part of bench/notes/gpuload-host.md,
+# which the render below includes.
+if want_stage python; then
+	if /usr/bin/python3 -c 'import numpy, torch' 2>/dev/null && [ -x "$BIN/prep" ] &&
+		$GO build -buildmode=c-shared -o gpuload/python/gpuload/libgpuload.so ./gpuload/capi; then
+		rm -f gpuload/python/gpuload/libgpuload.h
+		echo "bench: the Python reader" >&2
+		PREP="$BIN/prep" PYTHONPATH=gpuload/python /usr/bin/python3 gpuload/python/bench/bench_dataset.py \
+			--rounds "${BENCH_RUNS:-5}" --batch 256,8192 --work "$CACHE/python" --update bench/notes/gpuload-host.md >/dev/null ||
+			echo "bench: the Python benchmark failed; bench/notes/gpuload-host.md keeps its last figures" >&2
+	else
+		echo "bench: /usr/bin/python3 with numpy and torch, prep or libgpuload.so missing: the Python section keeps its last figures" >&2
+	fi
+fi
+
+# The stages benchrun measures itself; the note stages above (and images,
+# below) only re-render the report from the last full run.
+others=$(echo ",${BENCH_ONLY:-}," | sed -e 's/,python,/,/g' -e 's/,packing,/,/g' -e 's/,images,/,/g' -e 's/^,*//' -e 's/,*$//')
+if [ -n "${BENCH_ONLY:-}" ] && [ -z "$others" ]; then
 	if [ -f "$CACHE/results.json" ]; then
 		"$BIN/benchrun" -root . -o BENCHMARKS.md -render
 	else
-		echo "bench: no $CACHE/results.json (no full run yet): bench/notes/packing.md written, BENCHMARKS.md not re-rendered" >&2
+		echo "bench: no $CACHE/results.json (no full run yet): the notes are written, BENCHMARKS.md is not re-rendered" >&2
 	fi
-elif [ "${BENCH_ONLY:-}" != s3 ]; then
-	"$BIN/benchrun" -root . -o BENCHMARKS.md -runs "${BENCH_RUNS:-5}" -only "${BENCH_ONLY:-}"
+elif [ "$others" != s3 ]; then
+	"$BIN/benchrun" -root . -o BENCHMARKS.md -runs "${BENCH_RUNS:-5}" -only "$others"
 fi
 
 # Images: prep convert's image policy against Pillow on the same JPEGs

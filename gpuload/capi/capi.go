@@ -83,7 +83,8 @@ func code(err error) C.int {
 	return C.GL_ERR_IO
 }
 
-var errNull = errors.New("gpuload: invalid argument: NULL pointer")
+// errNull is a NULL pointer argument: GL_ERR_INVALID, as gpuload.h documents.
+var errNull = fmt.Errorf("gpuload: %w: NULL pointer", gpuload.ErrInvalid)
 
 func lookup(h *C.gl_loader) (*cLoader, C.int) {
 	if h == nil {

@@ -93,6 +93,15 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "gl_open: %d %s\n", rc, gl_last_error());
 		return 1;
 	}
+	/* NULL arguments are GL_ERR_INVALID (gpuload.h), never another code. */
+	rc = gl_next(l, NULL);
+	CHECK(rc == GL_ERR_INVALID, "gl_next(l, NULL): %d (%s)", rc, gl_last_error());
+	rc = gl_release(l, NULL);
+	CHECK(rc == GL_ERR_INVALID, "gl_release(l, NULL): %d (%s)", rc, gl_last_error());
+	CHECK(strstr(gl_last_error(), "invalid argument: NULL pointer") != NULL, "last error %s", gl_last_error());
+	gl_batch *none = NULL;
+	rc = gl_next(NULL, &none);
+	CHECK(rc == GL_ERR_INVALID, "gl_next(NULL, &b): %d (%s)", rc, gl_last_error());
 	CHECK(gl_steps(l) == steps, "steps %lld", (long long)gl_steps(l));
 	CHECK(gl_ring(l) == 3, "ring %lld", (long long)gl_ring(l));
 	gl_info info;

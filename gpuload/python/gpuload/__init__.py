@@ -13,13 +13,23 @@ Read one rank's shard::
         for batch in loader:              # dict: tensor name -> numpy array
             train_step(batch["x"], batch["y"])
 
+Host read path: on the host backend without checksums, ``Loader``,
+``ShardIterator`` (dicts of NumPy arrays, no torch) and
+``gpuload.torch.ShardDataset`` read the memory-mapped shard in pure NumPy:
+no native library is loaded, so any process, forked or not, can read.
+
 Fork safety: metadata (``ShardSet``, ``Loader.steps``, ``world_size``, ...)
 is read in pure Python; the native library is loaded when the first batch
 is read, in the process that reads it. A process forked after the library
 was loaded cannot use it (a Go runtime does not survive fork): any use
 there raises ``ForkError`` naming the fix, never hangs.
 
-Lifetimes: host arrays are read-only zero-copy views into the loader's ring;
+Lifetimes on the mapped path (the host default): arrays are read-only
+views of the memory-mapped shard, each keeping the mapping alive, so any
+number of batches may be held and values never change under a view.
+
+Lifetimes on the native path (``mapped=False``, checksums, CUDA): host
+arrays are read-only zero-copy views into the loader's ring;
 a batch's slot is held while the iterator is on it *and* while any view,
 ``DLPackTensor`` or exported capsule made from it lives, so values never
 change under a live view (holding more than ``Loader.ring`` batches raises
@@ -43,12 +53,13 @@ The library is ``libgpuload.so`` inside this package, or ``$GPULOAD_LIB``.
 from ._errors import (GL_EOF, GL_ERR_CLOSED, GL_ERR_CORRUPT, GL_ERR_CUDA, GL_ERR_FORKED, GL_ERR_INVALID, GL_ERR_IO,
                       GL_ERR_NO_LIBRARY, GL_ERR_NO_SHARD, GL_ERR_NO_SHARD_SET, GL_ERR_OUTSIDE_PLAN,
                       GL_ERR_PLAN_MISMATCH, GL_ERR_RING_FULL, GL_OK, ForkError, GpuloadError, LibraryError)
-from ._loader import KDL_CPU, KDL_CUDA, NP_DTYPES, Batch, DLPackTensor, Jagged, Loader
+from ._dataset import ShardIterator
+from ._loader import KDL_CPU, KDL_CUDA, NP_DTYPES, Batch, DLPackTensor, Jagged, Loader, MappedBatch
 from ._meta import ShardSet, TensorInfo
 from ._native import library_path
 
 __all__ = [
-    "Loader", "Batch", "DLPackTensor", "Jagged", "ShardSet", "TensorInfo", "GpuloadError", "ForkError", "LibraryError",
+    "Loader", "Batch", "MappedBatch", "ShardIterator", "DLPackTensor", "Jagged", "ShardSet", "TensorInfo", "GpuloadError", "ForkError", "LibraryError",
     "library_path", "KDL_CPU", "KDL_CUDA", "NP_DTYPES",
     "GL_OK", "GL_EOF", "GL_ERR_INVALID", "GL_ERR_NO_SHARD", "GL_ERR_PLAN_MISMATCH", "GL_ERR_CORRUPT", "GL_ERR_CUDA",
     "GL_ERR_RING_FULL", "GL_ERR_CLOSED", "GL_ERR_IO", "GL_ERR_NO_SHARD_SET", "GL_ERR_OUTSIDE_PLAN", "GL_ERR_FORKED",

@@ -11,6 +11,7 @@ import numpy as np
 from . import _native
 from ._errors import GL_EOF, GL_ERR_CLOSED, GL_ERR_INVALID, GL_ERR_RING_FULL, GpuloadError
 from ._meta import ShardSet, check_step
+from ._shard import MappedShard
 
 KDL_CPU, KDL_CUDA = 1, 2
 
@@ -410,7 +411,21 @@ class Loader:
     Arguments mirror gpuload.Options: backend ("host" or "cuda"), device,
     prefetch, start_step, verify_checksums, plan_fingerprint, register_mmap,
     map_blocks; copy=True yields owned copies instead of views; shard_set
-    is a ShardSet of ``directory`` already read (its metadata is reused).
+    is a ShardSet of ``directory`` already read (its metadata is reused);
+    start_step must be an integer (2.7 is refused, not truncated).
+
+    Read path: ``mapped`` (default: True on the host backend without
+    verify_checksums, register_mmap or map_blocks) reads the shard in pure
+    NumPy over a copy-on-write memory map (gpuload._shard: validated at
+    open, jagged offsets checked per batch; no native library, so safe in
+    any forked process): batches are MappedBatch objects whose views each
+    keep the mapping, so any number may be held (``ring`` is then the
+    number of steps). ``mapped=False`` uses the native library's ring.
+
+    Threads: one Loader may be used from several threads; next_batch,
+    iteration, seek and close take the loader's lock, so every step is
+    delivered exactly once (an iterator's item is made under the lock, its
+    slot held before another thread moves on).
 
     Metadata without the library: ``steps``, ``world_size``, ``epochs``,
     ``steps_per_epoch``, ``batch_size``, ``tensors``, ``fingerprint``,
@@ -419,10 +434,12 @@ class Loader:
 
     def __init__(self, directory, epoch, rank, backend="host", device=0, prefetch=0, start_step=0,
                  verify_checksums=False, plan_fingerprint=None, register_mmap=False, map_blocks=False,
-                 copy=False, shard_set=None):
+                 copy=False, shard_set=None, mapped=None):
         self._handle = None
         self._current = None
         self._closed = False
+        self._lock = threading.Lock()
+        self._shard = None
         self.set = shard_set if shard_set is not None else ShardSet(directory)
         self.set.check_fingerprint(plan_fingerprint)
         if backend not in ("", "host", "cuda"):
@@ -430,13 +447,18 @@ class Loader:
         self.epoch, self.rank = epoch, rank
         self.path = self.set.shard_path(epoch, rank)
         self.steps = int(self.set.shards[(epoch, rank)]["batches"])
-        check_step(start_step, self.steps)
-        self._next_step = start_step
+        self._next_step = check_step(start_step, self.steps, "start_step")
         self._opts = dict(backend=(backend or "host").encode(), device=device, prefetch=prefetch,
                           verify_checksums=int(bool(verify_checksums)), register_mmap=int(bool(register_mmap)),
                           map_blocks=int(bool(map_blocks)),
                           plan_fingerprint=plan_fingerprint.encode() if plan_fingerprint else None)
         self._copy = copy
+        native_only = backend == "cuda" or verify_checksums or register_mmap or map_blocks
+        if mapped and native_only:
+            raise GpuloadError(GL_ERR_INVALID, "gpuload: invalid argument: mapped=True reads the host mapping "
+                               "without checksums: not with backend=\"cuda\", verify_checksums, register_mmap or "
+                               "map_blocks")
+        self.mapped = (not native_only) if mapped is None else bool(mapped)
 
     world_size = property(lambda self: self.set.world_size, doc="Ranks of the plan.")
     epochs = property(lambda self: self.set.epochs, doc="Epochs of the plan.")
@@ -466,20 +488,37 @@ class Loader:
 
     @property
     def ring(self):
-        """How many batches may be held at once (opens the shard)."""
+        """How many batches may be held at once (opens the shard); on the
+        mapped path every batch may be held: the number of steps."""
+        if self.mapped:
+            return self.steps
         hd = self._native()
         return hd.call(hd.lib.gl_ring)
 
-    def seek(self, step):
-        """Makes ``step`` the next step delivered."""
-        check_step(step, self.steps)
+    def _mapping(self):
         if self._closed:
             raise GpuloadError(GL_ERR_CLOSED, "gpuload: loader closed")
-        self._drop_current()
-        if self._handle is None:
-            self._next_step = step
-            return
-        self._handle.call(self._handle.lib.gl_seek, step)
+        if self._shard is None:
+            expect = {"plan_fingerprint": self.set.fingerprint, "epoch": self.epoch, "rank": self.rank}
+            self._shard = _MappedCursor(MappedShard(self.path, expect, self.set.shards[(self.epoch, self.rank)].get("size")),
+                                        self._next_step)
+        return self._shard
+
+    def seek(self, step):
+        """Makes ``step`` the next step delivered (an integer in [0, steps])."""
+        step = check_step(step, self.steps)
+        with self._lock:
+            if self._closed:
+                raise GpuloadError(GL_ERR_CLOSED, "gpuload: loader closed")
+            self._drop_current()
+            if self.mapped:
+                self._next_step = step
+                if self._shard is not None:
+                    self._shard.step = step
+            elif self._handle is None:
+                self._next_step = step
+            else:
+                self._handle.call(self._handle.lib.gl_seek, step)
 
     def _drop_current(self):
         if self._current is not None:
@@ -488,7 +527,15 @@ class Loader:
 
     def next_batch(self):
         """Gives up the iterator's hold on the previous batch and returns the
-        next Batch, or None at the end."""
+        next Batch (MappedBatch on the mapped path), or None at the end.
+        Safe from several threads: each call takes the loader's lock, so
+        every step is delivered exactly once."""
+        with self._lock:
+            return self._next_locked()
+
+    def _next_locked(self):
+        if self.mapped:
+            return self._mapping().next()
         hd = self._native()
         self._drop_current()
         p = ctypes.POINTER(_native.Batch)()
@@ -513,13 +560,24 @@ class Loader:
             yield b
 
     def __iter__(self):
-        for b in self.batches():
-            if self._copy:
-                c = b.copies()
-                self._drop_current()
-                yield c
-            else:
-                yield b.tensors
+        if self.mapped and not self._copy:
+            while True:
+                with self._lock:
+                    item = self._mapping().next_views()
+                if item is None:
+                    return
+                yield item
+        while True:
+            with self._lock:
+                b = self._next_locked()
+                if b is None:
+                    return
+                if self._copy:
+                    item = b.copies()
+                    self._drop_current()
+                else:
+                    item = b.tensors  # pins the slot before another thread moves on
+            yield item
 
     def __len__(self):
         """The number of steps (batches) in the shard."""
@@ -530,12 +588,14 @@ class Loader:
         views, DLPackTensors and capsules already made stay valid until they
         are dropped (the native loader is freed after the last one);
         exporting new ones from a Batch raises GL_ERR_CLOSED. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._drop_current()
-        if self._handle is not None:
-            self._handle.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._drop_current()
+            self._shard = None  # the mapping lives on in the arrays made from it
+            if self._handle is not None:
+                self._handle.close()
 
     def __enter__(self):
         return self
@@ -548,3 +608,90 @@ class Loader:
             self.close()
         except Exception:
             pass
+
+
+class MappedBatch:
+    """One batch of the mapped path (``Loader(mapped=True)``, the default on
+    the host backend without checksums): the same attributes as Batch.
+    ``tensors`` are read-only NumPy views of the mapped shard; each holds
+    the mapping, so its values never change while it lives (there is no
+    ring to fill: any number of batches may be held). ``sample_ids`` and
+    ``pad_flags`` are read-only views and owned arrays."""
+
+    on_device = False
+
+    def __init__(self, shard, k):
+        self._shard, self._k = shard, k
+        self.step = k
+        self.count, self.pads = int(shard.counts[k]), int(shard.pads[k])
+        self.sample_ids = shard.ro_ids[k, :self.count]
+        self.pad_flags = shard.pad_flags(k)
+        self._tensors = None
+
+    @property
+    def tensors(self):
+        """name -> read-only NumPy view, or a Jagged pair of them."""
+        if self._tensors is None:
+            self._tensors = _MappedCursor.views(self._shard, self._k)
+        return self._tensors
+
+    def copies(self):
+        """name -> owned NumPy copy (a Jagged pair of copies for a jagged tensor)."""
+        return {n: Jagged(v.values.copy(), v.offsets.copy()) if isinstance(v, Jagged) else v.copy()
+                for n, v in self.tensors.items()}
+
+    def dlpack(self, name):
+        """A DLPack-exportable NumPy view of the named tensor, or a Jagged
+        pair of them. It is writable (DLPack has no read-only flag): a write
+        changes only this process's copy-on-write page, never the file, but
+        this loader reads that page again after a seek back to the step."""
+        for t, a in zip(self._shard.tensors, self._shard.arrays(self._k)):
+            if t.name == name:
+                return Jagged(*a) if t.jagged else a
+        raise KeyError(name)
+
+    def release(self):
+        """Nothing to give back on the mapped path (idempotent)."""
+
+
+class _MappedCursor:
+    """A MappedShard and the next step of a Loader."""
+
+    def __init__(self, shard, step):
+        self.shard, self.step = shard, step
+        # Read-only twins of the prebuilt views (Loader hands out read-only arrays).
+        shard.ro_ids = _readonly(shard.ids)
+        shard.ro_full = [_readonly(f) for f in shard.full] if shard.full is not None else None
+        shard.names = [t.name for t in shard.tensors]
+
+    @staticmethod
+    def views(shard, k):
+        if shard.ro_full is not None:
+            c = int(shard.counts[k])
+            if c == shard.batch_size:
+                return {n: f[k] for n, f in zip(shard.names, shard.ro_full)}
+            return {n: f[k, :c] for n, f in zip(shard.names, shard.ro_full)}
+        out = {}
+        for t, a in zip(shard.tensors, shard.arrays(k)):
+            out[t.name] = Jagged(_readonly(a[0]), _readonly(a[1])) if t.jagged else _readonly(a)
+        return out
+
+    def next(self):
+        k = self.step
+        if k >= self.shard.num_batches:
+            return None
+        self.step = k + 1
+        return MappedBatch(self.shard, k)
+
+    def next_views(self):
+        k = self.step
+        if k >= self.shard.num_batches:
+            return None
+        self.step = k + 1
+        return self.views(self.shard, k)
+
+
+def _readonly(a):
+    v = a.view()
+    v.flags.writeable = False
+    return v

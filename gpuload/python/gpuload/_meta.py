@@ -1,6 +1,7 @@
 """Shard-set metadata read in pure Python (no native library, fork-safe)."""
 
 import json
+import operator
 import os
 
 from ._errors import (GL_ERR_INVALID, GL_ERR_IO, GL_ERR_NO_SHARD, GL_ERR_NO_SHARD_SET, GL_ERR_OUTSIDE_PLAN,
@@ -155,7 +156,22 @@ class ShardSet:
                 f"steps_per_epoch={self.steps_per_epoch}, batch_size={self.batch_size}, tensors={self.tensors})")
 
 
-def check_step(step, steps):
-    """Raises GL_ERR_INVALID unless 0 <= step <= steps."""
-    if not isinstance(step, int) or not 0 <= step <= steps:
-        raise GpuloadError(GL_ERR_INVALID, f"gpuload: invalid argument: step {step} outside [0, {steps}]")
+def as_step(value, what="step"):
+    """Returns ``value`` as an int step: an int or integer scalar (NumPy,
+    torch), never a bool, a float (2.7 is refused, not truncated to 2) or a
+    string; raises GL_ERR_INVALID naming ``what`` otherwise."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise GpuloadError(GL_ERR_INVALID, f"gpuload: invalid argument: {what} {value!r} is not an integer")
+
+
+def check_step(step, steps, what="step"):
+    """Returns ``step`` as an int, raising GL_ERR_INVALID unless it is an
+    integer (as_step) with 0 <= step <= steps."""
+    step = as_step(step, what)
+    if not 0 <= step <= steps:
+        raise GpuloadError(GL_ERR_INVALID, f"gpuload: invalid argument: {what} {step} outside [0, {steps}]")
+    return step

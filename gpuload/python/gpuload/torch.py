@@ -2,18 +2,17 @@
 
 One rank's batches in plan order, resumable, safe under DataLoader workers::
 
-    from torch.utils.data import DataLoader
     from gpuload.torch import ShardDataset
 
     ds = ShardDataset("/local/shards")         # rank, world size from torchrun
-    loader = DataLoader(ds, batch_size=None)   # the shard batches are the batches
+    loader = ds.loader()                       # DataLoader(ds, batch_size=None), resumable
     if ckpt:
-        ds.load_state_dict(ckpt["data"])
+        loader.load_state_dict(ckpt["data"])
     for epoch in range(ds.epoch, ds.epochs):
-        ds.set_epoch(epoch)
+        loader.set_epoch(epoch)
         for batch in loader:
             train_step(batch["x"], batch["y"], mask=~batch["pad"])
-            ckpt = {"data": ds.state_dict(), ...}
+            ckpt = {"data": loader.state_dict(), ...}
 
 Each item is a dict: every tensor of the shard set by its name as a
 ``torch.Tensor`` of shape ``[count, per-sample shape...]``, plus
@@ -31,42 +30,54 @@ int64 holding the same bits (torch has no arithmetic on wider unsigned
 types); F8_E4M3 and F8_E5M2 as ``torch.float8_e4m3fn``/``float8_e5m2`` where
 torch has them, else as uint8 bits.
 
-``num_workers=0`` (recommended): tensors are zero-copy views of the loader's
-ring, which already prefetches; a view holds its ring slot while it lives,
-so its values never change (they are writable: an in-place op changes
-only this batch's copy in the ring). ``num_workers>0``: each worker reads steps
-``start + w, start + w + W, ...`` of the resume step ``start``, so the
-DataLoader's round-robin (which always starts at worker 0) gives exact plan
-order; items are owned copies. The native library is loaded in each worker
-(it is never loaded by the dataset in the parent), so the default fork start
-method works; if the parent did read batches before the workers start, the
-workers raise ``gpuload.ForkError`` naming the fix (never a hang).
+Host backend: the shard is read in pure Python and NumPy over a memory map
+(no native library, no Go runtime in the process), and every tensor is a
+view of the mapped file (copy-on-write: writable, an in-place op changes
+only this process's copy); a tensor keeps the mapping, so its values never
+change while it lives. ``verify_checksums=True`` reads through the native
+library instead (every block's CRC-32C checked; owned copies), and
+``device="cuda"`` uses the native CUDA backend (in-process only).
+
+``num_workers=0`` is the recommended and fastest setting: the reader does
+no work per batch that workers could spread. ``num_workers>0`` is correct
+whatever the parent did before (read batches, evaluated, closed a loader;
+fork or spawn): worker w reads steps ``start + w, start + w + W, ...`` of
+the resume step ``start``, so the DataLoader's round-robin gives exact plan
+order, and each tensor travels to the training process as a reference to
+the shard file (mapped again there), not as a copy. A one-time
+RuntimeWarning says why workers cannot help.
+
+Automatic batching is refused: ``DataLoader(ds)`` (batch_size=1, the
+default) or ``batch_size=256`` raise GpuloadError naming
+``batch_size=None``; ``ds.loader(**kwargs)`` builds the right DataLoader.
 
 Resume: ``state_dict()`` is the position (plan and order fingerprints,
 epoch, next step); ``load_state_dict`` refuses a state from a plan with
-another order and may be called on a dataset of another world size
-(``elastic=True``), since steps are global. With ``num_workers>0`` the
-parent does not see the workers' progress: pass the position yourself,
-``state_dict(next_step=batch["step"] + 1)``.
+another order (or a step that is not an integer) and may be called on a
+dataset of another world size (``elastic=True``), since steps are global.
+Under workers the dataset cannot see what the training loop consumed:
+``ds.state_dict()`` then raises naming the fix; ``ds.loader(num_workers=2)``
+returns a ShardLoader whose ``state_dict()`` is exact (the step after the
+last batch it yielded), or pass ``state_dict(next_step=batch["step"] + 1)``.
 """
 
-import ctypes
-import multiprocessing
-import multiprocessing.context
-import os
+import collections
+import sys
+import threading
+import time
+import warnings
 
 import numpy as np
 import torch
 import torch.utils.dlpack
-from torch.utils.data import IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
+from ._dataset import _IN_WORKERS, _WARNED, STATE_FORMAT, ShardIterator, env_rank
 from ._errors import GL_ERR_INVALID, GL_ERR_PLAN_MISMATCH, GpuloadError
 from ._loader import KDL_CPU, DLPackTensor, Jagged, Loader, _Pin
-from ._meta import ShardSet
+from ._shard import MappedShard
 
-__all__ = ["ShardDataset", "TORCH_DTYPES", "launcher_rank"]
-
-STATE_FORMAT = "gpuload-dataset/v1"
+__all__ = ["ShardDataset", "ShardLoader", "TORCH_DTYPES", "launcher_rank", "STATE_FORMAT"]
 
 # Shard dtype codes -> torch dtypes (see the module docstring).
 TORCH_DTYPES = {
@@ -75,7 +86,9 @@ TORCH_DTYPES = {
     12: torch.float32, 13: torch.float64,
     14: getattr(torch, "float8_e4m3fn", torch.uint8), 15: getattr(torch, "float8_e5m2", torch.uint8),
 }
-_RESERVED = ("sample_ids", "pad", "step")
+# Shard dtype codes -> the NumPy dtype torch.from_numpy takes for the same
+# bits (torch 1.13 has no unsigned 16/32/64-bit types).
+_NP_FOR_TORCH = {4: np.dtype("<i2"), 6: np.dtype("<i4"), 8: np.dtype("<i8"), 11: np.dtype("<i2")}
 
 
 def launcher_rank():
@@ -85,20 +98,10 @@ def launcher_rank():
     import torch.distributed as dist
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size(), "torch.distributed"
-    env = os.environ
-    for r, w in (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS")):
-        if r in env or w in env:
-            if r not in env or w not in env:
-                raise GpuloadError(GL_ERR_INVALID, f"gpuload: {r} and {w} must be set together (found only "
-                                   f"{r if r in env else w})")
-            try:
-                return int(env[r]), int(env[w]), f"{r}/{w}"
-            except ValueError:
-                raise GpuloadError(GL_ERR_INVALID, f"gpuload: {r}={env[r]!r} {w}={env[w]!r}: not integers") from None
-    return 0, 1, "default (no launcher variables set)"
+    return env_rank()
 
 
-class ShardDataset(IterableDataset):
+class ShardDataset(ShardIterator, IterableDataset):
     """A ``torch.utils.data.IterableDataset`` over one rank's batches of the
     shard set in ``directory``, in plan order (see the module docstring).
 
@@ -113,154 +116,159 @@ class ShardDataset(IterableDataset):
     epoch: the first epoch (``set_epoch`` changes it). device: "cpu" or
     "cuda[:N]" (CUDA backend, tensors wrapped by DLPack with no host copy;
     ``num_workers=0`` only). backend: "host" or "cuda", default from device.
-    prefetch, verify_checksums: as gpuload.Loader.
+    prefetch: the native ring's depth (CUDA, checksums). verify_checksums:
+    read through the native library, checking every block's CRC-32C.
 
     Attributes (pure Python, no library): ``set`` (ShardSet), ``rank``,
     ``world_size``, ``epoch``, ``epochs``, ``batch_size``, ``len(ds)`` =
-    steps per epoch.
+    steps per epoch. ``ds.loader(**kwargs)`` builds the right DataLoader.
     """
 
     def __init__(self, directory, *, rank=None, world_size=None, epoch=0, device="cpu", backend=None,
                  elastic=False, prefetch=0, verify_checksums=False):
-        super().__init__()
-        self.set = ShardSet(directory)
-        s = self.set
-        if rank is None or world_size is None:
-            r, w, where = launcher_rank()
-            rank = r if rank is None else rank
-            world_size = w if world_size is None else world_size
-        else:
-            where = "arguments"
-        if world_size != s.world_size:
-            if not elastic:
-                raise GpuloadError(GL_ERR_PLAN_MISMATCH, (
-                    f"gpuload: world size {world_size} (from {where}) differs from the plan's {s.world_size} "
-                    f"({s.directory}/plan.json): start {s.world_size} ranks, or pass elastic=True to read the set "
-                    f"as {world_size} ranks"))
-            if s.shuffle == "partitioned":
-                raise GpuloadError(GL_ERR_PLAN_MISMATCH, f"gpuload: world size {world_size} differs from the plan's "
-                                   f"{s.world_size}, and shuffle \"partitioned\" orders depend on the world size")
-            if world_size < 1 or s.global_batch % world_size:
-                raise GpuloadError(GL_ERR_INVALID, f"gpuload: world size {world_size} does not divide the plan's "
-                                   f"global batch {s.global_batch}")
-        if not 0 <= rank < world_size:
-            raise GpuloadError(GL_ERR_INVALID, f"gpuload: rank {rank} (from {where}) outside [0, {world_size})")
-        for name in _RESERVED:
-            if any(t.name == name for t in s.tensors):
-                raise GpuloadError(GL_ERR_INVALID, f"gpuload: tensor {name!r} clashes with the item key of that name")
+        IterableDataset.__init__(self)
         dev = torch.device(device)
         self.device = dev
         self.backend = backend or ("cuda" if dev.type == "cuda" else "host")
-        self.rank, self.world_size, self.elastic = rank, world_size, world_size != s.world_size
-        self.epochs, self.steps_per_epoch = s.epochs, s.steps_per_epoch
-        self.batch_size = s.global_batch // world_size
-        self._prefetch, self._verify = prefetch, verify_checksums
-        # The shard rows of each step that make up this rank's batch:
-        # (plan rank, first row, end row), in slot order.
-        b, lo = s.batch_size, rank * self.batch_size
-        hi = lo + self.batch_size
-        self._pieces = [(r, max(lo, r * b) - r * b, min(hi, (r + 1) * b) - r * b) for r in range(lo // b, (hi - 1) // b + 1)]
-        # epoch, and the (epoch, step) loaded by load_state_dict (-1: none), in
-        # shared memory: DataLoader workers (persistent ones too) follow the
-        # parent's set_epoch and load_state_dict.
-        self._shared = multiprocessing.RawArray(ctypes.c_int64, 3)
-        self._shared[:] = [epoch, -1, 0]
-        self.set_epoch(epoch)
+        ShardIterator.__init__(self, directory, rank=rank, world_size=world_size, epoch=epoch, elastic=elastic,
+                               verify_checksums=verify_checksums, prefetch=prefetch)
 
-    @property
-    def epoch(self):
-        """The epoch iterated (set_epoch, load_state_dict)."""
-        return self._shared[0]
+    @staticmethod
+    def _launcher():
+        return launcher_rank()
 
-    @property
-    def _resume(self):
-        sh = self._shared
-        return (sh[1], sh[2]) if sh[1] >= 0 else None
-
-    def __getstate__(self):
-        st = self.__dict__.copy()
-        if multiprocessing.context.get_spawning_popen() is None:  # not to a DataLoader worker
-            st["_shared"] = list(self._shared)
-        return st
-
-    def __setstate__(self, st):
-        if isinstance(st["_shared"], list):
-            sh = multiprocessing.RawArray(ctypes.c_int64, 3)
-            sh[:] = st["_shared"]
-            st["_shared"] = sh
-        self.__dict__.update(st)
-
-    def __len__(self):
-        """Steps per epoch (the same for every rank and every epoch)."""
-        return self.steps_per_epoch
-
-    def set_epoch(self, epoch):
-        """Makes ``epoch`` the one iterated. A position loaded for this epoch
-        by load_state_dict is kept (iteration starts at its step); any other
-        epoch starts at step 0. Raises GpuloadError (GL_ERR_NO_SHARD) when
-        this node does not hold the epoch's shards this rank reads."""
-        if not 0 <= epoch < self.epochs:
-            raise GpuloadError(GL_ERR_INVALID, f"gpuload: epoch {epoch} outside the plan's epochs [0, {self.epochs})")
-        for r, _, _ in self._pieces:
-            self.set.shard_path(epoch, r)  # on this node: GL_ERR_NO_SHARD now, not at the first batch
-        self._shared[0] = epoch
-        if self._resume is not None and self._resume[0] != epoch:
-            self._shared[1] = -1
-        self._pos = self._start()
-
-    def _start(self):
-        return self._resume[1] if self._resume is not None and self._resume[0] == self.epoch else 0
-
-    def state_dict(self, next_step=None):
-        """Returns the position: plan and order fingerprints, world size,
-        epoch, and the next step (the one after the last item this
-        process's iterator delivered, or ``next_step``)."""
-        step = self._pos if next_step is None else int(next_step)
-        if not 0 <= step <= self.steps_per_epoch:
-            raise GpuloadError(GL_ERR_INVALID, f"gpuload: step {step} outside [0, {self.steps_per_epoch}]")
-        return {"format": STATE_FORMAT, "plan_fingerprint": self.set.fingerprint,
-                "order_fingerprint": self.set.order_fingerprint, "world_size": self.world_size,
-                "epoch": self.epoch, "step": step}
-
-    def load_state_dict(self, state):
-        """Resumes at a position from state_dict: the next iteration of that
-        epoch starts at its step. A state from a plan with another order
-        fingerprint (another source, seed, global batch, shuffle or
-        remainder) is refused with GL_ERR_PLAN_MISMATCH; one saved at another
-        world size is accepted (steps are global)."""
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-            raise GpuloadError(GL_ERR_INVALID, f"gpuload: not a ShardDataset state (want format {STATE_FORMAT})")
-        if state.get("order_fingerprint") != self.set.order_fingerprint:
-            raise GpuloadError(GL_ERR_PLAN_MISMATCH, (
-                f"gpuload: state from another plan: order fingerprint {state.get('order_fingerprint')}, this shard "
-                f"set's {self.set.order_fingerprint} (plan {state.get('plan_fingerprint')}, this set's "
-                f"{self.set.fingerprint})"))
-        epoch, step = int(state["epoch"]), int(state["step"])
-        if not 0 <= step <= self.steps_per_epoch:
-            raise GpuloadError(GL_ERR_INVALID, f"gpuload: state step {step} outside [0, {self.steps_per_epoch}]")
-        if not 0 <= epoch < self.epochs:
-            raise GpuloadError(GL_ERR_INVALID, f"gpuload: state epoch {epoch} outside the plan's epochs [0, {self.epochs})")
-        self._shared[1], self._shared[2] = epoch, step
-        self.set_epoch(epoch)
+    def loader(self, **kwargs):
+        """Returns a ShardLoader: ``DataLoader(self, batch_size=None,
+        **kwargs)`` with an exact ``state_dict()`` under workers."""
+        return ShardLoader(self, **kwargs)
 
     def __iter__(self):
+        # A plain function (not a generator), so that it runs inside the
+        # DataLoader's fetcher, which says whether it batches automatically.
+        _refuse_automatic_batching(sys._getframe(1))
         info = get_worker_info()
         start = self._start()
         steps = range(start, self.steps_per_epoch)
-        copy = info is not None
-        if copy:
-            if self.backend == "cuda":
-                raise GpuloadError(GL_ERR_INVALID, "gpuload: device=\"cuda\" reads in the training process: use "
-                                   "DataLoader(num_workers=0) (the ring already prefetches)")
-            steps = steps[info.id::info.num_workers]
-        else:
+        if info is None:
+            self._shared[_IN_WORKERS] = 0
             self._pos = start
+            if self.backend == "cuda":
+                return self._gen_cuda(steps)
+            return self._gen_torch(steps, True, False)
+        if self.backend == "cuda":
+            raise GpuloadError(GL_ERR_INVALID, "gpuload: device=\"cuda\" reads in the training process: use "
+                               "DataLoader(num_workers=0) (the ring already prefetches)")
+        self._shared[_IN_WORKERS] = 1
+        # Worker w reads steps start + w, start + w + W, ...: the DataLoader's
+        # round-robin (which always starts at worker 0) gives plan order.
+        return self._gen_torch(steps[info.id::info.num_workers], False, True, info)
+
+    def _iter_direct(self):
+        """In-process iteration without a DataLoader (ShardLoader)."""
+        start = self._start()
+        self._shared[_IN_WORKERS] = 0
+        self._pos = start
+        steps = range(start, self.steps_per_epoch)
+        return self._gen_cuda(steps) if self.backend == "cuda" else self._gen_torch(steps, True, False)
+
+    def _gen_torch(self, steps, track, ship, info=None):
+        """Items of ``steps`` as torch tensors over the mapped shard (or
+        copies through the native library with checksums); ``ship``: in a
+        DataLoader worker, tensors travel to the training process as
+        references to the shard file, not as copies."""
+        if not steps:
+            return
+        if self._verify:
+            for item in self._gen_native(steps, track):
+                yield self._torch_item(item)
+            return
+        shards = self._open_mapped(self.epoch)
+        sh, a, e = shards[0]
+        if len(shards) == 1 and a == 0 and e >= sh.batch_size and sh.full is not None:
+            gen = self._fast(sh, steps, ship)
+        else:
+            gen = (self._torch_item(self._np_item(k, shards), ship, shards) for k in steps)
+        for k in steps:
+            t0 = time.perf_counter()
+            item = next(gen)
+            if info is not None and info.id == 0 and not self._shared[_WARNED] and (k != steps[0] or len(steps) == 1):
+                self._warn_workers(info, time.perf_counter() - t0)
+            if track:
+                self._pos = k + 1
+            yield item
+
+    def _fast(self, sh, steps, ship):
+        """Format 1.0, one whole shard batch per item: a view of each
+        prebuilt per-tensor array over every batch of the mapped shard (one
+        index per tensor); each tensor's storage is its batch's slab only."""
+        npd = [_NP_FOR_TORCH.get(t.code, t.dtype) for t in sh.tensors]
+        full = [f.view(d) for f, d in zip(sh.full, npd)]
+        want = [TORCH_DTYPES[t.code] for t in sh.tensors]
+        cast = [(i, w) for i, w in enumerate(want) if torch.from_numpy(full[i][:0]).dtype != w]
+        names = [t.name for t in sh.tensors]
+        ids = sh.ids.view(np.int64)
+        counts, pads, b = sh.counts.tolist(), sh.pads.tolist(), sh.batch_size
+        from_numpy, np_zeros = torch.from_numpy, np.zeros
+        one = [(sh, 0, 0)]
+        for k in steps:
+            c, p = counts[k], pads[k]
+            if c == b:
+                ts = [from_numpy(f[k]) for f in full]
+                i = from_numpy(ids[k])
+            else:
+                ts = [from_numpy(f[k, :c]) for f in full]
+                i = from_numpy(ids[k, :c])
+            for j, w in cast:
+                ts[j] = ts[j].view(w)
+            item = dict(zip(names, ts))
+            item["sample_ids"] = i
+            pad = from_numpy(np_zeros(c, np.bool_))  # (torch.zeros costs ~10 µs here)
+            if p:
+                pad[c - p:] = True
+            item["pad"] = pad
+            item["step"] = k
+            if ship:
+                item = {n: _ship_any(v, one) if torch.is_tensor(v) else v for n, v in item.items()}
+            yield item
+
+    def _torch_item(self, item, ship=False, shards=()):
+        """A NumPy item as torch tensors (views of the same memory)."""
+        codes = {t.name: t.dtype_code for t in self.set.tensors}
+        codes.update(sample_ids=9, pad=1)
+        out = {}
+        for n, v in item.items():
+            if isinstance(v, Jagged):
+                t = Jagged(_torch_view(v.values, codes[n]), _torch_view(v.offsets, 9))
+                out[n] = Jagged(*(_ship_any(x, shards) for x in t)) if ship else t
+            elif isinstance(v, np.ndarray):
+                t = _torch_view(v, codes[n])
+                out[n] = _ship_any(t, shards) if ship else t
+            else:
+                out[n] = v
+        return out
+
+    def _warn_workers(self, info, per_batch):
+        if self._shared[_WARNED]:
+            return
+        self._shared[_WARNED] = 1
+        warnings.warn(
+            f"gpuload: ShardDataset under {info.num_workers} DataLoader workers: workers cannot make it faster. "
+            f"Each batch is a view of the memory-mapped shard (measured in this worker: {per_batch * 1e6:.0f} us to "
+            "make a batch), so there is no work to spread; what workers add is the hand-off of every "
+            "batch to the training process, one DataLoader message per batch. Use num_workers=0, or "
+            "ds.loader(num_workers=N), which hands over 16 batches per message. (Warned once.)",
+            RuntimeWarning, stacklevel=2)
+
+    def _gen_cuda(self, steps):
+        """The CUDA backend (native library, in the training process):
+        DLPack-wrapped device tensors holding their ring slots."""
+        copy = False
         if not steps:
             return
         dev = self.device.index or 0
         stride = steps.step
         loaders = [Loader(self.set.directory, self.epoch, r, backend=self.backend, device=dev, prefetch=self._prefetch,
-                          start_step=steps[0], verify_checksums=self._verify, shard_set=self.set)
+                          start_step=steps[0], verify_checksums=self._verify, shard_set=self.set, mapped=False)
                    for r, _, _ in self._pieces]
         one = len(loaders) == 1
         try:
@@ -365,3 +373,200 @@ def _jagged_cat(pieces):
         offs.append(o[1:] + at)
         at += v.shape[0]
     return Jagged(values, torch.cat(offs))
+
+
+def _torch_view(a, code):
+    """A NumPy array as a torch.Tensor of the code's dtype over the same
+    memory (no copy)."""
+    npd = _NP_FOR_TORCH.get(code)
+    t = torch.from_numpy(a if npd is None else a.view(npd))
+    want = TORCH_DTYPES[code]
+    return t if t.dtype == want else t.view(want)
+
+
+def _refuse_automatic_batching(frame):
+    """Raises when the DataLoader iterating the dataset batches its items
+    (``frame`` is the caller of __iter__: torch's _IterableDatasetFetcher,
+    which knows)."""
+    f = frame.f_locals.get("self") if frame is not None else None
+    if type(f).__name__ == "_IterableDatasetFetcher" and getattr(f, "auto_collation", False):
+        raise GpuloadError(GL_ERR_INVALID, (
+            "gpuload: DataLoader(ShardDataset) with automatic batching (batch_size=1, the default, or any other "
+            "batch_size): each item already is one whole batch of the plan, which the DataLoader would stack into "
+            "[batch_size, b, ...] tensors. Pass batch_size=None (DataLoader(ds, batch_size=None)), or use "
+            "ds.loader(...)"))
+
+
+# Worker -> training process: tensors over the mapped shard travel as
+# references (file, offset, shape), and the training process maps the same
+# file; no copy of the batch, no shared-memory segment per tensor.
+
+class _Shipped(torch.Tensor):
+    """A worker's tensor that pickles as a reference (``_gl_ref``) to its
+    bytes in a shard file, or as its value when small."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, self._gl_ref)
+
+
+def _ship(t, sh):
+    """t (a view of MappedShard sh's mapping) as a _Shipped reference."""
+    s = t.as_subclass(_Shipped)
+    size = t.element_size()
+    s._gl_ref = ("map", sh.path, sh.file_id, t.data_ptr() - sh.base_addr, str(t.dtype)[6:], tuple(t.shape),
+                 tuple(x * size for x in t.stride()))
+    return s
+
+
+def _ship_any(t, shards):
+    """_ship when t lies in one of the shards' mappings, else by value."""
+    p = t.data_ptr()
+    if t.numel():
+        for sh, _, _ in shards:
+            if sh.base_addr <= p and p + _extent(t.shape, t.stride(), t.element_size()) <= sh.base_addr + sh.file_id[2]:
+                return _ship(t, sh)
+    s = t.as_subclass(_Shipped)
+    s._gl_ref = ("value", str(t.dtype)[6:], tuple(t.shape),
+                 t.contiguous().view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return s
+
+
+# torch dtypes -> the NumPy dtype of the same size torch.from_numpy takes
+_TORCH_NP = {torch.bool: np.bool_, torch.uint8: np.uint8, torch.int8: np.int8, torch.int16: np.int16,
+             torch.int32: np.int32, torch.int64: np.int64, torch.float16: np.float16, torch.float32: np.float32,
+             torch.float64: np.float64, torch.bfloat16: np.int16}
+_maps = collections.OrderedDict()  # path -> MappedShard, in the training process
+_maps_lock = threading.Lock()
+
+
+def _rebuild(kind, *args):
+    """A tensor from a worker's _Shipped reference, in the training process."""
+    if kind == "value":
+        dtype, shape, raw = args
+        dt = getattr(torch, dtype)
+        if not raw:
+            return torch.empty(shape, dtype=dt)
+        return torch.frombuffer(bytearray(raw), dtype=dt).view(shape)
+    path, file_id, off, dtype, shape, strides = args
+    with _maps_lock:
+        sh = _maps.get(path)
+        if sh is None or sh.file_id != file_id:
+            sh = MappedShard(path)
+            if sh.file_id != file_id:
+                raise GpuloadError(GL_ERR_PLAN_MISMATCH, f"gpuload: {path}: the shard file a DataLoader worker read "
+                                   "was replaced before the training process mapped it")
+            _maps[path] = sh
+        _maps.move_to_end(path)
+        while len(_maps) > 8:
+            _maps.popitem(last=False)  # its mapping lives on in the tensors made from it
+    dt = getattr(torch, dtype)
+    npd = _TORCH_NP.get(dt, np.uint8)
+    t = torch.from_numpy(np.ndarray(shape, npd, buffer=sh.mm, offset=off, strides=strides))
+    return t if t.dtype == dt else t.view(dt)
+
+
+def _extent(shape, stride, size):
+    """Bytes spanned by a strided tensor of element size ``size``."""
+    if not shape:
+        return size
+    return (sum((d - 1) * s for d, s in zip(shape, stride)) + 1) * size
+
+
+class ShardLoader:
+    """A DataLoader over a ShardDataset (``ds.loader(**kwargs)``: any
+    DataLoader argument but batch_size, which is None) that knows which
+    batches the training loop consumed, so its ``state_dict()`` is exact
+    under workers too: the position after the last item it yielded (the
+    shape of torchdata's StatefulDataLoader). ``load_state_dict``,
+    ``set_epoch``, ``len``, ``dataset`` and ``dataloader`` as expected.
+
+    With ``num_workers > 0`` each worker hands over ``chunk`` batches
+    (default 16; tensors as references to the shard file) per message and
+    the loader yields them one by one in plan order, so the DataLoader's
+    per-message cost (queues, pickling, a pipe) is paid once per chunk, not
+    once per batch."""
+
+    def __init__(self, dataset, chunk=16, **kwargs):
+        if kwargs.get("batch_size") is not None:
+            raise GpuloadError(GL_ERR_INVALID, "gpuload: ds.loader(batch_size=...): items are whole batches of the "
+                               "plan; the loader passes batch_size=None")
+        if not isinstance(chunk, int) or chunk < 1:
+            raise GpuloadError(GL_ERR_INVALID, f"gpuload: ds.loader(chunk={chunk!r}): want a positive integer")
+        kwargs["batch_size"] = None
+        self.dataset = dataset
+        self._chunked = kwargs.get("num_workers", 0) > 0 and dataset.backend != "cuda"
+        self.dataloader = DataLoader(_Chunks(dataset, chunk) if self._chunked else dataset, **kwargs)
+        # In-process with nothing else asked of the DataLoader (no
+        # collate_fn, pin_memory, ...): iterate the dataset itself, which
+        # gives the same items without the DataLoader's ~15 µs per item.
+        self._direct = all(k == "batch_size" or (k == "num_workers" and not v) for k, v in kwargs.items())
+        self._at = None  # (epoch, next step) after the last item yielded
+
+    def __iter__(self):
+        ds = self.dataset
+        self._at = (ds.epoch, ds._start())
+        if self._direct:
+            for item in ds._iter_direct():
+                self._at = (ds.epoch, item["step"] + 1)
+                yield item
+            return
+        if not self._chunked:
+            for item in self.dataloader:
+                self._at = (ds.epoch, item["step"] + 1)
+                yield item
+            return
+        for items in self.dataloader:
+            for item in items:
+                self._at = (ds.epoch, item["step"] + 1)
+                yield item
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def set_epoch(self, epoch):
+        """ShardDataset.set_epoch."""
+        self.dataset.set_epoch(epoch)
+
+    def state_dict(self):
+        """The position after the last batch this loader yielded (the
+        dataset's own position when it has not yielded one in this epoch)."""
+        ds = self.dataset
+        if self._at is not None and self._at[0] == ds.epoch:
+            return ds.state_dict(next_step=self._at[1])
+        ds._shared[_IN_WORKERS] = 0
+        return ds.state_dict()
+
+    def load_state_dict(self, state):
+        """ShardDataset.load_state_dict."""
+        self._at = None
+        self.dataset.load_state_dict(state)
+
+
+class _Chunks(IterableDataset):
+    """ShardLoader's dataset under workers: worker w of W yields the chunks
+    w, w + W, ... of ``chunk`` consecutive steps each (lists of items), so
+    the DataLoader's round-robin gives the chunks, and so the steps, in
+    plan order."""
+
+    def __init__(self, ds, chunk):
+        super().__init__()
+        self.ds, self.chunk = ds, chunk
+
+    def __iter__(self):
+        ds, K = self.ds, self.chunk
+        info = get_worker_info()
+        steps = range(ds._start(), ds.steps_per_epoch)
+        if info is None:  # iterated without workers after all
+            ds._pos = steps.start
+            return ([it] for it in ds._gen_torch(steps, True, False))
+        ds._shared[_IN_WORKERS] = 1
+        chunks = [steps[i:i + K] for i in range(0, len(steps), K)][info.id::info.num_workers]
+        mine = [k for c in chunks for k in c]
+        return self._group(ds._gen_torch(mine, False, True), [len(c) for c in chunks])
+
+    @staticmethod
+    def _group(items, sizes):
+        for n in sizes:
+            yield [next(items) for _ in range(n)]

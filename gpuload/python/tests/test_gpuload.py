@@ -95,7 +95,7 @@ class HostTest(unittest.TestCase):
             self.assertEqual([b.step for b in loader.batches()], [1, 2, 3, 4])
 
     def test_numpy_from_dlpack_reads_our_capsule(self):
-        with gpuload.Loader(DIR, 0, 0, prefetch=1) as loader:
+        with gpuload.Loader(DIR, 0, 0, prefetch=1, mapped=False) as loader:
             self.assertEqual(loader.ring, 2)
             b = loader.next_batch()
             t = b.dlpack("x")
@@ -161,7 +161,7 @@ class HostTest(unittest.TestCase):
                 gpuload.Loader(d, 1, 1)
             self.assertEqual(cm.exception.code, gpuload.GL_ERR_NO_SHARD)
             self.assertIn("epoch 1 rank 1 not in manifest.json (in the plan, but not converted on this node", str(cm.exception))
-            loader = gpuload.Loader(d, 0, 0)
+            loader = gpuload.Loader(d, 0, 0, mapped=False)
             os.remove(mpath)  # gone between the metadata read and the first batch
             with self.assertRaises(gpuload.GpuloadError) as cm:
                 loader.next_batch()
@@ -215,7 +215,7 @@ class HostTest(unittest.TestCase):
                 shutil.rmtree(tmp)
 
     def test_metadata_without_the_library(self):
-        loader = gpuload.Loader(DIR, 1, 0)
+        loader = gpuload.Loader(DIR, 1, 0, mapped=False)
         self.assertEqual((loader.steps, loader.world_size, loader.epochs, loader.steps_per_epoch, loader.batch_size),
                          (STEPS, 2, 2, STEPS, B))
         self.assertEqual(loader.fingerprint, "plan:test-0001")
@@ -230,7 +230,7 @@ class HostTest(unittest.TestCase):
         loader.close()
 
     def test_views_stay_valid_after_close(self):
-        loader = gpuload.Loader(DIR, 0, 1, prefetch=1)
+        loader = gpuload.Loader(DIR, 0, 1, prefetch=1, mapped=False)
         b0 = loader.next_batch()
         x0 = b0.tensors["x"]
         y1 = loader.next_batch().tensors["y"][1:]  # a view of a view
@@ -260,9 +260,9 @@ class HostTest(unittest.TestCase):
                 np.testing.assert_array_equal(x, expect(1, 1, k)["x"])
 
     def test_forked_child_raises(self):
-        loader = gpuload.Loader(DIR, 0, 0)
+        loader = gpuload.Loader(DIR, 0, 0, mapped=False)
         loader.next_batch()
-        fresh = gpuload.Loader(DIR, 1, 0)
+        fresh = gpuload.Loader(DIR, 1, 0, mapped=False)
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -310,7 +310,7 @@ class HostTest(unittest.TestCase):
                 f.write("package main\n")
             now = time.time()
             os.utime(lib, (now - 60, now - 60))
-            code = ("import gpuload\nl = gpuload.Loader(%r, 0, 0)\n"
+            code = ("import gpuload\nl = gpuload.Loader(%r, 0, 0, mapped=False)\n"
                     "try:\n    l.next_batch(); print('loaded')\nexcept gpuload.LibraryError as e:\n    print(e)\n" % DIR)
             env = {k: v for k, v in os.environ.items() if k != "GPULOAD_LIB"}
             env["PYTHONPATH"] = os.path.dirname(dst)
@@ -326,7 +326,7 @@ class HostTest(unittest.TestCase):
     def test_missing_and_stale_library(self):
         import subprocess
         code = ("import gpuload\n"
-                "l = gpuload.Loader(%r, 0, 0)\n"
+                "l = gpuload.Loader(%r, 0, 0, mapped=False)\n"
                 "try:\n    l.next_batch()\nexcept gpuload.LibraryError as e:\n    print(e.code, e)\n" % DIR)
         pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ, PYTHONPATH=pkg, GPULOAD_LIB="/nonexistent/libgpuload.so")
@@ -426,7 +426,7 @@ class JaggedTest(unittest.TestCase):
                 self.assertEqual(k, STEPS - 1)
 
     def test_views_outlive_the_iterator_and_dlpack_exports_both(self):
-        with gpuload.Loader(JAGGED_DIR, 0, 1, prefetch=2) as loader:
+        with gpuload.Loader(JAGGED_DIR, 0, 1, prefetch=2, mapped=False) as loader:
             b0 = loader.next_batch()
             h0 = b0.tensors["h"]  # views hold step 0's slot
             d = b0.dlpack("p")

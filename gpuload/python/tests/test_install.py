@@ -1,8 +1,9 @@
-"""The package installs as a user installs it: into a fresh virtual
-environment (seeing the system's NumPy and torch) with
+"""The package installs as a user installs it, into fresh virtual
+environments (seeing the system's NumPy and torch): from source with
 `pip install --no-build-isolation ./gpuload/python` (Debian's setuptools, no
 package index), which builds libgpuload.so with Go into the installed
-package; run by `make test` (test-python)."""
+package; and as a wheel built by `pip wheel`, installed where there is no Go,
+passing the dataset tests there. Run by `make test` (test-python)."""
 
 import os
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zipfile
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 PKG = os.path.dirname(TESTS)
@@ -52,6 +54,47 @@ class InstallTest(unittest.TestCase):
             self.assertTrue(lib.endswith(os.path.join("site-packages", "gpuload", "libgpuload.so")), lib)
             self.assertEqual(rows, "96")  # 100 rows, global batch 16, remainder drop: 6 steps
             self.assertFalse(os.path.exists(os.path.join(ROOT, "libgpuload.so")))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+@unittest.skipUnless(have("ensurepip"), "no ensurepip: apt-get install python3-venv")
+class WheelTest(unittest.TestCase):
+    def test_wheel_installs_without_go_and_passes_the_dataset_tests(self):
+        work = tempfile.mkdtemp(prefix="gpuload-wheel.")
+        try:
+            dist = os.path.join(work, "dist")
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPULOAD_LIB")}
+            env["PATH"] = os.pathsep.join([env.get("PATH", ""), "/usr/local/go/bin"])
+            out = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+                                  "--no-index", "-w", dist, PKG], env=env, capture_output=True, text=True, timeout=600)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            wheels = os.listdir(dist)
+            self.assertEqual(len(wheels), 1, wheels)
+            whl = os.path.join(dist, wheels[0])
+            self.assertRegex(wheels[0], r"^gpuload-[0-9.]+-cp3\d+-cp3\d+-linux_\w+\.whl$")  # a platform wheel
+            with zipfile.ZipFile(whl) as z:
+                self.assertIn("gpuload/libgpuload.so", z.namelist())
+            # A fresh venv and a PATH without Go (nor gcc): the wheel needs neither.
+            venv = os.path.join(work, "venv")
+            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
+            py = os.path.join(venv, "bin", "python")
+            bare = {k: v for k, v in env.items() if k not in ("GO", "GOROOT", "GOPATH")}
+            bare["PATH"] = os.pathsep.join([os.path.join(venv, "bin"), "/usr/bin", "/bin"])
+            self.assertIsNone(shutil.which("go", path=bare["PATH"]))
+            out = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", whl], env=bare,
+                                 capture_output=True, text=True, timeout=300)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            bare["GPULOAD_TEST_INSTALLED"] = "1"
+            bare["PREP"] = os.path.abspath(os.environ.get("PREP") or os.path.join(ROOT, "bin", "prep"))
+            out = subprocess.run([py, "-c", "import gpuload, gpuload.torch; print(gpuload.__file__)"], cwd=work,
+                                 env=bare, capture_output=True, text=True, timeout=120)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertTrue(out.stdout.startswith(os.path.join(venv, "lib")), out.stdout)
+            for test in ("test_dataset.py", "test_torch.py"):
+                out = subprocess.run([py, os.path.join(TESTS, test)], cwd=work, env=bare, capture_output=True,
+                                     text=True, timeout=600)
+                self.assertEqual(out.returncode, 0, f"{test} in the wheel's venv:\n{out.stderr[-4000:]}")
         finally:
             shutil.rmtree(work, ignore_errors=True)
 

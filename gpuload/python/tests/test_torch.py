@@ -23,7 +23,10 @@ from torch.utils.data import DataLoader
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(TESTS)))
-sys.path.insert(0, os.path.dirname(TESTS))
+# GPULOAD_TEST_INSTALLED=1: test the installed package (a wheel in a venv),
+# not this checkout's.
+PKGPATH = [] if os.environ.get("GPULOAD_TEST_INSTALLED") else [os.path.dirname(TESTS)]
+sys.path[:0] = PKGPATH
 import gpuload  # noqa: E402
 from gpuload.torch import ShardDataset  # noqa: E402
 
@@ -272,7 +275,7 @@ class ReadmeTest(unittest.TestCase):
         self.assertLess(len(code.strip().splitlines()), 20)
         code = code.replace("/local/shards", SETS["r2"][1])
         work = tempfile.mkdtemp(dir=WORK)
-        env = dict(os.environ, PYTHONPATH=os.path.dirname(TESTS), RANK="1", WORLD_SIZE="2")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(PKGPATH), RANK="1", WORLD_SIZE="2")
         code = code.replace("for batch in loader:", "for batch in loader:\n        print(epoch, batch['step'])")
         killed = code.replace("print(epoch, batch['step'])", "if (epoch, batch['step']) == (1, 3): raise SystemExit(3)")
         out = subprocess.run([sys.executable, "-c", killed], cwd=work, env=env, capture_output=True, text=True, timeout=120)
@@ -286,7 +289,7 @@ class ReadmeTest(unittest.TestCase):
 
 def run_fresh(code, timeout=120):
     """Runs code in a fresh interpreter (no library loaded yet)."""
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(TESTS), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(PKGPATH), PYTHONDONTWRITEBYTECODE="1")
     head = ("import os, sys, json, torch\nfrom torch.utils.data import DataLoader\nimport gpuload\n"
             "from gpuload.torch import ShardDataset\n")
     return subprocess.run([sys.executable, "-c", head + textwrap.dedent(code)], env=env, capture_output=True,
@@ -336,23 +339,102 @@ class WorkersTest(Case):
         self.assertEqual([[tuple(b) for b in e] for e in got], want)
         self.assertEqual(lines[1], "0 1")
 
-    def test_fork_after_the_library_was_loaded_raises(self):
+    def test_fork_after_the_parent_read_batches_gives_plan_order(self):
+        # The parent reads batches in-process (the mapped path) and through
+        # the native library (checksums: its Go runtime is loaded), then
+        # forks two workers with the default start method.
         out = run_fresh(f"""
-            ds = ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2)
-            next(iter(DataLoader(ds, batch_size=None)))  # loads the library in the parent
-            try:
-                list(DataLoader(ds, batch_size=None, num_workers=2))
-            except RuntimeError as e:
-                print(e)
-            # the documented fix
-            got = [b["step"] for b in DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn")]
-            print("spawn", got)
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2, epoch=1)
+            next(iter(DataLoader(ds, batch_size=None)))
+            next(iter(DataLoader(ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2, verify_checksums=True),
+                                 batch_size=None)))
+            assert gpuload._native.loaded_here()
+            items = [{{k: v.clone() if torch.is_tensor(v) else v for k, v in it.items()}}
+                     for it in DataLoader(ds, batch_size=None, num_workers=2)]
+            torch.save(items, {os.path.join(WORK, 'fork.pt')!r})
         """)
         self.assertEqual(out.returncode, 0, out.stderr)
-        self.assertIn("Caught ForkError in DataLoader worker process", out.stdout)
-        self.assertIn("a fork of a process that had loaded libgpuload.so: a Go runtime does not survive fork", out.stdout)
-        self.assertIn('multiprocessing_context="spawn" or "forkserver"', out.stdout)
-        self.assertIn("spawn [0, 1, 2, 3, 4, 5, 6]", out.stdout)
+        self.assertIn("workers cannot make it faster", out.stderr)
+        self.assertEqual(out.stderr.count("workers cannot make it faster"), 1, out.stderr)
+        items = torch.load(os.path.join(WORK, "fork.pt"))
+        self.check_plan(items, plan_show("r2", 1, 0))
+        for it in items:
+            self.check_values(it)
+
+    def test_loader_chunks_under_workers_keep_plan_order(self):
+        # ds.loader hands batches over in chunks; 3 workers of chunks of 2
+        # steps from resume step 1: chunks [1, 2], [3, 4], [5, 6].
+        out = run_fresh(f"""
+            import warnings
+            warnings.simplefilter("ignore")
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2, epoch=1)
+            ds.load_state_dict(ds.state_dict(next_step=1))
+            items = [{{k: v.clone() if torch.is_tensor(v) else v for k, v in it.items()}}
+                     for it in ds.loader(num_workers=3, chunk=2)]
+            torch.save(items, {os.path.join(WORK, 'chunks.pt')!r})
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        items = torch.load(os.path.join(WORK, "chunks.pt"))
+        self.check_plan(items, plan_show("r2", 1, 1)[1:])
+        for it in items:
+            self.check_values(it)
+
+    def test_state_dict_under_workers_is_exact_or_raises(self):
+        out = run_fresh(f"""
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2)
+            it = iter(DataLoader(ds, batch_size=None, num_workers=2))
+            for _ in range(3):
+                next(it)
+            try:
+                ds.state_dict()
+            except gpuload.GpuloadError as e:
+                print("raised:", e)
+            del it
+            loader = ds.loader(num_workers=2)
+            got = []
+            for k, b in enumerate(loader):
+                got.append(b["step"])
+                if k == 2:
+                    state = loader.state_dict()
+                    break
+            print(json.dumps(state))
+            ds2 = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2)
+            l2 = ds2.loader(num_workers=2)
+            l2.load_state_dict(state)
+            print(json.dumps([b["step"] for b in l2]))
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertIn("raised: gpuload: state_dict() after an iteration in DataLoader workers", lines[0])
+        self.assertIn("ds.loader(num_workers=...)", lines[0])
+        state = json.loads(lines[1])
+        self.assertEqual((state["epoch"], state["step"]), (0, 3))  # 3 batches consumed
+        self.assertEqual(json.loads(lines[2]), [3, 4, 5, 6])
+
+    def test_automatic_batching_is_refused_naming_batch_size_none(self):
+        ds = ShardDataset(SETS["r2"][1], rank=0, world_size=2)
+        for kw in ({}, {"batch_size": 256}, {"batch_size": 4, "num_workers": 2}):
+            with self.subTest(**kw):
+                with self.assertRaises(Exception) as cm:
+                    next(iter(DataLoader(ds, **kw)))
+                self.assertIn("Pass batch_size=None (DataLoader(ds, batch_size=None))", str(cm.exception))
+        with self.assertRaises(gpuload.GpuloadError):
+            ds.loader(batch_size=8)
+        self.check_plan([{k: v.clone() if torch.is_tensor(v) else v for k, v in it.items()} for it in ds.loader()],
+                        plan_show("r2", 0, 0))
+
+    def test_steps_that_are_not_integers_are_refused(self):
+        ds = ShardDataset(SETS["r2"][1], rank=0, world_size=2)
+        st = ds.state_dict()
+        for bad in (2.7, 2.0, "2", True):
+            with self.subTest(step=bad):
+                with self.assertRaises(gpuload.GpuloadError) as cm:
+                    ds.load_state_dict(dict(st, step=bad))
+                self.assertIn("is not an integer", str(cm.exception))
+                with self.assertRaises(gpuload.GpuloadError):
+                    ds.state_dict(next_step=bad)
+        ds.load_state_dict(dict(st, step=np.int64(2)))
+        self.assertEqual(ds.state_dict()["step"], 2)
 
 
 if __name__ == "__main__":

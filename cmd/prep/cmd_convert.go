@@ -288,7 +288,7 @@ func setGoMemoryLimit(heapBytes int64) {
 // below it the collector would run almost continuously over the runtime's
 // own few MiB. It is part of the constant by which peak RSS may exceed
 // --memory-limit (BENCHMARKS.md, Memory limit).
-const minGoMemoryLimit = 32 << 20
+const minGoMemoryLimit = 64 << 20
 
 // formatCounts renders name counts sorted by name: "a=3, b=12".
 func formatCounts(m map[string]int64) string {

@@ -89,7 +89,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
 	f.StringVar(&o.ranks, "ranks", "", "ranks to write, e.g. 0-7 or 2,5; auto reads the launcher's rank variables (default all)")
 	f.IntVar(&o.jobs, "jobs", 0, "parallel column chunks and shards, at most 1024 (default: number of CPUs)")
-	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on decoded column chunks in flight and on staging kept in memory (larger staging spills to DIR/.prep-tmp by output window), at least 1MiB, e.g. 512MiB, 4GiB")
+	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on memory proportional to the data: staging kept in memory (at most half; larger staging spills to DIR/.prep-tmp by output window), decoded column chunks in flight and the garbage they leave; at least 1MiB, e.g. 512MiB, 4GiB")
 	f.BoolVar(&o.force, "force", false, "replace an output made from another plan, source or spec")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addRankFlags(cmd, &o.ops)
@@ -260,7 +260,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 			formatBytes(sum.StagingBytes), formatBytes(sum.SpillBytes), count(sum.SpillWindows, "output window"))
 	}
 	if err == nil && sum.ValuesArenaFile {
-		_, err = fmt.Fprintf(out, "jagged values (up to %s) did not fit --memory-limit beside the staging: kept in a file under %s\n",
+		_, err = fmt.Fprintf(out, "jagged values (up to %s) did not fit half of --memory-limit beside the staging: kept in a file under %s\n",
 			formatBytes(sum.ValuesArenaBytes), convert.TempDirName)
 	}
 	if err == nil && len(sum.Overflows) > 0 {

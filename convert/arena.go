@@ -20,7 +20,8 @@ import (
 // values), so decode workers write their row groups' values without
 // coordination, each region in row order, and the arena's contents do not
 // depend on Jobs. The arena is anonymous memory when the staging records
-// and the arena together fit the memory limit, else a file beside the
+// (or a spilled run's window) and the arena together fit half the memory
+// limit (the anonymous share of the run's one budget), else a file beside the
 // spill file (ArenaFileName), every block reserved before stage 1 like the
 // spill file's, written through a small buffer per region and read back by
 // stage 2 with one pread per stretch of a batch's samples whose values lie
@@ -162,7 +163,8 @@ func (a *arena) region(size int64) arenaSlot {
 }
 
 // place puts the arena in anonymous memory when it and recBytes of staging
-// records fit memoryLimit (and the mapping succeeds), else marks it for a
+// records fit memoryLimit, the anonymous share of the run's limit (and the
+// mapping succeeds), else marks it for a
 // file (open); it sets the write buffer of a file arena's regions so
 // that jobs decode workers' buffers take a small part of the limit.
 func (a *arena) place(recBytes, memoryLimit int64, jobs int) {
@@ -176,6 +178,16 @@ func (a *arena) place(recBytes, memoryLimit int64, jobs int) {
 
 // inMemory reports whether the arena is in anonymous memory (or empty).
 func (a *arena) inMemory() bool { return a.mem != nil || a.size == 0 }
+
+// memBytes is the anonymous memory the arena takes (0 in a file or
+// without jagged tensors): counted against the memory limit, though only
+// the pages written are touched.
+func (a *arena) memBytes() int64 {
+	if a == nil || a.mem == nil {
+		return 0
+	}
+	return a.size
+}
 
 // diskBytes is the space the arena takes on disk (0 in memory).
 func (a *arena) diskBytes() int64 {

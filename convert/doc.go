@@ -113,7 +113,7 @@
 // regions in row order (whole, in row windows, in memory or spilled
 // alike), so workers never coordinate and the arena's contents, like the
 // shards, do not depend on Jobs. The arena is anonymous memory when it and
-// the staging records together fit MemoryLimit (only the pages written are
+// the staging records together fit half of MemoryLimit (only the pages written are
 // touched), else OUT/.prep-tmp/<pid>/values.bin, reserved before stage 1
 // like the spill file (counted in the free-space check and in ErrNoSpace's
 // numbers) and written through a small buffer per region. Stage 2 gathers
@@ -176,12 +176,24 @@
 //
 // # Memory
 //
-// Heap use is bounded by MemoryLimit (decoded column chunks), Jobs batch
-// blocks (jagged ones: at most MemoryLimit/2 together, see above), the
-// images decoding at once (max(MemoryLimit/4, 1 MiB) of decoding memory
-// together, each image's checked from its header before it is decoded:
-// image.go) and the id bitmap (2 bits per source row), not by the input
-// size.
+// Everything proportional to the data counts against one budget,
+// MemoryLimit. Anonymous memory comes first and takes at most half of
+// it: the staging records (else a spilled run's stage-2 window) and,
+// when it fits beside them, the values arena (else a file). The rest is
+// the Go heap's (Summary.HeapBudgetBytes, handed to Options.HeapLimit,
+// which prep convert makes the Go runtime's soft memory limit, so that
+// garbage stays within it too); half of that is admitted live: the
+// estimated bytes of decoded column chunks in flight in stage 1 and the
+// jagged batch blocks of stage 2 (at least one block), the other half
+// being the collector's room for garbage. Summary.AdmittedPeakBytes is
+// the most the admission held at once. Beyond the budget: Jobs fixed
+// batch blocks, the images decoding at once (max(MemoryLimit/4, 1 MiB)
+// of decoding memory together, each image's size checked from its
+// header before it is decoded: image.go), the id bitmap (2 bits per
+// source row), the page buffers of the pages being read, a long row's
+// decode copies (below), and the program itself; BENCHMARKS.md (Memory
+// limit) measures peak RSS against MemoryLimit plus its stated constant
+// on long-row inputs.
 // A row group is normally decoded whole (every needed column chunk of it at
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate
@@ -236,16 +248,16 @@
 // page, bounded by the reader's page size limit, 256 MiB, per column read
 // at once, and a page holds a whole row: a long row's page is at least its
 // encoded size, so a piece holding one holds its page beside its values;
-// ten rows of 2,000,000 I32 values under a 32 MiB limit peak at about 41
-// MiB live, their 10.4 MiB pages included), and strings padded from a
-// dictionary whose copies take more than the chunk's uncompressed size, which
-// the footer does not tell. Garbage comes on top of the live bytes; prep
-// convert gives the Go runtime a soft limit of twice MemoryLimit to keep it
-// within. A limit below
+// ten rows of 2,000,000 I32 values under a 32 MiB limit hold about 19
+// MiB live at their pieces, their 10.4 MiB pages included), and strings
+// padded from a dictionary whose copies take more than the chunk's
+// uncompressed size, which the footer does not tell. Garbage comes on top
+// of the live bytes, within the Go heap's share (Options.HeapLimit). A
+// limit below
 // MinMemoryLimit (1 MiB) is refused by prep convert and prep verify: it
 // would cut row groups into windows of a few rows, slowly.
-// Staging adds at most MemoryLimit more: anonymous memory when it fits, else
-// one spill window at a time (plus, under remainder pad, the records of the
+// Staging takes at most half of MemoryLimit: anonymous memory when it
+// fits, else one spill window at a time (plus, under remainder pad, the records of the
 // pad samples: fewer than a global batch per epoch; a partitioned plan's
 // pads, which can be most of a rank's slots, are spilled like every other
 // sample). Summary.PeakRSSBytes

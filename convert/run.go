@@ -64,7 +64,7 @@ type Options struct {
 	Ranks  []int // ranks to materialize; nil = all
 
 	Jobs        int   // parallel column chunks (stage 1); stage 2 writes 2*Jobs shards at once (1 for Jobs 1); <= 0: GOMAXPROCS
-	MemoryLimit int64 // bytes of decoded column chunks in flight (estimated), and of staging held in memory (larger staging spills to disk); <= 0: 1 GiB
+	MemoryLimit int64 // bytes of memory proportional to the data, all counted against it: staging and the values arena in anonymous memory (at most half; larger ones spill to disk), decoded column chunks in flight (estimated) and jagged batch blocks in the Go heap; <= 0: 1 GiB
 	Force       bool  // replace an output made from another plan, source or spec
 
 	ToolVersion string       // recorded in shards and manifest
@@ -83,6 +83,14 @@ type Options struct {
 	// written (done false) and once it is committed (done true); serialised
 	// with Progress. Up to Jobs shards are in flight at a time.
 	OnShard func(epoch, rank int, done bool)
+	// HeapLimit, when set, is called once before stage 1 with the bytes
+	// of MemoryLimit left to the Go heap: MemoryLimit less the staging
+	// records and values arena held in anonymous memory (at least half
+	// of it). prep convert makes it the Go runtime's soft memory limit
+	// (debug.SetMemoryLimit), so that the collector keeps the heap with
+	// its garbage within it; the decode admission and stage 2's jagged
+	// blocks take at most half of it live (Summary.AdmittedPeakBytes).
+	HeapLimit func(bytes int64)
 }
 
 // Summary reports a finished run. JSON field names are stable (used by
@@ -113,7 +121,18 @@ type Summary struct {
 	MBPerSecond      float64 `json:"throughput_mb_s"` // Bytes / Seconds / 1e6
 	PeakRSSBytes     int64   `json:"peak_rss_bytes"`  // peak RSS of the process, VmHWM on Linux (mapped staging pages included)
 	PeakHeapBytes    int64   `json:"peak_heap_bytes"` // largest Go heap (objects) seen, sampled every 20 ms
-	StaleLock        string  `json:"stale_lock,omitempty"`
+	// AnonBudgetBytes is the part of the memory limit given to staging
+	// records and the values arena in anonymous memory (or a spilled
+	// run's stage-2 window), HeapBudgetBytes the rest, left to the Go
+	// heap (Options.HeapLimit). AdmittedPeakBytes is the most bytes the
+	// run's own accounting held admitted at once in the Go heap: decoded
+	// column chunks in flight by their estimates (grown for long rows),
+	// then jagged batch blocks; deterministic for a given input, Jobs and
+	// limit, unlike the heap, which depends on when the collector runs.
+	AnonBudgetBytes   int64  `json:"anon_budget_bytes"`
+	HeapBudgetBytes   int64  `json:"heap_budget_bytes"`
+	AdmittedPeakBytes int64  `json:"admitted_peak_bytes"`
+	StaleLock         string `json:"stale_lock,omitempty"`
 	// Overflows counts, per tensor name, the source values decoded this run
 	// that were too large for the tensor's F16, BF16 or F8 dtype and were
 	// stored as ±Inf (±448 for F8_E4M3) under cast.overflow inf (see
@@ -396,15 +415,10 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		return err
 	}
 	stageTotal := int64(set.count) * int64(recordSize(r.tensors))
-	block, inFlight := jaggedLimits(r.o.MemoryLimit)
-	r.jagBlock, r.jagBudget = block, newAdmission(inFlight)
+	block, _ := jaggedLimits(r.o.MemoryLimit)
 	setRowLimit(r.plans, r.o.MemoryLimit)
 	setImageLimits(r.plans, r.o.MemoryLimit, r.o.Jobs)
-	if r.arena = newArena(r.files, r.plans, r.tensors, set); r.arena != nil {
-		r.arena.place(stageTotal, r.o.MemoryLimit, r.o.Jobs)
-		defer r.arena.close()
-		r.sum.ValuesArenaBytes, r.sum.ValuesArenaFile = r.arena.size, !r.arena.inMemory()
-	}
+	r.arena = newArena(r.files, r.plans, r.tensors, set)
 	var shardTotal int64
 	for _, k := range todo {
 		n, err := r.shardSize(k, set)
@@ -413,11 +427,26 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		}
 		shardTotal += n
 	}
-	st, err := newStage(ctx, r.p, todo, set, r.tensors, r.o.MemoryLimit, r.o.Jobs)
+	// One budget (see Memory in the package documentation): the staging
+	// records and the values arena held in anonymous memory take at most
+	// half of the limit; the Go heap has the rest.
+	anonCap := r.o.MemoryLimit / 2
+	st, err := newStage(ctx, r.p, todo, set, r.tensors, anonCap, r.o.Jobs)
 	if err != nil {
 		return err
 	}
 	defer st.close()
+	if r.arena != nil {
+		r.arena.place(st.memBytes(), anonCap, r.o.Jobs)
+		defer r.arena.close()
+		r.sum.ValuesArenaBytes, r.sum.ValuesArenaFile = r.arena.size, !r.arena.inMemory()
+	}
+	heap := r.o.MemoryLimit - st.memBytes() - r.arena.memBytes()
+	r.sum.AnonBudgetBytes, r.sum.HeapBudgetBytes = r.o.MemoryLimit-heap, heap
+	if r.o.HeapLimit != nil {
+		r.o.HeapLimit(heap)
+	}
+	r.jagBlock, r.jagBudget = block, newAdmission(max(block, heap/2))
 	need := st.diskBytes() + r.arena.diskBytes() + shardTotal
 	if free, ok := freeBytes(out); ok && free < need {
 		if a := r.arena.diskBytes(); a > 0 {
@@ -445,7 +474,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageDecode, int64(set.count), 0)
 	}
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.records(), sink: st.sink, arena: r.arena, jobs: r.o.Jobs, memoryLimit: r.o.MemoryLimit,
+	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.records(), sink: st.sink, arena: r.arena, jobs: r.o.Jobs, memoryLimit: heap / 2,
 		progress: func(rows int64) { r.progress(StageDecode, rows, 0) }}
 	if err := dec.run(ctx); err != nil {
 		return err
@@ -456,6 +485,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	r.reportOverflows()
 	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
 	r.sum.RowGroupsSliced, r.sum.RowSlices = dec.rowGroupsSliced, dec.rowSlices
+	r.sum.AdmittedPeakBytes = dec.adm.peakBytes()
 	r.sum.SamplesDecoded, r.sum.StagingBytes = int64(set.count), stageTotal
 	r.sum.DecodeSeconds = time.Since(t1).Seconds()
 
@@ -478,6 +508,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if err := r.writeShards(ctx, st); err != nil {
 		return err
 	}
+	r.sum.AdmittedPeakBytes = max(r.sum.AdmittedPeakBytes, r.jagBudget.peakBytes())
 	r.sum.WriteSeconds = time.Since(t2).Seconds()
 	return nil
 }

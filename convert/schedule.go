@@ -249,6 +249,7 @@ type admission struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	inFlight int64
+	peak     int64 // the most inFlight has been (peakBytes)
 	limit    int64
 	workers  int   // goroutines that may hold admitted costs and grow them (decode workers)
 	holders  int   // costs admitted and not released
@@ -275,6 +276,7 @@ func (a *admission) admit(ctx context.Context, cost int64) bool {
 		return false
 	}
 	a.inFlight += cost
+	a.peak = max(a.peak, a.inFlight)
 	a.holders++
 	return true
 }
@@ -318,7 +320,20 @@ func (a *admission) grow(seq int, n int64, stop func() bool) bool {
 		return false
 	}
 	a.inFlight += n
+	a.peak = max(a.peak, a.inFlight)
 	return true
+}
+
+// peakBytes returns the most bytes the admission has held in flight at
+// once: the high-water mark of the costs admitted and grown, less those
+// released, as the run's own accounting counts them (not the heap).
+func (a *admission) peakBytes() int64 {
+	if a == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.peak
 }
 
 // shrink gives back n bytes added by grow.

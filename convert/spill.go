@@ -87,6 +87,7 @@ type spiller struct {
 	dir     string   // the run's temporary directory, holding the spill file
 	layout  *records // the record layout (no data)
 	jobs    int      // goroutines reading a window back, and shards written at once
+	win     *staging // stage 2's window buffer in anonymous memory (phases), nil before
 }
 
 // spillChunk is the read size of stage 2 (rounded down to whole entries).
@@ -184,6 +185,10 @@ func (s *spiller) spillBytes() int64 {
 
 // close closes the spill file and removes the run's temporary directory.
 func (s *spiller) close() {
+	if s.win != nil {
+		s.win.remove()
+		s.win = nil
+	}
 	if s.file != nil {
 		s.file.Close()
 		s.file = nil
@@ -197,6 +202,17 @@ func (s *spiller) close() {
 func (s *spiller) records() *records { return s.layout }
 func (s *spiller) sink() recordSink  { return &spillSink{s: s, rb: s.newRouteBuffers()} }
 func (s *spiller) diskBytes() int64  { return s.spillBytes() }
+func (s *spiller) memBytes() int64   { return int64(s.windowSlots()) * int64(s.rec) }
+
+// windowSlots is the most record slots of one output window: stage 2's
+// window buffer holds that many records.
+func (s *spiller) windowSlots() int {
+	slots := 0
+	for _, w := range s.windows {
+		slots = max(slots, len(s.groups[w.group].ranks)*(w.s1-w.s0)*s.b)
+	}
+	return slots
+}
 func (s *spiller) spillWindows() int { return len(s.windows) }
 func (s *spiller) finish() error     { return s.checkFull() }
 
@@ -206,11 +222,16 @@ func (s *spiller) finish() error     { return s.checkFull() }
 // window.
 func (s *spiller) phases() []phase {
 	rec := s.rec
-	slots := 0
-	for _, w := range s.windows {
-		slots = max(slots, len(s.groups[w.group].ranks)*(w.s1-w.s0)*s.b)
+	// The window buffer is anonymous memory, outside the Go heap, like
+	// staging in memory (memBytes counts it against the memory limit).
+	win := make([]byte, 0)
+	if w := s.memBytes(); w > 0 {
+		if s.win = newStaging(w); s.win != nil {
+			win = s.win.data
+		} else {
+			win = make([]byte, w)
+		}
 	}
-	win := make([]byte, slots*rec)
 	var out []phase
 	for gi := range s.groups {
 		grp := &s.groups[gi]

@@ -26,6 +26,11 @@ type stage interface {
 	sink() recordSink
 	// diskBytes is the space the stage takes on disk (0 in memory).
 	diskBytes() int64
+	// memBytes is the memory the stage holds outside the Go heap, in
+	// anonymous memory counted against the memory limit: the staging
+	// records in memory, or the largest output window a spilled stage
+	// reads back in stage 2.
+	memBytes() int64
 	// spillWindows is the number of output windows the records are
 	// spilled by (0 in memory).
 	spillWindows() int
@@ -101,6 +106,7 @@ type memStage struct {
 func (m *memStage) records() *records { return m.recs }
 func (m *memStage) sink() recordSink  { return memSink{m.recs} }
 func (m *memStage) diskBytes() int64  { return 0 }
+func (m *memStage) memBytes() int64   { return int64(len(m.mem.data)) }
 func (m *memStage) spillWindows() int { return 0 }
 func (m *memStage) open(string) error { return nil }
 func (m *memStage) finish() error     { return nil }

@@ -202,6 +202,9 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 				if err != nil {
 					return err
 				}
+				if afterPiece != nil {
+					afterPiece()
+				}
 				got, piece := col.Rows, runs
 				if got < m {
 					piece = clipRuns(runs, 0, got)
@@ -381,8 +384,19 @@ func (d *decoder) readPiece(g *rowGroupJob, readers []*pqread.ColumnReader, open
 			return 0, errSkipped
 		}
 	}
+	if afterPiece != nil {
+		afterPiece()
+	}
 	return p, nil
 }
+
+// afterPiece, when set (tests only), is called by a decode worker each
+// time it holds a newly decoded piece of a windowed row group (every
+// column's, when the columns are read together): where the worker's
+// memory peaks. The memory tests collect garbage there and read the live
+// heap, a measure that does not depend on when the collector would have
+// run.
+var afterPiece func()
 
 // chunkCounts returns the counts over the whole column chunk of task in
 // g, read again from its start in windows of n rows and at most budget

@@ -119,23 +119,31 @@ func decodeGzip(out, src []byte) error {
 	return readExact(zr, out)
 }
 
+// decodeZstd decodes src into exactly len(out) bytes with DecodeAll into
+// out's own memory: the decoder's history is out itself, so a page costs
+// its output and no window-sized history buffer beside it (a streaming
+// Reader keeps one of up to the frame's window, as large as the page),
+// and WithDecodeAllCapLimit keeps a stream that decodes to more than
+// len(out) from growing it: it fails instead.
 func decodeZstd(out, src []byte) error {
 	zr, _ := zstdPool.Get().(*zstd.Decoder)
-	var err error
 	if zr == nil {
-		zr, err = zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxWindow(1<<28))
-	} else {
-		err = zr.Reset(bytes.NewReader(src))
+		var err error
+		zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(1<<28), zstd.WithDecodeAllCapLimit(true))
+		if err != nil {
+			return err
+		}
 	}
+	defer zstdPool.Put(zr)
+	got, err := zr.DecodeAll(src, out[:0:len(out)])
 	if err != nil {
 		return err
 	}
-	defer func() {
-		zr.Reset(nil)
-		zstdPool.Put(zr)
-	}()
-	return readExact(zr, out)
+	if len(got) != len(out) {
+		return fmt.Errorf("decoded %d bytes, want %d", len(got), len(out))
+	}
+	return nil
 }
 
 func decodeBrotli(out, src []byte) error {

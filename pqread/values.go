@@ -147,12 +147,24 @@ func appendLE64[T int64 | float64](dst []T, src []byte, conv func(uint64) T) []T
 // grow extends s by n elements (contents of the new ones unspecified).
 func grow[T any](s []T, n int) []T {
 	if cap(s)-len(s) < n {
-		ns := make([]T, len(s), 2*cap(s)+n)
+		// Doubling while small; past growSlack elements a quarter more, as
+		// append grows large slices, so that a buffer holding a long row
+		// (millions of values, the memory limit's share) does not reserve
+		// as much again beside it.
+		extra := cap(s)
+		if cap(s) > growSlack {
+			extra = cap(s) / 4
+		}
+		ns := make([]T, len(s), cap(s)+extra+n)
 		copy(ns, s)
 		s = ns
 	}
 	return s[:len(s)+n]
 }
+
+// growSlack is the capacity in elements past which grow adds a quarter
+// instead of doubling.
+const growSlack = 256 << 10
 
 // growBytes extends a fixed-width kind by n values and returns the new
 // values' memory as bytes (little-endian hosts only).

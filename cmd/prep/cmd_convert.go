@@ -89,7 +89,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
 	f.StringVar(&o.ranks, "ranks", "", "ranks to write, e.g. 0-7 or 2,5; auto reads the launcher's rank variables (default all)")
 	f.IntVar(&o.jobs, "jobs", 0, "parallel column chunks and shards, at most 1024 (default: number of CPUs)")
-	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on decoded column chunks in flight and on staging kept in memory (larger staging spills to DIR/.prep-tmp by output window), at least 1MiB, e.g. 512MiB, 4GiB")
+	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on memory proportional to the data: staging kept in memory (at most half; larger staging spills to DIR/.prep-tmp by output window), decoded column chunks in flight and the garbage they leave; at least 1MiB, e.g. 512MiB, 4GiB")
 	f.BoolVar(&o.force, "force", false, "replace an output made from another plan, source or spec")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addRankFlags(cmd, &o.ops)
@@ -200,7 +200,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	opts := convert.Options{
 		Plan: p, PlanBytes: planBytes, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
 		Jobs: o.jobs, MemoryLimit: mem, Force: o.force, Source: store,
-		ToolVersion: buildVersion().tool(), Logger: g.log,
+		ToolVersion: buildVersion().tool(), Logger: g.log, HeapLimit: setGoMemoryLimit,
 		OnStage: func(stage string, rows, bytes int64) {
 			bar.Finish()
 			if stage == convert.StageDecode {
@@ -260,7 +260,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 			formatBytes(sum.StagingBytes), formatBytes(sum.SpillBytes), count(sum.SpillWindows, "output window"))
 	}
 	if err == nil && sum.ValuesArenaFile {
-		_, err = fmt.Fprintf(out, "jagged values (up to %s) did not fit --memory-limit beside the staging: kept in a file under %s\n",
+		_, err = fmt.Fprintf(out, "jagged values (up to %s) did not fit half of --memory-limit beside the staging: kept in a file under %s\n",
 			formatBytes(sum.ValuesArenaBytes), convert.TempDirName)
 	}
 	if err == nil && len(sum.Overflows) > 0 {
@@ -269,24 +269,26 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	return err
 }
 
-// setGoMemoryLimit gives the Go runtime a soft memory limit of twice
-// --memory-limit (at least 64 MiB), so that the garbage collector keeps the
-// heap within it: --memory-limit bounds the live bytes (decoded column
-// chunks in flight, staging, the footers of files being read), and without
-// a limit the collector lets garbage grow the heap to twice the live bytes
-// and more. GOMEMLIMIT, when set, is left as the user set it.
-func setGoMemoryLimit(memoryLimit int64) {
+// setGoMemoryLimit gives the Go runtime a soft memory limit of heapBytes
+// (at least minGoMemoryLimit), so that the garbage collector keeps the
+// heap, garbage included, within the part of --memory-limit left to it:
+// prep convert sets it to the whole limit first, then to what convert
+// leaves the Go heap beside its anonymous staging (Options.HeapLimit);
+// prep verify to the whole limit. Without it the collector lets garbage
+// grow the heap to twice the live bytes and more. GOMEMLIMIT, when set,
+// is left as the user set it.
+func setGoMemoryLimit(heapBytes int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	limit := int64(64 << 20)
-	if memoryLimit <= math.MaxInt64/2 {
-		limit = max(limit, 2*memoryLimit)
-	} else {
-		limit = math.MaxInt64
-	}
-	debug.SetMemoryLimit(limit)
+	debug.SetMemoryLimit(min(math.MaxInt64, max(minGoMemoryLimit, heapBytes)))
 }
+
+// minGoMemoryLimit is the least soft memory limit setGoMemoryLimit sets:
+// below it the collector would run almost continuously over the runtime's
+// own few MiB. It is part of the constant by which peak RSS may exceed
+// --memory-limit (BENCHMARKS.md, Memory limit).
+const minGoMemoryLimit = 64 << 20
 
 // formatCounts renders name counts sorted by name: "a=3, b=12".
 func formatCounts(m map[string]int64) string {

@@ -312,10 +312,11 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 	if code, _, stderr := runPrep(append(args, "-o", mem)...); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	// 100,000 samples x 16 bytes = 1.5 MiB of staging; a 1 MiB limit
-	// holds 4096 steps (2 ranks x 8 samples x 16 bytes each) per window:
-	// 6250 steps make 2 windows per epoch, 4 in all; every sample slot of
-	// both epochs is spilled with an 8-byte header: 2 x 100,000 x 24 bytes.
+	// 100,000 samples x 16 bytes = 1.5 MiB of staging; a window takes at
+	// most half the 1 MiB limit, 2048 steps (2 ranks x 8 samples x 16
+	// bytes each): 6250 steps make 4 windows per epoch, 8 in all; every
+	// sample slot of both epochs is spilled with an 8-byte header: 2 x
+	// 100,000 x 24 bytes.
 	prom := filepath.Join(t.TempDir(), "prep.prom")
 	code, stdout, stderr := runPrep(append(args, "-o", spill, "--memory-limit", "1MiB", "--metrics-file", prom)...)
 	if code != 0 {
@@ -326,15 +327,16 @@ func TestConvertSpillsOverMemoryLimit(t *testing.T) {
 	if got[metrics.PeakRSSBytes] < 1<<20 {
 		t.Errorf("%s = %v, want the process's peak RSS (over 1 MiB)", metrics.PeakRSSBytes, got[metrics.PeakRSSBytes])
 	}
-	want := "staging (1.5 MiB) exceeded --memory-limit: spilled 4.6 MiB to disk in 4 output windows"
+	want := "staging (1.5 MiB) exceeded --memory-limit: spilled 4.6 MiB to disk in 8 output windows"
 	if !strings.Contains(stdout, want) {
 		t.Errorf("summary %q lacks %q", stdout, want)
 	}
 	// The row group's 100,000 rows are estimated at 18 bytes (id, I64) +
 	// 2 x 10 (a and b stacked as F32) per row decoded (2 x the output,
-	// + 2): 2 workers' slices share half the 1 MiB limit, 256 KiB each,
-	// 6898 rows, so 15 slices.
-	want = "1 row group would not fit --memory-limit decoded whole: decoded in 15 row slices"
+	// + 2): the Go heap has the 512 KiB the window leaves of the limit,
+	// the decode admission half of that, and 2 workers' slices share half
+	// the admission, 64 KiB each, 1724 rows, so 59 slices.
+	want = "1 row group would not fit --memory-limit decoded whole: decoded in 59 row slices"
 	if !strings.Contains(stdout, want) {
 		t.Errorf("summary %q lacks %q", stdout, want)
 	}

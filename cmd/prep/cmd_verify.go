@@ -148,6 +148,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	if err != nil {
 		return err
 	}
+	setGoMemoryLimit(mem)
 	if err := o.io.check(); err != nil {
 		return err
 	}

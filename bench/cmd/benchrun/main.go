@@ -54,7 +54,7 @@ func main() {
 	out := flag.String("o", "BENCHMARKS.md", "report to write")
 	runs := flag.Int("runs", 5, "measured runs per row")
 	budget := flag.Duration("budget", 13*time.Minute, "stop measuring new rows after this long")
-	only := flag.String("only", "", "comma-separated stages to run (limits,peers,convert,plan,verify,gpuload,jagged); empty = all")
+	only := flag.String("only", "", "comma-separated stages to run (limits,peers,convert,memlimit,plan,verify,gpuload,jagged); empty = all")
 	render := flag.Bool("render", false, "rewrite the report from the last saved results (.cache/bench/results.json) without measuring")
 	flag.Parse()
 	log.SetFlags(0)
@@ -131,6 +131,11 @@ func main() {
 		}
 		d.measureAll([]*Row{byID["convert-1x-m256"], byID["convert-10x-m256"], byID["convert-10x"]})
 		d.measureAll([]*Row{byID["convert-wide-m32"]})
+	}
+	if want("convert") || want("memlimit") {
+		mem := d.memLimitRows()
+		rep.Scaling = append(rep.Scaling, mem...)
+		d.measureAll(mem)
 	}
 	if want("plan") {
 		rep.Plan = d.planRows()

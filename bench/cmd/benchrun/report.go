@@ -165,6 +165,7 @@ func (rep *report) targets(dir, planPath string) []target {
 		t.Measured = "not measured"
 	}
 	ts = append(ts, t)
+	ts = append(ts, rep.memLimitTargets()...)
 	ts = append(ts, rep.jaggedDeliveryTarget(), rep.jaggedTarget())
 	// Profile each stage once.
 	seen := map[string]bool{}

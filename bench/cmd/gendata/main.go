@@ -6,6 +6,8 @@
 //	<dir>/small/part-NNNNN.parquet  10,000 files of 10 rows (the many-files input)
 //	<dir>/wide/part-NN.parquet  16 files of 5,000 FLOAT columns and 64 rows (the wide-footer input)
 //	<dir>/zipf-list.parquet   245,760 rows of a Zipf-skewed LIST<INT32> (the jagged-tensor input)
+//	<dir>/long-i32.parquet    260 rows of 1,000,000 INT32 zeros, zstd (the convert memory-limit input)
+//	<dir>/long-i64.parquet    40 rows of 1,000,000 INT64 zeros, zstd (the verify --deep memory-limit input)
 //
 // Files that already exist with the current generator stamp are kept, so a
 // second run costs nothing.
@@ -51,10 +53,12 @@ func main() {
 		os.RemoveAll(filepath.Join(*dir, "small"))
 		os.RemoveAll(filepath.Join(*dir, "wide"))
 		os.Remove(filepath.Join(*dir, "zipf-list.parquet"))
+		os.Remove(filepath.Join(*dir, "long-i32.parquet"))
+		os.Remove(filepath.Join(*dir, "long-i64.parquet"))
 	}
 
 	var wg sync.WaitGroup
-	errs := make(chan error, len(gen.Variants)+3)
+	errs := make(chan error, len(gen.Variants)+5)
 	sem := make(chan struct{}, 2)
 	for _, v := range gen.Variants {
 		p := filepath.Join(*dir, v.Name+".parquet")
@@ -97,6 +101,24 @@ func main() {
 				errs <- err
 			}
 		}()
+	}
+	for _, l := range []struct {
+		name string
+		rows int
+		wide bool
+	}{{"long-i32.parquet", gen.LongI32Rows, false}, {"long-i64.parquet", gen.LongI64Rows, true}} {
+		if p := filepath.Join(*dir, l.name); !exists(p) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				log.Printf("writing %s (%d rows of %d zeros)", p, l.rows, gen.LongLen)
+				if err := gen.WriteLongZeroLists(p, l.rows, gen.LongLen, l.wide); err != nil {
+					errs <- err
+				}
+			}()
+		}
 	}
 	wg.Wait()
 	close(errs)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,9 +17,14 @@ import (
 // naming each packed row's documents (the packing recomputed from the
 // source's token lengths and checked against the plan); nil otherwise.
 func packedPieces(ctx context.Context, dir, sourceRoot string, io *s3Flags) (func([]uint64) ([][]plan.Piece, error), error) {
-	p, err := plan.Load(filepath.Join(dir, shardset.PlanName))
+	set, err := shardset.OpenDir(dir)
+	if err != nil {
+		return nil, nil // not a set: Export reports what it finds
+	}
+	p, err := set.Plan() // refuses a plan copy that is a symbolic link
+	set.Close()
 	if err != nil || p.Packing == nil {
-		return nil, nil // not packed, or no plan copy: Export reports what it finds
+		return nil, nil // not packed, or no readable plan copy: Export reports what it finds
 	}
 	if ctx == nil {
 		ctx = context.Background()

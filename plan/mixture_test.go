@@ -14,6 +14,7 @@ import (
 // interleaved by path, so neither source's ids are one range.
 func mixFixture() (Source, *Mixture) {
 	mk := func(path string, i int, rg ...int64) SourceFile {
+		rg = append([]int64{}, rg...)
 		return SourceFile{Path: path, Size: int64(500 + i), FooterSHA256: fmt.Sprintf("%064x", i+1), RowGroups: rg}
 	}
 	src := Source{Files: []SourceFile{

@@ -171,6 +171,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep := c.rep
+	nameSources(c.plan, rep.Findings)
 	sortFindings(rep.Findings)
 	rep.FindingCount = len(rep.Findings)
 	rep.OK = rep.FindingCount == 0

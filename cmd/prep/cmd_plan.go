@@ -22,6 +22,7 @@ func init() { subcommands = append(subcommands, newPlanCmd) }
 // planOptions are the flags of prep plan.
 type planOptions struct {
 	sources     []string
+	sourcesFile string
 	seed        uint64
 	epochs      int
 	globalBatch int
@@ -42,7 +43,7 @@ const defaultWindow = 16
 func newPlanCmd(g *globalOptions) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan --source PATH... --global-batch G [flags] -o plan.json",
+		Use:   "plan (--source PATH... | --sources FILE) --global-batch G [flags] -o plan.json",
 		Short: "Make a deterministic epoch plan (seeded shuffle, ranks, workers) from Parquet footers",
 		Long: `plan fixes the order of every epoch as a pure function of the source, a seed
 and a few counts, and writes it to a small plan.json (format prep-plan/v1,
@@ -66,10 +67,36 @@ Remainder policies: drop (last N mod G samples of each epoch left out and
 listed), pad (last global batch filled from the epoch start, flagged as pad),
 partial (short last batch; for evaluation).
 
+Mixtures (--sources FILE, a YAML sources file, instead of --source):
+
+  sources:
+    - name: web
+      path: s3://corpus/web/        # a path or a list of paths, as --source
+      weight: 0.7
+    - name: code
+      path: s3://corpus/code/
+      weight: 0.3
+  epoch_samples: 10000000           # optional; default: all sources' rows
+
+Every epoch draws round(weight/sum of weights x epoch_samples) samples from
+each source (largest-remainder rounding: the counts add up exactly), and
+every global batch holds each source's share of it to within one sample.
+Each source is read through its own seeded permutation, continuing where the
+previous epoch stopped: a source drawn more often than it has rows repeats
+whole passes (up-sampling), one drawn less covers all its rows over several
+epochs (down-sampling). A source without a weight weighs its share of all
+rows (with no weights at all, the shares of one pool). Sample ids stay row
+indices over all the sources' files; a file may belong to one source only
+(the same directory under two names is refused: raise its weight instead).
+Shuffle global or none; the order still never depends on --world-size or
+--workers. 'plan show' names each sample's source. Spec: plan/PLAN.md §11.
+
 Prints a summary on stdout (--json for scripts). Use 'prep plan show' to list
 the sample ids of a rank.`,
 		Example: `  prep plan --source data/ --seed 7 --epochs 2 --global-batch 1024 --world-size 8 --workers 4 -o plan.json
-  prep plan --source 'data/part-*.parquet' --batch-size 128 --world-size 8 --shuffle blocks --window 32 -o plan.json`,
+  prep plan --source 'data/part-*.parquet' --batch-size 128 --world-size 8 --shuffle blocks --window 32 -o plan.json
+  # 70 % web, 30 % code in every epoch and every global batch, 3 epochs
+  prep plan --sources sources.yaml --seed 7 --epochs 3 --global-batch 1024 --world-size 8 -o plan.json`,
 		Args: noArgs("give the Parquet files with --source PATH (repeatable) and the plan file with -o"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("window") && o.shuffle != string(plan.ShuffleBlocks) {
@@ -80,6 +107,7 @@ the sample ids of a rank.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.sources, "source", nil, "Parquet file, directory or glob (repeatable)")
+	f.StringVar(&o.sourcesFile, "sources", "", "sources file (YAML): named sources with weights, mixed per epoch and per global batch")
 	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed; every value, 0 included, is an ordinary seed")
 	f.IntVar(&o.epochs, "epochs", 1, "number of epochs")
 	f.IntVar(&o.globalBatch, "global-batch", 0, "global batch G: samples per step over all ranks")
@@ -93,6 +121,7 @@ the sample ids of a rank.`,
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addIOFlags(cmd, &o.io)
 	cmd.MarkFlagsMutuallyExclusive("global-batch", "batch-size")
+	cmd.MarkFlagsMutuallyExclusive("source", "sources")
 	cmd.AddCommand(newPlanShowCmd(g))
 	return cmd
 }
@@ -166,6 +195,8 @@ type planSummary struct {
 	// Source is the object-store traffic of reading the footers (absent
 	// for local sources).
 	Source *source.S3Stats `json:"source,omitempty"`
+	// Mixture describes each named source's share (--sources only).
+	Mixture *mixSummary `json:"mixture,omitempty"`
 }
 
 func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
@@ -179,13 +210,30 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(o.sources) == 0 {
-		return usagef("--source is required")
+	if len(o.sources) == 0 && o.sourcesFile == "" {
+		return usagef("--source (or --sources with a sources file) is required")
 	}
 	if err := o.io.check(); err != nil {
 		return err
 	}
-	src, remote, err := discoverSources(ctx, o.sources, &o.io)
+	var (
+		src     plan.Source
+		remote  *s3Source
+		mix     *plan.Mixture
+		remotes []*s3Source
+	)
+	if o.sourcesFile != "" {
+		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io)
+		if err != nil {
+			return err
+		}
+		if len(remotes) > 0 {
+			remote = remotes[0]
+		}
+	} else {
+		src, remote, err = discoverSources(ctx, o.sources, &o.io)
+		remotes = []*s3Source{remote}
+	}
 	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -204,7 +252,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 	// The epoch digests cost O(N) each: one progress bar per epoch.
 	var bar *progress
 	barEpoch, done := -1, 0
-	p, err := plan.NewContext(ctx, src, cfg, func(epoch, steps, total int) {
+	p, err := plan.NewMixtureContext(ctx, src, cfg, mix, func(epoch, steps, total int) {
 		if epoch != barEpoch {
 			bar.Finish()
 			bar = g.newRowProgress(fmt.Sprintf("epoch %d digest (steps)", epoch), int64(total))
@@ -244,7 +292,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		Shuffle: string(cfg.Shuffle), Remainder: string(cfg.Remainder),
 		StepsPerEpoch: p.Steps(), DroppedPerEpoch: p.Derived.DroppedPerEpoch, PaddedPerEpoch: p.Derived.PaddedPerEpoch,
 		Fingerprint: p.Fingerprint, OrderFingerprint: p.OrderFingerprint, SourceFingerprint: p.SourceFingerprint,
-		Source: remote.stats(),
+		Source: sumStats(remotes), Mixture: summarizeMixture(p),
 	}
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)
@@ -272,6 +320,9 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		mode += fmt.Sprintf(" (window %d)", cfg.Window)
 	}
 	fmt.Fprintf(w, "  order            shuffle %s, seed %d, remainder %s\n", mode, cfg.Seed, s.Remainder)
+	if s.Mixture != nil {
+		writeMixture(w, s.Mixture)
+	}
 	fmt.Fprintf(w, "  steps per epoch  %d\n", s.StepsPerEpoch)
 	fmt.Fprintf(w, "  dropped          %d per epoch\n", s.DroppedPerEpoch)
 	fmt.Fprintf(w, "  padded           %d per epoch\n", s.PaddedPerEpoch)
@@ -313,6 +364,8 @@ type shownBatch struct {
 	Worker  int      `json:"worker"` // step mod W
 	Samples []uint64 `json:"samples"`
 	Pad     []bool   `json:"pad"`
+	// Sources names each sample's source (plans with a mixture only).
+	Sources []string `json:"sources,omitempty"`
 }
 
 // shownRank is the --json output of prep plan show.
@@ -334,10 +387,13 @@ func newPlanShowCmd(g *globalOptions) *cobra.Command {
 		Long: `show prints the sample ids (global row indices in source order) of one rank
 in one epoch, one batch per line as "step K: id id ...", in the order the rank
 consumes them. Pad samples (remainder pad) are marked with a trailing '*'.
+In a plan with a mixture (--sources) each id is followed by "@" and the name
+of its source ("12@web 7@code").
 --worker keeps only the batches that worker produces (steps K with K mod W =
 worker); --from-step starts at the rank's step S; --limit prints at most N
 batches. --json prints {"epoch", "rank", "worker" (or null), "batches":
-[{"step", "worker", "samples", "pad"}]}.`,
+[{"step", "worker", "samples", "pad"}]}, and "sources" (each sample's source
+name) in a plan with a mixture.`,
 		Example: `  # the first three batches rank 1 consumes in epoch 0
   prep plan show plan.json --epoch 0 --rank 1 --limit 3
 
@@ -417,6 +473,11 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 			for i := len(ids) - pads; i < len(ids); i++ {
 				b.Pad[i] = true
 			}
+			if p.Mixture != nil {
+				for _, id := range ids {
+					b.Sources = append(b.Sources, p.Mixture.Sources[p.SourceOf(id)].Name)
+				}
+			}
 			out.Batches = append(out.Batches, b)
 			continue
 		}
@@ -427,6 +488,10 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 		for i, id := range ids {
 			line = append(line, ' ')
 			line = strconv.AppendUint(line, id, 10)
+			if p.Mixture != nil {
+				line = append(line, '@')
+				line = append(line, p.Mixture.Sources[p.SourceOf(id)].Name...)
+			}
 			if i >= len(ids)-pads {
 				line = append(line, '*')
 			}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/internal/npy"
+)
+
+// mixDirs copies B27's files into dir/data/web (part-0 and part-1, 80
+// rows) and dir/data/code (part-2, 23 rows) and writes a sources file with
+// the given body after the two source entries' paths.
+func mixDirs(t *testing.T, web, code string, extra string) (sources string) {
+	t.Helper()
+	dir := t.TempDir()
+	b27 := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage")
+	for _, c := range [][2]string{{"web", "part-0.parquet"}, {"web", "part-1.parquet"}, {"code", "part-2.parquet"}} {
+		data, err := os.ReadFile(filepath.Join(b27, c[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join(dir, "data", c[0])
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, c[1]), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sources = filepath.Join(dir, "sources.yaml")
+	body := fmt.Sprintf("sources:\n  - name: web\n    path: %s\n%s  - name: code\n    path: %s\n%s%s",
+		filepath.Join(dir, "data", "web")+"/", web, filepath.Join(dir, "data", "code")+"/", code, extra)
+	if err := os.WriteFile(sources, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return sources
+}
+
+// TestPlanSourcesEndToEnd: a 0.7/0.3 mixture of two directories (80 and
+// 23 rows, 100 samples per epoch) plans with exact shares, plan show names
+// each sample's source (ids 0..22 are code/part-2.parquet, the first file
+// under the common root), every global batch of 10 holds 7 web and 3 code
+// samples, convert writes it and verify --deep re-reads every value from
+// the source, and export's sample ids are the plan's.
+func TestPlanSourcesEndToEnd(t *testing.T) {
+	sources := mixDirs(t, "    weight: 0.7\n", "    weight: 0.3\n", "epoch_samples: 100\n")
+	dir := filepath.Dir(sources)
+	pp := filepath.Join(dir, "plan.json")
+	code, out, errs := runCLI("plan", "--sources", sources, "--seed", "4", "--epochs", "3", "--global-batch", "10", "--world-size", "2", "-o", pp, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s planSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Samples != 103 || s.Files != 3 || s.StepsPerEpoch != 10 || s.Mixture == nil || s.Mixture.EpochSamples != 100 ||
+		s.Mixture.Sources[0].SamplesPerEpoch != 70 || s.Mixture.Sources[1].SamplesPerEpoch != 30 ||
+		s.Mixture.Sources[0].Rows != 80 || s.Mixture.Sources[1].Rows != 23 || s.Mixture.Sources[1].Weight != "0.3" {
+		t.Fatalf("summary %s", out)
+	}
+	for e := 0; e < 3; e++ {
+		var batches [10][]string
+		for r := 0; r < 2; r++ {
+			code, out, errs := runCLI("plan", "show", pp, "--epoch", fmt.Sprint(e), "--rank", fmt.Sprint(r), "--json")
+			if code != 0 {
+				t.Fatal(errs)
+			}
+			var sr shownRank
+			if err := json.Unmarshal([]byte(out), &sr); err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range sr.Batches {
+				for i, id := range b.Samples {
+					want := "web"
+					if id < 23 {
+						want = "code"
+					}
+					if b.Sources[i] != want {
+						t.Fatalf("epoch %d step %d: sample %d named %s, want %s", e, b.Step, id, b.Sources[i], want)
+					}
+				}
+				batches[b.Step] = append(batches[b.Step], b.Sources...)
+			}
+		}
+		for k, b := range batches {
+			if n := strings.Count(strings.Join(b, " "), "code"); n != 3 || len(b) != 10 {
+				t.Errorf("epoch %d step %d: %d code samples of %d, want 3 of 10", e, k, n, len(b))
+			}
+		}
+	}
+	code, out, _ = runCLI("plan", "show", pp, "--epoch", "0", "--rank", "1", "--limit", "1")
+	if code != 0 || !strings.Contains(out, "@web") || !strings.Contains(out, "@code") {
+		t.Errorf("plan show text: %q", out)
+	}
+	shards := filepath.Join(dir, "shards")
+	if code, _, errs := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "--tensor", "x=x:F32", "-o", shards, "-q"); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runCLI("verify", "--deep", shards); code != 0 {
+		t.Fatalf("verify --deep: exit %d: %s %s", code, out, errs)
+	}
+	exp := filepath.Join(dir, "exp")
+	if code, _, errs := runCLI("export", shards, "--epoch", "2", "--rank", "1", "--step", "9", "-o", exp, "-q"); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, _ = runCLI("plan", "show", pp, "--epoch", "2", "--rank", "1", "--from-step", "9", "--json")
+	var sr shownRank
+	if err := json.Unmarshal([]byte(out), &sr); code != 0 || err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(exp, "sample_ids.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := bytes.NewReader(data)
+	if _, err := npy.ReadHeader(rd); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for rest := data[len(data)-rd.Len():]; len(rest) >= 8; rest = rest[8:] {
+		ids = append(ids, binary.LittleEndian.Uint64(rest))
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(sr.Batches[0].Samples) {
+		t.Errorf("exported ids %v, plan %v", ids, sr.Batches[0].Samples)
+	}
+	data, err = os.ReadFile(filepath.Join(exp, "sample_sources.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd = bytes.NewReader(data)
+	if _, err := npy.ReadHeader(rd); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for rest := data[len(data)-rd.Len():]; len(rest) >= 4; rest = rest[4:] {
+		names = append(names, []string{"web", "code"}[binary.LittleEndian.Uint32(rest)])
+	}
+	if fmt.Sprint(names) != fmt.Sprint(sr.Batches[0].Sources) {
+		t.Errorf("exported sources %v, plan show %v", names, sr.Batches[0].Sources)
+	}
+}
+
+// TestPlanSourcesRefused: bad sources files are refused before anything is
+// written, naming the source and what is wrong.
+func TestPlanSourcesRefused(t *testing.T) {
+	for _, c := range []struct {
+		web, code, extra string
+		want             string
+	}{
+		{"    weight: 0\n", "", "", "source web: weight 0 must be greater than 0"},
+		{"    weight: 0.7\n", "    weight: -0.3\n", "", `source code: weight "-0.3" is not a plain decimal`},
+		{"", "", "  - name: again\n    path: PLACEHOLDER\n", "is in both source code and source again"},
+		{"    filter: \"lang = 'en'\"\n", "", "", "source web: row filters are not supported"},
+		{"", "", "  - name: web\n    path: x/\n", "source web is given twice"},
+	} {
+		sources := mixDirs(t, c.web, c.code, c.extra)
+		dir := filepath.Dir(sources)
+		if strings.Contains(c.extra, "PLACEHOLDER") {
+			b, _ := os.ReadFile(sources)
+			os.WriteFile(sources, []byte(strings.Replace(string(b), "PLACEHOLDER", filepath.Join(dir, "data", "code"), 1)), 0o644)
+		}
+		pp := filepath.Join(dir, "plan.json")
+		code, _, errs := runCLI("plan", "--sources", sources, "--global-batch", "10", "-o", pp)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("exit %d, stderr %q, want %q", code, errs, c.want)
+		}
+		if _, err := os.Stat(pp); !os.IsNotExist(err) {
+			t.Errorf("%s: plan file written", c.want)
+		}
+	}
+	// --source and --sources together.
+	if code, _, errs := runCLI("plan", "--sources", "a.yaml", "--source", "x", "--global-batch", "1"); code != 2 || !strings.Contains(errs, "sources") {
+		t.Errorf("both flags: exit %d %s", code, errs)
+	}
+}

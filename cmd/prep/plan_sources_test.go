@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/gpuload"
 	"github.com/prepml/prep/internal/npy"
+	"github.com/prepml/prep/plan"
 )
 
 // mixDirs copies B27's files into dir/data/web (part-0 and part-1, 80
@@ -105,6 +107,38 @@ func TestPlanSourcesEndToEnd(t *testing.T) {
 	}
 	if code, out, errs := runCLI("verify", "--deep", shards); code != 0 {
 		t.Fatalf("verify --deep: exit %d: %s %s", code, out, errs)
+	}
+	// Elastic: the set written for R=2 read at R=5 and R=1 gives exactly
+	// the rank batches of the same mixture planned for that world size.
+	for _, world := range []int{1, 5} {
+		pw := filepath.Join(dir, fmt.Sprintf("plan-r%d.json", world))
+		if code, _, errs := runCLI("plan", "--sources", sources, "--seed", "4", "--epochs", "3", "--global-batch", "10", "--world-size", fmt.Sprint(world), "-o", pw, "-q"); code != 0 {
+			t.Fatal(errs)
+		}
+		q, err := plan.Load(pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := 0; e < 3; e++ {
+			for r := 0; r < world; r++ {
+				el, err := gpuload.OpenElastic(shards, e, r, world, gpuload.Options{Prefetch: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := 0; k < q.Steps(); k++ {
+					b, err := el.Next()
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, _, _ := q.RankBatch(e, r, k, nil)
+					if fmt.Sprint(b.SampleIDs) != fmt.Sprint(want) {
+						t.Fatalf("world %d epoch %d rank %d step %d: elastic read %v, plan %v", world, e, r, k, b.SampleIDs, want)
+					}
+					b.Release()
+				}
+				el.Close()
+			}
+		}
 	}
 	exp := filepath.Join(dir, "exp")
 	if code, _, errs := runCLI("export", shards, "--epoch", "2", "--rank", "1", "--step", "9", "-o", exp, "-q"); code != 0 {

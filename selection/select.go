@@ -1,0 +1,130 @@
+package selection
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prepml/prep/source"
+)
+
+// Columns returns the filter view of a file's columns (source.FileColumns
+// mapped to Type).
+func Columns(cols []source.ScalarColumn) []Column {
+	out := make([]Column, len(cols))
+	for i, c := range cols {
+		out[i] = Column{Name: c.Name, Unsupported: c.Unsupported}
+		switch c.Type {
+		case source.ScalarBool:
+			out[i].Type = Bool
+		case source.ScalarInt:
+			out[i].Type = Int
+		case source.ScalarFloat:
+			out[i].Type = Float
+		case source.ScalarString:
+			out[i].Type = String
+		}
+	}
+	return out
+}
+
+// File is one file of a source to select rows from: its path in st and its
+// row-group row counts (as the plan records them).
+type File struct {
+	Path      string
+	RowGroups []int64
+}
+
+// Result is the selection of one source: the selected rows as ranges
+// [Start, Start+Len) of the source's rows counted over its files in the
+// given order, row groups in file order.
+type Result struct {
+	Selected uint64
+	Ranges   [][2]uint64 // (start, length), ascending, non-adjacent
+}
+
+// Select compiles text against every file's columns (each must have every
+// column the filter names, of the same type) and evaluates it over the
+// files in order, reading only the filter's columns (source.ReadScalars).
+// Errors name the file; a filter error is an *Error pointing at the token.
+func Select(ctx context.Context, st source.Store, files []File, text string) (*Filter, *Result, error) {
+	var f *Filter
+	for _, fl := range files {
+		cols, err := source.FileColumns(ctx, st, fl.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		g, err := Compile(text, Columns(cols))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", fl.Path, err)
+		}
+		if f == nil {
+			f = g
+			continue
+		}
+		for i, c := range g.Columns {
+			if i >= len(f.Columns) || c != f.Columns[i] {
+				return nil, nil, fmt.Errorf("%s: column %s is %s here but %s in %s: %w", fl.Path, c.Name, c.Type, typeOf(f.Columns, c.Name), files[0].Path, ErrFilter)
+			}
+		}
+	}
+	if f == nil {
+		return nil, nil, fmt.Errorf("no files to filter: %w", ErrFilter)
+	}
+	names := make([]string, len(f.Columns))
+	for i, c := range f.Columns {
+		names[i] = c.Name
+	}
+	res := &Result{}
+	var base uint64
+	var tri []uint8
+	for _, fl := range files {
+		starts := make([]uint64, len(fl.RowGroups))
+		s := base
+		for g, r := range fl.RowGroups {
+			starts[g] = s
+			s += uint64(r)
+		}
+		err := source.ReadScalars(ctx, st, fl.Path, names, nil, func(g int, rows int64, v []source.Scalars) error {
+			vecs := make([]Vector, len(v))
+			for i := range v {
+				vecs[i] = Vector(v[i])
+			}
+			tri = f.Eval(vecs, int(rows), tri[:0])
+			for i := 0; i < len(tri); i++ {
+				if tri[i] != T {
+					continue
+				}
+				j := i
+				for j < len(tri) && tri[j] == T {
+					j++
+				}
+				res.add(starts[g]+uint64(i), uint64(j-i))
+				i = j
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		base = s
+	}
+	return f, res, nil
+}
+
+func (r *Result) add(start, n uint64) {
+	r.Selected += n
+	if k := len(r.Ranges); k > 0 && r.Ranges[k-1][0]+r.Ranges[k-1][1] == start {
+		r.Ranges[k-1][1] += n
+		return
+	}
+	r.Ranges = append(r.Ranges, [2]uint64{start, n})
+}
+
+func typeOf(cols []Column, name string) Type {
+	for _, c := range cols {
+		if c.Name == name {
+			return c.Type
+		}
+	}
+	return Null
+}

@@ -1,0 +1,174 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prepml/prep/pqread"
+)
+
+// ScalarType is the value type a row filter sees for a column.
+type ScalarType string
+
+// The scalar types.
+const (
+	ScalarBool   ScalarType = "bool"   // BOOLEAN
+	ScalarInt    ScalarType = "int"    // INT32, INT64 (signed), INT(8|16|32, unsigned)
+	ScalarFloat  ScalarType = "float"  // FLOAT, DOUBLE (as float64)
+	ScalarString ScalarType = "string" // BYTE_ARRAY annotated STRING or ENUM
+)
+
+// ScalarColumn is one leaf column of a file as a row filter sees it: a
+// name, a type, or why a filter cannot read it (Unsupported: a list, a
+// decimal, a date, ...).
+type ScalarColumn struct {
+	Name        string
+	Type        ScalarType
+	Unsupported string
+}
+
+// Scalars is one column's values over the rows of a row group: Valid[i]
+// false for a null row (nil when none is null); the values in the slice of
+// the column's type, one per row (a null row holds a zero value): Bools,
+// Ints, Floats, or, for strings, row i = Data[Offsets[i]:Offsets[i+1]].
+type Scalars struct {
+	Valid   []bool
+	Bools   []bool
+	Ints    []int64
+	Floats  []float64
+	Data    []byte
+	Offsets []int64
+}
+
+// scalarType maps a pqread column to the filter's view of it.
+func scalarType(c pqread.ColumnInfo) (ScalarType, string) {
+	switch {
+	case c.Unsupported != "":
+		return "", c.Unsupported
+	case c.List || c.Depth > 0 || c.MapRole != "":
+		return "", "a list or map column holds several values per row"
+	}
+	switch c.Kind {
+	case pqread.KindBool:
+		return ScalarBool, ""
+	case pqread.KindInt32, pqread.KindInt64:
+		switch {
+		case c.Scale != 0 || c.Precision != 0:
+			return "", "DECIMAL columns are not supported in filters"
+		case c.Logical == "DATE" || c.TimeUnit != "":
+			return "", c.Logical + " columns are not supported in filters"
+		case c.Unsigned && c.Kind == pqread.KindInt64:
+			return "", "UINT64 columns are not supported in filters"
+		}
+		return ScalarInt, ""
+	case pqread.KindFloat32, pqread.KindFloat64:
+		return ScalarFloat, ""
+	case pqread.KindBytes:
+		if c.Logical == "STRING" || c.Logical == "ENUM" {
+			return ScalarString, ""
+		}
+		return "", "binary (non-STRING) columns are not supported in filters"
+	}
+	return "", c.Physical + " columns are not supported in filters"
+}
+
+// FileColumns returns the leaf columns of the named file of st with their
+// filter types, reading only its footer.
+func FileColumns(ctx context.Context, st Store, name string) ([]ScalarColumn, error) {
+	obj, err := st.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	pf, err := openParquet(obj, pqread.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	var out []ScalarColumn
+	for _, c := range pf.Columns() {
+		t, why := scalarType(c)
+		out = append(out, ScalarColumn{Name: c.Name, Type: t, Unsupported: why})
+	}
+	return out, nil
+}
+
+// ReadScalars reads the columns cols (names) of the named file of st, one
+// row group at a time, and calls each with the row group's index (zero-row
+// groups counted, not called), its rows and one Scalars per column. Only
+// those columns' chunks are read; skip (if not nil) is asked first about
+// each row group and a true answer skips it unread. Every column must be
+// a ScalarColumn with a type. Errors are *Error values naming the file
+// (and pqread's row group and column).
+func ReadScalars(ctx context.Context, st Store, name string, cols []string, skip func(rowGroup int) bool, each func(rowGroup int, rows int64, v []Scalars) error) error {
+	obj, err := st.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	pf, err := openParquet(obj, pqread.Limits{})
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	infos := make([]pqread.ColumnInfo, len(cols))
+	for i, c := range cols {
+		info, err := pf.Lookup(c)
+		if err != nil {
+			return &Error{File: name, Err: err}
+		}
+		if _, why := scalarType(info); why != "" {
+			return &Error{File: name, Err: fmt.Errorf("column %s: %s", c, why)}
+		}
+		infos[i] = info
+	}
+	vecs := make([]Scalars, len(cols))
+	for g, rows := range pf.RowGroups() {
+		if rows == 0 || skip != nil && skip(g) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for i, info := range infos {
+			col, err := pf.ReadColumn(g, info)
+			if err != nil {
+				return &Error{File: name, Err: err}
+			}
+			vecs[i] = toScalars(col)
+		}
+		if err := each(g, rows, vecs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func toScalars(c *pqread.Column) Scalars {
+	s := Scalars{Valid: c.RowValid}
+	switch c.Kind {
+	case pqread.KindBool:
+		s.Bools = c.Bool
+	case pqread.KindInt32:
+		s.Ints = make([]int64, len(c.Int32))
+		for i, v := range c.Int32 {
+			if c.Info.Unsigned {
+				s.Ints[i] = int64(uint32(v))
+			} else {
+				s.Ints[i] = int64(v)
+			}
+		}
+	case pqread.KindInt64:
+		s.Ints = c.Int64
+	case pqread.KindFloat32:
+		s.Floats = make([]float64, len(c.Float32))
+		for i, v := range c.Float32 {
+			s.Floats[i] = float64(v)
+		}
+	case pqread.KindFloat64:
+		s.Floats = c.Float64
+	case pqread.KindBytes:
+		s.Data, s.Offsets = c.Data, c.ByteOffsets
+	}
+	return s
+}

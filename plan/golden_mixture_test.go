@@ -85,10 +85,38 @@ func fillGoldenMix(t *testing.T, g *goldenMixPlan) *Plan {
 	return p
 }
 
+// goldenSelectionPath pins §11.7 (sources with row filters).
+const goldenSelectionPath = "testdata/golden-selection.json"
+
+func goldenSelCases() []goldenMixPlan {
+	src, mix, _ := selFixture()
+	both := &Mixture{EpochSamples: 64, Sources: slices.Clone(mix.Sources)}
+	both.Sources[0].Filter = "lang = 'en'"
+	both.Sources[0].Weight = ""
+	both.Sources[0].Selection = EncodeSelection([][2]uint64{{0, 1}, {2, 300}, {999, 1}})
+	var out []goldenMixPlan
+	for _, k := range []struct {
+		name string
+		mix  *Mixture
+		cfg  Config
+	}{
+		{"code-filtered/global/partial/G16R2", mix, Config{Seed: 6, Epochs: 3, GlobalBatch: 16, WorldSize: 2, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderPartial}},
+		{"both-filtered/global/pad/G10R5", both, Config{Seed: 0, Epochs: 3, GlobalBatch: 10, WorldSize: 5, Workers: 2, Shuffle: ShuffleGlobal, Remainder: RemainderPad}},
+		{"both-filtered/none/drop/G7R1", both, Config{Seed: 9, Epochs: 2, GlobalBatch: 7, WorldSize: 1, Workers: 1, Shuffle: ShuffleNone, Remainder: RemainderDrop}},
+	} {
+		out = append(out, goldenMixPlan{goldenPlan: goldenPlan{Name: k.name, Source: src, Config: k.cfg}, Mixture: k.mix})
+	}
+	return out
+}
+
 func readGoldenMix(t *testing.T) goldenMixFile {
-	b, err := os.ReadFile(goldenMixturePath)
+	return readGoldenFile(t, goldenMixturePath, goldenMixCases)
+}
+
+func readGoldenFile(t *testing.T, path string, cases func() []goldenMixPlan) goldenMixFile {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && *goldenWrite {
-		g := goldenMixFile{Format: FormatVersion, Algorithm: Algorithm, Mixture: MixtureVersion, Plans: goldenMixCases()}
+		g := goldenMixFile{Format: FormatVersion, Algorithm: Algorithm, Mixture: MixtureVersion, Plans: cases()}
 		for i := range g.Plans {
 			fillGoldenMix(t, &g.Plans[i])
 		}
@@ -96,7 +124,7 @@ func readGoldenMix(t *testing.T) goldenMixFile {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(goldenMixturePath, append(out, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		b = out
@@ -112,12 +140,20 @@ func readGoldenMix(t *testing.T) goldenMixFile {
 
 // TestGoldenMixture checks mixture plans against the committed vectors.
 func TestGoldenMixture(t *testing.T) {
-	g := readGoldenMix(t)
+	checkGoldenMix(t, readGoldenMix(t), goldenMixCases)
+}
+
+// TestGoldenSelection checks filtered mixture plans (§11.7).
+func TestGoldenSelection(t *testing.T) {
+	checkGoldenMix(t, readGoldenFile(t, goldenSelectionPath, goldenSelCases), goldenSelCases)
+}
+
+func checkGoldenMix(t *testing.T, g goldenMixFile, cases func() []goldenMixPlan) {
 	if g.Format != FormatVersion || g.Algorithm != Algorithm || g.Mixture != MixtureVersion {
 		t.Fatalf("golden mixture file is for %s %s %s", g.Format, g.Algorithm, g.Mixture)
 	}
-	if len(g.Plans) != len(goldenMixCases()) {
-		t.Fatalf("golden mixture file holds %d plans, want %d", len(g.Plans), len(goldenMixCases()))
+	if len(g.Plans) != len(cases()) {
+		t.Fatalf("golden mixture file holds %d plans, want %d", len(g.Plans), len(cases()))
 	}
 	for _, want := range g.Plans {
 		got := want
@@ -138,13 +174,19 @@ func TestGoldenMixture(t *testing.T) {
 }
 
 // TestReferenceMixture runs the independent Python reference over the
-// mixture golden vectors.
+// mixture and selection golden vectors.
 func TestReferenceMixture(t *testing.T) {
+	for _, path := range []string{goldenMixturePath, goldenSelectionPath} {
+		referenceMixture(t, path)
+	}
+}
+
+func referenceMixture(t *testing.T, path string) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not installed: the reference implementation cannot run")
 	}
-	out, err := exec.Command(py, filepath.Join("reference", "plan_ref.py"), goldenMixturePath).CombinedOutput()
+	out, err := exec.Command(py, filepath.Join("reference", "plan_ref.py"), path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("reference implementation: %v\n%s", err, out)
 	}

@@ -334,7 +334,12 @@ func (o mixOrder) drawID(pp *passPerms, i int, d uint64) uint64 {
 
 // global maps source i's row index local to its sample id.
 func (ms *mixState) global(i int, local uint64) uint64 {
-	pt := &ms.src[i].part
+	s := &ms.src[i]
+	if s.sel != nil { // the local-th selected row
+		j := sort.Search(len(s.sel), func(x int) bool { return s.selPrefix[x+1] > local })
+		local = s.sel[j][0] + (local - s.selPrefix[j])
+	}
+	pt := &s.part
 	j := sort.Search(len(pt.blocks), func(x int) bool { return pt.prefix[x+1] > local })
 	return ms.idx.blocks[pt.blocks[j]].start + (local - pt.prefix[j])
 }
@@ -375,6 +380,13 @@ func (ms *mixState) slotsOf(epoch uint64, id uint64) []uint64 {
 	s := &ms.src[i]
 	jb := sort.SearchInts(s.part.blocks, bi)
 	local := s.part.prefix[jb] + (id - idx.blocks[bi].start)
+	if s.sel != nil { // its index among the selected rows, if selected
+		j := sort.Search(len(s.sel), func(x int) bool { return s.sel[x][0]+s.sel[x][1] > local })
+		if j == len(s.sel) || local < s.sel[j][0] {
+			return nil
+		}
+		local = s.selPrefix[j] + (local - s.sel[j][0])
+	}
 	lo := epoch * s.c // T·epochs < 2^63 (resolveMixture)
 	hiP := lo + s.c
 	var out []uint64

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"math/big"
 	"math/bits"
@@ -40,7 +42,18 @@ type MixSource struct {
 	// Source.EmptyFiles) of the files that make up the source, sorted
 	// byte-wise. Every file of the plan belongs to exactly one source.
 	Files []string `json:"files"`
-	// Rows is the source's row count n_i (derived; checked on Load).
+	// Filter is the row filter's text as written (selection/SELECTION.md),
+	// "" for none. The plan does not evaluate it: Selection records what
+	// it selected.
+	Filter string `json:"filter,omitempty"`
+	// Selection is the rows the filter selected (PLAN.md §11.7): ranges of
+	// the source's rows, encoded by EncodeSelection; "" without a filter.
+	Selection string `json:"selection,omitempty"`
+	// SelectionDigest is "sha256:<hex>" of the selected ranges (derived;
+	// checked on Load), "" without a filter.
+	SelectionDigest string `json:"selection_digest,omitempty"`
+	// Rows is the source's row count n_i: the rows of its files, or the
+	// selected ones with a filter (derived; checked on Load).
 	Rows uint64 `json:"rows"`
 	// SamplesPerEpoch is c_i, the samples drawn from the source in every
 	// epoch (derived; checked on Load).
@@ -79,8 +92,72 @@ func ParseWeight(s string) (*big.Rat, error) {
 // mixSrc is the derived form of one mixture source.
 type mixSrc struct {
 	part partition // its blocks in id order and their row prefix
-	n    uint64    // rows
+	n    uint64    // rows (selected rows with a filter)
 	c    uint64    // samples per epoch
+	// sel, with a filter: the selected ranges of the source's rows
+	// (before selection), selPrefix[j] = selected rows before range j.
+	sel       [][2]uint64
+	selPrefix []uint64
+	digest    string
+}
+
+// EncodeSelection encodes ascending, non-empty, non-adjacent ranges
+// (start, length) of a source's rows as PLAN.md §11.7 specifies: for each
+// range the uvarint of its gap from the previous range's end (from 0 for
+// the first), then the uvarint of its length; the bytes in standard base64
+// with padding.
+func EncodeSelection(ranges [][2]uint64) string {
+	var buf []byte
+	var end uint64
+	for _, r := range ranges {
+		buf = binary.AppendUvarint(buf, r[0]-end)
+		buf = binary.AppendUvarint(buf, r[1])
+		end = r[0] + r[1]
+	}
+	return base64.StdEncoding.EncodeToString(buf)
+}
+
+// decodeSelection decodes EncodeSelection's text and checks it against a
+// source of n rows: lengths ≥ 1, gaps ≥ 1 after the first range, inside
+// [0, n).
+func decodeSelection(s string, n uint64) ([][2]uint64, error) {
+	buf, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("selection is not base64: %v", err)
+	}
+	var out [][2]uint64
+	var end uint64
+	for len(buf) > 0 {
+		gap, k := binary.Uvarint(buf)
+		if k <= 0 {
+			return nil, fmt.Errorf("selection: bad varint")
+		}
+		buf = buf[k:]
+		ln, k := binary.Uvarint(buf)
+		if k <= 0 {
+			return nil, fmt.Errorf("selection: bad varint")
+		}
+		buf = buf[k:]
+		if ln == 0 || len(out) > 0 && gap == 0 || gap > n || ln > n || end+gap > n-ln {
+			return nil, fmt.Errorf("selection: range %d (gap %d, length %d) is empty, adjacent to the previous one or past the source's %d rows", len(out), gap, ln, n)
+		}
+		out = append(out, [2]uint64{end + gap, ln})
+		end += gap + ln
+	}
+	return out, nil
+}
+
+// selectionDigest is "sha256:" + hex SHA-256 of LE64(start) LE64(length)
+// per range.
+func selectionDigest(ranges [][2]uint64) string {
+	h := sha256.New()
+	var b [16]byte
+	for _, r := range ranges {
+		binary.LittleEndian.PutUint64(b[:8], r[0])
+		binary.LittleEndian.PutUint64(b[8:], r[1])
+		h.Write(b[:])
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil))
 }
 
 // resolveMixture checks mix against the normalized source and returns the
@@ -161,9 +238,31 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture) ([]mixSrc, uint64, er
 	}
 	var total uint64
 	for s := range out {
+		ms := &mix.Sources[s]
 		out[s].n = out[s].part.rows()
 		if out[s].n == 0 {
-			return nil, 0, configErrorf("sources", "source %s has no rows: nothing to draw from", mix.Sources[s].Name)
+			return nil, 0, configErrorf("sources", "source %s has no rows: nothing to draw from", ms.Name)
+		}
+		if (ms.Filter == "") != (ms.Selection == "") {
+			if ms.Filter == "" {
+				return nil, 0, configErrorf("sources", "source %s has a selection but no filter", ms.Name)
+			}
+			return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
+		}
+		if ms.Filter != "" {
+			sel, err := decodeSelection(ms.Selection, out[s].n)
+			if err != nil {
+				return nil, 0, configErrorf("sources", "source %s: %v", ms.Name, err)
+			}
+			out[s].sel, out[s].selPrefix = sel, make([]uint64, len(sel)+1)
+			for j, r := range sel {
+				out[s].selPrefix[j+1] = out[s].selPrefix[j] + r[1]
+			}
+			out[s].n = out[s].selPrefix[len(sel)]
+			out[s].digest = selectionDigest(sel)
+			if out[s].n == 0 {
+				return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
+			}
 		}
 		total += out[s].n
 	}
@@ -241,6 +340,9 @@ func (mix *Mixture) canonical() string {
 			w = "rows"
 		}
 		fmt.Fprintf(&b, "source\t%s\t%s\n", s.Name, w)
+		if s.Filter != "" {
+			fmt.Fprintf(&b, "filter\t%x\nselection\t%s\n", sha256.Sum256([]byte(s.Filter)), s.SelectionDigest)
+		}
 		for _, f := range s.Files {
 			fmt.Fprintf(&b, "file\t%s\n", f)
 		}
@@ -261,7 +363,7 @@ func (mix *Mixture) resolved(srcs []mixSrc, t uint64) *Mixture {
 	for i, s := range mix.Sources {
 		s.Paths = append([]string{}, s.Paths...)
 		s.Files = append([]string{}, s.Files...)
-		s.Rows, s.SamplesPerEpoch = srcs[i].n, srcs[i].c
+		s.Rows, s.SamplesPerEpoch, s.SelectionDigest = srcs[i].n, srcs[i].c, srcs[i].digest
 		out.Sources[i] = s
 	}
 	return out

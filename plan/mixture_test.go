@@ -484,3 +484,109 @@ func TestMixtureResume(t *testing.T) {
 		t.Fatalf("chained resumes across R = 1, 2, 8 differ from the uninterrupted run")
 	}
 }
+
+// selFixture is mixFixture with a filter on code selecting its rows 3-12,
+// 20 and 60-99 (51 rows; ids 603-612, 620, then rows 60-79 of b-0 are ids
+// 660-679 and rows 80-99 are d-1's first 20, ids 1080-1099).
+func selFixture() (Source, *Mixture, map[uint64]bool) {
+	src, mix := mixFixture()
+	m := *mix
+	m.Sources = slices.Clone(mix.Sources)
+	m.Sources[1].Filter = "n > 0"
+	m.Sources[1].Selection = EncodeSelection([][2]uint64{{3, 10}, {20, 1}, {60, 40}})
+	want := map[uint64]bool{620: true}
+	for id := uint64(603); id < 613; id++ {
+		want[id] = true
+	}
+	for id := uint64(660); id < 680; id++ {
+		want[id] = true
+	}
+	for id := uint64(1080); id < 1100; id++ {
+		want[id] = true
+	}
+	return src, &m, want
+}
+
+// TestMixtureSelection: a filtered source draws only its selected rows,
+// each the documented number of times (51 rows, 0.3 of T = 1051 → 315 per
+// epoch, 3 epochs: 945 = 18·51 + 27 → 18 or 19 times, 27 rows 19 times);
+// unweighted shares count selected rows; the order is independent of R;
+// Occurrences inverts RankBatch.
+func TestMixtureSelection(t *testing.T) {
+	src, mix, sel := selFixture()
+	p := mustMix(t, src, Config{Seed: 6, Epochs: 3, GlobalBatch: 16, WorldSize: 2, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderPartial}, mix)
+	ms := p.Mixture.Sources[1]
+	if ms.Rows != 51 || p.Mixture.EpochSamples != 1051 || ms.SamplesPerEpoch != 315 || !strings.HasPrefix(ms.SelectionDigest, "sha256:") {
+		t.Fatalf("code: %+v, T %d", ms, p.Mixture.EpochSamples)
+	}
+	seen := map[uint64]int{}
+	for e := 0; e < 3; e++ {
+		bs, _ := globalBatches(t, p, e)
+		for _, gb := range bs {
+			for _, id := range gb {
+				if p.SourceOf(id) == 1 {
+					if !sel[id] {
+						t.Fatalf("epoch %d: unselected id %d drawn", e, id)
+					}
+					seen[id]++
+				}
+			}
+		}
+		for id := uint64(0); id < p.NumSamples(); id++ {
+			occ, _ := p.Occurrences(e, id, nil)
+			if p.SourceOf(id) == 1 && !sel[id] && len(occ) > 0 {
+				t.Fatalf("unselected id %d has occurrences %v", id, occ)
+			}
+		}
+	}
+	hi := 0
+	for id := range sel {
+		switch seen[id] {
+		case 18:
+		case 19:
+			hi++
+		default:
+			t.Errorf("selected id %d drawn %d times, want 18 or 19", id, seen[id])
+		}
+	}
+	if hi != 27 {
+		t.Errorf("%d rows drawn 19 times, want 27", hi)
+	}
+	q := mustMix(t, src, Config{Seed: 6, Epochs: 3, GlobalBatch: 16, WorldSize: 8, Workers: 3, Shuffle: ShuffleGlobal, Remainder: RemainderPartial}, mix)
+	if q.OrderFingerprint != p.OrderFingerprint || q.Epochs[2].Digest != p.Epochs[2].Digest {
+		t.Errorf("R=8 changes the order of a filtered mixture")
+	}
+	// Another filter text, or another selection, is another order.
+	for _, edit := range []func(m *Mixture){
+		func(m *Mixture) { m.Sources[1].Filter = "n >= 1" },
+		func(m *Mixture) { m.Sources[1].Selection = EncodeSelection([][2]uint64{{3, 10}, {20, 1}, {60, 39}}) },
+	} {
+		m := *mix
+		m.Sources = slices.Clone(mix.Sources)
+		edit(&m)
+		if r := mustMix(t, src, p.Config, &m); r.OrderFingerprint == p.OrderFingerprint {
+			t.Errorf("edited filter or selection keeps the order fingerprint")
+		}
+	}
+	b, _ := p.Marshal()
+	if r, err := Parse(b); err != nil || r.Fingerprint != p.Fingerprint {
+		t.Fatalf("round trip: %v", err)
+	}
+	if _, err := Parse([]byte(strings.Replace(string(b), ms.SelectionDigest, "sha256:"+strings.Repeat("0", 64), 1))); !errors.Is(err, ErrFormat) {
+		t.Errorf("edited selection digest: %v", err)
+	}
+	for _, c := range []struct{ filter, sel, want string }{
+		{"n > 0", "", `source code: filter "n > 0" selects no row`},
+		{"", EncodeSelection([][2]uint64{{1, 1}}), "source code has a selection but no filter"},
+		{"n > 0", EncodeSelection([][2]uint64{{100, 31}}), "past the source's 130 rows"},
+		{"n > 0", EncodeSelection([][2]uint64{{1, 1}, {2, 1}}), "adjacent"},
+		{"n > 0", "!!", "not base64"},
+	} {
+		m := *mix
+		m.Sources = slices.Clone(mix.Sources)
+		m.Sources[1].Filter, m.Sources[1].Selection = c.filter, c.sel
+		if _, err := NewMixtureContext(context.Background(), src, p.Config, &m, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q %q: %v, want %q", c.filter, c.sel, err, c.want)
+		}
+	}
+}

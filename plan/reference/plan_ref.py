@@ -9,6 +9,7 @@ batches) and exits non-zero on any difference.
     python3 plan_ref.py ../testdata/golden.json
     python3 plan_ref.py ../testdata/golden-mixture.json   (PLAN.md section 11)
 """
+import base64
 import hashlib
 import heapq
 import json
@@ -262,6 +263,18 @@ def check(golden):
     return bad
 
 
+def uvarint(b, pos):
+    """Unsigned LEB128 at b[pos:]: (value, next position)."""
+    x, shift = 0, 0
+    while True:
+        c = b[pos]
+        pos += 1
+        x |= (c & 0x7F) << shift
+        if c < 0x80:
+            return x, pos
+        shift += 7
+
+
 # --- PLAN.md section 11: mixtures of named sources ---
 
 MIXTURE = "prep-mixture/v1"
@@ -288,7 +301,19 @@ class Mixture:
                 if p in path_start:
                     st, n = path_start[p]
                     ids.extend(range(st, st + n))
-            self.rows.append(sorted(ids))
+            ids = sorted(ids)
+            if s.get("filter"):
+                # 11.7: the selected ranges of the source's rows.
+                raw = base64.b64decode(s["selection"], validate=True)
+                sel, pos, end = [], 0, 0
+                while pos < len(raw):
+                    gap, pos = uvarint(raw, pos)
+                    ln, pos = uvarint(raw, pos)
+                    sel.append((end + gap, ln))
+                    end += gap + ln
+                s["_digest"] = "sha256:" + hashlib.sha256(b"".join(le64(a) + le64(b) for a, b in sel)).hexdigest()
+                ids = [ids[k] for a, ln in sel for k in range(a, a + ln)]
+            self.rows.append(ids)
         n = [len(x) for x in self.rows]
         self.t = mix.get("epoch_samples") or sum(n)
         # 11.1 quotas: exact rational weights, largest remainder.
@@ -301,6 +326,8 @@ class Mixture:
         self.canonical = "%s\nepoch_samples=%d\n" % (MIXTURE, self.t)
         for s in mix["sources"]:
             self.canonical += "source\t%s\t%s\n" % (s["name"], s.get("weight") or "rows")
+            if s.get("filter"):
+                self.canonical += "filter\t%s\nselection\t%s\n" % (hashlib.sha256(s["filter"].encode()).hexdigest(), s["_digest"])
             for p in s["files"]:
                 self.canonical += "file\t%s\n" % p
         self.compose()
@@ -434,6 +461,8 @@ def check_mixture(golden):
         expect(name + " epoch samples", mx.t, res["epoch_samples"])
         expect(name + " quotas", mx.c, [s["samples_per_epoch"] for s in res["sources"]])
         expect(name + " rows", [len(x) for x in mx.rows], [s["rows"] for s in res["sources"]])
+        expect(name + " selection digests", [s.get("_digest", "") for s in v["mixture"]["sources"]],
+               [s.get("selection_digest", "") for s in res["sources"]])
         d = v["derived"]
         expect(name + " derived", (mx.n_ids, mx.steps, mx.dropped, mx.padded),
                (d["samples"], d["steps_per_epoch"], d["dropped_per_epoch"], d["padded_per_epoch"]))

@@ -33,7 +33,7 @@ func (e *Error) Error() string {
 	} else {
 		tok = strconv.Quote(tok)
 	}
-	return fmt.Sprintf("%s at %s (offset %d): %s\n    %s\n    %s^", e.Msg, tok, e.Pos, e.Filter, e.Filter, strings.Repeat(" ", e.Pos))
+	return fmt.Sprintf("%s at %s (offset %d):\n    %s\n    %s^", e.Msg, tok, e.Pos, e.Filter, strings.Repeat(" ", e.Pos))
 }
 
 // Unwrap returns ErrFilter.

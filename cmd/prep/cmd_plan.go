@@ -73,6 +73,7 @@ Mixtures (--sources FILE, a YAML sources file, instead of --source):
     - name: web
       path: s3://corpus/web/        # a path or a list of paths, as --source
       weight: 0.7
+      filter: "lang = 'en' AND quality >= 0.5"   # optional row filter
     - name: code
       path: s3://corpus/code/
       weight: 0.3
@@ -90,6 +91,16 @@ indices over all the sources' files; a file may belong to one source only
 (the same directory under two names is refused: raise its weight instead).
 Shuffle global or none; the order still never depends on --world-size or
 --workers. 'plan show' names each sample's source. Spec: plan/PLAN.md §11.
+
+A filter is a SQL WHERE condition over the source's columns: = != <> < <=
+> >=, AND, OR, NOT, parentheses, IN (...), BETWEEN a AND b, IS [NOT] NULL,
+LIKE 'prefix%', with SQL's NULL logic (a row is kept only when the condition
+is TRUE). It is type-checked against every file's columns and evaluated once
+here, reading only the columns it names; the plan records the selected rows
+and their digest, so convert and verify read only selected rows and a source
+without a weight weighs its selected rows. An unknown column, a type mismatch
+or a filter that selects nothing is refused before anything is written,
+pointing at the token. Language: selection/SELECTION.md.
 
 Prints a summary on stdout (--json for scripts). Use 'prep plan show' to list
 the sample ids of a rank.`,

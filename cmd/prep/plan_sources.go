@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/selection"
 	"github.com/prepml/prep/source"
 )
 
@@ -19,8 +20,11 @@ type mixSummary struct {
 
 // mixSourceInfo is one source of a mixture as prep plan reports it.
 type mixSourceInfo struct {
-	Name            string   `json:"name"`
-	Weight          string   `json:"weight"` // as written; "rows" when none
+	Name   string `json:"name"`
+	Weight string `json:"weight"` // as written; "rows" when none
+	Filter string `json:"filter,omitempty"`
+	// SelectionDigest pins the rows the filter selected (PLAN.md §11.7).
+	SelectionDigest string   `json:"selection_digest,omitempty"`
 	Paths           []string `json:"paths"`
 	Files           int      `json:"files"`
 	Rows            uint64   `json:"rows"`
@@ -44,10 +48,8 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags) (plan.Source
 	var remotes []*s3Source
 	var parts []plan.Source
 	var names []string
+	var sels []string
 	for _, s := range sf.Sources {
-		if s.Filter != "" {
-			return plan.Source{}, nil, nil, usagef("--sources: %s:%d: source %s: row filters are not supported by this build of prep (remove the filter key)", sf.Path, s.Line, s.Name)
-		}
 		src, remote, err := discoverSources(ctx, s.Paths, io)
 		if remote != nil {
 			remotes = append(remotes, remote)
@@ -59,7 +61,13 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags) (plan.Source
 			}
 			return plan.Source{}, nil, remotes, fmt.Errorf("source %s: reading footers: %w", s.Name, err)
 		}
-		parts, names = append(parts, src), append(names, s.Name)
+		sel := ""
+		if s.Filter != "" {
+			if sel, err = selectRows(ctx, src, s, io); err != nil {
+				return plan.Source{}, nil, remotes, err
+			}
+		}
+		parts, names, sels = append(parts, src), append(names, s.Name), append(sels, sel)
 	}
 	src, files, err := source.Combine(names, parts)
 	if err != nil {
@@ -70,9 +78,45 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags) (plan.Source
 	}
 	mix := &plan.Mixture{EpochSamples: sf.EpochSamples}
 	for i, s := range sf.Sources {
-		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i]})
+		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Selection: sels[i]})
 	}
 	return src, mix, remotes, nil
+}
+
+// selectRows evaluates spec's filter over the source src (its files in
+// path order) and returns the encoded selection (plan.EncodeSelection). A
+// bad filter or one that selects nothing is a usage error naming the
+// source and the token.
+func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags) (string, error) {
+	var st source.Store
+	if source.IsS3URL(src.Root) {
+		remote, err := openS3(ctx, src.Root, io, source.DefaultReadAheadBytes)
+		if err != nil {
+			return "", err
+		}
+		defer remote.close()
+		st = remote.store
+	} else {
+		local, err := source.NewLocal(src.Root)
+		if err != nil {
+			return "", err
+		}
+		st = local
+	}
+	files := make([]selection.File, len(src.Files))
+	for i, f := range src.Files {
+		files[i] = selection.File{Path: f.Path, RowGroups: f.RowGroups}
+	}
+	_, res, err := selection.Select(ctx, st, files, spec.Filter)
+	switch {
+	case errors.Is(err, selection.ErrFilter):
+		return "", usagef("source %s: filter: %v", spec.Name, err)
+	case err != nil:
+		return "", fmt.Errorf("source %s: evaluating its filter: %w", spec.Name, err)
+	case res.Selected == 0:
+		return "", usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
+	}
+	return plan.EncodeSelection(res.Ranges), nil
 }
 
 // sumStats adds up the object-store traffic of several sources (nil when
@@ -109,7 +153,7 @@ func summarizeMixture(p *plan.Plan) *mixSummary {
 			w = "rows"
 		}
 		s.Sources = append(s.Sources, mixSourceInfo{
-			Name: ms.Name, Weight: w, Paths: ms.Paths, Files: len(ms.Files), Rows: ms.Rows, SamplesPerEpoch: ms.SamplesPerEpoch,
+			Name: ms.Name, Weight: w, Filter: ms.Filter, SelectionDigest: ms.SelectionDigest, Paths: ms.Paths, Files: len(ms.Files), Rows: ms.Rows, SamplesPerEpoch: ms.SamplesPerEpoch,
 			Share:  float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
 			Passes: float64(ms.SamplesPerEpoch) / float64(ms.Rows),
 		})
@@ -121,7 +165,14 @@ func summarizeMixture(p *plan.Plan) *mixSummary {
 func writeMixture(w io.Writer, s *mixSummary) {
 	fmt.Fprintf(w, "  mixture          %d samples per epoch from %s\n", s.EpochSamples, count(len(s.Sources), "source"))
 	for _, ms := range s.Sources {
-		fmt.Fprintf(w, "    %-14s weight %s: %d of %d rows per epoch (%.4f of each epoch, %.3f passes; %s)\n",
-			ms.Name, ms.Weight, ms.SamplesPerEpoch, ms.Rows, ms.Share, ms.Passes, strings.Join(ms.Paths, ", "))
+		rows := "rows"
+		if ms.Filter != "" {
+			rows = "selected rows"
+		}
+		fmt.Fprintf(w, "    %-14s weight %s: %d of %d %s per epoch (%.4f of each epoch, %.3f passes; %s)\n",
+			ms.Name, ms.Weight, ms.SamplesPerEpoch, ms.Rows, rows, ms.Share, ms.Passes, strings.Join(ms.Paths, ", "))
+		if ms.Filter != "" {
+			fmt.Fprintf(w, "    %-14s filter %s\n", "", ms.Filter)
+		}
 	}
 }

@@ -191,7 +191,9 @@ func TestPlanSourcesRefused(t *testing.T) {
 		{"    weight: 0\n", "", "", "source web: weight 0 must be greater than 0"},
 		{"    weight: 0.7\n", "    weight: -0.3\n", "", `source code: weight "-0.3" is not a plain decimal`},
 		{"", "", "  - name: again\n    path: PLACEHOLDER\n", "is in both source code and source again"},
-		{"    filter: \"lang = 'en'\"\n", "", "", "source web: row filters are not supported"},
+		{"    filter: \"lang = 'en'\"\n", "", "", "source web: filter: part-0.parquet: unknown column lang (the source has: id, x) at \"lang\" (offset 0)"},
+		{"", "    filter: \"x = 'high'\"\n", "", "source code: filter: part-2.parquet: type mismatch: column x is FLOAT, 'high' is TEXT at \"=\" (offset 2)"},
+		{"", "    filter: \"id > 1000\"\n", "", `source code: filter "id > 1000" selects no row`},
 		{"", "", "  - name: web\n    path: x/\n", "source web is given twice"},
 	} {
 		sources := mixDirs(t, c.web, c.code, c.extra)
@@ -213,4 +215,72 @@ func TestPlanSourcesRefused(t *testing.T) {
 	if code, _, errs := runCLI("plan", "--sources", "a.yaml", "--source", "x", "--global-batch", "1"); code != 2 || !strings.Contains(errs, "sources") {
 		t.Errorf("both flags: exit %d %s", code, errs)
 	}
+}
+
+// TestPlanSourcesFilter: code filtered to B27 ids 85..95 and 100 (12 of
+// its 23 rows; combined ids 5..15 and 20) draws only those rows; convert
+// writes them and verify --deep re-reads them from the source; the
+// exported id tensor of every code sample satisfies the filter.
+func TestPlanSourcesFilter(t *testing.T) {
+	sources := mixDirs(t, "    weight: 1\n", "    weight: 1\n    filter: id BETWEEN 85 AND 95 OR id = 100\n", "epoch_samples: 40\n")
+	dir := filepath.Dir(sources)
+	pp := filepath.Join(dir, "plan.json")
+	code, out, errs := runCLI("plan", "--sources", sources, "--seed", "1", "--epochs", "2", "--global-batch", "8", "-o", pp, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s planSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Mixture.Sources[1]; c.Rows != 12 || c.SamplesPerEpoch != 20 || c.Filter != "id BETWEEN 85 AND 95 OR id = 100" || c.SelectionDigest == "" {
+		t.Fatalf("code: %+v", c)
+	}
+	shards := filepath.Join(dir, "shards")
+	if code, _, errs := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", shards, "-q"); code != 0 {
+		t.Fatalf("convert: %s", errs)
+	}
+	if code, out, errs := runCLI("verify", "--deep", shards); code != 0 {
+		t.Fatalf("verify --deep: %s %s", out, errs)
+	}
+	drawn := 0
+	for e := 0; e < 2; e++ {
+		for k := 0; k < 5; k++ {
+			exp := filepath.Join(dir, fmt.Sprintf("exp-%d-%d", e, k))
+			if code, _, errs := runCLI("export", shards, "--epoch", fmt.Sprint(e), "--rank", "0", "--step", fmt.Sprint(k), "-o", exp, "-q"); code != 0 {
+				t.Fatal(errs)
+			}
+			ids, vals := readI64(t, filepath.Join(exp, "sample_ids.npy")), readI64(t, filepath.Join(exp, "id.npy"))
+			for i, id := range ids {
+				if id >= 23 {
+					continue // web
+				}
+				drawn++
+				if v := vals[i]; v != id+80 || !(v >= 85 && v <= 95 || v == 100) {
+					t.Errorf("epoch %d step %d: code sample %d has id %d, outside the filter", e, k, id, v)
+				}
+			}
+		}
+	}
+	if drawn != 40 {
+		t.Errorf("%d code samples in 2 epochs, want 40", drawn)
+	}
+}
+
+// readI64 reads a 1-d <i8 .npy file.
+func readI64(t *testing.T, path string) []int64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := bytes.NewReader(data)
+	if _, err := npy.ReadHeader(rd); err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for rest := data[len(data)-rd.Len():]; len(rest) >= 8; rest = rest[8:] {
+		out = append(out, int64(binary.LittleEndian.Uint64(rest)))
+	}
+	return out
 }

@@ -17,7 +17,8 @@
 # run's .cache/bench/results.json without measuring.
 #
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
-# list of stages: convert (with its peers and limits), plan, verify, gpuload, s3;
+# list of stages: convert (with its peers and limits), plan, verify, gpuload, s3,
+# filter;
 # verify and gpuload read the shard set the convert stage wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,7 @@ build profbench bench ./cmd/profbench
 build gendata bench ./cmd/gendata
 build benchrun bench ./cmd/benchrun
 build s3bench bench ./cmd/s3bench
+build filterbench bench ./cmd/filterbench
 # gpuload's Go benchmarks (the jagged host-delivery ratio) as a test binary.
 rm -f "$BIN/gpuload.test"
 if ! $GO test -c -o "$BIN/gpuload.test" ./gpuload 2>"$CACHE/build-gpuload.test.log"; then
@@ -57,8 +59,19 @@ done
 echo "bench: generating inputs (cached)" >&2
 "$BIN/gendata" -dir "$CACHE/data"
 
-if [ "${BENCH_ONLY:-}" != s3 ]; then
+if [ "${BENCH_ONLY:-}" != s3 ] && [ "${BENCH_ONLY:-}" != filter ]; then
 	"$BIN/benchrun" -root . -o BENCHMARKS.md -runs "${BENCH_RUNS:-5}" -only "${BENCH_ONLY:-}"
+fi
+
+# Plan with a row filter against DuckDB's count(*) ... WHERE of the same
+# predicate, in the same run (bench/filter-results.md; needs node and
+# .cache/duckdb, like the value tests).
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,filter,* ]]; then
+	if [ -x "$BIN/filterbench" ] && [ -x "$BIN/prep" ] && [ -d .cache/duckdb ]; then
+		"$BIN/filterbench" -prep "$BIN/prep" -dir "$CACHE/filter" -o bench/filter-results.md -runs "${BENCH_FILTER_RUNS:-3}"
+	else
+		echo "bench: filterbench, prep or DuckDB (.cache/duckdb) missing; the filter section is not measured" >&2
+	fi
 fi
 
 # Object-store sources: convert and plan from an in-process S3 server on

@@ -118,6 +118,7 @@ func Compile(text string, columns []Column) (*Filter, error) {
 			n.col = i
 		case "lit":
 			n.typ = n.Lit.Type
+			n.litBytes = []byte(n.Lit.S)
 		case "cmp":
 			if err := comparable(n, n.Args[0], n.Args[1]); err != nil {
 				return err
@@ -184,11 +185,83 @@ func (f *Filter) Eval(cols []Vector, rows int, dst []uint8) []uint8 {
 	for i := 0; i < rows; i++ {
 		dst = append(dst, 0)
 	}
-	out := dst[base:]
-	for i := range out {
-		out[i] = evalRow(f.Root, cols, i)
-	}
+	evalVec(f.Root, cols, dst[base:])
 	return dst
+}
+
+// evalVec writes n's value at every row into out (len = rows), node by
+// node over whole vectors; a comparison of a column with a literal runs a
+// typed loop, anything else evalRow per row. Both give the same values
+// (TestEvalVecEqualsRow).
+func evalVec(n *Node, cols []Vector, out []uint8) {
+	switch n.Op {
+	case "and", "or":
+		evalVec(n.Args[0], cols, out)
+		tmp := make([]uint8, len(out))
+		evalVec(n.Args[1], cols, tmp)
+		for i, b := range tmp {
+			if n.Op == "and" {
+				out[i] = and3(out[i], b)
+			} else {
+				out[i] = not3(and3(not3(out[i]), not3(b)))
+			}
+		}
+		return
+	case "not":
+		evalVec(n.Args[0], cols, out)
+		for i, v := range out {
+			out[i] = not3(v)
+		}
+		return
+	case "cmp":
+		if a, b := n.Args[0], n.Args[1]; a.Op == "col" && b.Op == "lit" && b.Lit.Type != Null && cmpColLit(n.Cmp, &cols[a.col], a.typ, b.Lit, out) {
+			return
+		}
+	}
+	for i := range out {
+		out[i] = evalRow(n, cols, i)
+	}
+}
+
+// cmpColLit is the typed loop of column op literal; false when it has none
+// for these types (the caller then evaluates row by row).
+func cmpColLit(op string, v *Vector, t Type, lit Value, out []uint8) bool {
+	set := func(i int, c int) {
+		if v.Valid != nil && !v.Valid[i] {
+			out[i] = U
+		} else {
+			out[i] = tri(holds(op, c))
+		}
+	}
+	switch {
+	case t == String && lit.Type == String:
+		l := []byte(lit.S)
+		for i := range out {
+			set(i, bytes.Compare(v.Data[v.Offsets[i]:v.Offsets[i+1]], l))
+		}
+	case t == Float && (lit.Type == Float || lit.Type == Int):
+		x := lit.F
+		if lit.Type == Int {
+			x = float64(lit.I)
+		}
+		for i := range out {
+			set(i, cmpFloat(v.Floats[i], x))
+		}
+	case t == Int && lit.Type == Int:
+		for i := range out {
+			a := v.Ints[i]
+			c := 0
+			if a < lit.I {
+				c = -1
+			} else if a > lit.I {
+				c = 1
+			}
+			set(i, c)
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // scalar is one operand's value at a row.
@@ -204,7 +277,7 @@ type scalar struct {
 func operand(n *Node, cols []Vector, row int) scalar {
 	if n.Op == "lit" {
 		v := n.Lit
-		return scalar{null: v.Type == Null, t: v.Type, b: v.B, i: v.I, f: v.F, s: []byte(v.S)}
+		return scalar{null: v.Type == Null, t: v.Type, b: v.B, i: v.I, f: v.F, s: n.litBytes}
 	}
 	v := &cols[n.col]
 	if v.Valid != nil && !v.Valid[row] {

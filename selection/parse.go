@@ -160,6 +160,8 @@ type Node struct {
 	Raw  string  // its first token as written
 	typ  Type    // set by Check
 	col  int     // column index in Filter.Columns, for col
+	// litBytes is a text literal's bytes, set by Compile.
+	litBytes []byte
 }
 
 var keywords = map[string]bool{"AND": true, "OR": true, "NOT": true, "IN": true, "BETWEEN": true, "IS": true, "NULL": true, "LIKE": true, "TRUE": true, "FALSE": true}

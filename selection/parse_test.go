@@ -2,6 +2,7 @@ package selection
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -92,6 +93,41 @@ func TestThreeValuedLogic(t *testing.T) {
 	} {
 		if got := eval(s); got != want {
 			t.Errorf("%s = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestEvalVecEqualsRow: the vectorised evaluation (typed loops for column
+// op literal) gives the row-by-row value at every row, nulls and NaN
+// included.
+func TestEvalVecEqualsRow(t *testing.T) {
+	nan := math.NaN()
+	byName := map[string]Vector{}
+	for i, v := range []Vector{
+		{Valid: []bool{true, false, true, true, true, true}, Data: []byte("enfrenzz"), Offsets: []int64{0, 2, 2, 4, 6, 8, 8}},
+		{Valid: []bool{true, true, false, true, true, true}, Floats: []float64{0.5, nan, 0, -0.0, 0.7, 1e9}},
+		{Ints: []int64{-3, 0, 5, 7, 1 << 62, -1 << 63}},
+	} {
+		byName[[]string{"lang", "quality", "n"}[i]] = v
+	}
+	cs := []Column{{Name: "lang", Type: String}, {Name: "quality", Type: Float}, {Name: "n", Type: Int}}
+	for _, s := range []string{
+		"lang = 'en'", "lang >= 'f'", "quality >= 0.5", "quality = 0", "quality < 1e10", "n > 0", "n <= 5",
+		"lang = 'en' AND quality >= 0.5", "lang != 'en' OR NOT quality < 0.6", "quality > 3", "n = 0.0", "quality != n",
+	} {
+		f, err := Compile(s, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cols []Vector // in f.Columns' order
+		for _, c := range f.Columns {
+			cols = append(cols, byName[c.Name])
+		}
+		vec := f.Eval(cols, 6, nil)
+		for i := range vec {
+			if r := evalRow(f.Root, cols, i); r != vec[i] {
+				t.Errorf("%s row %d: vector %d, row %d", s, i, vec[i], r)
+			}
 		}
 	}
 }

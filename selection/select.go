@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/prepml/prep/source"
 )
@@ -40,6 +41,34 @@ type File struct {
 type Result struct {
 	Selected uint64
 	Ranges   [][2]uint64 // (start, length), ascending, non-adjacent
+	// BytesRead counts the bytes read from the files (footers and the
+	// filter columns' chunks).
+	BytesRead int64
+}
+
+// countingStore counts the bytes its objects' ReadAt calls return.
+type countingStore struct {
+	source.Store
+	n *atomic.Int64
+}
+
+func (c countingStore) Open(ctx context.Context, name string) (source.Object, error) {
+	o, err := c.Store.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return countingObject{o, c.n}, nil
+}
+
+type countingObject struct {
+	source.Object
+	n *atomic.Int64
+}
+
+func (c countingObject) ReadAt(p []byte, off int64) (int, error) {
+	k, err := c.Object.ReadAt(p, off)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // Select compiles text against every file's columns (each must have every
@@ -47,6 +76,8 @@ type Result struct {
 // files in order, reading only the filter's columns (source.ReadScalars).
 // Errors name the file; a filter error is an *Error pointing at the token.
 func Select(ctx context.Context, st source.Store, files []File, text string) (*Filter, *Result, error) {
+	var read atomic.Int64
+	st = countingStore{st, &read}
 	var f *Filter
 	for _, fl := range files {
 		cols, err := source.FileColumns(ctx, st, fl.Path)
@@ -108,6 +139,7 @@ func Select(ctx context.Context, st source.Store, files []File, text string) (*F
 		}
 		base = s
 	}
+	res.BytesRead = read.Load()
 	return f, res, nil
 }
 

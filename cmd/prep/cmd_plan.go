@@ -232,9 +232,11 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		remote  *s3Source
 		mix     *plan.Mixture
 		remotes []*s3Source
+		// filterBytes is what each filtered source's filter read.
+		filterBytes = map[string]int64{}
 	)
 	if o.sourcesFile != "" {
-		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io)
+		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io, filterBytes)
 		if err != nil {
 			return err
 		}
@@ -303,7 +305,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		Shuffle: string(cfg.Shuffle), Remainder: string(cfg.Remainder),
 		StepsPerEpoch: p.Steps(), DroppedPerEpoch: p.Derived.DroppedPerEpoch, PaddedPerEpoch: p.Derived.PaddedPerEpoch,
 		Fingerprint: p.Fingerprint, OrderFingerprint: p.OrderFingerprint, SourceFingerprint: p.SourceFingerprint,
-		Source: sumStats(remotes), Mixture: summarizeMixture(p),
+		Source: sumStats(remotes), Mixture: summarizeMixture(p, filterBytes),
 	}
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)

@@ -24,7 +24,10 @@ type mixSourceInfo struct {
 	Weight string `json:"weight"` // as written; "rows" when none
 	Filter string `json:"filter,omitempty"`
 	// SelectionDigest pins the rows the filter selected (PLAN.md §11.7).
-	SelectionDigest string   `json:"selection_digest,omitempty"`
+	SelectionDigest string `json:"selection_digest,omitempty"`
+	// FilterBytesRead is what evaluating the filter read from the files
+	// (footers and the filter columns' chunks); 0 without a filter.
+	FilterBytesRead int64    `json:"filter_bytes_read,omitempty"`
 	Paths           []string `json:"paths"`
 	Files           int      `json:"files"`
 	Rows            uint64   `json:"rows"`
@@ -40,7 +43,7 @@ type mixSourceInfo struct {
 // discoverMixture reads the sources file and every source's footers, and
 // returns the combined source and the mixture (not yet resolved). Errors
 // name the source; a bad sources file is a usage error.
-func discoverMixture(ctx context.Context, path string, io *s3Flags) (plan.Source, *plan.Mixture, []*s3Source, error) {
+func discoverMixture(ctx context.Context, path string, io *s3Flags, filterBytes map[string]int64) (plan.Source, *plan.Mixture, []*s3Source, error) {
 	sf, err := source.ReadSourcesFile(path)
 	if err != nil {
 		return plan.Source{}, nil, nil, usagef("--sources: %v", err)
@@ -63,9 +66,11 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags) (plan.Source
 		}
 		sel := ""
 		if s.Filter != "" {
-			if sel, err = selectRows(ctx, src, s, io); err != nil {
+			var n int64
+			if sel, n, err = selectRows(ctx, src, s, io); err != nil {
 				return plan.Source{}, nil, remotes, err
 			}
+			filterBytes[s.Name] = n
 		}
 		parts, names, sels = append(parts, src), append(names, s.Name), append(sels, sel)
 	}
@@ -87,19 +92,19 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags) (plan.Source
 // path order) and returns the encoded selection (plan.EncodeSelection). A
 // bad filter or one that selects nothing is a usage error naming the
 // source and the token.
-func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags) (string, error) {
+func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags) (string, int64, error) {
 	var st source.Store
 	if source.IsS3URL(src.Root) {
 		remote, err := openS3(ctx, src.Root, io, source.DefaultReadAheadBytes)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		defer remote.close()
 		st = remote.store
 	} else {
 		local, err := source.NewLocal(src.Root)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		st = local
 	}
@@ -110,13 +115,13 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 	_, res, err := selection.Select(ctx, st, files, spec.Filter)
 	switch {
 	case errors.Is(err, selection.ErrFilter):
-		return "", usagef("source %s: filter: %v", spec.Name, err)
+		return "", 0, usagef("source %s: filter: %v", spec.Name, err)
 	case err != nil:
-		return "", fmt.Errorf("source %s: evaluating its filter: %w", spec.Name, err)
+		return "", 0, fmt.Errorf("source %s: evaluating its filter: %w", spec.Name, err)
 	case res.Selected == 0:
-		return "", usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
+		return "", 0, usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
 	}
-	return plan.EncodeSelection(res.Ranges), nil
+	return plan.EncodeSelection(res.Ranges), res.BytesRead, nil
 }
 
 // sumStats adds up the object-store traffic of several sources (nil when
@@ -141,7 +146,7 @@ func sumStats(rs []*s3Source) *source.S3Stats {
 
 // summarizeMixture returns the --json mixture summary of p (nil without a
 // mixture).
-func summarizeMixture(p *plan.Plan) *mixSummary {
+func summarizeMixture(p *plan.Plan, filterBytes map[string]int64) *mixSummary {
 	m := p.Mixture
 	if m == nil {
 		return nil
@@ -154,8 +159,9 @@ func summarizeMixture(p *plan.Plan) *mixSummary {
 		}
 		s.Sources = append(s.Sources, mixSourceInfo{
 			Name: ms.Name, Weight: w, Filter: ms.Filter, SelectionDigest: ms.SelectionDigest, Paths: ms.Paths, Files: len(ms.Files), Rows: ms.Rows, SamplesPerEpoch: ms.SamplesPerEpoch,
-			Share:  float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
-			Passes: float64(ms.SamplesPerEpoch) / float64(ms.Rows),
+			FilterBytesRead: filterBytes[ms.Name],
+			Share:           float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
+			Passes:          float64(ms.SamplesPerEpoch) / float64(ms.Rows),
 		})
 	}
 	return s
@@ -172,7 +178,7 @@ func writeMixture(w io.Writer, s *mixSummary) {
 		fmt.Fprintf(w, "    %-14s weight %s: %d of %d %s per epoch (%.4f of each epoch, %.3f passes; %s)\n",
 			ms.Name, ms.Weight, ms.SamplesPerEpoch, ms.Rows, rows, ms.Share, ms.Passes, strings.Join(ms.Paths, ", "))
 		if ms.Filter != "" {
-			fmt.Fprintf(w, "    %-14s filter %s\n", "", ms.Filter)
+			fmt.Fprintf(w, "    %-14s filter %s (read %s)\n", "", ms.Filter, formatBytes(ms.FilterBytesRead))
 		}
 	}
 }

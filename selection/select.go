@@ -73,9 +73,11 @@ func (c countingObject) ReadAt(p []byte, off int64) (int, error) {
 
 // Select compiles text against every file's columns (each must have every
 // column the filter names, of the same type) and evaluates it over the
-// files in order, reading only the filter's columns (source.ReadScalars).
+// files in order, reading only the filter's columns (source.ReadScalars),
+// with the decoded columns of one window bounded by memory (bytes; <= 0:
+// whole row groups).
 // Errors name the file; a filter error is an *Error pointing at the token.
-func Select(ctx context.Context, st source.Store, files []File, text string) (*Filter, *Result, error) {
+func Select(ctx context.Context, st source.Store, files []File, text string, memory int64) (*Filter, *Result, error) {
 	var read atomic.Int64
 	st = countingStore{st, &read}
 	var f *Filter
@@ -115,7 +117,7 @@ func Select(ctx context.Context, st source.Store, files []File, text string) (*F
 			starts[g] = s
 			s += uint64(r)
 		}
-		err := source.ReadScalars(ctx, st, fl.Path, names, nil, func(g int, rows int64, v []source.Scalars) error {
+		err := source.ReadScalars(ctx, st, fl.Path, names, memory, nil, func(g int, first, rows int64, v []source.Scalars) error {
 			vecs := make([]Vector, len(v))
 			for i := range v {
 				vecs[i] = Vector(v[i])
@@ -129,7 +131,7 @@ func Select(ctx context.Context, st source.Store, files []File, text string) (*F
 				for j < len(tri) && tri[j] == T {
 					j++
 				}
-				res.add(starts[g]+uint64(i), uint64(j-i))
+				res.add(starts[g]+uint64(first)+uint64(i), uint64(j-i))
 				i = j
 			}
 			return nil

@@ -93,14 +93,18 @@ func FileColumns(ctx context.Context, st Store, name string) ([]ScalarColumn, er
 	return out, nil
 }
 
-// ReadScalars reads the columns cols (names) of the named file of st, one
-// row group at a time, and calls each with the row group's index (zero-row
-// groups counted, not called), its rows and one Scalars per column. Only
-// those columns' chunks are read; skip (if not nil) is asked first about
-// each row group and a true answer skips it unread. Every column must be
-// a ScalarColumn with a type. Errors are *Error values naming the file
-// (and pqread's row group and column).
-func ReadScalars(ctx context.Context, st Store, name string, cols []string, skip func(rowGroup int) bool, each func(rowGroup int, rows int64, v []Scalars) error) error {
+// ReadScalars reads the columns cols (names) of the named file of st, row
+// group by row group, in windows of rows, and calls each with the row
+// group's index (zero-row groups counted, not called), the window's first
+// row in the row group, its rows and one Scalars per column. Only those
+// columns' chunks are read, each page decoded once. memory bounds the
+// decoded columns of one window: a row group whose filter columns decode
+// (pqread.File.DecodedSize) to more is read in windows of
+// rows·memory/decoded rows (at least one); memory <= 0: whole row groups.
+// skip (if not nil) is asked first about each row group and a true answer
+// skips it unread. Every column must be a ScalarColumn with a type. Errors
+// are *Error values naming the file (and pqread's row group and column).
+func ReadScalars(ctx context.Context, st Store, name string, cols []string, memory int64, skip func(rowGroup int) bool, each func(rowGroup int, first, rows int64, v []Scalars) error) error {
 	obj, err := st.Open(ctx, name)
 	if err != nil {
 		return err
@@ -130,18 +134,49 @@ func ReadScalars(ctx context.Context, st Store, name string, cols []string, skip
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		var decoded int64
+		for _, info := range infos {
+			decoded += pf.DecodedSize(g, info)
+		}
+		window := rows
+		if memory > 0 && decoded > memory {
+			window = max(1, int64(float64(rows)*float64(memory)/float64(decoded)))
+		}
+		readers := make([]*pqread.ColumnReader, len(infos))
 		for i, info := range infos {
-			col, err := pf.ReadColumn(g, info)
+			r, err := pf.ColumnReader(g, info)
 			if err != nil {
+				closeReaders(readers)
 				return &Error{File: name, Err: err}
 			}
-			vecs[i] = toScalars(col)
+			readers[i] = r
 		}
-		if err := each(g, rows, vecs); err != nil {
-			return err
+		for first := int64(0); first < rows; first += window {
+			n := min(window, rows-first)
+			for i, r := range readers {
+				col, err := r.Next(int(n))
+				if err != nil {
+					closeReaders(readers)
+					return &Error{File: name, Err: err}
+				}
+				vecs[i] = toScalars(col)
+			}
+			if err := each(g, first, n, vecs); err != nil {
+				closeReaders(readers)
+				return err
+			}
 		}
+		closeReaders(readers)
 	}
 	return nil
+}
+
+func closeReaders(rs []*pqread.ColumnReader) {
+	for _, r := range rs {
+		if r != nil {
+			r.Close()
+		}
+	}
 }
 
 func toScalars(c *pqread.Column) Scalars {

@@ -23,6 +23,7 @@ func init() { subcommands = append(subcommands, newPlanCmd) }
 type planOptions struct {
 	sources     []string
 	sourcesFile string
+	memoryLimit string
 	seed        uint64
 	epochs      int
 	globalBatch int
@@ -118,7 +119,8 @@ the sample ids of a rank.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.sources, "source", nil, "Parquet file, directory or glob (repeatable)")
-	f.StringVar(&o.sourcesFile, "sources", "", "sources file (YAML): named sources with weights, mixed per epoch and per global batch")
+	f.StringVar(&o.sourcesFile, "sources", "", "sources file (YAML): named sources with weights and row filters, mixed per epoch and per global batch")
+	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on the filter columns decoded at once (--sources with filters; larger row groups are read in row windows), at least 1MiB")
 	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed; every value, 0 included, is an ordinary seed")
 	f.IntVar(&o.epochs, "epochs", 1, "number of epochs")
 	f.IntVar(&o.globalBatch, "global-batch", 0, "global batch G: samples per step over all ranks")
@@ -236,7 +238,11 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions) error {
 		filterBytes = map[string]int64{}
 	)
 	if o.sourcesFile != "" {
-		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io, filterBytes)
+		mem, merr := parseMemoryLimit(o.memoryLimit)
+		if merr != nil {
+			return merr
+		}
+		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io, mem, filterBytes)
 		if err != nil {
 			return err
 		}

@@ -43,7 +43,7 @@ type mixSourceInfo struct {
 // discoverMixture reads the sources file and every source's footers, and
 // returns the combined source and the mixture (not yet resolved). Errors
 // name the source; a bad sources file is a usage error.
-func discoverMixture(ctx context.Context, path string, io *s3Flags, filterBytes map[string]int64) (plan.Source, *plan.Mixture, []*s3Source, error) {
+func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64, filterBytes map[string]int64) (plan.Source, *plan.Mixture, []*s3Source, error) {
 	sf, err := source.ReadSourcesFile(path)
 	if err != nil {
 		return plan.Source{}, nil, nil, usagef("--sources: %v", err)
@@ -67,7 +67,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, filterBytes 
 		sel := ""
 		if s.Filter != "" {
 			var n int64
-			if sel, n, err = selectRows(ctx, src, s, io); err != nil {
+			if sel, n, err = selectRows(ctx, src, s, io, memory); err != nil {
 				return plan.Source{}, nil, remotes, err
 			}
 			filterBytes[s.Name] = n
@@ -92,10 +92,10 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, filterBytes 
 // path order) and returns the encoded selection (plan.EncodeSelection). A
 // bad filter or one that selects nothing is a usage error naming the
 // source and the token.
-func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags) (string, int64, error) {
+func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64) (string, int64, error) {
 	var st source.Store
 	if source.IsS3URL(src.Root) {
-		remote, err := openS3(ctx, src.Root, io, source.DefaultReadAheadBytes)
+		remote, err := openS3(ctx, src.Root, io, readAheadShare(memory))
 		if err != nil {
 			return "", 0, err
 		}
@@ -112,7 +112,9 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 	for i, f := range src.Files {
 		files[i] = selection.File{Path: f.Path, RowGroups: f.RowGroups}
 	}
-	_, res, err := selection.Select(ctx, st, files, spec.Filter)
+	// The decoded filter columns take half of --memory-limit (the rest:
+	// footers, read-ahead, the evaluation's vectors).
+	_, res, err := selection.Select(ctx, st, files, spec.Filter, memory/2)
 	switch {
 	case errors.Is(err, selection.ErrFilter):
 		return "", 0, usagef("source %s: filter: %v", spec.Name, err)

@@ -44,6 +44,9 @@ type Result struct {
 	// BytesRead counts the bytes read from the files (footers and the
 	// filter columns' chunks).
 	BytesRead int64
+	// RowGroups counts the non-empty row groups; Skipped those whose
+	// statistics proved no row could match (MayMatch), not read.
+	RowGroups, Skipped int
 }
 
 // countingStore counts the bytes its objects' ReadAt calls return.
@@ -117,7 +120,15 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 			starts[g] = s
 			s += uint64(r)
 		}
-		err := source.ReadScalars(ctx, st, fl.Path, names, memory, nil, func(g int, first, rows int64, v []source.Scalars) error {
+		skip := func(g int, rows int64, s []source.ScalarStats) bool {
+			res.RowGroups++
+			if f.MayMatch(s, rows) {
+				return false
+			}
+			res.Skipped++
+			return true
+		}
+		err := source.ReadScalars(ctx, st, fl.Path, names, memory, skip, func(g int, first, rows int64, v []source.Scalars) error {
 			vecs := make([]Vector, len(v))
 			for i := range v {
 				vecs[i] = Vector(v[i])

@@ -149,6 +149,48 @@ func TestSelectMatchesDuckDB(t *testing.T) {
 	}
 }
 
+// TestSelectSkipsRowGroups: row groups whose footer statistics prove no
+// row can match are not read (10 row groups: ids 0..499 in a.parquet and
+// 500..810 in b.parquet, 97 rows each; lang only ever "", de, en, eng, fr),
+// and the selection is the same as reading everything (the DuckDB test runs
+// with skipping on).
+func TestSelectSkipsRowGroups(t *testing.T) {
+	dir := t.TempDir()
+	writeFilterFile(t, filepath.Join(dir, "a.parquet"), 500, 0)
+	writeFilterFile(t, filepath.Join(dir, "b.parquet"), 311, 500)
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Path: "a.parquet", RowGroups: rowGroupsOf(500, 97)}, {Path: "b.parquet", RowGroups: rowGroupsOf(311, 97)}}
+	for filter, want := range map[string]int{
+		"id = 42":                  9, // only ids 0..96
+		"id = 42 OR id = 700":      8,
+		"id BETWEEN 100 AND 193":   9, // ids 97..193: the second row group
+		"id IN (0, 800)":           8,
+		"id >= 795":                9, // b's last row group: ids 791..810
+		"id < 0":                   10,
+		"lang = 'zz'":              10,
+		"lang LIKE 'x%'":           10,
+		"lang LIKE 'e%'":           0,
+		"id = 42 AND lang = 'en'":  9,
+		"NOT id = 42":              0, // NOT never skips
+		"quality > 100":            0, // floats never skip (NaN)
+		"lang IS NULL":             0,
+		"id = 42 OR quality > 100": 0,
+		"n = 99":                   10,
+		"id = NULL":                10,
+	} {
+		_, res, err := Select(context.Background(), st, files, filter, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RowGroups != 10 || res.Skipped != want {
+			t.Errorf("%s: skipped %d of %d row groups, want %d of 10", filter, res.Skipped, res.RowGroups, want)
+		}
+	}
+}
+
 func rowGroupsOf(n, g int64) []int64 {
 	var out []int64
 	for ; n > 0; n -= min(n, g) {

@@ -1,7 +1,9 @@
 package source
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/prepml/prep/pqread"
@@ -38,6 +40,47 @@ type Scalars struct {
 	Floats  []float64
 	Data    []byte
 	Offsets []int64
+}
+
+// ScalarStats is what a row group's footer statistics say about one
+// filter column, for skipping row groups: MinMax when the bounds are known
+// (INTEGER columns: MinInt ≤ every non-null value ≤ MaxInt; TEXT: MinStr ≤
+// every value ≤ MaxStr byte-wise). Float and boolean columns never have
+// bounds here (writers leave NaN out of float statistics). NullCount is
+// the footer's null_count, 0 when absent.
+type ScalarStats struct {
+	MinMax         bool
+	MinInt, MaxInt int64
+	MinStr, MaxStr []byte
+	NullCount      int64
+}
+
+func scalarStats(pf *pqread.File, g int, c pqread.ColumnInfo) ScalarStats {
+	cs := pf.Stats(g, c)
+	st := ScalarStats{NullCount: cs.NullCount}
+	if cs.Min == nil {
+		return st
+	}
+	t, _ := scalarType(c)
+	switch {
+	case t == ScalarInt && c.Kind == pqread.KindInt32 && len(cs.Min) == 4 && len(cs.Max) == 4:
+		lo, hi := binary.LittleEndian.Uint32(cs.Min), binary.LittleEndian.Uint32(cs.Max)
+		if c.Unsigned {
+			st.MinInt, st.MaxInt = int64(lo), int64(hi)
+		} else {
+			st.MinInt, st.MaxInt = int64(int32(lo)), int64(int32(hi))
+		}
+		st.MinMax = true
+	case t == ScalarInt && c.Kind == pqread.KindInt64 && len(cs.Min) == 8 && len(cs.Max) == 8:
+		st.MinInt, st.MaxInt = int64(binary.LittleEndian.Uint64(cs.Min)), int64(binary.LittleEndian.Uint64(cs.Max))
+		st.MinMax = true
+	case t == ScalarString:
+		st.MinStr, st.MaxStr, st.MinMax = cs.Min, cs.Max, true
+	}
+	if st.MinMax && (t == ScalarInt && st.MinInt > st.MaxInt || t == ScalarString && bytes.Compare(st.MinStr, st.MaxStr) > 0) {
+		st.MinMax = false // inconsistent statistics: not trusted
+	}
+	return st
 }
 
 // scalarType maps a pqread column to the filter's view of it.
@@ -101,10 +144,11 @@ func FileColumns(ctx context.Context, st Store, name string) ([]ScalarColumn, er
 // decoded columns of one window: a row group whose filter columns decode
 // (pqread.File.DecodedSize) to more is read in windows of
 // rows·memory/decoded rows (at least one); memory <= 0: whole row groups.
-// skip (if not nil) is asked first about each row group and a true answer
-// skips it unread. Every column must be a ScalarColumn with a type. Errors
+// skip (if not nil) is asked first about each row group, with its rows and
+// the filter columns' footer statistics, and a true answer skips it
+// unread. Every column must be a ScalarColumn with a type. Errors
 // are *Error values naming the file (and pqread's row group and column).
-func ReadScalars(ctx context.Context, st Store, name string, cols []string, memory int64, skip func(rowGroup int) bool, each func(rowGroup int, first, rows int64, v []Scalars) error) error {
+func ReadScalars(ctx context.Context, st Store, name string, cols []string, memory int64, skip func(rowGroup int, rows int64, st []ScalarStats) bool, each func(rowGroup int, first, rows int64, v []Scalars) error) error {
 	obj, err := st.Open(ctx, name)
 	if err != nil {
 		return err
@@ -128,8 +172,17 @@ func ReadScalars(ctx context.Context, st Store, name string, cols []string, memo
 	}
 	vecs := make([]Scalars, len(cols))
 	for g, rows := range pf.RowGroups() {
-		if rows == 0 || skip != nil && skip(g) {
+		if rows == 0 {
 			continue
+		}
+		if skip != nil {
+			st := make([]ScalarStats, len(infos))
+			for i, info := range infos {
+				st[i] = scalarStats(pf, g, info)
+			}
+			if skip(g, rows, st) {
+				continue
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err

@@ -33,6 +33,9 @@ func Columns(cols []source.ScalarColumn) []Column {
 type File struct {
 	Path      string
 	RowGroups []int64
+	// Partition holds the file's hive partition values, one per partition
+	// column given to Select (PartitionColumns); nil when none.
+	Partition []Value
 }
 
 // Result is the selection of one source: the selected rows as ranges
@@ -80,16 +83,25 @@ func (c countingObject) ReadAt(p []byte, off int64) (int, error) {
 // with the decoded columns of one window bounded by memory (bytes; <= 0:
 // whole row groups).
 // Errors name the file; a filter error is an *Error pointing at the token.
-func Select(ctx context.Context, st source.Store, files []File, text string, memory int64) (*Filter, *Result, error) {
+func Select(ctx context.Context, st source.Store, files []File, text string, memory int64, part []Column) (*Filter, *Result, error) {
 	var read atomic.Int64
 	st = countingStore{st, &read}
 	var f *Filter
+	isPart := map[string]int{}
+	for i, c := range part {
+		isPart[c.Name] = i
+	}
 	for _, fl := range files {
 		cols, err := source.FileColumns(ctx, st, fl.Path)
 		if err != nil {
 			return nil, nil, err
 		}
-		g, err := Compile(text, Columns(cols))
+		for _, c := range cols {
+			if _, ok := isPart[c.Name]; ok {
+				return nil, nil, fmt.Errorf("%s: %w", fl.Path, partitionConflict(text, fl.Path, c.Name))
+			}
+		}
+		g, err := Compile(text, append(Columns(cols), part...))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", fl.Path, err)
 		}
@@ -106,9 +118,16 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 	if f == nil {
 		return nil, nil, fmt.Errorf("no files to filter: %w", ErrFilter)
 	}
-	names := make([]string, len(f.Columns))
+	// The filter's columns: data columns read from the files (data[i] is
+	// the index in names, or -1), partition columns constant per file.
+	var names []string
+	data := make([]int, len(f.Columns))
 	for i, c := range f.Columns {
-		names[i] = c.Name
+		data[i] = -1
+		if _, ok := isPart[c.Name]; !ok {
+			data[i] = len(names)
+			names = append(names, c.Name)
+		}
 	}
 	res := &Result{}
 	var base uint64
@@ -122,16 +141,36 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 		}
 		skip := func(g int, rows int64, s []source.ScalarStats) bool {
 			res.RowGroups++
-			if f.MayMatch(s, rows) {
+			all := make([]source.ScalarStats, len(f.Columns))
+			for i, c := range f.Columns {
+				if data[i] >= 0 {
+					all[i] = s[data[i]]
+					continue
+				}
+				v := fl.Partition[isPart[c.Name]]
+				switch v.Type {
+				case Null:
+					all[i].NullCount = rows
+				case Int:
+					all[i] = source.ScalarStats{MinMax: true, MinInt: v.I, MaxInt: v.I}
+				case String:
+					all[i] = source.ScalarStats{MinMax: true, MinStr: []byte(v.S), MaxStr: []byte(v.S)}
+				}
+			}
+			if f.MayMatch(all, rows) {
 				return false
 			}
 			res.Skipped++
 			return true
 		}
-		err := source.ReadScalars(ctx, st, fl.Path, names, memory, skip, func(g int, first, rows int64, v []source.Scalars) error {
-			vecs := make([]Vector, len(v))
-			for i := range v {
-				vecs[i] = Vector(v[i])
+		each := func(g int, first, rows int64, v []source.Scalars) error {
+			vecs := make([]Vector, len(f.Columns))
+			for i, c := range f.Columns {
+				if data[i] >= 0 {
+					vecs[i] = Vector(v[data[i]])
+				} else {
+					vecs[i] = constVector(fl.Partition[isPart[c.Name]], int(rows))
+				}
 			}
 			tri = f.Eval(vecs, int(rows), tri[:0])
 			for i := 0; i < len(tri); i++ {
@@ -146,7 +185,22 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 				i = j
 			}
 			return nil
-		})
+		}
+		var err error
+		if len(names) == 0 {
+			// Only partition columns: the row counts the plan recorded
+			// suffice, nothing is read.
+			for g, rows := range fl.RowGroups {
+				if rows == 0 || skip(g, rows, nil) {
+					continue
+				}
+				if err = each(g, 0, rows, nil); err != nil {
+					break
+				}
+			}
+		} else {
+			err = source.ReadScalars(ctx, st, fl.Path, names, memory, skip, each)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -117,13 +117,13 @@ func TestSelectMatchesDuckDB(t *testing.T) {
 		"NULL IS NULL AND n = 0",
 		"\"id\" >= 800",
 	} {
-		_, res, err := Select(context.Background(), st, files, filter, 0)
+		_, res, err := Select(context.Background(), st, files, filter, 0, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", filter, err)
 		}
 		// A memory bound far below a row group's filter columns reads
 		// them in windows of a few rows: the same selection.
-		_, small, err := Select(context.Background(), st, files, filter, 100)
+		_, small, err := Select(context.Background(), st, files, filter, 100, nil)
 		if err != nil || fmt.Sprint(small) != fmt.Sprint(res) {
 			t.Errorf("%s: in windows %+v %v, whole row groups %+v", filter, small, err, res)
 		}
@@ -181,7 +181,7 @@ func TestSelectSkipsRowGroups(t *testing.T) {
 		"n = 99":                   10,
 		"id = NULL":                10,
 	} {
-		_, res, err := Select(context.Background(), st, files, filter, 0)
+		_, res, err := Select(context.Background(), st, files, filter, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -103,6 +103,11 @@ without a weight weighs its selected rows. An unknown column, a type mismatch
 or a filter that selects nothing is refused before anything is written,
 pointing at the token. Language: selection/SELECTION.md.
 
+A source that is one local directory of hive partitions
+(date=2026-11-01/region=eu/part-0.parquet) has its keys as columns for its
+filter; files whose partition values cannot match ("region = 'eu'") are
+pruned before their footers are read.
+
 Prints a summary on stdout (--json for scripts). Use 'prep plan show' to list
 the sample ids of a rank.`,
 		Example: `  prep plan --source data/ --seed 7 --epochs 2 --global-batch 1024 --world-size 8 --workers 4 -o plan.json

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/prepml/prep/plan"
@@ -53,7 +55,20 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 	var names []string
 	var sels []string
 	for _, s := range sf.Sources {
-		src, remote, err := discoverSources(ctx, s.Paths, io)
+		var (
+			src    plan.Source
+			remote *s3Source
+			err    error
+			hive   *hiveSource
+		)
+		if hive, err = hiveDir(s); err != nil {
+			return plan.Source{}, nil, remotes, err
+		}
+		if hive != nil {
+			src, err = hive.discover(ctx, s)
+		} else {
+			src, remote, err = discoverSources(ctx, s.Paths, io)
+		}
 		if remote != nil {
 			remotes = append(remotes, remote)
 		}
@@ -67,7 +82,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 		sel := ""
 		if s.Filter != "" {
 			var n int64
-			if sel, n, err = selectRows(ctx, src, s, io, memory); err != nil {
+			if sel, n, err = selectRows(ctx, src, s, io, memory, hive); err != nil {
 				return plan.Source{}, nil, remotes, err
 			}
 			filterBytes[s.Name] = n
@@ -92,7 +107,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 // path order) and returns the encoded selection (plan.EncodeSelection). A
 // bad filter or one that selects nothing is a usage error naming the
 // source and the token.
-func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64) (string, int64, error) {
+func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64, hive *hiveSource) (string, int64, error) {
 	var st source.Store
 	if source.IsS3URL(src.Root) {
 		remote, err := openS3(ctx, src.Root, io, readAheadShare(memory))
@@ -109,12 +124,17 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 		st = local
 	}
 	files := make([]selection.File, len(src.Files))
+	var part []selection.Column
 	for i, f := range src.Files {
 		files[i] = selection.File{Path: f.Path, RowGroups: f.RowGroups}
+		if hive != nil && hive.cols != nil {
+			files[i].Partition = hive.values[filepath.Join(src.Root, filepath.FromSlash(f.Path))]
+			part = hive.cols
+		}
 	}
 	// The decoded filter columns take half of --memory-limit (the rest:
 	// footers, read-ahead, the evaluation's vectors).
-	_, res, err := selection.Select(ctx, st, files, spec.Filter, memory/2)
+	_, res, err := selection.Select(ctx, st, files, spec.Filter, memory/2, part)
 	switch {
 	case errors.Is(err, selection.ErrFilter):
 		return "", 0, usagef("source %s: filter: %v", spec.Name, err)
@@ -183,4 +203,78 @@ func writeMixture(w io.Writer, s *mixSummary) {
 			fmt.Fprintf(w, "    %-14s filter %s (read %s)\n", "", ms.Filter, formatBytes(ms.FilterBytesRead))
 		}
 	}
+}
+
+// hiveSource is a source given as one local directory, whose key=value
+// directory levels are hive partitions (source.HivePartitions).
+type hiveSource struct {
+	dir    string
+	cols   []selection.Column           // partition columns, typed over every file; nil: not partitioned
+	values map[string][]selection.Value // absolute file path -> its partition values
+	pruned int                          // files pruned by the filter before their footers were read
+}
+
+// hiveDir returns the hiveSource of spec when it is one local directory,
+// else nil.
+func hiveDir(spec source.SourceSpec) (*hiveSource, error) {
+	if len(spec.Paths) != 1 || source.IsS3URL(spec.Paths[0]) {
+		return nil, nil
+	}
+	fi, err := os.Stat(spec.Paths[0])
+	if err != nil || !fi.IsDir() {
+		return nil, nil
+	}
+	abs, err := filepath.Abs(spec.Paths[0])
+	if err != nil {
+		return nil, err
+	}
+	return &hiveSource{dir: abs}, nil
+}
+
+// discover lists the directory, reads its partition layout and, with a
+// filter, prunes the files whose partition values cannot satisfy it before
+// reading any footer (source.DiscoverWhere).
+func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec) (plan.Source, error) {
+	src, err := source.DiscoverWhere(ctx, spec.Paths, func(files []string) ([]bool, error) {
+		keep := make([]bool, len(files))
+		for i := range keep {
+			keep[i] = true
+		}
+		keys, vals, err := source.HivePartitions(h.dir, files)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		if keys == nil {
+			return keep, nil
+		}
+		cols, typed := selection.PartitionColumns(keys, vals)
+		h.cols, h.values = cols, map[string][]selection.Value{}
+		for i, f := range files {
+			h.values[f] = typed[i]
+		}
+		if spec.Filter == "" {
+			return keep, nil
+		}
+		keep, err = selection.PrunePartitions(spec.Filter, cols, typed)
+		if err != nil {
+			return nil, usagef("filter: %v", err)
+		}
+		for _, k := range keep {
+			if !k {
+				h.pruned++
+			}
+		}
+		return keep, nil
+	})
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return plan.Source{}, err
+		}
+		if errors.Is(err, source.ErrNoInput) && h.pruned > 0 {
+			return plan.Source{}, usagef("filter %q prunes every partition: nothing to draw from", spec.Filter)
+		}
+		return plan.Source{}, err
+	}
+	return src, nil
 }

@@ -284,3 +284,115 @@ func readI64(t *testing.T, path string) []int64 {
 	}
 	return out
 }
+
+// hiveDirs lays out B27's part-0 under region=eu/ and part-1 under
+// region=us/ of dir/ev, plus junk (not Parquet) under region=ap/, and
+// returns dir/ev.
+func hiveDirs(t *testing.T) string {
+	t.Helper()
+	ev := filepath.Join(t.TempDir(), "ev")
+	b27 := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage")
+	for _, c := range [][2]string{{"region=eu", "part-0.parquet"}, {"region=us", "part-1.parquet"}} {
+		data, err := os.ReadFile(filepath.Join(b27, c[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(ev, c[0]), 0o755)
+		if err := os.WriteFile(filepath.Join(ev, c[0], c[1]), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(ev, "region=ap"), 0o755)
+	os.WriteFile(filepath.Join(ev, "region=ap", "junk.parquet"), []byte("not a parquet file at all"), 0o644)
+	return ev
+}
+
+// TestPlanSourcesHive: a filter on a hive partition column prunes the
+// region=ap partition before its footer is read (its file is not Parquet:
+// planning without the filter fails on it, with the filter succeeds), the
+// partition value and a data column select B27 ids 10..39 of region=eu,
+// and convert plus verify --deep read back exactly those rows.
+func TestPlanSourcesHive(t *testing.T) {
+	ev := hiveDirs(t)
+	dir := filepath.Dir(ev)
+	write := func(filter string) string {
+		p := filepath.Join(dir, "sources.yaml")
+		body := fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n", ev)
+		if filter != "" {
+			body += fmt.Sprintf("    filter: %q\n", filter)
+		}
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	pp := filepath.Join(dir, "plan.json")
+	if code, _, errs := runCLI("plan", "--sources", write(""), "--global-batch", "4", "-o", pp); code == 0 || !strings.Contains(errs, "junk.parquet") {
+		t.Fatalf("without a filter the junk file must be read and refused: exit %d %s", code, errs)
+	}
+	code, out, errs := runCLI("plan", "--sources", write("region = 'eu' AND id >= 10"), "--global-batch", "5", "-o", pp, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s planSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Files != 1 || s.Mixture.Sources[0].Rows != 30 { // region=us pruned too
+		t.Fatalf("files %d rows %d: %s", s.Files, s.Mixture.Sources[0].Rows, out)
+	}
+	shards := filepath.Join(dir, "shards")
+	if code, _, errs := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", shards, "-q"); code != 0 {
+		t.Fatalf("convert: %s", errs)
+	}
+	if code, out, errs := runCLI("verify", "--deep", shards); code != 0 {
+		t.Fatalf("verify --deep: %s %s", out, errs)
+	}
+	seen := map[int64]bool{}
+	for k := 0; k < 6; k++ {
+		exp := filepath.Join(dir, fmt.Sprintf("exp-%d", k))
+		if code, _, errs := runCLI("export", shards, "--epoch", "0", "--rank", "0", "--step", fmt.Sprint(k), "-o", exp, "-q"); code != 0 {
+			t.Fatal(errs)
+		}
+		for _, v := range readI64(t, filepath.Join(exp, "id.npy")) {
+			seen[v] = true
+		}
+	}
+	for v := int64(0); v < 40; v++ {
+		if seen[v] != (v >= 10) {
+			t.Errorf("B27 id %d drawn %v, want %v", v, seen[v], v >= 10)
+		}
+	}
+	if len(seen) != 30 {
+		t.Errorf("%d distinct ids, want 30", len(seen))
+	}
+}
+
+// TestPlanSourcesHiveRefused: inconsistent partition keys, a file outside
+// the layout and a partition key that is also a data column are refused
+// naming the file.
+func TestPlanSourcesHiveRefused(t *testing.T) {
+	for _, c := range []struct {
+		move, want string
+	}{
+		{"region=us/part-1.parquet>zone=us/part-1.parquet", "zone=us/part-1.parquet has partition keys zone, but region=eu/part-0.parquet has region"},
+		{"region=us/part-1.parquet>us/part-1.parquet", `us/part-1.parquet is outside the partition layout: level "us" is not key=value`},
+		{"region=us/part-1.parquet>id=3/part-1.parquet", "partition key conflict"},
+	} {
+		ev := hiveDirs(t)
+		os.Remove(filepath.Join(ev, "region=ap", "junk.parquet"))
+		from, to, _ := strings.Cut(c.move, ">")
+		os.MkdirAll(filepath.Dir(filepath.Join(ev, to)), 0o755)
+		if err := os.Rename(filepath.Join(ev, from), filepath.Join(ev, to)); err != nil {
+			t.Fatal(err)
+		}
+		if c.want == "partition key conflict" {
+			// every file under id=...: a data column id and a key id.
+			os.Rename(filepath.Join(ev, "region=eu", "part-0.parquet"), filepath.Join(ev, "id=3", "part-0.parquet"))
+		}
+		p := filepath.Join(filepath.Dir(ev), "sources.yaml")
+		os.WriteFile(p, []byte(fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n    filter: \"id > 1\"\n", ev)), 0o644)
+		code, _, errs := runCLI("plan", "--sources", p, "--global-batch", "4", "-o", filepath.Join(filepath.Dir(ev), "plan.json"))
+		if code == 0 || !strings.Contains(errs, c.want) || !strings.Contains(errs, "source ev") {
+			t.Errorf("%s: exit %d %q, want %q", c.move, code, errs, c.want)
+		}
+	}
+}

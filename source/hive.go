@@ -52,7 +52,7 @@ func HivePartitions(dir string, files []string) (keys []string, values [][]strin
 		}
 		if strings.Join(ks, "/") != strings.Join(keys, "/") {
 			return nil, nil, fmt.Errorf("%s has partition keys %s, but %s has %s: every file needs the same key=value levels: %w",
-				f(dir, files[i]), strings.Join(ks, "/"), f(dir, files[0]), strings.Join(keys, "/"), ErrSourcesFile)
+				f(dir, files[i]), keyList(ks), f(dir, files[0]), keyList(keys), ErrSourcesFile)
 		}
 	}
 	return keys, values, nil
@@ -63,4 +63,11 @@ func f(dir, file string) string {
 		return filepath.ToSlash(rel)
 	}
 	return file
+}
+
+func keyList(ks []string) string {
+	if len(ks) == 0 {
+		return "none"
+	}
+	return strings.Join(ks, "/")
 }

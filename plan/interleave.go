@@ -336,12 +336,28 @@ func (o mixOrder) drawID(pp *passPerms, i int, d uint64) uint64 {
 func (ms *mixState) global(i int, local uint64) uint64 {
 	s := &ms.src[i]
 	if s.sel != nil { // the local-th selected row
-		j := sort.Search(len(s.sel), func(x int) bool { return s.selPrefix[x+1] > local })
+		j := firstAbove(s.selPrefix[1:], local)
 		local = s.sel[j][0] + (local - s.selPrefix[j])
 	}
 	pt := &s.part
-	j := sort.Search(len(pt.blocks), func(x int) bool { return pt.prefix[x+1] > local })
+	j := firstAbove(pt.prefix[1:], local)
 	return ms.idx.blocks[pt.blocks[j]].start + (local - pt.prefix[j])
+}
+
+// firstAbove returns the first index x of the ascending a with a[x] > v
+// (len(a) when none): sort.Search without the closure, on the hot path of
+// every drawn sample.
+func firstAbove(a []uint64, v uint64) int {
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] > v {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
 }
 
 func (o mixOrder) at(q uint64) uint64 { return o.appendRange(q, q+1, nil)[0] }

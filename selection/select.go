@@ -3,8 +3,10 @@ package selection
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 
+	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/source"
 )
 
@@ -129,82 +131,36 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 			names = append(names, c.Name)
 		}
 	}
-	res := &Result{}
+	// Files are evaluated in parallel (each with its share of memory),
+	// their ranges joined in file order.
+	bases := make([]uint64, len(files))
 	var base uint64
-	var tri []uint8
-	for _, fl := range files {
-		starts := make([]uint64, len(fl.RowGroups))
-		s := base
-		for g, r := range fl.RowGroups {
-			starts[g] = s
-			s += uint64(r)
+	for i, fl := range files {
+		bases[i] = base
+		for _, r := range fl.RowGroups {
+			base += uint64(r)
 		}
-		skip := func(g int, rows int64, s []source.ScalarStats) bool {
-			res.RowGroups++
-			all := make([]source.ScalarStats, len(f.Columns))
-			for i, c := range f.Columns {
-				if data[i] >= 0 {
-					all[i] = s[data[i]]
-					continue
-				}
-				v := fl.Partition[isPart[c.Name]]
-				switch v.Type {
-				case Null:
-					all[i].NullCount = rows
-				case Int:
-					all[i] = source.ScalarStats{MinMax: true, MinInt: v.I, MaxInt: v.I}
-				case String:
-					all[i] = source.ScalarStats{MinMax: true, MinStr: []byte(v.S), MaxStr: []byte(v.S)}
-				}
-			}
-			if f.MayMatch(all, rows) {
-				return false
-			}
-			res.Skipped++
-			return true
-		}
-		each := func(g int, first, rows int64, v []source.Scalars) error {
-			vecs := make([]Vector, len(f.Columns))
-			for i, c := range f.Columns {
-				if data[i] >= 0 {
-					vecs[i] = Vector(v[data[i]])
-				} else {
-					vecs[i] = constVector(fl.Partition[isPart[c.Name]], int(rows))
-				}
-			}
-			tri = f.Eval(vecs, int(rows), tri[:0])
-			for i := 0; i < len(tri); i++ {
-				if tri[i] != T {
-					continue
-				}
-				j := i
-				for j < len(tri) && tri[j] == T {
-					j++
-				}
-				res.add(starts[g]+uint64(first)+uint64(i), uint64(j-i))
-				i = j
-			}
-			return nil
-		}
+	}
+	par := max(1, min(len(files), runtime.GOMAXPROCS(0)))
+	if memory > 0 {
+		memory = max(1, memory/int64(par))
+	}
+	parts := make([]*Result, len(files))
+	err := pool.ForEach(ctx, len(files), par, func(i int) error {
 		var err error
-		if len(names) == 0 {
-			// Only partition columns: the row counts the plan recorded
-			// suffice, nothing is read.
-			for g, rows := range fl.RowGroups {
-				if rows == 0 || skip(g, rows, nil) {
-					continue
-				}
-				if err = each(g, 0, rows, nil); err != nil {
-					break
-				}
-			}
-		} else {
-			err = source.ReadScalars(ctx, st, fl.Path, names, memory, skip, each)
+		parts[i], err = selectFile(ctx, st, f, files[i], bases[i], names, data, isPart, memory)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &Result{}
+	for _, p := range parts {
+		res.RowGroups += p.RowGroups
+		res.Skipped += p.Skipped
+		for _, r := range p.Ranges {
+			res.add(r[0], r[1])
 		}
-		if err != nil {
-			return nil, nil, err
-		}
-		base = s
 	}
 	res.BytesRead = read.Load()
 	return f, res, nil
@@ -226,4 +182,84 @@ func typeOf(cols []Column, name string) Type {
 		}
 	}
 	return Null
+}
+
+// selectFile evaluates f over one file whose first row is base of the
+// source: data[i] is f.Columns[i]'s index in names (the columns read), or
+// -1 for a partition column (isPart gives its index in fl.Partition).
+func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base uint64, names []string, data []int, isPart map[string]int, memory int64) (*Result, error) {
+	res := &Result{}
+	var tri []uint8
+	starts := make([]uint64, len(fl.RowGroups))
+	s := base
+	for g, r := range fl.RowGroups {
+		starts[g] = s
+		s += uint64(r)
+	}
+	skip := func(g int, rows int64, s []source.ScalarStats) bool {
+		res.RowGroups++
+		all := make([]source.ScalarStats, len(f.Columns))
+		for i, c := range f.Columns {
+			if data[i] >= 0 {
+				all[i] = s[data[i]]
+				continue
+			}
+			v := fl.Partition[isPart[c.Name]]
+			switch v.Type {
+			case Null:
+				all[i].NullCount = rows
+			case Int:
+				all[i] = source.ScalarStats{MinMax: true, MinInt: v.I, MaxInt: v.I}
+			case String:
+				all[i] = source.ScalarStats{MinMax: true, MinStr: []byte(v.S), MaxStr: []byte(v.S)}
+			}
+		}
+		if f.MayMatch(all, rows) {
+			return false
+		}
+		res.Skipped++
+		return true
+	}
+	each := func(g int, first, rows int64, v []source.Scalars) error {
+		vecs := make([]Vector, len(f.Columns))
+		for i, c := range f.Columns {
+			if data[i] >= 0 {
+				vecs[i] = Vector(v[data[i]])
+			} else {
+				vecs[i] = constVector(fl.Partition[isPart[c.Name]], int(rows))
+			}
+		}
+		tri = f.Eval(vecs, int(rows), tri[:0])
+		for i := 0; i < len(tri); i++ {
+			if tri[i] != T {
+				continue
+			}
+			j := i
+			for j < len(tri) && tri[j] == T {
+				j++
+			}
+			res.add(starts[g]+uint64(first)+uint64(i), uint64(j-i))
+			i = j
+		}
+		return nil
+	}
+	var err error
+	if len(names) == 0 {
+		// Only partition columns: the row counts the plan recorded
+		// suffice, nothing is read.
+		for g, rows := range fl.RowGroups {
+			if rows == 0 || skip(g, rows, nil) {
+				continue
+			}
+			if err = each(g, 0, rows, nil); err != nil {
+				break
+			}
+		}
+	} else {
+		err = source.ReadScalars(ctx, st, fl.Path, names, memory, skip, each)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }

@@ -21,6 +21,7 @@ const (
 	String
 )
 
+// String returns the type's SQL-style name, as errors print it.
 func (t Type) String() string {
 	return [...]string{"NULL", "BOOLEAN", "INTEGER", "FLOAT", "TEXT"}[t]
 }

@@ -60,6 +60,7 @@ type countingStore struct {
 	n *atomic.Int64
 }
 
+// Open opens name through the wrapped store, counting its reads.
 func (c countingStore) Open(ctx context.Context, name string) (source.Object, error) {
 	o, err := c.Store.Open(ctx, name)
 	if err != nil {
@@ -73,6 +74,7 @@ type countingObject struct {
 	n *atomic.Int64
 }
 
+// ReadAt reads through the wrapped object and counts the bytes returned.
 func (c countingObject) ReadAt(p []byte, off int64) (int, error) {
 	k, err := c.Object.ReadAt(p, off)
 	c.n.Add(int64(k))

@@ -65,6 +65,8 @@ type sourceYAML struct {
 	line   int
 }
 
+// UnmarshalYAML decodes one source entry, refusing unknown keys (yaml.v3's
+// KnownFields does not reach into a custom unmarshaler) and keeping its line.
 func (s *sourceYAML) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {

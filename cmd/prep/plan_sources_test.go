@@ -396,3 +396,31 @@ func TestPlanSourcesHiveRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSourcesFilterSourceChanged: a filtered source's file rewritten
+// after planning (its selection may no longer hold) is refused by convert
+// before any shard is written.
+func TestPlanSourcesFilterSourceChanged(t *testing.T) {
+	sources := mixDirs(t, "", "    filter: id > 90\n", "")
+	dir := filepath.Dir(sources)
+	pp := filepath.Join(dir, "plan.json")
+	if code, _, errs := runCLI("plan", "--sources", sources, "--global-batch", "4", "-o", pp, "-q"); code != 0 {
+		t.Fatal(errs)
+	}
+	// code/part-2.parquet now holds B27's five.parquet: other rows.
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage", "five.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "code", "part-2.parquet"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shards := filepath.Join(dir, "shards")
+	code, _, errs := runCLI("convert", "--plan", pp, "--tensor", "id=id:I64", "-o", shards, "-q")
+	if code == 0 || !strings.Contains(errs, "code/part-2.parquet") {
+		t.Fatalf("convert of a changed source: exit %d %s", code, errs)
+	}
+	if m, _ := filepath.Glob(filepath.Join(shards, "epoch-*", "*.shard")); len(m) != 0 {
+		t.Errorf("shards written: %v", m)
+	}
+}

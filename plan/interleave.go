@@ -336,13 +336,24 @@ func (o mixOrder) drawID(pp *passPerms, i int, d uint64) uint64 {
 func (ms *mixState) global(i int, local uint64) uint64 {
 	s := &ms.src[i]
 	if s.sel != nil { // the local-th selected row
-		j := firstAbove(s.selPrefix[1:], local)
+		// selJump narrows the search to the ranges holding selected rows
+		// [k·selJumpRows, (k+1)·selJumpRows).
+		k := local / selJumpRows
+		lo, hi := int(s.selJump[k]), len(s.sel)
+		if k+1 < uint64(len(s.selJump)) {
+			hi = int(s.selJump[k+1]) + 1
+		}
+		j := lo + firstAbove(s.selPrefix[lo+1:hi+1], local)
 		local = s.sel[j][0] + (local - s.selPrefix[j])
 	}
 	pt := &s.part
 	j := firstAbove(pt.prefix[1:], local)
 	return ms.idx.blocks[pt.blocks[j]].start + (local - pt.prefix[j])
 }
+
+// selJumpRows is the spacing of a selection's jump table: selJump[k] is
+// the range holding selected row k·selJumpRows.
+const selJumpRows = 1024
 
 // firstAbove returns the first index x of the ascending a with a[x] > v
 // (len(a) when none): sort.Search without the closure, on the hot path of

@@ -98,6 +98,7 @@ type mixSrc struct {
 	// (before selection), selPrefix[j] = selected rows before range j.
 	sel       [][2]uint64
 	selPrefix []uint64
+	selJump   []int // see selJumpRows
 	digest    string
 }
 
@@ -259,6 +260,12 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture) ([]mixSrc, uint64, er
 				out[s].selPrefix[j+1] = out[s].selPrefix[j] + r[1]
 			}
 			out[s].n = out[s].selPrefix[len(sel)]
+			for j, k := 0, uint64(0); k < out[s].n; k += selJumpRows {
+				for out[s].selPrefix[j+1] <= k {
+					j++
+				}
+				out[s].selJump = append(out[s].selJump, j)
+			}
 			out[s].digest = selectionDigest(sel)
 			if out[s].n == 0 {
 				return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)

@@ -590,3 +590,54 @@ func TestMixtureSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestMixtureSelectionLarge: a selection of many ranges (every third row
+// of 10000, and runs of 1..7 rows) maps local rows through its jump table
+// exactly: with shuffle none an epoch lists the selected rows in order.
+func TestMixtureSelectionLarge(t *testing.T) {
+	src := synthSource(rowGroups(6000, 333), rowGroups(4000, 1000))
+	for _, step := range []uint64{3, 0} {
+		var ranges [][2]uint64
+		var want []uint64
+		for r, k := uint64(0), uint64(1); r < 10000; k = k%7 + 1 {
+			n := k
+			if step != 0 {
+				n = 1
+			}
+			n = min(n, 10000-r)
+			ranges = append(ranges, [2]uint64{r, n})
+			for x := r; x < r+n; x++ {
+				want = append(want, x)
+			}
+			if step != 0 {
+				r += step
+			} else {
+				r += n + k
+			}
+		}
+		mix := &Mixture{Sources: []MixSource{{Name: "s", Files: []string{"part-000.parquet", "part-001.parquet"}, Filter: "x", Selection: EncodeSelection(ranges)}}}
+		p := mustMix(t, src, Config{Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: ShuffleNone, Remainder: RemainderPartial}, mix)
+		bs, _ := globalBatches(t, p, 0)
+		var got []uint64
+		for _, b := range bs {
+			got = append(got, b...)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: %d ids, want %d; first difference at %d", step, len(got), len(want), firstDiff(got, want))
+		}
+		for _, id := range []uint64{want[0], want[len(want)/2], want[len(want)-1]} {
+			if occ, _ := p.Occurrences(0, id, nil); len(occ) != 1 {
+				t.Errorf("id %d: occurrences %v", id, occ)
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []uint64) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

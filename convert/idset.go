@@ -127,7 +127,9 @@ func neededIDs(ctx context.Context, p *plan.Plan, todo []shardKey) (*idSet, erro
 		ranks[k.epoch][k.rank] = true
 	}
 	for e, rs := range ranks {
-		if len(rs) != p.Config.WorldSize {
+		if len(rs) != p.Config.WorldSize || !p.CoversSource() {
+			// A mixture's epoch holds some ids several times and others
+			// not at all: list what the shards hold.
 			continue
 		}
 		dropped, err := p.Dropped(e)

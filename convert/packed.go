@@ -11,7 +11,7 @@ import (
 	"github.com/prepml/prep/shardfmt"
 )
 
-// Packed plans (PLAN.md §11, SPEC.md §2.9): a sample is a packed row of L
+// Packed plans (PLAN.md §12, SPEC.md §2.9): a sample is a packed row of L
 // tokens made of document pieces. The spec holds one tensor, on the
 // packed column; it becomes four output tensors per packed row:
 //

@@ -13,7 +13,7 @@ import (
 )
 
 // TokenLengths returns the list length of column in every row of src, in
-// sample id order (PLAN.md §2): what packing (PLAN.md §11) reads. Only
+// sample id order (PLAN.md §2): what packing (PLAN.md §12) reads. Only
 // the column's repetition and definition levels are decoded
 // (pqread.File.ListLengths); a null or empty list is 0, a null element
 // counts. st nil reads the local directory src.Root. Every file is opened

@@ -132,7 +132,7 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 	if pk := p.Packing; pk != nil {
 		// Its sample ids are packed rows, not source rows: only the packed
 		// path (packed.go) reads it, through its document plan.
-		return nil, nil, fmt.Errorf("%w: the plan packs column %s into rows of %d tokens; its samples are packed rows, which this operation does not read (PLAN.md §11)", ErrSpec, pk.Column, pk.Length)
+		return nil, nil, fmt.Errorf("%w: the plan packs column %s into rows of %d tokens; its samples are packed rows, which this operation does not read (PLAN.md §12)", ErrSpec, pk.Column, pk.Length)
 	}
 	if st == nil {
 		local, err := source.NewLocal(p.Source.Root)

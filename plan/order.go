@@ -39,9 +39,19 @@ func (l *lane) fill(start, b uint64, dst []uint64) ([]uint64, int) {
 		}
 	}
 	pads := 0
-	for q := max(start, l.n); q < end; q++ {
-		dst = append(dst, l.ord.at((q-l.n)%l.n))
-		pads++
+	for q := max(start, l.n); q < end; {
+		// Pad slots q hold positions (q-n) mod n: consecutive runs.
+		from := (q - l.n) % l.n
+		run := min(end-q, l.n-from)
+		if rf, ok := l.ord.(rangeOrder); ok {
+			dst = rf.appendRange(from, from+run, dst)
+		} else {
+			for x := from; x < from+run; x++ {
+				dst = append(dst, l.ord.at(x))
+			}
+		}
+		pads += int(run)
+		q += run
 	}
 	return dst, pads
 }
@@ -221,6 +231,7 @@ type state struct {
 	limit  uint64      // non-partitioned: slots per epoch
 	parts  []partition // partitioned only
 	owner  []int32     // partitioned: block index -> rank
+	mix    *mixState   // mixtures only
 	epochs []epochCache
 }
 
@@ -230,13 +241,16 @@ type epochCache struct {
 	lanes []lane // one lane, or one per rank in partitioned mode
 }
 
-func newState(idx *sourceIndex, cfg Config) (*state, Derived, error) {
+func newState(idx *sourceIndex, cfg Config, ms *mixState) (*state, Derived, error) {
 	if len(idx.blocks) >= 1<<32-1 {
 		return nil, Derived{}, configErrorf("source", "more than 2^32-2 row groups")
 	}
-	st := &state{cfg: cfg, idx: idx, g: uint64(cfg.GlobalBatch), b: uint64(cfg.GlobalBatch / cfg.WorldSize), epochs: make([]epochCache, cfg.Epochs)}
+	st := &state{cfg: cfg, idx: idx, g: uint64(cfg.GlobalBatch), b: uint64(cfg.GlobalBatch / cfg.WorldSize), epochs: make([]epochCache, cfg.Epochs), mix: ms}
 	n := idx.n
 	d := Derived{Samples: n, Blocks: len(idx.blocks), BatchSize: int(st.b)}
+	if ms != nil {
+		n = ms.t // the epoch's slot sequence (PLAN.md §11.6)
+	}
 	if cfg.Shuffle != ShufflePartitioned {
 		full := n / st.g
 		ceil := (n + st.g - 1) / st.g
@@ -292,6 +306,10 @@ func (st *state) epoch(e int) []lane {
 	c := &st.epochs[e]
 	c.once.Do(func() {
 		seed := st.cfg.Seed
+		if st.mix != nil {
+			c.lanes = []lane{{ord: mixOrder{ms: st.mix, epoch: uint64(e)}, n: st.mix.t, limit: st.limit}}
+			return
+		}
 		switch st.cfg.Shuffle {
 		case ShuffleNone:
 			c.lanes = []lane{{ord: identity{}, n: st.idx.n, limit: st.limit}}
@@ -329,6 +347,14 @@ func (st *state) lane(epoch, rank, step int) (*lane, uint64) {
 }
 
 func (st *state) position(epoch int, id uint64) Position {
+	if st.mix != nil {
+		for _, q := range st.mix.slotsOf(uint64(epoch), id) {
+			if q < st.limit {
+				return st.at(q, 0)
+			}
+		}
+		return Position{Dropped: true}
+	}
 	l, r := st.laneOf(epoch, id)
 	q := l.ord.pos(id)
 	if q >= l.limit {
@@ -360,6 +386,19 @@ func (st *state) at(q uint64, r int) Position {
 // occurrences appends the positions of id in epoch: lane position q and the
 // pad positions q+n, q+2n, ... below the lane's limit (see lane.fill).
 func (st *state) occurrences(epoch int, id uint64, dst []Position) []Position {
+	if st.mix != nil {
+		var qs []uint64
+		for _, q := range st.mix.slotsOf(uint64(epoch), id) {
+			for ; q < st.limit; q += st.mix.t {
+				qs = append(qs, q)
+			}
+		}
+		slices.Sort(qs)
+		for _, q := range qs {
+			dst = append(dst, st.at(q, 0))
+		}
+		return dst
+	}
 	l, r := st.laneOf(epoch, id)
 	for q := l.ord.pos(id); q < l.limit; q += l.n {
 		dst = append(dst, st.at(q, r))
@@ -370,6 +409,13 @@ func (st *state) occurrences(epoch int, id uint64, dst []Position) []Position {
 func (st *state) dropped(epoch int) []uint64 {
 	var out []uint64
 	for _, l := range st.epoch(epoch) {
+		if l.limit >= l.n {
+			continue
+		}
+		if rf, ok := l.ord.(rangeOrder); ok {
+			out = rf.appendRange(l.limit, l.n, out)
+			continue
+		}
 		for q := l.limit; q < l.n; q++ {
 			out = append(out, l.ord.at(q))
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // Split is what packing does with a document longer than the row length
-// (PLAN.md §11).
+// (PLAN.md §12).
 type Split string
 
 const (
@@ -38,10 +38,10 @@ const (
 	DefaultPackWindow = 8192
 )
 
-// purposePack keys the document permutation of packing (PLAN.md §11).
+// purposePack keys the document permutation of packing (PLAN.md §12).
 const purposePack = "pack"
 
-// PackOptions are the inputs of packing (PLAN.md §11): which list column
+// PackOptions are the inputs of packing (PLAN.md §12): which list column
 // holds the tokens, the row length L, the split policy, the end-of-document
 // id appended to every document (nil: none), the pad id of unused slots,
 // and the window K of documents packed together.
@@ -77,7 +77,7 @@ func (o *PackOptions) Validate() error {
 	return nil
 }
 
-// Packing is the plan file's record of a packing (PLAN.md §11): the
+// Packing is the plan file's record of a packing (PLAN.md §12): the
 // options, the counts it gave and its digests. A packed plan's samples
 // are its Rows packed rows.
 type Packing struct {
@@ -118,7 +118,7 @@ func (l *PackLayout) Rows() uint64 { return uint64(len(l.RowStart) - 1) }
 func (l *PackLayout) Row(i uint64) []Piece { return l.Pieces[l.RowStart[i]:l.RowStart[i+1]] }
 
 // LengthsDigest returns "sha256:" + hex SHA-256 of "prep-lengths/v1" 0x00
-// LE64(D) then LE32(length) per document in sample id order (PLAN.md §11).
+// LE64(D) then LE32(length) per document in sample id order (PLAN.md §12).
 func LengthsDigest(lengths []uint32) string {
 	h := sha256.New()
 	h.Write([]byte("prep-lengths/v1\x00"))
@@ -139,7 +139,7 @@ func LengthsDigest(lengths []uint32) string {
 
 // Pack packs documents of the given token counts (lengths[d] = list
 // length of source row d; null and empty lists are 0) into rows of
-// opts.Length tokens, as PLAN.md §11 specifies: documents in the order
+// opts.Length tokens, as PLAN.md §12 specifies: documents in the order
 // of the keyed permutation (purpose "pack", seed, epoch 0, index 0) when
 // shuffle is true, else in source order; windows of opts.Window
 // documents; in each window, pieces by length descending then by arrival,
@@ -338,7 +338,7 @@ func heapPop(h *[]int32) int32 {
 
 // digest is "sha256:" + hex SHA-256 of "prep-pack/v1" 0x00 LE64(rows),
 // then per row LE64(pieces) and per piece LE64(doc) LE64(offset)
-// LE64(len) (PLAN.md §11).
+// LE64(len) (PLAN.md §12).
 func (l *PackLayout) digest() string {
 	h := sha256.New()
 	h.Write([]byte("prep-pack/v1\x00"))
@@ -365,7 +365,7 @@ func (l *PackLayout) digest() string {
 }
 
 // canonical is the packing line of the order fingerprint text (PLAN.md
-// §8, §11).
+// §8, §12).
 func (pk *Packing) canonical() string {
 	eod := "none"
 	if pk.EOD != nil {
@@ -400,7 +400,7 @@ func (pk *Packing) check(docs uint64) error {
 	return nil
 }
 
-// NewPacked is NewContext for a packed plan (PLAN.md §11): lengths[d] is
+// NewPacked is NewContext for a packed plan (PLAN.md §12): lengths[d] is
 // the token count of source row d (the list length of opts.Column; 0 for
 // a null or empty list), one per source row; the plan's samples are the
 // packed rows. Only shuffle modes none and global apply to packed rows
@@ -425,7 +425,7 @@ func NewPacked(ctx context.Context, src Source, cfg Config, opts PackOptions, le
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := newContext(ctx, src, cfg, pk, progress)
+	p, err := newContext(ctx, src, cfg, pk, nil, progress)
 	if err != nil {
 		return nil, nil, err
 	}

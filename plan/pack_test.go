@@ -25,7 +25,7 @@ func rowsOf(lay *PackLayout) [][]Piece {
 }
 
 // TestPackHandComputed checks Pack against layouts worked out by hand from
-// PLAN.md §11 (best-fit decreasing inside windows of 4 documents).
+// PLAN.md §12 (best-fit decreasing inside windows of 4 documents).
 func TestPackHandComputed(t *testing.T) {
 	lengths := []uint32{3, 5, 0, 2, 7, 1}
 	for _, c := range []struct {

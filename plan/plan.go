@@ -123,10 +123,13 @@ type Plan struct {
 	Config            Config  `json:"config"`
 	Derived           Derived `json:"derived"`
 	// Packing is the packing of a token column into fixed-length rows
-	// (PLAN.md §11), nil when none: then the samples are packed rows.
+	// (PLAN.md §12), nil when none: then the samples are packed rows.
 	Packing *Packing    `json:"packing,omitempty"`
 	Epochs  []EpochInfo `json:"epochs"`
-	Source  Source      `json:"source"`
+	// Mixture, when present, draws each epoch from several named sources
+	// at fixed rates (PLAN.md §11); absent in a plan of one pool.
+	Mixture *Mixture `json:"mixture,omitempty"`
+	Source  Source   `json:"source"`
 
 	st *state
 }
@@ -145,12 +148,21 @@ func New(src Source, cfg Config) (*Plan, error) {
 // and the steps of it hashed so far, and the steps per epoch. It returns
 // ctx's error when ctx is done before the last digest.
 func NewContext(ctx context.Context, src Source, cfg Config, progress func(epoch, steps, total int)) (*Plan, error) {
-	return newContext(ctx, src, cfg, nil, progress)
+	return newContext(ctx, src, cfg, nil, nil, progress)
 }
 
-// newContext is NewContext with a packing (nil: none).
-func newContext(ctx context.Context, src Source, cfg Config, pk *Packing, progress func(epoch, steps, total int)) (*Plan, error) {
-	p, err := derive(src, cfg, pk)
+// NewMixtureContext is NewContext for a plan whose epochs draw from the
+// named sources of mix (PLAN.md §11); mix nil is NewContext. Every file of
+// src belongs to exactly one of mix's sources; mix.EpochSamples 0 means the
+// sum of the sources' rows. The caller's mix is not modified: the plan
+// records a resolved copy. Errors wrap ErrConfig and name the source.
+func NewMixtureContext(ctx context.Context, src Source, cfg Config, mix *Mixture, progress func(epoch, steps, total int)) (*Plan, error) {
+	return newContext(ctx, src, cfg, nil, mix, progress)
+}
+
+// newContext is NewContext with a packing and a mixture (nil: none).
+func newContext(ctx context.Context, src Source, cfg Config, pk *Packing, mix *Mixture, progress func(epoch, steps, total int)) (*Plan, error) {
+	p, err := derive(src, cfg, pk, mix)
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +182,9 @@ func newContext(ctx context.Context, src Source, cfg Config, pk *Packing, progre
 }
 
 // derive builds everything but the epoch digests; with a packing, the
-// samples are its packed rows.
-func derive(src Source, cfg Config, pk *Packing) (*Plan, error) {
+// samples are its packed rows; with a mixture, each epoch draws from its
+// named sources. A plan takes at most one of the two.
+func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -183,6 +196,9 @@ func derive(src Source, cfg Config, pk *Packing) (*Plan, error) {
 	if n := src.NumSamples(); n > MaxSamples {
 		return nil, configErrorf("source", "%d rows exceed the limit of %d samples per plan (split the source into several plans)", n, uint64(MaxSamples))
 	}
+	if pk != nil && mix != nil {
+		return nil, configErrorf("packing", "packing a plan with a mixture of sources is not offered: pack one source (--source with --pack)")
+	}
 	idx := src.index
 	if pk != nil {
 		if err := pk.check(idx.n); err != nil {
@@ -193,11 +209,21 @@ func derive(src Source, cfg Config, pk *Packing) (*Plan, error) {
 		}
 		idx = &sourceIndex{n: pk.Rows} // the samples are packed rows
 	}
-	st, d, err := newState(idx, cfg)
+	var ms *mixState
+	if mix != nil {
+		srcs, t, err := resolveMixture(&src, cfg, mix)
+		if err != nil {
+			return nil, err
+		}
+		mix = mix.resolved(srcs, t)
+		ms = newMixState(src.index, srcs, t, cfg)
+	}
+	st, d, err := newState(idx, cfg, ms)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plan{
+		Mixture:           mix,
 		Format:            FormatVersion,
 		Algorithm:         Algorithm,
 		SourceFingerprint: src.Fingerprint(),
@@ -210,7 +236,7 @@ func derive(src Source, cfg Config, pk *Packing) (*Plan, error) {
 	if pk != nil {
 		p.Derived.Blocks = len(src.index.blocks)
 	}
-	p.OrderFingerprint = orderFingerprint(p.SourceFingerprint, cfg, pk)
+	p.OrderFingerprint = orderFingerprint(p.SourceFingerprint, cfg, pk, mix)
 	p.Fingerprint = planFingerprint(p.OrderFingerprint, cfg)
 	return p, nil
 }
@@ -263,7 +289,10 @@ func (c *Config) Validate() error {
 }
 
 // orderFingerprint is "sha256:" + SHA-256 of PLAN.md §Fingerprints' order text.
-func orderFingerprint(source string, c Config, pk *Packing) string {
+// A plan with a packing appends its canonical text (§12); one with a
+// mixture appends "mixture=<fingerprint of its canonical text>\n" (§11.5);
+// a plan with neither has exactly the v1 text.
+func orderFingerprint(source string, c Config, pk *Packing, mix *Mixture) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "prep-order/v1\nalgorithm=%s\nsource=%s\nseed=%d\nglobal_batch=%d\nshuffle=%s\nwindow=%d\nremainder=%s\n",
 		Algorithm, source, c.Seed, c.GlobalBatch, c.Shuffle, c.Window, c.Remainder)
@@ -272,6 +301,9 @@ func orderFingerprint(source string, c Config, pk *Packing) string {
 	}
 	if pk != nil {
 		b.WriteString(pk.canonical())
+	}
+	if mix != nil {
+		fmt.Fprintf(&b, "mixture=%s\n", mix.fingerprint())
 	}
 	return sha256Digest(b.String())
 }
@@ -324,9 +356,12 @@ func Parse(data []byte) (*Plan, error) {
 	if f.Algorithm != Algorithm {
 		return nil, &Error{Field: "algorithm", Err: fmt.Errorf("algorithm %q, want %q: %w", f.Algorithm, Algorithm, ErrFormat)}
 	}
-	p, err := derive(f.Source, f.Config, f.Packing)
+	p, err := derive(f.Source, f.Config, f.Packing, f.Mixture)
 	if err != nil {
 		return nil, err
+	}
+	if f.Mixture != nil && f.Mixture.EpochSamples == 0 {
+		return nil, &Error{Field: "mixture", Err: fmt.Errorf("epoch_samples missing: %w", ErrFormat)}
 	}
 	check := func(field string, got, want any) error {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -342,6 +377,7 @@ func Parse(data []byte) (*Plan, error) {
 		{"order_fingerprint", f.OrderFingerprint, p.OrderFingerprint},
 		{"fingerprint", f.Fingerprint, p.Fingerprint},
 		{"derived", f.Derived, p.Derived},
+		{"mixture", mixtureText(f.Mixture), mixtureText(p.Mixture)},
 		{"epochs", len(f.Epochs), f.Config.Epochs},
 	} {
 		if err := check(c.field, c.got, c.want); err != nil {
@@ -390,8 +426,34 @@ func (p *Plan) Save(path string) error {
 	return nil
 }
 
-// NumSamples returns N, the total number of source rows.
+// NumSamples returns N, the total number of source rows: every sample id
+// is below it.
 func (p *Plan) NumSamples() uint64 { return p.Derived.Samples }
+
+// EpochSamples returns the slots of an epoch's order before the remainder
+// policy: N, or T for a plan with a mixture.
+func (p *Plan) EpochSamples() uint64 {
+	if p.Mixture != nil {
+		return p.Mixture.EpochSamples
+	}
+	return p.Derived.Samples
+}
+
+// CoversSource reports whether every epoch's order holds every sample id
+// exactly once before the remainder policy (true for a plan without a
+// mixture): then an epoch holds every id but the ones Dropped lists. A
+// mixture draws some sources more than once and others partly.
+func (p *Plan) CoversSource() bool { return p.Mixture == nil }
+
+// SourceOf returns the index in Mixture.Sources of the source holding
+// sample id, or -1 for a plan without a mixture or an id out of range.
+// O(log row groups).
+func (p *Plan) SourceOf(id uint64) int {
+	if p.st.mix == nil || id >= p.NumSamples() {
+		return -1
+	}
+	return p.st.mix.sourceOf(id)
+}
 
 // BatchSize returns b = G / R, samples per rank batch.
 func (p *Plan) BatchSize() int { return p.Derived.BatchSize }
@@ -518,4 +580,13 @@ func (p *Plan) Resume(c Cursor) (epoch, step int, done bool, err error) {
 		return p.Config.Epochs, 0, true, nil
 	}
 	return int(c.GlobalStep / s), int(c.GlobalStep % s), false, nil
+}
+
+// mixtureText renders a mixture for comparison ("" for none).
+func mixtureText(m *Mixture) string {
+	if m == nil {
+		return ""
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
 }

@@ -669,7 +669,7 @@ func TestPartitionedIsBalancedAndFixed(t *testing.T) {
 func BenchmarkRankBatchGlobal(b *testing.B) {
 	src := synthSource(rowGroups(1_000_000_000, 1<<20))
 	// derive, not New: New would hash the 10^9-slot epoch digest first.
-	p, err := derive(src, Config{Epochs: 1, GlobalBatch: 4096, WorldSize: 8, Workers: 4, Shuffle: ShuffleGlobal, Remainder: RemainderDrop}, nil)
+	p, err := derive(src, Config{Epochs: 1, GlobalBatch: 4096, WorldSize: 8, Workers: 4, Shuffle: ShuffleGlobal, Remainder: RemainderDrop}, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -686,7 +686,7 @@ func BenchmarkRankBatchGlobal(b *testing.B) {
 func TestConcurrentRankBatch(t *testing.T) {
 	src := synthSource(rowGroups(500, 13), rowGroups(300, 7))
 	for _, mode := range allModes {
-		p, err := derive(src, cfgFor(mode, RemainderPad, 8, 4, 2), nil)
+		p, err := derive(src, cfgFor(mode, RemainderPad, 8, 4, 2), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -732,7 +732,7 @@ func TestSourceBeyondMaxSamplesRefused(t *testing.T) {
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("New: %v; want ErrConfig containing %q", err, want)
 	}
-	if _, err := derive(synthSource([]int64{MaxSamples}), cfg, nil); err != nil {
+	if _, err := derive(synthSource([]int64{MaxSamples}), cfg, nil, nil); err != nil {
 		t.Fatalf("MaxSamples rows: %v", err)
 	}
 }

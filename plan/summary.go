@@ -67,7 +67,7 @@ func noStepsReason(p *Plan) string {
 		}
 	}
 	return fmt.Sprintf("the plan has no steps: %d samples with global batch %d, shuffle %s and remainder %s leave every rank without a batch; lower --global-batch or use --remainder pad or partial",
-		p.NumSamples(), cfg.GlobalBatch, cfg.Shuffle, cfg.Remainder)
+		p.EpochSamples(), cfg.GlobalBatch, cfg.Shuffle, cfg.Remainder)
 }
 
 // sameFiles groups the source's non-empty files that sameFile says are one

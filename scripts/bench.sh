@@ -18,8 +18,8 @@
 #
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
 # list of stages: convert (with its peers and limits), plan, verify, gpuload,
-# python, s3, images, packing; verify and gpuload read the shard set the
-# convert stage wrote).
+# python, s3, images, packing, filter; verify and gpuload read the shard set
+# the convert stage wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -47,6 +47,7 @@ build benchrun bench ./cmd/benchrun
 build s3bench bench ./cmd/s3bench
 build imagebench bench ./cmd/imagebench
 build packbench bench ./cmd/packbench
+build filterbench bench ./cmd/filterbench
 # gpuload's Go benchmarks (the jagged host-delivery ratio) as a test binary.
 rm -f "$BIN/gpuload.test"
 if ! $GO test -c -o "$BIN/gpuload.test" ./gpuload 2>"$CACHE/build-gpuload.test.log"; then
@@ -93,7 +94,7 @@ fi
 
 # The stages benchrun measures itself; the note stages above (and images,
 # below) only re-render the report from the last full run.
-others=$(echo ",${BENCH_ONLY:-}," | sed -e 's/,python,/,/g' -e 's/,packing,/,/g' -e 's/,images,/,/g' -e 's/^,*//' -e 's/,*$//')
+others=$(echo ",${BENCH_ONLY:-}," | sed -e 's/,python,/,/g' -e 's/,packing,/,/g' -e 's/,images,/,/g' -e 's/,filter,/,/g' -e 's/^,*//' -e 's/,*$//')
 if [ -n "${BENCH_ONLY:-}" ] && [ -z "$others" ]; then
 	if [ -f "$CACHE/results.json" ]; then
 		"$BIN/benchrun" -root . -o BENCHMARKS.md -render
@@ -112,6 +113,17 @@ if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,images,* ]]; then
 		"$BIN/imagebench" -root . -prep "$BIN/prep" -dir "$CACHE/images" -o BENCHMARKS.md -runs "${BENCH_IMAGE_RUNS:-3}"
 	else
 		echo "bench: imagebench or prep did not build; the images section is not measured" >&2
+	fi
+fi
+
+# Plan with a row filter against DuckDB's count(*) ... WHERE of the same
+# predicate, in the same run (bench/filter-results.md; needs node and
+# .cache/duckdb, like the value tests).
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,filter,* ]]; then
+	if [ -x "$BIN/filterbench" ] && [ -x "$BIN/prep" ] && [ -d .cache/duckdb ]; then
+		"$BIN/filterbench" -prep "$BIN/prep" -dir "$CACHE/filter" -o bench/filter-results.md -runs "${BENCH_FILTER_RUNS:-3}"
+	else
+		echo "bench: filterbench, prep or DuckDB (.cache/duckdb) missing; the filter section is not measured" >&2
 	fi
 fi
 

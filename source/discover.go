@@ -47,12 +47,36 @@ const discoverParallel = 8
 // over many files writes nothing when any is bad. Files with zero rows are
 // returned in Source.EmptyFiles. ctx stops the reading between files.
 func Discover(ctx context.Context, paths []string) (plan.Source, error) {
+	return DiscoverWhere(ctx, paths, nil)
+}
+
+// DiscoverWhere is Discover that first asks keep (if not nil) which of the
+// files paths name (absolute, sorted) to take: the others' footers are
+// never read and they are not part of the source. Used to prune hive
+// partitions by a filter before any footer is read.
+func DiscoverWhere(ctx context.Context, paths []string, keep func(files []string) ([]bool, error)) (plan.Source, error) {
 	files, err := expandPaths(paths)
 	if err != nil {
 		return plan.Source{}, err
 	}
 	if len(files) == 0 {
 		return plan.Source{}, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoInput)
+	}
+	if keep != nil {
+		ok, err := keep(files)
+		if err != nil {
+			return plan.Source{}, err
+		}
+		var kept []string
+		for i, f := range files {
+			if ok[i] {
+				kept = append(kept, f)
+			}
+		}
+		if len(kept) == 0 {
+			return plan.Source{}, fmt.Errorf("%s: every file pruned by the filter: %w", strings.Join(paths, ", "), ErrNoInput)
+		}
+		files = kept
 	}
 	root := commonDir(files)
 	st, err := NewLocal(root)

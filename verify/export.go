@@ -17,6 +17,9 @@ import (
 const (
 	SampleIDsFile = "sample_ids.npy" // <i8 [count]: global sample id of each present sample
 	PadMaskFile   = "pad_mask.npy"   // |b1 [count]: true for pad samples (the last Pads of them)
+	// SampleSourcesFile is written for a plan with a mixture: <i4 [count],
+	// each sample's source as an index into ExportResult.Sources.
+	SampleSourcesFile = "sample_sources.npy"
 )
 
 // ErrNoShard is returned by Export when the shard set has no shard for the
@@ -30,7 +33,7 @@ type ExportOptions struct {
 	Rank   int
 	Step   int    // batch index within the (epoch, rank) shard
 	OutDir string // created if missing; existing files of the same names are replaced
-	// Pieces, for a packed shard set (PLAN.md §11), returns the
+	// Pieces, for a packed shard set (PLAN.md §12), returns the
 	// documents of each packed row id in order; Export then writes
 	// documents.npy and documents_offsets.npy (see exportPieces). nil:
 	// not packed.
@@ -68,6 +71,9 @@ type ExportResult struct {
 	// Rows lists, for a packed shard set, the documents of each present
 	// packed row (ExportOptions.Pieces); absent otherwise.
 	Rows []PackedRow `json:"rows,omitempty"`
+	// Sources names the plan's mixture sources in order (the values of
+	// sample_sources.npy index it); absent for a plan without a mixture.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Export writes batch Step of the (Epoch, Rank) shard as NumPy files: one
@@ -133,13 +139,19 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 	}
 	// Every file name is settled before the first file is written, so a
 	// clash leaves nothing half-exported.
-	used := map[string]string{SampleIDsFile: "sample ids", PadMaskFile: "pad mask"}
+	used := map[string]string{SampleIDsFile: "sample ids", PadMaskFile: "pad mask", SampleSourcesFile: "sample sources"}
 	var pieces [][]plan.Piece
 	if opts.Pieces != nil {
 		used[DocumentsFile], used[DocumentsOffsetsFile] = "documents", "documents offsets"
 		if pieces, err = opts.Pieces(ids); err != nil {
 			return nil, err
 		}
+	}
+	// A plan with a mixture names each sample's source; the shard set's
+	// own plan.json says (a set without one exports without the names).
+	var mixPlan *plan.Plan
+	if p, err := set.Plan(); err == nil && p.Mixture != nil {
+		mixPlan = p
 	}
 	g := r.Geometry()
 	names := make([]string, len(r.Tensors()))
@@ -218,10 +230,24 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 			mask[i] = 1
 		}
 	}
-	for _, f := range []struct {
+	extra := []struct {
 		name, descr string
 		data        []byte
-	}{{SampleIDsFile, "<i8", idb}, {PadMaskFile, "|b1", mask}} {
+	}{{SampleIDsFile, "<i8", idb}, {PadMaskFile, "|b1", mask}}
+	if mixPlan != nil {
+		srcb := make([]byte, 0, 4*len(ids))
+		for _, id := range ids {
+			srcb = binary.LittleEndian.AppendUint32(srcb, uint32(mixPlan.SourceOf(id)))
+		}
+		extra = append(extra, struct {
+			name, descr string
+			data        []byte
+		}{SampleSourcesFile, "<i4", srcb})
+		for _, ms := range mixPlan.Mixture.Sources {
+			res.Sources = append(res.Sources, ms.Name)
+		}
+	}
+	for _, f := range extra {
 		file := filepath.Join(opts.OutDir, f.name)
 		if err := npy.WriteFile(file, f.descr, []int{len(ids)}, f.data); err != nil {
 			return nil, err

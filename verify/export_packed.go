@@ -9,7 +9,7 @@ import (
 	"github.com/prepml/prep/plan"
 )
 
-// Files Export writes for a packed shard set (PLAN.md §11): which
+// Files Export writes for a packed shard set (PLAN.md §12): which
 // documents make each packed row, so every token is traceable to its
 // source row.
 const (

@@ -3,6 +3,8 @@ package verify
 import (
 	"fmt"
 	"strings"
+
+	"github.com/prepml/prep/plan"
 )
 
 // Kind is the stable snake_case code of a finding. Codes are part of prep's
@@ -50,6 +52,8 @@ const (
 //	batch     int     batch (step) index inside the shard
 //	tensor    string  tensor name
 //	sample_id int     global sample id (source row index)
+//	source    string  the named source holding sample_id (plans with a
+//	          mixture, prep plan --sources)
 //	element   int     element index inside the sample, row-major
 //	what      string  the quantity compared: "size", "digest", "crc32c",
 //	          "sample_id", "count", "pads", "value", "batches", ...
@@ -64,6 +68,7 @@ type Finding struct {
 	Batch    *int    `json:"batch,omitempty"`
 	Tensor   string  `json:"tensor,omitempty"`
 	SampleID *uint64 `json:"sample_id,omitempty"`
+	Source   string  `json:"source,omitempty"`
 	Element  *int    `json:"element,omitempty"`
 	What     string  `json:"what,omitempty"`
 	Expected string  `json:"expected,omitempty"`
@@ -97,6 +102,9 @@ func (f Finding) String() string {
 	}
 	if f.SampleID != nil {
 		loc = append(loc, fmt.Sprintf("sample %d", *f.SampleID))
+		if f.Source != "" {
+			loc = append(loc, fmt.Sprintf("(source %s)", f.Source))
+		}
 	}
 	if f.Element != nil {
 		loc = append(loc, fmt.Sprintf("element %d", *f.Element))
@@ -118,3 +126,19 @@ func (f Finding) String() string {
 
 func intp(v int) *int       { return &v }
 func u64p(v uint64) *uint64 { return &v }
+
+// nameSources sets Source on every finding with a sample id when p has a
+// mixture: the name of the source holding that id.
+func nameSources(p *plan.Plan, fs []Finding) {
+	if p == nil || p.Mixture == nil {
+		return
+	}
+	for i := range fs {
+		if fs[i].SampleID == nil {
+			continue
+		}
+		if s := p.SourceOf(*fs[i].SampleID); s >= 0 {
+			fs[i].Source = p.Mixture.Sources[s].Name
+		}
+	}
+}

@@ -174,6 +174,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep := c.rep
+	nameSources(c.plan, rep.Findings)
 	rep.Findings = groupSourceFindings(rep.Findings)
 	sortFindings(rep.Findings)
 	rep.FindingCount = len(rep.Findings)

@@ -77,6 +77,9 @@ receives it, into DIR as NumPy files (format 1.0, little-endian):
                    them with ml_dtypes, e.g. a.view(ml_dtypes.bfloat16)).
   sample_ids.npy   <i8 [count]: the source row index of each sample
   pad_mask.npy     |b1 [count]: true for pad samples (remainder "pad")
+  sample_sources.npy  <i4 [count]: each sample's source, an index into the
+                   plan's mixture sources (plans made with --sources only;
+                   --json lists the names as "sources")
 
 A jagged tensor (a variable number of values per sample) gives two files:
 
@@ -140,6 +143,9 @@ export once per step for several.`,
 			}
 			fmt.Fprintf(out, "epoch %d rank %d step %d: %s (%s) from %s\n",
 				res.Epoch, res.Rank, res.Step, count(res.Count, "sample"), count(res.Pads, "pad"), res.Shard)
+			if len(res.Sources) > 0 {
+				fmt.Fprintf(out, "sources (sample_sources.npy indexes them): %s\n", strings.Join(res.Sources, ", "))
+			}
 			return nil
 		},
 	}

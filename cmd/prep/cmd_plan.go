@@ -22,6 +22,8 @@ func init() { subcommands = append(subcommands, newPlanCmd) }
 // planOptions are the flags of prep plan.
 type planOptions struct {
 	sources     []string
+	sourcesFile string
+	memoryLimit string
 	seed        uint64
 	epochs      int
 	globalBatch int
@@ -43,7 +45,7 @@ const defaultWindow = 16
 func newPlanCmd(g *globalOptions) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan --source PATH... --global-batch G [flags] -o plan.json",
+		Use:   "plan (--source PATH... | --sources FILE) --global-batch G [flags] -o plan.json",
 		Short: "Make a deterministic epoch plan (seeded shuffle, ranks, workers) from Parquet footers",
 		Long: `plan fixes the order of every epoch as a pure function of the source, a seed
 and a few counts, and writes it to a small plan.json (format prep-plan/v1,
@@ -67,10 +69,52 @@ Remainder policies: drop (last N mod G samples of each epoch left out and
 listed), pad (last global batch filled from the epoch start, flagged as pad),
 partial (short last batch; for evaluation).
 
+Mixtures (--sources FILE, a YAML sources file, instead of --source):
+
+  sources:
+    - name: web
+      path: s3://corpus/web/        # a path or a list of paths, as --source
+      weight: 0.7
+      filter: "lang = 'en' AND quality >= 0.5"   # optional row filter
+    - name: code
+      path: s3://corpus/code/
+      weight: 0.3
+  epoch_samples: 10000000           # optional; default: all sources' rows
+
+Every epoch draws round(weight/sum of weights x epoch_samples) samples from
+each source (largest-remainder rounding: the counts add up exactly), and
+every global batch holds each source's share of it to within one sample.
+Each source is read through its own seeded permutation, continuing where the
+previous epoch stopped: a source drawn more often than it has rows repeats
+whole passes (up-sampling), one drawn less covers all its rows over several
+epochs (down-sampling). A source without a weight weighs its share of all
+rows (with no weights at all, the shares of one pool). Sample ids stay row
+indices over all the sources' files; a file may belong to one source only
+(the same directory under two names is refused: raise its weight instead).
+Shuffle global or none; the order still never depends on --world-size or
+--workers. 'plan show' names each sample's source. Spec: plan/PLAN.md §11.
+
+A filter is a SQL WHERE condition over the source's columns: = != <> < <=
+> >=, AND, OR, NOT, parentheses, IN (...), BETWEEN a AND b, IS [NOT] NULL,
+LIKE 'prefix%', with SQL's NULL logic (a row is kept only when the condition
+is TRUE). It is type-checked against every file's columns and evaluated once
+here, reading only the columns it names; the plan records the selected rows
+and their digest, so convert and verify read only selected rows and a source
+without a weight weighs its selected rows. An unknown column, a type mismatch
+or a filter that selects nothing is refused before anything is written,
+pointing at the token. Language: selection/SELECTION.md.
+
+A source that is one local directory of hive partitions
+(date=2026-11-01/region=eu/part-0.parquet) has its keys as columns for its
+filter; files whose partition values cannot match ("region = 'eu'") are
+pruned before their footers are read.
+
 Prints a summary on stdout (--json for scripts). Use 'prep plan show' to list
 the sample ids of a rank.`,
 		Example: `  prep plan --source data/ --seed 7 --epochs 2 --global-batch 1024 --world-size 8 --workers 4 -o plan.json
-  prep plan --source 'data/part-*.parquet' --batch-size 128 --world-size 8 --shuffle blocks --window 32 -o plan.json`,
+  prep plan --source 'data/part-*.parquet' --batch-size 128 --world-size 8 --shuffle blocks --window 32 -o plan.json
+  # 70 % web, 30 % code in every epoch and every global batch, 3 epochs
+  prep plan --sources sources.yaml --seed 7 --epochs 3 --global-batch 1024 --world-size 8 -o plan.json`,
 		Args: noArgs("give the Parquet files with --source PATH (repeatable) and the plan file with -o"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("window") && o.shuffle != string(plan.ShuffleBlocks) {
@@ -85,6 +129,8 @@ the sample ids of a rank.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.sources, "source", nil, "Parquet file, directory or glob (repeatable)")
+	f.StringVar(&o.sourcesFile, "sources", "", "sources file (YAML): named sources with weights and row filters, mixed per epoch and per global batch")
+	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on the filter columns decoded at once (--sources with filters; larger row groups are read in row windows), at least 1MiB")
 	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed; every value, 0 included, is an ordinary seed")
 	f.IntVar(&o.epochs, "epochs", 1, "number of epochs")
 	f.IntVar(&o.globalBatch, "global-batch", 0, "global batch G: samples per step over all ranks")
@@ -99,6 +145,7 @@ the sample ids of a rank.`,
 	addIOFlags(cmd, &o.io)
 	addPackFlags(cmd, &o.pack)
 	cmd.MarkFlagsMutuallyExclusive("global-batch", "batch-size")
+	cmd.MarkFlagsMutuallyExclusive("source", "sources")
 	cmd.AddCommand(newPlanShowCmd(g))
 	return cmd
 }
@@ -169,11 +216,13 @@ type planSummary struct {
 	Fingerprint       string            `json:"fingerprint"`
 	OrderFingerprint  string            `json:"order_fingerprint"`
 	SourceFingerprint string            `json:"source_fingerprint"`
-	// Packing is the plan's packing (PLAN.md §11), absent when none.
+	// Packing is the plan's packing (PLAN.md §12), absent when none.
 	Packing *plan.Packing `json:"packing,omitempty"`
 	// Source is the object-store traffic of reading the footers (absent
 	// for local sources).
 	Source *source.S3Stats `json:"source,omitempty"`
+	// Mixture describes each named source's share (--sources only).
+	Mixture *mixSummary `json:"mixture,omitempty"`
 }
 
 func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.PackOptions) error {
@@ -187,13 +236,36 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	if err != nil {
 		return err
 	}
-	if len(o.sources) == 0 {
-		return usagef("--source is required")
+	if len(o.sources) == 0 && o.sourcesFile == "" {
+		return usagef("--source (or --sources with a sources file) is required")
 	}
 	if err := o.io.check(); err != nil {
 		return err
 	}
-	src, remote, err := discoverSources(ctx, o.sources, &o.io)
+	var (
+		src     plan.Source
+		remote  *s3Source
+		mix     *plan.Mixture
+		remotes []*s3Source
+		// filterBytes is what each filtered source's filter read.
+		filterBytes = map[string]int64{}
+	)
+	if o.sourcesFile != "" {
+		mem, merr := parseMemoryLimit(o.memoryLimit)
+		if merr != nil {
+			return merr
+		}
+		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io, mem, filterBytes)
+		if err != nil {
+			return err
+		}
+		if len(remotes) > 0 {
+			remote = remotes[0]
+		}
+	} else {
+		src, remote, err = discoverSources(ctx, o.sources, &o.io)
+		remotes = []*s3Source{remote}
+	}
 	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -221,10 +293,13 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		done = steps
 	}
 	var p *plan.Plan
-	if po != nil {
+	switch {
+	case po != nil && mix != nil:
+		return usagef("--pack with --sources is not offered: pack one source given with --source")
+	case po != nil:
 		p, err = newPackedPlan(ctx, g, src, remote, cfg, *po, onDigest)
-	} else {
-		p, err = plan.NewContext(ctx, src, cfg, onDigest)
+	default:
+		p, err = plan.NewMixtureContext(ctx, src, cfg, mix, onDigest)
 	}
 	bar.Finish()
 	if err != nil {
@@ -257,7 +332,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		Shuffle: string(cfg.Shuffle), Remainder: string(cfg.Remainder),
 		StepsPerEpoch: p.Steps(), DroppedPerEpoch: p.Derived.DroppedPerEpoch, PaddedPerEpoch: p.Derived.PaddedPerEpoch,
 		Fingerprint: p.Fingerprint, OrderFingerprint: p.OrderFingerprint, SourceFingerprint: p.SourceFingerprint,
-		Source: remote.stats(), Packing: p.Packing,
+		Source: sumStats(remotes), Packing: p.Packing, Mixture: summarizeMixture(p, filterBytes),
 	}
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)
@@ -285,6 +360,9 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		mode += fmt.Sprintf(" (window %d)", cfg.Window)
 	}
 	fmt.Fprintf(w, "  order            shuffle %s, seed %d, remainder %s\n", mode, cfg.Seed, s.Remainder)
+	if s.Mixture != nil {
+		writeMixture(w, s.Mixture)
+	}
 	fmt.Fprintf(w, "  steps per epoch  %d\n", s.StepsPerEpoch)
 	fmt.Fprintf(w, "  dropped          %d per epoch\n", s.DroppedPerEpoch)
 	fmt.Fprintf(w, "  padded           %d per epoch\n", s.PaddedPerEpoch)
@@ -330,6 +408,8 @@ type shownBatch struct {
 	Worker  int      `json:"worker"` // step mod W
 	Samples []uint64 `json:"samples"`
 	Pad     []bool   `json:"pad"`
+	// Sources names each sample's source (plans with a mixture only).
+	Sources []string `json:"sources,omitempty"`
 }
 
 // shownRank is the --json output of prep plan show.
@@ -351,10 +431,13 @@ func newPlanShowCmd(g *globalOptions) *cobra.Command {
 		Long: `show prints the sample ids (global row indices in source order) of one rank
 in one epoch, one batch per line as "step K: id id ...", in the order the rank
 consumes them. Pad samples (remainder pad) are marked with a trailing '*'.
+In a plan with a mixture (--sources) each id is followed by "@" and the name
+of its source ("12@web 7@code").
 --worker keeps only the batches that worker produces (steps K with K mod W =
 worker); --from-step starts at the rank's step S; --limit prints at most N
 batches. --json prints {"epoch", "rank", "worker" (or null), "batches":
-[{"step", "worker", "samples", "pad"}]}.`,
+[{"step", "worker", "samples", "pad"}]}, and "sources" (each sample's source
+name) in a plan with a mixture.`,
 		Example: `  # the first three batches rank 1 consumes in epoch 0
   prep plan show plan.json --epoch 0 --rank 1 --limit 3
 
@@ -434,6 +517,11 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 			for i := len(ids) - pads; i < len(ids); i++ {
 				b.Pad[i] = true
 			}
+			if p.Mixture != nil {
+				for _, id := range ids {
+					b.Sources = append(b.Sources, p.Mixture.Sources[p.SourceOf(id)].Name)
+				}
+			}
 			out.Batches = append(out.Batches, b)
 			continue
 		}
@@ -444,6 +532,10 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 		for i, id := range ids {
 			line = append(line, ' ')
 			line = strconv.AppendUint(line, id, 10)
+			if p.Mixture != nil {
+				line = append(line, '@')
+				line = append(line, p.Mixture.Sources[p.SourceOf(id)].Name...)
+			}
 			if i >= len(ids)-pads {
 				line = append(line, '*')
 			}

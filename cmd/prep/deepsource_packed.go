@@ -14,7 +14,7 @@ import (
 )
 
 // packedDeepSource is the verify --deep source of a packed plan's shards
-// (PLAN.md §11, SPEC.md §2.9): every document of the plan is decoded once
+// (PLAN.md §12, SPEC.md §2.9): every document of the plan is decoded once
 // (convert.MaterializePacked, which first recomputes the packing from the
 // token lengths and checks the plan's digests) and shared by the shards
 // checked in this process; each packed row's expected tokens, segment

@@ -13,7 +13,7 @@ import (
 	"github.com/prepml/prep/source"
 )
 
-// packFlags are prep plan's packing flags (PLAN.md §11).
+// packFlags are prep plan's packing flags (PLAN.md §12).
 type packFlags struct {
 	pack   string // COLUMN:LENGTH, "" for no packing
 	split  string
@@ -24,7 +24,7 @@ type packFlags struct {
 
 func addPackFlags(cmd *cobra.Command, o *packFlags) {
 	f := cmd.Flags()
-	f.StringVar(&o.pack, "pack", "", "pack the token list column COLUMN into rows of LENGTH tokens (COLUMN:LENGTH; PLAN.md §11): the samples become packed rows")
+	f.StringVar(&o.pack, "pack", "", "pack the token list column COLUMN into rows of LENGTH tokens (COLUMN:LENGTH; PLAN.md §12): the samples become packed rows")
 	f.StringVar(&o.split, "pack-split", string(plan.SplitChunk), "packing: chunk (cut documents longer than LENGTH into pieces) or none (drop them, counted)")
 	f.StringVar(&o.eod, "pack-eod", "", "packing: token id appended after each document (default none)")
 	f.Int64Var(&o.pad, "pack-pad", 0, "packing: token id of padding slots")

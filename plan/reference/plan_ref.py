@@ -7,12 +7,16 @@ code: it recomputes every golden vector in plan/testdata/golden.json
 batches) and exits non-zero on any difference.
 
     python3 plan_ref.py ../testdata/golden.json
-    python3 plan_ref.py ../testdata/golden_pack.json   (packing, PLAN.md 11)
+    python3 plan_ref.py ../testdata/golden_pack.json   (packing, PLAN.md 12)
+    python3 plan_ref.py ../testdata/golden-mixture.json   (PLAN.md section 11)
 """
+import base64
 import hashlib
+import heapq
 import json
 import struct
 import sys
+from fractions import Fraction
 
 FORMAT = "prep-plan/v1"
 ALGORITHM = "feistel6-mx/v1"
@@ -115,7 +119,7 @@ class Plan:
         self.cfg = cfg
         self.blocks, self.n = blocks_of(files)
         if packing is not None:
-            self.n = packing["rows"]  # PLAN.md 11: the samples are the packed rows
+            self.n = packing["rows"]  # PLAN.md 12: the samples are the packed rows
         self.g = cfg["global_batch"]
         self.r = cfg["world_size"]
         self.b = self.g // self.r
@@ -264,7 +268,7 @@ def check(golden):
     return bad
 
 
-# ---- PLAN.md 11: packing token lists into rows of L tokens -------------
+# ---- PLAN.md 12: packing token lists into rows of L tokens -------------
 
 
 def lengths_digest(lengths):
@@ -359,6 +363,218 @@ def check_packings(golden):
     return bad
 
 
+def uvarint(b, pos):
+    """Unsigned LEB128 at b[pos:]: (value, next position)."""
+    x, shift = 0, 0
+    while True:
+        c = b[pos]
+        pos += 1
+        x |= (c & 0x7F) << shift
+        if c < 0x80:
+            return x, pos
+        shift += 7
+
+
+# --- PLAN.md section 11: mixtures of named sources ---
+
+MIXTURE = "prep-mixture/v1"
+
+
+class Mixture:
+    def __init__(self, files, cfg, mix):
+        self.cfg = cfg
+        self.g = cfg["global_batch"]
+        self.r = cfg["world_size"]
+        self.b = self.g // self.r
+        self.shuffle = cfg["shuffle"] == "global"
+        assert cfg["shuffle"] in ("global", "none")
+        blocks, self.n_ids = blocks_of(files)
+        # Source i's local rows: the ids of its files' rows, in id order.
+        path_start, start = {}, 0
+        for f in nonempty_files(files):
+            path_start[f["path"]] = (start, sum(f["row_groups"]))
+            start += sum(f["row_groups"])
+        self.rows = []
+        for s in mix["sources"]:
+            ids = []
+            for p in sorted(s["files"], key=lambda x: x.encode()):
+                if p in path_start:
+                    st, n = path_start[p]
+                    ids.extend(range(st, st + n))
+            ids = sorted(ids)
+            if s.get("filter"):
+                # 11.7: the selected ranges of the source's rows.
+                raw = base64.b64decode(s["selection"], validate=True)
+                sel, pos, end = [], 0, 0
+                while pos < len(raw):
+                    gap, pos = uvarint(raw, pos)
+                    ln, pos = uvarint(raw, pos)
+                    sel.append((end + gap, ln))
+                    end += gap + ln
+                s["_digest"] = "sha256:" + hashlib.sha256(b"".join(le64(a) + le64(b) for a, b in sel)).hexdigest()
+                ids = [ids[k] for a, ln in sel for k in range(a, a + ln)]
+            self.rows.append(ids)
+        n = [len(x) for x in self.rows]
+        self.t = mix.get("epoch_samples") or sum(n)
+        # 11.1 quotas: exact rational weights, largest remainder.
+        w = [Fraction(s["weight"]) if s.get("weight") else Fraction(n[i], sum(n)) for i, s in enumerate(mix["sources"])]
+        shares = [self.t * x / sum(w) for x in w]
+        self.c = [sh.numerator // sh.denominator for sh in shares]
+        left = self.t - sum(self.c)
+        for i in sorted(range(len(w)), key=lambda i: (-(shares[i] - self.c[i]), i))[:left]:
+            self.c[i] += 1
+        self.canonical = "%s\nepoch_samples=%d\n" % (MIXTURE, self.t)
+        for s in mix["sources"]:
+            self.canonical += "source\t%s\t%s\n" % (s["name"], s.get("weight") or "rows")
+            if s.get("filter"):
+                self.canonical += "filter\t%s\nselection\t%s\n" % (hashlib.sha256(s["filter"].encode()).hexdigest(), s["_digest"])
+            for p in s["files"]:
+                self.canonical += "file\t%s\n" % p
+        self.compose()
+        # 6 with N replaced by T
+        T, g = self.t, self.g
+        rem = cfg["remainder"]
+        self.dropped = self.padded = 0
+        if rem == "drop":
+            self.steps = T // g
+            self.limit = self.steps * g
+            self.dropped = T - self.limit
+        elif rem == "pad":
+            self.steps = -(-T // g)
+            self.limit = self.steps * g
+            self.padded = self.limit - T
+        else:
+            self.steps = -(-T // g)
+            self.limit = T
+
+    def compose(self):
+        """11.3: per-batch counts, full batches then the partial one."""
+        T, G, m = self.t, self.g, len(self.c)
+        K, gp = T // G, T % G
+        flG = [G * c // T for c in self.c]
+        flP = [gp * c // T for c in self.c]
+        x = [self.c[i] - K * flG[i] - flP[i] for i in range(m)]
+        part = [0] * m
+        if gp:
+            lp = gp - sum(flP)
+            for i in sorted(range(m), key=lambda i: (-((gp * self.c[i]) % T), i))[:lp]:
+                part[i] = 1
+                x[i] -= 1
+        r = list(x)
+        given = [0] * m
+        L = G - sum(flG)
+        self.batch_counts = []
+        for k in range(K):
+            left = K - k
+            cnt = list(flG)
+            urgent = [i for i in range(m) if r[i] == left]
+            for i in urgent:
+                cnt[i] += 1
+            cand = [i for i in range(m) if r[i] > 0 and r[i] != left]
+            cand.sort(key=lambda i: (-((k + 1) * x[i] - given[i] * K), i))
+            for i in urgent + cand[:L - len(urgent)]:
+                if i not in urgent:
+                    cnt[i] += 1
+                r[i] -= 1
+                given[i] += 1
+            self.batch_counts.append(cnt)
+        if gp:
+            self.batch_counts.append([flP[i] + part[i] for i in range(m)])
+        for i in range(m):
+            assert sum(bc[i] for bc in self.batch_counts) == self.c[i]
+
+    def epoch_order(self, e):
+        """The T ids of epoch e's slots (11.2, 11.4)."""
+        perms = {}
+        out = []
+        start = [0] * len(self.c)
+        for cnt in self.batch_counts:
+            keys = []
+            for i, ci in enumerate(cnt):
+                for j in range(ci):
+                    keys.append((Fraction(2 * j + 1, 2 * ci), i, j))
+            keys.sort()
+            for _, i, j in keys:
+                n = len(self.rows[i])
+                p = e * self.c[i] + start[i] + j
+                pas, off = divmod(p, n)
+                if self.shuffle:
+                    if (i, pas) not in perms:
+                        perms[(i, pas)] = Perm(n, "mixture", self.cfg["seed"], pas, i)
+                    off = perms[(i, pas)].apply(off)
+                out.append(self.rows[i][off])
+            for i in range(len(cnt)):
+                start[i] += cnt[i]
+        return out
+
+    def rank_batch(self, e, rank, step, cache):
+        if e not in cache:
+            cache[e] = self.epoch_order(e)
+        order = cache[e]
+        ids, pads = [], 0
+        q0 = step * self.g + rank * self.b
+        for q in range(q0, min(q0 + self.b, self.limit)):
+            if q < self.t:
+                ids.append(order[q])
+            else:
+                ids.append(order[(q - self.t) % self.t])
+                pads += 1
+        return ids, pads
+
+    def epoch_digest(self, e, cache):
+        per = max(1, LEAF_SLOTS // self.g)
+        leaves = b""
+        for j in range(0, self.steps, per):
+            h = hashlib.sha256()
+            for k in range(j, min(self.steps, j + per)):
+                for r in range(self.r):
+                    ids, pads = self.rank_batch(e, r, k, cache)
+                    for i, x in enumerate(ids):
+                        h.update(le64(x | PAD_BIT if i >= len(ids) - pads else x))
+            leaves += h.digest()
+        return sha_hex(b"prep-epoch/v1\0" + le64(self.steps) + leaves)
+
+
+def check_mixture(golden):
+    bad = []
+
+    def expect(what, got, want):
+        if got != want:
+            bad.append("%s: got %r, want %r" % (what, got, want))
+
+    for v in golden["plans"]:
+        files = v["source"]["files"] + v["source"].get("empty_files", [])
+        name = "mixture plan %s" % v["name"]
+        base = Plan(files, v["config"])  # fingerprints of section 8
+        mx = Mixture(files, v["config"], v["mixture"])
+        expect(name + " source fingerprint", base.sf, v["source_fingerprint"])
+        c = v["config"]
+        order = "prep-order/v1\nalgorithm=%s\nsource=%s\nseed=%d\nglobal_batch=%d\nshuffle=%s\nwindow=%d\nremainder=%s\n" % (
+            ALGORITHM, base.sf, c["seed"], c["global_batch"], c["shuffle"], c.get("window", 0), c["remainder"])
+        order += "mixture=%s\n" % sha_hex(mx.canonical.encode())
+        order_fp = sha_hex(order.encode())
+        expect(name + " order fingerprint", order_fp, v["order_fingerprint"])
+        fp = sha_hex(("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n" % (
+            FORMAT, order_fp, c["epochs"], c["world_size"], c["workers"])).encode())
+        expect(name + " fingerprint", fp, v["fingerprint"])
+        res = v["resolved"]
+        expect(name + " epoch samples", mx.t, res["epoch_samples"])
+        expect(name + " quotas", mx.c, [s["samples_per_epoch"] for s in res["sources"]])
+        expect(name + " rows", [len(x) for x in mx.rows], [s["rows"] for s in res["sources"]])
+        expect(name + " selection digests", [s.get("_digest", "") for s in v["mixture"]["sources"]],
+               [s.get("selection_digest", "") for s in res["sources"]])
+        d = v["derived"]
+        expect(name + " derived", (mx.n_ids, mx.steps, mx.dropped, mx.padded),
+               (d["samples"], d["steps_per_epoch"], d["dropped_per_epoch"], d["padded_per_epoch"]))
+        cache = {}
+        for e, dig in enumerate(v["epoch_digests"]):
+            expect(name + " epoch %d digest" % e, mx.epoch_digest(e, cache), dig)
+        for bt in v["batches"]:
+            got = mx.rank_batch(bt["epoch"], bt["rank"], bt["step"], cache)
+            expect(name + " batch e%d r%d s%d" % (bt["epoch"], bt["rank"], bt["step"]), list(got), [bt["ids"], bt["pads"]])
+    return bad
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -367,15 +583,19 @@ def main():
         golden = json.load(f)
     if "packings" in golden:
         bad = check_packings(golden)
-        for b in bad[:50]:
-            print(b)
-        print("%d golden groups, %d mismatches" % (len(golden["packings"]) + len(golden["plans"]), len(bad)))
-        return 1 if bad else 0
-    bad = check(golden)
+        n = len(golden["packings"]) + len(golden["plans"])
+        what = "golden groups"
+    elif "mixture" in golden:
+        bad = check_mixture(golden)
+        n = len(golden["plans"])
+        what = "mixture plans"
+    else:
+        bad = check(golden)
+        n = len(golden["perms"]) + len(golden["plans"])
+        what = "golden groups"
     for b in bad[:50]:
         print(b)
-    n = len(golden["perms"]) + len(golden["plans"])
-    print("%d golden groups, %d mismatches" % (n, len(bad)))
+    print("%d %s, %d mismatches" % (n, what, len(bad)))
     return 1 if bad else 0
 
 

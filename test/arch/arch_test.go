@@ -139,6 +139,21 @@ var rules = []rule{
 	{"gpuload imports neither convert nor pqread", func(pkgs map[string]pkg) []string {
 		return noDep(pkgs, "gpuload", "convert", "pqread")
 	}},
+	{"selection builds on source and plan only, and only cmd imports it", func(pkgs map[string]pkg) []string {
+		bad := noDep(pkgs, "selection", "convert", "verify", "feature", "shardfmt", "shardset", "gpuload", "gc")
+		for name, p := range pkgs {
+			if under(name, "selection") || under(name, "cmd") {
+				continue
+			}
+			for _, imp := range p.Imports {
+				if inTree(imp) && under(rel(imp), "selection") {
+					bad = append(bad, name+" imports selection")
+				}
+			}
+		}
+		slices.Sort(bad)
+		return bad
+	}},
 	{"only source and convert import pqread", func(pkgs map[string]pkg) []string {
 		var bad []string
 		for name, p := range pkgs {

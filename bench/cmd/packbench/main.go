@@ -1,4 +1,4 @@
-// Command packbench measures packing (prep plan --pack, PLAN.md §11) and
+// Command packbench measures packing (prep plan --pack, PLAN.md §12) and
 // writes bench/notes/packing.md, which BENCHMARKS.md includes in its
 // Jagged tensors section (make bench runs it before benchrun):
 //

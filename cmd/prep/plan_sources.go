@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/selection"
+	"github.com/prepml/prep/source"
+)
+
+// mixSummary is the mixture part of prep plan --json.
+type mixSummary struct {
+	EpochSamples uint64          `json:"epoch_samples"`
+	Sources      []mixSourceInfo `json:"sources"`
+}
+
+// mixSourceInfo is one source of a mixture as prep plan reports it.
+type mixSourceInfo struct {
+	Name   string `json:"name"`
+	Weight string `json:"weight"` // as written; "rows" when none
+	Filter string `json:"filter,omitempty"`
+	// SelectionDigest pins the rows the filter selected (PLAN.md §11.7).
+	SelectionDigest string `json:"selection_digest,omitempty"`
+	// FilterBytesRead is what evaluating the filter read from the files
+	// (footers and the filter columns' chunks); 0 without a filter.
+	FilterBytesRead int64    `json:"filter_bytes_read,omitempty"`
+	Paths           []string `json:"paths"`
+	Files           int      `json:"files"`
+	Rows            uint64   `json:"rows"`
+	SamplesPerEpoch uint64   `json:"samples_per_epoch"`
+	// Share is samples_per_epoch / epoch_samples; Passes is
+	// samples_per_epoch / rows: above 1 the source is up-sampled (its rows
+	// repeat within an epoch), below 1 down-sampled (it takes 1/passes
+	// epochs to draw every row).
+	Share  float64 `json:"share"`
+	Passes float64 `json:"passes_per_epoch"`
+}
+
+// discoverMixture reads the sources file and every source's footers, and
+// returns the combined source and the mixture (not yet resolved). Errors
+// name the source; a bad sources file is a usage error.
+func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64, filterBytes map[string]int64) (plan.Source, *plan.Mixture, []*s3Source, error) {
+	sf, err := source.ReadSourcesFile(path)
+	if err != nil {
+		return plan.Source{}, nil, nil, usagef("--sources: %v", err)
+	}
+	var remotes []*s3Source
+	var parts []plan.Source
+	var names []string
+	var sels []string
+	for _, s := range sf.Sources {
+		var (
+			src    plan.Source
+			remote *s3Source
+			err    error
+			hive   *hiveSource
+		)
+		if hive, err = hiveDir(s); err != nil {
+			return plan.Source{}, nil, remotes, err
+		}
+		if hive != nil {
+			src, err = hive.discover(ctx, s)
+		} else {
+			src, remote, err = discoverSources(ctx, s.Paths, io)
+		}
+		if remote != nil {
+			remotes = append(remotes, remote)
+		}
+		if err != nil {
+			var ue usageError
+			if errors.As(err, &ue) {
+				return plan.Source{}, nil, remotes, usagef("source %s: %v", s.Name, ue.err)
+			}
+			return plan.Source{}, nil, remotes, fmt.Errorf("source %s: reading footers: %w", s.Name, err)
+		}
+		sel := ""
+		if s.Filter != "" {
+			var n int64
+			if sel, n, err = selectRows(ctx, src, s, io, memory, hive); err != nil {
+				return plan.Source{}, nil, remotes, err
+			}
+			filterBytes[s.Name] = n
+		}
+		parts, names, sels = append(parts, src), append(names, s.Name), append(sels, sel)
+	}
+	src, files, err := source.Combine(names, parts)
+	if err != nil {
+		if errors.Is(err, source.ErrSourcesFile) {
+			return plan.Source{}, nil, remotes, usagef("--sources %s: %v", sf.Path, err)
+		}
+		return plan.Source{}, nil, remotes, err
+	}
+	mix := &plan.Mixture{EpochSamples: sf.EpochSamples}
+	for i, s := range sf.Sources {
+		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Selection: sels[i]})
+	}
+	return src, mix, remotes, nil
+}
+
+// selectRows evaluates spec's filter over the source src (its files in
+// path order) and returns the encoded selection (plan.EncodeSelection). A
+// bad filter or one that selects nothing is a usage error naming the
+// source and the token.
+func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64, hive *hiveSource) (string, int64, error) {
+	var st source.Store
+	if source.IsS3URL(src.Root) {
+		remote, err := openS3(ctx, src.Root, io, readAheadShare(memory))
+		if err != nil {
+			return "", 0, err
+		}
+		defer remote.close()
+		st = remote.store
+	} else {
+		local, err := source.NewLocal(src.Root)
+		if err != nil {
+			return "", 0, err
+		}
+		st = local
+	}
+	files := make([]selection.File, len(src.Files))
+	var part []selection.Column
+	for i, f := range src.Files {
+		files[i] = selection.File{Path: f.Path, RowGroups: f.RowGroups}
+		if hive != nil && hive.cols != nil {
+			files[i].Partition = hive.values[filepath.Join(src.Root, filepath.FromSlash(f.Path))]
+			part = hive.cols
+		}
+	}
+	// The decoded filter columns take half of --memory-limit (the rest:
+	// footers, read-ahead, the evaluation's vectors).
+	_, res, err := selection.Select(ctx, st, files, spec.Filter, memory/2, part)
+	switch {
+	case errors.Is(err, selection.ErrFilter):
+		return "", 0, usagef("source %s: filter: %v", spec.Name, err)
+	case err != nil:
+		return "", 0, fmt.Errorf("source %s: evaluating its filter: %w", spec.Name, err)
+	case res.Selected == 0:
+		return "", 0, usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
+	}
+	return plan.EncodeSelection(res.Ranges), res.BytesRead, nil
+}
+
+// sumStats adds up the object-store traffic of several sources (nil when
+// none is remote).
+func sumStats(rs []*s3Source) *source.S3Stats {
+	var out *source.S3Stats
+	for _, r := range rs {
+		st := r.stats()
+		if st == nil {
+			continue
+		}
+		if out == nil {
+			out = &source.S3Stats{}
+		}
+		out.Requests += st.Requests
+		out.Retries += st.Retries
+		out.BytesFetched += st.BytesFetched
+		out.BytesNeeded += st.BytesNeeded
+	}
+	return out
+}
+
+// summarizeMixture returns the --json mixture summary of p (nil without a
+// mixture).
+func summarizeMixture(p *plan.Plan, filterBytes map[string]int64) *mixSummary {
+	m := p.Mixture
+	if m == nil {
+		return nil
+	}
+	s := &mixSummary{EpochSamples: m.EpochSamples, Sources: []mixSourceInfo{}}
+	for _, ms := range m.Sources {
+		w := ms.Weight
+		if w == "" {
+			w = "rows"
+		}
+		s.Sources = append(s.Sources, mixSourceInfo{
+			Name: ms.Name, Weight: w, Filter: ms.Filter, SelectionDigest: ms.SelectionDigest, Paths: ms.Paths, Files: len(ms.Files), Rows: ms.Rows, SamplesPerEpoch: ms.SamplesPerEpoch,
+			FilterBytesRead: filterBytes[ms.Name],
+			Share:           float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
+			Passes:          float64(ms.SamplesPerEpoch) / float64(ms.Rows),
+		})
+	}
+	return s
+}
+
+// writeMixture renders the mixture summary as text lines.
+func writeMixture(w io.Writer, s *mixSummary) {
+	fmt.Fprintf(w, "  mixture          %d samples per epoch from %s\n", s.EpochSamples, count(len(s.Sources), "source"))
+	for _, ms := range s.Sources {
+		rows := "rows"
+		if ms.Filter != "" {
+			rows = "selected rows"
+		}
+		fmt.Fprintf(w, "    %-14s weight %s: %d of %d %s per epoch (%.4f of each epoch, %.3f passes; %s)\n",
+			ms.Name, ms.Weight, ms.SamplesPerEpoch, ms.Rows, rows, ms.Share, ms.Passes, strings.Join(ms.Paths, ", "))
+		if ms.Filter != "" {
+			fmt.Fprintf(w, "    %-14s filter %s (read %s)\n", "", ms.Filter, formatBytes(ms.FilterBytesRead))
+		}
+	}
+}
+
+// hiveSource is a source given as one local directory, whose key=value
+// directory levels are hive partitions (source.HivePartitions).
+type hiveSource struct {
+	dir    string
+	cols   []selection.Column           // partition columns, typed over every file; nil: not partitioned
+	values map[string][]selection.Value // absolute file path -> its partition values
+	pruned int                          // files pruned by the filter before their footers were read
+}
+
+// hiveDir returns the hiveSource of spec when it is one local directory,
+// else nil.
+func hiveDir(spec source.SourceSpec) (*hiveSource, error) {
+	if len(spec.Paths) != 1 || source.IsS3URL(spec.Paths[0]) {
+		return nil, nil
+	}
+	fi, err := os.Stat(spec.Paths[0])
+	if err != nil || !fi.IsDir() {
+		return nil, nil
+	}
+	abs, err := filepath.Abs(spec.Paths[0])
+	if err != nil {
+		return nil, err
+	}
+	return &hiveSource{dir: abs}, nil
+}
+
+// discover lists the directory, reads its partition layout and, with a
+// filter, prunes the files whose partition values cannot satisfy it before
+// reading any footer (source.DiscoverWhere).
+func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec) (plan.Source, error) {
+	src, err := source.DiscoverWhere(ctx, spec.Paths, func(files []string) ([]bool, error) {
+		keep := make([]bool, len(files))
+		for i := range keep {
+			keep[i] = true
+		}
+		keys, vals, err := source.HivePartitions(h.dir, files)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		if keys == nil {
+			return keep, nil
+		}
+		cols, typed := selection.PartitionColumns(keys, vals)
+		h.cols, h.values = cols, map[string][]selection.Value{}
+		for i, f := range files {
+			h.values[f] = typed[i]
+		}
+		if spec.Filter == "" {
+			return keep, nil
+		}
+		keep, err = selection.PrunePartitions(spec.Filter, cols, typed)
+		if err != nil {
+			return nil, usagef("filter: %v", err)
+		}
+		for _, k := range keep {
+			if !k {
+				h.pruned++
+			}
+		}
+		return keep, nil
+	})
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return plan.Source{}, err
+		}
+		if errors.Is(err, source.ErrNoInput) && h.pruned > 0 {
+			return plan.Source{}, usagef("filter %q prunes every partition: nothing to draw from", spec.Filter)
+		}
+		return plan.Source{}, err
+	}
+	return src, nil
+}

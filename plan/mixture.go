@@ -1,0 +1,377 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"math/big"
+	"math/bits"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// MixtureVersion tags the mixture's canonical text (PLAN.md §11), hashed
+// into the order fingerprint of a plan with a mixture.
+const MixtureVersion = "prep-mixture/v1"
+
+// MaxMixSources bounds the number of sources of a mixture. The per-batch
+// composition (PLAN.md §11.3) costs O(m log m) per step once per plan.
+const MaxMixSources = 256
+
+// maxMixCells bounds steps per epoch × sources: the composition table
+// takes one bit per (full batch, source) plus 8 bytes per source every
+// 512 batches (about 70 MiB at the bound).
+const maxMixCells = 1 << 29
+
+// MixSource is one named source of a mixture: a set of the plan's files
+// whose rows are drawn at their own rate (PLAN.md §11).
+type MixSource struct {
+	// Name identifies the source in the sources file, plan show, export
+	// and verify: 1 to 64 characters of [A-Za-z0-9_.-], unique.
+	Name string `json:"name"`
+	// Weight is the source's relative weight as an exact decimal string
+	// ("0.7", "3", "0.125"; up to 18 fractional digits), > 0. Empty: the
+	// source's share of the pool by rows, Rows / (rows of all sources).
+	Weight string `json:"weight,omitempty"`
+	// Paths are the files, directories or globs the sources file named,
+	// as written; for the reader only, not fingerprinted.
+	Paths []string `json:"paths"`
+	// Files are the paths (relative to Source.Root, as in Source.Files or
+	// Source.EmptyFiles) of the files that make up the source, sorted
+	// byte-wise. Every file of the plan belongs to exactly one source.
+	Files []string `json:"files"`
+	// Filter is the row filter's text as written (selection/SELECTION.md),
+	// "" for none. The plan does not evaluate it: Selection records what
+	// it selected.
+	Filter string `json:"filter,omitempty"`
+	// Selection is the rows the filter selected (PLAN.md §11.7): ranges of
+	// the source's rows, encoded by EncodeSelection; "" without a filter.
+	Selection string `json:"selection,omitempty"`
+	// SelectionDigest is "sha256:<hex>" of the selected ranges (derived;
+	// checked on Load), "" without a filter.
+	SelectionDigest string `json:"selection_digest,omitempty"`
+	// Rows is the source's row count n_i: the rows of its files, or the
+	// selected ones with a filter (derived; checked on Load).
+	Rows uint64 `json:"rows"`
+	// SamplesPerEpoch is c_i, the samples drawn from the source in every
+	// epoch (derived; checked on Load).
+	SamplesPerEpoch uint64 `json:"samples_per_epoch"`
+}
+
+// Mixture draws each epoch's samples from several named sources at fixed
+// rates (PLAN.md §11). Sample ids stay global row indices of the plan's
+// Source; each source owns the ids of its files.
+type Mixture struct {
+	// EpochSamples is T, the samples of every epoch over all sources; 0 in
+	// an input means the sum of the sources' rows. A plan always records
+	// the resolved value.
+	EpochSamples uint64      `json:"epoch_samples"`
+	Sources      []MixSource `json:"sources"`
+}
+
+var mixNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var mixWeightRE = regexp.MustCompile(`^[0-9]{1,18}(\.[0-9]{1,18})?$`)
+
+// ParseWeight parses an exact decimal weight ("0.7", "3", "0.125": up to
+// 18 digits before and after the point, no sign, no exponent) as a
+// rational. It returns an error (not wrapped) saying why for anything else,
+// including a weight of 0.
+func ParseWeight(s string) (*big.Rat, error) {
+	if !mixWeightRE.MatchString(s) {
+		return nil, fmt.Errorf("weight %q is not a plain decimal number (like 0.7 or 3)", s)
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok || r.Sign() <= 0 {
+		return nil, fmt.Errorf("weight %s must be greater than 0", s)
+	}
+	return r, nil
+}
+
+// mixSrc is the derived form of one mixture source.
+type mixSrc struct {
+	part partition // its blocks in id order and their row prefix
+	n    uint64    // rows (selected rows with a filter)
+	c    uint64    // samples per epoch
+	// sel, with a filter: the selected ranges of the source's rows
+	// (before selection), selPrefix[j] = selected rows before range j.
+	sel       [][2]uint64
+	selPrefix []uint64
+	selJump   []int // see selJumpRows
+	digest    string
+}
+
+// EncodeSelection encodes ascending, non-empty, non-adjacent ranges
+// (start, length) of a source's rows as PLAN.md §11.7 specifies: for each
+// range the uvarint of its gap from the previous range's end (from 0 for
+// the first), then the uvarint of its length; the bytes in standard base64
+// with padding.
+func EncodeSelection(ranges [][2]uint64) string {
+	var buf []byte
+	var end uint64
+	for _, r := range ranges {
+		buf = binary.AppendUvarint(buf, r[0]-end)
+		buf = binary.AppendUvarint(buf, r[1])
+		end = r[0] + r[1]
+	}
+	return base64.StdEncoding.EncodeToString(buf)
+}
+
+// decodeSelection decodes EncodeSelection's text and checks it against a
+// source of n rows: lengths ≥ 1, gaps ≥ 1 after the first range, inside
+// [0, n).
+func decodeSelection(s string, n uint64) ([][2]uint64, error) {
+	buf, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("selection is not base64: %v", err)
+	}
+	var out [][2]uint64
+	var end uint64
+	for len(buf) > 0 {
+		gap, k := binary.Uvarint(buf)
+		if k <= 0 {
+			return nil, fmt.Errorf("selection: bad varint")
+		}
+		buf = buf[k:]
+		ln, k := binary.Uvarint(buf)
+		if k <= 0 {
+			return nil, fmt.Errorf("selection: bad varint")
+		}
+		buf = buf[k:]
+		if ln == 0 || len(out) > 0 && gap == 0 || gap > n || ln > n || end+gap > n-ln {
+			return nil, fmt.Errorf("selection: range %d (gap %d, length %d) is empty, adjacent to the previous one or past the source's %d rows", len(out), gap, ln, n)
+		}
+		out = append(out, [2]uint64{end + gap, ln})
+		end += gap + ln
+	}
+	return out, nil
+}
+
+// selectionDigest is "sha256:" + hex SHA-256 of LE64(start) LE64(length)
+// per range.
+func selectionDigest(ranges [][2]uint64) string {
+	h := sha256.New()
+	var b [16]byte
+	for _, r := range ranges {
+		binary.LittleEndian.PutUint64(b[:8], r[0])
+		binary.LittleEndian.PutUint64(b[8:], r[1])
+		h.Write(b[:])
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil))
+}
+
+// resolveMixture checks mix against the normalized source and returns the
+// per-source rows, blocks and quotas, and the resolved epoch samples T.
+// Errors wrap ErrConfig and name the source.
+func resolveMixture(src *Source, cfg Config, mix *Mixture) ([]mixSrc, uint64, error) {
+	m := len(mix.Sources)
+	switch {
+	case m < 1:
+		return nil, 0, configErrorf("sources", "a mixture needs at least one source")
+	case m > MaxMixSources:
+		return nil, 0, configErrorf("sources", "%d sources exceed the limit of %d", m, MaxMixSources)
+	case cfg.Shuffle != ShuffleNone && cfg.Shuffle != ShuffleGlobal:
+		return nil, 0, configErrorf("shuffle", "a mixture draws from each source's own permutation; shuffle %s permutes the row groups of one pool and is not defined for mixtures: use global or none", cfg.Shuffle)
+	}
+	fileIdx := map[string]int{}
+	for i, f := range src.Files {
+		fileIdx[f.Path] = i
+	}
+	empty := map[string]bool{}
+	for _, f := range src.EmptyFiles {
+		empty[f.Path] = true
+	}
+	owner := make([]int, len(src.Files))
+	for i := range owner {
+		owner[i] = -1
+	}
+	names := map[string]int{}
+	seenEmpty := map[string]int{}
+	for s, ms := range mix.Sources {
+		if !mixNameRE.MatchString(ms.Name) {
+			return nil, 0, configErrorf("sources", "source %d: name %q must be 1 to 64 of A-Z a-z 0-9 _ . -", s, ms.Name)
+		}
+		if j, ok := names[ms.Name]; ok {
+			return nil, 0, configErrorf("sources", "sources %d and %d are both named %q; names must be unique", j, s, ms.Name)
+		}
+		names[ms.Name] = s
+		if ms.Weight != "" {
+			if _, err := ParseWeight(ms.Weight); err != nil {
+				return nil, 0, configErrorf("sources", "source %s: %v", ms.Name, err)
+			}
+		}
+		if !sort.StringsAreSorted(ms.Files) {
+			return nil, 0, configErrorf("sources", "source %s: files are not sorted by path", ms.Name)
+		}
+		for _, p := range ms.Files {
+			if empty[p] {
+				if j, ok := seenEmpty[p]; ok {
+					return nil, 0, configErrorf("sources", "file %s is in both source %s and source %s; a file belongs to one source (raise a weight to draw a source more often)", p, mix.Sources[j].Name, ms.Name)
+				}
+				seenEmpty[p] = s
+				continue
+			}
+			fi, ok := fileIdx[p]
+			if !ok {
+				return nil, 0, configErrorf("sources", "source %s: file %s is not in the plan's source", ms.Name, p)
+			}
+			if owner[fi] >= 0 {
+				return nil, 0, configErrorf("sources", "file %s is in both source %s and source %s; a file belongs to one source (raise a weight to draw a source more often)", p, mix.Sources[owner[fi]].Name, ms.Name)
+			}
+			owner[fi] = s
+		}
+	}
+	for fi, s := range owner {
+		if s < 0 {
+			return nil, 0, configErrorf("sources", "file %s belongs to no source", src.Files[fi].Path)
+		}
+	}
+	idx := src.idx()
+	out := make([]mixSrc, m)
+	for i := range out {
+		out[i].part.prefix = []uint64{0}
+	}
+	for bi, b := range idx.blocks {
+		pt := &out[owner[b.file]].part
+		pt.blocks = append(pt.blocks, bi)
+		pt.prefix = append(pt.prefix, pt.prefix[len(pt.prefix)-1]+b.rows)
+	}
+	var total uint64
+	for s := range out {
+		ms := &mix.Sources[s]
+		out[s].n = out[s].part.rows()
+		if out[s].n == 0 {
+			return nil, 0, configErrorf("sources", "source %s has no rows: nothing to draw from", ms.Name)
+		}
+		if (ms.Filter == "") != (ms.Selection == "") {
+			if ms.Filter == "" {
+				return nil, 0, configErrorf("sources", "source %s has a selection but no filter", ms.Name)
+			}
+			return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
+		}
+		if ms.Filter != "" {
+			sel, err := decodeSelection(ms.Selection, out[s].n)
+			if err != nil {
+				return nil, 0, configErrorf("sources", "source %s: %v", ms.Name, err)
+			}
+			out[s].sel, out[s].selPrefix = sel, make([]uint64, len(sel)+1)
+			for j, r := range sel {
+				out[s].selPrefix[j+1] = out[s].selPrefix[j] + r[1]
+			}
+			out[s].n = out[s].selPrefix[len(sel)]
+			for j, k := 0, uint64(0); k < out[s].n; k += selJumpRows {
+				for out[s].selPrefix[j+1] <= k {
+					j++
+				}
+				out[s].selJump = append(out[s].selJump, j)
+			}
+			out[s].digest = selectionDigest(sel)
+			if out[s].n == 0 {
+				return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
+			}
+		}
+		total += out[s].n
+	}
+	t := mix.EpochSamples
+	if t == 0 {
+		t = total
+	}
+	if hi, lo := bits.Mul64(t, uint64(cfg.Epochs)); hi != 0 || lo >= 1<<63 {
+		return nil, 0, configErrorf("epoch_samples", "%d samples per epoch x %d epochs exceed 2^63-1", t, cfg.Epochs)
+	}
+	if steps := (t + uint64(cfg.GlobalBatch) - 1) / uint64(cfg.GlobalBatch); steps*uint64(m) > maxMixCells {
+		return nil, 0, configErrorf("epoch_samples", "%d steps per epoch x %d sources exceed the limit of %d (use a larger global batch or fewer epoch samples)", steps, m, maxMixCells)
+	}
+	quotas := mixQuotas(mix.Sources, out, total, t)
+	for s := range out {
+		out[s].c = quotas[s]
+	}
+	return out, t, nil
+}
+
+// mixWeights returns each source's weight as a rational (PLAN.md §11.1):
+// the given decimal, or Rows/total for a source without one.
+func mixWeights(ms []MixSource, srcs []mixSrc, total uint64) []*big.Rat {
+	w := make([]*big.Rat, len(ms))
+	for i := range ms {
+		if ms[i].Weight == "" {
+			w[i] = new(big.Rat).SetFrac(new(big.Int).SetUint64(srcs[i].n), new(big.Int).SetUint64(total))
+			continue
+		}
+		w[i], _ = ParseWeight(ms[i].Weight)
+	}
+	return w
+}
+
+// mixQuotas returns c_i = T·w_i/W rounded by largest remainder (PLAN.md
+// §11.1): each source gets the floor of its exact share, and the T − Σ
+// floors samples left go one each to the sources with the largest
+// fractional parts, ties to the lower source index. Σ c_i = T exactly.
+func mixQuotas(ms []MixSource, srcs []mixSrc, total, t uint64) []uint64 {
+	w := mixWeights(ms, srcs, total)
+	sum := new(big.Rat)
+	for _, x := range w {
+		sum.Add(sum, x)
+	}
+	tr := new(big.Rat).SetInt(new(big.Int).SetUint64(t))
+	c := make([]uint64, len(w))
+	frac := make([]*big.Rat, len(w))
+	var assigned uint64
+	for i, x := range w {
+		share := new(big.Rat).Mul(tr, x)
+		share.Quo(share, sum)
+		fl := new(big.Int).Quo(share.Num(), share.Denom())
+		c[i] = fl.Uint64()
+		assigned += c[i]
+		frac[i] = share.Sub(share, new(big.Rat).SetInt(fl))
+	}
+	order := make([]int, len(w))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return frac[order[a]].Cmp(frac[order[b]]) > 0 })
+	for k := uint64(0); k < t-assigned; k++ {
+		c[order[k]]++
+	}
+	return c
+}
+
+// canonical returns the mixture's canonical text (PLAN.md §11.5).
+func (mix *Mixture) canonical() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\nepoch_samples=%d\n", MixtureVersion, mix.EpochSamples)
+	for _, s := range mix.Sources {
+		w := s.Weight
+		if w == "" {
+			w = "rows"
+		}
+		fmt.Fprintf(&b, "source\t%s\t%s\n", s.Name, w)
+		if s.Filter != "" {
+			fmt.Fprintf(&b, "filter\t%x\nselection\t%s\n", sha256.Sum256([]byte(s.Filter)), s.SelectionDigest)
+		}
+		for _, f := range s.Files {
+			fmt.Fprintf(&b, "file\t%s\n", f)
+		}
+	}
+	return b.String()
+}
+
+// fingerprint returns "sha256:<hex>" of the canonical text.
+func (mix *Mixture) fingerprint() string {
+	h := sha256.Sum256([]byte(mix.canonical()))
+	return fmt.Sprintf("sha256:%x", h[:])
+}
+
+// resolved returns a deep copy of mix with the derived fields (resolved T,
+// rows, samples per epoch) filled from srcs.
+func (mix *Mixture) resolved(srcs []mixSrc, t uint64) *Mixture {
+	out := &Mixture{EpochSamples: t, Sources: make([]MixSource, len(mix.Sources))}
+	for i, s := range mix.Sources {
+		s.Paths = append([]string{}, s.Paths...)
+		s.Files = append([]string{}, s.Files...)
+		s.Rows, s.SamplesPerEpoch, s.SelectionDigest = srcs[i].n, srcs[i].c, srcs[i].digest
+		out.Sources[i] = s
+	}
+	return out
+}

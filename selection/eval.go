@@ -1,0 +1,483 @@
+package selection
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Type is a filter value type.
+type Type int
+
+// The filter types. Integers of every width (signed, and unsigned up to 32
+// bits) are Int; FLOAT and DOUBLE are Float; UTF-8 strings are String.
+const (
+	Null Type = iota // the type of the NULL literal
+	Bool
+	Int
+	Float
+	String
+)
+
+// String returns the type's SQL-style name, as errors print it.
+func (t Type) String() string {
+	return [...]string{"NULL", "BOOLEAN", "INTEGER", "FLOAT", "TEXT"}[t]
+}
+
+// Value is a literal.
+type Value struct {
+	Type Type
+	B    bool
+	I    int64
+	F    float64
+	S    string
+}
+
+// Column describes a column a filter may use: its name, its type, and,
+// when the filter cannot use it, why (Unsupported, e.g. "a list").
+type Column struct {
+	Name        string
+	Type        Type
+	Unsupported string
+}
+
+// Filter is a parsed, type-checked filter.
+type Filter struct {
+	Text string
+	Root *Node
+	// Columns are the columns the filter reads, in order of first use;
+	// Eval takes one Vector per column in this order.
+	Columns []Column
+}
+
+// Compile parses text and type-checks it against the columns a source has:
+// every column named must exist and be supported, comparisons need
+// comparable types (numbers with numbers, text with text, booleans with
+// booleans; NULL with anything), LIKE needs text, AND/OR/NOT and a lone
+// operand need booleans. Errors are *Error values pointing at the token.
+func Compile(text string, columns []Column) (*Filter, error) {
+	root, err := Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	f := &Filter{Text: text, Root: root}
+	byName := map[string]Column{}
+	for _, c := range columns {
+		byName[c.Name] = c
+	}
+	used := map[string]int{}
+	var check func(n *Node) error
+	bad := func(n *Node, format string, args ...any) error {
+		return &Error{Filter: text, Pos: n.Pos, Token: n.Raw, Msg: fmt.Sprintf(format, args...)}
+	}
+	describe := func(n *Node) string {
+		if n.Op == "col" {
+			return fmt.Sprintf("column %s is %s", n.Col, n.typ)
+		}
+		return fmt.Sprintf("%s is %s", n.Raw, n.typ)
+	}
+	comparable := func(op *Node, a, b *Node) error {
+		ta, tb := a.typ, b.typ
+		switch {
+		case ta == Null || tb == Null:
+		case (ta == Int || ta == Float) && (tb == Int || tb == Float):
+		case ta == tb && (ta == String || ta == Bool):
+		default:
+			return bad(op, "type mismatch: %s, %s", describe(a), describe(b))
+		}
+		return nil
+	}
+	check = func(n *Node) error {
+		for _, a := range n.Args {
+			if err := check(a); err != nil {
+				return err
+			}
+		}
+		switch n.Op {
+		case "col":
+			c, ok := byName[n.Col]
+			if !ok {
+				names := make([]string, 0, len(columns))
+				for _, c := range columns {
+					names = append(names, c.Name)
+				}
+				sort.Strings(names)
+				return bad(n, "unknown column %s (the source has: %s)", n.Col, strings.Join(names, ", "))
+			}
+			if c.Unsupported != "" {
+				return bad(n, "column %s cannot be used in a filter: %s", n.Col, c.Unsupported)
+			}
+			n.typ = c.Type
+			i, ok := used[n.Col]
+			if !ok {
+				i = len(f.Columns)
+				used[n.Col] = i
+				f.Columns = append(f.Columns, c)
+			}
+			n.col = i
+		case "lit":
+			n.typ = n.Lit.Type
+			n.litBytes = []byte(n.Lit.S)
+		case "cmp":
+			if err := comparable(n, n.Args[0], n.Args[1]); err != nil {
+				return err
+			}
+			n.typ = Bool
+		case "in", "between":
+			for _, a := range n.Args[1:] {
+				if err := comparable(a, n.Args[0], a); err != nil {
+					return err
+				}
+			}
+			n.typ = Bool
+		case "prefix":
+			if t := n.Args[0].typ; t != String && t != Null {
+				return bad(n, "LIKE needs text: %s", describe(n.Args[0]))
+			}
+			n.typ = Bool
+		case "isnull":
+			n.typ = Bool
+		case "and", "or", "not":
+			for _, a := range n.Args {
+				if a.typ != Bool && a.typ != Null {
+					return bad(a, "%s needs a condition: %s", strings.ToUpper(n.Op), describe(a))
+				}
+			}
+			n.typ = Bool
+		}
+		return nil
+	}
+	if err := check(root); err != nil {
+		return nil, err
+	}
+	if root.typ != Bool && root.typ != Null {
+		return nil, bad(root, "a filter must be a condition: %s", describe(root))
+	}
+	return f, nil
+}
+
+// Vector is one column's values for a run of rows: Valid[i] false for a
+// null row (nil: no null), and the values in the slice of the column's
+// type (Ints, Floats, Bools, or Data and Offsets for text: row i is
+// Data[Offsets[i]:Offsets[i+1]]), one per row, nulls included.
+type Vector struct {
+	Valid   []bool
+	Bools   []bool
+	Ints    []int64
+	Floats  []float64
+	Data    []byte
+	Offsets []int64
+}
+
+// Three-valued results (SQL): F, T or U (unknown: NULL).
+const (
+	F uint8 = 0
+	T uint8 = 1
+	U uint8 = 2
+)
+
+// Eval evaluates f over rows rows whose filter columns are cols (one per
+// f.Columns, in order) and appends to dst one of F, T or U per row. A row
+// is selected by a WHERE clause when it is T.
+func (f *Filter) Eval(cols []Vector, rows int, dst []uint8) []uint8 {
+	base := len(dst)
+	for i := 0; i < rows; i++ {
+		dst = append(dst, 0)
+	}
+	evalVec(f.Root, cols, dst[base:])
+	return dst
+}
+
+// evalVec writes n's value at every row into out (len = rows), node by
+// node over whole vectors; a comparison of a column with a literal runs a
+// typed loop, anything else evalRow per row. Both give the same values
+// (TestEvalVecEqualsRow).
+func evalVec(n *Node, cols []Vector, out []uint8) {
+	switch n.Op {
+	case "and", "or":
+		evalVec(n.Args[0], cols, out)
+		tmp := make([]uint8, len(out))
+		evalVec(n.Args[1], cols, tmp)
+		for i, b := range tmp {
+			if n.Op == "and" {
+				out[i] = and3(out[i], b)
+			} else {
+				out[i] = not3(and3(not3(out[i]), not3(b)))
+			}
+		}
+		return
+	case "not":
+		evalVec(n.Args[0], cols, out)
+		for i, v := range out {
+			out[i] = not3(v)
+		}
+		return
+	case "cmp":
+		if a, b := n.Args[0], n.Args[1]; a.Op == "col" && b.Op == "lit" && b.Lit.Type != Null && cmpColLit(n.Cmp, &cols[a.col], a.typ, b.Lit, out) {
+			return
+		}
+	}
+	for i := range out {
+		out[i] = evalRow(n, cols, i)
+	}
+}
+
+// cmpColLit is the typed loop of column op literal; false when it has none
+// for these types (the caller then evaluates row by row).
+func cmpColLit(op string, v *Vector, t Type, lit Value, out []uint8) bool {
+	set := func(i int, c int) {
+		if v.Valid != nil && !v.Valid[i] {
+			out[i] = U
+		} else {
+			out[i] = tri(holds(op, c))
+		}
+	}
+	switch {
+	case t == String && lit.Type == String:
+		l := []byte(lit.S)
+		for i := range out {
+			set(i, bytes.Compare(v.Data[v.Offsets[i]:v.Offsets[i+1]], l))
+		}
+	case t == Float && (lit.Type == Float || lit.Type == Int):
+		x := lit.F
+		if lit.Type == Int {
+			x = float64(lit.I)
+		}
+		for i := range out {
+			set(i, cmpFloat(v.Floats[i], x))
+		}
+	case t == Int && lit.Type == Int:
+		for i := range out {
+			a := v.Ints[i]
+			c := 0
+			if a < lit.I {
+				c = -1
+			} else if a > lit.I {
+				c = 1
+			}
+			set(i, c)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// scalar is one operand's value at a row.
+type scalar struct {
+	null bool
+	t    Type
+	b    bool
+	i    int64
+	f    float64
+	s    []byte
+}
+
+func operand(n *Node, cols []Vector, row int) scalar {
+	if n.Op == "lit" {
+		v := n.Lit
+		return scalar{null: v.Type == Null, t: v.Type, b: v.B, i: v.I, f: v.F, s: n.litBytes}
+	}
+	v := &cols[n.col]
+	if v.Valid != nil && !v.Valid[row] {
+		return scalar{null: true, t: n.typ}
+	}
+	switch n.typ {
+	case Bool:
+		return scalar{t: Bool, b: v.Bools[row]}
+	case Int:
+		return scalar{t: Int, i: v.Ints[row]}
+	case Float:
+		return scalar{t: Float, f: v.Floats[row]}
+	default:
+		return scalar{t: String, s: v.Data[v.Offsets[row]:v.Offsets[row+1]]}
+	}
+}
+
+// cmpFloat orders floats as DuckDB does: NaN equals NaN and is above every
+// other value; -0 equals 0.
+func cmpFloat(a, b float64) int {
+	an, bn := math.IsNaN(a), math.IsNaN(b)
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// compare returns -1, 0 or 1 for two non-null comparable scalars. An
+// integer meets a float as a float (DuckDB casts BIGINT to DOUBLE).
+func compare(a, b scalar) int {
+	switch {
+	case a.t == Int && b.t == Int:
+		switch {
+		case a.i < b.i:
+			return -1
+		case a.i > b.i:
+			return 1
+		}
+		return 0
+	case a.t == Int || a.t == Float:
+		x, y := a.f, b.f
+		if a.t == Int {
+			x = float64(a.i)
+		}
+		if b.t == Int {
+			y = float64(b.i)
+		}
+		return cmpFloat(x, y)
+	case a.t == Bool:
+		switch {
+		case a.b == b.b:
+			return 0
+		case !a.b:
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(a.s, b.s)
+}
+
+func holds(op string, c int) bool {
+	switch op {
+	case "=":
+		return c == 0
+	case "!=":
+		return c != 0
+	case "<":
+		return c < 0
+	case "<=":
+		return c <= 0
+	case ">":
+		return c > 0
+	}
+	return c >= 0
+}
+
+func tri(b bool) uint8 {
+	if b {
+		return T
+	}
+	return F
+}
+
+func not3(v uint8) uint8 {
+	switch v {
+	case T:
+		return F
+	case F:
+		return T
+	}
+	return U
+}
+
+func evalRow(n *Node, cols []Vector, row int) uint8 {
+	switch n.Op {
+	case "and":
+		a := evalRow(n.Args[0], cols, row)
+		if a == F {
+			return F
+		}
+		b := evalRow(n.Args[1], cols, row)
+		switch {
+		case b == F:
+			return F
+		case a == T && b == T:
+			return T
+		}
+		return U
+	case "or":
+		a := evalRow(n.Args[0], cols, row)
+		if a == T {
+			return T
+		}
+		b := evalRow(n.Args[1], cols, row)
+		switch {
+		case b == T:
+			return T
+		case a == F && b == F:
+			return F
+		}
+		return U
+	case "not":
+		return not3(evalRow(n.Args[0], cols, row))
+	case "col", "lit":
+		v := operand(n, cols, row)
+		if v.null {
+			return U
+		}
+		return tri(v.b)
+	case "isnull":
+		return tri(operand(n.Args[0], cols, row).null != n.Neg)
+	case "cmp":
+		a, b := operand(n.Args[0], cols, row), operand(n.Args[1], cols, row)
+		if a.null || b.null {
+			return U
+		}
+		return tri(holds(n.Cmp, compare(a, b)))
+	case "between":
+		x, lo, hi := operand(n.Args[0], cols, row), operand(n.Args[1], cols, row), operand(n.Args[2], cols, row)
+		var ge, le uint8 = U, U
+		if !x.null && !lo.null {
+			ge = tri(compare(x, lo) >= 0)
+		}
+		if !x.null && !hi.null {
+			le = tri(compare(x, hi) <= 0)
+		}
+		r := and3(ge, le)
+		if n.Neg {
+			r = not3(r)
+		}
+		return r
+	case "in":
+		x := operand(n.Args[0], cols, row)
+		r := F
+		for _, a := range n.Args[1:] {
+			v := operand(a, cols, row)
+			switch {
+			case x.null || v.null:
+				r = U
+			case compare(x, v) == 0:
+				r = T
+			}
+			if r == T {
+				break
+			}
+		}
+		if n.Neg {
+			r = not3(r)
+		}
+		return r
+	case "prefix":
+		x := operand(n.Args[0], cols, row)
+		if x.null {
+			return U
+		}
+		r := tri(bytes.HasPrefix(x.s, []byte(n.Args[1].Lit.S)))
+		if n.Neg {
+			r = not3(r)
+		}
+		return r
+	}
+	panic("selection: unknown node " + n.Op)
+}
+
+func and3(a, b uint8) uint8 {
+	switch {
+	case a == F || b == F:
+		return F
+	case a == T && b == T:
+		return T
+	}
+	return U
+}

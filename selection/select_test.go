@@ -1,0 +1,200 @@
+package selection
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/source"
+)
+
+type filterRow struct {
+	ID      int64    `parquet:"id"`
+	Lang    *string  `parquet:"lang,optional"`
+	Quality *float64 `parquet:"quality,optional"`
+	Flag    *bool    `parquet:"flag,optional"`
+	N       int32    `parquet:"n"`
+	Score   *float32 `parquet:"score,optional"`
+}
+
+// writeFilterFile writes rows rows in row groups of 97: lang cycles over
+// en, fr, de, eng, "" and null; quality over a range with nulls, NaN and
+// -0; flag true/false/null; n = id mod 11 − 5; score a float32 with nulls.
+func writeFilterFile(t *testing.T, path string, rows, from int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[filterRow](f, parquet.MaxRowsPerRowGroup(97))
+	langs := []string{"en", "fr", "de", "eng", ""}
+	for i := from; i < from+rows; i++ {
+		r := filterRow{ID: int64(i), N: int32(i%11 - 5)}
+		if i%6 != 5 {
+			l := langs[i%6%5]
+			r.Lang = &l
+		}
+		if i%7 != 3 {
+			q := float64(i%13) / 10
+			switch i % 50 {
+			case 7:
+				q = math.NaN()
+			case 8:
+				q = math.Copysign(0, -1)
+			}
+			r.Quality = &q
+		}
+		if i%5 != 4 {
+			b := i%3 == 0
+			r.Flag = &b
+		}
+		if i%4 != 0 {
+			s := float32(i%9) * 0.25
+			r.Score = &s
+		}
+		if _, err := w.Write([]filterRow{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSelectMatchesDuckDB: for every filter, the rows Select keeps over two
+// files are exactly the rows DuckDB's WHERE keeps on the same files
+// (file_row_number), nulls, NaN, -0, IN lists with NULL and NOT included.
+func TestSelectMatchesDuckDB(t *testing.T) {
+	duckdbtest.Require(t)
+	dir := t.TempDir()
+	writeFilterFile(t, filepath.Join(dir, "a.parquet"), 500, 0)
+	writeFilterFile(t, filepath.Join(dir, "b.parquet"), 311, 500)
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Path: "a.parquet", RowGroups: rowGroupsOf(500, 97)}, {Path: "b.parquet", RowGroups: rowGroupsOf(311, 97)}}
+	for _, filter := range []string{
+		"lang = 'en'",
+		"lang = 'en' AND quality >= 0.5",
+		"lang <> 'en' OR quality < 0.3",
+		"NOT (lang = 'en')",
+		"lang IS NULL",
+		"lang IS NOT NULL AND flag",
+		"NOT flag",
+		"flag = FALSE OR quality IS NULL",
+		"lang IN ('en', 'de')",
+		"lang NOT IN ('en', 'de')",
+		"lang NOT IN ('en', NULL)",
+		"n IN (1, -2, 3) OR lang IN ('fr', NULL)",
+		"quality BETWEEN 0.2 AND 0.7",
+		"quality NOT BETWEEN 0.2 AND 0.7",
+		"n BETWEEN -2 AND 2 AND NOT lang LIKE 'e%'",
+		"lang LIKE 'en%'",
+		"lang NOT LIKE 'en%'",
+		"lang LIKE 'fr'",
+		"lang = ''",
+		"quality > 1e9",
+		"quality = 0",
+		"quality >= 1000",
+		"quality != quality",
+		"n < 0.5",
+		"n >= -3 AND id < 700",
+		"score = 0.25 OR score > 1.5",
+		"score < quality",
+		"id = 42 OR id = 600",
+		"(lang = 'en' OR lang = 'fr') AND (flag IS NULL OR quality < 0.4)",
+		"quality = NULL",
+		"NULL IS NULL AND n = 0",
+		"\"id\" >= 800",
+	} {
+		_, res, err := Select(context.Background(), st, files, filter, 0, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", filter, err)
+		}
+		// A memory bound far below a row group's filter columns reads
+		// them in windows of a few rows: the same selection.
+		_, small, err := Select(context.Background(), st, files, filter, 100, nil)
+		if err != nil || fmt.Sprint(small) != fmt.Sprint(res) {
+			t.Errorf("%s: in windows %+v %v, whole row groups %+v", filter, small, err, res)
+		}
+		var got []int64
+		for _, r := range res.Ranges {
+			for k := r[0]; k < r[0]+r[1]; k++ {
+				got = append(got, int64(k))
+			}
+		}
+		// The predicate is evaluated in the projection, not pushed into
+		// DuckDB's Parquet scan: the scan prunes row groups by min/max
+		// statistics that leave NaN out, so it drops rows its own SQL
+		// keeps ('NaN'::DOUBLE > 1e9 is true in DuckDB, as here).
+		q := duckdbtest.Query(t, fmt.Sprintf("SELECT r FROM (SELECT CASE WHEN filename LIKE '%%a.parquet' THEN file_row_number ELSE 500 + file_row_number END AS r, CASE WHEN (%[3]s) THEN 1 ELSE 0 END AS keep FROM read_parquet([%[1]s, %[2]s], file_row_number=true, filename=true)) WHERE keep = 1 ORDER BY r",
+			duckdbtest.Quote(filepath.Join(dir, "a.parquet")), duckdbtest.Quote(filepath.Join(dir, "b.parquet")), filter))
+		var want []int64
+		for _, row := range q.Rows {
+			want = append(want, duckdbtest.Int64(t, row[0]))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || res.Selected != uint64(len(want)) {
+			t.Errorf("%s: selected %d rows, DuckDB %d\n got %v\nwant %v", filter, res.Selected, len(want), got, want)
+		}
+	}
+}
+
+// TestSelectSkipsRowGroups: row groups whose footer statistics prove no
+// row can match are not read (10 row groups: ids 0..499 in a.parquet and
+// 500..810 in b.parquet, 97 rows each; lang only ever "", de, en, eng, fr),
+// and the selection is the same as reading everything (the DuckDB test runs
+// with skipping on).
+func TestSelectSkipsRowGroups(t *testing.T) {
+	dir := t.TempDir()
+	writeFilterFile(t, filepath.Join(dir, "a.parquet"), 500, 0)
+	writeFilterFile(t, filepath.Join(dir, "b.parquet"), 311, 500)
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Path: "a.parquet", RowGroups: rowGroupsOf(500, 97)}, {Path: "b.parquet", RowGroups: rowGroupsOf(311, 97)}}
+	for filter, want := range map[string]int{
+		"id = 42":                  9, // only ids 0..96
+		"id = 42 OR id = 700":      8,
+		"id BETWEEN 100 AND 193":   9, // ids 97..193: the second row group
+		"id IN (0, 800)":           8,
+		"id >= 795":                9, // b's last row group: ids 791..810
+		"id < 0":                   10,
+		"lang = 'zz'":              10,
+		"lang LIKE 'x%'":           10,
+		"lang LIKE 'e%'":           0,
+		"id = 42 AND lang = 'en'":  9,
+		"NOT id = 42":              0, // NOT never skips
+		"quality > 100":            0, // floats never skip (NaN)
+		"lang IS NULL":             0,
+		"id = 42 OR quality > 100": 0,
+		"n = 99":                   10,
+		"id = NULL":                10,
+	} {
+		_, res, err := Select(context.Background(), st, files, filter, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RowGroups != 10 || res.Skipped != want {
+			t.Errorf("%s: skipped %d of %d row groups, want %d of 10", filter, res.Skipped, res.RowGroups, want)
+		}
+	}
+}
+
+func rowGroupsOf(n, g int64) []int64 {
+	var out []int64
+	for ; n > 0; n -= min(n, g) {
+		out = append(out, min(n, g))
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package source
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/plan"
+)
+
+// TestParseSourcesFile reads the documented example exactly: names, paths
+// (a string or a list), weights as written, filters, epoch samples.
+func TestParseSourcesFile(t *testing.T) {
+	sf, err := ParseSourcesFile("s.yaml", []byte(`sources:
+  - name: web
+    path: s3://corpus/web/
+    weight: 0.7
+    filter: "lang = 'en' AND quality >= 0.5"
+  - name: code
+    path: [s3://corpus/code/a/, "s3://corpus/code/b/*.parquet"]
+    weight: 0.30
+  - name: math
+    path: s3://corpus/math/
+epoch_samples: 10000000
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &SourcesFile{Path: "s.yaml", EpochSamples: 10000000, Sources: []SourceSpec{
+		{Name: "web", Paths: []string{"s3://corpus/web/"}, Weight: "0.7", Filter: "lang = 'en' AND quality >= 0.5", Line: 2},
+		{Name: "code", Paths: []string{"s3://corpus/code/a/", "s3://corpus/code/b/*.parquet"}, Weight: "0.30", Line: 6},
+		{Name: "math", Paths: []string{"s3://corpus/math/"}, Line: 9},
+	}}
+	if !reflect.DeepEqual(sf, want) {
+		t.Errorf("got %+v\nwant %+v", sf, want)
+	}
+}
+
+// TestParseSourcesFileRefused: every bad sources file is refused naming
+// the file, line, source and what is wrong.
+func TestParseSourcesFileRefused(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"sources:\n  - name: a\n    path: x/\n    weight: 0\n", "s.yaml:4: source a: weight 0 must be greater than 0"},
+		{"sources:\n  - name: a\n    path: x/\n    weight: -1\n", `s.yaml:4: source a: weight "-1" is not a plain decimal number`},
+		{"sources:\n  - name: a\n    path: x/\n    weight: lots\n", `weight "lots"`},
+		{"sources:\n  - name: a\n    path: x/\n  - name: a\n    path: y/\n", "s.yaml:4: source a is given twice (first at line 2)"},
+		{"sources:\n  - name: a\n", "s.yaml:2: source a has no path"},
+		{"sources:\n  - path: x/\n", "s.yaml:2: source 0 has no name"},
+		{"sources:\n  - name: a b\n    path: x/\n", "source a b: the name must be"},
+		{"sources:\n  - name: a\n    paths: x/\n", `line 3: unknown key "paths" in a source`},
+		{"sources: []\n", "no sources"},
+		{"sources:\n  - name: a\n    path: x/\nepoch_samples: 0\n", `s.yaml:4: epoch_samples "0" must be a whole number`},
+		{"sources:\n  - name: a\n    path: x/\n  - name: b\n    path: s3://b/x/\n", "cannot be mixed"},
+		{"sources:\n  - name: a\n    path: {x: 1}\n", "path must be a string or a list"},
+	} {
+		_, err := ParseSourcesFile("s.yaml", []byte(c.yaml))
+		if !errors.Is(err, ErrSourcesFile) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want ErrSourcesFile with %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// TestCombine rebases local and s3 sources onto their common root and
+// refuses a file given to two sources, and two buckets.
+func TestCombine(t *testing.T) {
+	f := func(p string, rows ...int64) plan.SourceFile {
+		return plan.SourceFile{Path: p, Size: 100, FooterSHA256: strings.Repeat("a", 64), RowGroups: append([]int64{}, rows...)}
+	}
+	web := plan.Source{Root: "/data/web", Files: []plan.SourceFile{f("b.parquet", 3), f("a.parquet", 2)}, EmptyFiles: []plan.SourceFile{f("z.parquet")}}
+	code := plan.Source{Root: "/data/code/py", Files: []plan.SourceFile{f("x/c.parquet", 4)}}
+	src, files, err := Combine([]string{"web", "code"}, []plan.Source{web, code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Root != "/data" || !reflect.DeepEqual(files, [][]string{{"web/a.parquet", "web/b.parquet", "web/z.parquet"}, {"code/py/x/c.parquet"}}) {
+		t.Errorf("root %s files %v", src.Root, files)
+	}
+	var paths []string
+	for _, sf := range src.Files {
+		paths = append(paths, sf.Path)
+	}
+	if !reflect.DeepEqual(paths, []string{"code/py/x/c.parquet", "web/a.parquet", "web/b.parquet"}) || len(src.EmptyFiles) != 1 || src.NumSamples() != 9 {
+		t.Errorf("combined files %v, empty %v, %d rows", paths, src.EmptyFiles, src.NumSamples())
+	}
+	// One root given twice: refused, naming both sources and the file.
+	if _, _, err := Combine([]string{"web", "web2"}, []plan.Source{web, web}); !errors.Is(err, ErrSourcesFile) || !strings.Contains(err.Error(), "file b.parquet is in both source web and source web2") {
+		t.Errorf("same source twice: %v", err)
+	}
+	s3a := plan.Source{Root: "s3://corpus/web/en/", Files: []plan.SourceFile{f("p.parquet", 1)}}
+	s3b := plan.Source{Root: "s3://corpus/web/fr/x/", Files: []plan.SourceFile{f("q.parquet", 1)}}
+	src, files, err = Combine([]string{"en", "fr"}, []plan.Source{s3a, s3b})
+	if err != nil || src.Root != "s3://corpus/web/" || !reflect.DeepEqual(files, [][]string{{"en/p.parquet"}, {"fr/x/q.parquet"}}) {
+		t.Errorf("s3: root %s files %v err %v", src.Root, files, err)
+	}
+	s3c := plan.Source{Root: "s3://other/web/", Files: []plan.SourceFile{f("q.parquet", 1)}}
+	if _, _, err := Combine([]string{"en", "other"}, []plan.Source{s3a, s3c}); !errors.Is(err, ErrSourcesFile) || !strings.Contains(err.Error(), "different stores") {
+		t.Errorf("two buckets: %v", err)
+	}
+}

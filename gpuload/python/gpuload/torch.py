@@ -62,6 +62,8 @@ last batch it yielded), or pass ``state_dict(next_step=batch["step"] + 1)``.
 """
 
 import collections
+import inspect
+import statistics
 import sys
 import threading
 import time
@@ -71,6 +73,7 @@ import numpy as np
 import torch
 import torch.utils.dlpack
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data._utils.collate import default_convert as _default_convert
 
 from ._dataset import _IN_WORKERS, _WARNED, STATE_FORMAT, ShardIterator, env_rank
 from ._errors import GL_ERR_INVALID, GL_ERR_PLAN_MISMATCH, GpuloadError
@@ -145,7 +148,7 @@ class ShardDataset(ShardIterator, IterableDataset):
     def __iter__(self):
         # A plain function (not a generator), so that it runs inside the
         # DataLoader's fetcher, which says whether it batches automatically.
-        _refuse_automatic_batching(sys._getframe(1))
+        _check_fetcher(sys._getframe(1))
         info = get_worker_info()
         start = self._start()
         steps = range(start, self.steps_per_epoch)
@@ -185,51 +188,75 @@ class ShardDataset(ShardIterator, IterableDataset):
         shards = self._open_mapped(self.epoch)
         sh, a, e = shards[0]
         if len(shards) == 1 and a == 0 and e >= sh.batch_size and sh.full is not None:
-            gen = self._fast(sh, steps, ship)
+            gen = self._fast(sh, steps, ship, track and info is None)
+            if info is None:  # in-process: nothing timed per item; _fast tracks
+                yield from gen
+                return
         else:
             gen = (self._torch_item(self._np_item(k, shards), ship, shards) for k in steps)
+            if info is None:  # in-process: nothing timed per item
+                for k, item in zip(steps, gen):
+                    if track:
+                        self._pos = k + 1
+                    yield item
+                return
+        # Worker: worker 0 times its first batches, from one request for a
+        # batch to the next (the DataLoader's hand-off included), for the
+        # one-time warning.
+        cycle, t1, last = [], None, steps[-1]
         for k in steps:
             t0 = time.perf_counter()
             item = next(gen)
-            if info is not None and info.id == 0 and not self._shared[_WARNED] and (k != steps[0] or len(steps) == 1):
-                self._warn_workers(info, time.perf_counter() - t0)
+            if info.id == 0 and not self._shared[_WARNED]:
+                if t1 is not None:
+                    cycle.append(t0 - t1)
+                if len(cycle) >= 8 or k == last:
+                    self._warn_workers(info, statistics.median(cycle) if cycle else None)
+                t1 = t0
             if track:
                 self._pos = k + 1
             yield item
 
-    def _fast(self, sh, steps, ship):
-        """Format 1.0, one whole shard batch per item: a view of each
-        prebuilt per-tensor array over every batch of the mapped shard (one
-        index per tensor); each tensor's storage is its batch's slab only."""
+    def _fast(self, sh, steps, ship, track=False):
+        """Format 1.0, one whole shard batch per item: views of each
+        prebuilt per-tensor array over every batch of the mapped shard, made
+        for up to 64 consecutive steps at a time (one C-level pass per
+        tensor); each tensor's storage is its batch's slab only (so
+        ``torch.save`` or a pickle of it holds that batch, not the shard),
+        and holds the mapping. ``track``: set the position before each
+        item."""
         npd = [_NP_FOR_TORCH.get(t.code, t.dtype) for t in sh.tensors]
-        full = [f.view(d) for f, d in zip(sh.full, npd)]
+        full = [f.view(d) for f, d in zip(sh.full, npd)] + [sh.ids.view(np.int64)]
         want = [TORCH_DTYPES[t.code] for t in sh.tensors]
         cast = [(i, w) for i, w in enumerate(want) if torch.from_numpy(full[i][:0]).dtype != w]
-        names = [t.name for t in sh.tensors]
-        ids = sh.ids.view(np.int64)
+        keys = tuple(t.name for t in sh.tensors) + ("sample_ids", "pad")
         counts, pads, b = sh.counts.tolist(), sh.pads.tolist(), sh.batch_size
-        from_numpy, np_zeros = torch.from_numpy, np.zeros
+        from_numpy = torch.from_numpy
         one = [(sh, 0, 0)]
-        for k in steps:
-            c, p = counts[k], pads[k]
-            if c == b:
-                ts = [from_numpy(f[k]) for f in full]
-                i = from_numpy(ids[k])
-            else:
-                ts = [from_numpy(f[k, :c]) for f in full]
-                i = from_numpy(ids[k, :c])
-            for j, w in cast:
-                ts[j] = ts[j].view(w)
-            item = dict(zip(names, ts))
-            item["sample_ids"] = i
-            pad = from_numpy(np_zeros(c, np.bool_))  # (torch.zeros costs ~10 µs here)
-            if p:
-                pad[c - p:] = True
-            item["pad"] = pad
-            item["step"] = k
-            if ship:
-                item = {n: _ship_any(v, one) if torch.is_tensor(v) else v for n, v in item.items()}
-            yield item
+        for lo, hi, run in _runs(steps, 64):
+            cols = [map(from_numpy, f[lo:hi]) for f in full]
+            flags = np.zeros((hi - lo, b), np.bool_)  # (torch.zeros costs ~10 µs per batch here)
+            for k in run:
+                if pads[k]:
+                    flags[k - lo, counts[k] - pads[k]:counts[k]] = True
+            cols.append(map(from_numpy, flags))
+            rows = zip(*cols)
+            for k in run:
+                row = next(rows)
+                c = counts[k]
+                if c != b:
+                    row = tuple(t[:c] for t in row)
+                if cast:
+                    row = list(row)
+                    for j, w in cast:
+                        row[j] = row[j].view(w)
+                item = dict(zip(keys, row))
+                item["step"] = k
+                if ship:
+                    item = {n: _ship_any(v, one) if torch.is_tensor(v) else v for n, v in item.items()}
+                if track:
+                    self._pos = k + 1
+                yield item
 
     def _torch_item(self, item, ship=False, shards=()):
         """A NumPy item as torch tensors (views of the same memory)."""
@@ -247,15 +274,20 @@ class ShardDataset(ShardIterator, IterableDataset):
                 out[n] = v
         return out
 
-    def _warn_workers(self, info, per_batch):
+    def _warn_workers(self, info, cycle):
+        """The one-time warning under DataLoader workers, with ``cycle``:
+        the median time between two batches in worker 0 (seconds; None if
+        it made only one)."""
         if self._shared[_WARNED]:
             return
         self._shared[_WARNED] = 1
+        seen = "" if cycle is None else f" Measured in this worker: a batch every {cycle * 1e6:.0f} us."
         warnings.warn(
             f"gpuload: ShardDataset under {info.num_workers} DataLoader workers: workers cannot make it faster. "
-            f"Each batch is a view of the memory-mapped shard (measured in this worker: {per_batch * 1e6:.0f} us to "
-            "make a batch), so there is no work to spread; what workers add is the hand-off of every "
-            "batch to the training process, one DataLoader message per batch. Use num_workers=0, or "
+            "Each batch is a view of the memory-mapped shard, so there is no work to spread, and each batch costs "
+            "one DataLoader message (pickled by a thread of the worker, sent through a pipe, unpickled in the "
+            f"training process): the hand-off costs far more than the batch.{seen} (On a 2-core machine a batch "
+            "costs ~20 us in-process, a DataLoader message ~250 us even for a dict of ints.) Use num_workers=0, or "
             "ds.loader(num_workers=N), which hands over 16 batches per message. (Warned once.)",
             RuntimeWarning, stacklevel=2)
 
@@ -335,6 +367,26 @@ class ShardDataset(ShardIterator, IterableDataset):
         return out
 
 
+def _runs(steps, most):
+    """(lo, hi, range(lo, hi)) of the runs of consecutive steps in the
+    sorted ``steps`` (a range or list), each at most ``most`` long."""
+    if isinstance(steps, range) and steps.step == 1:
+        for lo in range(steps.start, steps.stop, most):
+            hi = min(lo + most, steps.stop)
+            yield lo, hi, range(lo, hi)
+        return
+    lo = prev = None
+    for k in steps:
+        if lo is not None and (k != prev + 1 or k - lo == most):
+            yield lo, prev + 1, range(lo, prev + 1)
+            lo = None
+        if lo is None:
+            lo = k
+        prev = k
+    if lo is not None:
+        yield lo, prev + 1, range(lo, prev + 1)
+
+
 def _tensor(batch, m, pin):
     """The batch tensor as a torch.Tensor holding the batch's slot through
     ``pin`` (None: only while the batch is held, for a copy)."""
@@ -384,12 +436,24 @@ def _torch_view(a, code):
     return t if t.dtype == want else t.view(want)
 
 
-def _refuse_automatic_batching(frame):
+def _as_is(item):
+    return item
+
+
+def _check_fetcher(frame):
     """Raises when the DataLoader iterating the dataset batches its items
     (``frame`` is the caller of __iter__: torch's _IterableDatasetFetcher,
-    which knows)."""
+    which knows). Without automatic batching the fetcher converts each item
+    with torch's ``default_convert``, which rebuilds the item's dict and
+    returns every tensor and int as it is (~2.4 µs per item here): that
+    conversion is replaced by the identity, which gives an equal item.
+    A collate_fn of the user's own is kept."""
     f = frame.f_locals.get("self") if frame is not None else None
-    if type(f).__name__ == "_IterableDatasetFetcher" and getattr(f, "auto_collation", False):
+    if type(f).__name__ != "_IterableDatasetFetcher":
+        return
+    if not getattr(f, "auto_collation", True) and getattr(f, "collate_fn", None) is _default_convert:
+        f.collate_fn = _as_is
+    if getattr(f, "auto_collation", False):
         raise GpuloadError(GL_ERR_INVALID, (
             "gpuload: DataLoader(ShardDataset) with automatic batching (batch_size=1, the default, or any other "
             "batch_size): each item already is one whole batch of the plan, which the DataLoader would stack into "
@@ -474,6 +538,12 @@ def _extent(shape, stride, size):
     return (sum((d - 1) * s for d, s in zip(shape, stride)) + 1) * size
 
 
+_NONE = object()
+# DataLoader's keyword arguments -> their defaults (num_workers=0, ...).
+_DATALOADER_DEFAULTS = {n: p.default for n, p in inspect.signature(DataLoader.__init__).parameters.items()
+                        if p.default is not inspect.Parameter.empty}
+
+
 class ShardLoader:
     """A DataLoader over a ShardDataset (``ds.loader(**kwargs)``: any
     DataLoader argument but batch_size, which is None) that knows which
@@ -501,7 +571,9 @@ class ShardLoader:
         # In-process with nothing else asked of the DataLoader (no
         # collate_fn, pin_memory, ...): iterate the dataset itself, which
         # gives the same items without the DataLoader's ~15 µs per item.
-        self._direct = all(k == "batch_size" or (k == "num_workers" and not v) for k, v in kwargs.items())
+        # (Arguments at their DataLoader defaults, such as
+        # persistent_workers=False, ask nothing.)
+        self._direct = all(k == "batch_size" or _DATALOADER_DEFAULTS.get(k, _NONE) == v for k, v in kwargs.items())
         self._at = None  # (epoch, next step) after the last item yielded
 
     def __iter__(self):

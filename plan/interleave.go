@@ -335,7 +335,9 @@ func (o mixOrder) drawID(pp *passPerms, i int, d uint64) uint64 {
 // global maps source i's row index local to its sample id.
 func (ms *mixState) global(i int, local uint64) uint64 {
 	s := &ms.src[i]
-	if s.sel != nil { // the local-th selected row
+	if s.selRow != nil { // the local-th selected row, by table
+		local = uint64(s.selRow[local])
+	} else if s.sel != nil { // the local-th selected row
 		// selJump narrows the search to the ranges holding selected rows
 		// [k·selJumpRows, (k+1)·selJumpRows).
 		k := local / selJumpRows

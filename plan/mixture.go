@@ -99,7 +99,11 @@ type mixSrc struct {
 	sel       [][2]uint64
 	selPrefix []uint64
 	selJump   []int // see selJumpRows
-	digest    string
+	// selRow, when the source has at most selDirectMax selected rows
+	// all below 2^32: selRow[k] = the k-th selected row (an O(1) lookup
+	// per drawn sample instead of a search of the ranges); nil otherwise.
+	selRow []uint32
+	digest string
 }
 
 // EncodeSelection encodes ascending, non-empty, non-adjacent ranges
@@ -266,6 +270,7 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture) ([]mixSrc, uint64, er
 				}
 				out[s].selJump = append(out[s].selJump, j)
 			}
+			out[s].selRow = directSelection(sel, out[s].n)
 			out[s].digest = selectionDigest(sel)
 			if out[s].n == 0 {
 				return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
@@ -374,4 +379,32 @@ func (mix *Mixture) resolved(srcs []mixSrc, t uint64) *Mixture {
 		out.Sources[i] = s
 	}
 	return out
+}
+
+// selDirectMax bounds the selected rows of a source whose direct table
+// (4 bytes a row, 256 MiB at most) is built; above it, and when a
+// selected row is at or above 2^32, drawn rows are mapped by searching the
+// ranges through the jump table.
+const selDirectMax = 1 << 26
+
+// selDirectLimit is selDirectMax, lowered by tests to exercise the search.
+var selDirectLimit uint64 = selDirectMax
+
+// directSelection returns the table of the n selected rows of the ranges
+// sel ([start, count] in ascending order), or nil where selDirectMax or
+// the 32-bit row index does not allow one.
+func directSelection(sel [][2]uint64, n uint64) []uint32 {
+	if n == 0 || n > selDirectLimit || len(sel) == 0 {
+		return nil
+	}
+	if last := sel[len(sel)-1]; last[0]+last[1] > 1<<32 {
+		return nil
+	}
+	t := make([]uint32, 0, n)
+	for _, r := range sel {
+		for x := r[0]; x < r[0]+r[1]; x++ {
+			t = append(t, uint32(x))
+		}
+	}
+	return t
 }

@@ -595,6 +595,14 @@ func TestMixtureSelection(t *testing.T) {
 // of 10000, and runs of 1..7 rows) maps local rows through its jump table
 // exactly: with shuffle none an epoch lists the selected rows in order.
 func TestMixtureSelectionLarge(t *testing.T) {
+	for _, limit := range []uint64{selDirectMax, 0} { // by table, by search
+		selDirectLimit = limit
+		testMixtureSelectionLarge(t)
+	}
+	selDirectLimit = selDirectMax
+}
+
+func testMixtureSelectionLarge(t *testing.T) {
 	src := synthSource(rowGroups(6000, 333), rowGroups(4000, 1000))
 	for _, step := range []uint64{3, 0} {
 		var ranges [][2]uint64
@@ -623,7 +631,7 @@ func TestMixtureSelectionLarge(t *testing.T) {
 			got = append(got, b...)
 		}
 		if !slices.Equal(got, want) {
-			t.Fatalf("step %d: %d ids, want %d; first difference at %d", step, len(got), len(want), firstDiff(got, want))
+			t.Fatalf("table limit %d, step %d: %d ids, want %d; first difference at %d", selDirectLimit, step, len(got), len(want), firstDiff(got, want))
 		}
 		for _, id := range []uint64{want[0], want[len(want)/2], want[len(want)-1]} {
 			if occ, _ := p.Occurrences(0, id, nil); len(occ) != 1 {

@@ -156,7 +156,11 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 	if err != nil {
 		return nil, nil, err
 	}
-	res := &Result{}
+	n := 0
+	for _, p := range parts {
+		n += len(p.Ranges)
+	}
+	res := &Result{Ranges: make([][2]uint64, 0, n)} // one allocation, not a doubling copy per file
 	for _, p := range parts {
 		res.RowGroups += p.RowGroups
 		res.Skipped += p.Skipped

@@ -65,6 +65,19 @@ type sourceYAML struct {
 	line   int
 }
 
+// unknownSourceKeyError is a key of a source entry that the sources file
+// does not define, at a 1-based line of the file.
+type unknownSourceKeyError struct {
+	line int
+	key  string
+}
+
+func (e *unknownSourceKeyError) msg() string {
+	return fmt.Sprintf("unknown key %q in a source (keys: name, path, weight, filter)", e.key)
+}
+
+func (e *unknownSourceKeyError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg()) }
+
 // UnmarshalYAML decodes one source entry, refusing unknown keys (yaml.v3's
 // KnownFields does not reach into a custom unmarshaler) and keeping its line.
 func (s *sourceYAML) UnmarshalYAML(n *yaml.Node) error {
@@ -73,7 +86,7 @@ func (s *sourceYAML) UnmarshalYAML(n *yaml.Node) error {
 			switch k := n.Content[i]; k.Value {
 			case "name", "path", "weight", "filter":
 			default:
-				return fmt.Errorf("line %d: unknown key %q in a source (keys: name, path, weight, filter)", k.Line, k.Value)
+				return &unknownSourceKeyError{line: k.Line, key: k.Value}
 			}
 		}
 	}
@@ -115,6 +128,10 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&y); err != nil {
+		var uk *unknownSourceKeyError
+		if errors.As(err, &uk) {
+			return nil, bad(uk.line, "%s", uk.msg())
+		}
 		return nil, bad(0, "%v (keys: sources: [{name, path, weight, filter}], epoch_samples)", err)
 	}
 	out := &SourcesFile{Path: path}

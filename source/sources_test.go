@@ -48,7 +48,7 @@ func TestParseSourcesFileRefused(t *testing.T) {
 		{"sources:\n  - name: a\n", "s.yaml:2: source a has no path"},
 		{"sources:\n  - path: x/\n", "s.yaml:2: source 0 has no name"},
 		{"sources:\n  - name: a b\n    path: x/\n", "source a b: the name must be"},
-		{"sources:\n  - name: a\n    paths: x/\n", `line 3: unknown key "paths" in a source`},
+		{"sources:\n  - name: a\n    paths: x/\n", `s.yaml:3: unknown key "paths" in a source (keys: name, path, weight, filter): bad sources file`},
 		{"sources: []\n", "no sources"},
 		{"sources:\n  - name: a\n    path: x/\nepoch_samples: 0\n", `s.yaml:4: epoch_samples "0" must be a whole number`},
 		{"sources:\n  - name: a\n    path: x/\n  - name: b\n    path: s3://b/x/\n", "cannot be mixed"},

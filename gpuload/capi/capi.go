@@ -36,6 +36,12 @@ type cLoader struct {
 	fps     [2]*C.char                     // fingerprint, order fingerprint, freed at close
 	names   []*C.char                      // tensor names, freed at close
 	batches map[*C.gl_batch]*gpuload.Batch // unreleased batches
+	// op serialises every call on this loader (gpuload.Loader is not safe
+	// for concurrent use): lookup takes it, the call's defer releases it.
+	// Lock order: op before mu. No call blocks on another while holding
+	// it (gl_next returns GL_ERR_RING_FULL rather than wait for a release).
+	op     sync.Mutex
+	closed bool // set by gl_close under op; later calls get GL_ERR_CLOSED
 }
 
 var (
@@ -86,6 +92,8 @@ func code(err error) C.int {
 // errNull is a NULL pointer argument: GL_ERR_INVALID, as gpuload.h documents.
 var errNull = fmt.Errorf("gpuload: %w: NULL pointer", gpuload.ErrInvalid)
 
+// lookup returns h's loader with its op mutex held (the caller unlocks
+// it), or nil and the GL_ERR_* code for a NULL or closed handle.
 func lookup(h *C.gl_loader) (*cLoader, C.int) {
 	if h == nil {
 		return nil, fail(errNull)
@@ -94,6 +102,11 @@ func lookup(h *C.gl_loader) (*cLoader, C.int) {
 	cl := loaders[h]
 	mu.Unlock()
 	if cl == nil {
+		return nil, fail(gpuload.ErrClosed)
+	}
+	cl.op.Lock()
+	if cl.closed {
+		cl.op.Unlock()
 		return nil, fail(gpuload.ErrClosed)
 	}
 	return cl, C.GL_OK
@@ -150,6 +163,7 @@ func gl_next(h *C.gl_loader, out **C.gl_batch) C.int {
 	if cl == nil {
 		return rc
 	}
+	defer cl.op.Unlock()
 	if out == nil {
 		return fail(errNull)
 	}
@@ -236,6 +250,7 @@ func gl_release(h *C.gl_loader, cb *C.gl_batch) C.int {
 	if cl == nil {
 		return rc
 	}
+	defer cl.op.Unlock()
 	if cb == nil {
 		return fail(errNull)
 	}
@@ -257,6 +272,7 @@ func gl_seek(h *C.gl_loader, step C.int64_t) C.int {
 	if cl == nil {
 		return rc
 	}
+	defer cl.op.Unlock()
 	if err := cl.l.Seek(int(step)); err != nil {
 		return fail(err)
 	}
@@ -269,6 +285,7 @@ func gl_steps(h *C.gl_loader) C.int64_t {
 	if cl == nil {
 		return C.int64_t(rc)
 	}
+	defer cl.op.Unlock()
 	return C.int64_t(cl.l.Steps())
 }
 
@@ -278,6 +295,7 @@ func gl_ring(h *C.gl_loader) C.int64_t {
 	if cl == nil {
 		return C.int64_t(rc)
 	}
+	defer cl.op.Unlock()
 	return C.int64_t(cl.l.Ring())
 }
 
@@ -287,6 +305,7 @@ func gl_copy_to_host(h *C.gl_loader, ct *C.gl_tensor, dst unsafe.Pointer, n C.si
 	if cl == nil {
 		return rc
 	}
+	defer cl.op.Unlock()
 	if ct == nil || dst == nil {
 		return fail(errNull)
 	}
@@ -309,6 +328,8 @@ func gl_close(h *C.gl_loader) C.int {
 	if cl == nil {
 		return rc
 	}
+	defer cl.op.Unlock()
+	cl.closed = true
 	mu.Lock()
 	delete(loaders, h)
 	mu.Unlock()
@@ -345,6 +366,7 @@ func gl_get_info(h *C.gl_loader, out *C.gl_info) C.int {
 	if cl == nil {
 		return rc
 	}
+	defer cl.op.Unlock()
 	if out == nil {
 		return fail(errNull)
 	}
@@ -362,6 +384,7 @@ func gl_tensor_info(h *C.gl_loader, i C.int, out *C.gl_tensor) C.int {
 	if cl == nil {
 		return rc
 	}
+	defer cl.op.Unlock()
 	if out == nil {
 		return fail(errNull)
 	}

@@ -111,3 +111,15 @@ func TestPython(t *testing.T) {
 	run(t, "", []string{"GPULOAD_LIB=" + e.lib, "GPULOAD_TEST_DIR=" + e.dir, "GPULOAD_TEST_JAGGED_DIR=" + e.jagged, "GPULOAD_TEST_CUDA=1", "PREP_LIBCUDA=" + e.fake,
 		"PYTHONDONTWRITEBYTECODE=1"}, py, "../python/tests/test_gpuload.py")
 }
+
+// TestCAPIThreads calls gl_next, gl_steps and gl_release on one loader from
+// two threads at once and checks that every step reaches exactly one of
+// them, whole (test/capi_threads_test.c).
+func TestCAPIThreads(t *testing.T) {
+	e := setup(t)
+	bin := buildC(t, e, "test/capi_threads_test.c")
+	t.Run("host", func(t *testing.T) { run(t, "", nil, bin, cArgs(e.dir, 1, 0, "host")...) })
+	t.Run("cuda-fake", func(t *testing.T) {
+		run(t, "", []string{"PREP_LIBCUDA=" + e.fake}, bin, cArgs(e.dir, 0, 1, "cuda")...)
+	})
+}

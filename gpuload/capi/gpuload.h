@@ -27,8 +27,12 @@
  * GL_ERR_RING_FULL). On cuda, release a batch only after the device work
  * reading it has completed.
  *
- * Threads: calls on one loader must not run concurrently, except
- * gl_release, which may be called from any thread. Errors: functions return
+ * Threads: every function may be called from any thread. Calls on one
+ * loader are serialised by a lock of that loader (each call runs whole, so
+ * two threads calling gl_next get each step exactly once, in step order
+ * between them); no call waits for another thread's release (gl_next
+ * returns GL_ERR_RING_FULL instead), so the lock cannot deadlock. A call on
+ * a loader another thread closed returns GL_ERR_CLOSED. Errors: functions return
  * GL_OK (0), GL_EOF (1, gl_next only) or a negative GL_ERR_* code, and
  * gl_last_error() describes the most recent failure in the process.
  *

@@ -78,7 +78,9 @@ func TestDeepBlocksWithinMemoryLimit(t *testing.T) {
 	var blockSize int
 	src := func(p *plan.Plan, m *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {
 		s, err := verifytest.OpenSource(p, m, root, g, ts)
+		h.mu.Lock()
 		blockSize = int(g.BlockSize)
+		h.mu.Unlock()
 		return pairSource{src: s, h: h}, err
 	}
 	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Deep: true, Source: src, Jobs: jobs, MemoryLimit: 8})

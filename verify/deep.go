@@ -158,6 +158,9 @@ type deepCheck struct {
 	jag     *jaggedCheck  // a shard with jagged tensors; nil otherwise
 	derived *derivedCheck // the spec's derived tensors checked on their own (derived.go); nil: none
 	part    *partCheck    // compare by parts (a PartSource, deeppart.go); nil: batch by batch
+	// keepWant: want is kept between batches (all Jobs pairs of blocks
+	// fit the blocks' share); otherwise it is nil outside compareAdmitted.
+	keepWant bool
 
 	fetchedTo int    // batches below this were prefetched (Prefetcher only)
 	fetchErr  error  // the error of that prefetch, reported per batch
@@ -244,8 +247,36 @@ func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, i
 	if ml, ok := src.(MemoryLimiter); ok {
 		ml.SetMemoryLimit(max(1, share/2))
 	}
-	d.want, d.fetchMax = make([]byte, g.BlockSize), uint64(max(1, share/4))
+	d.fetchMax = uint64(max(1, share/4))
+	// The expected block is kept between batches only when every Jobs
+	// check's pair of blocks fits the blocks' quarter of the limit at
+	// once; otherwise it is allocated per admitted batch (compareAdmitted).
+	d.keepWant = 2*int64(g.BlockSize)*int64(max(1, c.opts.Jobs)) <= c.blocks.limit
 	return d
+}
+
+// compareAdmitted compares batch k (deepCheck.compare) once its shard
+// block and expected block (2 × BlockSize bytes, or twice the expected
+// block kept from an earlier jagged batch whose layout grew it) are
+// admitted against
+// the blocks' share of the memory limit, and drops the expected block
+// after unless all Jobs pairs fit the share at once.
+func (c *checker) compareAdmitted(ctx context.Context, d *deepCheck, k int, bi shardfmt.BatchInfo, ids []uint64) {
+	cost := 2 * int64(max(d.g.BlockSize, uint64(cap(d.want))))
+	if !c.blocks.admit(ctx, cost) {
+		return
+	}
+	defer c.blocks.release(cost)
+	if d.want == nil {
+		d.want = make([]byte, d.g.BlockSize)
+		if d.jag != nil {
+			d.jag.dirty = 0
+		}
+	}
+	d.compare(ctx, k, bi, ids)
+	if !d.keepWant {
+		d.want = nil
+	}
 }
 
 func (d *deepCheck) close() { _ = d.src.Close() }

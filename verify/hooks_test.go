@@ -45,3 +45,12 @@ func SetShardFiles(limit int, hook func(name string, open bool)) (restore func()
 	openShardsCap, shardFileHook = limit, hook
 	return func() { openShardsCap, shardFileHook = oldCap, oldHook }
 }
+
+// SetAdmitWaitHook sets, for a test, a function called with +1 as a batch
+// comparison starts waiting for its blocks' admission and -1 as it wakes.
+// It returns a function restoring the previous hook.
+func SetAdmitWaitHook(hook func(delta int)) (restore func()) {
+	old := admitWaitHook
+	admitWaitHook = hook
+	return func() { admitWaitHook = old }
+}

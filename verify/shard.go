@@ -258,7 +258,7 @@ func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry
 			ids := bc.check(k, s.add, &s.res)
 			if deep != nil && ids != nil && deep.selected(k) {
 				bi, _ := r.Batch(k)
-				deep.compare(ctx, k, bi, ids)
+				c.compareAdmitted(ctx, deep, k, bi, ids)
 			}
 		}
 		return s.finish(), nil

@@ -80,7 +80,11 @@ type Options struct {
 	// upcoming batches (at most a quarter of its share, PrefetchBytes at
 	// most) and the column chunks decoded to produce them, which a source
 	// implementing MemoryLimiter reads in row windows within half its
-	// share, as convert does under its --memory-limit. By parts (a
+	// share, as convert does under its --memory-limit; the last quarter
+	// of the limit, for all Jobs checks together, holds the batches'
+	// blocks compared (each the shard's block and the expected one, 2 ×
+	// BlockSize bytes), admitted against it one comparison at least at a
+	// time (admit.go): a block over it is compared alone. By parts (a
 	// PartSource, deeppart.go) the set holds one part at a time: half
 	// the limit for its samples and indexes, a quarter to decode in, a
 	// quarter for the comparing goroutines' buffers and the per-shard
@@ -168,7 +172,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.MaxPerShard <= 0 {
 		opts.MaxPerShard = 20
 	}
-	c := &checker{opts: opts, set: set, rep: &Report{Dir: opts.Dir, Findings: []Finding{}}}
+	c := &checker{opts: opts, set: set, rep: &Report{Dir: opts.Dir, Findings: []Finding{}},
+		blocks: newBlockAdmission(opts.MemoryLimit / 4)}
 	c.run(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -202,6 +207,9 @@ type checker struct {
 	// Shards compared by parts held open to the end: at most keepOpen
 	// (maxOpenShards less Jobs, shardfile.go); heldOpen so far.
 	keepOpen, heldOpen int
+	// blocks admits the blocks compared batch by batch (admit.go): a
+	// quarter of Options.MemoryLimit for all Jobs comparisons together.
+	blocks *blockAdmission
 
 	mu sync.Mutex // guards rep counters, Progress calls, groups and heldOpen
 }

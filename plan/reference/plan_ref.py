@@ -521,18 +521,9 @@ class Mixture:
                 pads += 1
         return ids, pads
 
-    def epoch_digest(self, e, cache):
-        per = max(1, LEAF_SLOTS // self.g)
-        leaves = b""
-        for j in range(0, self.steps, per):
-            h = hashlib.sha256()
-            for k in range(j, min(self.steps, j + per)):
-                for r in range(self.r):
-                    ids, pads = self.rank_batch(e, r, k, cache)
-                    for i, x in enumerate(ids):
-                        h.update(le64(x | PAD_BIT if i >= len(ids) - pads else x))
-            leaves += h.digest()
-        return sha_hex(b"prep-epoch/v1\0" + le64(self.steps) + leaves)
+    # Section 8's epoch digest over this mixture's batches: the same
+    # construction as a plan of one pool (g, r, steps and rank_batch).
+    epoch_digest = Plan.epoch_digest
 
 
 def check_mixture(golden):

@@ -118,18 +118,12 @@ func scalarType(c pqread.ColumnInfo) (ScalarType, string) {
 // FileColumns returns the leaf columns of the named file of st with their
 // filter types, reading only its footer.
 func FileColumns(ctx context.Context, st Store, name string) ([]ScalarColumn, error) {
-	obj, err := st.Open(ctx, name)
+	d, err := Describe(ctx, st, name)
 	if err != nil {
 		return nil, err
 	}
-	defer obj.Close()
-	pf, err := openParquet(obj, pqread.Limits{})
-	if err != nil {
-		return nil, err
-	}
-	defer pf.Close()
 	var out []ScalarColumn
-	for _, c := range pf.Columns() {
+	for _, c := range d.Columns {
 		t, why := scalarType(c)
 		out = append(out, ScalarColumn{Name: c.Name, Type: t, Unsupported: why})
 	}

@@ -2,10 +2,7 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -114,28 +111,13 @@ func readGoldenMix(t *testing.T) goldenMixFile {
 }
 
 func readGoldenFile(t *testing.T, path string, cases func() []goldenMixPlan) goldenMixFile {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) && *goldenWrite {
+	return readGoldenJSON(t, path, func() goldenMixFile {
 		g := goldenMixFile{Format: FormatVersion, Algorithm: Algorithm, Mixture: MixtureVersion, Plans: cases()}
 		for i := range g.Plans {
 			fillGoldenMix(t, &g.Plans[i])
 		}
-		out, err := json.MarshalIndent(g, "", " ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		b = out
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	var g goldenMixFile
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
-	return g
+		return g
+	})
 }
 
 // TestGoldenMixture checks mixture plans against the committed vectors.

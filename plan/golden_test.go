@@ -159,20 +159,28 @@ func makeGolden(t *testing.T) goldenFile {
 }
 
 func readGolden(t *testing.T) goldenFile {
-	b, err := os.ReadFile(goldenPath)
+	return readGoldenJSON(t, goldenPath, func() goldenFile { return makeGolden(t) })
+}
+
+// readGoldenJSON reads the golden vectors at path into a T. When the file
+// is missing and -golden-write is set, it first writes make's vectors there
+// (never overwriting a committed file).
+func readGoldenJSON[T any](t *testing.T, path string, make func() T) T {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && *goldenWrite {
-		out, err := json.MarshalIndent(makeGolden(t), "", " ")
+		out, err := json.MarshalIndent(make(), "", " ")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(goldenPath, append(out, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		b = out
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	var g goldenFile
+	var g T
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -325,25 +324,7 @@ func makeGoldenPack(t *testing.T) goldenPackFile {
 // regenerated).
 func TestGoldenPack(t *testing.T) {
 	got := makeGoldenPack(t)
-	data, err := os.ReadFile(goldenPackPath)
-	if os.IsNotExist(err) && *goldenWrite {
-		b, err := json.MarshalIndent(got, "", " ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(goldenPackPath, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", goldenPackPath)
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want goldenPackFile
-	if err := json.Unmarshal(data, &want); err != nil {
-		t.Fatal(err)
-	}
+	want := readGoldenJSON(t, goldenPackPath, func() goldenPackFile { return got })
 	if len(want.Packings) != 7 || len(want.Plans) != 2 {
 		t.Fatalf("golden file holds %d packings and %d plans, want the 7 and 2 it was written with", len(want.Packings), len(want.Plans))
 	}

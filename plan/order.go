@@ -115,9 +115,43 @@ func newBlocksOrder(idx *sourceIndex, seed uint64, epoch, k int) *blocksOrder {
 }
 
 // blockAt returns the epoch block position q in [lo, hi) with
-// prefix[q] <= x < prefix[q+1].
+// prefix[q] <= x < prefix[q+1]: the first q with prefix[q+1] > x (a
+// binary search, as sort.Search without its closure call per step).
 func (o *blocksOrder) blockAt(x uint64, lo, hi int) int {
-	return lo + sort.Search(hi-lo, func(i int) bool { return o.prefix[lo+i+1] > x }) // first q with prefix[q+1] > x
+	pr := o.prefix
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if pr[m+1] > x {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// appendRange appends the ids at positions [lo, hi) (hi <= n), the same
+// as at per position: each run of positions inside one window is sent
+// through the window's permutation at once (Perm.applyRange), then each
+// window offset is located among the window's blocks only.
+func (o *blocksOrder) appendRange(lo, hi uint64, dst []uint64) []uint64 {
+	nb := len(o.sigma)
+	blocks := o.idx.blocks
+	for lo < hi {
+		t := o.blockAt(lo, 0, nb) / o.k
+		wlo, whi := t*o.k, min((t+1)*o.k, nb)
+		ws := o.prefix[wlo]
+		end := min(hi, o.prefix[whi])
+		from := len(dst)
+		dst = o.win[t].applyRange(lo-ws, end-ws, dst)
+		for i := from; i < len(dst); i++ {
+			x := ws + dst[i]
+			bq := o.blockAt(x, wlo, whi)
+			dst[i] = blocks[o.sigma[bq]].start + (x - o.prefix[bq])
+		}
+		lo = end
+	}
+	return dst
 }
 
 func (o *blocksOrder) at(q uint64) uint64 {

@@ -33,12 +33,19 @@ type hostRun = pipeRun[[]delivery]
 const maxGroupBytes = 4 << 20
 
 // maxSpin bounds how long the consumer polls for the producer's next group
-// before parking. It is several times the cost of waking a parked
-// goroutine (10-20 µs of the waker's time on a 2-vCPU VM, where the wake
-// starts an idle CPU), so when the producer's reads take longer than this
-// the consumer parks at once: the wait dwarfs the wake. Tests set it to 0 to
-// take the parking path.
+// before parking, beyond the time the producer's last group read took. It
+// is several times the cost of waking a parked goroutine (10-20 µs of the
+// waker's time on a 2-vCPU VM, where the wake starts an idle CPU). That
+// cost falls on the producer, between two reads, once per group: for a
+// group of a few 128 KiB blocks (40-100 µs of copying) it is a fifth of
+// the read path, so the consumer keeps polling through a read of up to
+// maxSpinRead and parks at once only behind longer reads, where the wait
+// dwarfs the wake. Tests set maxSpin to 0 to take the parking path.
 var maxSpin = 100 * time.Microsecond
+
+// maxSpinRead is the longest group read the consumer waits for polling
+// (see maxSpin).
+var maxSpinRead = 2 * time.Millisecond
 
 // groupLimit is the most blocks of blockSize bytes one group may take from
 // a ring of n slots: at most maxGroupBytes, and at most half the ring
@@ -323,12 +330,17 @@ func (h *hostBackend) groupIDs(g []delivery) {
 	}
 }
 
-// receive waits for the current run's next group: polling for up to maxSpin
-// first when the producer's last group read took no longer than that, then
-// parked. ok is false once the run is stopped.
+// receive waits for the current run's next group: polling first, for up
+// to the producer's last group read time plus maxSpin when that read took
+// no longer than maxSpinRead (maxSpin 0: never), then parked. ok is false
+// once the run is stopped.
 func (h *hostBackend) receive() (g []delivery, ok bool) {
 	r := h.cur
-	if time.Duration(h.readNanos.Load()) <= maxSpin {
+	budget := time.Duration(-1) // park at once
+	if read := time.Duration(h.readNanos.Load()); maxSpin > 0 && read <= maxSpinRead {
+		budget = read + maxSpin
+	}
+	if budget >= 0 {
 		var start time.Time
 		for i := 0; ; i++ {
 			select {
@@ -340,7 +352,7 @@ func (h *hostBackend) receive() (g []delivery, ok bool) {
 			}
 			if i == 0 {
 				start = time.Now()
-			} else if time.Since(start) > maxSpin {
+			} else if time.Since(start) > budget {
 				break
 			}
 			runtime.Gosched()

@@ -65,6 +65,14 @@ func groupLimit(n int, blockSize uint64) int {
 // once. From a warm page cache the copy costs the same per byte whatever the
 // read size; what a group saves is the goroutine hand-off per batch.
 //
+// Steps are claimed for reading in order, a group at a time. A consumer
+// that finds no group ready and none being read (the producer waits for a
+// slot, or has not run) claims and reads the next group itself (steal), in
+// its own goroutine: when the reads are the slower side no hand-off is
+// needed at all, and on a busy machine the reads go on while the
+// producer's thread waits for a CPU. A group being read by the producer is
+// waited for, so batches are delivered in step order either way.
+//
 // A hand-off to a parked consumer costs the producer a wake-up (starting an
 // idle thread, a futex call that is slow on virtual machines), paid on the
 // critical path of a reader that is otherwise only copying. So a consumer
@@ -92,6 +100,13 @@ type hostBackend struct {
 	free         chan int // ring slots not held by anyone
 	cur          *hostRun
 	queue        []delivery // consumer side: received from cur.out, not yet taken by next
+	// Steps are claimed for reading in order, in groups, by the producer
+	// or by a consumer that finds nothing ready (steal): claimNext is the
+	// first step not claimed yet (guarded by claimMu); want is the next
+	// step the consumer delivers (consumer side).
+	claimMu   sync.Mutex
+	claimNext int
+	want      int
 }
 
 // newHostBackend allocates the ring: Prefetch+1 buffers of the shard's
@@ -123,42 +138,34 @@ func (h *hostBackend) device() int { return -1 }
 func (h *hostBackend) start(step int) {
 	r := &hostRun{quit: make(chan struct{}), out: make(chan []delivery, cap(h.free))}
 	h.cur = r
+	h.claimMu.Lock()
+	h.claimNext = step
+	h.claimMu.Unlock()
+	h.want = step
 	r.wg.Add(1)
-	go h.produce(r, step)
+	go h.produce(r)
 }
 
-// produce reads steps [step, NumBatches) into free slots in order, in groups
-// of consecutive steps.
-func (h *hostBackend) produce(r *hostRun, step int) {
+// produce reads the steps it claims, from the first not claimed yet to
+// NumBatches, into free slots, in groups of consecutive steps, and hands
+// each group to the consumer.
+func (h *hostBackend) produce(r *hostRun) {
 	defer r.wg.Done()
-	l := h.l
-	for s := step; s < l.steps; {
+	if producerOff {
+		return
+	}
+	for {
 		var slot int
 		select {
 		case slot = <-h.free:
 		case <-r.quit:
 			return
 		}
-		slots := []int{slot}
-	more:
-		for len(slots) < h.maxGroup && s+len(slots) < l.steps {
-			select {
-			case slot = <-h.free:
-				slots = append(slots, slot)
-			default:
-				break more
-			}
+		s, slots := h.claim([]int{slot})
+		if len(slots) == 0 {
+			return // every step is claimed
 		}
-		t0 := time.Now()
-		g := h.fillGroup(s, slots)
-		took := int64(time.Since(t0))
-		h.readNanos.Store(took)
-		h.readTotal.Add(took)
-		if g[len(g)-1].err == nil {
-			h.batches.Add(int64(len(g)))
-		} else {
-			h.batches.Add(int64(len(g) - 1))
-		}
+		g := h.readGroup(s, slots, true)
 		select {
 		case r.out <- g:
 		case <-r.quit:
@@ -167,11 +174,89 @@ func (h *hostBackend) produce(r *hostRun, step int) {
 			}
 			return
 		}
-		if g[len(g)-1].err != nil {
-			return
-		}
-		s += len(g)
 	}
+}
+
+// producerOff, set by tests, stops the producer at once, so that the
+// consumer reads every group itself (steal).
+var producerOff bool
+
+// claim takes up to maxGroup free slots (slots holds at least one taken
+// already, and no more are waited for) and claims as many steps from the
+// first not claimed yet, returning the first and the slots to read them
+// into; the slots it cannot use go back to the free list. With every step
+// claimed it returns no slots.
+func (h *hostBackend) claim(slots []int) (int, []int) {
+	h.claimMu.Lock()
+	defer h.claimMu.Unlock()
+	return h.claimLocked(slots)
+}
+
+// claimLocked is claim with claimMu held.
+func (h *hostBackend) claimLocked(slots []int) (int, []int) {
+	s := h.claimNext
+	left := h.l.steps - s
+more:
+	for len(slots) < min(h.maxGroup, left) {
+		select {
+		case slot := <-h.free:
+			slots = append(slots, slot)
+		default:
+			break more
+		}
+	}
+	n := max(0, min(len(slots), left))
+	for _, slot := range slots[n:] {
+		h.free <- slot
+	}
+	h.claimNext = s + n
+	return s, slots[:n]
+}
+
+// readGroup fills slots with the blocks of the claimed steps s, s+1, ...
+// (fillGroup), counting the read. A group that fails stops the run's
+// reading: no step after it is claimed.
+func (h *hostBackend) readGroup(s int, slots []int, producer bool) []delivery {
+	t0 := time.Now()
+	g := h.fillGroup(s, slots)
+	took := int64(time.Since(t0))
+	if producer {
+		h.readNanos.Store(took)
+	}
+	h.readTotal.Add(took)
+	if g[len(g)-1].err == nil {
+		h.batches.Add(int64(len(g)))
+	} else {
+		h.batches.Add(int64(len(g) - 1))
+		h.claimMu.Lock()
+		h.claimNext = h.l.steps
+		h.claimMu.Unlock()
+	}
+	return g
+}
+
+// steal reads the consumer's next steps itself when no group holding them
+// is ready or being read (every step before want is delivered and want is
+// not claimed) and a ring slot is free. That is when the reads are the
+// slower side: the consumer would otherwise wait for the producer's next
+// group, and the producer pay a wake-up to hand it over. ok is false when
+// the consumer must wait for the producer instead.
+func (h *hostBackend) steal() (g []delivery, ok bool) {
+	h.claimMu.Lock()
+	if h.claimNext != h.want || h.want >= h.l.steps {
+		h.claimMu.Unlock()
+		return nil, false
+	}
+	var slot int
+	select {
+	case slot = <-h.free:
+	default:
+		h.claimMu.Unlock()
+		return nil, false
+	}
+	s, slots := h.claimLocked([]int{slot})
+	h.claimMu.Unlock()
+	return h.readGroup(s, slots, false), true
 }
 
 // fillGroup fills slots with the blocks of steps s, s+1, ... and returns one
@@ -273,7 +358,16 @@ func (l *Loader) blockError(op string, s int, err error) error {
 
 func (h *hostBackend) next() delivery {
 	if len(h.queue) == 0 {
-		g, ok := h.receive()
+		var g []delivery
+		ok := false
+		select {
+		case g, ok = <-h.cur.out:
+		default:
+			g, ok = h.steal()
+			if !ok {
+				g, ok = h.receive()
+			}
+		}
 		if !ok {
 			return delivery{err: ErrClosed}
 		}
@@ -282,6 +376,7 @@ func (h *hostBackend) next() delivery {
 	}
 	d := h.queue[0]
 	h.queue = h.queue[1:]
+	h.want = d.step + 1
 	return d
 }
 

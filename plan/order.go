@@ -130,6 +130,26 @@ func (o *blocksOrder) blockAt(x uint64, lo, hi int) int {
 	return lo
 }
 
+// blockIn is blockAt for an x known to lie in [prefix[lo], prefix[hi]),
+// lo < hi: the last q in [lo, hi) with prefix[q] <= x, found without a
+// branch per step (the offsets a window's permutation gives are random,
+// so a branching search mispredicts about every other step). Every block
+// holds at least one row (buildIndex skips empty row groups), so prefix
+// is strictly increasing and this q is blockAt's.
+func (o *blocksOrder) blockIn(x uint64, lo, hi int) int {
+	pr := o.prefix
+	base, n := lo, hi-lo
+	for n > 1 {
+		half := n >> 1
+		// le is 1 when pr[base+half] <= x, else 0: every prefix and x
+		// are below 2^63, so v-x-1 wraps to bit 63 set exactly when v <= x.
+		le := int((pr[base+half] - x - 1) >> 63)
+		base += half & -le
+		n -= half
+	}
+	return base
+}
+
 // appendRange appends the ids at positions [lo, hi) (hi <= n), the same
 // as at per position: each run of positions inside one window is sent
 // through the window's permutation at once (Perm.applyRange), then each
@@ -146,7 +166,7 @@ func (o *blocksOrder) appendRange(lo, hi uint64, dst []uint64) []uint64 {
 		dst = o.win[t].applyRange(lo-ws, end-ws, dst)
 		for i := from; i < len(dst); i++ {
 			x := ws + dst[i]
-			bq := o.blockAt(x, wlo, whi)
+			bq := o.blockIn(x, wlo, whi)
 			dst[i] = blocks[o.sigma[bq]].start + (x - o.prefix[bq])
 		}
 		lo = end

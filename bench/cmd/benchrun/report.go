@@ -122,7 +122,6 @@ func (rep *report) targets(dir, planPath string) []target {
 	ratioTarget("convert vs pqarrow, req-plain-snappy", ">= 3x", "convert-req-plain-snappy", "pqarrow-req-plain-snappy", 3, convProf, "convert")
 	ratioTarget("verify vs plain read", ">= 0.8x", "verify", "read-shards", 0.8, []string{"verify", dir, planPath}, "verify")
 	ratioTarget("gpuload host delivery vs plain read", ">= 0.9x", "host", "read-shards-2", 0.9, []string{"load", dir}, "load")
-	ratioTarget("plan RankBatch, shuffle blocks vs global (N = 10^8)", ">= 0.83x (within 1.2x)", "rankbatch-blocks", "rankbatch", 1/1.2, nil, "")
 
 	t = target{Name: "plan permutation, N = 10^9", Goal: ">= 20 M indices/s/core", Profile: []string{"perm"}, ProfileName: "perm"}
 	if r := rep.row("perm"); r != nil && r.OK() {

@@ -71,7 +71,11 @@ func groupLimit(n int, blockSize uint64) int {
 // its own goroutine: when the reads are the slower side no hand-off is
 // needed at all, and on a busy machine the reads go on while the
 // producer's thread waits for a CPU. A group being read by the producer is
-// waited for, so batches are delivered in step order either way.
+// waited for, so batches are delivered in step order either way. The
+// producer reads ahead while it finds free slots, then sleeps until a
+// release says the consumer spends time on its batches (or is parked
+// waiting for one): a consumer that gives each batch back at once reads
+// the next groups itself and wakes nobody (see kick).
 //
 // A hand-off to a parked consumer costs the producer a wake-up (starting an
 // idle thread, a futex call that is slow on virtual machines), paid on the
@@ -107,13 +111,29 @@ type hostBackend struct {
 	claimMu   sync.Mutex
 	claimNext int
 	want      int
+	// The producer reads ahead while it finds free slots; then it sleeps
+	// until kicked (kick, one token): by a release that comes kickGap or
+	// more after the batch before it was handed out (the consumer spends
+	// time on each batch: reading ahead pays), or by any release while the
+	// consumer is parked waiting for a group (parked). A consumer that
+	// gives each batch back at once reads the next groups itself (steal)
+	// and wakes nobody. handed is when next last returned (UnixNano).
+	kick   chan struct{}
+	parked atomic.Bool
+	handed atomic.Int64
 }
+
+// kickGap is how long after a batch is handed out its release must come
+// for the producer to be woken to read ahead (see hostBackend.kick): a
+// consumer quicker than that reads the next groups itself, which a
+// wake-up (10-20 µs on a VM) would only slow down.
+const kickGap = 20 * time.Microsecond
 
 // newHostBackend allocates the ring: Prefetch+1 buffers of the shard's
 // largest block (Geometry.BlockSize), so any block fits any slot.
 func newHostBackend(l *Loader, opts Options) (*hostBackend, error) {
 	n := opts.Prefetch + 1
-	h := &hostBackend{l: l, verify: opts.VerifyChecksums, mapBlocks: opts.MapBlocks, prefetch: opts.Prefetch, free: make(chan int, n)}
+	h := &hostBackend{l: l, verify: opts.VerifyChecksums, mapBlocks: opts.MapBlocks, prefetch: opts.Prefetch, free: make(chan int, n), kick: make(chan struct{}, 1)}
 	h.maxGroup = groupLimit(n, l.geo.BlockSize)
 	if !opts.MapBlocks {
 		for range n {
@@ -158,8 +178,14 @@ func (h *hostBackend) produce(r *hostRun) {
 		var slot int
 		select {
 		case slot = <-h.free:
-		case <-r.quit:
-			return
+		default:
+			// No slot free: sleep until a release kicks (see kick).
+			select {
+			case <-h.kick:
+				continue
+			case <-r.quit:
+				return
+			}
 		}
 		s, slots := h.claim([]int{slot})
 		if len(slots) == 0 {
@@ -257,6 +283,18 @@ func (h *hostBackend) steal() (g []delivery, ok bool) {
 	s, slots := h.claimLocked([]int{slot})
 	h.claimMu.Unlock()
 	return h.readGroup(s, slots, false), true
+}
+
+// release gives slot back to the free list, waking the producer when the
+// consumer is parked or took kickGap or more over its batch (see kick).
+func (h *hostBackend) release(slot int) {
+	h.free <- slot
+	if h.parked.Load() || time.Now().UnixNano()-h.handed.Load() >= int64(kickGap) {
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // fillGroup fills slots with the blocks of steps s, s+1, ... and returns one
@@ -377,6 +415,7 @@ func (h *hostBackend) next() delivery {
 	d := h.queue[0]
 	h.queue = h.queue[1:]
 	h.want = d.step + 1
+	h.handed.Store(time.Now().UnixNano())
 	return d
 }
 
@@ -453,6 +492,13 @@ func (h *hostBackend) receive() (g []delivery, ok bool) {
 			runtime.Gosched()
 		}
 	}
+	// Parked, a release kicks the producer (see kick); a slot released
+	// before parked was set is found by this last steal.
+	h.parked.Store(true)
+	defer h.parked.Store(false)
+	if g, ok := h.steal(); ok {
+		return g, true
+	}
 	select {
 	case g := <-r.out:
 		return g, true
@@ -460,8 +506,6 @@ func (h *hostBackend) receive() (g []delivery, ok bool) {
 		return nil, false
 	}
 }
-
-func (h *hostBackend) release(slot int) { h.free <- slot }
 
 // releaseSlot returns slot to the free list unless it is -1 (none).
 func (h *hostBackend) releaseSlot(slot int) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prepml/prep/gpuload/internal/testshards"
 	"github.com/prepml/prep/shardfmt"
@@ -209,5 +210,51 @@ func TestConsumerReadsWhenNothingIsReady(t *testing.T) {
 			t.Fatalf("%+v: Next at step 9 = %v, want the block's checksum error at step 9", o, err)
 		}
 		l.Close()
+	}
+}
+
+// TestReleaseKicksTheProducer: a batch given back at once wakes nobody
+// (the consumer reads the next groups itself); one given back kickGap or
+// more after it was handed out, or while the consumer is parked waiting
+// for a group, leaves one wake-up token for the producer. The producer is
+// off, so that nothing takes the token before it is looked at.
+func TestReleaseKicksTheProducer(t *testing.T) {
+	defer func(old bool) { producerOff = old }(producerOff)
+	producerOff = true
+	c := testshards.Config{Epochs: 1, Ranks: 1, BatchSize: 3, Steps: 9, LastCount: 3}
+	l := openLoader(t, writeSet(t, c), 0, 0, Options{Prefetch: 2})
+	defer l.Close()
+	h := l.be.(*hostBackend)
+	kicked := func() bool {
+		select {
+		case <-h.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		slow   bool // given back kickGap or more after it was handed out
+		parked bool
+		want   bool
+	}{
+		{"given back at once", false, false, false},
+		{"given back after kickGap", true, false, true},
+		{"given back at once, consumer parked", false, true, true},
+	} {
+		b := mustNext(t, l)
+		kicked()
+		handed := time.Now().Add(time.Hour) // surely within kickGap of the release
+		if tc.slow {
+			handed = time.Now().Add(-10 * kickGap)
+		}
+		h.handed.Store(handed.UnixNano())
+		h.parked.Store(tc.parked)
+		b.Release()
+		h.parked.Store(false)
+		if got := kicked(); got != tc.want {
+			t.Errorf("%s: producer kicked %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

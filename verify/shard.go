@@ -273,7 +273,8 @@ func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry
 		bc := bc
 		return func(j int) error {
 			add := func(f Finding) { found[j] = append(found[j], f) }
-			for k := j * batchChunk; k < min(n, (j+1)*batchChunk); k++ {
+			bc.end = min(n, (j+1)*batchChunk) // this chunk's batches only
+			for k := j * batchChunk; k < bc.end; k++ {
 				bc.check(k, add, &res[j])
 			}
 			return nil
@@ -317,6 +318,7 @@ type batchCheck struct {
 	slots         []uint64
 	slotLo, slotN int
 	badLo, badHi  int
+	end           int // the read ahead stops before batch end; 0: NumBatches
 }
 
 // idsAheadBytes bounds the sample id slots one check reads ahead with one
@@ -334,7 +336,11 @@ func (b *batchCheck) idSlots(k int) []uint64 {
 	}
 	bs := b.r.Geometry().BatchSize
 	if k < b.slotLo || k >= b.slotLo+b.slotN {
-		n := min(max(1, idsAheadBytes/(8*max(bs, 1))), b.r.NumBatches()-k)
+		end := b.r.NumBatches()
+		if b.end > 0 {
+			end = b.end
+		}
+		n := min(max(1, idsAheadBytes/(8*max(bs, 1))), end-k)
 		slots, err := b.r.ReadSampleIDSlots(k, n, b.slots)
 		if err != nil {
 			b.slotN, b.badLo, b.badHi = 0, k, k+n

@@ -159,27 +159,87 @@ func (p Perm) Invert(y uint64) uint64 {
 // same network as encrypt, unrolled over its six rounds with the keys and
 // half masks loaded once for the whole range, for batch-wise evaluation
 // (Plan.RankBatch). Output is identical to calling Apply per x.
+//
+// Four consecutive x go through the network side by side, without a
+// branch: the rounds of one x are a chain of dependent multiplies, so four
+// independent chains keep the multiplier busy where one leaves it idle;
+// and the cycle walk (a result >= N is encrypted again) runs as further
+// four-wide passes over the same lanes, each lane keeping its first result
+// inside [0, N), instead of one data-dependent branch per x that the
+// processor mispredicts about as often as it walks.
 func (p *Perm) applyRange(lo, hi uint64, dst []uint64) []uint64 {
 	k0, k1, k2, k3, k4, k5 := p.keys[0], p.keys[1], p.keys[2], p.keys[3], p.keys[4], p.keys[5]
 	n, wlo := p.n, p.lo
 	mh, ml := uint64(1)<<p.hi-1, uint64(1)<<p.lo-1
-	for x := lo; x < hi; x++ {
-		y := x
-		for {
-			// encrypt: round i masks the new right half to the width of the
-			// old left half: hi bits for even rounds, lo bits for odd ones.
-			l, r := y>>wlo, y&ml
-			l, r = r, (l^roundF(k0, r))&mh
-			l, r = r, (l^roundF(k1, r))&ml
-			l, r = r, (l^roundF(k2, r))&mh
-			l, r = r, (l^roundF(k3, r))&ml
-			l, r = r, (l^roundF(k4, r))&mh
-			l, r = r, (l^roundF(k5, r))&ml
-			if y = l<<wlo | r; y < n {
-				break
-			}
+	// enc is encrypt on one value: six rounds, each masking the new right
+	// half to the width of the old left half (hi bits for even rounds, lo
+	// bits for odd ones).
+	enc := func(y uint64) uint64 {
+		l, r := y>>wlo, y&ml
+		l, r = r, (l^roundF(k0, r))&mh
+		l, r = r, (l^roundF(k1, r))&ml
+		l, r = r, (l^roundF(k2, r))&mh
+		l, r = r, (l^roundF(k3, r))&ml
+		l, r = r, (l^roundF(k4, r))&mh
+		l, r = r, (l^roundF(k5, r))&ml
+		return l<<wlo | r
+	}
+	x := lo
+	for ; x+4 <= hi; x += 4 {
+		y0, y1, y2, y3 := x, x+1, x+2, x+3
+		// in: lanes whose value is inside [0, N) (final); none before
+		// the first pass.
+		in0, in1, in2, in3 := false, false, false, false
+		for !(in0 && in1 && in2 && in3) {
+			// The six rounds of encrypt on the four lanes, written out
+			// (a call per lane would cost more than its rounds).
+			l0, r0 := y0>>wlo, y0&ml
+			l1, r1 := y1>>wlo, y1&ml
+			l2, r2 := y2>>wlo, y2&ml
+			l3, r3 := y3>>wlo, y3&ml
+			l0, r0 = r0, (l0^roundF(k0, r0))&mh
+			l1, r1 = r1, (l1^roundF(k0, r1))&mh
+			l2, r2 = r2, (l2^roundF(k0, r2))&mh
+			l3, r3 = r3, (l3^roundF(k0, r3))&mh
+			l0, r0 = r0, (l0^roundF(k1, r0))&ml
+			l1, r1 = r1, (l1^roundF(k1, r1))&ml
+			l2, r2 = r2, (l2^roundF(k1, r2))&ml
+			l3, r3 = r3, (l3^roundF(k1, r3))&ml
+			l0, r0 = r0, (l0^roundF(k2, r0))&mh
+			l1, r1 = r1, (l1^roundF(k2, r1))&mh
+			l2, r2 = r2, (l2^roundF(k2, r2))&mh
+			l3, r3 = r3, (l3^roundF(k2, r3))&mh
+			l0, r0 = r0, (l0^roundF(k3, r0))&ml
+			l1, r1 = r1, (l1^roundF(k3, r1))&ml
+			l2, r2 = r2, (l2^roundF(k3, r2))&ml
+			l3, r3 = r3, (l3^roundF(k3, r3))&ml
+			l0, r0 = r0, (l0^roundF(k4, r0))&mh
+			l1, r1 = r1, (l1^roundF(k4, r1))&mh
+			l2, r2 = r2, (l2^roundF(k4, r2))&mh
+			l3, r3 = r3, (l3^roundF(k4, r3))&mh
+			l0, r0 = r0, (l0^roundF(k5, r0))&ml
+			l1, r1 = r1, (l1^roundF(k5, r1))&ml
+			l2, r2 = r2, (l2^roundF(k5, r2))&ml
+			l3, r3 = r3, (l3^roundF(k5, r3))&ml
+			y0, y1, y2, y3 = pick(in0, y0, l0<<wlo|r0), pick(in1, y1, l1<<wlo|r1), pick(in2, y2, l2<<wlo|r2), pick(in3, y3, l3<<wlo|r3)
+			in0, in1, in2, in3 = y0 < n, y1 < n, y2 < n, y3 < n
+		}
+		dst = append(dst, y0, y1, y2, y3)
+	}
+	for ; x < hi; x++ {
+		y := enc(x)
+		for y >= n {
+			y = enc(y)
 		}
 		dst = append(dst, y)
 	}
 	return dst
+}
+
+// pick returns keep when done (the lane's value is final), else next.
+func pick(done bool, keep, next uint64) uint64 {
+	if done {
+		return keep
+	}
+	return next
 }

@@ -13,12 +13,21 @@
 // free at the time, up to half the ring, with the next consecutive blocks in
 // one vectored read (preadv) and hands them to the consumer as one group, so
 // the goroutine hand-off is paid per group rather than per batch and the
-// consumer can release the other half while the read runs. A consumer that
-// finds no batch ready polls for up to 100 µs before parking (when the reads
-// are that short), so the reader does not pay a thread wake-up per group
-// (10-20 µs on a VM); the wait costs that CPU time instead. Sample ids are
-// read with pread into a buffer per ring slot and checked against their
-// CRC-32C batch by batch, as they are delivered. Options.MapBlocks switches
+// consumer can release the other half while the read runs. Steps are
+// claimed for reading in order, a group at a time: a consumer that finds
+// no group ready and none being read reads the next group itself, in its
+// own goroutine (when the reads are the slower side, no hand-off at all,
+// and the reads go on while the background goroutine waits for a CPU on
+// a busy machine). The background goroutine reads ahead while it finds
+// free slots, then sleeps until a batch is given back 20 µs or more after
+// it was handed out (the consumer spends time on its batches: reading
+// ahead pays) or while the consumer waits; a consumer that gives each
+// batch back at once wakes nobody. A consumer waiting for a group being
+// read polls through the read (up to 2 ms, plus 100 µs) before parking, so
+// the reader does not pay a thread wake-up per group (10-20 µs on a VM);
+// the wait costs that CPU time instead. Sample ids are read with pread
+// into a buffer per ring slot and checked against their CRC-32C batch by
+// batch, as they are delivered. Options.MapBlocks switches
 // it to handing out read-only views of the mapped shard instead, with
 // madvise(MADV_WILLNEED) ahead.
 //

@@ -33,12 +33,19 @@ type hostRun = pipeRun[[]delivery]
 const maxGroupBytes = 4 << 20
 
 // maxSpin bounds how long the consumer polls for the producer's next group
-// before parking. It is several times the cost of waking a parked
-// goroutine (10-20 µs of the waker's time on a 2-vCPU VM, where the wake
-// starts an idle CPU), so when the producer's reads take longer than this
-// the consumer parks at once: the wait dwarfs the wake. Tests set it to 0 to
-// take the parking path.
+// before parking, beyond the time the producer's last group read took. It
+// is several times the cost of waking a parked goroutine (10-20 µs of the
+// waker's time on a 2-vCPU VM, where the wake starts an idle CPU). That
+// cost falls on the producer, between two reads, once per group: for a
+// group of a few 128 KiB blocks (40-100 µs of copying) it is a fifth of
+// the read path, so the consumer keeps polling through a read of up to
+// maxSpinRead and parks at once only behind longer reads, where the wait
+// dwarfs the wake. Tests set maxSpin to 0 to take the parking path.
 var maxSpin = 100 * time.Microsecond
+
+// maxSpinRead is the longest group read the consumer waits for polling
+// (see maxSpin).
+var maxSpinRead = 2 * time.Millisecond
 
 // groupLimit is the most blocks of blockSize bytes one group may take from
 // a ring of n slots: at most maxGroupBytes, and at most half the ring
@@ -57,6 +64,18 @@ func groupLimit(n int, blockSize uint64) int {
 // vectored read (preadv), then hands the whole group to the consumer at
 // once. From a warm page cache the copy costs the same per byte whatever the
 // read size; what a group saves is the goroutine hand-off per batch.
+//
+// Steps are claimed for reading in order, a group at a time. A consumer
+// that finds no group ready and none being read (the producer waits for a
+// slot, or has not run) claims and reads the next group itself (steal), in
+// its own goroutine: when the reads are the slower side no hand-off is
+// needed at all, and on a busy machine the reads go on while the
+// producer's thread waits for a CPU. A group being read by the producer is
+// waited for, so batches are delivered in step order either way. The
+// producer reads ahead while it finds free slots, then sleeps until a
+// release says the consumer spends time on its batches (or is parked
+// waiting for one): a consumer that gives each batch back at once reads
+// the next groups itself and wakes nobody (see kick).
 //
 // A hand-off to a parked consumer costs the producer a wake-up (starting an
 // idle thread, a futex call that is slow on virtual machines), paid on the
@@ -85,13 +104,36 @@ type hostBackend struct {
 	free         chan int // ring slots not held by anyone
 	cur          *hostRun
 	queue        []delivery // consumer side: received from cur.out, not yet taken by next
+	// Steps are claimed for reading in order, in groups, by the producer
+	// or by a consumer that finds nothing ready (steal): claimNext is the
+	// first step not claimed yet (guarded by claimMu); want is the next
+	// step the consumer delivers (consumer side).
+	claimMu   sync.Mutex
+	claimNext int
+	want      int
+	// The producer reads ahead while it finds free slots; then it sleeps
+	// until kicked (kick, one token): by a release that comes kickGap or
+	// more after the batch before it was handed out (the consumer spends
+	// time on each batch: reading ahead pays), or by any release while the
+	// consumer is parked waiting for a group (parked). A consumer that
+	// gives each batch back at once reads the next groups itself (steal)
+	// and wakes nobody. handed is when next last returned (UnixNano).
+	kick   chan struct{}
+	parked atomic.Bool
+	handed atomic.Int64
 }
+
+// kickGap is how long after a batch is handed out its release must come
+// for the producer to be woken to read ahead (see hostBackend.kick): a
+// consumer quicker than that reads the next groups itself, which a
+// wake-up (10-20 µs on a VM) would only slow down.
+const kickGap = 20 * time.Microsecond
 
 // newHostBackend allocates the ring: Prefetch+1 buffers of the shard's
 // largest block (Geometry.BlockSize), so any block fits any slot.
 func newHostBackend(l *Loader, opts Options) (*hostBackend, error) {
 	n := opts.Prefetch + 1
-	h := &hostBackend{l: l, verify: opts.VerifyChecksums, mapBlocks: opts.MapBlocks, prefetch: opts.Prefetch, free: make(chan int, n)}
+	h := &hostBackend{l: l, verify: opts.VerifyChecksums, mapBlocks: opts.MapBlocks, prefetch: opts.Prefetch, free: make(chan int, n), kick: make(chan struct{}, 1)}
 	h.maxGroup = groupLimit(n, l.geo.BlockSize)
 	if !opts.MapBlocks {
 		for range n {
@@ -116,42 +158,40 @@ func (h *hostBackend) device() int { return -1 }
 func (h *hostBackend) start(step int) {
 	r := &hostRun{quit: make(chan struct{}), out: make(chan []delivery, cap(h.free))}
 	h.cur = r
+	h.claimMu.Lock()
+	h.claimNext = step
+	h.claimMu.Unlock()
+	h.want = step
 	r.wg.Add(1)
-	go h.produce(r, step)
+	go h.produce(r)
 }
 
-// produce reads steps [step, NumBatches) into free slots in order, in groups
-// of consecutive steps.
-func (h *hostBackend) produce(r *hostRun, step int) {
+// produce reads the steps it claims, from the first not claimed yet to
+// NumBatches, into free slots, in groups of consecutive steps, and hands
+// each group to the consumer.
+func (h *hostBackend) produce(r *hostRun) {
 	defer r.wg.Done()
-	l := h.l
-	for s := step; s < l.steps; {
+	if producerOff {
+		return
+	}
+	for {
 		var slot int
 		select {
 		case slot = <-h.free:
-		case <-r.quit:
-			return
-		}
-		slots := []int{slot}
-	more:
-		for len(slots) < h.maxGroup && s+len(slots) < l.steps {
+		default:
+			// No slot free: sleep until a release kicks (see kick).
 			select {
-			case slot = <-h.free:
-				slots = append(slots, slot)
-			default:
-				break more
+			case <-h.kick:
+				continue
+			case <-r.quit:
+				return
 			}
 		}
-		t0 := time.Now()
-		g := h.fillGroup(s, slots)
-		took := int64(time.Since(t0))
-		h.readNanos.Store(took)
-		h.readTotal.Add(took)
-		if g[len(g)-1].err == nil {
-			h.batches.Add(int64(len(g)))
-		} else {
-			h.batches.Add(int64(len(g) - 1))
+		s, slots := h.claim([]int{slot})
+		if len(slots) == 0 {
+			return // every step is claimed
 		}
+		g := h.readGroup(s, slots, true)
 		select {
 		case r.out <- g:
 		case <-r.quit:
@@ -160,10 +200,100 @@ func (h *hostBackend) produce(r *hostRun, step int) {
 			}
 			return
 		}
-		if g[len(g)-1].err != nil {
-			return
+	}
+}
+
+// producerOff, set by tests, stops the producer at once, so that the
+// consumer reads every group itself (steal).
+var producerOff bool
+
+// claim takes up to maxGroup free slots (slots holds at least one taken
+// already, and no more are waited for) and claims as many steps from the
+// first not claimed yet, returning the first and the slots to read them
+// into; the slots it cannot use go back to the free list. With every step
+// claimed it returns no slots.
+func (h *hostBackend) claim(slots []int) (int, []int) {
+	h.claimMu.Lock()
+	defer h.claimMu.Unlock()
+	return h.claimLocked(slots)
+}
+
+// claimLocked is claim with claimMu held.
+func (h *hostBackend) claimLocked(slots []int) (int, []int) {
+	s := h.claimNext
+	left := h.l.steps - s
+more:
+	for len(slots) < min(h.maxGroup, left) {
+		select {
+		case slot := <-h.free:
+			slots = append(slots, slot)
+		default:
+			break more
 		}
-		s += len(g)
+	}
+	n := max(0, min(len(slots), left))
+	for _, slot := range slots[n:] {
+		h.free <- slot
+	}
+	h.claimNext = s + n
+	return s, slots[:n]
+}
+
+// readGroup fills slots with the blocks of the claimed steps s, s+1, ...
+// (fillGroup), counting the read. A group that fails stops the run's
+// reading: no step after it is claimed.
+func (h *hostBackend) readGroup(s int, slots []int, producer bool) []delivery {
+	t0 := time.Now()
+	g := h.fillGroup(s, slots)
+	took := int64(time.Since(t0))
+	if producer {
+		h.readNanos.Store(took)
+	}
+	h.readTotal.Add(took)
+	if g[len(g)-1].err == nil {
+		h.batches.Add(int64(len(g)))
+	} else {
+		h.batches.Add(int64(len(g) - 1))
+		h.claimMu.Lock()
+		h.claimNext = h.l.steps
+		h.claimMu.Unlock()
+	}
+	return g
+}
+
+// steal reads the consumer's next steps itself when no group holding them
+// is ready or being read (every step before want is delivered and want is
+// not claimed) and a ring slot is free. That is when the reads are the
+// slower side: the consumer would otherwise wait for the producer's next
+// group, and the producer pay a wake-up to hand it over. ok is false when
+// the consumer must wait for the producer instead.
+func (h *hostBackend) steal() (g []delivery, ok bool) {
+	h.claimMu.Lock()
+	if h.claimNext != h.want || h.want >= h.l.steps {
+		h.claimMu.Unlock()
+		return nil, false
+	}
+	var slot int
+	select {
+	case slot = <-h.free:
+	default:
+		h.claimMu.Unlock()
+		return nil, false
+	}
+	s, slots := h.claimLocked([]int{slot})
+	h.claimMu.Unlock()
+	return h.readGroup(s, slots, false), true
+}
+
+// release gives slot back to the free list, waking the producer when the
+// consumer is parked or took kickGap or more over its batch (see kick).
+func (h *hostBackend) release(slot int) {
+	h.free <- slot
+	if h.parked.Load() || time.Now().UnixNano()-h.handed.Load() >= int64(kickGap) {
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -266,7 +396,16 @@ func (l *Loader) blockError(op string, s int, err error) error {
 
 func (h *hostBackend) next() delivery {
 	if len(h.queue) == 0 {
-		g, ok := h.receive()
+		var g []delivery
+		ok := false
+		select {
+		case g, ok = <-h.cur.out:
+		default:
+			g, ok = h.steal()
+			if !ok {
+				g, ok = h.receive()
+			}
+		}
 		if !ok {
 			return delivery{err: ErrClosed}
 		}
@@ -275,6 +414,8 @@ func (h *hostBackend) next() delivery {
 	}
 	d := h.queue[0]
 	h.queue = h.queue[1:]
+	h.want = d.step + 1
+	h.handed.Store(time.Now().UnixNano())
 	return d
 }
 
@@ -323,12 +464,17 @@ func (h *hostBackend) groupIDs(g []delivery) {
 	}
 }
 
-// receive waits for the current run's next group: polling for up to maxSpin
-// first when the producer's last group read took no longer than that, then
-// parked. ok is false once the run is stopped.
+// receive waits for the current run's next group: polling first, for up
+// to the producer's last group read time plus maxSpin when that read took
+// no longer than maxSpinRead (maxSpin 0: never), then parked. ok is false
+// once the run is stopped.
 func (h *hostBackend) receive() (g []delivery, ok bool) {
 	r := h.cur
-	if time.Duration(h.readNanos.Load()) <= maxSpin {
+	budget := time.Duration(-1) // park at once
+	if read := time.Duration(h.readNanos.Load()); maxSpin > 0 && read <= maxSpinRead {
+		budget = read + maxSpin
+	}
+	if budget >= 0 {
 		var start time.Time
 		for i := 0; ; i++ {
 			select {
@@ -340,11 +486,18 @@ func (h *hostBackend) receive() (g []delivery, ok bool) {
 			}
 			if i == 0 {
 				start = time.Now()
-			} else if time.Since(start) > maxSpin {
+			} else if time.Since(start) > budget {
 				break
 			}
 			runtime.Gosched()
 		}
+	}
+	// Parked, a release kicks the producer (see kick); a slot released
+	// before parked was set is found by this last steal.
+	h.parked.Store(true)
+	defer h.parked.Store(false)
+	if g, ok := h.steal(); ok {
+		return g, true
 	}
 	select {
 	case g := <-r.out:
@@ -353,8 +506,6 @@ func (h *hostBackend) receive() (g []delivery, ok bool) {
 		return nil, false
 	}
 }
-
-func (h *hostBackend) release(slot int) { h.free <- slot }
 
 // releaseSlot returns slot to the free list unless it is -1 (none).
 func (h *hostBackend) releaseSlot(slot int) {

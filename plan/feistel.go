@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 )
 
 // Algorithm identifies the permutation and order rules of PLAN.md. A change
@@ -159,27 +160,133 @@ func (p Perm) Invert(y uint64) uint64 {
 // same network as encrypt, unrolled over its six rounds with the keys and
 // half masks loaded once for the whole range, for batch-wise evaluation
 // (Plan.RankBatch). Output is identical to calling Apply per x.
+//
+// Four positions go through the network side by side: the rounds of one
+// value are a chain of dependent multiplies, so four independent chains
+// keep the multiplier busy where one leaves it idle. Each lane walks its
+// position's cycle (a result >= N is encrypted again) and, once inside
+// [0, N), takes the next position, chosen without a branch, instead of one
+// data-dependent branch per position that the processor mispredicts about
+// as often as the cycle walks.
 func (p *Perm) applyRange(lo, hi uint64, dst []uint64) []uint64 {
 	k0, k1, k2, k3, k4, k5 := p.keys[0], p.keys[1], p.keys[2], p.keys[3], p.keys[4], p.keys[5]
 	n, wlo := p.n, p.lo
 	mh, ml := uint64(1)<<p.hi-1, uint64(1)<<p.lo-1
-	for x := lo; x < hi; x++ {
-		y := x
-		for {
-			// encrypt: round i masks the new right half to the width of the
-			// old left half: hi bits for even rounds, lo bits for odd ones.
-			l, r := y>>wlo, y&ml
-			l, r = r, (l^roundF(k0, r))&mh
-			l, r = r, (l^roundF(k1, r))&ml
-			l, r = r, (l^roundF(k2, r))&mh
-			l, r = r, (l^roundF(k3, r))&ml
-			l, r = r, (l^roundF(k4, r))&mh
-			l, r = r, (l^roundF(k5, r))&ml
-			if y = l<<wlo | r; y < n {
-				break
-			}
+	// enc is encrypt on one value: six rounds, each masking the new right
+	// half to the width of the old left half (hi bits for even rounds, lo
+	// bits for odd ones).
+	enc := func(y uint64) uint64 {
+		l, r := y>>wlo, y&ml
+		l, r = r, (l^roundF(k0, r))&mh
+		l, r = r, (l^roundF(k1, r))&ml
+		l, r = r, (l^roundF(k2, r))&mh
+		l, r = r, (l^roundF(k3, r))&ml
+		l, r = r, (l^roundF(k4, r))&mh
+		l, r = r, (l^roundF(k5, r))&ml
+		return l<<wlo | r
+	}
+	// Four lanes, each walking one position's cycle: a pass encrypts every
+	// lane's value once and stores it at the lane's position in dst (a
+	// value >= N is overwritten by a later pass); a lane whose value is
+	// inside [0, N) is done and takes the next position, without a branch.
+	// A lane's value is always the one to encrypt next: its position
+	// itself before the first pass, a value >= N while it walks.
+	base := len(dst)
+	count := int(hi - lo)
+	dst = slices.Grow(dst, count)[:base+count]
+	out := dst[base:]
+	next := 0 // the next position a lane takes
+	if count >= 8 {
+		y0, y1, y2, y3 := lo, lo+1, lo+2, lo+3
+		a0, a1, a2, a3 := 0, 1, 2, 3
+		next = 4
+		for next <= count-4 {
+			l0, r0 := y0>>wlo, y0&ml
+			l1, r1 := y1>>wlo, y1&ml
+			l2, r2 := y2>>wlo, y2&ml
+			l3, r3 := y3>>wlo, y3&ml
+			l0, r0 = r0, (l0^roundF(k0, r0))&mh
+			l1, r1 = r1, (l1^roundF(k0, r1))&mh
+			l2, r2 = r2, (l2^roundF(k0, r2))&mh
+			l3, r3 = r3, (l3^roundF(k0, r3))&mh
+			l0, r0 = r0, (l0^roundF(k1, r0))&ml
+			l1, r1 = r1, (l1^roundF(k1, r1))&ml
+			l2, r2 = r2, (l2^roundF(k1, r2))&ml
+			l3, r3 = r3, (l3^roundF(k1, r3))&ml
+			l0, r0 = r0, (l0^roundF(k2, r0))&mh
+			l1, r1 = r1, (l1^roundF(k2, r1))&mh
+			l2, r2 = r2, (l2^roundF(k2, r2))&mh
+			l3, r3 = r3, (l3^roundF(k2, r3))&mh
+			l0, r0 = r0, (l0^roundF(k3, r0))&ml
+			l1, r1 = r1, (l1^roundF(k3, r1))&ml
+			l2, r2 = r2, (l2^roundF(k3, r2))&ml
+			l3, r3 = r3, (l3^roundF(k3, r3))&ml
+			l0, r0 = r0, (l0^roundF(k4, r0))&mh
+			l1, r1 = r1, (l1^roundF(k4, r1))&mh
+			l2, r2 = r2, (l2^roundF(k4, r2))&mh
+			l3, r3 = r3, (l3^roundF(k4, r3))&mh
+			l0, r0 = r0, (l0^roundF(k5, r0))&ml
+			l1, r1 = r1, (l1^roundF(k5, r1))&ml
+			l2, r2 = r2, (l2^roundF(k5, r2))&ml
+			l3, r3 = r3, (l3^roundF(k5, r3))&ml
+			y0 = l0<<wlo | r0
+			out[a0] = y0
+			d0 := b2i(y0 < n)
+			a0 = pickInt(d0, next, a0)
+			y0 = pickU64(d0, lo+uint64(next), y0)
+			next += d0
+			y1 = l1<<wlo | r1
+			out[a1] = y1
+			d1 := b2i(y1 < n)
+			a1 = pickInt(d1, next, a1)
+			y1 = pickU64(d1, lo+uint64(next), y1)
+			next += d1
+			y2 = l2<<wlo | r2
+			out[a2] = y2
+			d2 := b2i(y2 < n)
+			a2 = pickInt(d2, next, a2)
+			y2 = pickU64(d2, lo+uint64(next), y2)
+			next += d2
+			y3 = l3<<wlo | r3
+			out[a3] = y3
+			d3 := b2i(y3 < n)
+			a3 = pickInt(d3, next, a3)
+			y3 = pickU64(d3, lo+uint64(next), y3)
+			next += d3
 		}
-		dst = append(dst, y)
+		// The lanes' last positions, walked one by one.
+		for _, l := range [4]struct {
+			y uint64
+			a int
+		}{{y0, a0}, {y1, a1}, {y2, a2}, {y3, a3}} {
+			v := enc(l.y)
+			for v >= n {
+				v = enc(v)
+			}
+			out[l.a] = v
+		}
+	}
+	// The positions no lane took.
+	for q := next; q < count; q++ {
+		y := enc(lo + uint64(q))
+		for y >= n {
+			y = enc(y)
+		}
+		out[q] = y
 	}
 	return dst
 }
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pickInt returns a when d is 1, else b.
+func pickInt(d, a, b int) int { return b + (a-b)&-d }
+
+// pickU64 returns a when d is 1, else b.
+func pickU64(d int, a, b uint64) uint64 { return b + (a-b)&-uint64(d) }

@@ -142,3 +142,17 @@ func BenchmarkApplyRange1e9(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*1024/b.Elapsed().Seconds()/1e6, "Mindices/s")
 }
+
+// BenchmarkApplyRangeWalk2e7 is BenchmarkApplyRange1e9 for N = 2·10^7,
+// whose domain (2^25) holds 40 % values >= N: most batches walk.
+func BenchmarkApplyRangeWalk2e7(b *testing.B) {
+	const n = 20_000_000
+	p := NewPerm(n, purposeGlobal, 7, 0, 0)
+	dst := make([]uint64, 0, 1024)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		lo := uint64(i) * 1024 % (n - 1024)
+		dst = p.applyRange(lo, lo+1024, dst[:0])
+	}
+	b.ReportMetric(float64(b.N)*1024/b.Elapsed().Seconds()/1e6, "Mindices/s")
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"container/heap"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -115,9 +116,117 @@ func newBlocksOrder(idx *sourceIndex, seed uint64, epoch, k int) *blocksOrder {
 }
 
 // blockAt returns the epoch block position q in [lo, hi) with
-// prefix[q] <= x < prefix[q+1].
+// prefix[q] <= x < prefix[q+1]: the first q with prefix[q+1] > x (a
+// binary search, as sort.Search without its closure call per step).
 func (o *blocksOrder) blockAt(x uint64, lo, hi int) int {
-	return lo + sort.Search(hi-lo, func(i int) bool { return o.prefix[lo+i+1] > x }) // first q with prefix[q+1] > x
+	pr := o.prefix
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if pr[m+1] > x {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// blockIn is blockAt for an x known to lie in [prefix[lo], prefix[hi]),
+// lo < hi: the last q in [lo, hi) with prefix[q] <= x, found without a
+// branch per step (the offsets a window's permutation gives are random,
+// so a branching search mispredicts about every other step). Every block
+// holds at least one row (buildIndex skips empty row groups), so prefix
+// is strictly increasing and this q is blockAt's.
+func (o *blocksOrder) blockIn(x uint64, lo, hi int) int {
+	pr := o.prefix
+	base, n := lo, hi-lo
+	for n > 1 {
+		half := n >> 1
+		// le is 1 when pr[base+half] <= x, else 0: every prefix and x
+		// are below 2^63, so v-x-1 wraps to bit 63 set exactly when v <= x.
+		le := int((pr[base+half] - x - 1) >> 63)
+		base += half & -le
+		n -= half
+	}
+	return base
+}
+
+// maxBuckets bounds the buckets of bucketed's table (on the stack).
+const maxBuckets = 256
+
+// bucketed replaces each window offset in offs (of the window of blocks
+// [wlo, whi)) with its id, through a table of the window cut into
+// buckets of 2^s rows, 2^s at most the rows of the window's smallest
+// block: a bucket then holds at most one block start, so the block of an
+// offset is the bucket's first block or the one after, one compare with
+// no branch, where a search costs a chain of dependent loads per id. It
+// reports false, changing nothing, when the table would need more than
+// maxBuckets buckets (a window with a block much smaller than the
+// window), or the window holds one block.
+func (o *blocksOrder) bucketed(offs []uint64, wlo, whi int) bool {
+	k := whi - wlo
+	if k < 2 || k > maxBuckets {
+		return false
+	}
+	pr := o.prefix[wlo : whi+1] // pr[j]-pr[0]: window offset of block wlo+j
+	ws := pr[0]
+	minRows := pr[1] - pr[0]
+	for j := 1; j < k; j++ {
+		minRows = min(minRows, pr[j+1]-pr[j])
+	}
+	s := uint(bits.Len64(minRows) - 1) // 2^s <= minRows
+	w := pr[k] - ws
+	nb := (w-1)>>s + 1
+	if nb > maxBuckets {
+		return false
+	}
+	var first [maxBuckets]uint8 // block (relative) holding each bucket's first offset
+	var start [maxBuckets + 1]uint64
+	var delta [maxBuckets]uint64 // id - window offset, per block
+	for j := 0; j < k; j++ {
+		start[j] = pr[j] - ws
+		delta[j] = o.idx.blocks[o.sigma[wlo+j]].start - start[j]
+	}
+	start[k] = w
+	j := 0
+	for b := uint64(0); b < nb; b++ {
+		for start[j+1] <= b<<s {
+			j++
+		}
+		first[b] = uint8(j)
+	}
+	for i, x := range offs {
+		j := int(first[x>>s])
+		j += b2i(start[j+1] <= x)
+		offs[i] = x + delta[j]
+	}
+	return true
+}
+
+// appendRange appends the ids at positions [lo, hi) (hi <= n), the same
+// as at per position: each run of positions inside one window is sent
+// through the window's permutation at once (Perm.applyRange), then each
+// window offset is located among the window's blocks only.
+func (o *blocksOrder) appendRange(lo, hi uint64, dst []uint64) []uint64 {
+	nb := len(o.sigma)
+	blocks := o.idx.blocks
+	for lo < hi {
+		t := o.blockAt(lo, 0, nb) / o.k
+		wlo, whi := t*o.k, min((t+1)*o.k, nb)
+		ws := o.prefix[wlo]
+		end := min(hi, o.prefix[whi])
+		from := len(dst)
+		dst = o.win[t].applyRange(lo-ws, end-ws, dst)
+		if !o.bucketed(dst[from:], wlo, whi) {
+			for i := from; i < len(dst); i++ {
+				x := ws + dst[i]
+				bq := o.blockIn(x, wlo, whi)
+				dst[i] = blocks[o.sigma[bq]].start + (x - o.prefix[bq])
+			}
+		}
+		lo = end
+	}
+	return dst
 }
 
 func (o *blocksOrder) at(q uint64) uint64 {

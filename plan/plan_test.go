@@ -736,3 +736,20 @@ func TestSourceBeyondMaxSamplesRefused(t *testing.T) {
 		t.Fatalf("MaxSamples rows: %v", err)
 	}
 }
+
+// BenchmarkRankBatchBlocks is BenchmarkRankBatchGlobal in shuffle mode
+// blocks, windows of 16 row groups of 2^20 rows (the PLAN.md §10 target:
+// within 1.2x of global).
+func BenchmarkRankBatchBlocks(b *testing.B) {
+	src := synthSource(rowGroups(1_000_000_000, 1<<20))
+	p, err := derive(src, Config{Epochs: 1, GlobalBatch: 4096, WorldSize: 8, Workers: 4, Shuffle: ShuffleBlocks, Window: 16, Remainder: RemainderDrop}, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]uint64, 0, 512)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ids, _, _ = p.RankBatch(0, i%8, i%p.Steps(), ids)
+	}
+	b.ReportMetric(float64(b.N)*512/b.Elapsed().Seconds()/1e6, "Mindices/s")
+}

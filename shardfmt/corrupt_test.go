@@ -3,6 +3,7 @@ package shardfmt
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,9 +235,37 @@ func runCorruption(t *testing.T, orig []byte, tests []corruptCase) {
 					} else if err != nil {
 						t.Errorf("VerifyBatch(%d) = %v, want nil", k, err)
 					}
+					checkVerifyBlockSlots(t, r, k)
 				}
 			}
 		})
+	}
+}
+
+// checkVerifyBlockSlots asserts that VerifyBlockSlots, given batch k's
+// id slots as ReadSampleIDSlots read and checked them, returns what
+// VerifyBlock returns for the same block (nil, or the same error); and
+// that where ReadSampleIDSlots refuses the slots, VerifyBlock fails too.
+func checkVerifyBlockSlots(t *testing.T, r *Reader, k int) {
+	t.Helper()
+	block := make([]byte, r.Geometry().BlockSize)
+	if err := r.ReadBlock(k, block); err != nil {
+		t.Fatalf("ReadBlock(%d): %v", k, err)
+	}
+	want := r.VerifyBlock(k, block)
+	slots, err := r.ReadSampleIDSlots(k, 1, nil)
+	if err != nil {
+		if want == nil {
+			t.Errorf("batch %d: ReadSampleIDSlots = %v, but VerifyBlock = nil", k, err)
+		}
+		return
+	}
+	got := r.VerifyBlockSlots(k, block, slots)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("batch %d: VerifyBlockSlots = %v, VerifyBlock = %v", k, got, want)
+	}
+	if err := r.VerifyBlockSlots(k, block, slots[:len(slots)-1]); !errors.Is(err, ErrInvalid) {
+		t.Errorf("batch %d: VerifyBlockSlots with one slot short = %v, want ErrInvalid", k, err)
 	}
 }
 

@@ -21,6 +21,27 @@ func (r *Reader) VerifyBatch(k int) (err error) {
 // BatchInfo.Size bytes.
 func (r *Reader) VerifyBlock(k int, block []byte) (err error) {
 	defer r.faultGuard("sample ids", k, &err)()
+	return r.verifyBlock(k, block, nil)
+}
+
+// VerifyBlockSlots is VerifyBlock for batch k whose BatchSize sample id
+// slots were read and checked against their CRC-32C already
+// (ReadSampleIDSlots, which checks many batches' slots with one read):
+// the same checks in the same order with the same errors, except that
+// the slots' CRC-32C is not computed again; the unused slots are checked
+// in slots. slots must hold the batch's BatchSize slots as
+// ReadSampleIDSlots returns them (ErrInvalid otherwise).
+func (r *Reader) VerifyBlockSlots(k int, block []byte, slots []uint64) (err error) {
+	defer r.faultGuard("sample ids", k, &err)()
+	if len(slots) != r.geo.BatchSize {
+		return ferr(r.path, "sample ids", -1, k, ErrInvalid, "%d id slots, batch size is %d", len(slots), r.geo.BatchSize)
+	}
+	return r.verifyBlock(k, block, slots)
+}
+
+// verifyBlock is VerifyBlock, taking the id slots from slots when it is
+// not nil (checked by the caller) instead of reading and checking them.
+func (r *Reader) verifyBlock(k int, block []byte, slots []uint64) error {
 	bi, err := r.Batch(k)
 	if err != nil {
 		return err
@@ -41,6 +62,15 @@ func (r *Reader) VerifyBlock(k int, block []byte) (err error) {
 				return err
 			}
 		}
+	}
+	if slots != nil {
+		for j := bi.Count; j < r.geo.BatchSize; j++ {
+			if id := slots[j]; id != UnusedSampleID {
+				off := r.h.idsOff + uint64(k)*r.h.batchSize*8 + uint64(8*j)
+				return ferr(r.path, "sample ids", int64(off), k, ErrCorrupt, "unused slot %d holds id %d", j, id)
+			}
+		}
+		return nil
 	}
 	ids, err := r.rawIDs(k)
 	if err != nil {

@@ -3,8 +3,10 @@ package verify
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"slices"
+	"unsafe"
 
 	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/plan"
@@ -128,10 +130,11 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 				for rank, r := range readers {
 					ids := slots[rank][(k-k0)*b : (k-k0+1)*b]
 					var ok bool
-					if buf, want, ok = leafBatch(p, r, e, rank, k, ids, want, buf); !ok {
+					var slots []byte
+					if slots, buf, want, ok = leafBatch(p, r, e, rank, k, ids, want, buf); !ok {
 						return errLeaf
 					}
-					h.Write(buf)
+					h.Write(slots)
 				}
 			}
 			h.Sum(sums[j][:0])
@@ -148,30 +151,45 @@ func (c *checker) epochConforms(ctx context.Context, e int, entries []*shardfmt.
 // match the plan.
 var errLeaf = errors.New("leaf differs from the plan")
 
-// leafBatch encodes rank batch k of shard r, whose id slots are ids, into
-// buf as digest slots, comparing it with plan.RankBatch when it is not a
-// full batch without pads. It reports false when the batch table cannot be
-// read, the batch differs from the plan, or an id has bit 63 (plan.DigestPadBit) set,
-// which no sample id has and which would alias a pad slot in the stream.
-func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uint64, buf []byte) ([]byte, []uint64, bool) {
+// leafBatch returns the digest slots of rank batch k of shard r, whose id
+// slots are ids (the ids' own bytes when the batch has no pads on a
+// little-endian machine, else encoded into buf, returned for reuse),
+// comparing the batch with plan.RankBatch when it is not a full batch
+// without pads. It reports false when the batch table cannot be read, the
+// batch differs from the plan, or an id has bit 63 (plan.DigestPadBit)
+// set, which no sample id has and which would alias a pad slot in the
+// stream.
+func leafBatch(p *plan.Plan, r *shardfmt.Reader, e, rank, k int, ids, want []uint64, buf []byte) (slots, _ []byte, _ []uint64, _ bool) {
 	bi, err := r.Batch(k)
 	if err != nil {
-		return buf, want, false
+		return nil, buf, want, false
 	}
 	ids = ids[:bi.Count]
 	if bi.Count != p.BatchSize() || bi.Pads != 0 {
 		var pads int
 		want, pads, err = p.RankBatch(e, rank, k, want)
 		if err != nil || pads != bi.Pads || !slices.Equal(want, ids) {
-			return buf, want, false
+			return nil, buf, want, false
 		}
 	}
+	var or uint64
 	for _, id := range ids {
-		if id&plan.DigestPadBit != 0 {
-			// Bit 63 is the digest's pad flag: such an id could make the
-			// stream equal the plan's while the pad count differs.
-			return buf, want, false
-		}
+		or |= id
 	}
-	return plan.AppendDigestSlots(buf[:0], ids, bi.Pads), want, true
+	if or&plan.DigestPadBit != 0 {
+		// Bit 63 is the digest's pad flag: such an id could make the
+		// stream equal the plan's while the pad count differs.
+		return nil, buf, want, false
+	}
+	if bi.Pads == 0 && nativeLE {
+		// Without pads a batch's slots are its ids as LE64: on a
+		// little-endian machine, the ids' own bytes.
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ids))), 8*len(ids)), buf, want, true
+	}
+	buf = plan.AppendDigestSlots(buf[:0], ids, bi.Pads)
+	return buf, buf, want, true
 }
+
+// nativeLE reports whether this machine stores integers little-endian, as
+// the digest's slot encoding does.
+var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

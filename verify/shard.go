@@ -273,7 +273,8 @@ func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry
 		bc := bc
 		return func(j int) error {
 			add := func(f Finding) { found[j] = append(found[j], f) }
-			for k := j * batchChunk; k < min(n, (j+1)*batchChunk); k++ {
+			bc.end = min(n, (j+1)*batchChunk) // this chunk's batches only
+			for k := j * batchChunk; k < bc.end; k++ {
 				bc.check(k, add, &res[j])
 			}
 			return nil
@@ -312,6 +313,43 @@ type batchCheck struct {
 	epoch, rank int
 	want        []uint64
 	block       []byte // this copy's block buffer (pread), allocated on first use
+	// The id slots of batches [slotLo, slotLo+slotN) as read ahead
+	// (idSlots); batches [badLo, badHi) whose read ahead failed.
+	slots         []uint64
+	slotLo, slotN int
+	badLo, badHi  int
+	end           int // the read ahead stops before batch end; 0: NumBatches
+}
+
+// idsAheadBytes bounds the sample id slots one check reads ahead with one
+// pread (at least one batch's).
+const idsAheadBytes = 1 << 20
+
+// idSlots returns batch k's BatchSize id slots, checked against their
+// CRC-32C, from the slots of the next batches read ahead with one pread
+// (ReadSampleIDSlots) when they do not hold k; nil where that read failed
+// (the batch is then checked with its own read, VerifyBlock, whose error
+// names it as before).
+func (b *batchCheck) idSlots(k int) []uint64 {
+	if k >= b.badLo && k < b.badHi {
+		return nil
+	}
+	bs := b.r.Geometry().BatchSize
+	if k < b.slotLo || k >= b.slotLo+b.slotN {
+		end := b.r.NumBatches()
+		if b.end > 0 {
+			end = b.end
+		}
+		n := min(max(1, idsAheadBytes/(8*max(bs, 1))), end-k)
+		slots, err := b.r.ReadSampleIDSlots(k, n, b.slots)
+		if err != nil {
+			b.slotN, b.badLo, b.badHi = 0, k, k+n
+			return nil
+		}
+		b.slots, b.slotLo, b.slotN = slots, k, n
+	}
+	i := (k - b.slotLo) * bs
+	return b.slots[i : i+bs : i+bs]
 }
 
 // check checks batch k, reporting findings to add and counting into res,
@@ -333,7 +371,13 @@ func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 
 	}
 	verr := r.ReadBlock(k, b.block)
 	if verr == nil {
-		verr = r.VerifyBlock(k, b.block)
+		// The batch's id slots as read ahead for the next batches
+		// (their CRC-32C checked there), else its own read.
+		if slots := b.idSlots(k); slots != nil {
+			verr = r.VerifyBlockSlots(k, b.block, slots)
+		} else {
+			verr = r.VerifyBlock(k, b.block)
+		}
 	}
 	if verr != nil {
 		f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(verr)}

@@ -72,7 +72,9 @@ type Options struct {
 	// Jobs is the number of shards checked at once; when there are fewer
 	// shards than jobs, each shard's batches are split across the jobs left
 	// over. <= 0 means GOMAXPROCS. Each job holds one batch block in
-	// memory (blocks are read with pread, never mapped).
+	// memory (blocks are read with pread, never mapped) and the sample id
+	// slots of the next batches, read ahead with one pread (at most 1 MiB,
+	// at least one batch's).
 	Jobs int
 	// MemoryLimit bounds the memory of the --deep value checks, all shards
 	// checked at once together. Batch by batch, each of the Jobs checks

@@ -116,7 +116,9 @@ Exit codes: 0 success, 1 failed or problems found, 2 usage error,
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
 	for _, add := range subcommands {
-		root.AddCommand(add(g))
+		c := add(g)
+		addProfileFlags(c) // convert, verify, load: profile.go
+		root.AddCommand(c)
 	}
 	return root, g
 }

@@ -245,9 +245,13 @@ func (d *driver) planRows() []*Row {
 			Argv: []string{pb, "perm", "-n", "1000000000", "-count", "50000000"}, Timing: Inner},
 		{ID: "rankbatch", Label: "Plan.RankBatch, global shuffle, N = 10^8, G = 65536, 1 core (~2·10^7 ids sampled; N = 10^8 because plan.New hashes all N ids for the epoch digest, ~40 CPU-s at 10^9)",
 			Argv: []string{pb, "rankbatch", "-n", "100000000", "-count", "20000000"}, Timing: Inner, ShowExtra: true},
+		{ID: "rankbatch-blocks", Label: "Plan.RankBatch, shuffle blocks, window 16 row groups of 10^6 rows, otherwise as the global row",
+			Argv: []string{pb, "rankbatch", "-n", "100000000", "-count", "20000000", "-shuffle", "blocks", "-window", "16"}, Timing: Inner, ShowExtra: true},
 	}
 	if !d.has("planbench") {
-		rows[0].Err, rows[1].Err = d.missing("bench/cmd/planbench"), d.missing("bench/cmd/planbench")
+		for _, r := range rows {
+			r.Err = d.missing("bench/cmd/planbench")
+		}
 	}
 	small := filepath.Join(d.data, "small")
 	out := filepath.Join(d.work, "plan-small.json")

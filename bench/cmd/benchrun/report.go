@@ -121,7 +121,7 @@ func (rep *report) targets(dir, planPath string) []target {
 	ts = append(ts, t)
 	ratioTarget("convert vs pqarrow, req-plain-snappy", ">= 3x", "convert-req-plain-snappy", "pqarrow-req-plain-snappy", 3, convProf, "convert")
 	ratioTarget("verify vs plain read", ">= 0.8x", "verify", "read-shards", 0.8, []string{"verify", dir, planPath}, "verify")
-	ratioTarget("gpuload host delivery vs plain read", ">= 0.85x", "host", "read-shards-2", 0.85, []string{"load", dir}, "load")
+	ratioTarget("gpuload host delivery vs plain read", ">= 0.9x", "host", "read-shards-2", 0.9, []string{"load", dir}, "load")
 
 	t = target{Name: "plan permutation, N = 10^9", Goal: ">= 20 M indices/s/core", Profile: []string{"perm"}, ProfileName: "perm"}
 	if r := rep.row("perm"); r != nil && r.OK() {
@@ -206,6 +206,8 @@ func (rep *report) refs(id string) []ref {
 		return []ref{{"read-shards-2", "plain read"}, {"memcpy-2", "1-core memcpy"}}
 	case "rankbatch":
 		return []ref{{"perm", "bare permutation"}}
+	case "rankbatch-blocks":
+		return []ref{{"rankbatch", "global"}}
 	}
 	return nil
 }

@@ -2,7 +2,8 @@
 // prints a result line (bench/internal/result):
 //
 //	planbench perm      [-n N] [-count C]   plan.Perm.Apply over C indices of an N-element permutation
-//	planbench rankbatch [-n N] [-count C]   Plan.RankBatch (global shuffle, world size 1) producing C ids
+//	planbench rankbatch [-n N] [-count C] [-shuffle global|blocks] [-window K]
+//	                                         Plan.RankBatch (world size 1) producing C ids
 //
 // rankbatch first builds the plan with plan.New (untimed, but its seconds are
 // reported in the result's extra: New computes the O(N) epoch digest).
@@ -36,13 +37,18 @@ func main() {
 	n := fl.Uint64("n", 1_000_000_000, "permutation size N")
 	count := fl.Uint64("count", 50_000_000, "indices to produce")
 	seed := fl.Uint64("seed", 1, "seed")
+	shuffle := fl.String("shuffle", string(plan.ShuffleGlobal), "rankbatch: shuffle mode, global or blocks")
+	window := fl.Int("window", 16, "rankbatch: row groups per window with -shuffle blocks")
 	fl.Parse(os.Args[2:])
 	runtime.GOMAXPROCS(1)
 	switch os.Args[1] {
 	case "perm":
 		perm(*n, *count, *seed)
 	case "rankbatch":
-		if err := rankBatch(*n, *count, *seed); err != nil {
+		if *shuffle != string(plan.ShuffleBlocks) {
+			*window = 0
+		}
+		if err := rankBatch(*n, *count, *seed, *shuffle, *window); err != nil {
 			log.Fatal(err)
 		}
 	default:
@@ -66,7 +72,7 @@ func perm(n, count, seed uint64) {
 		Extra: fmt.Sprintf("N=%d, %d runs of %d indices", n, segments, per)})
 }
 
-func rankBatch(n, count, seed uint64) error {
+func rankBatch(n, count, seed uint64, shuffle string, window int) error {
 	const rowsPerGroup = 1_000_000
 	const g = 65536
 	groups := make([]int64, 0, n/rowsPerGroup+1)
@@ -80,7 +86,7 @@ func rankBatch(n, count, seed uint64) error {
 	}}}
 	t0 := time.Now()
 	p, err := plan.New(src, plan.Config{Seed: seed, Epochs: 1, GlobalBatch: g, WorldSize: 1, Workers: 1,
-		Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+		Shuffle: plan.Shuffle(shuffle), Window: window, Remainder: plan.RemainderDrop})
 	if err != nil {
 		return err
 	}
@@ -104,6 +110,6 @@ func rankBatch(n, count, seed uint64) error {
 	}
 	sec := time.Since(start).Seconds()
 	result.Print(result.Result{Rows: ids, Bytes: ids * 8, Seconds: sec, Checksum: sum,
-		Extra: fmt.Sprintf("N=%d, G=%d, %d runs of %d steps; plan.New took %.1f s", n, g, segments, perSeg, newSec)})
+		Extra: fmt.Sprintf("N=%d, G=%d, shuffle %s, %d runs of %d steps; plan.New took %.1f s", n, g, shuffle, segments, perSeg, newSec)})
 	return nil
 }

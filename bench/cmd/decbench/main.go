@@ -16,6 +16,14 @@
 //     staged) and its seconds (the whole convert, writes included), every
 //     column (id, f0..f7 as one tensor, emb [16], label hashed), and f0
 //     alone;
+//   - CPU seconds (user + system) of each prep convert process, and of each
+//     DuckDB process less the median of a `SELECT 1` process (Node.js and
+//     DuckDB start-up): less moved by other jobs on a shared machine than
+//     wall time;
+//   - pqread alone: every column chunk of the file decoded by
+//     pqread.File.ReadColumn on 2 goroutines (each Column released), in a
+//     child process (decbench scan FILE), its wall and CPU seconds: the
+//     decoder against DuckDB's scan, without convert's staging and writes;
 //   - with -before, the same prep commands with a second binary (the
 //     build before a change), alternated with -prep in every round.
 //
@@ -38,7 +46,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prepml/prep/pqread"
 )
 
 const specAll = `# decbench: every column of the DuckDB-written bench file
@@ -72,9 +83,13 @@ type measure struct {
 }
 
 func main() {
-	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("decbench: ")
+	if len(os.Args) == 3 && os.Args[1] == "scan" {
+		scan(os.Args[2])
+		return
+	}
+	flag.Parse()
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
@@ -131,14 +146,32 @@ func main() {
 			}
 			q := fmt.Sprintf("SET threads = 2; EXPLAIN ANALYZE SELECT %s FROM read_parquet('%s')", sel, files[c])
 			m := row("duck/"+c+"/"+proj, fmt.Sprintf("DuckDB scan, %s, %s", what, c), "`"+strings.ReplaceAll(q, files[c], "duck-"+c+".parquet")+"`")
-			steps = append(steps, step{[]*measure{m}, func() []float64 { return []float64{duckTotal(q)} }})
+			mc := row("cpu/duck/"+c+"/"+proj, fmt.Sprintf("DuckDB scan CPU s, net of start-up, %s, %s", what, c), "the process's user+sys less the median of `SET threads = 2; SELECT 1`")
+			steps = append(steps, step{[]*measure{m, mc}, func() []float64 {
+				t, cpu := duckTotal(q)
+				return []float64{t, cpu}
+			}})
+			if proj == "all" {
+				sm := row("scan/"+c, fmt.Sprintf("pqread scan (every column chunk, 2 goroutines), %s", c), "`decbench scan duck-"+c+".parquet`")
+				smc := row("cpu/scan/"+c, fmt.Sprintf("pqread scan CPU s (whole process), %s", c), "same, user+sys")
+				steps = append(steps, step{[]*measure{sm, smc}, func() []float64 {
+					cmd := exec.Command(os.Args[0], "scan", files[c])
+					o, err := cmd.Output()
+					if err != nil {
+						log.Fatalf("decbench scan: %v", err)
+					}
+					v, _ := strconv.ParseFloat(strings.TrimSpace(string(o)), 64)
+					return []float64{v, cpuOf(cmd)}
+				}})
+			}
 			for _, bin := range bins {
 				outDir := filepath.Join(*dir, "out-"+label(bin))
 				args := []string{"convert", "--plan", plans[c], "--spec", specs[proj], "-o", outDir, "--jobs", "2", "--json", "-q"}
 				dec := row(label(bin)+"/dec/"+c+"/"+proj, fmt.Sprintf("%s convert decode_seconds, %s, %s", label(bin), what, c),
 					"`prep "+strings.Join(args, " ")+"`")
 				whole := row(label(bin)+"/all/"+c+"/"+proj, fmt.Sprintf("%s convert seconds (whole, fsynced), %s, %s", label(bin), what, c), "same")
-				steps = append(steps, step{[]*measure{dec, whole}, func() []float64 {
+				cpu := row("cpu/"+label(bin)+"/"+c+"/"+proj, fmt.Sprintf("%s convert CPU s (whole process), %s, %s", label(bin), what, c), "same, user+sys")
+				steps = append(steps, step{[]*measure{dec, whole, cpu}, func() []float64 {
 					os.RemoveAll(outDir)
 					cmd := exec.Command(bin, args...)
 					var stdout, stderr bytes.Buffer
@@ -154,11 +187,16 @@ func main() {
 						log.Fatalf("convert --json: %v: %.200s", err, stdout.String())
 					}
 					os.RemoveAll(outDir)
-					return []float64{sum.DecodeSeconds, sum.Seconds}
+					return []float64{sum.DecodeSeconds, sum.Seconds, cpuOf(cmd)}
 				}})
 			}
 		}
 	}
+	base := row("cpu/base", "Node.js and DuckDB start-up CPU s", "`SET threads = 2; SELECT 1`")
+	steps = append(steps, step{[]*measure{base}, func() []float64 {
+		_, cpu := duckQuery("SET threads = 2; SELECT 1")
+		return []float64{cpu}
+	}})
 	var loads []string
 	start := time.Now()
 	for r := 0; r < *runs; r++ {
@@ -170,6 +208,14 @@ func main() {
 			}
 		}
 		loads = append(loads, l0+"–"+loadAvg())
+	}
+	startup := median(base.s)
+	for k, m := range rows {
+		if strings.HasPrefix(k, "cpu/duck/") {
+			for i := range m.s {
+				m.s[i] -= startup
+			}
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Parquet decoding against DuckDB's scan\n\n")
@@ -200,7 +246,16 @@ func main() {
 		fmt.Fprintf(&b, "| %s whole convert / DuckDB scan, f0 alone (goal <= 3x) | %s | %s |\n", l, ratio(l+"/all/snappy/one", "duck/snappy/one"), ratio(l+"/all/zstd/one", "duck/zstd/one"))
 		fmt.Fprintf(&b, "| %s decode_seconds / DuckDB scan, f0 alone | %s | %s |\n", l, ratio(l+"/dec/snappy/one", "duck/snappy/one"), ratio(l+"/dec/zstd/one", "duck/zstd/one"))
 	}
+	for _, bin := range bins {
+		l := label(bin)
+		fmt.Fprintf(&b, "| %s convert CPU / DuckDB scan CPU, every column | %s | %s |\n", l, ratio("cpu/"+l+"/snappy/all", "cpu/duck/snappy/all"), ratio("cpu/"+l+"/zstd/all", "cpu/duck/zstd/all"))
+		fmt.Fprintf(&b, "| %s convert CPU / DuckDB scan CPU, f0 alone | %s | %s |\n", l, ratio("cpu/"+l+"/snappy/one", "cpu/duck/snappy/one"), ratio("cpu/"+l+"/zstd/one", "cpu/duck/zstd/one"))
+	}
+	fmt.Fprintf(&b, "| pqread scan / DuckDB scan, every column | %s | %s |\n", ratio("scan/snappy", "duck/snappy/all"), ratio("scan/zstd", "duck/zstd/all"))
+	fmt.Fprintf(&b, "| pqread scan CPU / DuckDB scan CPU, every column | %s | %s |\n", ratio("cpu/scan/snappy", "cpu/duck/snappy/all"), ratio("cpu/scan/zstd", "cpu/duck/zstd/all"))
 	if *before != "" {
+		fmt.Fprintf(&b, "| prep / before, convert CPU, every column | %s | %s |\n", ratio("cpu/prep/snappy/all", "cpu/before/snappy/all"), ratio("cpu/prep/zstd/all", "cpu/before/zstd/all"))
+		fmt.Fprintf(&b, "| prep / before, convert CPU, f0 alone | %s | %s |\n", ratio("cpu/prep/snappy/one", "cpu/before/snappy/one"), ratio("cpu/prep/zstd/one", "cpu/before/zstd/one"))
 		fmt.Fprintf(&b, "| prep / before, decode_seconds, every column | %s | %s |\n", ratio("prep/dec/snappy/all", "before/dec/snappy/all"), ratio("prep/dec/zstd/all", "before/dec/zstd/all"))
 		fmt.Fprintf(&b, "| prep / before, whole convert, every column | %s | %s |\n", ratio("prep/all/snappy/all", "before/all/snappy/all"), ratio("prep/all/zstd/all", "before/all/zstd/all"))
 		fmt.Fprintf(&b, "| prep / before, whole convert, f0 alone | %s | %s |\n", ratio("prep/all/snappy/one", "before/all/snappy/one"), ratio("prep/all/zstd/one", "before/all/zstd/one"))
@@ -221,8 +276,8 @@ func median(s []float64) float64 {
 }
 
 // duckQuery runs sql in a fresh DuckDB (test/duckdb/query.mjs) and returns
-// its output.
-func duckQuery(sql string) string {
+// its output and the process's CPU seconds (user + system).
+func duckQuery(sql string) (string, float64) {
 	cmd := exec.Command("node", "test/duckdb/query.mjs", *duck)
 	cmd.Stdin = strings.NewReader(sql)
 	var stderr bytes.Buffer
@@ -231,20 +286,26 @@ func duckQuery(sql string) string {
 	if err != nil {
 		log.Fatalf("duckdb: %v: %s", err, stderr.String())
 	}
-	return string(o)
+	return string(o), cpuOf(cmd)
+}
+
+// cpuOf returns the user + system CPU seconds of a finished command.
+func cpuOf(cmd *exec.Cmd) float64 {
+	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 }
 
 var totalTime = regexp.MustCompile(`Total Time: ([0-9.]+)s`)
 
-// duckTotal runs an EXPLAIN ANALYZE and returns its Total Time in seconds.
-func duckTotal(sql string) float64 {
-	o := duckQuery(sql)
+// duckTotal runs an EXPLAIN ANALYZE and returns its Total Time in seconds
+// and the CPU seconds of its process.
+func duckTotal(sql string) (float64, float64) {
+	o, cpu := duckQuery(sql)
 	m := totalTime.FindStringSubmatch(o)
 	if m == nil {
 		log.Fatalf("no Total Time in DuckDB's EXPLAIN ANALYZE: %.300s", o)
 	}
 	v, _ := strconv.ParseFloat(m[1], 64)
-	return v
+	return v, cpu
 }
 
 // loadAvg returns the 1-minute load average, "?" where unknown.
@@ -254,4 +315,40 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Fields(string(b))[0]
+}
+
+// scan decodes every column chunk of path with pqread on 2 goroutines,
+// releasing each Column, and prints the wall seconds it took.
+func scan(path string) {
+	start := time.Now()
+	f, err := pqread.Open(path, pqread.Limits{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	type chunk struct{ rg, c int }
+	cols := f.Columns()
+	ch := make(chan chunk)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range ch {
+				col, err := f.ReadColumn(k.rg, cols[k.c])
+				if err != nil {
+					log.Fatal(err)
+				}
+				col.Release()
+			}
+		}()
+	}
+	for rg := range f.RowGroups() {
+		for c := range cols {
+			ch <- chunk{rg, c}
+		}
+	}
+	close(ch)
+	wg.Wait()
+	fmt.Println(time.Since(start).Seconds())
 }

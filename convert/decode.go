@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -185,7 +184,7 @@ func (d *decoder) run(ctx context.Context) error {
 				}
 				// Last column of the row group: assemble its records.
 				seq, err, scratch = d.assemble(parent, g, scratch, sink)
-				releaseColumns(g.cols) // the decoded columns are garbage now
+				clear(g.cols) // the decoded columns are garbage now
 			}
 			if err == nil {
 				if err = g.vals.flush(); err != nil {
@@ -214,18 +213,6 @@ func (d *decoder) run(ctx context.Context) error {
 		return firstErr
 	}
 	return ctx.Err()
-}
-
-// releaseColumns gives the memory of a row group's decoded columns, its
-// records assembled, back to pqread for the next row groups to decode into
-// (pqread.Column.Release; each column once), and clears cols.
-func releaseColumns(cols []*pqread.Column) {
-	for k, c := range cols {
-		if c != nil && !slices.Contains(cols[:k], c) {
-			c.Release()
-		}
-		cols[k] = nil
-	}
 }
 
 // decodeOne reads one column chunk whole and checks its row count.

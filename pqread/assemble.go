@@ -107,10 +107,6 @@ func (r *ColumnReader) take(n int64) (*Column, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The window's levels are in c now (validity, offsets): their
-	// buffers, none of them the reader's, go back to the pool.
-	poolU8.put(head.defs, 1)
-	poolU8.put(head.reps, 1)
 	r.done += n
 	if r.vals == nil && !r.ended {
 		r.alloc(r.most)

@@ -25,9 +25,7 @@
 // most the maximum are not range-checked one by one; a window without
 // nulls is assembled without a validity pass; a compressed PLAIN page of
 // fixed-width values whose levels are stored apart (data page V2, or no
-// levels) decompresses straight into the column's memory. A consumer done
-// with a Column may give its memory back (Column.Release) for the next
-// chunks to decode into.
+// levels) decompresses straight into the column's memory.
 //
 // Two faults of parquet-go v0.32.0 are avoided by construction:
 // LZ4_RAW pages can come back silently wrong there (upstream issue #608: the

@@ -443,10 +443,10 @@ func (r *ColumnReader) alloc(n int64) {
 	r.vals = newValues(r.l.info.Kind, r.l.width, int(r.entryHint(n)))
 	r.vals.indexed = r.dictForm && r.vals.kind == KindBytes && r.maxRep == 0
 	if r.maxDef > 0 {
-		r.defs = poolU8.get(int(r.entryHint(n)))
+		r.defs = make([]uint8, 0, r.entryHint(n))
 	}
 	if r.maxRep > 0 {
-		r.reps = poolU8.get(int(r.entryHint(n)))
+		r.reps = make([]uint8, 0, r.entryHint(n))
 	}
 }
 

@@ -36,26 +36,23 @@ func (v *values) unindex() {
 	v.indexed, v.idx, v.dict = false, nil, nil
 }
 
-// newValues returns an empty values of kind with room for capHint values,
-// in memory recycled from released Columns where there is some
-// (recycle.go).
 func newValues(kind Kind, width int, capHint int) *values {
 	v := &values{kind: kind, width: width}
 	switch kind {
 	case KindBool:
-		v.b = poolBool.get(capHint)
+		v.b = make([]bool, 0, capHint)
 	case KindInt32:
-		v.i32 = poolI32.get(capHint)
+		v.i32 = make([]int32, 0, capHint)
 	case KindInt64:
-		v.i64 = poolI64.get(capHint)
+		v.i64 = make([]int64, 0, capHint)
 	case KindFloat32:
-		v.f32 = poolF32.get(capHint)
+		v.f32 = make([]float32, 0, capHint)
 	case KindFloat64:
-		v.f64 = poolF64.get(capHint)
+		v.f64 = make([]float64, 0, capHint)
 	case KindBytes:
-		v.offs = append(poolI64.get(capHint+1), 0)
+		v.offs = make([]int64, 1, capHint+1)
 	case KindFixed, KindInt96:
-		v.fix = poolU8.get(min(capHint*width, 1<<26))
+		v.fix = make([]byte, 0, min(capHint*width, 1<<26))
 	}
 	return v
 }

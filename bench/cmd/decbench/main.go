@@ -21,7 +21,7 @@
 //     DuckDB start-up): less moved by other jobs on a shared machine than
 //     wall time;
 //   - pqread alone: every column chunk of the file decoded by
-//     pqread.File.ReadColumn on 2 goroutines (each Column released), in a
+//     pqread.File.ReadColumn on 2 goroutines, in a
 //     child process (decbench scan FILE), its wall and CPU seconds: the
 //     decoder against DuckDB's scan, without convert's staging and writes;
 //   - with -before, the same prep commands with a second binary (the
@@ -317,8 +317,8 @@ func loadAvg() string {
 	return strings.Fields(string(b))[0]
 }
 
-// scan decodes every column chunk of path with pqread on 2 goroutines,
-// releasing each Column, and prints the wall seconds it took.
+// scan decodes every column chunk of path with pqread on 2 goroutines and
+// prints the wall seconds it took.
 func scan(path string) {
 	start := time.Now()
 	f, err := pqread.Open(path, pqread.Limits{})
@@ -335,11 +335,9 @@ func scan(path string) {
 		go func() {
 			defer wg.Done()
 			for k := range ch {
-				col, err := f.ReadColumn(k.rg, cols[k.c])
-				if err != nil {
+				if _, err := f.ReadColumn(k.rg, cols[k.c]); err != nil {
 					log.Fatal(err)
 				}
-				col.Release()
 			}
 		}()
 	}

@@ -24,6 +24,8 @@
 //     pqread.File.ReadColumn on 2 goroutines, in a
 //     child process (decbench scan FILE), its wall and CPU seconds: the
 //     decoder against DuckDB's scan, without convert's staging and writes;
+//   - the page cache's read rate: a plain sequential read of the file in
+//     1 MiB reads (decbench read FILE);
 //   - with -before, the same prep commands with a second binary (the
 //     build before a change), alternated with -prep in every round.
 //
@@ -89,6 +91,10 @@ func main() {
 		scan(os.Args[2])
 		return
 	}
+	if len(os.Args) == 3 && os.Args[1] == "read" {
+		readFile(os.Args[2])
+		return
+	}
 	flag.Parse()
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		log.Fatal(err)
@@ -152,6 +158,15 @@ func main() {
 				return []float64{t, cpu}
 			}})
 			if proj == "all" {
+				rd := row("read/"+c, fmt.Sprintf("plain sequential read of the file (page cache), %s", c), "`decbench read duck-"+c+".parquet` (1 MiB reads)")
+				steps = append(steps, step{[]*measure{rd}, func() []float64 {
+					o, err := exec.Command(os.Args[0], "read", files[c]).Output()
+					if err != nil {
+						log.Fatalf("decbench read: %v", err)
+					}
+					v, _ := strconv.ParseFloat(strings.TrimSpace(string(o)), 64)
+					return []float64{v}
+				}})
 				sm := row("scan/"+c, fmt.Sprintf("pqread scan (every column chunk, 2 goroutines), %s", c), "`decbench scan duck-"+c+".parquet`")
 				smc := row("cpu/scan/"+c, fmt.Sprintf("pqread scan CPU s (whole process), %s", c), "same, user+sys")
 				steps = append(steps, step{[]*measure{sm, smc}, func() []float64 {
@@ -251,6 +266,12 @@ func main() {
 		fmt.Fprintf(&b, "| %s convert CPU / DuckDB scan CPU, every column | %s | %s |\n", l, ratio("cpu/"+l+"/snappy/all", "cpu/duck/snappy/all"), ratio("cpu/"+l+"/zstd/all", "cpu/duck/zstd/all"))
 		fmt.Fprintf(&b, "| %s convert CPU / DuckDB scan CPU, f0 alone | %s | %s |\n", l, ratio("cpu/"+l+"/snappy/one", "cpu/duck/snappy/one"), ratio("cpu/"+l+"/zstd/one", "cpu/duck/zstd/one"))
 	}
+	for _, c := range codecs {
+		if m := rows["read/"+c]; m != nil {
+			st, _ := os.Stat(files[c])
+			fmt.Fprintf(&b, "| page-cache read rate (plain read of the %s file) | %.2f GB/s | |\n", c, float64(st.Size())/median(m.s)/1e9)
+		}
+	}
 	fmt.Fprintf(&b, "| pqread scan / DuckDB scan, every column | %s | %s |\n", ratio("scan/snappy", "duck/snappy/all"), ratio("scan/zstd", "duck/zstd/all"))
 	fmt.Fprintf(&b, "| pqread scan CPU / DuckDB scan CPU, every column | %s | %s |\n", ratio("cpu/scan/snappy", "cpu/duck/snappy/all"), ratio("cpu/scan/zstd", "cpu/duck/zstd/all"))
 	if *before != "" {
@@ -348,5 +369,24 @@ func scan(path string) {
 	}
 	close(ch)
 	wg.Wait()
+	fmt.Println(time.Since(start).Seconds())
+}
+
+// readFile reads path from start to end in 1 MiB reads and prints the wall
+// seconds it took.
+func readFile(path string) {
+	start := time.Now()
+	f, err := os.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := f.Read(buf)
+		if n == 0 || err != nil {
+			break
+		}
+	}
 	fmt.Println(time.Since(start).Seconds())
 }

@@ -29,7 +29,8 @@
 //   - with -before, the same prep commands with a second binary (the
 //     build before a change), alternated with -prep in every round.
 //
-// Each round runs every measurement once, in a rotating order; the report
+// Each round runs every measurement once, in a rotating order reversed
+// every other round (so the two builds alternate which runs first); the report
 // gives medians and min-max over the rounds, the ratios of medians, and
 // the load average (1 min) at the start and end of every round, and is
 // written to -o (bench/decode-results.md).
@@ -216,8 +217,17 @@ func main() {
 	start := time.Now()
 	for r := 0; r < *runs; r++ {
 		l0 := loadAvg()
+		// A rotating order, reversed every other round, so that no
+		// measurement always follows the same other one (a process run
+		// right after another meets the memory that one freed).
+		order := make([]step, 0, len(steps))
 		for k := range steps {
-			st := steps[(k+r)%len(steps)] // a rotating order
+			order = append(order, steps[(k+r)%len(steps)])
+		}
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, st := range order {
 			for i, v := range st.run() {
 				st.m[i].s = append(st.m[i].s, v)
 			}
@@ -234,7 +244,7 @@ func main() {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Parquet decoding against DuckDB's scan\n\n")
-	fmt.Fprintf(&b, "`bench/cmd/decbench` (`make bench`), %s: the bench's req-plain-snappy.parquet rewritten by DuckDB (2 M rows, 11 columns, all OPTIONAL, data pages V1, f0..f7 and label dictionary encoded), snappy and zstd. %d rounds, every measurement once per round in a rotating order; median (min–max) of the rounds, ratios of medians. DuckDB at 2 threads, its EXPLAIN ANALYZE Total Time (no start-up); prep convert --jobs 2 in its own process, its --json decode_seconds (stage 1) and seconds (the whole convert with fsynced shard writes). Load average (1 min) at the start–end of each round: %s. Wall %.0f s.\n\n",
+	fmt.Fprintf(&b, "`bench/cmd/decbench` (`make bench`), %s: the bench's req-plain-snappy.parquet rewritten by DuckDB (2 M rows, 11 columns, all OPTIONAL, data pages V1, f0..f7 and label dictionary encoded), snappy and zstd. %d rounds, every measurement once per round in a rotating order, reversed every other round; median (min–max) of the rounds, ratios of medians. DuckDB at 2 threads, its EXPLAIN ANALYZE Total Time (no start-up); prep convert --jobs 2 in its own process, its --json decode_seconds (stage 1) and seconds (the whole convert with fsynced shard writes). Load average (1 min) at the start–end of each round: %s. Wall %.0f s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), *runs, strings.Join(loads, ", "), time.Since(start).Seconds())
 	fmt.Fprintf(&b, "| measurement | median s (min–max) | command |\n|---|---|---|\n")
 	keys := make([]string, 0, len(rows))

@@ -92,12 +92,12 @@ type ColumnReader struct {
 	budget     int64                        // level entries a window may hold (NextWithin), 0: unbounded
 	onPage     func(held, page int64) error // OnPage's function, nil: none
 	ended      bool                         // every page decoded
+	closed     bool                         // the last window was returned
+	err        error                        // sticky: the first failure
 	// defsFull: the definition levels of the data page being decoded
 	// are all at the maximum (levelsHybrid), so it holds a value per
 	// entry.
 	defsFull bool
-	closed   bool  // the last window was returned
-	err      error // sticky: the first failure
 
 	// Entries decoded and not yet returned: they begin at row done.
 	defs []uint8 // definition levels (nil when maxDef == 0)

@@ -128,20 +128,19 @@ func (r *ColumnReader) assemble() (*Column, error) {
 			r.vals.fill(c, nil)
 			return c, nil
 		}
-		valid := make([]bool, len(r.defs))
-		nulls := 0
-		for i, d := range r.defs {
-			valid[i] = int(d) == r.maxDef
-			if !valid[i] {
-				nulls++
-			}
+		// Count first (eight levels at a time): a window without nulls,
+		// the common case, needs no validity.
+		nonNull := countLevel(r.defs, uint8(r.maxDef))
+		if nonNull != nv {
+			return nil, corruptf("%d values for %d non-null rows", nv, nonNull)
 		}
-		if len(r.defs)-nulls != nv {
-			return nil, corruptf("%d values for %d non-null rows", nv, len(r.defs)-nulls)
-		}
-		if nulls == 0 {
+		if nonNull == len(r.defs) {
 			r.vals.fill(c, nil)
 			return c, nil
+		}
+		valid := make([]bool, len(r.defs))
+		for i, d := range r.defs {
+			valid[i] = int(d) == r.maxDef
 		}
 		c.RowValid = valid
 		r.vals.fill(c, valid)

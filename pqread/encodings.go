@@ -78,9 +78,17 @@ func (r *ColumnReader) decodeValues(enc format.Encoding, src []byte, count int) 
 			return corruptf("dictionary indices: %v", err)
 		}
 		dn := uint32(r.dict.n())
-		for j, i := range idx {
-			if i >= dn {
-				return &valueError{k: j, err: corruptf("dictionary index %d out of range (dictionary has %d values)", i, dn)}
+		// The largest index first, without a branch per index; the
+		// first one out of range is looked for only when there is one.
+		var top uint32
+		for _, i := range idx {
+			top = max(top, i)
+		}
+		if top >= dn {
+			for j, i := range idx {
+				if i >= dn {
+					return &valueError{k: j, err: corruptf("dictionary index %d out of range (dictionary has %d values)", i, dn)}
+				}
 			}
 		}
 		if v.indexed {

@@ -171,41 +171,149 @@ var spreadBits = func() (t [256]uint64) {
 
 // levelsV1 decodes n levels with maximum max from src in the given encoding
 // (V1: RLE with a 4-byte length prefix, or BIT_PACKED), appends them to
-// *dst and returns the bytes used.
-func levelsV1(dst *[]uint8, src []byte, enc format.Encoding, max, n int, what string) (int, error) {
+// *dst and returns the bytes used, and whether every level is max (see
+// levelsHybrid; false for BIT_PACKED).
+func levelsV1(dst *[]uint8, src []byte, enc format.Encoding, max, n int, what string) (int, bool, error) {
 	switch enc {
 	case format.RLE:
 		if len(src) < 4 {
-			return 0, corruptf("%s levels: %d bytes, need a 4-byte length", what, len(src))
+			return 0, false, corruptf("%s levels: %d bytes, need a 4-byte length", what, len(src))
 		}
 		ln := int64(binary.LittleEndian.Uint32(src))
 		if ln > int64(len(src)-4) {
-			return 0, corruptf("%s levels: length %d exceeds the %d bytes left", what, ln, len(src)-4)
+			return 0, false, corruptf("%s levels: length %d exceeds the %d bytes left", what, ln, len(src)-4)
 		}
-		return 4 + int(ln), levelsHybrid(dst, src[4:4+ln], max, n, what)
+		full, err := levelsHybrid(dst, src[4:4+ln], max, n, what)
+		return 4 + int(ln), full, err
 	case format.BitPacked:
 		start := len(*dst)
 		*dst = grow(*dst, n)
 		out := (*dst)[start:]
 		used, err := decodeBitPackedLevels(out, src, bitWidth(max))
 		if err != nil {
-			return 0, corruptf("%s levels: %v", what, err)
+			return 0, false, corruptf("%s levels: %v", what, err)
 		}
-		return used, checkLevels(out, max, what)
+		return used, false, checkLevels(out, max, what)
 	}
-	return 0, unsupportedf("unsupported %s level encoding %s", what, encodingName(enc))
+	return 0, false, unsupportedf("unsupported %s level encoding %s", what, encodingName(enc))
 }
 
 // levelsHybrid decodes n RLE/bit-packed hybrid levels with maximum max from
-// src (no length prefix), appends them to *dst and checks them.
-func levelsHybrid(dst *[]uint8, src []byte, max, n int, what string) error {
+// src (no length prefix), appends them to *dst and checks them. It reports
+// whether every one of the n levels is max, decided from the runs
+// themselves (allRuns): a page whose levels are repeated runs of max (no
+// null, no empty list: how DuckDB, Arrow and Spark write an OPTIONAL
+// column's page without nulls) or, at bit width 1, bit-packed runs of
+// all ones, is filled without decoding or checking level by level.
+func levelsHybrid(dst *[]uint8, src []byte, max, n int, what string) (bool, error) {
 	start := len(*dst)
 	*dst = grow(*dst, n)
 	out := (*dst)[start:]
-	if _, err := decodeHybrid(out, src, bitWidth(max)); err != nil {
-		return corruptf("%s levels: %v", what, err)
+	bw := bitWidth(max)
+	if allRuns(src, bw, n, uint64(max)) {
+		fillLevel(out, uint8(max))
+		return true, nil
 	}
-	return checkLevels(out, max, what)
+	if _, err := decodeHybrid(out, src, bw); err != nil {
+		return false, corruptf("%s levels: %v", what, err)
+	}
+	if max == 1<<bw-1 {
+		// decodeHybrid produced no value wider than bw bits, and every
+		// value of bw bits is at most max.
+		return false, nil
+	}
+	return false, checkLevels(out, max, what)
+}
+
+// allRuns reports whether decodeHybrid would decode the first n values of
+// src (bit width bw, 1..8) without error into n copies of v: a sequence of
+// repeated runs of v, and, for v == 1 at bit width 1, bit-packed runs whose
+// first values are all ones. It reads each run's header and, for a
+// bit-packed run, its bytes 64 values at a time; it reports false for
+// anything else (other bit-packed runs, a short or damaged stream), which
+// decodeHybrid then decodes or rejects.
+func allRuns(src []byte, bw uint, n int, v uint64) bool {
+	if bw == 0 || bw > 8 {
+		return false
+	}
+	byteW := int(bw+7) / 8
+	i, p := 0, 0
+	for i < n {
+		h, k := binary.Uvarint(src[p:])
+		if k <= 0 {
+			return false
+		}
+		p += k
+		if h&1 == 1 {
+			if bw != 1 || v != 1 {
+				return false
+			}
+			groups := h >> 1
+			avail := len(src) - p
+			take := n - i
+			if groups < uint64(take+7)/8 {
+				take = int(groups) * 8
+			}
+			need := (take + 7) / 8
+			if need > avail || !allOnes(src[p:p+need], take) {
+				return false
+			}
+			if full := groups; full > uint64(avail) {
+				p += avail
+			} else {
+				p += int(full)
+			}
+			i += take
+			continue
+		}
+		// byteW is 1 for bw <= 8. A run of no values may repeat any
+		// value of bw bits.
+		count := h >> 1
+		if len(src)-p < byteW || uint64(src[p]) != v && (count > 0 || uint64(src[p]) >= 1<<bw) {
+			return false
+		}
+		p += byteW
+		if count < uint64(n-i) {
+			i += int(count)
+		} else {
+			i = n
+		}
+	}
+	return true
+}
+
+// allOnes reports whether the first bits bits of b (LSB first; b holds
+// ceil(bits/8) bytes) are all set.
+func allOnes(b []byte, bits int) bool {
+	whole := bits / 8
+	j := 0
+	for ; j+8 <= whole; j += 8 {
+		if binary.LittleEndian.Uint64(b[j:]) != ^uint64(0) {
+			return false
+		}
+	}
+	for ; j < whole; j++ {
+		if b[j] != 0xff {
+			return false
+		}
+	}
+	if r := bits % 8; r != 0 {
+		m := byte(1)<<r - 1
+		return b[whole]&m == m
+	}
+	return true
+}
+
+// fillLevel sets every byte of out to x, doubling the filled prefix with
+// copy (memmove) instead of storing byte by byte.
+func fillLevel(out []uint8, x uint8) {
+	if len(out) == 0 {
+		return
+	}
+	out[0] = x
+	for f := 1; f < len(out); f *= 2 {
+		copy(out[f:], out[:f])
+	}
 }
 
 func checkLevels(lv []uint8, max int, what string) error {

@@ -164,7 +164,7 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 	}
 	p := 0
 	if r.maxRep > 0 {
-		u, err := levelsV1(&r.reps, raw, dh.RepetitionLevelEncoding, r.maxRep, n, "repetition")
+		u, _, err := levelsV1(&r.reps, raw, dh.RepetitionLevelEncoding, r.maxRep, n, "repetition")
 		if err != nil {
 			return err
 		}
@@ -174,10 +174,11 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 		p += u
 	}
 	if r.maxDef > 0 {
-		u, err := levelsV1(&r.defs, raw[p:], dh.DefinitionLevelEncoding, r.maxDef, n, "definition")
+		u, full, err := levelsV1(&r.defs, raw[p:], dh.DefinitionLevelEncoding, r.maxDef, n, "definition")
 		if err != nil {
 			return err
 		}
+		r.defsFull = full
 		p += u
 	}
 	return r.pageValues(dh.Encoding, raw[p:], n)
@@ -197,7 +198,7 @@ func (r *ColumnReader) dataPageV2(h *format.PageHeader, body []byte, us int) err
 		return corruptf("level lengths %d+%d do not fit a page of %d bytes", rl, dl, len(body))
 	}
 	if r.maxRep > 0 {
-		if err := levelsHybrid(&r.reps, body[:rl], r.maxRep, n, "repetition"); err != nil {
+		if _, err := levelsHybrid(&r.reps, body[:rl], r.maxRep, n, "repetition"); err != nil {
 			return err
 		}
 		if err := r.checkRowSlots(n); err != nil {
@@ -205,9 +206,11 @@ func (r *ColumnReader) dataPageV2(h *format.PageHeader, body []byte, us int) err
 		}
 	}
 	if r.maxDef > 0 {
-		if err := levelsHybrid(&r.defs, body[rl:rl+dl], r.maxDef, n, "definition"); err != nil {
+		full, err := levelsHybrid(&r.defs, body[rl:rl+dl], r.maxDef, n, "definition")
+		if err != nil {
 			return err
 		}
+		r.defsFull = full
 	}
 	src := body[rl+dl:]
 	if r.levelsOnly {
@@ -249,10 +252,7 @@ func (r *ColumnReader) directPlain(enc format.Encoding, n, us int, src []byte) (
 	if r.maxRep > 0 && r.entries == 0 && r.reps[len(r.reps)-n] != 0 {
 		return false, nil // the general path reports it
 	}
-	count := n
-	if r.maxDef > 0 {
-		count = countLevel(r.defs[len(r.defs)-n:], uint8(r.maxDef))
-	}
+	count := r.pageValueCount(n)
 	if count == 0 || us != count*size {
 		return false, nil
 	}
@@ -278,10 +278,7 @@ func (r *ColumnReader) pageValues(enc format.Encoding, src []byte, n int) error 
 	if r.maxRep > 0 && r.entries == 0 && n > 0 && r.reps[0] != 0 {
 		return corruptf("first page starts in the middle of a list (repetition level %d)", r.reps[0])
 	}
-	count := n
-	if r.maxDef > 0 {
-		count = countLevel(r.defs[len(r.defs)-n:], uint8(r.maxDef))
-	}
+	count := r.pageValueCount(n)
 	before := r.vals.n()
 	if count < n {
 		// Room for the page's null slots too: assemble spreads the values
@@ -303,6 +300,16 @@ func (r *ColumnReader) pageValues(enc format.Encoding, src []byte, n int) error 
 		return corruptf("page decoded %d values, levels need %d", got, count)
 	}
 	return r.advance(n)
+}
+
+// pageValueCount returns the values of the data page whose n level entries
+// were just appended: the entries at the maximum definition level, all n
+// when the page's definition levels were found to be all at the maximum.
+func (r *ColumnReader) pageValueCount(n int) int {
+	if r.maxDef == 0 || r.defsFull {
+		return n
+	}
+	return countLevel(r.defs[len(r.defs)-n:], uint8(r.maxDef))
 }
 
 // advance accounts for a decoded page of n level entries and checks the

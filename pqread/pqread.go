@@ -16,6 +16,17 @@
 // assembles rows across page boundaries. Values never go through
 // parquet.Value or GenericReader.
 //
+// Fast paths, each decided from the page's own bytes and giving exactly
+// what the general path gives: a page whose definition levels are repeated
+// runs of the maximum level (an OPTIONAL column's page without nulls, as
+// DuckDB, Arrow and Spark write it; at bit width 1 also bit-packed runs of
+// ones) fills its levels without decoding or checking them one by one and
+// holds a value per entry; levels of a bit width whose every value is at
+// most the maximum are not range-checked one by one; a window without
+// nulls is assembled without a validity pass; a compressed PLAIN page of
+// fixed-width values whose levels are stored apart (data page V2, or no
+// levels) decompresses straight into the column's memory.
+//
 // Two faults of parquet-go v0.32.0 are avoided by construction:
 // LZ4_RAW pages can come back silently wrong there (upstream issue #608: the
 // codec's reallocated output buffer is dropped), so pqread decompresses

@@ -94,6 +94,10 @@ type ColumnReader struct {
 	ended      bool                         // every page decoded
 	closed     bool                         // the last window was returned
 	err        error                        // sticky: the first failure
+	// defsFull: the definition levels of the data page being decoded
+	// are all at the maximum (levelsHybrid), so it holds a value per
+	// entry.
+	defsFull bool
 
 	// Entries decoded and not yet returned: they begin at row done.
 	defs []uint8 // definition levels (nil when maxDef == 0)

@@ -18,7 +18,7 @@
 #
 # Environment: GO (default go), BENCH_RUNS (default 5), BENCH_ONLY (comma
 # list of stages: convert (with its peers and limits), plan, verify, gpuload,
-# python, s3, images, packing, filter; verify and gpuload read the shard set
+# python, s3, images, packing, filter, decode; verify and gpuload read the shard set
 # the convert stage wrote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +48,7 @@ build s3bench bench ./cmd/s3bench
 build imagebench bench ./cmd/imagebench
 build packbench bench ./cmd/packbench
 build filterbench bench ./cmd/filterbench
+build decbench bench ./cmd/decbench
 # gpuload's Go benchmarks (the jagged host-delivery ratio) as a test binary.
 rm -f "$BIN/gpuload.test"
 if ! $GO test -c -o "$BIN/gpuload.test" ./gpuload 2>"$CACHE/build-gpuload.test.log"; then
@@ -94,7 +95,7 @@ fi
 
 # The stages benchrun measures itself; the note stages above (and images,
 # below) only re-render the report from the last full run.
-others=$(echo ",${BENCH_ONLY:-}," | sed -e 's/,python,/,/g' -e 's/,packing,/,/g' -e 's/,images,/,/g' -e 's/,filter,/,/g' -e 's/^,*//' -e 's/,*$//')
+others=$(echo ",${BENCH_ONLY:-}," | sed -e 's/,python,/,/g' -e 's/,packing,/,/g' -e 's/,images,/,/g' -e 's/,filter,/,/g' -e 's/,decode,/,/g' -e 's/^,*//' -e 's/,*$//')
 if [ -n "${BENCH_ONLY:-}" ] && [ -z "$others" ]; then
 	if [ -f "$CACHE/results.json" ]; then
 		"$BIN/benchrun" -root . -o BENCHMARKS.md -render
@@ -124,6 +125,16 @@ if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,filter,* ]]; then
 		"$BIN/filterbench" -prep "$BIN/prep" -dir "$CACHE/filter" -o bench/filter-results.md -runs "${BENCH_FILTER_RUNS:-3}"
 	else
 		echo "bench: filterbench, prep or DuckDB (.cache/duckdb) missing; the filter section is not measured" >&2
+	fi
+fi
+
+# Parquet decoding against DuckDB's scan of the same DuckDB-written file,
+# in the same run (bench/decode-results.md; needs node and .cache/duckdb).
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,decode,* ]]; then
+	if [ -x "$BIN/decbench" ] && [ -x "$BIN/prep" ] && [ -d .cache/duckdb ]; then
+		"$BIN/decbench" -prep "$BIN/prep" -dir "$CACHE/decode" -o bench/decode-results.md -runs "${BENCH_DECODE_RUNS:-7}"
+	else
+		echo "bench: decbench, prep or DuckDB (.cache/duckdb) missing; the decode section is not measured" >&2
 	fi
 fi
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -161,14 +162,30 @@ func Compile(text string, columns []Column) (*Filter, error) {
 // Vector is one column's values for a run of rows: Valid[i] false for a
 // null row (nil: no null), and the values in the slice of the column's
 // type (Ints, Floats, Bools, or Data and Offsets for text: row i is
-// Data[Offsets[i]:Offsets[i+1]]), one per row, nulls included.
+// Data[Offsets[i]:Offsets[i+1]]), one per row, nulls included. Text may
+// instead be in dictionary form (DictIndex set, Data and Offsets nil): row
+// i is entry DictIndex[i] of the dictionary whose entry e is
+// DictData[DictOffsets[e]:DictOffsets[e+1]], every index in range; a
+// comparison with a literal is then made once per entry.
 type Vector struct {
-	Valid   []bool
-	Bools   []bool
-	Ints    []int64
-	Floats  []float64
-	Data    []byte
-	Offsets []int64
+	Valid       []bool
+	Bools       []bool
+	Ints        []int64
+	Floats      []float64
+	Data        []byte
+	Offsets     []int64
+	DictIndex   []uint32
+	DictData    []byte
+	DictOffsets []int64
+}
+
+// text returns row i of a text vector.
+func (v *Vector) text(i int) []byte {
+	if v.DictIndex != nil {
+		e := v.DictIndex[i]
+		return v.DictData[v.DictOffsets[e]:v.DictOffsets[e+1]]
+	}
+	return v.Data[v.Offsets[i]:v.Offsets[i+1]]
 }
 
 // Three-valued results (SQL): F, T or U (unknown: NULL).
@@ -183,35 +200,42 @@ const (
 // is selected by a WHERE clause when it is T.
 func (f *Filter) Eval(cols []Vector, rows int, dst []uint8) []uint8 {
 	base := len(dst)
-	for i := 0; i < rows; i++ {
-		dst = append(dst, 0)
-	}
+	dst = slices.Grow(dst, rows)[:base+rows]
 	evalVec(f.Root, cols, dst[base:])
 	return dst
 }
 
+// Three-valued logic as tables indexed by a<<2 | b (and, or) or by a
+// (not), for a and b in {F, T, U}: SQL's AND, OR and NOT.
+var (
+	and3Tab = [16]uint8{F<<2 | F: F, F<<2 | T: F, F<<2 | U: F, T<<2 | F: F, T<<2 | T: T, T<<2 | U: U, U<<2 | F: F, U<<2 | T: U, U<<2 | U: U}
+	or3Tab  = [16]uint8{F<<2 | F: F, F<<2 | T: T, F<<2 | U: U, T<<2 | F: T, T<<2 | T: T, T<<2 | U: T, U<<2 | F: U, U<<2 | T: T, U<<2 | U: U}
+	not3Tab = [4]uint8{F: T, T: F, U: U}
+)
+
 // evalVec writes n's value at every row into out (len = rows), node by
-// node over whole vectors; a comparison of a column with a literal runs a
-// typed loop, anything else evalRow per row. Both give the same values
-// (TestEvalVecEqualsRow).
+// node over whole vectors: AND, OR and NOT combine their operands' vectors
+// through the tables above, a comparison of a column with a literal runs a
+// typed loop (cmpColLit), anything else evalRow per row. Both give the
+// same values (TestEvalVecEqualsRow).
 func evalVec(n *Node, cols []Vector, out []uint8) {
 	switch n.Op {
 	case "and", "or":
 		evalVec(n.Args[0], cols, out)
 		tmp := make([]uint8, len(out))
 		evalVec(n.Args[1], cols, tmp)
+		tab := &and3Tab
+		if n.Op == "or" {
+			tab = &or3Tab
+		}
 		for i, b := range tmp {
-			if n.Op == "and" {
-				out[i] = and3(out[i], b)
-			} else {
-				out[i] = not3(and3(not3(out[i]), not3(b)))
-			}
+			out[i] = tab[(out[i]<<2|b)&15]
 		}
 		return
 	case "not":
 		evalVec(n.Args[0], cols, out)
 		for i, v := range out {
-			out[i] = not3(v)
+			out[i] = not3Tab[v&3]
 		}
 		return
 	case "cmp":
@@ -225,44 +249,86 @@ func evalVec(n *Node, cols []Vector, out []uint8) {
 }
 
 // cmpColLit is the typed loop of column op literal; false when it has none
-// for these types (the caller then evaluates row by row).
+// for these types (the caller then evaluates row by row). Each row's
+// three-way comparison c (compare's, cmpFloat's order for floats) picks
+// its result from a table of the operator's results for c = -1, 0, 1,
+// with no branch on the operator per row; null rows are set to U after.
 func cmpColLit(op string, v *Vector, t Type, lit Value, out []uint8) bool {
-	set := func(i int, c int) {
-		if v.Valid != nil && !v.Valid[i] {
-			out[i] = U
-		} else {
-			out[i] = tri(holds(op, c))
-		}
+	var tab [4]uint8 // tab[c+1]: the result for a comparison of c
+	for c := -1; c <= 1; c++ {
+		tab[c+1] = tri(holds(op, c))
 	}
 	switch {
+	case t == String && lit.Type == String && v.DictIndex != nil:
+		// Each dictionary entry compared once, each row a lookup of its
+		// entry's result.
+		l := []byte(lit.S)
+		res := make([]uint8, max(1, len(v.DictOffsets)-1)) // index 0 of null rows when the dictionary is empty
+		for e := range res {
+			res[e] = tab[(bytes.Compare(v.DictData[v.DictOffsets[e]:v.DictOffsets[e+1]], l)+1)&3]
+		}
+		for i, e := range v.DictIndex[:len(out)] {
+			out[i] = res[e]
+		}
 	case t == String && lit.Type == String:
 		l := []byte(lit.S)
+		d, offs := v.Data, v.Offsets[:len(out)+1]
+		if op == "=" || op == "!=" {
+			eq, ne := tab[1], tab[0]
+			for i := range out {
+				s := d[offs[i]:offs[i+1]]
+				if len(s) == len(l) && string(s) == lit.S {
+					out[i] = eq
+				} else {
+					out[i] = ne
+				}
+			}
+			break
+		}
 		for i := range out {
-			set(i, bytes.Compare(v.Data[v.Offsets[i]:v.Offsets[i+1]], l))
+			out[i] = tab[(bytes.Compare(d[offs[i]:offs[i+1]], l)+1)&3]
 		}
 	case t == Float && (lit.Type == Float || lit.Type == Int):
 		x := lit.F
 		if lit.Type == Int {
 			x = float64(lit.I)
 		}
-		for i := range out {
-			set(i, cmpFloat(v.Floats[i], x))
+		fs := v.Floats[:len(out)]
+		if math.IsNaN(x) {
+			// NaN equals NaN and is above every other value.
+			for i, a := range fs {
+				out[i] = tab[b2i(a != a)]
+			}
+			break
+		}
+		for i, a := range fs {
+			// A NaN row is above x; -0 equals 0.
+			out[i] = tab[(1+b2i(a > x || a != a)-b2i(a < x))&3]
 		}
 	case t == Int && lit.Type == Int:
-		for i := range out {
-			a := v.Ints[i]
-			c := 0
-			if a < lit.I {
-				c = -1
-			} else if a > lit.I {
-				c = 1
-			}
-			set(i, c)
+		y := lit.I
+		for i, a := range v.Ints[:len(out)] {
+			out[i] = tab[(1+b2i(a > y)-b2i(a < y))&3]
 		}
 	default:
 		return false
 	}
+	if v.Valid != nil {
+		for i, ok := range v.Valid[:len(out)] {
+			if !ok {
+				out[i] = U
+			}
+		}
+	}
 	return true
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // scalar is one operand's value at a row.
@@ -292,7 +358,7 @@ func operand(n *Node, cols []Vector, row int) scalar {
 	case Float:
 		return scalar{t: Float, f: v.Floats[row]}
 	default:
-		return scalar{t: String, s: v.Data[v.Offsets[row]:v.Offsets[row+1]]}
+		return scalar{t: String, s: v.text(row)}
 	}
 }
 

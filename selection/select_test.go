@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/source"
 )
 
@@ -73,16 +74,35 @@ func writeFilterFile(t *testing.T, path string, rows, from int) {
 // TestSelectMatchesDuckDB: for every filter, the rows Select keeps over two
 // files are exactly the rows DuckDB's WHERE keeps on the same files
 // (file_row_number), nulls, NaN, -0, IN lists with NULL and NOT included.
+// The second file is rewritten by DuckDB, which dictionary-encodes lang:
+// its strings are read and compared in dictionary form.
 func TestSelectMatchesDuckDB(t *testing.T) {
 	duckdbtest.Require(t)
 	dir := t.TempDir()
 	writeFilterFile(t, filepath.Join(dir, "a.parquet"), 500, 0)
-	writeFilterFile(t, filepath.Join(dir, "b.parquet"), 311, 500)
+	writeFilterFile(t, filepath.Join(dir, "b0.parquet"), 311, 500)
+	duckdbtest.Query(t, fmt.Sprintf("SET threads = 1; COPY (SELECT * FROM read_parquet(%s)) TO %s (FORMAT parquet)",
+		duckdbtest.Quote(filepath.Join(dir, "b0.parquet")), duckdbtest.Quote(filepath.Join(dir, "b.parquet"))))
+	if err := os.Remove(filepath.Join(dir, "b0.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := pqread.Open(filepath.Join(dir, "b.parquet"), pqread.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lang, err := pf.Lookup("lang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := pf.ReadColumnDict(0, lang); err != nil || c.DictIndex == nil {
+		t.Fatalf("b.parquet: lang is not in dictionary form (err %v): the test needs it", err)
+	}
+	pf.Close()
 	st, err := source.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []File{{Path: "a.parquet", RowGroups: rowGroupsOf(500, 97)}, {Path: "b.parquet", RowGroups: rowGroupsOf(311, 97)}}
+	files := []File{{Path: "a.parquet", RowGroups: rowGroupsOf(500, 97)}, {Path: "b.parquet", RowGroups: []int64{311}}}
 	for _, filter := range []string{
 		"lang = 'en'",
 		"lang = 'en' AND quality >= 0.5",

@@ -32,14 +32,21 @@ type ScalarColumn struct {
 // Scalars is one column's values over the rows of a row group: Valid[i]
 // false for a null row (nil when none is null); the values in the slice of
 // the column's type, one per row (a null row holds a zero value): Bools,
-// Ints, Floats, or, for strings, row i = Data[Offsets[i]:Offsets[i+1]].
+// Ints, Floats, or, for strings, row i = Data[Offsets[i]:Offsets[i+1]];
+// or, for strings whose pages are all dictionary encoded (the dictionary
+// form, Data and Offsets nil), row i = dictionary entry DictIndex[i] (0 for
+// a null row), entry e = DictData[DictOffsets[e]:DictOffsets[e+1]], every
+// index in range (pqread.File.ReadColumnDict).
 type Scalars struct {
-	Valid   []bool
-	Bools   []bool
-	Ints    []int64
-	Floats  []float64
-	Data    []byte
-	Offsets []int64
+	Valid       []bool
+	Bools       []bool
+	Ints        []int64
+	Floats      []float64
+	Data        []byte
+	Offsets     []int64
+	DictIndex   []uint32
+	DictData    []byte
+	DictOffsets []int64
 }
 
 // ScalarStats is what a row group's footer statistics say about one
@@ -191,7 +198,14 @@ func ReadScalars(ctx context.Context, st Store, name string, cols []string, memo
 		}
 		readers := make([]*pqread.ColumnReader, len(infos))
 		for i, info := range infos {
-			r, err := pf.ColumnReader(g, info)
+			// Strings in dictionary form where their pages are: a
+			// filter compares each dictionary entry once, not a copy of
+			// it per row.
+			open := pf.ColumnReader
+			if info.Kind == pqread.KindBytes {
+				open = pf.ColumnReaderDict
+			}
+			r, err := open(g, info)
 			if err != nil {
 				closeReaders(readers)
 				return &Error{File: name, Err: err}
@@ -251,6 +265,7 @@ func toScalars(c *pqread.Column) Scalars {
 		s.Floats = c.Float64
 	case pqread.KindBytes:
 		s.Data, s.Offsets = c.Data, c.ByteOffsets
+		s.DictIndex, s.DictData, s.DictOffsets = c.DictIndex, c.DictData, c.DictOffsets
 	}
 	return s
 }

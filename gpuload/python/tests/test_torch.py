@@ -379,6 +379,50 @@ class WorkersTest(Case):
         for it in items:
             self.check_values(it)
 
+    def test_writes_to_a_batch_never_reach_a_later_iteration(self):
+        # Items are views of private (copy-on-write) mappings of the shard;
+        # under workers the training process maps the file itself. A
+        # training loop that writes into every batch (in-place
+        # normalisation) must find the shard's values in the next pass over
+        # the same epoch, in-process, under workers and through ds.loader.
+        out = run_fresh(f"""
+            import warnings
+            warnings.simplefilter("ignore")
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2, epoch=1)
+            loaders = [DataLoader(ds, batch_size=None), DataLoader(ds, batch_size=None, num_workers=2),
+                       DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True),
+                       ds.loader(num_workers=2, chunk=2), ds.loader(num_workers=2, persistent_workers=True)]
+            got = []
+            for loader in loaders:
+                for it in loader:
+                    for k, v in it.items():
+                        if torch.is_tensor(v):
+                            v.fill_(7)
+                got.append([{{k: v.clone() if torch.is_tensor(v) else v for k, v in it.items()}} for it in loader])
+            torch.save(got, {os.path.join(WORK, 'writes.pt')!r})
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        for items in torch.load(os.path.join(WORK, "writes.pt")):
+            self.check_plan(items, plan_show("r2", 1, 0))
+            for it in items:
+                self.check_values(it)
+
+    def test_a_collate_fn_under_loader_workers_gets_each_item(self):
+        out = run_fresh(f"""
+            import warnings
+            warnings.simplefilter("ignore")
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2)
+            def add_sum(item):
+                return dict(item, id_sum=int(item["id"].sum()))
+            print(json.dumps([(b["step"], b["id_sum"], b["id"].tolist())
+                              for b in ds.loader(num_workers=2, chunk=3, collate_fn=add_sum)]))
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        got = json.loads(out.stdout)
+        self.assertEqual([s for s, _, _ in got], [s for s, _, _ in plan_show("r2", 0, 1)])
+        for step, total, ids in got:
+            self.assertEqual(total, sum(ids), step)
+
     def test_state_dict_under_workers_is_exact_or_raises(self):
         out = run_fresh(f"""
             ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2)

@@ -71,11 +71,24 @@ class _Batches:
             rows = map(self._fix, rows, counts)
         return map(dict, map(zip, itertools.repeat(self.keys), rows))
 
+    def one(self, k):
+        """The item of step k alone (what run(k, k + 1) gives, without the
+        set-up of a run: ~5 µs less)."""
+        c, p, from_numpy = self.counts[k], self.pads[k], torch.from_numpy
+        flags = np.zeros(self.b, np.bool_)
+        if p:
+            flags[c - p:c] = True
+        row = [from_numpy(f[k]) for f in self.full]
+        row += (from_numpy(flags), k)
+        if self.cast or c != self.b:
+            row = self._fix(row, c)
+        return dict(zip(self.keys, row))
+
     def _fix(self, row, c):
         """A row of a batch of c < b samples (its first c rows), dtypes
         NumPy lacks as views of the torch dtype."""
         if c != self.b:
-            row = tuple(t[:c] for t in row[:-1]) + row[-1:]
+            row = [t[:c] for t in row[:-1]] + [row[-1]]
         if self.cast:
             row = list(row)
             for j, w in self.cast:
@@ -202,7 +215,7 @@ def _mapped(path, file_id, token, batches=False):
 
 def _rebuild_item(path, file_id, token, k):
     """The item of step k from a worker's _ItemRef, in the training process."""
-    return next(_mapped(path, file_id, token, True).run(k, k + 1))
+    return _mapped(path, file_id, token, True).one(k)
 
 
 def _rebuild_chunk(path, file_id, token, lo, hi):

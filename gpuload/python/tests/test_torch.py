@@ -407,6 +407,30 @@ class WorkersTest(Case):
             for it in items:
                 self.check_values(it)
 
+    def test_workers_give_the_in_process_items_of_partial_batches_and_cast_dtypes(self):
+        # BF16 and U64 (torch views of NumPy integers), remainder "partial"
+        # (a last batch shorter than the others): each worker item, and each
+        # ds.loader chunk, crosses as one reference and is rebuilt in the
+        # training process; it must equal the in-process item.
+        d = make_set("bf16p", 2, remainder="partial", spec=None, tensors=["e=embedding:BF16:50", "i=id:U64"])
+        out = run_fresh(f"""
+            import warnings
+            warnings.simplefilter("ignore")
+            ds = ShardDataset({d!r}, rank=1, world_size=2, epoch=1)
+            want = [dict(b) for b in DataLoader(ds, batch_size=None)]
+            assert want[-1]["e"].shape[0] < want[0]["e"].shape[0], [b["e"].shape for b in want]
+            for loader in (DataLoader(ds, batch_size=None, num_workers=2), ds.loader(num_workers=2, chunk=3)):
+                got = list(loader)
+                assert len(got) == len(want)
+                for a, b in zip(got, want):
+                    assert sorted(a) == sorted(b) and a["step"] == b["step"], (sorted(a), a["step"])
+                    for k in ("e", "i", "sample_ids", "pad"):
+                        assert a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]), (k, a["step"])
+            print("equal", want[0]["e"].dtype, want[0]["i"].dtype)
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "equal torch.bfloat16 torch.int64")
+
     def test_a_collate_fn_under_loader_workers_gets_each_item(self):
         out = run_fresh(f"""
             import warnings

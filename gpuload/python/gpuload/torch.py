@@ -34,7 +34,10 @@ Host backend: the shard is read in pure Python and NumPy over a memory map
 (no native library, no Go runtime in the process), and every tensor is a
 view of the mapped file (copy-on-write: writable, an in-place op changes
 only this process's copy); a tensor keeps the mapping, so its values never
-change while it lives. ``verify_checksums=True`` reads through the native
+change while it lives. Each iteration maps the file afresh, so a write into
+a batch never reaches another batch, nor the next pass over the epoch. A
+batch's tensors are its own: ``pad`` is a fresh array per batch, and each
+tensor's storage spans its batch only. ``verify_checksums=True`` reads through the native
 library instead (every block's CRC-32C checked; owned copies), and
 ``device="cuda"`` uses the native CUDA backend (in-process only).
 
@@ -43,9 +46,16 @@ no work per batch that workers could spread. ``num_workers>0`` is correct
 whatever the parent did before (read batches, evaluated, closed a loader;
 fork or spawn): worker w reads steps ``start + w, start + w + W, ...`` of
 the resume step ``start``, so the DataLoader's round-robin gives exact plan
-order, and each tensor travels to the training process as a reference to
-the shard file (mapped again there), not as a copy. A one-time
-RuntimeWarning says why workers cannot help.
+order, and an item travels to the training process as a reference to the
+shard file (one reference of ~150 bytes per batch; the training process maps
+the file and rebuilds the tensors there), not as a copy. With the default
+collate function the item is the in-process one; with a collate function of
+the user's own, that function gets the tensors in the worker and each one
+travels as a reference. Workers stay slower than ``num_workers=0``: torch's
+own hand-off of one item (queues, a pipe, a thread in each process) costs
+180-270 µs even for a dict of one int on a 2-core machine, against 13-15 µs
+of CPU for a whole batch in-process, DataLoader included (BENCHMARKS.md); a
+one-time RuntimeWarning says so. ``ds.loader(num_workers=N)`` hands over 16 batches per message.
 
 Automatic batching is refused: ``DataLoader(ds)`` (batch_size=1, the
 default) or ``batch_size=256`` raise GpuloadError naming
@@ -269,10 +279,12 @@ class ShardDataset(ShardIterator, IterableDataset):
         warnings.warn(
             f"gpuload: ShardDataset under {info.num_workers} DataLoader workers: workers cannot make it faster. "
             "Each batch is a view of the memory-mapped shard, so there is no work to spread, and each batch costs "
-            "one DataLoader message (pickled by a thread of the worker, sent through a pipe, unpickled in the "
-            f"training process): the hand-off costs far more than the batch.{seen} (On a 2-core machine a batch "
-            "costs ~20 us in-process, a DataLoader message ~250 us even for a dict of ints.) Use num_workers=0, or "
-            "ds.loader(num_workers=N), which hands over 16 batches per message. (Warned once.)",
+            "one DataLoader round trip (an index message to the worker, the item back through a queue, a pipe and "
+            f"a feeder thread): torch's own hand-off costs far more than the batch.{seen} (Measured by gpuload's "
+            "benchmark on a 2-core machine: an empty DataLoader with 2 or 4 workers costs 180-270 us per item even "
+            "for a dict of one int; ShardDataset costs 13-15 us of CPU per batch in-process, DataLoader included, and sends "
+            "a batch as one ~150-byte reference to the shard file.) Use num_workers=0, or ds.loader(num_workers=N), "
+            "which hands over 16 batches per message. (Warned once.)",
             RuntimeWarning, stacklevel=2)
 
     def _gen_cuda(self, steps):

@@ -53,7 +53,7 @@ collate function the item is the in-process one; with a collate function of
 the user's own, that function gets the tensors in the worker and each one
 travels as a reference. Workers stay slower than ``num_workers=0``: torch's
 own hand-off of one item (queues, a pipe, a thread in each process) costs
-180-270 µs even for a dict of one int on a 2-core machine, against 13-15 µs
+140-270 µs even for a dict of one int on a 2-core machine, against 12-15 µs
 of CPU for a whole batch in-process, DataLoader included (BENCHMARKS.md); a
 one-time RuntimeWarning says so. ``ds.loader(num_workers=N)`` hands over 16 batches per message.
 
@@ -281,10 +281,10 @@ class ShardDataset(ShardIterator, IterableDataset):
             "Each batch is a view of the memory-mapped shard, so there is no work to spread, and each batch costs "
             "one DataLoader round trip (an index message to the worker, the item back through a queue, a pipe and "
             f"a feeder thread): torch's own hand-off costs far more than the batch.{seen} (Measured by gpuload's "
-            "benchmark on a 2-core machine: an empty DataLoader with 2 or 4 workers costs 180-270 us per item even "
-            "for a dict of one int; ShardDataset costs 13-15 us of CPU per batch in-process, DataLoader included, and sends "
-            "a batch as one ~150-byte reference to the shard file.) Use num_workers=0, or ds.loader(num_workers=N), "
-            "which hands over 16 batches per message. (Warned once.)",
+            "benchmark on a 2-core machine: an empty DataLoader with 2 or 4 workers costs 140-270 us per item even "
+            "for a dict of one int; ShardDataset costs 12-15 us of CPU per batch in-process, DataLoader included, "
+            "and sends a batch as one ~150-byte reference to the shard file.) Use num_workers=0, or "
+            "ds.loader(num_workers=N), which hands over 16 batches per message. (Warned once.)",
             RuntimeWarning, stacklevel=2)
 
     def _gen_cuda(self, steps):

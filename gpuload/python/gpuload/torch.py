@@ -34,7 +34,10 @@ Host backend: the shard is read in pure Python and NumPy over a memory map
 (no native library, no Go runtime in the process), and every tensor is a
 view of the mapped file (copy-on-write: writable, an in-place op changes
 only this process's copy); a tensor keeps the mapping, so its values never
-change while it lives. ``verify_checksums=True`` reads through the native
+change while it lives. Each iteration maps the file afresh, so a write into
+a batch never reaches another batch, nor the next pass over the epoch. A
+batch's tensors are its own: ``pad`` is a fresh array per batch, and each
+tensor's storage spans its batch only. ``verify_checksums=True`` reads through the native
 library instead (every block's CRC-32C checked; owned copies), and
 ``device="cuda"`` uses the native CUDA backend (in-process only).
 
@@ -43,9 +46,16 @@ no work per batch that workers could spread. ``num_workers>0`` is correct
 whatever the parent did before (read batches, evaluated, closed a loader;
 fork or spawn): worker w reads steps ``start + w, start + w + W, ...`` of
 the resume step ``start``, so the DataLoader's round-robin gives exact plan
-order, and each tensor travels to the training process as a reference to
-the shard file (mapped again there), not as a copy. A one-time
-RuntimeWarning says why workers cannot help.
+order, and an item travels to the training process as a reference to the
+shard file (one reference of ~150 bytes per batch; the training process maps
+the file and rebuilds the tensors there), not as a copy. With the default
+collate function the item is the in-process one; with a collate function of
+the user's own, that function gets the tensors in the worker and each one
+travels as a reference. Workers stay slower than ``num_workers=0``: torch's
+own hand-off of one item (queues, a pipe, a thread in each process) costs
+140-270 µs even for a dict of one int on a 2-core machine, against 12-15 µs
+of CPU for a whole batch in-process, DataLoader included (BENCHMARKS.md); a
+one-time RuntimeWarning says so. ``ds.loader(num_workers=N)`` hands over 16 batches per message.
 
 Automatic batching is refused: ``DataLoader(ds)`` (batch_size=1, the
 default) or ``batch_size=256`` raise GpuloadError naming
@@ -61,11 +71,9 @@ returns a ShardLoader whose ``state_dict()`` is exact (the step after the
 last batch it yielded), or pass ``state_dict(next_step=batch["step"] + 1)``.
 """
 
-import collections
 import inspect
 import statistics
 import sys
-import threading
 import time
 import warnings
 
@@ -76,22 +84,11 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from torch.utils.data._utils.collate import default_convert as _default_convert
 
 from ._dataset import _IN_WORKERS, _WARNED, STATE_FORMAT, ShardIterator, env_rank
-from ._errors import GL_ERR_INVALID, GL_ERR_PLAN_MISMATCH, GpuloadError
+from ._errors import GL_ERR_INVALID, GpuloadError
 from ._loader import KDL_CPU, DLPackTensor, Jagged, Loader, _Pin
-from ._shard import MappedShard
+from ._torch_items import _NP_FOR_TORCH, TORCH_DTYPES, _Batches, _ChunkRef, _ItemRef, _ship_any, _token
 
 __all__ = ["ShardDataset", "ShardLoader", "TORCH_DTYPES", "launcher_rank", "STATE_FORMAT"]
-
-# Shard dtype codes -> torch dtypes (see the module docstring).
-TORCH_DTYPES = {
-    1: torch.bool, 2: torch.uint8, 3: torch.int8, 4: torch.int16, 5: torch.int16, 6: torch.int32,
-    7: torch.int32, 8: torch.int64, 9: torch.int64, 10: torch.float16, 11: torch.bfloat16,
-    12: torch.float32, 13: torch.float64,
-    14: getattr(torch, "float8_e4m3fn", torch.uint8), 15: getattr(torch, "float8_e5m2", torch.uint8),
-}
-# Shard dtype codes -> the NumPy dtype torch.from_numpy takes for the same
-# bits (torch 1.13 has no unsigned 16/32/64-bit types).
-_NP_FOR_TORCH = {4: np.dtype("<i2"), 6: np.dtype("<i4"), 8: np.dtype("<i8"), 11: np.dtype("<i2")}
 
 
 def launcher_rank():
@@ -148,7 +145,7 @@ class ShardDataset(ShardIterator, IterableDataset):
     def __iter__(self):
         # A plain function (not a generator), so that it runs inside the
         # DataLoader's fetcher, which says whether it batches automatically.
-        _check_fetcher(sys._getframe(1))
+        compact = _check_fetcher(sys._getframe(1), self)
         info = get_worker_info()
         start = self._start()
         steps = range(start, self.steps_per_epoch)
@@ -164,7 +161,7 @@ class ShardDataset(ShardIterator, IterableDataset):
         self._shared[_IN_WORKERS] = 1
         # Worker w reads steps start + w, start + w + W, ...: the DataLoader's
         # round-robin (which always starts at worker 0) gives plan order.
-        return self._gen_torch(steps[info.id::info.num_workers], False, True, info)
+        return self._gen_torch(steps[info.id::info.num_workers], False, "compact" if compact else True, info)
 
     def _iter_direct(self):
         """In-process iteration without a DataLoader (ShardLoader)."""
@@ -178,22 +175,23 @@ class ShardDataset(ShardIterator, IterableDataset):
         """Items of ``steps`` as torch tensors over the mapped shard (or
         copies through the native library with checksums); ``ship``: in a
         DataLoader worker, tensors travel to the training process as
-        references to the shard file, not as copies."""
+        references to the shard file, not as copies ("compact": a whole
+        item as one reference where it is one shard batch)."""
         if not steps:
             return
         if self._verify:
             for item in self._gen_native(steps, track):
                 yield self._torch_item(item)
             return
-        shards = self._open_mapped(self.epoch)
-        sh, a, e = shards[0]
-        if len(shards) == 1 and a == 0 and e >= sh.batch_size and sh.full is not None:
+        shards, fast = self._open_torch()
+        sh = shards[0][0]
+        if fast:
             gen = self._fast(sh, steps, ship, track and info is None)
             if info is None:  # in-process: nothing timed per item; _fast tracks
                 yield from gen
                 return
         else:
-            gen = (self._torch_item(self._np_item(k, shards), ship, shards) for k in steps)
+            gen = (self._torch_item(self._np_item(k, shards), bool(ship), shards) for k in steps)
             if info is None:  # in-process: nothing timed per item
                 for k, item in zip(steps, gen):
                     if track:
@@ -217,45 +215,41 @@ class ShardDataset(ShardIterator, IterableDataset):
                 self._pos = k + 1
             yield item
 
+    def _open_torch(self):
+        """([(MappedShard, a, e)], fast) of this epoch (see _open_mapped),
+        each shard tagged with a token unique to this process and this
+        call (a worker's references name it, so that the training process
+        maps the file afresh for each iteration, as this one does); fast:
+        one whole shard batch per item, format 1.0 (_Batches)."""
+        shards = self._open_mapped(self.epoch)
+        for sh, _, _ in shards:
+            sh.token = _token()
+        sh, a, e = shards[0]
+        return shards, len(shards) == 1 and a == 0 and e >= sh.batch_size and sh.full is not None
+
     def _fast(self, sh, steps, ship, track=False):
-        """Format 1.0, one whole shard batch per item: views of each
-        prebuilt per-tensor array over every batch of the mapped shard, made
-        for up to 64 consecutive steps at a time (one C-level pass per
-        tensor); each tensor's storage is its batch's slab only (so
-        ``torch.save`` or a pickle of it holds that batch, not the shard),
-        and holds the mapping. ``track``: set the position before each
-        item."""
-        npd = [_NP_FOR_TORCH.get(t.code, t.dtype) for t in sh.tensors]
-        full = [f.view(d) for f, d in zip(sh.full, npd)] + [sh.ids.view(np.int64)]
-        want = [TORCH_DTYPES[t.code] for t in sh.tensors]
-        cast = [(i, w) for i, w in enumerate(want) if torch.from_numpy(full[i][:0]).dtype != w]
-        keys = tuple(t.name for t in sh.tensors) + ("sample_ids", "pad")
-        counts, pads, b = sh.counts.tolist(), sh.pads.tolist(), sh.batch_size
-        from_numpy = torch.from_numpy
+        """Format 1.0, one whole shard batch per item, made by a _Batches
+        over the mapped shard for up to 64 consecutive steps at a time.
+        ``ship``: in a worker, tensors as references to the shard file;
+        "compact" (the DataLoader hands the item over as it is): each item
+        as one reference (path, step) that the training process rebuilds
+        with the same _Batches over its own mapping of the file.
+        ``track``: set the position before each item."""
+        if ship == "compact":
+            ref = (sh.path, sh.file_id, sh.token)
+            for k in steps:
+                if track:
+                    self._pos = k + 1
+                yield _ItemRef(ref + (k,))
+            return
+        bt = _Batches(sh)
         one = [(sh, 0, 0)]
-        for lo, hi, run in _runs(steps, 64):
-            cols = [map(from_numpy, f[lo:hi]) for f in full]
-            flags = np.zeros((hi - lo, b), np.bool_)  # (torch.zeros costs ~10 µs per batch here)
-            for k in run:
-                if pads[k]:
-                    flags[k - lo, counts[k] - pads[k]:counts[k]] = True
-            cols.append(map(from_numpy, flags))
-            rows = zip(*cols)
-            for k in run:
-                row = next(rows)
-                c = counts[k]
-                if c != b:
-                    row = tuple(t[:c] for t in row)
-                if cast:
-                    row = list(row)
-                    for j, w in cast:
-                        row[j] = row[j].view(w)
-                item = dict(zip(keys, row))
-                item["step"] = k
+        for lo, hi, _ in _runs(steps, 64):
+            for item in bt.run(lo, hi):
                 if ship:
                     item = {n: _ship_any(v, one) if torch.is_tensor(v) else v for n, v in item.items()}
                 if track:
-                    self._pos = k + 1
+                    self._pos = item["step"] + 1
                 yield item
 
     def _torch_item(self, item, ship=False, shards=()):
@@ -285,9 +279,11 @@ class ShardDataset(ShardIterator, IterableDataset):
         warnings.warn(
             f"gpuload: ShardDataset under {info.num_workers} DataLoader workers: workers cannot make it faster. "
             "Each batch is a view of the memory-mapped shard, so there is no work to spread, and each batch costs "
-            "one DataLoader message (pickled by a thread of the worker, sent through a pipe, unpickled in the "
-            f"training process): the hand-off costs far more than the batch.{seen} (On a 2-core machine a batch "
-            "costs ~20 us in-process, a DataLoader message ~250 us even for a dict of ints.) Use num_workers=0, or "
+            "one DataLoader round trip (an index message to the worker, the item back through a queue, a pipe and "
+            f"a feeder thread): torch's own hand-off costs far more than the batch.{seen} (Measured by gpuload's "
+            "benchmark on a 2-core machine: an empty DataLoader with 2 or 4 workers costs 140-270 us per item even "
+            "for a dict of one int; ShardDataset costs 12-15 us of CPU per batch in-process, DataLoader included, "
+            "and sends a batch as one ~150-byte reference to the shard file.) Use num_workers=0, or "
             "ds.loader(num_workers=N), which hands over 16 batches per message. (Warned once.)",
             RuntimeWarning, stacklevel=2)
 
@@ -440,17 +436,20 @@ def _as_is(item):
     return item
 
 
-def _check_fetcher(frame):
+def _check_fetcher(frame, ds):
     """Raises when the DataLoader iterating the dataset batches its items
     (``frame`` is the caller of __iter__: torch's _IterableDatasetFetcher,
     which knows). Without automatic batching the fetcher converts each item
     with torch's ``default_convert``, which rebuilds the item's dict and
     returns every tensor and int as it is (~2.4 µs per item here): that
     conversion is replaced by the identity, which gives an equal item.
-    A collate_fn of the user's own is kept."""
+    A collate_fn of the user's own is kept.
+
+    Returns True when the fetcher of ``ds`` hands each item over as it is
+    (the identity), so that a worker may send an item as one reference."""
     f = frame.f_locals.get("self") if frame is not None else None
     if type(f).__name__ != "_IterableDatasetFetcher":
-        return
+        return False
     if not getattr(f, "auto_collation", True) and getattr(f, "collate_fn", None) is _default_convert:
         f.collate_fn = _as_is
     if getattr(f, "auto_collation", False):
@@ -459,83 +458,7 @@ def _check_fetcher(frame):
             "batch_size): each item already is one whole batch of the plan, which the DataLoader would stack into "
             "[batch_size, b, ...] tensors. Pass batch_size=None (DataLoader(ds, batch_size=None)), or use "
             "ds.loader(...)"))
-
-
-# Worker -> training process: tensors over the mapped shard travel as
-# references (file, offset, shape), and the training process maps the same
-# file; no copy of the batch, no shared-memory segment per tensor.
-
-class _Shipped(torch.Tensor):
-    """A worker's tensor that pickles as a reference (``_gl_ref``) to its
-    bytes in a shard file, or as its value when small."""
-
-    __torch_function__ = torch._C._disabled_torch_function_impl
-
-    def __reduce_ex__(self, proto):
-        return (_rebuild, self._gl_ref)
-
-
-def _ship(t, sh):
-    """t (a view of MappedShard sh's mapping) as a _Shipped reference."""
-    s = t.as_subclass(_Shipped)
-    size = t.element_size()
-    s._gl_ref = ("map", sh.path, sh.file_id, t.data_ptr() - sh.base_addr, str(t.dtype)[6:], tuple(t.shape),
-                 tuple(x * size for x in t.stride()))
-    return s
-
-
-def _ship_any(t, shards):
-    """_ship when t lies in one of the shards' mappings, else by value."""
-    p = t.data_ptr()
-    if t.numel():
-        for sh, _, _ in shards:
-            if sh.base_addr <= p and p + _extent(t.shape, t.stride(), t.element_size()) <= sh.base_addr + sh.file_id[2]:
-                return _ship(t, sh)
-    s = t.as_subclass(_Shipped)
-    s._gl_ref = ("value", str(t.dtype)[6:], tuple(t.shape),
-                 t.contiguous().view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return s
-
-
-# torch dtypes -> the NumPy dtype of the same size torch.from_numpy takes
-_TORCH_NP = {torch.bool: np.bool_, torch.uint8: np.uint8, torch.int8: np.int8, torch.int16: np.int16,
-             torch.int32: np.int32, torch.int64: np.int64, torch.float16: np.float16, torch.float32: np.float32,
-             torch.float64: np.float64, torch.bfloat16: np.int16}
-_maps = collections.OrderedDict()  # path -> MappedShard, in the training process
-_maps_lock = threading.Lock()
-
-
-def _rebuild(kind, *args):
-    """A tensor from a worker's _Shipped reference, in the training process."""
-    if kind == "value":
-        dtype, shape, raw = args
-        dt = getattr(torch, dtype)
-        if not raw:
-            return torch.empty(shape, dtype=dt)
-        return torch.frombuffer(bytearray(raw), dtype=dt).view(shape)
-    path, file_id, off, dtype, shape, strides = args
-    with _maps_lock:
-        sh = _maps.get(path)
-        if sh is None or sh.file_id != file_id:
-            sh = MappedShard(path)
-            if sh.file_id != file_id:
-                raise GpuloadError(GL_ERR_PLAN_MISMATCH, f"gpuload: {path}: the shard file a DataLoader worker read "
-                                   "was replaced before the training process mapped it")
-            _maps[path] = sh
-        _maps.move_to_end(path)
-        while len(_maps) > 8:
-            _maps.popitem(last=False)  # its mapping lives on in the tensors made from it
-    dt = getattr(torch, dtype)
-    npd = _TORCH_NP.get(dt, np.uint8)
-    t = torch.from_numpy(np.ndarray(shape, npd, buffer=sh.mm, offset=off, strides=strides))
-    return t if t.dtype == dt else t.view(dt)
-
-
-def _extent(shape, stride, size):
-    """Bytes spanned by a strided tensor of element size ``size``."""
-    if not shape:
-        return size
-    return (sum((d - 1) * s for d, s in zip(shape, stride)) + 1) * size
+    return getattr(f, "collate_fn", None) is _as_is and getattr(f, "dataset", None) is ds
 
 
 _NONE = object()
@@ -553,10 +476,11 @@ class ShardLoader:
     ``set_epoch``, ``len``, ``dataset`` and ``dataloader`` as expected.
 
     With ``num_workers > 0`` each worker hands over ``chunk`` batches
-    (default 16; tensors as references to the shard file) per message and
-    the loader yields them one by one in plan order, so the DataLoader's
-    per-message cost (queues, pickling, a pipe) is paid once per chunk, not
-    once per batch."""
+    (default 16; tensors as references to the shard file, or the whole
+    chunk as one reference) per message and the loader yields them one by
+    one in plan order, so the DataLoader's per-message cost (queues,
+    pickling, a pipe) is paid once per chunk, not once per batch. A
+    ``collate_fn`` is applied to each item (in the worker)."""
 
     def __init__(self, dataset, chunk=16, **kwargs):
         if kwargs.get("batch_size") is not None:
@@ -567,7 +491,13 @@ class ShardLoader:
         kwargs["batch_size"] = None
         self.dataset = dataset
         self._chunked = kwargs.get("num_workers", 0) > 0 and dataset.backend != "cuda"
-        self.dataloader = DataLoader(_Chunks(dataset, chunk) if self._chunked else dataset, **kwargs)
+        if self._chunked:
+            fn = kwargs.get("collate_fn")
+            compact = fn is None or fn is _default_convert
+            kwargs["collate_fn"] = _as_is if compact else _EachItem(fn)
+            self.dataloader = DataLoader(_Chunks(dataset, chunk, compact), **kwargs)
+        else:
+            self.dataloader = DataLoader(dataset, **kwargs)
         # In-process with nothing else asked of the DataLoader (no
         # collate_fn, pin_memory, ...): iterate the dataset itself, which
         # gives the same items without the DataLoader's ~15 µs per item.
@@ -578,20 +508,21 @@ class ShardLoader:
 
     def __iter__(self):
         ds = self.dataset
-        self._at = (ds.epoch, ds._start())
+        e = ds.epoch  # the epoch of this iteration's items
+        self._at = (e, ds._start())
         if self._direct:
             for item in ds._iter_direct():
-                self._at = (ds.epoch, item["step"] + 1)
+                self._at = (e, item["step"] + 1)
                 yield item
             return
         if not self._chunked:
             for item in self.dataloader:
-                self._at = (ds.epoch, item["step"] + 1)
+                self._at = (e, item["step"] + 1)
                 yield item
             return
         for items in self.dataloader:
             for item in items:
-                self._at = (ds.epoch, item["step"] + 1)
+                self._at = (e, item["step"] + 1)
                 yield item
 
     def __len__(self):
@@ -622,9 +553,9 @@ class _Chunks(IterableDataset):
     the DataLoader's round-robin gives the chunks, and so the steps, in
     plan order."""
 
-    def __init__(self, ds, chunk):
+    def __init__(self, ds, chunk, compact=False):
         super().__init__()
-        self.ds, self.chunk = ds, chunk
+        self.ds, self.chunk, self.compact = ds, chunk, compact
 
     def __iter__(self):
         ds, K = self.ds, self.chunk
@@ -635,10 +566,39 @@ class _Chunks(IterableDataset):
             return ([it] for it in ds._gen_torch(steps, True, False))
         ds._shared[_IN_WORKERS] = 1
         chunks = [steps[i:i + K] for i in range(0, len(steps), K)][info.id::info.num_workers]
+        if self.compact and not ds._verify:
+            return self._refs(chunks)
         mine = [k for c in chunks for k in c]
         return self._group(ds._gen_torch(mine, False, True), [len(c) for c in chunks])
+
+    def _refs(self, chunks):
+        """Each chunk as one _ChunkRef where the items are whole batches of
+        one format 1.0 shard (the collate function is the identity), else
+        as a list of items."""
+        if not chunks:
+            return
+        shards, fast = self.ds._open_torch()
+        if not fast:
+            mine = [k for c in chunks for k in c]
+            yield from self._group(self.ds._gen_torch(mine, False, True), [len(c) for c in chunks])
+            return
+        sh = shards[0][0]
+        ref = (sh.path, sh.file_id, sh.token)
+        for c in chunks:
+            yield _ChunkRef(ref + (c.start, c.stop))
 
     @staticmethod
     def _group(items, sizes):
         for n in sizes:
             yield [next(items) for _ in range(n)]
+
+
+class _EachItem:
+    """A ShardLoader's collate function under workers: the user's
+    ``fn`` applied to each item of a chunk."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, items):
+        return [self.fn(it) for it in items]

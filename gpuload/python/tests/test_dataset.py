@@ -77,6 +77,25 @@ class GoldenTest(unittest.TestCase):
                         else:
                             self.assertEqual(arr.tobytes().hex(), slab)
 
+    def test_a_remapped_shard_is_its_own_copy_and_a_changed_file_is_not_remapped(self):
+        d = os.path.join(ROOT, "testdata", "shards")
+        with open(os.path.join(d, "golden.json")) as f:
+            g = json.load(f)[0]
+        path = os.path.join(WORK, "remap.shard")
+        shutil.copyfile(os.path.join(d, g["file"]), path)
+        sh = MappedShard(path)
+        want = g["batches"][0]["sample_ids"]
+        again = sh.remap()
+        self.assertEqual(again.ids[0, :len(want)].tolist(), want)
+        sh.ids[0, :] = 7  # a write through the first mapping (copy-on-write)
+        self.assertEqual(again.ids[0, :len(want)].tolist(), want)
+        self.assertEqual(sh.remap().ids[0, :len(want)].tolist(), want)
+        os.utime(path, ns=(0, 0))  # the same bytes, another modification time: open it anew
+        self.assertIsNone(sh.remap())
+        shutil.copyfile(os.path.join(d, g["file"]), path + ".new")
+        os.replace(path + ".new", path)  # another file at the path
+        self.assertIsNone(again.remap())
+
     def test_a_damaged_shard_is_refused(self):
         src = os.path.join(ROOT, "testdata", "shards", "small.shard")
         bad = os.path.join(WORK, "bad.shard")

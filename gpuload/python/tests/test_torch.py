@@ -379,6 +379,74 @@ class WorkersTest(Case):
         for it in items:
             self.check_values(it)
 
+    def test_writes_to_a_batch_never_reach_a_later_iteration(self):
+        # Items are views of private (copy-on-write) mappings of the shard;
+        # under workers the training process maps the file itself. A
+        # training loop that writes into every batch (in-place
+        # normalisation) must find the shard's values in the next pass over
+        # the same epoch, in-process, under workers and through ds.loader.
+        out = run_fresh(f"""
+            import warnings
+            warnings.simplefilter("ignore")
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=0, world_size=2, epoch=1)
+            loaders = [DataLoader(ds, batch_size=None), DataLoader(ds, batch_size=None, num_workers=2),
+                       DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True),
+                       ds.loader(num_workers=2, chunk=2), ds.loader(num_workers=2, persistent_workers=True)]
+            got = []
+            for loader in loaders:
+                for it in loader:
+                    for k, v in it.items():
+                        if torch.is_tensor(v):
+                            v.fill_(7)
+                got.append([{{k: v.clone() if torch.is_tensor(v) else v for k, v in it.items()}} for it in loader])
+            torch.save(got, {os.path.join(WORK, 'writes.pt')!r})
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        for items in torch.load(os.path.join(WORK, "writes.pt")):
+            self.check_plan(items, plan_show("r2", 1, 0))
+            for it in items:
+                self.check_values(it)
+
+    def test_workers_give_the_in_process_items_of_partial_batches_and_cast_dtypes(self):
+        # BF16 and U64 (torch views of NumPy integers), remainder "partial"
+        # (a last batch shorter than the others): each worker item, and each
+        # ds.loader chunk, crosses as one reference and is rebuilt in the
+        # training process; it must equal the in-process item.
+        d = make_set("bf16p", 2, remainder="partial", spec=None, tensors=["e=embedding:BF16:50", "i=id:U64"])
+        out = run_fresh(f"""
+            import warnings
+            warnings.simplefilter("ignore")
+            ds = ShardDataset({d!r}, rank=1, world_size=2, epoch=1)
+            want = [dict(b) for b in DataLoader(ds, batch_size=None)]
+            assert want[-1]["e"].shape[0] < want[0]["e"].shape[0], [b["e"].shape for b in want]
+            for loader in (DataLoader(ds, batch_size=None, num_workers=2), ds.loader(num_workers=2, chunk=3)):
+                got = list(loader)
+                assert len(got) == len(want)
+                for a, b in zip(got, want):
+                    assert sorted(a) == sorted(b) and a["step"] == b["step"], (sorted(a), a["step"])
+                    for k in ("e", "i", "sample_ids", "pad"):
+                        assert a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]), (k, a["step"])
+            print("equal", want[0]["e"].dtype, want[0]["i"].dtype)
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "equal torch.bfloat16 torch.int64")
+
+    def test_a_collate_fn_under_loader_workers_gets_each_item(self):
+        out = run_fresh(f"""
+            import warnings
+            warnings.simplefilter("ignore")
+            ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2)
+            def add_sum(item):
+                return dict(item, id_sum=int(item["id"].sum()))
+            print(json.dumps([(b["step"], b["id_sum"], b["id"].tolist())
+                              for b in ds.loader(num_workers=2, chunk=3, collate_fn=add_sum)]))
+        """)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        got = json.loads(out.stdout)
+        self.assertEqual([s for s, _, _ in got], [s for s, _, _ in plan_show("r2", 0, 1)])
+        for step, total, ids in got:
+            self.assertEqual(total, sum(ids), step)
+
     def test_state_dict_under_workers_is_exact_or_raises(self):
         out = run_fresh(f"""
             ds = ShardDataset({SETS['r2'][1]!r}, rank=1, world_size=2)

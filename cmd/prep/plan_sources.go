@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/prepml/prep/plan"
@@ -62,10 +60,10 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 			hive   *hiveSource
 		)
 		if hive, err = hiveDir(s); err != nil {
-			return plan.Source{}, nil, remotes, err
+			return plan.Source{}, nil, remotes, usagef("source %s: %v", s.Name, err)
 		}
 		if hive != nil {
-			src, err = hive.discover(ctx, s)
+			src, remote, err = hive.discover(ctx, s, io)
 		} else {
 			src, remote, err = discoverSources(ctx, s.Paths, io)
 		}
@@ -128,7 +126,7 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 	for i, f := range src.Files {
 		files[i] = selection.File{Path: f.Path, RowGroups: f.RowGroups}
 		if hive != nil && hive.cols != nil {
-			files[i].Partition = hive.values[filepath.Join(src.Root, filepath.FromSlash(f.Path))]
+			files[i].Partition = hive.values[hive.location(src.Root, f.Path)]
 			part = hive.cols
 		}
 	}
@@ -203,78 +201,4 @@ func writeMixture(w io.Writer, s *mixSummary) {
 			fmt.Fprintf(w, "    %-14s filter %s (read %s)\n", "", ms.Filter, formatBytes(ms.FilterBytesRead))
 		}
 	}
-}
-
-// hiveSource is a source given as one local directory, whose key=value
-// directory levels are hive partitions (source.HivePartitions).
-type hiveSource struct {
-	dir    string
-	cols   []selection.Column           // partition columns, typed over every file; nil: not partitioned
-	values map[string][]selection.Value // absolute file path -> its partition values
-	pruned int                          // files pruned by the filter before their footers were read
-}
-
-// hiveDir returns the hiveSource of spec when it is one local directory,
-// else nil.
-func hiveDir(spec source.SourceSpec) (*hiveSource, error) {
-	if len(spec.Paths) != 1 || source.IsS3URL(spec.Paths[0]) {
-		return nil, nil
-	}
-	fi, err := os.Stat(spec.Paths[0])
-	if err != nil || !fi.IsDir() {
-		return nil, nil
-	}
-	abs, err := filepath.Abs(spec.Paths[0])
-	if err != nil {
-		return nil, err
-	}
-	return &hiveSource{dir: abs}, nil
-}
-
-// discover lists the directory, reads its partition layout and, with a
-// filter, prunes the files whose partition values cannot satisfy it before
-// reading any footer (source.DiscoverWhere).
-func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec) (plan.Source, error) {
-	src, err := source.DiscoverWhere(ctx, spec.Paths, func(files []string) ([]bool, error) {
-		keep := make([]bool, len(files))
-		for i := range keep {
-			keep[i] = true
-		}
-		keys, vals, err := source.HivePartitions(h.dir, files)
-		if err != nil {
-			return nil, usagef("%v", err)
-		}
-		if keys == nil {
-			return keep, nil
-		}
-		cols, typed := selection.PartitionColumns(keys, vals)
-		h.cols, h.values = cols, map[string][]selection.Value{}
-		for i, f := range files {
-			h.values[f] = typed[i]
-		}
-		if spec.Filter == "" {
-			return keep, nil
-		}
-		keep, err = selection.PrunePartitions(spec.Filter, cols, typed)
-		if err != nil {
-			return nil, usagef("filter: %v", err)
-		}
-		for _, k := range keep {
-			if !k {
-				h.pruned++
-			}
-		}
-		return keep, nil
-	})
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			return plan.Source{}, err
-		}
-		if errors.Is(err, source.ErrNoInput) && h.pruned > 0 {
-			return plan.Source{}, usagef("filter %q prunes every partition: nothing to draw from", spec.Filter)
-		}
-		return plan.Source{}, err
-	}
-	return src, nil
 }

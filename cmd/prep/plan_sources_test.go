@@ -424,3 +424,56 @@ func TestPlanSourcesFilterSourceChanged(t *testing.T) {
 		t.Errorf("shards written: %v", m)
 	}
 }
+
+// TestPlanSourcesHiveDeclared: a declared partition type a value does not
+// parse as, a declared key the layout lacks and a declaration on a source
+// that is not one directory are refused naming the source, the key and the
+// value, before anything is written; a declared string key keeps values
+// an inferred INTEGER would change ("007").
+func TestPlanSourcesHiveDeclared(t *testing.T) {
+	for _, c := range []struct {
+		path, decl, filter, want string
+	}{
+		{"", "region: int", "id > 1", `source ev: region=eu/part-0.parquet: partition region=eu: "eu" is not a decimal integer (int64), as key region is declared int`},
+		{"", "region: date", "id > 1", `source ev: region=eu/part-0.parquet: partition region=eu: "eu" is not a date written YYYY-MM-DD, as key region is declared date`},
+		{"", "day: date", "id > 1", "source ev: declared partition key day is not a level of the layout (its keys: region)"},
+		{"/region=eu/part-0.parquet", "region: string", "id > 1", "source ev: partitions are declared (region), but the path is not one directory of key=value levels"},
+		{"", "region: string", "regio = 'eu'", "source ev: filter: region=eu/part-0.parquet: unknown column regio (the source has: id, region, x)"},
+	} {
+		ev := hiveDirs(t)
+		os.Remove(filepath.Join(ev, "region=ap", "junk.parquet"))
+		p := filepath.Join(filepath.Dir(ev), "sources.yaml")
+		os.WriteFile(p, []byte(fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n    filter: %q\n    partitions:\n      %s\n", ev+c.path, c.filter, c.decl)), 0o644)
+		pp := filepath.Join(filepath.Dir(ev), "plan.json")
+		code, _, errs := runCLI("plan", "--sources", p, "--global-batch", "4", "-o", pp)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d %q, want 2 and %q", c.decl, code, errs, c.want)
+		}
+		if _, err := os.Stat(pp); err == nil {
+			t.Errorf("%s: a plan was written", c.decl)
+		}
+	}
+	// region=007 and region=7 as strings: the filter tells them apart.
+	ev := hiveDirs(t)
+	os.Remove(filepath.Join(ev, "region=ap", "junk.parquet"))
+	os.Rename(filepath.Join(ev, "region=eu"), filepath.Join(ev, "region=007"))
+	os.Rename(filepath.Join(ev, "region=us"), filepath.Join(ev, "region=7"))
+	p := filepath.Join(filepath.Dir(ev), "sources.yaml")
+	for _, c := range []struct {
+		decl, filter string
+		files        int
+	}{{"string", "region = '007'", 1}, {"int", "region = 7", 2}, {"int", "region = '007'", -1}} {
+		os.WriteFile(p, []byte(fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n    filter: %q\n    partitions:\n      region: %s\n", ev, c.filter, c.decl)), 0o644)
+		code, out, errs := runCLI("plan", "--sources", p, "--global-batch", "4", "-o", filepath.Join(filepath.Dir(ev), "plan.json"), "--json")
+		if c.files < 0 {
+			if code != 2 || !strings.Contains(errs, "source ev: filter: type mismatch: column region is INTEGER, '007' is TEXT") {
+				t.Errorf("%s %s: exit %d %s", c.decl, c.filter, code, errs)
+			}
+			continue
+		}
+		var s planSummary
+		if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s.Files != c.files {
+			t.Errorf("%s %s: exit %d files %d, want %d: %s", c.decl, c.filter, code, s.Files, c.files, errs)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func PartitionColumns(keys, files []string, values [][]string, declared map[stri
 			val, ok := partitionValue(cols[k].Type, v)
 			if !ok {
 				want := map[Type]string{Int: "a decimal integer (int64)", Date: "a date written YYYY-MM-DD"}[cols[k].Type]
-				return nil, nil, fmt.Errorf("%s: partition %s=%s: %q is not %s, as key %s is declared %s: %w", files[f], cols[k].Name, v, v, want, cols[k].Name, typeWord(cols[k].Type), ErrFilter)
+				return nil, nil, fmt.Errorf("%s: partition %s=%s: %q is not %s, as key %s is declared %s: %w", files[f], cols[k].Name, v, v, want, cols[k].Name, PartitionTypeName(cols[k].Type), ErrFilter)
 			}
 			out[f][k] = val
 		}
@@ -54,8 +54,9 @@ func PartitionColumns(keys, files []string, values [][]string, declared map[stri
 	return cols, out, nil
 }
 
-// typeWord is a partition type as the sources file declares it.
-func typeWord(t Type) string {
+// PartitionTypeName is a partition type as a sources file declares it and
+// a plan records it: "int", "date" or "string" (PartitionType's inverse).
+func PartitionTypeName(t Type) string {
 	switch t {
 	case Int:
 		return "int"

@@ -52,6 +52,20 @@ func hiveDir(spec source.SourceSpec) (*hiveSource, error) {
 	return h, nil
 }
 
+// partitionKeys returns the partition keys and types the plan records
+// (plan.MixSource.Partitions); nil for a source without partitions (h nil
+// or not partitioned).
+func (h *hiveSource) partitionKeys() []plan.PartitionKey {
+	if h == nil {
+		return nil
+	}
+	var out []plan.PartitionKey
+	for _, c := range h.cols {
+		out = append(out, plan.PartitionKey{Key: c.Name, Type: selection.PartitionTypeName(c.Type)})
+	}
+	return out
+}
+
 // location is where the file at path (relative to the plan source's root)
 // is: the key of values.
 func (h *hiveSource) location(root, path string) string {
@@ -70,7 +84,11 @@ func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec, o *s3
 		src, err := source.DiscoverWhere(ctx, spec.Paths, func(files []string) ([]bool, error) {
 			return h.keep(spec, files)
 		})
-		return src, nil, h.discoverError(spec, err)
+		if err != nil {
+			return src, nil, h.discoverError(spec, err)
+		}
+		src, err = h.rooted(src)
+		return src, nil, err
 	}
 	c, err := source.NewS3Client(ctx, o.options())
 	if err != nil {
@@ -88,7 +106,50 @@ func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec, o *s3
 			err = fmt.Errorf("%w: %w", err, source.ErrNoInput)
 		}
 	}
-	return src, s, h.discoverError(spec, err)
+	if err != nil {
+		return src, s, h.discoverError(spec, err)
+	}
+	src, err = h.rooted(src)
+	return src, s, err
+}
+
+// rooted returns src rooted at the partitioned directory itself when it
+// is partitioned, whatever files the filter kept: every file's path then
+// holds its key=value levels, from which convert reads its partition
+// values (plan.MixSource.PartitionValues).
+func (h *hiveSource) rooted(src plan.Source) (plan.Source, error) {
+	if h.cols == nil {
+		return src, nil
+	}
+	rebase := func(fs []plan.SourceFile) error {
+		for i := range fs {
+			if h.remote {
+				loc := h.location(src.Root, fs[i].Path)
+				if !strings.HasPrefix(loc, h.dir) {
+					return fmt.Errorf("%s is not under %s", loc, h.dir)
+				}
+				fs[i].Path = strings.TrimPrefix(loc, h.dir)
+				continue
+			}
+			rel, err := filepath.Rel(h.dir, h.location(src.Root, fs[i].Path))
+			if err != nil {
+				return err
+			}
+			fs[i].Path = filepath.ToSlash(rel)
+		}
+		return nil
+	}
+	if err := rebase(src.Files); err != nil {
+		return plan.Source{}, err
+	}
+	if err := rebase(src.EmptyFiles); err != nil {
+		return plan.Source{}, err
+	}
+	src.Root = h.dir
+	if !h.remote {
+		src.Root = filepath.Clean(h.dir)
+	}
+	return src, src.Normalize()
 }
 
 func (h *hiveSource) discoverError(spec source.SourceSpec, err error) error {

@@ -52,6 +52,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 	var parts []plan.Source
 	var names []string
 	var sels []string
+	var keys [][]plan.PartitionKey
 	for _, s := range sf.Sources {
 		var (
 			src    plan.Source
@@ -85,7 +86,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 			}
 			filterBytes[s.Name] = n
 		}
-		parts, names, sels = append(parts, src), append(names, s.Name), append(sels, sel)
+		parts, names, sels, keys = append(parts, src), append(names, s.Name), append(sels, sel), append(keys, hive.partitionKeys())
 	}
 	src, files, err := source.Combine(names, parts)
 	if err != nil {
@@ -96,7 +97,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 	}
 	mix := &plan.Mixture{EpochSamples: sf.EpochSamples}
 	for i, s := range sf.Sources {
-		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Selection: sels[i]})
+		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Selection: sels[i], Partitions: keys[i]})
 	}
 	return src, mix, remotes, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -474,6 +475,67 @@ func TestPlanSourcesHiveDeclared(t *testing.T) {
 		var s planSummary
 		if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s.Files != c.files {
 			t.Errorf("%s %s: exit %d files %d, want %d: %s", c.decl, c.filter, code, s.Files, c.files, errs)
+		}
+	}
+}
+
+// TestPlanSourcesHivePartitionTensors: a spec tensor naming the hive key
+// region (hashed) beside the id column: prep plan records the key, the
+// shards hold FNV-1a (Go's hash/fnv) of each row's region modulo the
+// buckets (B27 ids 0..39 under region=eu, 40..79 under region=us, per
+// DuckDB), and verify --deep recomputes and accepts them. The partition
+// of a filtered plan keeps its levels though one partition is left.
+func TestPlanSourcesHivePartitionTensors(t *testing.T) {
+	ev := hiveDirs(t)
+	os.Remove(filepath.Join(ev, "region=ap", "junk.parquet"))
+	dir := filepath.Dir(ev)
+	spec := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte("tensors:\n  - name: id\n    column: id\n    dtype: I64\n  - name: region\n    partition: region\n    dtype: I64\n    bytes: {mode: hash, buckets: 1048576}\n"), 0o644)
+	hash := func(s string) int64 {
+		h := fnv.New64a()
+		h.Write([]byte(s))
+		return int64(h.Sum64() % 1048576)
+	}
+	for _, filter := range []string{"", "region = 'us'"} {
+		p := filepath.Join(dir, "sources.yaml")
+		body := fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n", ev)
+		if filter != "" {
+			body += fmt.Sprintf("    filter: %q\n", filter)
+		}
+		os.WriteFile(p, []byte(body), 0o644)
+		pp := filepath.Join(dir, "plan.json")
+		if code, _, errs := runCLI("plan", "--sources", p, "--global-batch", "8", "-o", pp, "-q"); code != 0 {
+			t.Fatalf("plan: %s", errs)
+		}
+		shards := filepath.Join(dir, "shards")
+		os.RemoveAll(shards)
+		if code, _, errs := runCLI("convert", "--plan", pp, "--spec", spec, "-o", shards, "-q"); code != 0 {
+			t.Fatalf("convert: %s", errs)
+		}
+		if code, out, errs := runCLI("verify", "--deep", shards); code != 0 {
+			t.Fatalf("verify --deep: %s %s", out, errs)
+		}
+		n := 0
+		for k := 0; ; k++ {
+			exp := filepath.Join(dir, fmt.Sprintf("exp-%d", k))
+			os.RemoveAll(exp)
+			if code, _, _ := runCLI("export", shards, "--epoch", "0", "--rank", "0", "--step", fmt.Sprint(k), "-o", exp, "-q"); code != 0 {
+				break
+			}
+			ids, regions := readI64(t, filepath.Join(exp, "id.npy")), readI64(t, filepath.Join(exp, "region.npy"))
+			for i, id := range ids {
+				want := hash("eu")
+				if id >= 40 {
+					want = hash("us")
+				}
+				if regions[i] != want {
+					t.Errorf("filter %q: id %d has region %d, want %d", filter, id, regions[i], want)
+				}
+				n++
+			}
+		}
+		if want := map[string]int{"": 80, "region = 'us'": 40}[filter]; n != want {
+			t.Errorf("filter %q: %d samples exported, want %d", filter, n, want)
 		}
 	}
 }

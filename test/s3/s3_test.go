@@ -604,4 +604,25 @@ func TestS3HivePrunedPartitionsUnread(t *testing.T) {
 		local.Mixture.Sources[0].SelectionDigest != remote.Mixture.Sources[0].SelectionDigest {
 		t.Errorf("local plan %+v, s3 plan %+v", local, remote)
 	}
+
+	// An object with other keys is refused from the listing alone, naming
+	// the source and the object: no object is read, no plan written.
+	e.put("zone=x/part-0.parquet", files["date=2026-11-01/region=eu/part-0.parquet"])
+	mu.Lock()
+	reqs = nil
+	mu.Unlock()
+	out := filepath.Join(e.work, "bad.json")
+	r := e.prep("plan", "--sources", sources(e.url("")), "--global-batch", "16", "-o", out)
+	r.MustExit(t, 2)
+	r.Failed(t, "source ev", "zone=x/part-0.parquet has partition keys zone, but date=2026-11-01/region=eu/part-0.parquet has date/region")
+	mu.Lock()
+	for _, q := range reqs {
+		if path, _, _ := strings.Cut(q, "?"); (strings.HasPrefix(q, "GET ") || strings.HasPrefix(q, "HEAD ")) && strings.HasSuffix(path, ".parquet") {
+			t.Errorf("object read for a refused layout: %s", q)
+		}
+	}
+	mu.Unlock()
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a plan was written")
+	}
 }

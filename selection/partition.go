@@ -151,9 +151,6 @@ func PrunePartitions(text string, part []Column, vals [][]Value) ([]bool, error)
 		if err != nil {
 			return err
 		}
-		if f.Root.typ != Bool && f.Root.typ != Null {
-			return &Error{Filter: text, Pos: n.Pos, Token: n.Raw, Msg: fmt.Sprintf("a condition is needed here: %s", describeNode(f.Root))}
-		}
 		leaves[n] = f
 		return nil
 	}

@@ -28,14 +28,15 @@ type hiveSource struct {
 }
 
 // hiveDir returns the hiveSource of spec when it is one local directory or
-// one s3:// directory URL (the bucket, or a prefix ending in '/'), else
-// nil. A source declaring partition types must be one of those.
+// one s3:// directory URL (the bucket, or a prefix ending in '/', without
+// glob characters), else nil. A source declaring partition types must be
+// one of those.
 func hiveDir(spec source.SourceSpec) (*hiveSource, error) {
 	var h *hiveSource
 	if len(spec.Paths) == 1 {
 		p := spec.Paths[0]
 		if source.IsS3URL(p) {
-			if u, err := source.ParseS3URL(p); err == nil && (u.Key == "" || strings.HasSuffix(u.Key, "/")) {
+			if u, err := source.ParseS3URL(p); err == nil && (u.Key == "" || strings.HasSuffix(u.Key, "/")) && !strings.ContainsAny(u.Key, "*?[") {
 				h = &hiveSource{dir: u.String(), remote: true}
 			}
 		} else if fi, err := os.Stat(p); err == nil && fi.IsDir() {

@@ -102,7 +102,14 @@ const spec2of11 = `tensors:
 // newEnv uploads files under s3://bucket/ds/ and writes the local copy.
 func newEnv(t *testing.T, files map[string][]byte) *env {
 	t.Helper()
-	e := &env{t: t, files: files, work: t.TempDir(), bucket: "prep-e2e"}
+	return newEnvIn(t, "prep-e2e", files)
+}
+
+// newEnvIn is newEnv in the named bucket (a test whose listing must not
+// see other tests' objects on a real server, where they stay).
+func newEnvIn(t *testing.T, bucket string, files map[string][]byte) *env {
+	t.Helper()
+	e := &env{t: t, files: files, work: t.TempDir(), bucket: bucket}
 	if ext := s3test.NewExternal(); ext != nil {
 		e.target = ext
 	} else {
@@ -381,7 +388,7 @@ func TestS3ConvertRidesOutOutage(t *testing.T) {
 // TestS3EmptyObject: a zero-byte object is refused as a local empty file
 // is ("file too small: 0 bytes"), not as an HTTP 416.
 func TestS3EmptyObject(t *testing.T) {
-	e := newEnv(t, map[string][]byte{"empty.parquet": {}})
+	e := newEnvIn(t, "prep-e2e-empty", map[string][]byte{"empty.parquet": {}})
 	r := e.prep("plan", "--source", e.url(""), "--global-batch", "8", "-o", filepath.Join(e.work, "p.json"))
 	r.MustExit(t, 1)
 	r.Failed(t, e.url("empty.parquet"), "file too small: 0 bytes")
@@ -525,7 +532,7 @@ func hiveDataset(t testing.TB) map[string][]byte {
 // are the ids computed here by hand.
 func TestS3HivePrunedPartitionsUnread(t *testing.T) {
 	files := hiveDataset(t)
-	e := newEnv(t, files)
+	e := newEnvIn(t, "prep-e2e-hive", files)
 	const filter = "region = 'eu' AND date BETWEEN DATE '2026-11-02' AND '2026-11-03' AND label != 3"
 	sources := func(path string) string {
 		p := filepath.Join(e.work, fmt.Sprintf("sources-%d.yaml", len(path)))

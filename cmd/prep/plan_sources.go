@@ -27,11 +27,14 @@ type mixSourceInfo struct {
 	SelectionDigest string `json:"selection_digest,omitempty"`
 	// FilterBytesRead is what evaluating the filter read from the files
 	// (footers and the filter columns' chunks); 0 without a filter.
-	FilterBytesRead int64    `json:"filter_bytes_read,omitempty"`
-	Paths           []string `json:"paths"`
-	Files           int      `json:"files"`
-	Rows            uint64   `json:"rows"`
-	SamplesPerEpoch uint64   `json:"samples_per_epoch"`
+	FilterBytesRead int64 `json:"filter_bytes_read,omitempty"`
+	// Partitions are the source's hive partition keys and their types,
+	// in level order (plan.MixSource.Partitions).
+	Partitions      []plan.PartitionKey `json:"partitions,omitempty"`
+	Paths           []string            `json:"paths"`
+	Files           int                 `json:"files"`
+	Rows            uint64              `json:"rows"`
+	SamplesPerEpoch uint64              `json:"samples_per_epoch"`
 	// Share is samples_per_epoch / epoch_samples; Passes is
 	// samples_per_epoch / rows: above 1 the source is up-sampled (its rows
 	// repeat within an epoch), below 1 down-sampled (it takes 1/passes
@@ -180,9 +183,9 @@ func summarizeMixture(p *plan.Plan, filterBytes map[string]int64) *mixSummary {
 		}
 		s.Sources = append(s.Sources, mixSourceInfo{
 			Name: ms.Name, Weight: w, Filter: ms.Filter, SelectionDigest: ms.SelectionDigest, Paths: ms.Paths, Files: len(ms.Files), Rows: ms.Rows, SamplesPerEpoch: ms.SamplesPerEpoch,
-			FilterBytesRead: filterBytes[ms.Name],
-			Share:           float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
-			Passes:          float64(ms.SamplesPerEpoch) / float64(ms.Rows),
+			FilterBytesRead: filterBytes[ms.Name], Partitions: ms.Partitions,
+			Share:  float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
+			Passes: float64(ms.SamplesPerEpoch) / float64(ms.Rows),
 		})
 	}
 	return s
@@ -200,6 +203,13 @@ func writeMixture(w io.Writer, s *mixSummary) {
 			ms.Name, ms.Weight, ms.SamplesPerEpoch, ms.Rows, rows, ms.Share, ms.Passes, strings.Join(ms.Paths, ", "))
 		if ms.Filter != "" {
 			fmt.Fprintf(w, "    %-14s filter %s (read %s)\n", "", ms.Filter, formatBytes(ms.FilterBytesRead))
+		}
+		if len(ms.Partitions) > 0 {
+			var ks []string
+			for _, k := range ms.Partitions {
+				ks = append(ks, k.Key+" "+k.Type)
+			}
+			fmt.Fprintf(w, "    %-14s partitions %s\n", "", strings.Join(ks, ", "))
 		}
 	}
 }

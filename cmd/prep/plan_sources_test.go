@@ -337,7 +337,7 @@ func TestPlanSourcesHive(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Files != 1 || s.Mixture.Sources[0].Rows != 30 { // region=us pruned too
+	if s.Files != 1 || s.Mixture.Sources[0].Rows != 30 || fmt.Sprint(s.Mixture.Sources[0].Partitions) != "[{region string}]" { // region=us pruned too
 		t.Fatalf("files %d rows %d: %s", s.Files, s.Mixture.Sources[0].Rows, out)
 	}
 	shards := filepath.Join(dir, "shards")

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/prepml/prep/plan"
@@ -78,8 +79,11 @@ func (h *hiveSource) location(root, path string) string {
 
 // discover lists the directory, reads its partition layout and, with a
 // filter, prunes the files whose partition values cannot satisfy it before
-// reading any footer (source.DiscoverWhere, source.S3Client.DiscoverS3Where).
-// For an s3:// directory it returns the object-store source it opened.
+// reading any footer (source.DiscoverWhere, source.S3Client.DiscoverS3Where:
+// the whole listing first). An s3:// directory without a filter is
+// discovered as any other (footers read while the listing goes on) and its
+// layout read from the objects found. For an s3:// directory it returns
+// the object-store source it opened.
 func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec, o *s3Flags) (plan.Source, *s3Source, error) {
 	if !h.remote {
 		src, err := source.DiscoverWhere(ctx, spec.Paths, func(files []string) ([]bool, error) {
@@ -96,9 +100,23 @@ func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec, o *s3
 		return plan.Source{}, nil, usagef("%v", err)
 	}
 	s := &s3Source{client: c}
-	src, err := c.DiscoverS3Where(ctx, spec.Paths, func(urls []string) ([]bool, error) {
-		return h.keep(spec, urls)
-	})
+	var src plan.Source
+	if spec.Filter == "" {
+		// Nothing to prune: footers are read while the listing goes on
+		// (DiscoverS3), and the layout is read from the objects found.
+		if src, err = c.DiscoverS3(ctx, spec.Paths); err == nil {
+			var urls []string
+			for _, f := range append(append([]plan.SourceFile(nil), src.Files...), src.EmptyFiles...) {
+				urls = append(urls, h.location(src.Root, f.Path))
+			}
+			sort.Strings(urls)
+			_, err = h.keep(spec, urls)
+		}
+	} else {
+		src, err = c.DiscoverS3Where(ctx, spec.Paths, func(urls []string) ([]bool, error) {
+			return h.keep(spec, urls)
+		})
+	}
 	if err != nil {
 		if errors.Is(err, source.ErrBadURL) || errors.Is(err, source.ErrCredentialURL) {
 			return plan.Source{}, s, usagef("%v", err)

@@ -537,6 +537,9 @@ func TestS3HivePrunedPartitionsUnread(t *testing.T) {
 	sources := func(path string) string {
 		p := filepath.Join(e.work, fmt.Sprintf("sources-%d.yaml", len(path)))
 		body := fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n    filter: %q\n    partitions:\n      date: date\n", path, filter)
+		if path == "" {
+			p, body = filepath.Join(e.work, "sources-all.yaml"), fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n", e.url(""))
+		}
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -556,6 +559,9 @@ func TestS3HivePrunedPartitionsUnread(t *testing.T) {
 			Sources []struct {
 				Rows            uint64 `json:"rows"`
 				SelectionDigest string `json:"selection_digest"`
+				Partitions      []struct {
+					Key, Type string
+				} `json:"partitions"`
 			} `json:"sources"`
 		} `json:"mixture"`
 	}
@@ -610,6 +616,12 @@ func TestS3HivePrunedPartitionsUnread(t *testing.T) {
 	if local.Files != remote.Files || local.Mixture.Sources[0].Rows != remote.Mixture.Sources[0].Rows ||
 		local.Mixture.Sources[0].SelectionDigest != remote.Mixture.Sources[0].SelectionDigest {
 		t.Errorf("local plan %+v, s3 plan %+v", local, remote)
+	}
+	// Without a filter every object is read (footers while listing) and
+	// the layout still typed: date inferred DATE, region TEXT.
+	all := plan(sources(""), filepath.Join(e.work, "all.json"))
+	if all.Files != 8 || fmt.Sprint(all.Mixture.Sources[0].Partitions) != "[{date date} {region string}]" {
+		t.Errorf("unfiltered s3 plan: %+v", all)
 	}
 
 	// An object with other keys is refused from the listing alone, naming

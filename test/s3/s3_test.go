@@ -599,6 +599,7 @@ func TestS3HivePrunedPartitionsUnread(t *testing.T) {
 	if len(read) != len(kept) {
 		t.Errorf("objects read: %v, want only %v", read, kept)
 	}
+	t.Logf("%d requests in all; requests per object read: %v", len(seen), read)
 	// Files 2 and 4 of the key order (date 02 and 03, region eu) hold ids
 	// 500..749 and 1000..1249; label = id % 7 != 3 keeps 6 of every 7.
 	var want uint64

@@ -39,6 +39,7 @@ const (
 	modeJagged                          // one LIST column, all its elements (list.jagged)
 	modeMapDense                        // a MAP's key and value leaves, the values of given keys (map.keys)
 	modeImage                           // one binary column of encoded images, decoded to U8 [H, W, C] (image.go)
+	modePartition                       // a hive partition key's value, constant per file, no column (partition.go)
 )
 
 // tensorPlan is a TensorSpec compiled against the sources: dtypes, output
@@ -78,6 +79,7 @@ type tensorPlan struct {
 	cols      [][]pqread.ColumnInfo // [file][j]
 	classes   [][]srcClass          // [file][j]
 	signature []string              // [j]: type signature of the first file
+	part      []partConst           // modePartition: [file] its value
 }
 
 // outputs returns the TensorInfo of every output tensor of the plans, in
@@ -147,7 +149,8 @@ func sampleBytes(t shardfmt.TensorInfo) int {
 
 // fileSchema is what the checks need from one opened source file.
 type fileSchema struct {
-	rel     string // path relative to the plan root
+	rel     string         // path relative to the plan root
+	part    *filePartition // its hive partition keys and values; nil: none
 	columns []pqread.ColumnInfo
 	lookup  func(name string) (pqread.ColumnInfo, error)
 }
@@ -157,7 +160,18 @@ type fileSchema struct {
 // files. Errors are *Error naming file, column and types.
 func compileSpec(spec *Spec, files []fileSchema) ([]*tensorPlan, error) {
 	var plans []*tensorPlan
+	if err := partitionOnly(spec); err != nil {
+		return nil, err
+	}
 	for i := range spec.Tensors {
+		if spec.Tensors[i].Partition != "" {
+			tp, err := compilePartition(&spec.Tensors[i], files)
+			if err != nil {
+				return nil, err
+			}
+			plans = append(plans, tp)
+			continue
+		}
 		if spec.Tensors[i].Map != nil {
 			mps, err := compileMap(&spec.Tensors[i], files)
 			if err != nil {

@@ -313,6 +313,7 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []run
 				return 0, errTransform, scratch
 			}
 		}
+		d.applyPartitions(g.fi, blk, target)
 		if err := sink.put(g.start+uint64(rowBase), blk, target); err != nil {
 			return g.first, err, scratch
 		}

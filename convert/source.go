@@ -164,6 +164,10 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 			regexes = append(regexes, re)
 		}
 	}
+	parts, err := filePartitions(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	var files []*sourceFile
 	var schemas []fileSchema
 	var start uint64
@@ -180,6 +184,7 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 		f := &sourceFile{rel: m.Path, path: sf.Parquet.Path(), start: start, meta: m, st: st, lim: lim}
 		start += uint64(m.Rows())
 		schemas = append(schemas, f.schema(sf.Parquet, names, regexes, maps))
+		schemas[len(schemas)-1].part = parts[m.Path]
 		files = append(files, f)
 		if keep -= f.footerCost; keep >= 0 {
 			f.held = sf

@@ -47,8 +47,8 @@ type Spec struct {
 	Tensors []TensorSpec `yaml:"tensors" json:"tensors"`
 }
 
-// TensorSpec describes one output tensor. Exactly one of Column, Columns and
-// ColumnsRegex names the source:
+// TensorSpec describes one output tensor. Exactly one of Column, Columns,
+// ColumnsRegex and Partition (a hive partition key, partition.go) names it:
 //
 //   - column: one column. A scalar column gives one value per sample; a LIST
 //     column gives a fixed number of values per sample (see ListPolicy); a
@@ -92,7 +92,7 @@ type TensorSpec struct {
 	Image         *ImagePolicy `yaml:"image,omitempty" json:"image,omitempty"`
 	MaxValueBytes int64        `yaml:"max_value_bytes,omitempty" json:"max_value_bytes,omitempty"`
 	Cast          *CastPolicy  `yaml:"cast,omitempty" json:"cast,omitempty"`
-
+	Partition     string       `yaml:"partition,omitempty" json:"partition,omitempty"`
 	// fromFlag marks a tensor given as a --tensor flag (ParseTensorFlags),
 	// so that a hint names the flag form or a spec file, not spec keys the
 	// flag cannot set. Not part of the spec or its hash.
@@ -513,7 +513,7 @@ func (t *TensorSpec) validate() error {
 	if t.Name == "" {
 		return specErrorf("missing name")
 	}
-	for _, v := range append([]string{t.Name, t.Column, t.ColumnsRegex}, t.Columns...) {
+	for _, v := range append([]string{t.Name, t.Column, t.ColumnsRegex, t.Partition}, t.Columns...) {
 		if !utf8.ValidString(v) {
 			// The canonical form (SPEC.md) and the manifest are UTF-8.
 			return specErrorf("%q is not valid UTF-8", v)
@@ -523,6 +523,9 @@ func (t *TensorSpec) validate() error {
 		// It would split verify's finding lines and inspect's tables,
 		// and become part of an exported file name.
 		return specErrorf("name %q holds a control character", t.Name)
+	}
+	if t.Partition != "" {
+		return t.validatePartition()
 	}
 	srcs := 0
 	if t.Column != "" {
@@ -543,7 +546,7 @@ func (t *TensorSpec) validate() error {
 		}
 	}
 	if srcs != 1 {
-		return specErrorf("set exactly one of column, columns and columns_regex")
+		return specErrorf("set exactly one of column, columns, columns_regex and partition")
 	}
 	if t.Image != nil {
 		if err := t.validateImage(); err != nil {

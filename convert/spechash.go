@@ -66,10 +66,11 @@ func (s *Spec) MatchesHash(h string) bool {
 }
 
 // usesV2Keys reports whether s sets a key that version 1 of the canonical
-// form cannot express (list.jagged, map, image, bytes.mode jagged).
+// form cannot express (list.jagged, map, image, bytes.mode jagged,
+// partition).
 func (s *Spec) usesV2Keys() bool {
 	for i := range s.Tensors {
-		if t := &s.Tensors[i]; t.jagged() || t.Map != nil || t.Image != nil || t.bytesJagged() {
+		if t := &s.Tensors[i]; t.jagged() || t.Map != nil || t.Image != nil || t.bytesJagged() || t.Partition != "" {
 			return true
 		}
 	}
@@ -132,6 +133,7 @@ func (t *TensorSpec) canonical() object {
 		o = append(o, member{"columns", t.Columns})
 	}
 	o.str("columns_regex", t.ColumnsRegex)
+	o.str("partition", t.Partition)
 	o.str("dtype", t.DType)
 	if len(t.Shape) > 0 {
 		o = append(o, member{"shape", t.Shape})

@@ -114,7 +114,7 @@ func TestSpecCanonicalFormIsPythonsJSON(t *testing.T) {
 doc = json.loads(sys.stdin.buffer.read())
 out = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 print("v2:sha256:" + hashlib.sha256(out).hexdigest())`
-	for _, y := range []string{testSpecYAML, specHashExample, jaggedSpecExample, "tensors:\n  - {name: plain, column: \"tab\\tq\\\"\\\\\\u0001\\u001f\", dtype: I64}\n"} {
+	for _, y := range []string{testSpecYAML, specHashExample, jaggedSpecExample, partSpec, "tensors:\n  - {name: plain, column: \"tab\\tq\\\"\\\\\\u0001\\u001f\", dtype: I64}\n"} {
 		s, err := ParseSpec([]byte(y), "f.yaml")
 		if err != nil {
 			t.Fatal(err)

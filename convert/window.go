@@ -253,6 +253,9 @@ func (d *decoder) assembleColumns(g *rowGroupJob, open func(decodeTask) (*pqread
 			return task.seq, terr
 		}
 	}
+	for _, w := range g.windows {
+		d.applyPartitions(g.fi, w.runs, d.bufs)
+	}
 	return 0, nil
 }
 

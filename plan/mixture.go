@@ -52,6 +52,9 @@ type MixSource struct {
 	// SelectionDigest is "sha256:<hex>" of the selected ranges (derived;
 	// checked on Load), "" without a filter.
 	SelectionDigest string `json:"selection_digest,omitempty"`
+	// Partitions are the source's hive partition keys in level order,
+	// typed (partition.go); none when its files are not partitioned.
+	Partitions []PartitionKey `json:"partitions,omitempty"`
 	// Rows is the source's row count n_i: the rows of its files, or the
 	// selected ones with a filter (derived; checked on Load).
 	Rows uint64 `json:"rows"`
@@ -248,6 +251,9 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture) ([]mixSrc, uint64, er
 		if out[s].n == 0 {
 			return nil, 0, configErrorf("sources", "source %s has no rows: nothing to draw from", ms.Name)
 		}
+		if err := checkPartitions(ms); err != nil {
+			return nil, 0, configErrorf("sources", "%v", err)
+		}
 		if (ms.Filter == "") != (ms.Selection == "") {
 			if ms.Filter == "" {
 				return nil, 0, configErrorf("sources", "source %s has a selection but no filter", ms.Name)
@@ -355,6 +361,7 @@ func (mix *Mixture) canonical() string {
 		if s.Filter != "" {
 			fmt.Fprintf(&b, "filter\t%x\nselection\t%s\n", sha256.Sum256([]byte(s.Filter)), s.SelectionDigest)
 		}
+		b.WriteString(partitionCanonical(s.Partitions))
 		for _, f := range s.Files {
 			fmt.Fprintf(&b, "file\t%s\n", f)
 		}
@@ -375,6 +382,7 @@ func (mix *Mixture) resolved(srcs []mixSrc, t uint64) *Mixture {
 	for i, s := range mix.Sources {
 		s.Paths = append([]string{}, s.Paths...)
 		s.Files = append([]string{}, s.Files...)
+		s.Partitions = append([]PartitionKey(nil), s.Partitions...)
 		s.Rows, s.SamplesPerEpoch, s.SelectionDigest = srcs[i].n, srcs[i].c, srcs[i].digest
 		out.Sources[i] = s
 	}

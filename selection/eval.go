@@ -20,11 +20,12 @@ const (
 	Int
 	Float
 	String
+	Date // days since 1970-01-01 (partition columns; SELECTION.md)
 )
 
 // String returns the type's SQL-style name, as errors print it.
 func (t Type) String() string {
-	return [...]string{"NULL", "BOOLEAN", "INTEGER", "FLOAT", "TEXT"}[t]
+	return [...]string{"NULL", "BOOLEAN", "INTEGER", "FLOAT", "TEXT", "DATE"}[t]
 }
 
 // Value is a literal.
@@ -57,12 +58,20 @@ type Filter struct {
 // every column named must exist and be supported, comparisons need
 // comparable types (numbers with numbers, text with text, booleans with
 // booleans; NULL with anything), LIKE needs text, AND/OR/NOT and a lone
-// operand need booleans. Errors are *Error values pointing at the token.
+// operand need booleans. A DATE column compares with DATE columns and
+// literals, and with a 'YYYY-MM-DD' text literal taken as a date. Errors
+// are *Error values pointing at the token.
 func Compile(text string, columns []Column) (*Filter, error) {
 	root, err := Parse(text)
 	if err != nil {
 		return nil, err
 	}
+	return typeCheck(text, root, columns)
+}
+
+// typeCheck is Compile's checking of a parsed filter (root, parsed from
+// text) against columns.
+func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 	f := &Filter{Text: text, Root: root}
 	byName := map[string]Column{}
 	for _, c := range columns {
@@ -83,6 +92,8 @@ func Compile(text string, columns []Column) (*Filter, error) {
 		ta, tb := a.typ, b.typ
 		switch {
 		case ta == Null || tb == Null:
+		case ta == Date || tb == Date:
+			return coerceDate(text, op, a, b)
 		case (ta == Int || ta == Float) && (tb == Int || tb == Float):
 		case ta == tb && (ta == String || ta == Bool):
 		default:
@@ -156,6 +167,7 @@ func Compile(text string, columns []Column) (*Filter, error) {
 	if root.typ != Bool && root.typ != Null {
 		return nil, bad(root, "a filter must be a condition: %s", describe(root))
 	}
+	lowerDates(root)
 	return f, nil
 }
 

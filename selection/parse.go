@@ -187,7 +187,7 @@ func (p *parser) errAt(t token, format string, args ...any) error {
 // >= between a column and a literal or two columns, x [NOT] IN (lit, ...),
 // x [NOT] BETWEEN a AND b, x IS [NOT] NULL, x [NOT] LIKE 'prefix%', a
 // boolean column alone, and the literals: integers, decimals, 'text'
-// (quotes doubled inside), TRUE, FALSE, NULL. Column names are
+// (quotes doubled inside), DATE 'YYYY-MM-DD', TRUE, FALSE, NULL. Column names are
 // identifiers ([A-Za-z_][A-Za-z0-9_.]*) or "quoted". Keywords are case
 // insensitive. Errors are *Error values pointing at the offending token.
 func Parse(src string) (*Node, error) {
@@ -376,6 +376,16 @@ func (p *parser) operand() (*Node, error) {
 			return &Node{Op: "lit", Lit: Value{Type: Bool, B: t.kw == "TRUE"}, Pos: t.pos, Raw: t.raw}, nil
 		case "NULL":
 			return &Node{Op: "lit", Lit: Value{Type: Null}, Pos: t.pos, Raw: t.raw}, nil
+		case "DATE":
+			// DATE 'YYYY-MM-DD' is a date literal; date alone a column.
+			if s := p.peek(); s.kind == tString {
+				p.next()
+				d, ok := ParseDate(s.text)
+				if !ok {
+					return nil, p.errAt(s, "not a date: DATE takes 'YYYY-MM-DD'")
+				}
+				return &Node{Op: "lit", Lit: Value{Type: Date, I: d}, Pos: t.pos, Raw: t.raw + " " + s.raw}, nil
+			}
 		}
 		if keywords[t.kw] {
 			return nil, p.errAt(t, "expected a column or a value, not the keyword %s", t.kw)

@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ var hiveFiles = []struct {
 }
 
 // TestSelectPartitionsMatchesDuckDB: filters over partition columns (date
-// and region TEXT, shard INTEGER) and data columns select exactly DuckDB's
+// DATE inferred, region TEXT, shard INTEGER) and data columns select exactly DuckDB's
 // rows (hive_partitioning, the same types), and the files PrunePartitions
 // drops hold no selected row.
 func TestSelectPartitionsMatchesDuckDB(t *testing.T) {
@@ -48,8 +49,12 @@ func TestSelectPartitionsMatchesDuckDB(t *testing.T) {
 	if err != nil || strings.Join(keys, ",") != "date,region,shard" {
 		t.Fatalf("keys %v: %v", keys, err)
 	}
-	part, typed := PartitionColumns(keys, vals)
-	if part[0].Type != String || part[1].Type != String || part[2].Type != Int {
+	rels := make([]string, len(hiveFiles))
+	for i, h := range hiveFiles {
+		rels[i] = h.path
+	}
+	part, typed, err := PartitionColumns(keys, rels, vals, nil)
+	if err != nil || part[0].Type != Date || part[1].Type != String || part[2].Type != Int {
 		t.Fatalf("partition types %+v", part)
 	}
 	for i := range files {
@@ -73,6 +78,11 @@ func TestSelectPartitionsMatchesDuckDB(t *testing.T) {
 		{"region LIKE 'e%' AND id > 300", "1010"},
 		{"region IS NULL", "0000"},
 		{"shard > 1 AND (lang IS NULL OR region = 'us')", "0111"},
+		{"date BETWEEN '2026-11-02' AND '2026-11-07'", "0011"},
+		{"date = DATE '2026-11-01' AND quality > 0.5", "1100"},
+		{"date < DATE '2026-11-02' OR date IN ('2026-11-09')", "1100"},
+		{"date IS NOT NULL AND date != '2026-11-01' AND region = 'eu'", "0010"},
+		{"NOT date > '2026-10-31'", "0000"},
 	} {
 		keep, err := PrunePartitions(c.filter, part, typed)
 		if err != nil {
@@ -102,7 +112,7 @@ func TestSelectPartitionsMatchesDuckDB(t *testing.T) {
 				got = append(got, int64(k))
 			}
 		}
-		q := duckdbtest.Query(t, fmt.Sprintf("SELECT id FROM (SELECT id, CASE WHEN (%s) THEN 1 ELSE 0 END AS keep FROM read_parquet(%s, hive_partitioning=true, hive_types={'date': VARCHAR, 'region': VARCHAR, 'shard': BIGINT})) WHERE keep = 1 ORDER BY id",
+		q := duckdbtest.Query(t, fmt.Sprintf("SELECT id FROM (SELECT id, CASE WHEN (%s) THEN 1 ELSE 0 END AS keep FROM read_parquet(%s, hive_partitioning=true, hive_types={'date': DATE, 'region': VARCHAR, 'shard': BIGINT})) WHERE keep = 1 ORDER BY id",
 			c.filter, duckdbtest.Quote(filepath.Join(dir, "**", "*.parquet"))))
 		var want []int64
 		for _, row := range q.Rows {
@@ -128,7 +138,10 @@ func TestSelectPartitionsMatchesDuckDB(t *testing.T) {
 // TestPrunePartitionsNull: the Hive NULL partition value is NULL: only IS
 // NULL keeps it; a comparison with it is NULL and prunes.
 func TestPrunePartitionsNull(t *testing.T) {
-	part, typed := PartitionColumns([]string{"region"}, [][]string{{"eu"}, {HiveNull}})
+	part, typed, err := PartitionColumns([]string{"region"}, []string{"a", "b"}, [][]string{{"eu"}, {HiveNull}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for filter, want := range map[string]string{
 		"region = 'eu'": "[true false]", "region IS NULL": "[false true]", "region != 'eu'": "[false false]",
 		"region IS NULL OR lang = 'x'": "[true true]", "NOT region = 'eu' AND x = 1": "[false false]",
@@ -136,6 +149,85 @@ func TestPrunePartitionsNull(t *testing.T) {
 		keep, err := PrunePartitions(filter, part, typed)
 		if err != nil || fmt.Sprint(keep) != want {
 			t.Errorf("%s: %v %v, want %s", filter, keep, err, want)
+		}
+	}
+}
+
+// TestPartitionColumnsTypes: inference (INTEGER in canonical form, then
+// DATE, then TEXT, NULL fitting any: DuckDB 1.x's hive_types_autocast
+// gives BIGINT for -7 and 8, VARCHAR for 007 and 8, DATE for 2026-11-01),
+// declared types overriding it, and the errors of a
+// declared type a value does not parse as and of a declared key the
+// layout lacks.
+func TestPartitionColumnsTypes(t *testing.T) {
+	keys := []string{"day", "n", "code", "z", "zero"}
+	files := []string{"f0", "f1"}
+	vals := [][]string{{"2026-11-01", "7", "x", HiveNull, "007"}, {HiveNull, "-3", "y", HiveNull, "7"}}
+	cols, typed, err := PartitionColumns(keys, files, vals, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(cols) != "[{day DATE } {n INTEGER } {code TEXT } {z INTEGER } {zero TEXT }]" {
+		t.Errorf("inferred %v", cols)
+	}
+	// Python: (date(2026, 11, 1) - date(1970, 1, 1)).days == 20758.
+	const want = 20758
+	if typed[0][0] != (Value{Type: Date, I: want}) || typed[1][0].Type != Null || typed[0][4] != (Value{Type: String, S: "007"}) || typed[1][1] != (Value{Type: Int, I: -3}) {
+		t.Errorf("values %v", typed)
+	}
+	cols, typed, err = PartitionColumns(keys, files, vals, map[string]Type{"day": String, "n": String})
+	if err != nil || cols[0].Type != String || cols[1].Type != String || typed[0][0].S != "2026-11-01" || typed[1][1].S != "-3" {
+		t.Errorf("declared string: %v %v %v", cols, typed, err)
+	}
+	for _, c := range []struct {
+		decl map[string]Type
+		want string
+	}{
+		{map[string]Type{"code": Int}, `f0: partition code=x: "x" is not a decimal integer (int64), as key code is declared int`},
+		{map[string]Type{"n": Date}, `f0: partition n=7: "7" is not a date written YYYY-MM-DD, as key n is declared date`},
+		{map[string]Type{"region": String}, "declared partition key region is not a level of the layout (its keys: day/n/code/z/zero)"},
+	} {
+		_, _, err := PartitionColumns(keys, files, vals, c.decl)
+		if !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.decl, err, c.want)
+		}
+	}
+}
+
+// TestParseDate: YYYY-MM-DD only, impossible dates refused, days counted
+// from 1970-01-01 (negative before; expectations from Python's
+// datetime.date subtraction), FormatDate the inverse.
+func TestParseDate(t *testing.T) {
+	for s, want := range map[string]int64{"1970-01-01": 0, "1970-01-02": 1, "1969-12-31": -1, "2000-03-01": 11017, "2026-11-01": 20758} {
+		d, ok := ParseDate(s)
+		if !ok || d != want || FormatDate(d) != s {
+			t.Errorf("%s: %d %v, want %d", s, d, ok, want)
+		}
+	}
+	for _, s := range []string{"2026-02-30", "2026-1-01", "26-11-01", "2026/11/01", "2026-11-01T00:00:00", "", "x"} {
+		if _, ok := ParseDate(s); ok {
+			t.Errorf("%q parsed", s)
+		}
+	}
+}
+
+// TestDateFilterErrors: a DATE compared with a text literal that is not
+// a date, with an integer, LIKE on a DATE and a bad DATE literal are
+// refused at the token, before any file is read (PrunePartitions).
+func TestDateFilterErrors(t *testing.T) {
+	part := []Column{{Name: "date", Type: Date}, {Name: "n", Type: Int}}
+	vals := [][]Value{{{Type: Date, I: 1}, {Type: Int, I: 2}}}
+	for filter, want := range map[string]string{
+		"date = '2026-13-01'":                      `not a date: '2026-13-01' is compared with column date is DATE, so it must be a date written 'YYYY-MM-DD' at "'2026-13-01'" (offset 7)`,
+		"date > 3":                                 `type mismatch: column date is DATE, 3 is INTEGER`,
+		"date LIKE '2026%'":                        `LIKE needs text: column date is DATE`,
+		"date = DATE '2026-11'":                    `not a date: DATE takes 'YYYY-MM-DD' at "'2026-11'"`,
+		"n = DATE '2026-11-01'":                    `type mismatch: DATE '2026-11-01' is DATE, column n is INTEGER`,
+		"x = 1 AND date IN ('2026-11-01', 'soon')": `not a date: 'soon'`,
+	} {
+		_, err := PrunePartitions(filter, part, vals)
+		if !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", filter, err, want)
 		}
 	}
 }

@@ -214,7 +214,7 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 			switch v.Type {
 			case Null:
 				all[i].NullCount = rows
-			case Int:
+			case Int, Date: // a date is its day number
 				all[i] = source.ScalarStats{MinMax: true, MinInt: v.I, MaxInt: v.I}
 			case String:
 				all[i] = source.ScalarStats{MinMax: true, MinStr: []byte(v.S), MaxStr: []byte(v.S)}

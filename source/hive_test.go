@@ -33,3 +33,25 @@ func TestHivePartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestHiveLayout: the same layout rules over '/'-separated relative paths
+// (an s3:// listing), and a key given twice in one path refused.
+func TestHiveLayout(t *testing.T) {
+	keys, vals, err := HiveLayout([]string{"date=2026-11-01/region=eu/a.parquet", "date=2026-11-02/region=us/b.parquet"})
+	if err != nil || fmt.Sprint(keys, vals) != "[date region] [[2026-11-01 eu] [2026-11-02 us]]" {
+		t.Errorf("got %v %v %v", keys, vals, err)
+	}
+	if keys, _, err := HiveLayout([]string{"a.parquet", "x/b.parquet"}); keys != nil || err != nil {
+		t.Errorf("unpartitioned: %v %v", keys, err)
+	}
+	for rels, want := range map[string]string{
+		"k=1/k=2/a.parquet":             "k=1/k=2/a.parquet has partition key k twice",
+		"k=1/a.parquet,x/k=2/b.parquet": `x/k=2/b.parquet is outside the partition layout: level "x" is not key=value`,
+		"k=1/a.parquet,b.parquet":       "b.parquet has partition keys none, but k=1/a.parquet has k",
+	} {
+		_, _, err := HiveLayout(strings.Split(rels, ","))
+		if !errors.Is(err, ErrSourcesFile) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", rels, err, want)
+		}
+	}
+}

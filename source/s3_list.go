@@ -234,6 +234,16 @@ func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) erro
 // Every object is checked; bad ones are reported together (errors.Join,
 // sorted by key).
 func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (plan.Source, error) {
+	return c.DiscoverS3Where(ctx, sources, nil)
+}
+
+// DiscoverS3Where is DiscoverS3 that first asks keep (if not nil) which of
+// the listed objects (their s3:// URLs, sorted) to take: the others are
+// never opened (no GET or HEAD of them) and are not part of the source.
+// With keep, every page is listed before any footer is read. Used to prune
+// hive partitions by a filter before any footer is read. An error of keep
+// is returned as is; keeping no object is an error wrapping fs.ErrNotExist.
+func (c *S3Client) DiscoverS3Where(ctx context.Context, sources []string, keep func(urls []string) ([]bool, error)) (plan.Source, error) {
 	bucket := ""
 	for _, s := range sources {
 		u, err := ParseS3URL(s)
@@ -272,20 +282,46 @@ func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (plan.Sourc
 	}
 	seen := map[string]bool{}
 	var lerr error
+	emit := func(e S3Entry) {
+		r := &found{e: e}
+		mu.Lock()
+		all = append(all, r)
+		mu.Unlock()
+		next <- r
+	}
+	var listed []S3Entry
 	for _, s := range sources {
 		lerr = c.listEach(ctx, s, func(e S3Entry) {
 			if seen[e.Key] {
 				return
 			}
 			seen[e.Key] = true
-			r := &found{e: e}
-			mu.Lock()
-			all = append(all, r)
-			mu.Unlock()
-			next <- r
+			if keep != nil {
+				listed = append(listed, e)
+				return
+			}
+			emit(e)
 		})
 		if lerr != nil {
 			break
+		}
+	}
+	if keep != nil && lerr == nil {
+		sort.Slice(listed, func(i, j int) bool { return listed[i].Key < listed[j].Key })
+		urls := make([]string, len(listed))
+		for i, e := range listed {
+			urls[i] = "s3://" + bucket + "/" + e.Key
+		}
+		var ok []bool
+		if ok, lerr = keep(urls); lerr == nil {
+			for i, e := range listed {
+				if ok[i] {
+					emit(e)
+				}
+			}
+			if len(all) == 0 {
+				lerr = fmt.Errorf("%s: every object pruned by the filter: %w", strings.Join(sources, ", "), fs.ErrNotExist)
+			}
 		}
 	}
 	close(next)

@@ -210,3 +210,42 @@ func TestDiscoverS3RefusesFootersConvertRefuses(t *testing.T) {
 		t.Errorf("error %q reports the good object", msg)
 	}
 }
+
+// TestDiscoverS3WhereKeeps: keep sees every listed object's URL, sorted;
+// the objects it drops are never requested (one LIST, one GET per kept
+// object) and are not in the source; dropping all is fs.ErrNotExist; an
+// error of keep is returned as is.
+func TestDiscoverS3WhereKeeps(t *testing.T) {
+	e := newS3Env(t, S3Options{})
+	for i := range 6 {
+		e.put(t, fmt.Sprintf("h/k=%d/f.parquet", i), rowsParquet(t, 3+i, int64(i)))
+	}
+	var seen []string
+	src, err := e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func(urls []string) ([]bool, error) {
+		seen = urls
+		keep := make([]bool, len(urls))
+		keep[1], keep[4] = true, true
+		return keep, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"s3://data/h/k=0/f.parquet", "s3://data/h/k=1/f.parquet", "s3://data/h/k=2/f.parquet", "s3://data/h/k=3/f.parquet", "s3://data/h/k=4/f.parquet", "s3://data/h/k=5/f.parquet"}
+	if !reflect.DeepEqual(seen, want) {
+		t.Errorf("keep saw %v", seen)
+	}
+	if src.Root != "s3://data/h/" || len(src.Files) != 2 || src.Files[0].Path != "k=1/f.parquet" || src.Files[1].Path != "k=4/f.parquet" || src.Files[1].Rows() != 7 {
+		t.Errorf("source %+v", src)
+	}
+	if c := e.srv.Counts(); c.Lists != 1 || c.Gets != 2 {
+		t.Errorf("counts %+v, want 1 LIST and 2 GETs", c)
+	}
+	_, err = e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func(urls []string) ([]bool, error) { return make([]bool, len(urls)), nil })
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "every object pruned by the filter") {
+		t.Errorf("all dropped: %v", err)
+	}
+	bad := errors.New("no")
+	if _, err = e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func([]string) ([]bool, error) { return nil, bad }); err != bad {
+		t.Errorf("keep's error: %v", err)
+	}
+}

@@ -31,8 +31,19 @@ type SourceSpec struct {
 	Weight string
 	// Filter is the row filter's text, "" for none.
 	Filter string
+	// Partitions are the declared types of hive partition keys, in the
+	// order written (selection/SELECTION.md); nil when none is declared.
+	Partitions []PartitionDecl
 	// Line is the sources file line where the entry starts.
 	Line int
+}
+
+// PartitionDecl is one declared hive partition key type of a source:
+// partitions: {date: date, shard: int, region: string}.
+type PartitionDecl struct {
+	Key  string // the key, as in its key=value directory levels
+	Type string // "int", "date" or "string"
+	Line int    // the sources file line of the declaration
 }
 
 // SourcesFile is a parsed sources file:
@@ -42,6 +53,8 @@ type SourceSpec struct {
 //	    path: s3://corpus/web/     # or a list of paths
 //	    weight: 0.7                # optional
 //	    filter: "lang = 'en'"      # optional
+//	    partitions:                # optional: hive key types
+//	      date: date               # int, date or string
 //	  - name: code
 //	    path: /data/code/
 //	    weight: 0.3
@@ -62,6 +75,7 @@ type sourceYAML struct {
 	Path   yaml.Node `yaml:"path"`
 	Weight yaml.Node `yaml:"weight"`
 	Filter string    `yaml:"filter"`
+	Parts  yaml.Node `yaml:"partitions"`
 	line   int
 }
 
@@ -73,7 +87,7 @@ type unknownSourceKeyError struct {
 }
 
 func (e *unknownSourceKeyError) msg() string {
-	return fmt.Sprintf("unknown key %q in a source (keys: name, path, weight, filter)", e.key)
+	return fmt.Sprintf("unknown key %q in a source (keys: name, path, weight, filter, partitions)", e.key)
 }
 
 func (e *unknownSourceKeyError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg()) }
@@ -84,7 +98,7 @@ func (s *sourceYAML) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			switch k := n.Content[i]; k.Value {
-			case "name", "path", "weight", "filter":
+			case "name", "path", "weight", "filter", "partitions":
 			default:
 				return &unknownSourceKeyError{line: k.Line, key: k.Value}
 			}
@@ -114,7 +128,8 @@ func ReadSourcesFile(path string) (*SourcesFile, error) {
 // data is read: valid YAML with only the known keys, at least one source,
 // every source with a unique name of 1 to 64 [A-Za-z0-9_.-], at least one
 // path (all local or all s3://), a weight that is a plain decimal number
-// greater than 0, and epoch_samples a positive integer. Errors wrap
+// greater than 0, partitions mapping each key once to int, date or
+// string, and epoch_samples a positive integer. Errors wrap
 // ErrSourcesFile and name the file, the line and the source.
 func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 	bad := func(line int, format string, args ...any) error {
@@ -132,7 +147,7 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 		if errors.As(err, &uk) {
 			return nil, bad(uk.line, "%s", uk.msg())
 		}
-		return nil, bad(0, "%v (keys: sources: [{name, path, weight, filter}], epoch_samples)", err)
+		return nil, bad(0, "%v (keys: sources: [{name, path, weight, filter, partitions}], epoch_samples)", err)
 	}
 	out := &SourcesFile{Path: path}
 	if y.EpochSamples.Kind != 0 {
@@ -187,6 +202,26 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 				return nil, bad(s.Weight.Line, "%s: %v", what, err)
 			}
 			spec.Weight = s.Weight.Value
+		}
+		if s.Parts.Kind != 0 {
+			if s.Parts.Kind != yaml.MappingNode {
+				return nil, bad(s.Parts.Line, "%s: partitions must map each key to its type: {date: date, shard: int, region: string}", what)
+			}
+			for j := 0; j+1 < len(s.Parts.Content); j += 2 {
+				k, v := s.Parts.Content[j], s.Parts.Content[j+1]
+				if v.Kind != yaml.ScalarNode || (v.Value != "int" && v.Value != "date" && v.Value != "string") {
+					return nil, bad(v.Line, "%s: partition key %s: type %q: want int, date or string", what, k.Value, v.Value)
+				}
+				if k.Value == "" || strings.ContainsAny(k.Value, "=/") {
+					return nil, bad(k.Line, "%s: partition key %q: a key is the text before '=' in a directory level", what, k.Value)
+				}
+				for _, d := range spec.Partitions {
+					if d.Key == k.Value {
+						return nil, bad(k.Line, "%s: partition key %s is declared twice (first at line %d)", what, k.Value, d.Line)
+					}
+				}
+				spec.Partitions = append(spec.Partitions, PartitionDecl{Key: k.Value, Type: v.Value, Line: k.Line})
+			}
 		}
 		out.Sources = append(out.Sources, spec)
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // TestParseSourcesFile reads the documented example exactly: names, paths
-// (a string or a list), weights as written, filters, epoch samples.
+// (a string or a list), weights as written, filters, declared partition
+// types in the order written, epoch samples.
 func TestParseSourcesFile(t *testing.T) {
 	sf, err := ParseSourcesFile("s.yaml", []byte(`sources:
   - name: web
@@ -22,6 +23,10 @@ func TestParseSourcesFile(t *testing.T) {
     weight: 0.30
   - name: math
     path: s3://corpus/math/
+    partitions:
+      date: date
+      shard: int
+      region: string
 epoch_samples: 10000000
 `))
 	if err != nil {
@@ -30,7 +35,7 @@ epoch_samples: 10000000
 	want := &SourcesFile{Path: "s.yaml", EpochSamples: 10000000, Sources: []SourceSpec{
 		{Name: "web", Paths: []string{"s3://corpus/web/"}, Weight: "0.7", Filter: "lang = 'en' AND quality >= 0.5", Line: 2},
 		{Name: "code", Paths: []string{"s3://corpus/code/a/", "s3://corpus/code/b/*.parquet"}, Weight: "0.30", Line: 6},
-		{Name: "math", Paths: []string{"s3://corpus/math/"}, Line: 9},
+		{Name: "math", Paths: []string{"s3://corpus/math/"}, Line: 9, Partitions: []PartitionDecl{{"date", "date", 12}, {"shard", "int", 13}, {"region", "string", 14}}},
 	}}
 	if !reflect.DeepEqual(sf, want) {
 		t.Errorf("got %+v\nwant %+v", sf, want)
@@ -48,7 +53,11 @@ func TestParseSourcesFileRefused(t *testing.T) {
 		{"sources:\n  - name: a\n", "s.yaml:2: source a has no path"},
 		{"sources:\n  - path: x/\n", "s.yaml:2: source 0 has no name"},
 		{"sources:\n  - name: a b\n    path: x/\n", "source a b: the name must be"},
-		{"sources:\n  - name: a\n    paths: x/\n", `s.yaml:3: unknown key "paths" in a source (keys: name, path, weight, filter): bad sources file`},
+		{"sources:\n  - name: a\n    paths: x/\n", `s.yaml:3: unknown key "paths" in a source (keys: name, path, weight, filter, partitions): bad sources file`},
+		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      day: datetime\n", `s.yaml:5: source a: partition key day: type "datetime": want int, date or string`},
+		{"sources:\n  - name: a\n    path: x/\n    partitions: [day]\n", `s.yaml:4: source a: partitions must map each key to its type`},
+		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      day: date\n      day: int\n", `source a: partition key day is declared twice (first at line 5)`},
+		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      a=b: int\n", `s.yaml:5: source a: partition key "a=b"`},
 		{"sources: []\n", "no sources"},
 		{"sources:\n  - name: a\n    path: x/\nepoch_samples: 0\n", `s.yaml:4: epoch_samples "0" must be a whole number`},
 		{"sources:\n  - name: a\n    path: x/\n  - name: b\n    path: s3://b/x/\n", "cannot be mixed"},

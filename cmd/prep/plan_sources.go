@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/prepml/prep/plan"
@@ -29,11 +27,14 @@ type mixSourceInfo struct {
 	SelectionDigest string `json:"selection_digest,omitempty"`
 	// FilterBytesRead is what evaluating the filter read from the files
 	// (footers and the filter columns' chunks); 0 without a filter.
-	FilterBytesRead int64    `json:"filter_bytes_read,omitempty"`
-	Paths           []string `json:"paths"`
-	Files           int      `json:"files"`
-	Rows            uint64   `json:"rows"`
-	SamplesPerEpoch uint64   `json:"samples_per_epoch"`
+	FilterBytesRead int64 `json:"filter_bytes_read,omitempty"`
+	// Partitions are the source's hive partition keys and their types,
+	// in level order (plan.MixSource.Partitions).
+	Partitions      []plan.PartitionKey `json:"partitions,omitempty"`
+	Paths           []string            `json:"paths"`
+	Files           int                 `json:"files"`
+	Rows            uint64              `json:"rows"`
+	SamplesPerEpoch uint64              `json:"samples_per_epoch"`
 	// Share is samples_per_epoch / epoch_samples; Passes is
 	// samples_per_epoch / rows: above 1 the source is up-sampled (its rows
 	// repeat within an epoch), below 1 down-sampled (it takes 1/passes
@@ -54,6 +55,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 	var parts []plan.Source
 	var names []string
 	var sels []string
+	var keys [][]plan.PartitionKey
 	for _, s := range sf.Sources {
 		var (
 			src    plan.Source
@@ -62,10 +64,10 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 			hive   *hiveSource
 		)
 		if hive, err = hiveDir(s); err != nil {
-			return plan.Source{}, nil, remotes, err
+			return plan.Source{}, nil, remotes, usagef("source %s: %v", s.Name, err)
 		}
 		if hive != nil {
-			src, err = hive.discover(ctx, s)
+			src, remote, err = hive.discover(ctx, s, io)
 		} else {
 			src, remote, err = discoverSources(ctx, s.Paths, io)
 		}
@@ -87,7 +89,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 			}
 			filterBytes[s.Name] = n
 		}
-		parts, names, sels = append(parts, src), append(names, s.Name), append(sels, sel)
+		parts, names, sels, keys = append(parts, src), append(names, s.Name), append(sels, sel), append(keys, hive.partitionKeys())
 	}
 	src, files, err := source.Combine(names, parts)
 	if err != nil {
@@ -98,7 +100,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 	}
 	mix := &plan.Mixture{EpochSamples: sf.EpochSamples}
 	for i, s := range sf.Sources {
-		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Selection: sels[i]})
+		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Selection: sels[i], Partitions: keys[i]})
 	}
 	return src, mix, remotes, nil
 }
@@ -128,7 +130,7 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 	for i, f := range src.Files {
 		files[i] = selection.File{Path: f.Path, RowGroups: f.RowGroups}
 		if hive != nil && hive.cols != nil {
-			files[i].Partition = hive.values[filepath.Join(src.Root, filepath.FromSlash(f.Path))]
+			files[i].Partition = hive.values[hive.location(src.Root, f.Path)]
 			part = hive.cols
 		}
 	}
@@ -181,9 +183,9 @@ func summarizeMixture(p *plan.Plan, filterBytes map[string]int64) *mixSummary {
 		}
 		s.Sources = append(s.Sources, mixSourceInfo{
 			Name: ms.Name, Weight: w, Filter: ms.Filter, SelectionDigest: ms.SelectionDigest, Paths: ms.Paths, Files: len(ms.Files), Rows: ms.Rows, SamplesPerEpoch: ms.SamplesPerEpoch,
-			FilterBytesRead: filterBytes[ms.Name],
-			Share:           float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
-			Passes:          float64(ms.SamplesPerEpoch) / float64(ms.Rows),
+			FilterBytesRead: filterBytes[ms.Name], Partitions: ms.Partitions,
+			Share:  float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
+			Passes: float64(ms.SamplesPerEpoch) / float64(ms.Rows),
 		})
 	}
 	return s
@@ -202,79 +204,12 @@ func writeMixture(w io.Writer, s *mixSummary) {
 		if ms.Filter != "" {
 			fmt.Fprintf(w, "    %-14s filter %s (read %s)\n", "", ms.Filter, formatBytes(ms.FilterBytesRead))
 		}
-	}
-}
-
-// hiveSource is a source given as one local directory, whose key=value
-// directory levels are hive partitions (source.HivePartitions).
-type hiveSource struct {
-	dir    string
-	cols   []selection.Column           // partition columns, typed over every file; nil: not partitioned
-	values map[string][]selection.Value // absolute file path -> its partition values
-	pruned int                          // files pruned by the filter before their footers were read
-}
-
-// hiveDir returns the hiveSource of spec when it is one local directory,
-// else nil.
-func hiveDir(spec source.SourceSpec) (*hiveSource, error) {
-	if len(spec.Paths) != 1 || source.IsS3URL(spec.Paths[0]) {
-		return nil, nil
-	}
-	fi, err := os.Stat(spec.Paths[0])
-	if err != nil || !fi.IsDir() {
-		return nil, nil
-	}
-	abs, err := filepath.Abs(spec.Paths[0])
-	if err != nil {
-		return nil, err
-	}
-	return &hiveSource{dir: abs}, nil
-}
-
-// discover lists the directory, reads its partition layout and, with a
-// filter, prunes the files whose partition values cannot satisfy it before
-// reading any footer (source.DiscoverWhere).
-func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec) (plan.Source, error) {
-	src, err := source.DiscoverWhere(ctx, spec.Paths, func(files []string) ([]bool, error) {
-		keep := make([]bool, len(files))
-		for i := range keep {
-			keep[i] = true
-		}
-		keys, vals, err := source.HivePartitions(h.dir, files)
-		if err != nil {
-			return nil, usagef("%v", err)
-		}
-		if keys == nil {
-			return keep, nil
-		}
-		cols, typed := selection.PartitionColumns(keys, vals)
-		h.cols, h.values = cols, map[string][]selection.Value{}
-		for i, f := range files {
-			h.values[f] = typed[i]
-		}
-		if spec.Filter == "" {
-			return keep, nil
-		}
-		keep, err = selection.PrunePartitions(spec.Filter, cols, typed)
-		if err != nil {
-			return nil, usagef("filter: %v", err)
-		}
-		for _, k := range keep {
-			if !k {
-				h.pruned++
+		if len(ms.Partitions) > 0 {
+			var ks []string
+			for _, k := range ms.Partitions {
+				ks = append(ks, k.Key+" "+k.Type)
 			}
+			fmt.Fprintf(w, "    %-14s partitions %s\n", "", strings.Join(ks, ", "))
 		}
-		return keep, nil
-	})
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			return plan.Source{}, err
-		}
-		if errors.Is(err, source.ErrNoInput) && h.pruned > 0 {
-			return plan.Source{}, usagef("filter %q prunes every partition: nothing to draw from", spec.Filter)
-		}
-		return plan.Source{}, err
 	}
-	return src, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -336,7 +337,7 @@ func TestPlanSourcesHive(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Files != 1 || s.Mixture.Sources[0].Rows != 30 { // region=us pruned too
+	if s.Files != 1 || s.Mixture.Sources[0].Rows != 30 || fmt.Sprint(s.Mixture.Sources[0].Partitions) != "[{region string}]" { // region=us pruned too
 		t.Fatalf("files %d rows %d: %s", s.Files, s.Mixture.Sources[0].Rows, out)
 	}
 	shards := filepath.Join(dir, "shards")
@@ -422,5 +423,119 @@ func TestPlanSourcesFilterSourceChanged(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(shards, "epoch-*", "*.shard")); len(m) != 0 {
 		t.Errorf("shards written: %v", m)
+	}
+}
+
+// TestPlanSourcesHiveDeclared: a declared partition type a value does not
+// parse as, a declared key the layout lacks and a declaration on a source
+// that is not one directory are refused naming the source, the key and the
+// value, before anything is written; a declared string key keeps values
+// an inferred INTEGER would change ("007").
+func TestPlanSourcesHiveDeclared(t *testing.T) {
+	for _, c := range []struct {
+		path, decl, filter, want string
+	}{
+		{"", "region: int", "id > 1", `source ev: region=eu/part-0.parquet: partition region=eu: "eu" is not a decimal integer (int64), as key region is declared int`},
+		{"", "region: date", "id > 1", `source ev: region=eu/part-0.parquet: partition region=eu: "eu" is not a date written YYYY-MM-DD, as key region is declared date`},
+		{"", "day: date", "id > 1", "source ev: declared partition key day is not a level of the layout (its keys: region)"},
+		{"/region=eu/part-0.parquet", "region: string", "id > 1", "source ev: partitions are declared (region), but the path is not one directory of key=value levels"},
+		{"", "region: string", "regio = 'eu'", "source ev: filter: region=eu/part-0.parquet: unknown column regio (the source has: id, region, x)"},
+	} {
+		ev := hiveDirs(t)
+		os.Remove(filepath.Join(ev, "region=ap", "junk.parquet"))
+		p := filepath.Join(filepath.Dir(ev), "sources.yaml")
+		os.WriteFile(p, []byte(fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n    filter: %q\n    partitions:\n      %s\n", ev+c.path, c.filter, c.decl)), 0o644)
+		pp := filepath.Join(filepath.Dir(ev), "plan.json")
+		code, _, errs := runCLI("plan", "--sources", p, "--global-batch", "4", "-o", pp)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d %q, want 2 and %q", c.decl, code, errs, c.want)
+		}
+		if _, err := os.Stat(pp); err == nil {
+			t.Errorf("%s: a plan was written", c.decl)
+		}
+	}
+	// region=007 and region=7 as strings: the filter tells them apart.
+	ev := hiveDirs(t)
+	os.Remove(filepath.Join(ev, "region=ap", "junk.parquet"))
+	os.Rename(filepath.Join(ev, "region=eu"), filepath.Join(ev, "region=007"))
+	os.Rename(filepath.Join(ev, "region=us"), filepath.Join(ev, "region=7"))
+	p := filepath.Join(filepath.Dir(ev), "sources.yaml")
+	for _, c := range []struct {
+		decl, filter string
+		files        int
+	}{{"string", "region = '007'", 1}, {"int", "region = 7", 2}, {"int", "region = '007'", -1}} {
+		os.WriteFile(p, []byte(fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n    filter: %q\n    partitions:\n      region: %s\n", ev, c.filter, c.decl)), 0o644)
+		code, out, errs := runCLI("plan", "--sources", p, "--global-batch", "4", "-o", filepath.Join(filepath.Dir(ev), "plan.json"), "--json")
+		if c.files < 0 {
+			if code != 2 || !strings.Contains(errs, "source ev: filter: type mismatch: column region is INTEGER, '007' is TEXT") {
+				t.Errorf("%s %s: exit %d %s", c.decl, c.filter, code, errs)
+			}
+			continue
+		}
+		var s planSummary
+		if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s.Files != c.files {
+			t.Errorf("%s %s: exit %d files %d, want %d: %s", c.decl, c.filter, code, s.Files, c.files, errs)
+		}
+	}
+}
+
+// TestPlanSourcesHivePartitionTensors: a spec tensor naming the hive key
+// region (hashed) beside the id column: prep plan records the key, the
+// shards hold FNV-1a (Go's hash/fnv) of each row's region modulo the
+// buckets (B27 ids 0..39 under region=eu, 40..79 under region=us, per
+// DuckDB), and verify --deep recomputes and accepts them. The partition
+// of a filtered plan keeps its levels though one partition is left.
+func TestPlanSourcesHivePartitionTensors(t *testing.T) {
+	ev := hiveDirs(t)
+	os.Remove(filepath.Join(ev, "region=ap", "junk.parquet"))
+	dir := filepath.Dir(ev)
+	spec := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte("tensors:\n  - name: id\n    column: id\n    dtype: I64\n  - name: region\n    partition: region\n    dtype: I64\n    bytes: {mode: hash, buckets: 1048576}\n"), 0o644)
+	hash := func(s string) int64 {
+		h := fnv.New64a()
+		h.Write([]byte(s))
+		return int64(h.Sum64() % 1048576)
+	}
+	for _, filter := range []string{"", "region = 'us'"} {
+		p := filepath.Join(dir, "sources.yaml")
+		body := fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n", ev)
+		if filter != "" {
+			body += fmt.Sprintf("    filter: %q\n", filter)
+		}
+		os.WriteFile(p, []byte(body), 0o644)
+		pp := filepath.Join(dir, "plan.json")
+		if code, _, errs := runCLI("plan", "--sources", p, "--global-batch", "8", "-o", pp, "-q"); code != 0 {
+			t.Fatalf("plan: %s", errs)
+		}
+		shards := filepath.Join(dir, "shards")
+		os.RemoveAll(shards)
+		if code, _, errs := runCLI("convert", "--plan", pp, "--spec", spec, "-o", shards, "-q"); code != 0 {
+			t.Fatalf("convert: %s", errs)
+		}
+		if code, out, errs := runCLI("verify", "--deep", shards); code != 0 {
+			t.Fatalf("verify --deep: %s %s", out, errs)
+		}
+		n := 0
+		for k := 0; ; k++ {
+			exp := filepath.Join(dir, fmt.Sprintf("exp-%d", k))
+			os.RemoveAll(exp)
+			if code, _, _ := runCLI("export", shards, "--epoch", "0", "--rank", "0", "--step", fmt.Sprint(k), "-o", exp, "-q"); code != 0 {
+				break
+			}
+			ids, regions := readI64(t, filepath.Join(exp, "id.npy")), readI64(t, filepath.Join(exp, "region.npy"))
+			for i, id := range ids {
+				want := hash("eu")
+				if id >= 40 {
+					want = hash("us")
+				}
+				if regions[i] != want {
+					t.Errorf("filter %q: id %d has region %d, want %d", filter, id, regions[i], want)
+				}
+				n++
+			}
+		}
+		if want := map[string]int{"": 80, "region = 'us'": 40}[filter]; n != want {
+			t.Errorf("filter %q: %d samples exported, want %d", filter, n, want)
+		}
 	}
 }

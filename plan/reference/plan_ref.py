@@ -428,6 +428,8 @@ class Mixture:
             self.canonical += "source\t%s\t%s\n" % (s["name"], s.get("weight") or "rows")
             if s.get("filter"):
                 self.canonical += "filter\t%s\nselection\t%s\n" % (hashlib.sha256(s["filter"].encode()).hexdigest(), s["_digest"])
+            for p in s.get("partitions") or []:
+                self.canonical += "partition\t%s\t%s\n" % (p["key"], p["type"])
             for p in s["files"]:
                 self.canonical += "file\t%s\n" % p
         self.compose()

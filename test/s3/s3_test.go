@@ -102,7 +102,14 @@ const spec2of11 = `tensors:
 // newEnv uploads files under s3://bucket/ds/ and writes the local copy.
 func newEnv(t *testing.T, files map[string][]byte) *env {
 	t.Helper()
-	e := &env{t: t, files: files, work: t.TempDir(), bucket: "prep-e2e"}
+	return newEnvIn(t, "prep-e2e", files)
+}
+
+// newEnvIn is newEnv in the named bucket (a test whose listing must not
+// see other tests' objects on a real server, where they stay).
+func newEnvIn(t *testing.T, bucket string, files map[string][]byte) *env {
+	t.Helper()
+	e := &env{t: t, files: files, work: t.TempDir(), bucket: bucket}
 	if ext := s3test.NewExternal(); ext != nil {
 		e.target = ext
 	} else {
@@ -381,7 +388,7 @@ func TestS3ConvertRidesOutOutage(t *testing.T) {
 // TestS3EmptyObject: a zero-byte object is refused as a local empty file
 // is ("file too small: 0 bytes"), not as an HTTP 416.
 func TestS3EmptyObject(t *testing.T) {
-	e := newEnv(t, map[string][]byte{"empty.parquet": {}})
+	e := newEnvIn(t, "prep-e2e-empty", map[string][]byte{"empty.parquet": {}})
 	r := e.prep("plan", "--source", e.url(""), "--global-batch", "8", "-o", filepath.Join(e.work, "p.json"))
 	r.MustExit(t, 1)
 	r.Failed(t, e.url("empty.parquet"), "file too small: 0 bytes")
@@ -486,5 +493,156 @@ func TestS3Errors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
 		t.Error("a refused convert wrote a manifest")
+	}
+}
+
+// hiveDataset is 4 dates x 2 regions of one file each, under
+// date=2026-11-0D/region=R/, rows ids continuing across files in key order.
+func hiveDataset(t testing.TB) map[string][]byte {
+	out := map[string][]byte{}
+	id := int64(0)
+	for d := 1; d <= 4; d++ {
+		for _, r := range []string{"eu", "us"} {
+			var buf bytes.Buffer
+			w := parquet.NewGenericWriter[row](&buf, parquet.MaxRowsPerRowGroup(100))
+			rs := make([]row, 250)
+			for i := range rs {
+				rs[i] = row{ID: id, Label: int32(id % 7), F0: float32(i)}
+				id++
+			}
+			if _, err := w.Write(rs); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			out[fmt.Sprintf("date=2026-11-%02d/region=%s/part-0.parquet", d, r)] = buf.Bytes()
+		}
+	}
+	return out
+}
+
+// TestS3HivePrunedPartitionsUnread: a sources file naming an s3://
+// directory of hive partitions, with a filter on the partition columns
+// (a declared date and an inferred text key) and a data column: the
+// proxy sees the listing and GETs of the two kept objects only, never a
+// GET or HEAD of an object in a pruned partition; the plan selects
+// exactly the rows the same sources file selects from the local copy
+// (same selection digest, rows and fingerprint of the selection), which
+// are the ids computed here by hand.
+func TestS3HivePrunedPartitionsUnread(t *testing.T) {
+	files := hiveDataset(t)
+	e := newEnvIn(t, "prep-e2e-hive", files)
+	const filter = "region = 'eu' AND date BETWEEN DATE '2026-11-02' AND '2026-11-03' AND label != 3"
+	sources := func(path string) string {
+		p := filepath.Join(e.work, fmt.Sprintf("sources-%d.yaml", len(path)))
+		body := fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n    filter: %q\n    partitions:\n      date: date\n", path, filter)
+		if path == "" {
+			p, body = filepath.Join(e.work, "sources-all.yaml"), fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n", e.url(""))
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var mu sync.Mutex
+	var reqs []string
+	e.proxy.SetFault(func(r *http.Request, _ int64) s3test.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		reqs = append(reqs, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		return s3test.Pass
+	})
+	type summary struct {
+		Files   int `json:"files"`
+		Mixture struct {
+			Sources []struct {
+				Rows            uint64 `json:"rows"`
+				SelectionDigest string `json:"selection_digest"`
+				Partitions      []struct {
+					Key, Type string
+				} `json:"partitions"`
+			} `json:"sources"`
+		} `json:"mixture"`
+	}
+	plan := func(src, out string) summary {
+		r := e.prep("plan", "--sources", src, "--global-batch", "16", "--json", "-o", out).OK(t)
+		var s summary
+		if err := json.Unmarshal([]byte(r.Stdout), &s); err != nil || len(s.Mixture.Sources) != 1 {
+			t.Fatalf("plan --json: %v\n%s", err, r.Stdout)
+		}
+		return s
+	}
+	remote := plan(sources(e.url("")), filepath.Join(e.work, "s3.json"))
+	mu.Lock()
+	seen := append([]string(nil), reqs...)
+	mu.Unlock()
+	kept := map[string]bool{"date=2026-11-02/region=eu/part-0.parquet": true, "date=2026-11-03/region=eu/part-0.parquet": true}
+	read := map[string]int{}
+	for _, q := range seen {
+		method, rest, _ := strings.Cut(q, " ")
+		path, _, _ := strings.Cut(rest, "?")
+		for name := range files {
+			if strings.HasSuffix(path, "/ds/"+name) {
+				read[name]++
+				if !kept[name] && (method == http.MethodGet || method == http.MethodHead) {
+					t.Errorf("%s of %s, in a pruned partition", method, name)
+				}
+			}
+		}
+	}
+	for name := range kept {
+		if read[name] == 0 {
+			t.Errorf("kept object %s never read (requests: %v)", name, seen)
+		}
+	}
+	if len(read) != len(kept) {
+		t.Errorf("objects read: %v, want only %v", read, kept)
+	}
+	t.Logf("%d requests in all; requests per object read: %v", len(seen), read)
+	// Files 2 and 4 of the key order (date 02 and 03, region eu) hold ids
+	// 500..749 and 1000..1249; label = id % 7 != 3 keeps 6 of every 7.
+	var want uint64
+	for _, base := range []int64{500, 1000} {
+		for id := base; id < base+250; id++ {
+			if id%7 != 3 {
+				want++
+			}
+		}
+	}
+	if remote.Files != 2 || remote.Mixture.Sources[0].Rows != want {
+		t.Errorf("s3 plan: %d files, %d rows; want 2 files, %d rows", remote.Files, remote.Mixture.Sources[0].Rows, want)
+	}
+	local := plan(sources(e.local), filepath.Join(e.work, "local.json"))
+	if local.Files != remote.Files || local.Mixture.Sources[0].Rows != remote.Mixture.Sources[0].Rows ||
+		local.Mixture.Sources[0].SelectionDigest != remote.Mixture.Sources[0].SelectionDigest {
+		t.Errorf("local plan %+v, s3 plan %+v", local, remote)
+	}
+	// Without a filter every object is read (footers while listing) and
+	// the layout still typed: date inferred DATE, region TEXT.
+	all := plan(sources(""), filepath.Join(e.work, "all.json"))
+	if all.Files != 8 || fmt.Sprint(all.Mixture.Sources[0].Partitions) != "[{date date} {region string}]" {
+		t.Errorf("unfiltered s3 plan: %+v", all)
+	}
+
+	// An object with other keys is refused from the listing alone, naming
+	// the source and the object: no object is read, no plan written.
+	e.put("zone=x/part-0.parquet", files["date=2026-11-01/region=eu/part-0.parquet"])
+	mu.Lock()
+	reqs = nil
+	mu.Unlock()
+	out := filepath.Join(e.work, "bad.json")
+	r := e.prep("plan", "--sources", sources(e.url("")), "--global-batch", "16", "-o", out)
+	r.MustExit(t, 2)
+	r.Failed(t, "source ev", "zone=x/part-0.parquet has partition keys zone, but date=2026-11-01/region=eu/part-0.parquet has date/region")
+	mu.Lock()
+	for _, q := range reqs {
+		if path, _, _ := strings.Cut(q, "?"); (strings.HasPrefix(q, "GET ") || strings.HasPrefix(q, "HEAD ")) && strings.HasSuffix(path, ".parquet") {
+			t.Errorf("object read for a refused layout: %s", q)
+		}
+	}
+	mu.Unlock()
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a plan was written")
 	}
 }

@@ -37,40 +37,52 @@ const (
 // packedRun is what a run of a packed plan keeps beside the runner.
 type packedRun struct {
 	pk      *plan.Packing
-	docSpec *Spec      // the packed column as a jagged tensor over documents
+	name    string     // the token tensor's name
+	docSpec *Spec      // the packed column as a jagged tensor over documents, then the extras' columns
 	docPlan *plan.Plan // one epoch of the source rows in source order
 	es      int        // bytes per token (4 or 8)
 	eod     []byte     // the EOD id in the dtype, nil when none
 	pad     []byte     // the pad id in the dtype
+	extras  []packedExtra
+	tokHeld int // the tokens' output index among the decoded document tensors
 }
 
 // PackedTensors returns the output tensors of spec over a plan packed as
-// pk (see the file comment), or an error wrapping ErrSpec: the spec must
-// hold exactly one tensor, on pk.Column, of dtype I32 or I64, without
-// shape, bytes or map policy (a list policy, if any, jagged), and the EOD
-// and pad ids must fit the dtype.
+// pk (see the file comment, and packed_spec.go for the per-document
+// tensors), or an error wrapping ErrSpec: the spec must hold exactly one
+// tensor on pk.Column, without a packed policy, of dtype I32 or I64,
+// without shape, bytes or map policy (a list policy, if any, jagged), the
+// EOD and pad ids must fit the dtype, and every other tensor must carry a
+// packed policy (PackedPolicy).
 func PackedTensors(spec *Spec, pk *plan.Packing) ([]shardfmt.TensorInfo, error) {
 	pr, err := newPackedRun(spec, pk)
 	if err != nil {
 		return nil, err
 	}
-	return pr.tensors(spec.Tensors[0].Name), nil
+	return pr.tensors(), nil
 }
 
 func newPackedRun(spec *Spec, pk *plan.Packing) (*packedRun, error) {
-	if len(spec.Tensors) != 1 {
-		return nil, specErrorf("the plan packs column %s: the spec must hold exactly one tensor, on that column (other columns of a packed plan are not converted), not %d", pk.Column, len(spec.Tensors))
+	tok := -1
+	for i, t := range spec.Tensors {
+		if t.Column == pk.Column && t.Packed == nil {
+			if tok >= 0 {
+				return nil, specErrorf("tensors %q and %q both read the packed column %s; the spec holds one token tensor", spec.Tensors[tok].Name, t.Name, pk.Column)
+			}
+			tok = i
+		}
 	}
-	t := spec.Tensors[0]
+	if tok < 0 {
+		return nil, specErrorf("the plan packs column %s: the spec must hold one tensor on that column (the tokens), without a packed policy", pk.Column)
+	}
+	t := spec.Tensors[tok]
 	switch {
-	case t.Column != pk.Column:
-		return nil, specErrorf("tensor %q: the plan packs column %s, the tensor reads %q", t.Name, pk.Column, t.Column)
 	case t.DType != "I32" && t.DType != "I64":
 		return nil, specErrorf("tensor %q: packed tokens take dtype I32 or I64, not %s", t.Name, t.DType)
 	case len(t.Shape) > 0 || t.Bytes != nil || t.Map != nil || (t.List != nil && !t.List.Jagged):
 		return nil, specErrorf("tensor %q: a packed column takes no shape, bytes, map or fixed list policy (its rows are [%d] by the plan)", t.Name, pk.Length)
 	}
-	pr := &packedRun{pk: pk, es: 4}
+	pr := &packedRun{pk: pk, es: 4, name: t.Name}
 	if t.DType == "I64" {
 		pr.es = 8
 	}
@@ -94,6 +106,26 @@ func newPackedRun(spec *Spec, pk *plan.Packing) (*packedRun, error) {
 	d := t
 	d.List = &ListPolicy{Jagged: true}
 	pr.docSpec = &Spec{Tensors: []TensorSpec{d}}
+	for i, x := range spec.Tensors {
+		if i == tok {
+			continue
+		}
+		e, err := newPackedExtra(x, pk)
+		if err != nil {
+			return nil, err
+		}
+		pr.extras = append(pr.extras, e)
+		x.Packed = nil
+		pr.docSpec.Tensors = append(pr.docSpec.Tensors, x)
+	}
+	names := map[string]bool{}
+	for _, ti := range pr.tensors() {
+		if names[ti.Name] {
+			return nil, specErrorf("tensor name %q used twice in the packed outputs (the token tensor %q also yields %s%s, %s%s and %s%s)",
+				ti.Name, t.Name, t.Name, SegmentIDsSuffix, t.Name, PositionsSuffix, t.Name, CuSeqlensSuffix)
+		}
+		names[ti.Name] = true
+	}
 	return pr, nil
 }
 
@@ -106,19 +138,30 @@ func putInt(b []byte, v int64) {
 	binary.LittleEndian.PutUint64(b, uint64(v))
 }
 
-func (pr *packedRun) tensors(name string) []shardfmt.TensorInfo {
+// tensors returns the run's output tensors: the four of the token tensor
+// (file comment), then one per extra, in spec order.
+func (pr *packedRun) tensors() []shardfmt.TensorInfo {
 	dt := shardfmt.I32
 	if pr.es == 8 {
 		dt = shardfmt.I64
 	}
 	l := []uint64{uint64(pr.pk.Length)}
-	return []shardfmt.TensorInfo{
+	name := pr.name
+	out := []shardfmt.TensorInfo{
 		{Name: name, DType: dt, Shape: l},
 		{Name: name + SegmentIDsSuffix, DType: shardfmt.I32, Shape: l},
 		{Name: name + PositionsSuffix, DType: shardfmt.I32, Shape: l},
 		{Name: name + CuSeqlensSuffix, DType: shardfmt.I32, Jagged: true},
 	}
+	for i := range pr.extras {
+		out = append(out, pr.extras[i].tensorInfo(pr.pk.Length))
+	}
+	return out
 }
+
+// cuTensor is the output index of the cu_seqlens tensor; the extras
+// follow it.
+const cuTensor = 3
 
 // documentPlan returns the plan whose sample ids are p's source rows:
 // one epoch in source order, every row in one partial batch per row.
@@ -193,8 +236,12 @@ func MaterializePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec,
 	if err != nil {
 		return nil, err
 	}
+	if err := pr.findHeld(held.Tensors()); err != nil {
+		held.Close()
+		return nil, err
+	}
 	for i, d := range docs {
-		if n := len(held.Sample(0, i)) / pr.es; n != int(lengths[d]) {
+		if n := len(held.Sample(pr.tokHeld, i)) / pr.es; n != int(lengths[d]) {
 			held.Close()
 			return nil, valueErrorf("document %d (source row) decoded %d tokens, its list length is %d", d, n, lengths[d])
 		}
@@ -202,13 +249,33 @@ func MaterializePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec,
 	return &PackedDocuments{Layout: lay, pr: pr, docs: docs, held: held}, nil
 }
 
-// tokens returns the list values of document doc (held).
-func (d *PackedDocuments) tokens(doc uint64) ([]byte, error) {
+// findHeld finds the token tensor and the extras among the decoded
+// document tensors, by name.
+func (pr *packedRun) findHeld(ts []shardfmt.TensorInfo) error {
+	at := map[string]int{}
+	for i, t := range ts {
+		at[t.Name] = i
+	}
+	var ok bool
+	if pr.tokHeld, ok = at[pr.name]; !ok {
+		return fmt.Errorf("internal: token tensor %q not decoded", pr.name)
+	}
+	for i := range pr.extras {
+		x := &pr.extras[i]
+		if x.held, ok = at[x.name]; !ok || ts[x.held].Jagged || ts[x.held].DType != x.dt || len(ts[x.held].Shape) != 0 {
+			return fmt.Errorf("internal: per-document tensor %q not decoded as one %s", x.name, x.dt)
+		}
+	}
+	return nil
+}
+
+// index returns the position of document doc among the held ones.
+func (d *PackedDocuments) index(doc uint64) (int, error) {
 	i := sort.Search(len(d.docs), func(i int) bool { return d.docs[i] >= doc })
 	if i == len(d.docs) || d.docs[i] != doc {
-		return nil, fmt.Errorf("internal: document %d not decoded", doc)
+		return 0, fmt.Errorf("internal: document %d not decoded", doc)
 	}
-	return d.held.Sample(0, i), nil
+	return i, nil
 }
 
 // Row writes packed row r into tokens (L values of the dtype), segs and
@@ -220,10 +287,11 @@ func (d *PackedDocuments) Row(r uint64, tokens, segs, pos []byte, cu []byte) ([]
 	at := 0
 	cu = binary.LittleEndian.AppendUint32(cu, 0)
 	for j, pc := range d.Layout.Row(r) {
-		vals, err := d.tokens(pc.Doc)
+		i, err := d.index(pc.Doc)
 		if err != nil {
 			return cu, err
 		}
+		vals := d.held.Sample(pr.tokHeld, i)
 		n := len(vals) / es
 		lo, hi := int(pc.Offset), int(pc.Offset)+int(pc.Len)
 		limit := n
@@ -252,6 +320,79 @@ func (d *PackedDocuments) Row(r uint64, tokens, segs, pos []byte, cu []byte) ([]
 		}
 	}
 	return cu, nil
+}
+
+// FillFixed writes packed row r's fixed-shape tensors (every output of
+// PackedTensors but the jagged ones, by output index t): slot(t) is the
+// row's zeroed slot of tensor t. The token tensors are Row's; a per-token
+// extra holds its document's value over each piece's tokens, then its pad
+// value.
+func (d *PackedDocuments) FillFixed(r uint64, slot func(t int) []byte) error {
+	if _, err := d.Row(r, slot(0), slot(1), slot(2), nil); err != nil {
+		return err
+	}
+	for e := range d.pr.extras {
+		x := &d.pr.extras[e]
+		if !x.perToken {
+			continue
+		}
+		dst, es, at := slot(cuTensor+1+e), len(x.pad), 0
+		for _, pc := range d.Layout.Row(r) {
+			i, err := d.index(pc.Doc)
+			if err != nil {
+				return err
+			}
+			v := d.held.Sample(x.held, i)
+			for k := 0; k < int(pc.Len); k++ {
+				copy(dst[(at+k)*es:], v)
+			}
+			at += int(pc.Len)
+		}
+		if !isZero(x.pad) {
+			for k := at; k < d.pr.pk.Length; k++ {
+				copy(dst[k*es:], x.pad)
+			}
+		}
+	}
+	return nil
+}
+
+// AppendJagged appends packed row r's values of jagged output t to dst:
+// the cu_seqlens (I32, k+1 values) or a per-document extra's k values,
+// one per piece in order.
+func (d *PackedDocuments) AppendJagged(t int, r uint64, dst []byte) ([]byte, error) {
+	row := d.Layout.Row(r)
+	if t == cuTensor {
+		at := uint32(0)
+		dst = binary.LittleEndian.AppendUint32(dst, 0)
+		for _, pc := range row {
+			at += pc.Len
+			dst = binary.LittleEndian.AppendUint32(dst, at)
+		}
+		return dst, nil
+	}
+	e := t - cuTensor - 1
+	if e < 0 || e >= len(d.pr.extras) || d.pr.extras[e].perToken {
+		return dst, fmt.Errorf("internal: output %d is not a jagged tensor of the packed run", t)
+	}
+	for _, pc := range row {
+		i, err := d.index(pc.Doc)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, d.held.Sample(d.pr.extras[e].held, i)...)
+	}
+	return dst, nil
+}
+
+// JaggedCount returns the values packed row r holds in jagged output t
+// (AppendJagged's count): k+1 for the cu_seqlens, k for an extra.
+func (d *PackedDocuments) JaggedCount(t int, r uint64) uint64 {
+	k := uint64(len(d.Layout.Row(r)))
+	if t == cuTensor {
+		return k + 1
+	}
+	return k
 }
 
 func isZero(b []byte) bool {
@@ -319,44 +460,57 @@ func (r *runner) writePackedShard(k shardKey, docs *PackedDocuments) (err error)
 		}
 	}()
 	g := o.geo
-	var cu []byte
+	var jagged []int // output indices of the jagged tensors, table order
+	for t := range g.SlabOffset {
+		if g.IsJagged(t) {
+			jagged = append(jagged, t)
+		}
+	}
+	vals := make([][]byte, len(g.SlabOffset))
+	totals := make([]uint64, len(jagged))
 	for step := 0; step < r.p.Steps(); step++ {
 		ids, pads, err := r.p.RankBatch(k.epoch, k.rank, step, o.ids)
 		o.ids = ids
 		if err != nil {
 			return err
 		}
-		cu = cu[:0]
-		counts := make([]uint64, len(ids))
-		for i, id := range ids {
-			counts[i] = uint64(len(docs.Layout.Row(id)) + 1)
+		for j, t := range jagged {
+			totals[j] = 0
+			for _, id := range ids {
+				totals[j] += docs.JaggedCount(t, id)
+			}
 		}
-		var total uint64
-		for _, c := range counts {
-			total += c
-		}
-		lay, err := g.BatchLayout([]uint64{total})
+		lay, err := g.BatchLayout(totals)
 		if err != nil {
 			return fmt.Errorf("epoch %d, rank %d, step %d: %w", k.epoch, k.rank, step, err)
 		}
 		block := make([]byte, lay.Size)
-		slot := func(t, i int) []byte {
-			return block[g.SlabOffset[t]+uint64(i)*g.SampleBytes[t]:][:g.SampleBytes[t]]
-		}
 		for i, id := range ids {
-			if cu, err = docs.Row(id, slot(0, i), slot(1, i), slot(2, i), cu); err != nil {
+			slot := func(t int) []byte {
+				return block[g.SlabOffset[t]+uint64(i)*g.SampleBytes[t]:][:g.SampleBytes[t]]
+			}
+			if err := docs.FillFixed(id, slot); err != nil {
 				return err
 			}
 		}
-		offs := block[g.SlabOffset[3]:]
-		var acc uint64
-		for i := 0; i <= g.BatchSize; i++ {
-			binary.LittleEndian.PutUint64(offs[8*i:], acc)
-			if i < len(ids) {
-				acc += counts[i]
+		for _, t := range jagged {
+			vals[t] = vals[t][:0]
+			offs := block[g.SlabOffset[t]:]
+			var acc uint64
+			for i := 0; i <= g.BatchSize; i++ {
+				binary.LittleEndian.PutUint64(offs[8*i:], acc)
+				if i < len(ids) {
+					if vals[t], err = docs.AppendJagged(t, ids[i], vals[t]); err != nil {
+						return err
+					}
+					acc += docs.JaggedCount(t, ids[i])
+				}
 			}
+			if uint64(len(vals[t])) != lay.ValuesSize[t] {
+				return fmt.Errorf("internal: tensor %d: %d bytes of values for a slab of %d", t, len(vals[t]), lay.ValuesSize[t])
+			}
+			copy(block[lay.ValuesOffset[t]:], vals[t])
 		}
-		copy(block[lay.ValuesOffset[3]:], cu)
 		if err := o.w.WriteBatch(block, ids, pads); err != nil {
 			return err
 		}

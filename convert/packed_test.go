@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prepml/prep/internal/duckdbtest"
@@ -225,8 +226,9 @@ func TestRunPackedSplitNoneCountsDrops(t *testing.T) {
 
 // TestRunPackedRefusesChangedSourceAndBadSpec: a source whose token
 // lengths differ from the plan's is refused before any shard is written;
-// a spec that does not read the packed column, or two tensors, is a spec
-// error.
+// a spec that does not read the packed column, or a second tensor without
+// a valid packed policy, is a spec error; a packed policy in a plan that
+// packs nothing is a spec error too.
 func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 	f := newPackedFixture(t, 120)
 	cfg := plan.Config{Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop}
@@ -244,9 +246,18 @@ func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 		{Tensors: []TensorSpec{{Name: "x", Column: "id", DType: "I64"}}},
 		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "F32"}}},
 		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64"}}},
+		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: "row"}}}},
 	} {
 		if _, err := Run(context.Background(), Options{Plan: p, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) {
 			t.Errorf("spec %+v: %v", s.Tensors, err)
 		}
+	}
+	unpacked, err := plan.New(f.src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: PackedPerToken}}}}
+	if _, err := Run(context.Background(), Options{Plan: unpacked, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "packed policy") {
+		t.Errorf("packed policy in an unpacked plan: %v", err)
 	}
 }

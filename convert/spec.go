@@ -93,6 +93,9 @@ type TensorSpec struct {
 	MaxValueBytes int64        `yaml:"max_value_bytes,omitempty" json:"max_value_bytes,omitempty"`
 	Cast          *CastPolicy  `yaml:"cast,omitempty" json:"cast,omitempty"`
 
+	// Packed: a packed plan's per-document column (packed_spec.go).
+	Packed *PackedPolicy `yaml:"packed,omitempty" json:"packed,omitempty"`
+
 	// fromFlag marks a tensor given as a --tensor flag (ParseTensorFlags),
 	// so that a hint names the flag form or a spec file, not spec keys the
 	// flag cannot set. Not part of the spec or its hash.

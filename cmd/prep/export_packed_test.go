@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +15,8 @@ import (
 	"github.com/prepml/prep/internal/npy"
 )
 
-// readNpyInts reads an exported '<i4' or '<i8' .npy file as int64 values
-// and its shape.
+// readNpyInts reads an exported '<i2', '<i4' or '<i8' .npy file as int64
+// values (a '<f8' file as the values' float64 bits) and its shape.
 func readNpyInts(t *testing.T, path string) ([]int64, []int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -29,6 +30,14 @@ func readNpyInts(t *testing.T, path string) ([]int64, []int) {
 	data := b[h.DataOffset:]
 	var out []int64
 	switch h.Descr {
+	case "<i2":
+		for i := 0; i+2 <= len(data); i += 2 {
+			out = append(out, int64(int16(binary.LittleEndian.Uint16(data[i:]))))
+		}
+	case "<f8": // the float64 bits
+		for i := 0; i+8 <= len(data); i += 8 {
+			out = append(out, int64(binary.LittleEndian.Uint64(data[i:])))
+		}
 	case "<i4":
 		for i := 0; i+4 <= len(data); i += 4 {
 			out = append(out, int64(int32(binary.LittleEndian.Uint32(data[i:]))))
@@ -312,5 +321,107 @@ packing:
 				t.Fatalf("verify --deep: exit %d: %s%s", code, stdout, errs)
 			}
 		})
+	}
+}
+
+// TestExportPackedExtrasMatchDuckDB: a packed convert with per-document
+// columns (SPEC.md §2.9.1) — src (SMALLINT) per token as I16 with pad -1,
+// q (DOUBLE) per document as F64, opt (INT, null every 4th row) per token
+// with nulls.fill -5 and pad 0 — then export of every batch: in every
+// packed row, src and opt repeat each piece's document value (read from
+// DuckDB) over the piece's tokens, then the pad value; q holds one value
+// per piece in order, as many as cu_seqlens says; verify --deep passes.
+func TestExportPackedExtrasMatchDuckDB(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := duckdbtest.Quote(filepath.Join(src, "a.parquet"))
+	duckdbtest.Query(t, fmt.Sprintf(`
+COPY (SELECT i AS id, list_transform(range(1 + (i * 7919) %% 90), x -> (x + i * 1000)::INT) AS tokens,
+  (i %% 7 - 3)::SMALLINT AS src, i / 16.0 + 0.001 AS q, CASE WHEN i %% 4 = 1 THEN NULL ELSE (i * 3)::INT END AS opt
+  FROM range(150) r(i) ORDER BY i) TO %s (FORMAT parquet, ROW_GROUP_SIZE 64);
+SELECT 1`, file))
+	res := duckdbtest.Query(t, fmt.Sprintf(`SELECT len(tokens), src, q, opt FROM read_parquet(%s, file_row_number = true) ORDER BY file_row_number`, file))
+	type doc struct {
+		n, src, opt int64
+		q           float64
+	}
+	docs := make([]doc, len(res.Rows))
+	for i, r := range res.Rows {
+		docs[i] = doc{n: duckdbtest.Int64(t, r[0]), src: duckdbtest.Int64(t, r[1]), q: duckdbtest.Float64(t, r[2]), opt: -5}
+		if r[3] != nil {
+			docs[i].opt = duckdbtest.Int64(t, r[3])
+		}
+	}
+	specFile := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(specFile, []byte(`tensors:
+  - {name: tokens, column: tokens, dtype: I32}
+  - {name: src, column: src, dtype: I16, packed: {per: token, pad: -1}}
+  - {name: q, column: q, dtype: F64, packed: {per: document}}
+  - {name: opt, column: opt, dtype: I32, nulls: {fill: -5}, packed: {per: token}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planFile, out := filepath.Join(dir, "plan.json"), filepath.Join(dir, "out")
+	const L = 100
+	if code, _, errs := runCLI("plan", "--source", src, "--global-batch", "4", "--world-size", "2", "--seed", "8", "--remainder", "pad",
+		"--pack", fmt.Sprintf("tokens:%d", L), "--pack-eod", "7", "--pack-window", "20", "-o", planFile); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	if code, _, errs := runCLI("convert", "--plan", planFile, "--spec", specFile, "-o", out); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs)
+	}
+	var meta struct {
+		Derived struct {
+			Steps int `json:"steps_per_epoch"`
+		} `json:"derived"`
+	}
+	b, _ := os.ReadFile(planFile)
+	if err := json.Unmarshal(b, &meta); err != nil || meta.Derived.Steps == 0 {
+		t.Fatalf("plan: %v %+v", err, meta)
+	}
+	pieces := 0
+	for rank := 0; rank < 2; rank++ {
+		for step := 0; step < meta.Derived.Steps; step++ {
+			ex := filepath.Join(dir, fmt.Sprintf("ex-%d-%d", rank, step))
+			if code, stdout, errs := runCLI("export", out, "--epoch", "0", "--rank", fmt.Sprint(rank), "--step", fmt.Sprint(step), "-o", ex); code != 0 {
+				t.Fatalf("export: exit %d: %s%s", code, stdout, errs)
+			}
+			read := func(name string) []int64 { v, _ := readNpyInts(t, filepath.Join(ex, name)); return v }
+			srcs, opts, qs, qoffs := read("src.npy"), read("opt.npy"), read("q.npy"), read("q_offsets.npy")
+			docsOf, offs, cu, cuOffs := read("documents.npy"), read("documents_offsets.npy"), read("tokens_cu_seqlens.npy"), read("tokens_cu_seqlens_offsets.npy")
+			count := len(offs) - 1
+			if len(srcs) != count*L || len(opts) != count*L || len(qoffs) != count+1 {
+				t.Fatalf("rank %d step %d: %d rows, src %d values, opt %d, q offsets %d", rank, step, count, len(srcs), len(opts), len(qoffs))
+			}
+			for i := 0; i < count; i++ {
+				var wantSrc, wantOpt, wantQ []int64
+				for j := offs[i]; j < offs[i+1]; j++ {
+					d := docs[docsOf[3*j]]
+					for x := int64(0); x < docsOf[3*j+2]; x++ {
+						wantSrc, wantOpt = append(wantSrc, d.src), append(wantOpt, d.opt)
+					}
+					wantQ = append(wantQ, int64(math.Float64bits(d.q)))
+					pieces++
+				}
+				for len(wantSrc) < L {
+					wantSrc, wantOpt = append(wantSrc, -1), append(wantOpt, 0)
+				}
+				if fmt.Sprint(srcs[i*L:(i+1)*L]) != fmt.Sprint(wantSrc) || fmt.Sprint(opts[i*L:(i+1)*L]) != fmt.Sprint(wantOpt) {
+					t.Fatalf("rank %d step %d row %d: src %v opt %v, want %v %v", rank, step, i, srcs[i*L:(i+1)*L], opts[i*L:(i+1)*L], wantSrc, wantOpt)
+				}
+				if got := qs[qoffs[i]:qoffs[i+1]]; fmt.Sprint(got) != fmt.Sprint(wantQ) || int(cuOffs[i+1]-cuOffs[i]) != len(wantQ)+1 || len(cu) == 0 {
+					t.Fatalf("rank %d step %d row %d: q bits %v, want %v (cu_seqlens %d values)", rank, step, i, got, wantQ, cuOffs[i+1]-cuOffs[i])
+				}
+			}
+		}
+	}
+	if pieces < len(docs) {
+		t.Fatalf("%d pieces checked for %d documents", pieces, len(docs))
+	}
+	if code, stdout, errs := runCLI("verify", out, "--deep"); code != 0 {
+		t.Fatalf("verify --deep: exit %d: %s%s", code, stdout, errs)
 	}
 }

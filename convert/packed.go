@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
 )
 
 // Packed plans (PLAN.md §12, SPEC.md §2.9): a sample is a packed row of L
@@ -22,10 +24,12 @@ import (
 //
 // The run reads the token column's lengths again (levels only), recomputes
 // the packing and checks its digests against the plan (Plan.PackLayout),
-// decodes the documents the requested shards hold, once each, as a jagged
-// tensor of a plan over the source rows (the document plan), holds their
-// tokens in anonymous memory (4 or 8 bytes per token) and writes each
-// batch from them.
+// decodes the documents the requested shards hold as a jagged tensor of a
+// plan over the source rows (the document plan), in groups of steps whose
+// documents fit half of --memory-limit (runPacked), holds a group's tokens
+// in anonymous memory (4 or 8 bytes per token) and writes its batches
+// from them. Per-document columns (packed_spec.go) are decoded with the
+// tokens, one value per document.
 
 // Suffixes of the packed outputs.
 const (
@@ -182,14 +186,20 @@ type PackedDocuments struct {
 // Close releases the documents' memory.
 func (d *PackedDocuments) Close() { d.held.Close() }
 
-// MaterializePacked reads the packing of p again from the source (the
-// token column's lengths, levels only), checks it against the plan
-// (plan.Plan.PackLayout: ErrMismatch when the source changed), and decodes
-// the documents that the packed rows rows hold (all rows when rows is
-// nil), each once, under lim. Errors: those of PackedTensors, TokenLengths,
-// PackLayout and MaterializeSorted; a document whose decoded token count
-// differs from its length in the packing wraps ErrValue.
-func MaterializePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec, rows []uint64) (*PackedDocuments, error) {
+// packedSource is a packed run's inputs before any document is decoded:
+// the spec's outputs, every source row's token count and the layout,
+// checked against the plan.
+type packedSource struct {
+	pr       *packedRun
+	lengths  []uint32
+	lay      *plan.PackLayout
+	recBytes int64 // staging record bytes per document held
+}
+
+// preparePacked reads the packing of p again from the source (the token
+// column's lengths, levels only) and checks it against the plan
+// (plan.Plan.PackLayout: ErrMismatch when the source changed).
+func preparePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec) (*packedSource, error) {
 	pk := p.Packing
 	if pk == nil {
 		return nil, specErrorf("the plan packs no column")
@@ -209,7 +219,60 @@ func MaterializePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec,
 	if err != nil {
 		return nil, err
 	}
-	need := make([]bool, len(lengths))
+	ps := &packedSource{pr: pr, lengths: lengths, lay: lay, recBytes: refBytes}
+	if t := pr.docSpec.Tensors[0]; t.Nulls != nil && t.Nulls.Mask {
+		ps.recBytes++ // the tokens' U8 null mask
+	}
+	for _, x := range pr.extras {
+		ps.recBytes += int64(x.dt.Size())
+	}
+	return ps, nil
+}
+
+// heldBytes returns what holding document d decoded costs: its tokens at
+// the dtype's size, then its staging record (the tokens' reference, the
+// per-document columns' values).
+func (ps *packedSource) heldBytes(d uint64) int64 {
+	return int64(ps.lengths[d])*int64(ps.pr.es) + ps.recBytes
+}
+
+// decode decodes the documents docs (ascending source rows) with the
+// decoded column chunks in flight bounded by lim.
+func (ps *packedSource) decode(ctx context.Context, st source.Store, docs []uint64, lim Bounds) (*PackedDocuments, error) {
+	pr := ps.pr
+	held, err := MaterializeSorted(ctx, st, pr.docPlan, pr.docSpec, docs, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := pr.findHeld(held.Tensors()); err != nil {
+		held.Close()
+		return nil, err
+	}
+	for i, d := range docs {
+		if n := len(held.Sample(pr.tokHeld, i)) / pr.es; n != int(ps.lengths[d]) {
+			held.Close()
+			return nil, valueErrorf("document %d (source row) decoded %d tokens, its list length is %d", d, n, ps.lengths[d])
+		}
+	}
+	return &PackedDocuments{Layout: ps.lay, pr: pr, docs: docs, held: held}, nil
+}
+
+// MaterializePacked reads the packing of p again from the source (the
+// token column's lengths, levels only), checks it against the plan
+// (plan.Plan.PackLayout: ErrMismatch when the source changed), and decodes
+// the documents that the packed rows rows hold (all rows when rows is
+// nil), each once, with the decoded column chunks in flight bounded by
+// o.MemoryLimit; the documents themselves are held beside it (their
+// tokens at the dtype's size). Errors: those of PackedTensors,
+// TokenLengths, PackLayout and MaterializeSorted; a document whose decoded
+// token count differs from its length in the packing wraps ErrValue.
+func MaterializePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec, rows []uint64) (*PackedDocuments, error) {
+	ps, err := preparePacked(ctx, o, p, spec)
+	if err != nil {
+		return nil, err
+	}
+	lay := ps.lay
+	need := make([]bool, len(ps.lengths))
 	mark := func(r uint64) {
 		for _, pc := range lay.Row(r) {
 			need[pc.Doc] = true
@@ -232,21 +295,7 @@ func MaterializePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec,
 			docs = append(docs, uint64(d))
 		}
 	}
-	held, err := MaterializeSorted(ctx, o.Source, pr.docPlan, pr.docSpec, docs, Bounds{Memory: o.MemoryLimit})
-	if err != nil {
-		return nil, err
-	}
-	if err := pr.findHeld(held.Tensors()); err != nil {
-		held.Close()
-		return nil, err
-	}
-	for i, d := range docs {
-		if n := len(held.Sample(pr.tokHeld, i)) / pr.es; n != int(lengths[d]) {
-			held.Close()
-			return nil, valueErrorf("document %d (source row) decoded %d tokens, its list length is %d", d, n, lengths[d])
-		}
-	}
-	return &PackedDocuments{Layout: lay, pr: pr, docs: docs, held: held}, nil
+	return ps.decode(ctx, o.Source, docs, Bounds{Memory: o.MemoryLimit})
 }
 
 // findHeld finds the token tensor and the extras among the decoded
@@ -404,51 +453,112 @@ func isZero(b []byte) bool {
 	return true
 }
 
-// runPacked writes the shards todo of a packed plan: every document they
-// hold decoded once (MaterializePacked), then each shard's batches in
-// step order.
+// runPacked writes the shards todo of a packed plan, one after the other,
+// decoding their documents in groups of consecutive steps (in the order
+// shards then steps, a group may span shards): a group's documents are
+// decoded once each and held while its steps are written, and a group
+// holds at most half of o.MemoryLimit of documents
+// (packedSource.heldBytes: tokens at the dtype's size plus the staging
+// record); the decoded column chunks in flight take the other half. A
+// document in several groups is decoded again for each; under a limit
+// that holds every document of the run, the run is one group, each
+// document decoded once. A single step whose documents exceed the half is
+// refused, naming the bytes it needs.
 func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
-	need := map[uint64]bool{}
-	var rows []uint64
-	for _, k := range todo {
-		for step := 0; step < r.p.Steps(); step++ {
-			ids, _, err := r.p.RankBatch(k.epoch, k.rank, step, nil)
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				if !need[id] {
-					need[id] = true
-					rows = append(rows, id)
-				}
-			}
-		}
-	}
-	if rows == nil {
-		rows = []uint64{}
-	}
-	docs, err := MaterializePacked(ctx, r.o, r.p, r.spec, rows)
+	ps, err := preparePacked(ctx, r.o, r.p, r.spec)
 	if err != nil {
 		return err
 	}
-	defer docs.Close()
-	r.sum.SamplesDecoded = int64(len(docs.docs))
 	if err := r.writePlanCopy(); err != nil {
 		return err
 	}
-	for _, k := range todo {
+	gr := &packedGroups{r: r, ps: ps, todo: todo, budget: max(1, r.o.MemoryLimit/2)}
+	defer gr.close()
+	for si, k := range todo {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := r.writePackedShard(k, docs); err != nil {
+		if err := r.writePackedShard(ctx, si, k, gr); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writePackedShard writes and commits shard k from docs.
-func (r *runner) writePackedShard(k shardKey, docs *PackedDocuments) (err error) {
+// packedGroups decodes a packed run's documents group by group
+// (runPacked). Positions are (shard index in todo, step), in order.
+type packedGroups struct {
+	r      *runner
+	ps     *packedSource
+	todo   []shardKey
+	budget int64
+	docs   *PackedDocuments
+	end    [2]int // the current group's end position (exclusive)
+	ids    []uint64
+}
+
+func (g *packedGroups) close() {
+	if g.docs != nil {
+		g.docs.Close()
+		g.docs = nil
+	}
+}
+
+// at returns the documents of the group holding step of shard si,
+// decoding the next group when that step is past the current one.
+func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, error) {
+	if g.docs != nil && (si < g.end[0] || si == g.end[0] && step < g.end[1]) {
+		return g.docs, nil
+	}
+	g.close()
+	r, steps := g.r, g.r.p.Steps()
+	seen := map[uint64]bool{}
+	var docs []uint64
+	var held int64
+	pos := [2]int{si, step}
+	for pos[0] < len(g.todo) {
+		k := g.todo[pos[0]]
+		var err error
+		if g.ids, _, err = r.p.RankBatch(k.epoch, k.rank, pos[1], g.ids); err != nil {
+			return nil, err
+		}
+		var add int64
+		var fresh []uint64
+		for _, id := range g.ids {
+			for _, pc := range g.ps.lay.Row(id) {
+				if !seen[pc.Doc] {
+					seen[pc.Doc] = true
+					fresh = append(fresh, pc.Doc)
+					add += g.ps.heldBytes(pc.Doc)
+				}
+			}
+		}
+		if held+add > g.budget {
+			if pos == [2]int{si, step} {
+				return nil, valueErrorf("epoch %d, rank %d, step %d: its packed rows' documents take %d bytes decoded, more than half of --memory-limit (%d bytes): raise --memory-limit to at least %d", k.epoch, k.rank, step, add, g.budget, 2*add)
+			}
+			break
+		}
+		held += add
+		docs = append(docs, fresh...)
+		if pos[1]++; pos[1] == steps {
+			pos = [2]int{pos[0] + 1, 0}
+		}
+	}
+	slices.Sort(docs)
+	var err error
+	if g.docs, err = g.ps.decode(ctx, r.o.Source, docs, Bounds{Memory: max(1, r.o.MemoryLimit/2), Run: r.o.MemoryLimit}); err != nil {
+		return nil, err
+	}
+	g.end = pos
+	r.sum.SamplesDecoded += int64(len(docs))
+	r.sum.PackedHeldPeakBytes = max(r.sum.PackedHeldPeakBytes, held)
+	return g.docs, nil
+}
+
+// writePackedShard writes and commits shard k, the si-th of the run, its
+// documents from gr (runPacked).
+func (r *runner) writePackedShard(ctx context.Context, si int, k shardKey, gr *packedGroups) (err error) {
 	r.shardEvent(k, false)
 	o, err := r.openShard(k)
 	if err != nil {
@@ -469,6 +579,10 @@ func (r *runner) writePackedShard(k shardKey, docs *PackedDocuments) (err error)
 	vals := make([][]byte, len(g.SlabOffset))
 	totals := make([]uint64, len(jagged))
 	for step := 0; step < r.p.Steps(); step++ {
+		docs, err := gr.at(ctx, si, step)
+		if err != nil {
+			return err
+		}
 		ids, pads, err := r.p.RankBatch(k.epoch, k.rank, step, o.ids)
 		o.ids = ids
 		if err != nil {

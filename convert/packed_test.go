@@ -83,7 +83,7 @@ func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := shardfmt.TensorList(rd.Tensors()); got != "[tokens I32 [256], tokens_segment_ids I32 [256], tokens_positions I32 [256], tokens_cu_seqlens I32 [] jagged]" {
+			if got, want := shardfmt.TensorList(rd.Tensors()), fmt.Sprintf("[tokens I32 [%[1]d], tokens_segment_ids I32 [%[1]d], tokens_positions I32 [%[1]d], tokens_cu_seqlens I32 [] jagged]", L); got != want {
 				t.Fatalf("tensors %s", got)
 			}
 			for k := 0; k < rd.NumBatches(); k++ {
@@ -259,5 +259,57 @@ func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 	s := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: PackedPerToken}}}}
 	if _, err := Run(context.Background(), Options{Plan: unpacked, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "packed policy") {
 		t.Errorf("packed policy in an unpacked plan: %v", err)
+	}
+}
+
+// TestRunPackedHeldWithinMemoryLimit: the decoded documents a packed
+// convert holds count against --memory-limit. Under a limit of half the
+// bytes all documents take decoded (tokens at 4 bytes plus a 16-byte
+// record each, summed here from the lengths), the run holds at most a
+// quarter of them at a time (PackedHeldPeakBytes ≤ limit/2, where holding
+// every document of the run at once, as a run without the bound did, is
+// twice that), decodes some documents more than once, and writes exactly
+// the shards DuckDB's values give; under the default limit each shard is
+// one group. A limit below one step's documents is refused naming the
+// bytes needed.
+func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
+	f := newPackedFixture(t, 600)
+	cfg := plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 4, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
+	eod := int64(5)
+	p, _, err := plan.NewPacked(context.Background(), f.src, cfg, plan.PackOptions{Column: "tokens", Length: 128, EOD: &eod, Window: 40}, f.lengths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all int64
+	docs := 0
+	for _, n := range f.lengths {
+		if n > 0 {
+			all += 4*int64(n) + 16
+			docs++
+		}
+	}
+	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	limit := all / 2
+	out := filepath.Join(t.TempDir(), "out")
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, MemoryLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.PackedHeldPeakBytes <= 0 || sum.PackedHeldPeakBytes > limit/2 || sum.SamplesDecoded <= int64(docs) {
+		t.Fatalf("limit %d: held peak %d (want in (0, %d]), %d documents decoded (want more than the %d documents: groups re-decode)",
+			limit, sum.PackedHeldPeakBytes, limit/2, sum.SamplesDecoded, docs)
+	}
+	checkPackedShards(t, f, p, out)
+	whole, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.PackedHeldPeakBytes <= limit/2 || whole.SamplesDecoded != int64(docs) {
+		t.Fatalf("default limit: held peak %d (a shard's documents, want over %d), %d decoded (want %d, each once: the run is one group)",
+			whole.PackedHeldPeakBytes, limit/2, whole.SamplesDecoded, docs)
+	}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, MemoryLimit: 512})
+	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {
+		t.Fatalf("limit below one step: %v", err)
 	}
 }

@@ -578,6 +578,7 @@ func (r *runner) writePackedShard(ctx context.Context, si int, k shardKey, gr *p
 	}
 	vals := make([][]byte, len(g.SlabOffset))
 	totals := make([]uint64, len(jagged))
+	var buf []byte
 	for step := 0; step < r.p.Steps(); step++ {
 		docs, err := gr.at(ctx, si, step)
 		if err != nil {
@@ -598,7 +599,13 @@ func (r *runner) writePackedShard(ctx context.Context, si int, k shardKey, gr *p
 		if err != nil {
 			return fmt.Errorf("epoch %d, rank %d, step %d: %w", k.epoch, k.rank, step, err)
 		}
-		block := make([]byte, lay.Size)
+		// One block buffer per shard, cleared for each step (WriteBatch
+		// does not keep it): no large allocation per step.
+		if uint64(cap(buf)) < lay.Size {
+			buf = make([]byte, lay.Size)
+		}
+		block := buf[:lay.Size]
+		clear(block)
 		for i, id := range ids {
 			slot := func(t int) []byte {
 				return block[g.SlabOffset[t]+uint64(i)*g.SampleBytes[t]:][:g.SampleBytes[t]]

@@ -114,7 +114,7 @@ func NewPackedMixture(ctx context.Context, src Source, cfg Config, opts PackOpti
 	if uint64(len(lengths)) != s.NumSamples() {
 		return nil, nil, configErrorf("packing", "%d document lengths for a source of %d rows", len(lengths), s.NumSamples())
 	}
-	srcs, t, err := resolveMixture(&s, cfg, mix)
+	srcs, t, err := resolveMixture(&s, cfg, mix, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -213,7 +213,7 @@ func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 	}
 	var ms *mixState
 	if mix != nil {
-		srcs, t, err := resolveMixture(&src, cfg, mix)
+		srcs, t, err := resolveMixture(&src, cfg, mix, pk != nil)
 		if err != nil {
 			return nil, err
 		}

@@ -200,6 +200,22 @@ type packedSource struct {
 // column's lengths, levels only) and checks it against the plan
 // (plan.Plan.PackLayout: ErrMismatch when the source changed).
 func preparePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec) (*packedSource, error) {
+	ps, err := newPackedSource(p, spec)
+	if err != nil {
+		return nil, err
+	}
+	if ps.lengths, err = TokenLengths(ctx, o.Source, p.Source, p.Packing.Column, o.Jobs); err != nil {
+		return nil, err
+	}
+	if ps.lay, err = p.PackLayout(ctx, ps.lengths); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// newPackedSource checks spec against p's packing; lengths and layout are
+// left to fill.
+func newPackedSource(p *plan.Plan, spec *Spec) (*packedSource, error) {
 	pk := p.Packing
 	if pk == nil {
 		return nil, specErrorf("the plan packs no column")
@@ -211,15 +227,7 @@ func preparePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec) (*p
 	if pr.docPlan, err = documentPlan(p); err != nil {
 		return nil, err
 	}
-	lengths, err := TokenLengths(ctx, o.Source, p.Source, pk.Column, o.Jobs)
-	if err != nil {
-		return nil, err
-	}
-	lay, err := p.PackLayout(ctx, lengths)
-	if err != nil {
-		return nil, err
-	}
-	ps := &packedSource{pr: pr, lengths: lengths, lay: lay, recBytes: refBytes}
+	ps := &packedSource{pr: pr, recBytes: refBytes}
 	if t := pr.docSpec.Tensors[0]; t.Nulls != nil && t.Nulls.Mask {
 		ps.recBytes++ // the tokens' U8 null mask
 	}
@@ -227,6 +235,73 @@ func preparePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec) (*p
 		ps.recBytes += int64(x.dt.Size())
 	}
 	return ps, nil
+}
+
+// decodeAll decodes every document of p (split chunk: all of them are
+// packed) when a bound on their held bytes from the footers (the token
+// column's level entries, pqread's decoded-size estimate per row group,
+// at the dtype's size, plus a record per row) is at most budget, and
+// takes the lengths from the decoded lists instead of a levels pass: the
+// lengths digest and the layout are then checked as preparePacked does.
+// It returns nil, nil when the bound exceeds budget, when split is none
+// (its dropped documents need not decode) or when a per-document column
+// has no nulls.fill (a null there is an error only in a packed document,
+// and an empty document is packed nowhere). A null token list decodes as
+// an empty document, as TokenLengths counts it.
+func decodeAll(ctx context.Context, o Options, p *plan.Plan, spec *Spec, budget int64) (*packedSource, *PackedDocuments, int64, error) {
+	if p.Packing.Split != plan.SplitChunk {
+		return nil, nil, 0, nil
+	}
+	ps, err := newPackedSource(p, spec)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	for _, t := range ps.pr.docSpec.Tensors[1:] {
+		if t.Nulls == nil || t.Nulls.Fill == nil {
+			// A null in a per-document column is an error only for a
+			// document that is packed: decode only those.
+			return nil, nil, 0, nil
+		}
+	}
+	entries, err := tokenEntriesBound(ctx, o.Source, p.Source, p.Packing.Column)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	n := p.Source.NumSamples()
+	if entries > budget/int64(ps.pr.es) || int64(n) > (budget-entries*int64(ps.pr.es))/ps.recBytes {
+		return nil, nil, 0, nil
+	}
+	if tok := &ps.pr.docSpec.Tensors[0]; tok.Nulls == nil {
+		tok.Nulls = &NullPolicy{} // a null list: an empty document
+	}
+	docs := make([]uint64, n)
+	for i := range docs {
+		docs[i] = uint64(i)
+	}
+	held, err := MaterializeSorted(ctx, o.Source, ps.pr.docPlan, ps.pr.docSpec, docs, Bounds{Memory: max(1, o.MemoryLimit/2), Run: o.MemoryLimit})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if err := ps.pr.findHeld(held.Tensors()); err != nil {
+		held.Close()
+		return nil, nil, 0, err
+	}
+	ps.lengths = make([]uint32, n)
+	var bytes int64
+	for i := range ps.lengths {
+		v := len(held.Sample(ps.pr.tokHeld, i)) / ps.pr.es
+		if v > 1<<32-1 {
+			held.Close()
+			return nil, nil, 0, valueErrorf("document %d (source row) holds %d tokens, more than 2^32-1", i, v)
+		}
+		ps.lengths[i] = uint32(v)
+		bytes += ps.heldBytes(uint64(i))
+	}
+	if ps.lay, err = p.PackLayout(ctx, ps.lengths); err != nil {
+		held.Close()
+		return nil, nil, 0, err
+	}
+	return ps, &PackedDocuments{Layout: ps.lay, pr: ps.pr, docs: docs, held: held}, bytes, nil
 }
 
 // heldBytes returns what holding document d decoded costs: its tokens at
@@ -465,15 +540,34 @@ func isZero(b []byte) bool {
 // document decoded once. A single step whose documents exceed the half is
 // refused, naming the bytes it needs.
 func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
-	ps, err := preparePacked(ctx, r.o, r.p, r.spec)
-	if err != nil {
-		return err
+	budget := max(1, r.o.MemoryLimit/2)
+	var (
+		ps   *packedSource
+		all  *PackedDocuments
+		held int64
+		err  error
+	)
+	if r.allRanks(todo) {
+		// Every document is needed: decode them all once, when they fit,
+		// and take the lengths from them (no levels pass).
+		if ps, all, held, err = decodeAll(ctx, r.o, r.p, r.spec, budget); err != nil {
+			return err
+		}
+	}
+	if ps == nil {
+		if ps, err = preparePacked(ctx, r.o, r.p, r.spec); err != nil {
+			return err
+		}
+	}
+	gr := &packedGroups{r: r, ps: ps, todo: todo, budget: budget}
+	defer gr.close()
+	if all != nil {
+		gr.docs, gr.end = all, [2]int{len(todo), 0}
+		r.sum.SamplesDecoded, r.sum.PackedHeldPeakBytes = int64(len(all.docs)), held
 	}
 	if err := r.writePlanCopy(); err != nil {
 		return err
 	}
-	gr := &packedGroups{r: r, ps: ps, todo: todo, budget: max(1, r.o.MemoryLimit/2)}
-	defer gr.close()
 	for si, k := range todo {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -483,6 +577,22 @@ func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 		}
 	}
 	return nil
+}
+
+// allRanks reports whether the shards todo include every rank of one
+// epoch: then every packed row, so every document, is written.
+func (r *runner) allRanks(todo []shardKey) bool {
+	ranks := map[int]map[int]bool{}
+	for _, k := range todo {
+		if ranks[k.epoch] == nil {
+			ranks[k.epoch] = map[int]bool{}
+		}
+		ranks[k.epoch][k.rank] = true
+		if len(ranks[k.epoch]) == r.p.Config.WorldSize {
+			return true
+		}
+	}
+	return false
 }
 
 // packedGroups decodes a packed run's documents group by group

@@ -269,9 +269,10 @@ func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 // quarter of them at a time (PackedHeldPeakBytes ≤ limit/2, where holding
 // every document of the run at once, as a run without the bound did, is
 // twice that), decodes some documents more than once, and writes exactly
-// the shards DuckDB's values give; under the default limit each shard is
-// one group. A limit below one step's documents is refused naming the
-// bytes needed.
+// the shards DuckDB's values give. Under the default limit the run decodes
+// every row once and takes the lengths from them; a run of one rank
+// decodes only its documents. A limit below one step's documents is
+// refused naming the bytes needed.
 func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 	f := newPackedFixture(t, 600)
 	cfg := plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 4, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
@@ -300,13 +301,39 @@ func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 			limit, sum.PackedHeldPeakBytes, limit/2, sum.SamplesDecoded, docs)
 	}
 	checkPackedShards(t, f, p, out)
-	whole, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1})
+	// Under the default limit every document fits: the run decodes every
+	// source row once (null and empty lists too, 16 bytes each) and takes
+	// the lengths from them, with no levels pass.
+	wholeOut := filepath.Join(t.TempDir(), "out")
+	whole, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: wholeOut, Jobs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if whole.PackedHeldPeakBytes <= limit/2 || whole.SamplesDecoded != int64(docs) {
-		t.Fatalf("default limit: held peak %d (a shard's documents, want over %d), %d decoded (want %d, each once: the run is one group)",
-			whole.PackedHeldPeakBytes, limit/2, whole.SamplesDecoded, docs)
+	rows := int64(len(f.lengths))
+	if want := all + 16*(rows-int64(docs)); whole.PackedHeldPeakBytes != want || whole.SamplesDecoded != rows {
+		t.Fatalf("default limit: held peak %d, want %d (every row); %d decoded, want %d", whole.PackedHeldPeakBytes, want, whole.SamplesDecoded, rows)
+	}
+	checkPackedShards(t, f, p, wholeOut)
+	// One rank of two: only its rows' documents, from a levels pass.
+	lay, err := p.PackLayout(context.Background(), f.lengths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := map[uint64]bool{}
+	for k := 0; k < p.Steps(); k++ {
+		ids, _, _ := p.RankBatch(0, 0, k, nil)
+		for _, id := range ids {
+			for _, pc := range lay.Row(id) {
+				need[pc.Doc] = true
+			}
+		}
+	}
+	one, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, Ranks: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.SamplesDecoded != int64(len(need)) || len(need) >= docs {
+		t.Fatalf("rank 0 only: %d decoded, want its %d documents (of %d)", one.SamplesDecoded, len(need), docs)
 	}
 	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, MemoryLimit: 512})
 	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {

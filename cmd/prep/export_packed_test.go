@@ -320,6 +320,22 @@ packing:
 			if code, stdout, errs := runCLI("verify", out, "--deep"); code != 0 {
 				t.Fatalf("verify --deep: exit %d: %s%s", code, stdout, errs)
 			}
+			// plan show names a per_source row's source, and "*" for a row
+			// of scope across.
+			code, stdout, errs := runCLI("plan", "show", planFile, "--epoch", "0", "--rank", "1", "--limit", "2")
+			if code != 0 {
+				t.Fatalf("plan show: exit %d: %s", code, errs)
+			}
+			for _, f := range strings.Fields(stdout) {
+				if !strings.Contains(f, "@") {
+					continue
+				}
+				_, name, _ := strings.Cut(f, "@") // then '*' for a pad sample
+				if scope == "across" && name != "*" && name != "**" ||
+					scope == "per_source" && strings.TrimSuffix(name, "*") != "web" && strings.TrimSuffix(name, "*") != "code" {
+					t.Fatalf("plan show, scope %s: %q in\n%s", scope, f, stdout)
+				}
+			}
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prepml/prep/internal/duckdbtest"
@@ -82,7 +83,7 @@ func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := shardfmt.TensorList(rd.Tensors()); got != "[tokens I32 [256], tokens_segment_ids I32 [256], tokens_positions I32 [256], tokens_cu_seqlens I32 [] jagged]" {
+			if got, want := shardfmt.TensorList(rd.Tensors()), fmt.Sprintf("[tokens I32 [%[1]d], tokens_segment_ids I32 [%[1]d], tokens_positions I32 [%[1]d], tokens_cu_seqlens I32 [] jagged]", L); got != want {
 				t.Fatalf("tensors %s", got)
 			}
 			for k := 0; k < rd.NumBatches(); k++ {
@@ -225,8 +226,9 @@ func TestRunPackedSplitNoneCountsDrops(t *testing.T) {
 
 // TestRunPackedRefusesChangedSourceAndBadSpec: a source whose token
 // lengths differ from the plan's is refused before any shard is written;
-// a spec that does not read the packed column, or two tensors, is a spec
-// error.
+// a spec that does not read the packed column, or a second tensor without
+// a valid packed policy, is a spec error; a packed policy in a plan that
+// packs nothing is a spec error too.
 func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 	f := newPackedFixture(t, 120)
 	cfg := plan.Config{Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop}
@@ -244,9 +246,97 @@ func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 		{Tensors: []TensorSpec{{Name: "x", Column: "id", DType: "I64"}}},
 		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "F32"}}},
 		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64"}}},
+		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: "row"}}}},
 	} {
 		if _, err := Run(context.Background(), Options{Plan: p, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) {
 			t.Errorf("spec %+v: %v", s.Tensors, err)
 		}
+	}
+	unpacked, err := plan.New(f.src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: PackedPerToken}}}}
+	if _, err := Run(context.Background(), Options{Plan: unpacked, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "packed policy") {
+		t.Errorf("packed policy in an unpacked plan: %v", err)
+	}
+}
+
+// TestRunPackedHeldWithinMemoryLimit: the decoded documents a packed
+// convert holds count against --memory-limit. Under a limit of half the
+// bytes all documents take decoded (tokens at 4 bytes plus a 16-byte
+// record each, summed here from the lengths), the run holds at most a
+// quarter of them at a time (PackedHeldPeakBytes ≤ limit/2, where holding
+// every document of the run at once, as a run without the bound did, is
+// twice that), decodes some documents more than once, and writes exactly
+// the shards DuckDB's values give. Under the default limit the run decodes
+// every row once and takes the lengths from them; a run of one rank
+// decodes only its documents. A limit below one step's documents is
+// refused naming the bytes needed.
+func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
+	f := newPackedFixture(t, 600)
+	cfg := plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 4, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
+	eod := int64(5)
+	p, _, err := plan.NewPacked(context.Background(), f.src, cfg, plan.PackOptions{Column: "tokens", Length: 128, EOD: &eod, Window: 40}, f.lengths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all int64
+	docs := 0
+	for _, n := range f.lengths {
+		if n > 0 {
+			all += 4*int64(n) + 16
+			docs++
+		}
+	}
+	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	limit := all / 2
+	out := filepath.Join(t.TempDir(), "out")
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, MemoryLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.PackedHeldPeakBytes <= 0 || sum.PackedHeldPeakBytes > limit/2 || sum.SamplesDecoded <= int64(docs) {
+		t.Fatalf("limit %d: held peak %d (want in (0, %d]), %d documents decoded (want more than the %d documents: groups re-decode)",
+			limit, sum.PackedHeldPeakBytes, limit/2, sum.SamplesDecoded, docs)
+	}
+	checkPackedShards(t, f, p, out)
+	// Under the default limit every document fits: the run decodes every
+	// source row once (null and empty lists too, 16 bytes each) and takes
+	// the lengths from them, with no levels pass.
+	wholeOut := filepath.Join(t.TempDir(), "out")
+	whole, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: wholeOut, Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := int64(len(f.lengths))
+	if want := all + 16*(rows-int64(docs)); whole.PackedHeldPeakBytes != want || whole.SamplesDecoded != rows {
+		t.Fatalf("default limit: held peak %d, want %d (every row); %d decoded, want %d", whole.PackedHeldPeakBytes, want, whole.SamplesDecoded, rows)
+	}
+	checkPackedShards(t, f, p, wholeOut)
+	// One rank of two: only its rows' documents, from a levels pass.
+	lay, err := p.PackLayout(context.Background(), f.lengths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := map[uint64]bool{}
+	for k := 0; k < p.Steps(); k++ {
+		ids, _, _ := p.RankBatch(0, 0, k, nil)
+		for _, id := range ids {
+			for _, pc := range lay.Row(id) {
+				need[pc.Doc] = true
+			}
+		}
+	}
+	one, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, Ranks: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.SamplesDecoded != int64(len(need)) || len(need) >= docs {
+		t.Fatalf("rank 0 only: %d decoded, want its %d documents (of %d)", one.SamplesDecoded, len(need), docs)
+	}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, MemoryLimit: 512})
+	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {
+		t.Fatalf("limit below one step: %v", err)
 	}
 }

@@ -138,3 +138,49 @@ func ReadPackLayout(ctx context.Context, st source.Store, p *plan.Plan, jobs int
 	}
 	return p.PackLayout(ctx, lengths)
 }
+
+// tokenEntriesBound returns an upper bound on the values of the list
+// column over every row of src, from the footers only: per row group,
+// pqread's decoded-size estimate of the column chunk divided by the bytes
+// it counts per level entry (valuesBound, the values arena's bound). The
+// files are opened with source.Open and checked against src, and the
+// column's type, as TokenLengths does.
+func tokenEntriesBound(ctx context.Context, st source.Store, src plan.Source, column string) (int64, error) {
+	s := src
+	s.Files = append([]plan.SourceFile(nil), src.Files...)
+	s.EmptyFiles = append([]plan.SourceFile(nil), src.EmptyFiles...)
+	if err := s.Normalize(); err != nil {
+		return 0, err
+	}
+	if st == nil {
+		local, err := source.NewLocal(s.Root)
+		if err != nil {
+			return 0, err
+		}
+		st = local
+	}
+	var total int64
+	for _, m := range s.Files {
+		sf, err := source.Open(ctx, st, m, pqread.Limits{})
+		if err != nil {
+			return 0, err
+		}
+		ci, err := sf.Parquet.Lookup(column)
+		switch {
+		case err != nil:
+			err = &Error{File: m.Path, Column: column, RowGroup: -1, Row: -1, Element: -1, Err: fmt.Errorf("token column: %v: %w", err, ErrSchema)}
+		case ci.Depth != 1 || (ci.Kind != pqread.KindInt32 && ci.Kind != pqread.KindInt64):
+			err = &Error{File: m.Path, Column: column, RowGroup: -1, Row: -1, Element: -1,
+				Err: fmt.Errorf("token column must be a list of INT32 or INT64, not %s of list depth %d: %w", ci.Physical, ci.Depth, ErrSchema)}
+		}
+		if err != nil {
+			sf.Close()
+			return 0, err
+		}
+		for rg := range m.RowGroups {
+			total += valuesBound(sf.Parquet.DecodedSize(rg, ci), ci)
+		}
+		sf.Close()
+	}
+	return total, nil
+}

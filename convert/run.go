@@ -129,10 +129,14 @@ type Summary struct {
 	// column chunks in flight by their estimates (grown for long rows),
 	// then jagged batch blocks; deterministic for a given input, Jobs and
 	// limit, unlike the heap, which depends on when the collector runs.
-	AnonBudgetBytes   int64  `json:"anon_budget_bytes"`
-	HeapBudgetBytes   int64  `json:"heap_budget_bytes"`
-	AdmittedPeakBytes int64  `json:"admitted_peak_bytes"`
-	StaleLock         string `json:"stale_lock,omitempty"`
+	AnonBudgetBytes   int64 `json:"anon_budget_bytes"`
+	HeapBudgetBytes   int64 `json:"heap_budget_bytes"`
+	AdmittedPeakBytes int64 `json:"admitted_peak_bytes"`
+	// PackedHeldPeakBytes, for a packed plan, is the most bytes of decoded
+	// documents held at once (tokens at the dtype's size plus their
+	// staging records), at most half of MemoryLimit (convert/packed.go).
+	PackedHeldPeakBytes int64  `json:"packed_held_peak_bytes,omitempty"`
+	StaleLock           string `json:"stale_lock,omitempty"`
 	// Overflows counts, per tensor name, the source values decoded this run
 	// that were too large for the tensor's F16, BF16 or F8 dtype and were
 	// stored as ±Inf (±448 for F8_E4M3) under cast.overflow inf (see

@@ -134,6 +134,11 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 		// path (packed.go) reads it, through its document plan.
 		return nil, nil, fmt.Errorf("%w: the plan packs column %s into rows of %d tokens; its samples are packed rows, which this operation does not read (PLAN.md §12)", ErrSpec, pk.Column, pk.Length)
 	}
+	for _, t := range spec.Tensors {
+		if t.Packed != nil {
+			return nil, nil, fmt.Errorf("%w: tensor %q: a packed policy applies to a plan that packs a token column (prep plan --pack; SPEC.md §2.9.1)", ErrSpec, t.Name)
+		}
+	}
 	if st == nil {
 		local, err := source.NewLocal(p.Source.Root)
 		if err != nil {

@@ -59,7 +59,7 @@ func TestParseSpecRejects(t *testing.T) {
 		{"tensors:\n  - {name: a, column: a, dtype: I64}\n  - {name: b, column: b, dtype: I64, list: {pad: 0, lenghts: true}}\n", "line 3: unknown key tensors[1].list.lenghts (did you mean lengths?)"},
 		{"tensors:\n  - {name: a, column: a, dtype: I64, jagged: true}\n", "line 2: unknown key tensors[0].jagged (it belongs under list: list.jagged)"},
 		{"tensors:\n  - {name: a, column: a, dtype: I64, truncate: true}\n", "line 2: unknown key tensors[0].truncate (it belongs under bytes or list: bytes.truncate, list.truncate)"},
-		{"tensors:\n  - {name: a, column: a, dtype: I64, zzzzzzz: 1}\n", "line 2: unknown key tensors[0].zzzzzzz (valid keys: bytes, cast, column, columns, columns_regex, dtype, image, list, map, max_value_bytes, name, nan, nulls, partition, shape)"},
+		{"tensors:\n  - {name: a, column: a, dtype: I64, zzzzzzz: 1}\n", "line 2: unknown key tensors[0].zzzzzzz (valid keys: bytes, cast, column, columns, columns_regex, dtype, image, list, map, max_value_bytes, name, nan, nulls, packed, partition, shape)"},
 		// Regression: null and ~ keys passed the unknown-key check silently.
 		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    null: {fill: 0}\n", `line 5: key "null" is null, not a spec key`},
 		{"tensors:\n  - name: a\n    column: a\n    dtype: I64\n    ~: 1\n", `line 5: key "~" is null, not a spec key`},
@@ -91,10 +91,10 @@ func TestParseTensorFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("%+v", ts)
-	want := "[{Name:label Column:label Columns:[] ColumnsRegex: DType:I64 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> Image:<nil> MaxValueBytes:0 Cast:<nil> Partition: fromFlag:true} " +
-		"{Name:pix Column: Columns:[a b c d] ColumnsRegex: DType:U8 Shape:[2 2] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> Image:<nil> MaxValueBytes:0 Cast:<nil> Partition: fromFlag:true} " +
-		"{Name:emb Column:emb Columns:[] ColumnsRegex: DType:F16 Shape:[50] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> Image:<nil> MaxValueBytes:0 Cast:<nil> Partition: fromFlag:true} " +
-		"{Name:odd Column:x:y Columns:[] ColumnsRegex: DType:F32 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> Image:<nil> MaxValueBytes:0 Cast:<nil> Partition: fromFlag:true}]"
+	want := "[{Name:label Column:label Columns:[] ColumnsRegex: DType:I64 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> Image:<nil> MaxValueBytes:0 Cast:<nil> Partition: Packed:<nil> fromFlag:true} " +
+		"{Name:pix Column: Columns:[a b c d] ColumnsRegex: DType:U8 Shape:[2 2] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> Image:<nil> MaxValueBytes:0 Cast:<nil> Partition: Packed:<nil> fromFlag:true} " +
+		"{Name:emb Column:emb Columns:[] ColumnsRegex: DType:F16 Shape:[50] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> Image:<nil> MaxValueBytes:0 Cast:<nil> Partition: Packed:<nil> fromFlag:true} " +
+		"{Name:odd Column:x:y Columns:[] ColumnsRegex: DType:F32 Shape:[] Nulls:<nil> NaN:<nil> List:<nil> Bytes:<nil> Map:<nil> Image:<nil> MaxValueBytes:0 Cast:<nil> Partition: Packed:<nil> fromFlag:true}]"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -67,10 +67,10 @@ func (s *Spec) MatchesHash(h string) bool {
 
 // usesV2Keys reports whether s sets a key that version 1 of the canonical
 // form cannot express (list.jagged, map, image, bytes.mode jagged,
-// partition).
+// partition, packed).
 func (s *Spec) usesV2Keys() bool {
 	for i := range s.Tensors {
-		if t := &s.Tensors[i]; t.jagged() || t.Map != nil || t.Image != nil || t.bytesJagged() || t.Partition != "" {
+		if t := &s.Tensors[i]; t.jagged() || t.Map != nil || t.Image != nil || t.bytesJagged() || t.Partition != "" || t.Packed != nil {
 			return true
 		}
 	}
@@ -180,6 +180,12 @@ func (t *TensorSpec) canonical() object {
 	}
 	if t.MaxValueBytes != 0 {
 		o = append(o, member{"max_value_bytes", t.MaxValueBytes})
+	}
+	if pp := t.Packed; pp != nil {
+		var p object
+		p.str("per", pp.Per)
+		p.num("pad", pp.Pad)
+		o.sub("packed", p)
 	}
 	if c := t.Cast; c != nil {
 		var p object

@@ -16,11 +16,11 @@ import (
 //
 //	line 3: unknown key tensors[0].colum (did you mean column?)
 //
-// The suggestion is the key of that mapping nearest in edit distance (at
-// most 2 edits, or half the key's length), else a key of a policy
-// one level down of that exact name ("it belongs under list:
-// list.jagged"),
-// else the list of valid keys. It returns nil when every key is known.
+// The suggestion is the key of that mapping nearest in edit distance when
+// it is one edit away; else a key of a policy one level down of that
+// exact name ("it belongs under list: list.jagged"); else the nearest key
+// of the mapping within 2 edits or half the key's length; else the list
+// of valid keys. It returns nil when every key is known.
 func unknownKey(doc *yaml.Node) error {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
@@ -98,9 +98,6 @@ func suggestKey(key string, fields map[string]reflect.Type) string {
 			best, bestD = n, d
 		}
 	}
-	if bestD >= 0 && bestD <= max(2, (len(key)+1)/2) {
-		return fmt.Sprintf(" (did you mean %s?)", best)
-	}
 	var under, paths []string
 	for _, n := range names {
 		t := fields[n]
@@ -113,7 +110,10 @@ func suggestKey(key string, fields map[string]reflect.Type) string {
 			}
 		}
 	}
-	if len(under) > 0 {
+	switch {
+	case bestD >= 0 && bestD <= 1, bestD >= 0 && bestD <= max(2, (len(key)+1)/2) && len(under) == 0:
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	case len(under) > 0:
 		return fmt.Sprintf(" (it belongs under %s: %s)", strings.Join(under, " or "), strings.Join(paths, ", "))
 	}
 	return " (valid keys: " + strings.Join(names, ", ") + ")"

@@ -170,8 +170,10 @@ func selectionDigest(ranges [][2]uint64) string {
 
 // resolveMixture checks mix against the normalized source and returns the
 // per-source rows, blocks and quotas, and the resolved epoch samples T.
-// Errors wrap ErrConfig and name the source.
-func resolveMixture(src *Source, cfg Config, mix *Mixture) ([]mixSrc, uint64, error) {
+// packed says the mixture chooses documents to pack (PLAN.md §12.1): its
+// draws are not composed into batches, so the bound on steps × sources
+// does not apply. Errors wrap ErrConfig and name the source.
+func resolveMixture(src *Source, cfg Config, mix *Mixture, packed bool) ([]mixSrc, uint64, error) {
 	m := len(mix.Sources)
 	switch {
 	case m < 1:
@@ -291,7 +293,7 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture) ([]mixSrc, uint64, er
 	if hi, lo := bits.Mul64(t, uint64(cfg.Epochs)); hi != 0 || lo >= 1<<63 {
 		return nil, 0, configErrorf("epoch_samples", "%d samples per epoch x %d epochs exceed 2^63-1", t, cfg.Epochs)
 	}
-	if steps := (t + uint64(cfg.GlobalBatch) - 1) / uint64(cfg.GlobalBatch); steps*uint64(m) > maxMixCells {
+	if steps := (t + uint64(cfg.GlobalBatch) - 1) / uint64(cfg.GlobalBatch); !packed && steps*uint64(m) > maxMixCells {
 		return nil, 0, configErrorf("epoch_samples", "%d steps per epoch x %d sources exceed the limit of %d (use a larger global batch or fewer epoch samples)", steps, m, maxMixCells)
 	}
 	quotas := mixQuotas(mix.Sources, out, total, t)

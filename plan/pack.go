@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Split is what packing does with a document longer than the row length
@@ -52,6 +53,11 @@ type PackOptions struct {
 	EOD    *int64 `json:"eod,omitempty"` // appended after each non-empty document's tokens; nil: none
 	Pad    int64  `json:"pad"`           // id of padding slots
 	Window int    `json:"window"`        // K, documents per packing window, 1 ≤ K ≤ MaxPackWindow (0: DefaultPackWindow)
+	// Scope, for a plan with a mixture only (PLAN.md §12.1): ScopeAcross
+	// packs the documents of all sources together, ScopePerSource packs
+	// each source's documents into rows of their own. "" without a
+	// mixture (and, in an input with one, ScopeAcross).
+	Scope PackScope `json:"scope,omitempty"`
 }
 
 // Validate checks the options and fills the defaults (split chunk, window
@@ -73,6 +79,8 @@ func (o *PackOptions) Validate() error {
 		return configErrorf("packing.split", "unknown split %q (want chunk or none)", o.Split)
 	case o.Window < 1 || o.Window > MaxPackWindow:
 		return configErrorf("packing.window", "window %d not in [1, %d] documents", o.Window, MaxPackWindow)
+	case o.Scope != "" && o.Scope != ScopeAcross && o.Scope != ScopePerSource:
+		return configErrorf("packing.scope", "unknown scope %q (want across or per_source)", o.Scope)
 	}
 	return nil
 }
@@ -91,6 +99,10 @@ type Packing struct {
 	PadSlots         uint64 `json:"pad_slots"`         // P·L − Tokens
 	LengthsDigest    string `json:"lengths_digest"`    // "sha256:<hex>" of the document lengths
 	Digest           string `json:"digest"`            // "sha256:<hex>" of the layout
+	// SourceRows, with scope per_source: the packed rows of each mixture
+	// source, in source order (the rows of source i follow those of
+	// sources 0 … i−1); absent otherwise.
+	SourceRows []uint64 `json:"source_rows,omitempty"`
 }
 
 // Piece is a run of one document's tokens in a packed row: tokens
@@ -154,65 +166,102 @@ func Pack(ctx context.Context, lengths []uint32, opts PackOptions, seed uint64, 
 		return nil, nil, err
 	}
 	d := uint64(len(lengths))
-	L := uint32(opts.Length)
-	eod := uint64(0)
-	if opts.EOD != nil {
-		eod = 1
-	}
-	rec := &Packing{PackOptions: opts, Documents: d}
 	var perm Perm
 	if shuffle {
 		perm = NewPerm(d, purposePack, seed, 0, 0)
 	}
-	lay := &PackLayout{RowStart: []uint64{0}}
-	bp := newBinPacker(L)
-	var pend []pendingPiece
-	k := uint64(opts.Window)
-	for lo := uint64(0); lo < d; lo += k {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		pend = pend[:0]
-		for q := lo; q < min(lo+k, d); q++ {
+	pr := newPackRun(lengths, opts)
+	win := make([]uint64, 0, min(d, uint64(opts.Window)))
+	for lo := uint64(0); lo < d; lo += uint64(opts.Window) {
+		win = win[:0]
+		for q := lo; q < min(lo+uint64(opts.Window), d); q++ {
 			doc := q
 			if shuffle {
 				doc = perm.Apply(q)
 			}
-			if lengths[doc] == 0 {
-				rec.EmptyDocuments++
-				continue
-			}
-			n := uint64(lengths[doc]) + eod
-			if n > 1<<32-1 {
-				return nil, nil, configErrorf("packing", "document %d has %d tokens, more than 2^32-1", doc, n)
-			}
-			if n > uint64(L) && opts.Split == SplitNone {
-				rec.DroppedDocuments++
-				rec.DroppedTokens += n
-				continue
-			}
-			rec.Tokens += n
-			for off := uint64(0); off < n; off += uint64(L) {
-				pend = append(pend, pendingPiece{Piece{Doc: doc, Offset: uint32(off), Len: uint32(min(uint64(L), n-off))}, uint32(len(pend))})
-			}
+			win = append(win, doc)
 		}
-		slices.SortFunc(pend, func(a, b pendingPiece) int {
-			if a.Len != b.Len {
-				return int(b.Len) - int(a.Len)
-			}
-			return int(a.seq) - int(b.seq)
-		})
-		bp.reset()
-		for _, p := range pend {
-			bp.place(p.Piece)
+		if err := pr.window(ctx, win); err != nil {
+			return nil, nil, err
 		}
-		bp.flush(lay)
 	}
-	rec.Rows = lay.Rows()
-	rec.PadSlots = rec.Rows*uint64(L) - rec.Tokens
-	rec.LengthsDigest = LengthsDigest(lengths)
-	rec.Digest = lay.digest()
-	return lay, rec, nil
+	return pr.finish()
+}
+
+// packRun packs windows of documents one after the other into one layout
+// (PLAN.md §12): each window's pieces are sorted and placed best-fit into
+// rows that follow the previous windows' rows.
+type packRun struct {
+	lengths []uint32
+	l       uint32
+	eod     uint64
+	split   Split
+	lay     *PackLayout
+	rec     *Packing
+	bp      *binPacker
+	pend    []pendingPiece
+}
+
+func newPackRun(lengths []uint32, opts PackOptions) *packRun {
+	pr := &packRun{lengths: lengths, l: uint32(opts.Length), split: opts.Split,
+		lay: &PackLayout{RowStart: []uint64{0}}, rec: &Packing{PackOptions: opts, Documents: uint64(len(lengths))},
+		bp: newBinPacker(uint32(opts.Length))}
+	if opts.EOD != nil {
+		pr.eod = 1
+	}
+	return pr
+}
+
+// window packs the documents docs (sample ids, in visiting order) as one
+// window. It returns ctx's error when ctx is done, or an error wrapping
+// ErrConfig for a document of 2^32 tokens or more.
+func (pr *packRun) window(ctx context.Context, docs []uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	L, rec := uint64(pr.l), pr.rec
+	pr.pend = pr.pend[:0]
+	for _, doc := range docs {
+		if pr.lengths[doc] == 0 {
+			rec.EmptyDocuments++
+			continue
+		}
+		n := uint64(pr.lengths[doc]) + pr.eod
+		if n > 1<<32-1 {
+			return configErrorf("packing", "document %d has %d tokens, more than 2^32-1", doc, n)
+		}
+		if n > L && pr.split == SplitNone {
+			rec.DroppedDocuments++
+			rec.DroppedTokens += n
+			continue
+		}
+		rec.Tokens += n
+		for off := uint64(0); off < n; off += L {
+			pr.pend = append(pr.pend, pendingPiece{Piece{Doc: doc, Offset: uint32(off), Len: uint32(min(L, n-off))}, uint32(len(pr.pend))})
+		}
+	}
+	slices.SortFunc(pr.pend, func(a, b pendingPiece) int {
+		if a.Len != b.Len {
+			return int(b.Len) - int(a.Len)
+		}
+		return int(a.seq) - int(b.seq)
+	})
+	pr.bp.reset()
+	for _, p := range pr.pend {
+		pr.bp.place(p.Piece)
+	}
+	pr.bp.flush(pr.lay)
+	return nil
+}
+
+// finish fills the record's row count, pad slots and digests.
+func (pr *packRun) finish() (*PackLayout, *Packing, error) {
+	rec := pr.rec
+	rec.Rows = pr.lay.Rows()
+	rec.PadSlots = rec.Rows*uint64(pr.l) - rec.Tokens
+	rec.LengthsDigest = LengthsDigest(pr.lengths)
+	rec.Digest = pr.lay.digest()
+	return pr.lay, rec, nil
 }
 
 // pendingPiece is a piece waiting in its window, with its arrival index.
@@ -371,8 +420,19 @@ func (pk *Packing) canonical() string {
 	if pk.EOD != nil {
 		eod = strconv.FormatInt(*pk.EOD, 10)
 	}
-	return fmt.Sprintf("packing=column=%d:%s,length=%d,split=%s,eod=%s,pad=%d,window=%d,rows=%d,digest=%s\n",
+	line := fmt.Sprintf("packing=column=%d:%s,length=%d,split=%s,eod=%s,pad=%d,window=%d,rows=%d,digest=%s",
 		len(pk.Column), pk.Column, pk.Length, pk.Split, eod, pk.Pad, pk.Window, pk.Rows, pk.Digest)
+	if pk.Scope != "" { // a packed mixture (§12.1)
+		line += ",scope=" + string(pk.Scope)
+		if pk.SourceRows != nil {
+			rows := make([]string, len(pk.SourceRows))
+			for i, r := range pk.SourceRows {
+				rows[i] = strconv.FormatUint(r, 10)
+			}
+			line += ",source_rows=" + strings.Join(rows, ";")
+		}
+	}
+	return line + "\n"
 }
 
 // check validates a recorded packing against the source: its options,
@@ -421,6 +481,9 @@ func NewPacked(ctx context.Context, src Source, cfg Config, opts PackOptions, le
 	if uint64(len(lengths)) != s.NumSamples() {
 		return nil, nil, configErrorf("packing", "%d document lengths for a source of %d rows", len(lengths), s.NumSamples())
 	}
+	if opts.Scope != "" {
+		return nil, nil, configErrorf("packing.scope", "scope %s applies to a mixture of sources (a sources file) only", opts.Scope)
+	}
 	lay, pk, err := Pack(ctx, lengths, opts, cfg.Seed, cfg.Shuffle == ShuffleGlobal)
 	if err != nil {
 		return nil, nil, err
@@ -446,11 +509,20 @@ func (p *Plan) PackLayout(ctx context.Context, lengths []uint32) (*PackLayout, e
 		return nil, fmt.Errorf("packing: the lengths of column %s (%d rows) digest to %s, the plan recorded %s: the source changed since the plan was made: %w",
 			pk.Column, len(lengths), got, pk.LengthsDigest, ErrMismatch)
 	}
-	lay, rec, err := Pack(ctx, lengths, pk.PackOptions, p.Config.Seed, p.Config.Shuffle == ShuffleGlobal)
+	var (
+		lay *PackLayout
+		rec *Packing
+		err error
+	)
+	if p.packMix != nil {
+		lay, rec, err = packMixture(ctx, lengths, pk.PackOptions, p.packMix)
+	} else {
+		lay, rec, err = Pack(ctx, lengths, pk.PackOptions, p.Config.Seed, p.Config.Shuffle == ShuffleGlobal)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if rec.Digest != pk.Digest || rec.Rows != pk.Rows {
+	if rec.Digest != pk.Digest || rec.Rows != pk.Rows || !slices.Equal(rec.SourceRows, pk.SourceRows) {
 		return nil, fmt.Errorf("packing: recomputed layout %s (%d rows), the plan recorded %s (%d rows): %w", rec.Digest, rec.Rows, pk.Digest, pk.Rows, ErrMismatch)
 	}
 	return lay, nil

@@ -131,7 +131,8 @@ type Plan struct {
 	Mixture *Mixture `json:"mixture,omitempty"`
 	Source  Source   `json:"source"`
 
-	st *state
+	st      *state
+	packMix *mixState // a packed mixture's document draws (PLAN.md §12.1), nil otherwise
 }
 
 // New validates cfg and derives a plan over src, including every epoch's
@@ -183,7 +184,8 @@ func newContext(ctx context.Context, src Source, cfg Config, pk *Packing, mix *M
 
 // derive builds everything but the epoch digests; with a packing, the
 // samples are its packed rows; with a mixture, each epoch draws from its
-// named sources. A plan takes at most one of the two.
+// named sources; with both, the mixture chooses the documents that are
+// packed (PLAN.md §12.1).
 func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -196,12 +198,12 @@ func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 	if n := src.NumSamples(); n > MaxSamples {
 		return nil, configErrorf("source", "%d rows exceed the limit of %d samples per plan (split the source into several plans)", n, uint64(MaxSamples))
 	}
-	if pk != nil && mix != nil {
-		return nil, configErrorf("packing", "packing a plan with a mixture of sources is not offered: pack one source (--source with --pack)")
-	}
 	idx := src.index
 	if pk != nil {
 		if err := pk.check(idx.n); err != nil {
+			return nil, err
+		}
+		if err := checkPackedMixture(pk, mix); err != nil {
 			return nil, err
 		}
 		if cfg.Shuffle != ShuffleNone && cfg.Shuffle != ShuffleGlobal {
@@ -211,12 +213,18 @@ func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 	}
 	var ms *mixState
 	if mix != nil {
-		srcs, t, err := resolveMixture(&src, cfg, mix)
+		srcs, t, err := resolveMixture(&src, cfg, mix, pk != nil)
 		if err != nil {
 			return nil, err
 		}
 		mix = mix.resolved(srcs, t)
 		ms = newMixState(src.index, srcs, t, cfg)
+	}
+	var packMix *mixState
+	if pk != nil && ms != nil {
+		// The mixture chose the packed documents (§12.1); the samples
+		// are the packed rows, ordered as one pool.
+		packMix, ms = ms, nil
 	}
 	st, d, err := newState(idx, cfg, ms)
 	if err != nil {
@@ -232,6 +240,7 @@ func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 		Packing:           pk,
 		Source:            src,
 		st:                st,
+		packMix:           packMix,
 	}
 	if pk != nil {
 		p.Derived.Blocks = len(src.index.blocks)
@@ -433,7 +442,7 @@ func (p *Plan) NumSamples() uint64 { return p.Derived.Samples }
 // EpochSamples returns the slots of an epoch's order before the remainder
 // policy: N, or T for a plan with a mixture.
 func (p *Plan) EpochSamples() uint64 {
-	if p.Mixture != nil {
+	if p.Mixture != nil && p.Packing == nil {
 		return p.Mixture.EpochSamples
 	}
 	return p.Derived.Samples
@@ -442,13 +451,19 @@ func (p *Plan) EpochSamples() uint64 {
 // CoversSource reports whether every epoch's order holds every sample id
 // exactly once before the remainder policy (true for a plan without a
 // mixture): then an epoch holds every id but the ones Dropped lists. A
-// mixture draws some sources more than once and others partly.
-func (p *Plan) CoversSource() bool { return p.Mixture == nil }
+// mixture draws some sources more than once and others partly; a packed
+// mixture's samples are its packed rows, every one in every epoch.
+func (p *Plan) CoversSource() bool { return p.Mixture == nil || p.Packing != nil }
 
 // SourceOf returns the index in Mixture.Sources of the source holding
 // sample id, or -1 for a plan without a mixture or an id out of range.
-// O(log row groups).
+// O(log row groups). In a packed mixture (PLAN.md §12.1) the ids are
+// packed rows: with scope per_source, the source of the row's documents;
+// with scope across, -1 (a row may hold several sources' documents).
 func (p *Plan) SourceOf(id uint64) int {
+	if p.Packing != nil && id < p.NumSamples() {
+		return p.Packing.sourceOfRow(id)
+	}
 	if p.st.mix == nil || id >= p.NumSamples() {
 		return -1
 	}

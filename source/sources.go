@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -59,15 +60,116 @@ type PartitionDecl struct {
 //	    path: /data/code/
 //	    weight: 0.3
 //	epoch_samples: 10000000        # optional; default: the sources' rows
+//	packing:                       # optional (plan/PLAN.md §12.1)
+//	  column: tokens               # a list of INT32 or INT64
+//	  length: 2048                 # tokens per packed row
+//	  split: chunk                 # chunk (default) or none
+//	  eod: 2                       # optional end-of-document id
+//	  pad: 0                       # optional, default 0
+//	  window: 8192                 # optional, documents packed together
+//	  scope: across                # across (default) or per_source
 type SourcesFile struct {
 	Path         string // the file read, for messages
 	Sources      []SourceSpec
-	EpochSamples uint64 // 0: the sum of the sources' rows
+	EpochSamples uint64 // 0: the sum of the sources' rows (documents, with packing)
+	// Packing packs the documents the mixture draws into rows (plan/PLAN.md
+	// §12.1), validated, its scope filled; nil without a packing block.
+	Packing *plan.PackOptions
 }
 
 type sourcesYAML struct {
 	Sources      []sourceYAML `yaml:"sources"`
 	EpochSamples yaml.Node    `yaml:"epoch_samples"`
+	Packing      *packingYAML `yaml:"packing"`
+}
+
+// packingYAML is the packing block of a sources file.
+type packingYAML struct {
+	Column string    `yaml:"column"`
+	Length yaml.Node `yaml:"length"`
+	Split  string    `yaml:"split"`
+	EOD    yaml.Node `yaml:"eod"`
+	Pad    yaml.Node `yaml:"pad"`
+	Window yaml.Node `yaml:"window"`
+	Scope  string    `yaml:"scope"`
+	line   int
+}
+
+// packingKeys lists the keys of a packing block, for messages.
+const packingKeys = "column, length, split, eod, pad, window, scope"
+
+// UnmarshalYAML decodes the packing block, refusing unknown keys and
+// keeping its line.
+func (p *packingYAML) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return &unknownSourceKeyError{line: n.Line, key: "packing", msgText: "packing must be a mapping with the keys " + packingKeys}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch k := n.Content[i]; k.Value {
+		case "column", "length", "split", "eod", "pad", "window", "scope":
+		default:
+			return &unknownSourceKeyError{line: k.Line, key: k.Value, msgText: fmt.Sprintf("unknown key %q in packing (keys: %s)", k.Value, packingKeys)}
+		}
+	}
+	type plain packingYAML
+	var q plain
+	if err := n.Decode(&q); err != nil {
+		return err
+	}
+	*p = packingYAML(q)
+	p.line = n.Line
+	return nil
+}
+
+// options converts the block to packing options and validates them,
+// returning the line to blame on an error. Errors say which key is wrong
+// and why (not wrapped).
+func (p *packingYAML) options() (*plan.PackOptions, int, error) {
+	o := &plan.PackOptions{Column: strings.TrimSpace(p.Column), Split: plan.Split(p.Split), Scope: plan.PackScope(p.Scope)}
+	if o.Scope == "" {
+		o.Scope = plan.ScopeAcross
+	}
+	num := func(key string, n *yaml.Node, lo, hi int64) (int64, error) {
+		v, err := strconv.ParseInt(n.Value, 10, 64)
+		if n.Kind != yaml.ScalarNode || err != nil {
+			return 0, fmt.Errorf("packing: %s %q is not a whole number", key, n.Value)
+		}
+		if v < lo || v > hi {
+			return 0, fmt.Errorf("packing: %s %d not in [%d, %d]", key, v, lo, hi)
+		}
+		return v, nil
+	}
+	if p.Length.Kind == 0 {
+		return nil, p.line, fmt.Errorf("packing: no length (tokens per packed row)")
+	}
+	l, err := num("length", &p.Length, 1, plan.MaxPackLength)
+	if err != nil {
+		return nil, p.Length.Line, err
+	}
+	o.Length = int(l)
+	if p.Window.Kind != 0 {
+		w, err := num("window", &p.Window, 1, plan.MaxPackWindow)
+		if err != nil {
+			return nil, p.Window.Line, err
+		}
+		o.Window = int(w)
+	}
+	if p.EOD.Kind != 0 {
+		e, err := num("eod", &p.EOD, math.MinInt64, math.MaxInt64)
+		if err != nil {
+			return nil, p.EOD.Line, err
+		}
+		o.EOD = &e
+	}
+	if p.Pad.Kind != 0 {
+		if o.Pad, err = num("pad", &p.Pad, math.MinInt64, math.MaxInt64); err != nil {
+			return nil, p.Pad.Line, err
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return nil, p.line, err
+	}
+	return o, p.line, nil
 }
 
 type sourceYAML struct {
@@ -82,11 +184,15 @@ type sourceYAML struct {
 // unknownSourceKeyError is a key of a source entry that the sources file
 // does not define, at a 1-based line of the file.
 type unknownSourceKeyError struct {
-	line int
-	key  string
+	line    int
+	key     string
+	msgText string // the message, when not about a source entry's key
 }
 
 func (e *unknownSourceKeyError) msg() string {
+	if e.msgText != "" {
+		return e.msgText
+	}
 	return fmt.Sprintf("unknown key %q in a source (keys: name, path, weight, filter, partitions)", e.key)
 }
 
@@ -147,9 +253,16 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 		if errors.As(err, &uk) {
 			return nil, bad(uk.line, "%s", uk.msg())
 		}
-		return nil, bad(0, "%v (keys: sources: [{name, path, weight, filter, partitions}], epoch_samples)", err)
+		return nil, bad(0, "%v (keys: sources: [{name, path, weight, filter, partitions}], epoch_samples, packing: {%s})", err, packingKeys)
 	}
 	out := &SourcesFile{Path: path}
+	if y.Packing != nil {
+		po, line, err := y.Packing.options()
+		if err != nil {
+			return nil, bad(line, "%v", err)
+		}
+		out.Packing = po
+	}
 	if y.EpochSamples.Kind != 0 {
 		v, err := strconv.ParseUint(y.EpochSamples.Value, 10, 63)
 		if y.EpochSamples.Kind != yaml.ScalarNode || err != nil || v == 0 {

@@ -42,6 +42,50 @@ epoch_samples: 10000000
 	}
 }
 
+// TestParseSourcesFilePacking reads a packing block: every option as
+// written, and the defaults (split chunk, scope across, pad 0, no EOD,
+// the default window) when only column and length are given.
+func TestParseSourcesFilePacking(t *testing.T) {
+	head := "sources:\n  - name: a\n    path: x/\n"
+	sf, err := ParseSourcesFile("s.yaml", []byte(head+"packing:\n  column: tokens\n  length: 2048\n  split: none\n  eod: 2\n  pad: -1\n  window: 64\n  scope: per_source\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eod := int64(2)
+	want := &plan.PackOptions{Column: "tokens", Length: 2048, Split: plan.SplitNone, EOD: &eod, Pad: -1, Window: 64, Scope: plan.ScopePerSource}
+	if !reflect.DeepEqual(sf.Packing, want) {
+		t.Errorf("got %+v, want %+v", sf.Packing, want)
+	}
+	sf, err = ParseSourcesFile("s.yaml", []byte(head+"packing: {column: tokens, length: 512}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = &plan.PackOptions{Column: "tokens", Length: 512, Split: plan.SplitChunk, Window: plan.DefaultPackWindow, Scope: plan.ScopeAcross}
+	if !reflect.DeepEqual(sf.Packing, want) {
+		t.Errorf("defaults: got %+v, want %+v", sf.Packing, want)
+	}
+	if sf, err = ParseSourcesFile("s.yaml", []byte(head)); err != nil || sf.Packing != nil {
+		t.Errorf("no packing block: %+v %v", sf, err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"packing:\n  column: tokens\n", "s.yaml:5: packing: no length"},
+		{"packing:\n  column: tokens\n  length: 0\n", "s.yaml:6: packing: length 0 not in [1, 16777216]"},
+		{"packing:\n  column: tokens\n  length: 2k\n", `s.yaml:6: packing: length "2k" is not a whole number`},
+		{"packing:\n  column: tokens\n  length: 8\n  window: 0\n", "s.yaml:7: packing: window 0 not in"},
+		{"packing:\n  column: tokens\n  length: 8\n  eod: x\n", `s.yaml:7: packing: eod "x"`},
+		{"packing:\n  column: tokens\n  length: 8\n  split: cut\n", `unknown split "cut"`},
+		{"packing:\n  column: tokens\n  length: 8\n  scope: mixed\n", `unknown scope "mixed"`},
+		{"packing:\n  length: 8\n", "no token column"},
+		{"packing:\n  column: tokens\n  lenght: 8\n", `s.yaml:6: unknown key "lenght" in packing (keys: column, length, split, eod, pad, window, scope)`},
+		{"packing: tokens\n", "packing must be a mapping"},
+	} {
+		_, err := ParseSourcesFile("s.yaml", []byte(head+c.yaml))
+		if !errors.Is(err, ErrSourcesFile) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want ErrSourcesFile with %q", c.yaml, err, c.want)
+		}
+	}
+}
+
 // TestParseSourcesFileRefused: every bad sources file is refused naming
 // the file, line, source and what is wrong.
 func TestParseSourcesFileRefused(t *testing.T) {

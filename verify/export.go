@@ -18,7 +18,9 @@ const (
 	SampleIDsFile = "sample_ids.npy" // <i8 [count]: global sample id of each present sample
 	PadMaskFile   = "pad_mask.npy"   // |b1 [count]: true for pad samples (the last Pads of them)
 	// SampleSourcesFile is written for a plan with a mixture: <i4 [count],
-	// each sample's source as an index into ExportResult.Sources.
+	// each sample's source as an index into ExportResult.Sources (-1 for a
+	// packed row of scope across, which may hold several sources'
+	// documents: see DocumentsSourcesFile).
 	SampleSourcesFile = "sample_sources.npy"
 )
 
@@ -142,7 +144,7 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 	used := map[string]string{SampleIDsFile: "sample ids", PadMaskFile: "pad mask", SampleSourcesFile: "sample sources"}
 	var pieces [][]plan.Piece
 	if opts.Pieces != nil {
-		used[DocumentsFile], used[DocumentsOffsetsFile] = "documents", "documents offsets"
+		used[DocumentsFile], used[DocumentsOffsetsFile], used[DocumentsSourcesFile] = "documents", "documents offsets", "documents sources"
 		if pieces, err = opts.Pieces(ids); err != nil {
 			return nil, err
 		}
@@ -255,7 +257,7 @@ func Export(opts ExportOptions) (*ExportResult, error) {
 		res.Files = append(res.Files, ExportedFile{File: file, Descr: f.descr, Shape: []int{len(ids)}})
 	}
 	if opts.Pieces != nil {
-		if err := exportPieces(opts.OutDir, ids, pieces, res); err != nil {
+		if err := exportPieces(opts.OutDir, ids, pieces, mixPlan, res); err != nil {
 			return nil, err
 		}
 	}

@@ -98,6 +98,8 @@ source moved):
                          length) in the document's tokens (EOD included)
   documents_offsets.npy  <i8 [count+1]: row i's pieces are rows
                          [offsets[i], offsets[i+1]) of documents.npy
+  documents_sources.npy  <i4 [M], a packed mixture only: each piece's
+                         source (an index into the sources listed)
 
 count is the number of present samples, pads included (unused slots of a
 short batch are not written). '/' in a tensor name becomes '_' in its file
@@ -137,7 +139,11 @@ export once per step for several.`,
 			for _, row := range res.Rows {
 				var docs []string
 				for _, pc := range row.Pieces {
-					docs = append(docs, fmt.Sprintf("%d[%d:%d]", pc.Doc, pc.Offset, pc.Offset+pc.Len))
+					d := fmt.Sprintf("%d[%d:%d]", pc.Doc, pc.Offset, pc.Offset+pc.Len)
+					if pc.Source != "" {
+						d += "@" + pc.Source
+					}
+					docs = append(docs, d)
 				}
 				fmt.Fprintf(out, "packed row %d: %s\n", row.ID, strings.Join(docs, " "))
 			}

@@ -80,6 +80,10 @@ Mixtures (--sources FILE, a YAML sources file, instead of --source):
       path: s3://corpus/code/
       weight: 0.3
   epoch_samples: 10000000           # optional; default: all sources' rows
+  packing:                          # optional: pack a token list column
+    column: tokens
+    length: 2048
+    scope: across                   # or per_source (default across)
 
 Every epoch draws round(weight/sum of weights x epoch_samples) samples from
 each source (largest-remainder rounding: the counts add up exactly), and
@@ -93,6 +97,14 @@ indices over all the sources' files; a file may belong to one source only
 (the same directory under two names is refused: raise its weight instead).
 Shuffle global or none; the order still never depends on --world-size or
 --workers. 'plan show' names each sample's source. Spec: plan/PLAN.md §11.
+
+With a packing block (or --pack), filters and weights choose documents
+(epoch_samples counts documents), which are then packed into rows of
+'length' tokens: scope across packs all sources' documents together in the
+mixture's interleaved order, per_source packs each source's documents into
+rows of its own. Every epoch packs the same documents; the samples are the
+packed rows. Options as --pack-*: split, eod, pad, window. Spec: plan/PLAN.md
+§12.1.
 
 A filter is a SQL WHERE condition over the source's columns: = != <> < <=
 > >=, AND, OR, NOT, parentheses, IN (...), BETWEEN a AND b, IS [NOT] NULL,
@@ -255,7 +267,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		if merr != nil {
 			return merr
 		}
-		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io, mem, filterBytes)
+		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io, mem, filterBytes, &po)
 		if err != nil {
 			return err
 		}
@@ -294,10 +306,8 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	}
 	var p *plan.Plan
 	switch {
-	case po != nil && mix != nil:
-		return usagef("--pack with --sources is not offered: pack one source given with --source")
 	case po != nil:
-		p, err = newPackedPlan(ctx, g, src, remote, cfg, *po, onDigest)
+		p, err = newPackedPlan(ctx, g, src, remote, cfg, *po, mix, onDigest)
 	default:
 		p, err = plan.NewMixtureContext(ctx, src, cfg, mix, onDigest)
 	}
@@ -381,8 +391,12 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		fmt.Fprintf(w, "  partition rows   %v\n", p.Derived.PartitionRows)
 	}
 	if pk := p.Packing; pk != nil {
-		fmt.Fprintf(w, "  packing          %s into rows of %d (split %s): %d documents -> %d rows, %d tokens, %d pad slots (%.2f%%), %d dropped, %d empty\n",
-			pk.Column, pk.Length, pk.Split, pk.Documents, pk.Rows, pk.Tokens, pk.PadSlots, 100*float64(pk.PadSlots)/float64(max(1, pk.Rows*uint64(pk.Length))), pk.DroppedDocuments, pk.EmptyDocuments)
+		docs, scope := pk.Documents, ""
+		if p.Mixture != nil {
+			docs, scope = p.Mixture.EpochSamples, fmt.Sprintf(", scope %s", pk.Scope)
+		}
+		fmt.Fprintf(w, "  packing          %s into rows of %d (split %s%s): %d documents -> %d rows, %d tokens, %d pad slots (%.2f%%), %d dropped, %d empty\n",
+			pk.Column, pk.Length, pk.Split, scope, docs, pk.Rows, pk.Tokens, pk.PadSlots, 100*float64(pk.PadSlots)/float64(max(1, pk.Rows*uint64(pk.Length))), pk.DroppedDocuments, pk.EmptyDocuments)
 	}
 	fmt.Fprintf(w, "  fingerprint      %s\n", s.Fingerprint)
 	if st := s.Source; st != nil {
@@ -408,7 +422,8 @@ type shownBatch struct {
 	Worker  int      `json:"worker"` // step mod W
 	Samples []uint64 `json:"samples"`
 	Pad     []bool   `json:"pad"`
-	// Sources names each sample's source (plans with a mixture only).
+	// Sources names each sample's source (plans with a mixture only; "*"
+	// for a packed row holding documents of several sources).
 	Sources []string `json:"sources,omitempty"`
 }
 
@@ -432,7 +447,8 @@ func newPlanShowCmd(g *globalOptions) *cobra.Command {
 in one epoch, one batch per line as "step K: id id ...", in the order the rank
 consumes them. Pad samples (remainder pad) are marked with a trailing '*'.
 In a plan with a mixture (--sources) each id is followed by "@" and the name
-of its source ("12@web 7@code").
+of its source ("12@web 7@code"; a packed row of scope across, which may hold
+several sources' documents, is "12@*").
 --worker keeps only the batches that worker produces (steps K with K mod W =
 worker); --from-step starts at the rank's step S; --limit prints at most N
 batches. --json prints {"epoch", "rank", "worker" (or null), "batches":
@@ -519,7 +535,7 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 			}
 			if p.Mixture != nil {
 				for _, id := range ids {
-					b.Sources = append(b.Sources, p.Mixture.Sources[p.SourceOf(id)].Name)
+					b.Sources = append(b.Sources, sourceName(p, id))
 				}
 			}
 			out.Batches = append(out.Batches, b)
@@ -534,7 +550,7 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 			line = strconv.AppendUint(line, id, 10)
 			if p.Mixture != nil {
 				line = append(line, '@')
-				line = append(line, p.Mixture.Sources[p.SourceOf(id)].Name...)
+				line = append(line, sourceName(p, id)...)
 			}
 			if i >= len(ids)-pads {
 				line = append(line, '*')

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -18,13 +17,13 @@ import (
 // (convert.MaterializePacked, which first recomputes the packing from the
 // token lengths and checks the plan's digests) and shared by the shards
 // checked in this process; each packed row's expected tokens, segment
-// ids, positions and cu_seqlens are built from them. Memory: the tokens
-// of every document (the dtype's size each) while any shard is checked.
+// ids, positions, cu_seqlens and per-document columns are built from
+// them. Memory: the tokens of every document (the dtype's size each)
+// while any shard is checked.
 type packedDeepSource struct {
 	g       shardfmt.Geometry
 	tensors []shardfmt.TensorInfo
 	shared  *packedDocs
-	cu      []byte
 }
 
 // packedDocs is the documents of one plan, decoded once for all shards.
@@ -68,38 +67,34 @@ func newPackedDeepSource(p *plan.Plan, spec *convert.Spec, st source.Store, g sh
 	return s, nil
 }
 
-// FillBlock writes the expected tokens, segment ids and positions of the
-// packed rows ids (verify.SampleSource).
+// FillBlock writes the expected fixed-shape tensors of the packed rows ids
+// (tokens, segment ids, positions, per-token columns; verify.SampleSource).
 func (s *packedDeepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
 	g := s.g
-	slot := func(t, i int) []byte { return block[g.SlabOffset[t]+uint64(i)*g.SampleBytes[t]:][:g.SampleBytes[t]] }
 	for i, id := range ids {
 		if id >= s.shared.docs.Layout.Rows() {
 			return fmt.Errorf("packed row %d not in [0, %d)", id, s.shared.docs.Layout.Rows())
 		}
-		var err error
-		if s.cu, err = s.shared.docs.Row(id, slot(0, i), slot(1, i), slot(2, i), s.cu[:0]); err != nil {
+		slot := func(t int) []byte { return block[g.SlabOffset[t]+uint64(i)*g.SampleBytes[t]:][:g.SampleBytes[t]] }
+		if err := s.shared.docs.FillFixed(id, slot); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// JaggedValues returns each packed row's cu_seqlens (verify.JaggedSource).
+// JaggedValues returns each packed row's values of jagged tensor t: its
+// cu_seqlens, or a per-document column's values (verify.JaggedSource).
 func (s *packedDeepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][]byte, error) {
 	out := make([][]byte, len(ids))
 	for i, id := range ids {
 		if id >= s.shared.docs.Layout.Rows() {
 			return nil, fmt.Errorf("packed row %d not in [0, %d)", id, s.shared.docs.Layout.Rows())
 		}
-		row := s.shared.docs.Layout.Row(id)
-		b := binary.LittleEndian.AppendUint32(make([]byte, 0, 4*(len(row)+1)), 0)
-		at := uint32(0)
-		for _, pc := range row {
-			at += pc.Len
-			b = binary.LittleEndian.AppendUint32(b, at)
+		var err error
+		if out[i], err = s.shared.docs.AppendJagged(t, id, nil); err != nil {
+			return nil, err
 		}
-		out[i] = b
 	}
 	return out, nil
 }

@@ -109,3 +109,113 @@ func TestVerifyDeepPackedTokens(t *testing.T) {
 		}
 	}
 }
+
+type extraRow struct {
+	ID     int64   `parquet:"id"`
+	Tokens []int32 `parquet:"tokens,list"`
+	Src    int32   `parquet:"src"`
+	Q      float64 `parquet:"q"`
+}
+
+// writeExtras writes 120 documents (id%23 tokens each, src = 10 + id%5,
+// q = id/8) in row groups of 40 rows; src[id] and q[id] take the edited
+// values when given.
+func writeExtras(t *testing.T, path string, src map[int]int32, q map[int]float64) {
+	t.Helper()
+	rows := make([]extraRow, 120)
+	for i := range rows {
+		rows[i] = extraRow{ID: int64(i), Tokens: make([]int32, i%23), Src: int32(10 + i%5), Q: float64(i) / 8}
+		for k := range rows[i].Tokens {
+			rows[i].Tokens[k] = int32(1000 + i + k)
+		}
+		if v, ok := src[i]; ok {
+			rows[i].Src = v
+		}
+		if v, ok := q[i]; ok {
+			rows[i].Q = v
+		}
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[extraRow](fh, parquet.MaxRowsPerRowGroup(40))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+}
+
+// TestVerifyDeepPackedExtras: verify --deep checks a packed set's
+// per-token and per-document columns (SPEC.md §2.9.1): clean, it finds
+// nothing; after document 50's src (per token) or q (per document) is
+// changed in place (same size and footer), it reports the packed row
+// holding document 50, on that tensor only.
+func TestVerifyDeepPackedExtras(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	path := filepath.Join(src, "part-0.parquet")
+	writeExtras(t, path, nil, nil)
+	s, err := source.Discover(context.Background(), []string{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lengths, err := convert.TokenLengths(context.Background(), nil, s, "tokens", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, lay, err := plan.NewPacked(context.Background(), s, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 4, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad},
+		plan.PackOptions{Column: "tokens", Length: 48, Window: 16}, lengths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	spec := &convert.Spec{Tensors: []convert.TensorSpec{
+		{Name: "tokens", Column: "tokens", DType: "I32"},
+		{Name: "src", Column: "src", DType: "I16", Packed: &convert.PackedPolicy{Per: convert.PackedPerToken, Pad: convert.IntNumber(-1)}},
+		{Name: "q", Column: "q", DType: "F64", Packed: &convert.PackedPolicy{Per: convert.PackedPerDocument}},
+	}}
+	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	opts := verify.Options{Dir: out, Deep: true, Source: convertSource}
+	if rep := verifytest.Run(t, opts); !rep.OK || rep.DeepBatches != 2*p.Steps() {
+		t.Fatalf("clean set: %d deep batches\n%s", rep.DeepBatches, verifytest.Lines(rep))
+	}
+	var row uint64
+	for r := uint64(0); r < lay.Rows(); r++ {
+		for _, pc := range lay.Row(r) {
+			if pc.Doc == 50 {
+				row = r
+			}
+		}
+	}
+	before, _ := os.ReadFile(path)
+	for _, c := range []struct {
+		tensor string
+		src    map[int]int32
+		q      map[int]float64
+	}{
+		{"src", map[int]int32{50: 12}, nil},  // 10 + 50%5 = 10 → 12, inside [10, 14]
+		{"q", nil, map[int]float64{50: 6.3}}, // 6.25 → 6.3 (no other row has it), inside [0, 14.875]
+	} {
+		writeExtras(t, path, c.src, c.q)
+		after, _ := os.ReadFile(path)
+		if len(before) != len(after) || bytes.Equal(before, after) || !bytes.Equal(before[len(before)-1500:], after[len(after)-1500:]) {
+			t.Fatalf("%s: test premise: the rewrite changed the size or the footer, or nothing", c.tensor)
+		}
+		rep := verifytest.Run(t, opts)
+		if rep.OK || len(rep.Findings) == 0 {
+			t.Fatalf("%s: changed value not found\n%s", c.tensor, verifytest.Lines(rep))
+		}
+		for _, f := range rep.Findings {
+			if f.Tensor != c.tensor || !strings.Contains(verifytest.Lines(rep), "value_mismatch") || f.SampleID == nil || *f.SampleID != row {
+				t.Errorf("%s: finding %s (want packed row %d)", c.tensor, f, row)
+			}
+		}
+	}
+}

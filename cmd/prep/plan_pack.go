@@ -68,8 +68,8 @@ func (o *packFlags) options(cmd *cobra.Command) (*plan.PackOptions, error) {
 }
 
 // newPackedPlan reads the token column's lengths (levels only) and makes
-// the packed plan.
-func newPackedPlan(ctx context.Context, g *globalOptions, src plan.Source, remote *s3Source, cfg plan.Config, po plan.PackOptions,
+// the packed plan; with a mixture (not nil), of the documents it draws.
+func newPackedPlan(ctx context.Context, g *globalOptions, src plan.Source, remote *s3Source, cfg plan.Config, po plan.PackOptions, mix *plan.Mixture,
 	progress func(epoch, steps, total int)) (*plan.Plan, error) {
 	if cfg.Shuffle != plan.ShuffleNone && cfg.Shuffle != plan.ShuffleGlobal {
 		return nil, usagef("--shuffle %s: packing takes shuffle none or global (packed rows belong to no row group)", cfg.Shuffle)
@@ -86,7 +86,12 @@ func newPackedPlan(ctx context.Context, g *globalOptions, src plan.Source, remot
 	if err != nil {
 		return nil, fmt.Errorf("packing: %w", err)
 	}
-	p, _, err := plan.NewPacked(ctx, src, cfg, po, lengths, progress)
+	var p *plan.Plan
+	if mix != nil {
+		p, _, err = plan.NewPackedMixture(ctx, src, cfg, po, mix, lengths, progress)
+	} else {
+		p, _, err = plan.NewPacked(ctx, src, cfg, po, lengths, progress)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -94,4 +99,14 @@ func newPackedPlan(ctx context.Context, g *globalOptions, src plan.Source, remot
 	g.log.Info("packed", "column", pk.Column, "length", pk.Length, "documents", pk.Documents, "tokens", pk.Tokens, "rows", pk.Rows,
 		"pad_slots", pk.PadSlots, "dropped_documents", pk.DroppedDocuments, "empty_documents", pk.EmptyDocuments)
 	return p, nil
+}
+
+// sourceName names the mixture source of sample id of p, a plan with a
+// mixture: "*" for a packed row of scope across, which may hold documents
+// of several sources (PLAN.md §12.1).
+func sourceName(p *plan.Plan, id uint64) string {
+	if s := p.SourceOf(id); s >= 0 {
+		return p.Mixture.Sources[s].Name
+	}
+	return "*"
 }

@@ -35,3 +35,21 @@ func TestPlanPackFlagsRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanPackSourcesFileTwice: a packing given both in the sources file
+// and with --pack is refused (exit 2) before anything is written.
+func TestPlanPackSourcesFileTwice(t *testing.T) {
+	dir := t.TempDir()
+	sources := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(sources, []byte("sources:\n  - name: a\n    path: "+dir+"\npacking:\n  column: tokens\n  length: 8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "plan.json")
+	code, _, errs := runCLI("plan", "--sources", sources, "--pack", "tokens:8", "--global-batch", "2", "-o", out)
+	if code != 2 || !strings.Contains(errs, "give the packing once") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("plan file written: %v", err)
+	}
+}

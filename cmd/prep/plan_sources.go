@@ -16,6 +16,9 @@ import (
 type mixSummary struct {
 	EpochSamples uint64          `json:"epoch_samples"`
 	Sources      []mixSourceInfo `json:"sources"`
+	// PackedDocuments: the mixture draws documents that are packed into
+	// rows (PLAN.md §12.1); its counts are documents, not samples.
+	PackedDocuments bool `json:"packed_documents,omitempty"`
 }
 
 // mixSourceInfo is one source of a mixture as prep plan reports it.
@@ -44,12 +47,21 @@ type mixSourceInfo struct {
 }
 
 // discoverMixture reads the sources file and every source's footers, and
-// returns the combined source and the mixture (not yet resolved). Errors
-// name the source; a bad sources file is a usage error.
-func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64, filterBytes map[string]int64) (plan.Source, *plan.Mixture, []*s3Source, error) {
+// returns the combined source and the mixture (not yet resolved). Its
+// packing block, when it has one, goes to *packing, which must then be
+// nil (a packing given with --pack too is a usage error, before any
+// footer is read). Errors name the source; a bad sources file is a usage
+// error.
+func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64, filterBytes map[string]int64, packing **plan.PackOptions) (plan.Source, *plan.Mixture, []*s3Source, error) {
 	sf, err := source.ReadSourcesFile(path)
 	if err != nil {
 		return plan.Source{}, nil, nil, usagef("--sources: %v", err)
+	}
+	if sf.Packing != nil {
+		if *packing != nil {
+			return plan.Source{}, nil, nil, usagef("--pack with a sources file that has a packing block: give the packing once, in the file or with --pack")
+		}
+		*packing = sf.Packing
 	}
 	var remotes []*s3Source
 	var parts []plan.Source
@@ -175,7 +187,7 @@ func summarizeMixture(p *plan.Plan, filterBytes map[string]int64) *mixSummary {
 	if m == nil {
 		return nil
 	}
-	s := &mixSummary{EpochSamples: m.EpochSamples, Sources: []mixSourceInfo{}}
+	s := &mixSummary{EpochSamples: m.EpochSamples, Sources: []mixSourceInfo{}, PackedDocuments: p.Packing != nil}
 	for _, ms := range m.Sources {
 		w := ms.Weight
 		if w == "" {
@@ -193,7 +205,11 @@ func summarizeMixture(p *plan.Plan, filterBytes map[string]int64) *mixSummary {
 
 // writeMixture renders the mixture summary as text lines.
 func writeMixture(w io.Writer, s *mixSummary) {
-	fmt.Fprintf(w, "  mixture          %d samples per epoch from %s\n", s.EpochSamples, count(len(s.Sources), "source"))
+	unit := "samples per epoch"
+	if s.PackedDocuments {
+		unit = "documents packed into every epoch's rows"
+	}
+	fmt.Fprintf(w, "  mixture          %d %s from %s\n", s.EpochSamples, unit, count(len(s.Sources), "source"))
 	for _, ms := range s.Sources {
 		rows := "rows"
 		if ms.Filter != "" {

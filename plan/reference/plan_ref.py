@@ -9,6 +9,7 @@ batches) and exits non-zero on any difference.
     python3 plan_ref.py ../testdata/golden.json
     python3 plan_ref.py ../testdata/golden_pack.json   (packing, PLAN.md 12)
     python3 plan_ref.py ../testdata/golden-mixture.json   (PLAN.md section 11)
+    python3 plan_ref.py ../testdata/golden-pack-mixture.json   (PLAN.md 12.1)
 """
 import base64
 import hashlib
@@ -279,18 +280,24 @@ def lengths_digest(lengths):
 def pack(lengths, opts, seed, shuffle):
     """Returns (rows, record): rows is a list of rows, each a list of
     (doc, offset, length) pieces in order."""
-    L = opts["length"]
-    split = opts.get("split") or "chunk"
     k = opts.get("window") or 8192
-    eod = 1 if opts.get("eod") is not None else 0
     d = len(lengths)
     perm = Perm(d, "pack", seed, 0, 0) if shuffle else None
-    rec = dict(documents=d, empty_documents=0, dropped_documents=0, dropped_tokens=0, tokens=0)
+    visit = [perm.apply(q) if shuffle else q for q in range(d)]
+    return pack_windows(lengths, opts, [visit[lo:lo + k] for lo in range(0, d, k)])
+
+
+def pack_windows(lengths, opts, windows):
+    """Packs each window (a list of document ids in visiting order) in
+    turn: rows never span windows."""
+    L = opts["length"]
+    split = opts.get("split") or "chunk"
+    eod = 1 if opts.get("eod") is not None else 0
+    rec = dict(documents=len(lengths), empty_documents=0, dropped_documents=0, dropped_tokens=0, tokens=0)
     rows = []
-    for lo in range(0, d, k):
+    for window in windows:
         pend = []  # (length, arrival, doc, offset)
-        for q in range(lo, min(lo + k, d)):
-            doc = perm.apply(q) if shuffle else q
+        for doc in window:
             if lengths[doc] == 0:
                 rec["empty_documents"] += 1
                 continue
@@ -328,8 +335,13 @@ def pack(lengths, opts, seed, shuffle):
 
 def packing_line(pk):
     eod = "none" if pk.get("eod") is None else str(pk["eod"])
-    return "packing=column=%d:%s,length=%d,split=%s,eod=%s,pad=%d,window=%d,rows=%d,digest=%s\n" % (
+    line = "packing=column=%d:%s,length=%d,split=%s,eod=%s,pad=%d,window=%d,rows=%d,digest=%s" % (
         len(pk["column"].encode()), pk["column"], pk["length"], pk["split"], eod, pk["pad"], pk["window"], pk["rows"], pk["digest"])
+    if pk.get("scope"):  # a packed mixture, 12.1
+        line += ",scope=" + pk["scope"]
+        if pk.get("source_rows") is not None:
+            line += ",source_rows=" + ";".join(str(r) for r in pk["source_rows"])
+    return line + "\n"
 
 
 def check_packings(golden):
@@ -568,13 +580,104 @@ def check_mixture(golden):
     return bad
 
 
+# --- PLAN.md 12.1: packing the documents a mixture draws ---
+
+
+def pack_mixture(mx, lengths, opts):
+    """12.1: source i's draws d < c_i are its stream positions d (11.2);
+    across: all draws merged by the key (2j+1)/(2 c_i), ties to the lower
+    source, in windows of K; per_source: each source's draws in order, in
+    windows of their own."""
+    k = opts.get("window") or 8192
+    seed = mx.cfg["seed"]
+
+    def draw(i, d):
+        n = len(mx.rows[i])
+        pas, off = divmod(d, n)
+        if mx.shuffle:
+            off = Perm(n, "mixture", seed, pas, i).apply(off)
+        return mx.rows[i][off]
+
+    if opts["scope"] == "per_source":
+        rows, rec, source_rows = [], None, []
+        windows = []
+        for i, c in enumerate(mx.c):
+            seq = [draw(i, d) for d in range(c)]
+            windows.append([seq[lo:lo + k] for lo in range(0, c, k)])
+        # Pack all windows in one run (the counts accumulate), noting each
+        # source's rows.
+        flat = [w for ws in windows for w in ws]
+        rows, rec = pack_windows(lengths, opts, flat)
+        at = 0
+        for ws in windows:
+            r, _ = pack_windows(lengths, opts, ws)
+            source_rows.append(len(r))
+            at += len(r)
+        assert at == len(rows)
+        rec["source_rows"] = source_rows
+        return rows, rec
+    keys = []
+    for i, c in enumerate(mx.c):
+        for j in range(c):
+            keys.append((Fraction(2 * j + 1, 2 * c), i, j))
+    keys.sort()
+    seq = [draw(i, j) for _, i, j in keys]
+    return pack_windows(lengths, opts, [seq[lo:lo + k] for lo in range(0, len(seq), k)])
+
+
+def check_packed_mixture(golden):
+    bad = []
+
+    def expect(what, got, want):
+        if got != want:
+            bad.append("%s: got %r, want %r" % (what, got, want))
+
+    for v in golden["plans"]:
+        files = v["source"]["files"] + v["source"].get("empty_files", [])
+        name = "packed mixture %s" % v["name"]
+        c = v["config"]
+        mx = Mixture(files, c, v["mixture"])
+        expect(name + " quotas", mx.c, [s["samples_per_epoch"] for s in v["resolved"]["sources"]])
+        opts = dict(v["options"])
+        rows, rec = pack_mixture(mx, v["lengths"], opts)
+        pk = v["packing"]
+        for key, got in rec.items():
+            expect(name + " " + key, got, pk.get(key))
+        pk = dict(pk)
+        pk.update(rec)
+        pl = Plan(files, c, packing=pk)  # section 5-8 over the packed rows
+        order = "prep-order/v1\nalgorithm=%s\nsource=%s\nseed=%d\nglobal_batch=%d\nshuffle=%s\nwindow=%d\nremainder=%s\n" % (
+            ALGORITHM, pl.sf, c["seed"], c["global_batch"], c["shuffle"], c.get("window", 0), c["remainder"])
+        order += packing_line(pk)
+        order += "mixture=%s\n" % sha_hex(mx.canonical.encode())
+        order_fp = sha_hex(order.encode())
+        expect(name + " order fingerprint", order_fp, v["order_fingerprint"])
+        fp = sha_hex(("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n" % (
+            FORMAT, order_fp, c["epochs"], c["world_size"], c["workers"])).encode())
+        expect(name + " fingerprint", fp, v["fingerprint"])
+        d = v["derived"]
+        expect(name + " derived", (pl.n, len(pl.blocks), pl.steps, pl.dropped, pl.padded),
+               (d["samples"], d["blocks"], d["steps_per_epoch"], d["dropped_per_epoch"], d["padded_per_epoch"]))
+        cache = {}
+        for e, dig in enumerate(v["epoch_digests"]):
+            expect(name + " epoch %d digest" % e, pl.epoch_digest(e, cache), dig)
+        for bt in v["batches"]:
+            got = pl.rank_batch(bt["epoch"], bt["rank"], bt["step"], cache)
+            expect(name + " batch e%d r%d s%d" % (bt["epoch"], bt["rank"], bt["step"]), list(got), [bt["ids"], bt["pads"]])
+    return bad
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     with open(sys.argv[1]) as f:
         golden = json.load(f)
-    if "packings" in golden:
+    if "packed_mixture" in golden:
+        bad = check_packed_mixture(golden)
+        n = len(golden["plans"])
+        what = "packed mixtures"
+    elif "packings" in golden:
         bad = check_packings(golden)
         n = len(golden["packings"]) + len(golden["plans"])
         what = "golden groups"

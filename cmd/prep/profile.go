@@ -7,8 +7,11 @@ package main
 // are not given (a launcher's environment, a wrapper script).
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"runtime/trace"
 
@@ -35,7 +38,9 @@ type profileOptions struct {
 // profiledCommands, and wraps its RunE so that the profile and the trace
 // cover the whole run (flags parsed, output written) and are flushed and
 // closed before the exit status is decided. A profile file that cannot be
-// created is a usage error (exit 2); one that cannot be written at the end
+// created, that names an existing file holding anything but an earlier
+// profile of its kind (checkReplaceable), or that both flags name, is a
+// usage error (exit 2) and nothing is written; one that cannot be written at the end
 // is an error (exit 1) unless the command failed already.
 func addProfileFlags(cmd *cobra.Command) {
 	if !profiledCommands[cmd.Name()] || cmd.RunE == nil {
@@ -81,6 +86,15 @@ func (o *profileOptions) start() (stop func() error, err error) {
 		}
 		return first
 	}
+	if cpu != "" && tr != "" && sameFile(cpu, tr) {
+		return nil, usagef("--trace %s: the same file as --cpuprofile; name two files", tr)
+	}
+	if err := checkReplaceable(cpu, cpuProfileMagic, "a CPU profile"); err != nil {
+		return nil, usagef("--cpuprofile: %v", err)
+	}
+	if err := checkReplaceable(tr, traceMagic, "an execution trace"); err != nil {
+		return nil, usagef("--trace: %v", err)
+	}
 	if cpu != "" {
 		f, err := os.Create(cpu)
 		if err != nil {
@@ -118,4 +132,58 @@ func (o *profileOptions) start() (stop func() error, err error) {
 		})
 	}
 	return stop, nil
+}
+
+// File headers of what --cpuprofile and --trace write: runtime/pprof
+// writes a gzip stream (RFC 1952 magic 1f 8b), runtime/trace a header that
+// starts "go 1." ("go 1.23 trace").
+var (
+	cpuProfileMagic = []byte{0x1f, 0x8b}
+	traceMagic      = []byte("go 1.")
+)
+
+// checkReplaceable returns nil when path may be created or replaced by a
+// profile: it does not exist, or is empty, or starts with magic (a profile
+// of the same kind from an earlier run). Anything else (a manifest, a plan
+// file, a directory) is an error naming the path, so that a mistyped flag
+// never destroys the command's own input or output.
+func checkReplaceable(path string, magic []byte, kind string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s exists and is not a regular file", path)
+	}
+	head := make([]byte, len(magic))
+	n, err := io.ReadFull(f, head)
+	if n == 0 && (err == io.EOF || err == nil) {
+		return nil
+	}
+	if !bytes.Equal(head[:n], magic) {
+		return fmt.Errorf("%s exists and is not %s; refusing to replace it (remove it or name another file)", path, kind)
+	}
+	return nil
+}
+
+// sameFile reports whether a and b name one file: the same cleaned path,
+// or, when both exist, the same file by os.SameFile (links).
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

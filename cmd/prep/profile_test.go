@@ -121,3 +121,41 @@ func TestProfileFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileFileNeverReplacesOtherData: a profile or trace path that names
+// an existing file holding something else (the shard set's manifest, a plan
+// file given by mistake) is a usage error that leaves the file untouched,
+// and --cpuprofile and --trace naming one file is refused (the two writers
+// would interleave into a file neither tool reads).
+func TestProfileFileNeverReplacesOtherData(t *testing.T) {
+	f := verifytest.Build(t)
+	manifest := filepath.Join(f.Dir, "manifest.json")
+	before, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--cpuprofile", "--trace"} {
+		code, _, errs := runCLI("verify", f.Dir, flag, manifest)
+		if code != 2 || !strings.Contains(errs, flag) || !strings.Contains(errs, "manifest.json") {
+			t.Errorf("verify %s MANIFEST: exit %d, stderr %q; want 2 naming the flag and the file", flag, code, errs)
+		}
+		after, err := os.ReadFile(manifest)
+		if err != nil || !bytes.Equal(after, before) {
+			t.Fatalf("verify %s MANIFEST changed the manifest (%d bytes, was %d; %v)", flag, len(after), len(before), err)
+		}
+	}
+	same := filepath.Join(t.TempDir(), "prof")
+	code, _, errs := runCLI("verify", f.Dir, "--cpuprofile", same, "--trace", same)
+	if code != 2 || !strings.Contains(errs, "--trace") {
+		t.Errorf("--cpuprofile and --trace on one file: exit %d, stderr %q; want 2", code, errs)
+	}
+	// A profile or trace left by an earlier run is replaced, as before.
+	cpu, tr := filepath.Join(t.TempDir(), "cpu.pprof"), filepath.Join(t.TempDir(), "run.trace")
+	for range 2 {
+		if code, out, errs := runCLI("verify", f.Dir, "--cpuprofile", cpu, "--trace", tr); code != 0 {
+			t.Fatalf("rerun over earlier profile files: exit %d\n%s%s", code, out, errs)
+		}
+	}
+	checkCPUProfile(t, cpu)
+	checkTrace(t, tr)
+}

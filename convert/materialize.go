@@ -163,6 +163,10 @@ type HeldSamples struct {
 	anon    []byte // the records' anonymous mapping; nil when on the heap
 	ar      *arena
 	cnt     []int // per tensor: sampleBytes
+
+	// rowGroupsRead and rowGroupsSkipped are the decoder's counts: row
+	// groups read, and non-empty row groups without a wanted sample.
+	rowGroupsRead, rowGroupsSkipped int
 }
 
 // Tensors returns the tensors the spec yields, in shard table order.
@@ -292,5 +296,6 @@ func materializeSet(ctx context.Context, st source.Store, p *plan.Plan, spec *Sp
 	if err := dec.run(ctx); err != nil {
 		return nil, err
 	}
+	h.rowGroupsRead, h.rowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
 	return h, nil
 }

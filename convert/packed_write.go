@@ -47,6 +47,7 @@ func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 	if all != nil {
 		gr.docs, gr.end = all, [2]int{len(todo), 0}
 		r.sum.SamplesDecoded, r.sum.PackedHeldPeakBytes = int64(len(all.docs)), held
+		r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = all.held.rowGroupsRead, all.held.rowGroupsSkipped
 	}
 	if err := r.writePlanCopy(); err != nil {
 		return err
@@ -145,6 +146,8 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 	}
 	g.end = pos
 	r.sum.SamplesDecoded += int64(len(docs))
+	r.sum.RowGroupsRead += g.docs.held.rowGroupsRead
+	r.sum.RowGroupsSkipped += g.docs.held.rowGroupsSkipped
 	r.sum.PackedHeldPeakBytes = max(r.sum.PackedHeldPeakBytes, held)
 	return g.docs, nil
 }

@@ -110,7 +110,7 @@ type Summary struct {
 	// limit beside the staging records) rather than memory.
 	ValuesArenaBytes int64   `json:"values_arena_bytes,omitempty"`
 	ValuesArenaFile  bool    `json:"values_arena_file,omitempty"`
-	RowGroupsRead    int     `json:"row_groups_read"`
+	RowGroupsRead    int     `json:"row_groups_read"`    // row groups read; a packed run decoding its documents in groups sums the groups' counts (both fields)
 	RowGroupsSkipped int     `json:"row_groups_skipped"` // row groups without a needed sample
 	RowGroupsSliced  int     `json:"row_groups_sliced"`  // row groups over the memory limit, decoded in row slices
 	RowSlices        int     `json:"row_slices"`         // row slices of those row groups

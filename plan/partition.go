@@ -15,8 +15,8 @@ type PartitionKey struct {
 	Type string `json:"type"`
 }
 
-// PartitionValues returns the partition values, as written in its path,
-// of the file at rel (relative to Source.Root): one per key of
+// PartitionValues returns the partition values (UnescapePartitionValue of
+// what its path holds) of the file at rel (relative to Source.Root): one per key of
 // ms.Partitions, read from the file's last len(ms.Partitions) directory
 // levels, which must be key=value in the order of the keys. A file whose
 // path does not end in those levels is an error naming it.
@@ -32,9 +32,47 @@ func (ms *MixSource) PartitionValues(rel string) ([]string, error) {
 		if !ok || key != ms.Partitions[i].Key {
 			return nil, fmt.Errorf("source %s: file %s does not sit under the partition levels %s", ms.Name, rel, partitionLayout(ms.Partitions))
 		}
-		out[i] = v
+		out[i] = UnescapePartitionValue(v)
 	}
 	return out, nil
+}
+
+// UnescapePartitionValue returns the value of a key=value directory level
+// as Hive's FileUtils.unescapePathName reads it (and Spark, pyarrow's
+// segment_encoding "uri" and DuckDB's hive_partitioning, which read what
+// those writers escape): each '%' followed by two hex digits is the byte
+// they spell (ts=2026-11-01 10%3A30%3A00 is 2026-11-01 10:30:00,
+// region=us%2Fwest is us/west); any other '%' is kept as written.
+func UnescapePartitionValue(v string) string {
+	i := strings.IndexByte(v, '%')
+	if i < 0 {
+		return v
+	}
+	b := make([]byte, 0, len(v))
+	b = append(b, v[:i]...)
+	for ; i < len(v); i++ {
+		if v[i] == '%' && i+2 < len(v) && isHex(v[i+1]) && isHex(v[i+2]) {
+			b = append(b, unhex(v[i+1])<<4|unhex(v[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, v[i])
+	}
+	return string(b)
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // partitionLayout renders keys as the directory levels they name.

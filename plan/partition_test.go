@@ -52,3 +52,14 @@ func TestMixturePartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionValuesUnescaped: a file's partition values are unescaped
+// like the plan's (source.HiveLayout): %XX is byte XX, a '%' without two
+// hex digits after it stays.
+func TestPartitionValuesUnescaped(t *testing.T) {
+	ms := &MixSource{Name: "ev", Partitions: []PartitionKey{{"ts", "string"}, {"region", "string"}}}
+	vals, err := ms.PartitionValues("ev/ts=2026-11-01 10%3A30%3A00/region=us%2fwest%/a.parquet")
+	if err != nil || fmt.Sprintf("%q", vals) != `["2026-11-01 10:30:00" "us/west%"]` {
+		t.Errorf("values %q %v", vals, err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/prepml/prep/plan"
 )
 
 // HivePartitions reads the hive partition values of files (absolute paths)
@@ -29,7 +31,7 @@ func HivePartitions(dir string, files []string) (keys []string, values [][]strin
 // '/'-separated paths relative to the partitioned directory (a local
 // directory, or an s3:// prefix ending in '/'): each directory level of the
 // form key=value is a partition. It returns the keys in level order and,
-// per file, its values (as written, not URL-decoded). When no file has
+// per file, its values, unescaped (plan.UnescapePartitionValue: %3A is ':'). When no file has
 // such a level it returns no keys (not partitioned). A file with a level
 // not of that form, or whose keys differ from the first file's, is an
 // error naming it (its relative path) and wrapping ErrSourcesFile.
@@ -60,7 +62,7 @@ func HiveLayout(rels []string) (keys []string, values [][]string, err error) {
 				return nil, nil, fmt.Errorf("%s is outside the partition layout: level %q is not key=value: %w", rels[i], l, ErrSourcesFile)
 			}
 			ks = append(ks, k)
-			values[i] = append(values[i], v)
+			values[i] = append(values[i], plan.UnescapePartitionValue(v))
 		}
 		for j, k := range ks {
 			if slices.Contains(ks[:j], k) {

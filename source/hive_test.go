@@ -55,3 +55,22 @@ func TestHiveLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestHiveLayoutUnescapesValues: values are unescaped as Hive's
+// FileUtils.unescapePathName does and as Spark, pyarrow (segment_encoding
+// "uri") and DuckDB read them: each %XX (two hex digits) is the byte XX;
+// a '%' not followed by two hex digits stays. Spark writes a timestamp
+// partition 2026-11-01 10:30:00 as ts=2026-11-01 10%3A30%3A00, and a
+// filter ts >= '2026-11-01 10:00:00' must see the colons ('%' sorts
+// before ':', so the escaped text would compare wrong).
+func TestHiveLayoutUnescapesValues(t *testing.T) {
+	keys, vals, err := HiveLayout([]string{
+		"ts=2026-11-01 10%3A30%3A00/region=us%2Fwest/a.parquet",
+		"ts=100%25/region=%zz%4/b.parquet",
+		"ts=%e2%82%AC/region=__HIVE_DEFAULT_PARTITION__/c.parquet",
+	})
+	want := [][]string{{"2026-11-01 10:30:00", "us/west"}, {"100%", "%zz%4"}, {"€", "__HIVE_DEFAULT_PARTITION__"}}
+	if err != nil || fmt.Sprint(keys) != "[ts region]" || fmt.Sprintf("%q", vals) != fmt.Sprintf("%q", want) {
+		t.Errorf("got %v %q %v, want [ts region] %q", keys, vals, err, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/prepml/prep/plan"
@@ -129,8 +130,23 @@ func newPackedRun(spec *Spec, pk *plan.Packing) (*packedRun, error) {
 		}
 		names[ti.Name] = true
 	}
+	// prep export writes each packed batch's documents beside the
+	// tensors, and a jagged output's offsets as <name>_offsets.npy.
+	for _, ti := range pr.tensors() {
+		if slices.Contains(packedExportNames, ti.Name) {
+			return nil, specErrorf("tensor %q: the name is reserved in a packed plan (prep export writes documents.npy, documents_offsets.npy and documents_sources.npy beside the tensors); rename the tensor", ti.Name)
+		}
+		if ti.Jagged && names[ti.Name+"_offsets"] {
+			return nil, specErrorf("tensor name %q is the offsets of the jagged packed output %q (prep export writes them as %s_offsets.npy); rename the tensor", ti.Name+"_offsets", ti.Name, ti.Name)
+		}
+	}
 	return pr, nil
 }
+
+// packedExportNames are the names of the files, less ".npy", that prep
+// export writes beside a packed batch's tensors (verify.DocumentsFile and
+// its companions).
+var packedExportNames = []string{"documents", "documents_offsets", "documents_sources"}
 
 // putInt writes v little-endian into b (4 or 8 bytes).
 func putInt(b []byte, v int64) {

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -338,5 +340,44 @@ func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, MemoryLimit: 512})
 	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {
 		t.Fatalf("limit below one step: %v", err)
+	}
+}
+
+// TestPackedSpecRefusesExportFileNames: the names prep export gives the
+// files beside a packed batch's tensors (documents.npy,
+// documents_offsets.npy, documents_sources.npy) and the offsets of a
+// jagged packed output (a per-document tensor's <name>_offsets.npy, the
+// cu_seqlens' <token tensor>_cu_seqlens_offsets.npy) cannot be taken by a
+// tensor: the spec is refused before any shard is written, where before
+// the set converted and then could not be exported.
+func TestPackedSpecRefusesExportFileNames(t *testing.T) {
+	f := newPackedFixture(t, 60)
+	cfg := plan.Config{Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop}
+	p, _, err := plan.NewPacked(context.Background(), f.src, cfg, plan.PackOptions{Column: "tokens", Length: 64}, f.lengths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := func(name string) TensorSpec {
+		return TensorSpec{Name: name, Column: "id", DType: "I64", Packed: &PackedPolicy{Per: PackedPerDocument}}
+	}
+	tok := TensorSpec{Name: "tokens", Column: "tokens", DType: "I32"}
+	for _, c := range []struct {
+		spec []TensorSpec
+		name string
+	}{
+		{[]TensorSpec{tok, doc("documents")}, "documents"},
+		{[]TensorSpec{tok, doc("documents_offsets")}, "documents_offsets"},
+		{[]TensorSpec{tok, doc("documents_sources")}, "documents_sources"},
+		{[]TensorSpec{tok, doc("d"), doc("d_offsets")}, "d_offsets"},
+		{[]TensorSpec{tok, doc("tokens_cu_seqlens_offsets")}, "tokens_cu_seqlens_offsets"},
+	} {
+		out := filepath.Join(t.TempDir(), "o")
+		_, err := Run(context.Background(), Options{Plan: p, Spec: &Spec{Tensors: c.spec}, Output: out})
+		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), strconv.Quote(c.name)) {
+			t.Errorf("tensor %q: %v; want a spec error naming it", c.name, err)
+		}
+		if _, serr := os.Stat(out); serr == nil {
+			t.Errorf("tensor %q: %s exists after the refusal", c.name, out)
+		}
 	}
 }

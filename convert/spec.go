@@ -371,8 +371,8 @@ func (s *Spec) Validate() error {
 // ReservedNames are the names no tensor may take: the keys gpuload's
 // ShardDataset gives each item beside the tensors (sample_ids, pad,
 // step) and the files prep export writes beside theirs (sample_ids.npy,
-// pad_mask.npy).
-var ReservedNames = []string{"sample_ids", "pad", "step", "pad_mask"}
+// pad_mask.npy, and sample_sources.npy for a plan with a mixture).
+var ReservedNames = []string{"sample_ids", "pad", "step", "pad_mask", "sample_sources"}
 
 // checkNames refuses two outputs of the spec with one name, an output
 // taking a reserved name (ReservedNames), and a name that readers derive
@@ -409,7 +409,7 @@ func (s *Spec) checkNames() error {
 				by = fmt.Sprintf("tensor %q (as %q)", t.Name, o.name)
 			}
 			if slices.Contains(ReservedNames, o.name) {
-				return specErrorf("%s: the name %q is reserved (gpuload's ShardDataset items hold sample_ids, pad and step beside the tensors; prep export writes sample_ids.npy and pad_mask.npy); rename the tensor", by, o.name)
+				return specErrorf("%s: the name %q is reserved (gpuload's ShardDataset items hold sample_ids, pad and step beside the tensors; prep export writes sample_ids.npy, pad_mask.npy and sample_sources.npy); rename the tensor", by, o.name)
 			}
 			if err := taken(o.name, by); err != nil {
 				return err

@@ -259,7 +259,7 @@ func TestParseSpecJagged(t *testing.T) {
 // tensors. A fixed tensor's <name>_offsets is an ordinary name.
 func TestParseSpecReservedNames(t *testing.T) {
 	const why = " (mask and lengths tensors take the names <name>_mask, <name>_element_mask, <name>_lengths, a jagged list <name>_inner_lengths; a map's <name>.keys and <name>.values; a jagged tensor's offsets <name>_offsets)"
-	const reserved = " is reserved (gpuload's ShardDataset items hold sample_ids, pad and step beside the tensors; prep export writes sample_ids.npy and pad_mask.npy); rename the tensor"
+	const reserved = " is reserved (gpuload's ShardDataset items hold sample_ids, pad and step beside the tensors; prep export writes sample_ids.npy, pad_mask.npy and sample_sources.npy); rename the tensor"
 	for _, c := range []struct{ yaml, want string }{
 		{"tensors: [{name: v, column: v, dtype: I32, list: {jagged: true}}, {name: v_offsets, column: o, dtype: I64}]",
 			`f.yaml: tensor name "v_offsets" used twice: by tensor "v" (as the offsets of jagged "v", exported as v_offsets.npy) and by tensor "v_offsets"` + why},
@@ -275,6 +275,7 @@ func TestParseSpecReservedNames(t *testing.T) {
 		{"tensors: [{name: pad, column: o, dtype: I64}]", `f.yaml: tensor "pad": the name "pad"` + reserved},
 		{"tensors: [{name: step, column: o, dtype: I64}]", `f.yaml: tensor "step": the name "step"` + reserved},
 		{"tensors: [{name: pad_mask, column: o, dtype: I64}]", `f.yaml: tensor "pad_mask": the name "pad_mask"` + reserved},
+		{"tensors: [{name: sample_sources, column: o, dtype: I64}]", `f.yaml: tensor "sample_sources": the name "sample_sources"` + reserved},
 		{"tensors: [{name: pad, column: o, dtype: I64, nulls: {mask: true}}]", `f.yaml: tensor "pad": the name "pad"` + reserved},
 	} {
 		_, err := ParseSpec([]byte(c.yaml), "f.yaml")

@@ -93,8 +93,33 @@ if want_stage python; then
 	fi
 fi
 
-# The stages benchrun measures itself; the note stages above (and images,
-# below) only re-render the report from the last full run.
+# Plan with a row filter against DuckDB's count(*) ... WHERE of the same
+# predicate, in the same run (bench/filter-results.md, which benchrun
+# includes, so it runs before the render; needs node and .cache/duckdb, like
+# the value tests).
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,filter,* ]]; then
+	if [ -x "$BIN/filterbench" ] && [ -x "$BIN/prep" ] && [ -d .cache/duckdb ]; then
+		"$BIN/filterbench" -prep "$BIN/prep" -dir "$CACHE/filter" -o bench/filter-results.md -runs "${BENCH_FILTER_RUNS:-3}" ||
+			echo "bench: filterbench failed; bench/filter-results.md keeps its last figures" >&2
+	else
+		echo "bench: filterbench, prep or DuckDB (.cache/duckdb) missing; the filter section is not measured" >&2
+	fi
+fi
+
+# Parquet decoding against DuckDB's scan of the same DuckDB-written file,
+# in the same run (bench/decode-results.md, which benchrun includes; needs
+# node and .cache/duckdb).
+if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,decode,* ]]; then
+	if [ -x "$BIN/decbench" ] && [ -x "$BIN/prep" ] && [ -d .cache/duckdb ]; then
+		"$BIN/decbench" -prep "$BIN/prep" -dir "$CACHE/decode" -o bench/decode-results.md -runs "${BENCH_DECODE_RUNS:-7}" ||
+			echo "bench: decbench failed; bench/decode-results.md keeps its last figures" >&2
+	else
+		echo "bench: decbench, prep or DuckDB (.cache/duckdb) missing; the decode section is not measured" >&2
+	fi
+fi
+
+# The stages benchrun measures itself; the note and results-file stages
+# above (and images, below) only re-render the report from the last full run.
 others=$(echo ",${BENCH_ONLY:-}," | sed -e 's/,python,/,/g' -e 's/,packing,/,/g' -e 's/,images,/,/g' -e 's/,filter,/,/g' -e 's/,decode,/,/g' -e 's/^,*//' -e 's/,*$//')
 if [ -n "${BENCH_ONLY:-}" ] && [ -z "$others" ]; then
 	if [ -f "$CACHE/results.json" ]; then
@@ -114,27 +139,6 @@ if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,images,* ]]; then
 		"$BIN/imagebench" -root . -prep "$BIN/prep" -dir "$CACHE/images" -o BENCHMARKS.md -runs "${BENCH_IMAGE_RUNS:-3}"
 	else
 		echo "bench: imagebench or prep did not build; the images section is not measured" >&2
-	fi
-fi
-
-# Plan with a row filter against DuckDB's count(*) ... WHERE of the same
-# predicate, in the same run (bench/filter-results.md; needs node and
-# .cache/duckdb, like the value tests).
-if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,filter,* ]]; then
-	if [ -x "$BIN/filterbench" ] && [ -x "$BIN/prep" ] && [ -d .cache/duckdb ]; then
-		"$BIN/filterbench" -prep "$BIN/prep" -dir "$CACHE/filter" -o bench/filter-results.md -runs "${BENCH_FILTER_RUNS:-3}"
-	else
-		echo "bench: filterbench, prep or DuckDB (.cache/duckdb) missing; the filter section is not measured" >&2
-	fi
-fi
-
-# Parquet decoding against DuckDB's scan of the same DuckDB-written file,
-# in the same run (bench/decode-results.md; needs node and .cache/duckdb).
-if [ -z "${BENCH_ONLY:-}" ] || [[ ",${BENCH_ONLY}," == *,decode,* ]]; then
-	if [ -x "$BIN/decbench" ] && [ -x "$BIN/prep" ] && [ -d .cache/duckdb ]; then
-		"$BIN/decbench" -prep "$BIN/prep" -dir "$CACHE/decode" -o bench/decode-results.md -runs "${BENCH_DECODE_RUNS:-7}"
-	else
-		echo "bench: decbench, prep or DuckDB (.cache/duckdb) missing; the decode section is not measured" >&2
 	fi
 fi
 

@@ -20,6 +20,10 @@ import (
 //	bench/ANALYSIS.md        after "What this means"
 //	bench/s3-results.md      the object-store section, last (written by bench/cmd/s3bench)
 //
+// The sections other harnesses write whole (bench/image-results.md,
+// bench/decode-results.md, bench/filter-results.md) are included after the
+// analysis, each followed by its note when noteAnchors names one.
+//
 // Each note says how it was measured, with the command.
 
 // notesDir holds the notes, relative to the repository root.
@@ -50,6 +54,8 @@ var noteAnchors = []noteAnchor{
 	{"jagged-convert", "## Jagged tensors: the convert table"},
 	{"jagged-delivery", "## Jagged tensors, ### Host delivery: the table"},
 	{"packing", "## Jagged tensors, after Host delivery: packed token rows (written by bench/cmd/packbench)"},
+	{"decode", "## Parquet decoding against DuckDB's scan: bench/decode-results.md (written by bench/cmd/decbench)"},
+	{"filter", "## Plan with a row filter: bench/filter-results.md (written by bench/cmd/filterbench)"},
 }
 
 // readNote returns the text of the file rel (relative to the root) ending in
@@ -112,6 +118,17 @@ func (rep *report) imageSection() string {
 		return ""
 	}
 	return "<!-- imagebench:begin -->\n" + strings.TrimSuffix(s, "\n") + "<!-- imagebench:end -->\n"
+}
+
+// decodeResultsPath and filterResultsPath hold the sections
+// bench/cmd/decbench and bench/cmd/filterbench wrote last (relative to the
+// root); each is included whole, followed by its note ("decode", "filter").
+const decodeResultsPath, filterResultsPath = "bench/decode-results.md", "bench/filter-results.md"
+
+// resultSection is the file rel written by a harness, followed by the note
+// of anchor name, or "" when neither exists.
+func (rep *report) resultSection(rel, name string) string {
+	return rep.readNote(rel) + rep.readNote(filepath.Join(notesDir, name+".md"))
 }
 
 // s3Section is the object-store section between s3bench's markers, or ""

@@ -70,9 +70,10 @@ func between(t *testing.T, s, name, section, after, want, before string) {
 
 // TestNotesAtTheirSections renders the fixture with the repository's notes
 // and checks that each note appears verbatim once, after the generated part
-// of its section and before what the renderer writes next; that the CUDA,
-// analysis and object-store files are included the same way; and that
-// nothing in bench/notes is left out.
+// of its section and before what the renderer writes next (the decode and
+// filter notes after the whole file their harness wrote); that the CUDA,
+// analysis, images and object-store files are included the same way, the
+// object-store section last; and that nothing in bench/notes is left out.
 func TestNotesAtTheirSections(t *testing.T) {
 	root := repoRoot(t)
 	rep, out := renderFixture(t, root)
@@ -94,13 +95,24 @@ func TestNotesAtTheirSections(t *testing.T) {
 		{"jagged-convert", "## Jagged tensors\n", "| 0.05x jagged |\n\n", "### Shard bytes"},
 		{"jagged-delivery", "### Host delivery\n", "| mmap | 0.850 (0.790–0.935) | 3.750 (3.275–5.466) | 1.218 | 48.610 | 21.060 |\n\n", "## What this means"},
 		{"packing", "### Host delivery\n", "| mmap | 0.850 (0.790–0.935) | 3.750 (3.275–5.466) | 1.218 | 48.610 | 21.060 |\n\n", "## What this means"},
+		// The decode and filter notes follow the whole file their harness
+		// wrote (after, below).
+		{"decode", "## Parquet decoding against DuckDB's scan\n", "", "## Plan with a row filter\n"},
+		{"filter", "## Plan with a row filter\n", "", s3Begin},
 	}
+	results := map[string]string{"decode": readRepo(t, root, decodeResultsPath), "filter": readRepo(t, root, filterResultsPath)}
 	if len(places) != len(noteAnchors) {
 		t.Fatalf("%d places checked, %d anchors", len(places), len(noteAnchors))
 	}
 	for i, p := range places {
 		if noteAnchors[i].Name != p.name {
 			t.Fatalf("anchor %d is %q, want %q", i, noteAnchors[i].Name, p.name)
+		}
+		if r, ok := results[p.name]; ok {
+			if !strings.HasPrefix(r, p.section) {
+				t.Errorf("%s note: the file its harness writes starts %q, want %q", p.name, r[:min(len(r), 40)], p.section)
+			}
+			p.after = r[len(p.section):] + "\n"
 		}
 		between(t, out, p.name, p.section, p.after, note(p.name), p.before)
 	}
@@ -113,8 +125,12 @@ func TestNotesAtTheirSections(t *testing.T) {
 	if !strings.HasPrefix(s3, "## Object-store sources") {
 		t.Errorf("%s starts %q", s3ResultsPath, s3[:min(len(s3), 40)])
 	}
-	if want := analysis + "\n" + s3Begin + "\n" + s3 + s3End + "\n"; !strings.HasSuffix(out, want) {
-		t.Errorf("the report does not end with the analysis and the object-store section between s3bench's markers")
+	images := readRepo(t, root, imageResultsPath)
+	want := analysis + "\n<!-- imagebench:begin -->\n" + images + "<!-- imagebench:end -->\n\n" +
+		results["decode"] + "\n" + note("decode") + results["filter"] + "\n" + note("filter") +
+		s3Begin + "\n" + s3 + s3End + "\n"
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("the report does not end with the analysis, the images, decode and filter sections with their notes, and the object-store section between s3bench's markers")
 	}
 
 	if !strings.Contains(out, " minutes.\n\n"+handNote+"Machine: ") {
@@ -175,7 +191,7 @@ func TestBenchmarksHoldNotes(t *testing.T) {
 	root := repoRoot(t)
 	rep := &report{d: &driver{root: root}}
 	text := readRepo(t, root, "BENCHMARKS.md")
-	files := []string{gpuResultsPath, "bench/ANALYSIS.md"}
+	files := []string{gpuResultsPath, "bench/ANALYSIS.md", imageResultsPath, decodeResultsPath, filterResultsPath}
 	for _, a := range noteAnchors {
 		files = append(files, filepath.Join(notesDir, a.Name+".md"))
 	}

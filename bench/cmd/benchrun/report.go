@@ -435,6 +435,11 @@ func (rep *report) render() string {
 	if im := rep.imageSection(); im != "" {
 		b.WriteString("\n" + im)
 	}
+	for _, r := range []struct{ path, note string }{{decodeResultsPath, "decode"}, {filterResultsPath, "filter"}} {
+		if sec := rep.resultSection(r.path, r.note); sec != "" {
+			b.WriteString("\n" + strings.TrimSuffix(sec, "\n"))
+		}
+	}
 	if s3 := rep.s3Section(); s3 != "" {
 		b.WriteString("\n" + s3)
 	}

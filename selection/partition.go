@@ -1,9 +1,14 @@
 package selection
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	workers "github.com/prepml/prep/internal/pool"
+	"github.com/prepml/prep/source"
 )
 
 // HiveNull is the partition value Hive and Spark write for a NULL key.
@@ -258,4 +263,42 @@ func constVector(v Value, rows int) Vector {
 // key.
 func partitionConflict(text, file, key string) error {
 	return &Error{Filter: text, Pos: 0, Token: "", Msg: fmt.Sprintf("partition key conflict: %s has a column %s and a partition level %s=...; rename one", file, key, key)}
+}
+
+// ErrPartitionConflict is wrapped by the error of a file of a hive
+// partitioned source with a top-level column named like one of its
+// partition keys (CheckPartitionKeys).
+var ErrPartitionConflict = errors.New("partition key conflict")
+
+// checkParallel is how many footers CheckPartitionKeys reads at once.
+const checkParallel = 8
+
+// CheckPartitionKeys reads the footer of each named file of st (up to 8
+// at once) and refuses a file with a top-level column (the first element
+// of a leaf column's schema path, so a struct id counts as id) named like
+// one of keys, the source's partition keys: a filter or a feature naming
+// the key could mean the directory level's value or the file's column.
+// The error names the first such file in the order given, the column and
+// the key, and wraps ErrPartitionConflict; a footer that cannot be read
+// or validated returns its *source.Error (naming the file) as it is.
+func CheckPartitionKeys(ctx context.Context, st source.Store, files, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	isKey := map[string]bool{}
+	for _, k := range keys {
+		isKey[k] = true
+	}
+	return workers.ForEach(ctx, len(files), checkParallel, func(i int) error {
+		d, err := source.Describe(ctx, st, files[i])
+		if err != nil {
+			return err
+		}
+		for _, c := range d.Columns {
+			if len(c.Path) > 0 && isKey[c.Path[0]] {
+				return fmt.Errorf("%w: %s has a top-level column %s and a partition level %s=...; rename one", ErrPartitionConflict, files[i], c.Path[0], c.Path[0])
+			}
+		}
+		return nil
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/prepml/prep/internal/duckdbtest"
 	"github.com/prepml/prep/source"
 )
@@ -228,6 +230,51 @@ func TestDateFilterErrors(t *testing.T) {
 		_, err := PrunePartitions(filter, part, vals)
 		if !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", filter, err, want)
+		}
+	}
+}
+
+// metaRow has a struct column meta: its only leaf is meta.lang.
+type metaRow struct {
+	Meta struct {
+		Lang string `parquet:"lang"`
+	} `parquet:"meta"`
+}
+
+// TestCheckPartitionKeys: a file with a top-level column named like a
+// partition key is refused naming the file and the key, a struct column
+// counting by its top-level name (its leaf is meta.lang); keys no file
+// has as a column pass.
+func TestCheckPartitionKeys(t *testing.T) {
+	dir := t.TempDir()
+	writeFilterFile(t, filepath.Join(dir, "a.parquet"), 10, 0) // id, n, lang, quality, flag, score
+	if err := parquet.WriteFile(filepath.Join(dir, "b.parquet"), []metaRow{{}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		files, keys []string
+		want        string // "": no error
+	}{
+		{[]string{"a.parquet", "b.parquet"}, []string{"region", "date"}, ""},
+		{[]string{"b.parquet"}, []string{"lang"}, ""}, // meta.lang is not a top-level lang
+		{[]string{"a.parquet", "b.parquet"}, []string{"date", "meta"}, "partition key conflict: b.parquet has a top-level column meta and a partition level meta=...; rename one"},
+		{[]string{"a.parquet", "b.parquet"}, []string{"quality"}, "partition key conflict: a.parquet has a top-level column quality and a partition level quality=...; rename one"},
+		{[]string{"a.parquet", "b.parquet"}, []string{"meta", "id"}, "partition key conflict: a.parquet has a top-level column id and a partition level id=...; rename one"},
+	} {
+		err := CheckPartitionKeys(ctx, st, c.files, c.keys)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", c.keys, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != c.want || !errors.Is(err, ErrPartitionConflict) {
+			t.Errorf("%v: %v, want %q", c.keys, err, c.want)
 		}
 	}
 }

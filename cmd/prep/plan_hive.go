@@ -26,6 +26,7 @@ type hiveSource struct {
 	cols   []selection.Column           // partition columns, typed over every file; nil: not partitioned
 	values map[string][]selection.Value // file location (local path or s3:// URL) -> its partition values
 	pruned int                          // files pruned by the filter before their footers were read
+	first  string                       // the first file of the directory, relative to dir
 }
 
 // hiveDir returns the hiveSource of spec when it is one local directory or
@@ -89,11 +90,17 @@ func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec, o *s3
 		src, err := source.DiscoverWhere(ctx, spec.Paths, func(files []string) ([]bool, error) {
 			return h.keep(spec, files)
 		})
-		if err != nil {
-			return src, nil, h.discoverError(spec, err)
+		st, lerr := source.NewLocal(h.dir)
+		if lerr != nil {
+			return src, nil, lerr
 		}
-		src, err = h.rooted(src)
-		return src, nil, err
+		if err != nil {
+			return src, nil, h.discoverError(ctx, st, spec, err)
+		}
+		if src, err = h.rooted(src); err != nil {
+			return src, nil, err
+		}
+		return src, nil, h.checkKeys(ctx, st, src)
 	}
 	c, err := source.NewS3Client(ctx, o.options())
 	if err != nil {
@@ -125,11 +132,18 @@ func (h *hiveSource) discover(ctx context.Context, spec source.SourceSpec, o *s3
 			err = fmt.Errorf("%w: %w", err, source.ErrNoInput)
 		}
 	}
-	if err != nil {
-		return src, s, h.discoverError(spec, err)
+	st, serr := c.Store(h.dir)
+	if serr != nil {
+		return src, s, usagef("%v", serr)
 	}
-	src, err = h.rooted(src)
-	return src, s, err
+	defer st.Close()
+	if err != nil {
+		return src, s, h.discoverError(ctx, st, spec, err)
+	}
+	if src, err = h.rooted(src); err != nil {
+		return src, s, err
+	}
+	return src, s, h.checkKeys(ctx, st, src)
 }
 
 // rooted returns src rooted at the partitioned directory itself when it
@@ -171,7 +185,11 @@ func (h *hiveSource) rooted(src plan.Source) (plan.Source, error) {
 	return src, src.Normalize()
 }
 
-func (h *hiveSource) discoverError(spec source.SourceSpec, err error) error {
+// discoverError is the error of a failed discovery. When the filter
+// pruned every partition, the first file's footer is read from st (the
+// partitioned directory's store) first: a column named like a partition
+// key is the more likely cause (the filter meant the column).
+func (h *hiveSource) discoverError(ctx context.Context, st source.Store, spec source.SourceSpec, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -180,9 +198,48 @@ func (h *hiveSource) discoverError(spec source.SourceSpec, err error) error {
 		return err
 	}
 	if (errors.Is(err, source.ErrNoInput) || errors.Is(err, fs.ErrNotExist)) && h.pruned > 0 {
+		// Only a conflict replaces the message: the first file's footer
+		// being unreadable is not what stopped the plan.
+		if cerr := selection.CheckPartitionKeys(ctx, st, []string{h.first}, h.keys()); errors.Is(cerr, selection.ErrPartitionConflict) {
+			return usagef("%v (checked the directory's first file, as the filter %q prunes every partition)", cerr, spec.Filter)
+		}
 		return usagef("filter %q prunes every partition: nothing to draw from", spec.Filter)
 	}
 	return err
+}
+
+// keys returns the partition keys, in level order.
+func (h *hiveSource) keys() []string {
+	var ks []string
+	for _, c := range h.cols {
+		ks = append(ks, c.Name)
+	}
+	return ks
+}
+
+// checkKeys refuses a partitioned source whose kept files (src rooted at
+// the partitioned directory; st its store) have a top-level column named
+// like a partition key (selection.CheckPartitionKeys): partition: KEY
+// would read the directory level's value and column: KEY the file's. It
+// reads the footers of the files the filter keeps, not of pruned ones,
+// and says which it checked.
+func (h *hiveSource) checkKeys(ctx context.Context, st source.Store, src plan.Source) error {
+	if h.cols == nil {
+		return nil
+	}
+	var files []string
+	for _, f := range append(append([]plan.SourceFile(nil), src.Files...), src.EmptyFiles...) {
+		files = append(files, f.Path)
+	}
+	sort.Strings(files)
+	err := selection.CheckPartitionKeys(ctx, st, files, h.keys())
+	if !errors.Is(err, selection.ErrPartitionConflict) {
+		return err
+	}
+	if h.pruned > 0 {
+		return usagef("%v (checked the %s the filter keeps; %s pruned unread)", err, count(len(files), "file"), count(h.pruned, "file"))
+	}
+	return usagef("%v (checked every file's footer: %s)", err, count(len(files), "file"))
 }
 
 // keep types the partitions of files (local paths or s3:// URLs under
@@ -209,6 +266,9 @@ func (h *hiveSource) keep(spec source.SourceSpec, files []string) ([]bool, error
 	keys, vals, err := source.HiveLayout(rels)
 	if err != nil {
 		return nil, usagef("%s: %v", h.dir, err)
+	}
+	if len(rels) > 0 {
+		h.first = rels[0]
 	}
 	if keys == nil {
 		if len(spec.Partitions) > 0 {

@@ -398,6 +398,50 @@ func TestPlanSourcesHiveRefused(t *testing.T) {
 	}
 }
 
+// TestPlanSourcesHiveKeyConflict: B27's files (a column id) under id=3/
+// and id=7/ are refused at plan time, naming the source, the file and the
+// key and saying which footers were read, with no plan written: without a
+// filter (every file read), with a filter keeping id=7 (the kept file
+// read, the pruned one not), and with a filter pruning every partition
+// (the first file read, the conflict reported instead of "prunes every
+// partition").
+func TestPlanSourcesHiveKeyConflict(t *testing.T) {
+	for _, c := range []struct {
+		filter, want string
+	}{
+		{"", "source ev: partition key conflict: id=3/part-0.parquet has a top-level column id and a partition level id=...; rename one (checked every file's footer: 2 files)"},
+		{"id > 5", "source ev: partition key conflict: id=7/part-1.parquet has a top-level column id and a partition level id=...; rename one (checked the 1 file the filter keeps; 1 file pruned unread)"},
+		{"id > 10", `source ev: partition key conflict: id=3/part-0.parquet has a top-level column id and a partition level id=...; rename one (checked the directory's first file, as the filter "id > 10" prunes every partition)`},
+	} {
+		ev := hiveDirs(t)
+		os.Remove(filepath.Join(ev, "region=ap", "junk.parquet"))
+		for _, m := range [][2]string{{"region=eu/part-0.parquet", "id=3/part-0.parquet"}, {"region=us/part-1.parquet", "id=7/part-1.parquet"}} {
+			os.MkdirAll(filepath.Dir(filepath.Join(ev, m[1])), 0o755)
+			if err := os.Rename(filepath.Join(ev, m[0]), filepath.Join(ev, m[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, d := range []string{"region=eu", "region=us", "region=ap"} {
+			os.Remove(filepath.Join(ev, d))
+		}
+		dir := filepath.Dir(ev)
+		body := fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n", ev)
+		if c.filter != "" {
+			body += fmt.Sprintf("    filter: %q\n", c.filter)
+		}
+		p := filepath.Join(dir, "sources.yaml")
+		os.WriteFile(p, []byte(body), 0o644)
+		pp := filepath.Join(dir, "plan.json")
+		code, _, errs := runCLI("plan", "--sources", p, "--global-batch", "4", "-o", pp)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("filter %q: exit %d %q, want %q", c.filter, code, errs, c.want)
+		}
+		if _, err := os.Stat(pp); !os.IsNotExist(err) {
+			t.Errorf("filter %q: a plan was written (%v)", c.filter, err)
+		}
+	}
+}
+
 // TestPlanSourcesFilterSourceChanged: a filtered source's file rewritten
 // after planning (its selection may no longer hold) is refused by convert
 // before any shard is written.

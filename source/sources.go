@@ -176,7 +176,7 @@ type sourceYAML struct {
 	Name   string    `yaml:"name"`
 	Path   yaml.Node `yaml:"path"`
 	Weight yaml.Node `yaml:"weight"`
-	Filter string    `yaml:"filter"`
+	Filter yaml.Node `yaml:"filter"`
 	Parts  yaml.Node `yaml:"partitions"`
 	line   int
 }
@@ -234,8 +234,9 @@ func ReadSourcesFile(path string) (*SourcesFile, error) {
 // data is read: valid YAML with only the known keys, at least one source,
 // every source with a unique name of 1 to 64 [A-Za-z0-9_.-], at least one
 // path (all local or all s3://), a weight that is a plain decimal number
-// greater than 0, partitions mapping each key once to int, date or
-// string, and epoch_samples a positive integer. Errors wrap
+// greater than 0, a filter, when the key is given, that is a string
+// holding more than white space, partitions mapping each key once to int,
+// date or string, and epoch_samples a positive integer. Errors wrap
 // ErrSourcesFile and name the file, the line and the source.
 func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 	bad := func(line int, format string, args ...any) error {
@@ -275,7 +276,7 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 	}
 	names := map[string]int{}
 	for i, s := range y.Sources {
-		spec := SourceSpec{Name: s.Name, Filter: strings.TrimSpace(s.Filter), Line: s.line}
+		spec := SourceSpec{Name: s.Name, Line: s.line}
 		what := fmt.Sprintf("source %d", i)
 		if s.Name != "" {
 			what = "source " + s.Name
@@ -315,6 +316,15 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 				return nil, bad(s.Weight.Line, "%s: %v", what, err)
 			}
 			spec.Weight = s.Weight.Value
+		}
+		if s.Filter.Kind != 0 {
+			if s.Filter.Kind != yaml.ScalarNode {
+				return nil, bad(s.Filter.Line, "%s: filter must be a string: \"lang = 'en'\"", what)
+			}
+			spec.Filter = strings.TrimSpace(s.Filter.Value)
+			if spec.Filter == "" {
+				return nil, bad(s.Filter.Line, "%s: filter is empty: give a row filter (\"lang = 'en'\"), or leave the key out to take every row", what)
+			}
 		}
 		if s.Parts.Kind != 0 {
 			if s.Parts.Kind != yaml.MappingNode {

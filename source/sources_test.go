@@ -106,6 +106,10 @@ func TestParseSourcesFileRefused(t *testing.T) {
 		{"sources:\n  - name: a\n    path: x/\nepoch_samples: 0\n", `s.yaml:4: epoch_samples "0" must be a whole number`},
 		{"sources:\n  - name: a\n    path: x/\n  - name: b\n    path: s3://b/x/\n", "cannot be mixed"},
 		{"sources:\n  - name: a\n    path: {x: 1}\n", "path must be a string or a list"},
+		{"sources:\n  - name: a\n    path: x/\n    filter: \"\"\n", `s.yaml:4: source a: filter is empty: give a row filter ("lang = 'en'"), or leave the key out to take every row`},
+		{"sources:\n  - name: a\n    path: x/\n  - name: b\n    path: y/\n    filter: \" \\t \"\n", `s.yaml:6: source b: filter is empty`},
+		{"sources:\n  - name: a\n    path: x/\n    filter:\n    weight: 1\n", `s.yaml:4: source a: filter is empty`},
+		{"sources:\n  - name: a\n    path: x/\n    filter: [lang]\n", `s.yaml:4: source a: filter must be a string`},
 	} {
 		_, err := ParseSourcesFile("s.yaml", []byte(c.yaml))
 		if !errors.Is(err, ErrSourcesFile) || !strings.Contains(err.Error(), c.want) {

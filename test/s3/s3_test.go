@@ -646,3 +646,33 @@ func TestS3HivePrunedPartitionsUnread(t *testing.T) {
 		t.Error("a plan was written")
 	}
 }
+
+// TestS3HiveKeyConflict: objects with a column label under label=N/
+// levels of an s3:// directory are refused at plan time, naming the
+// source, the object and the key, without a filter (every object's footer
+// checked) and with one keeping label=2 only (the kept object checked);
+// no plan is written.
+func TestS3HiveKeyConflict(t *testing.T) {
+	data := hiveDataset(t)["date=2026-11-01/region=eu/part-0.parquet"]
+	e := newEnvIn(t, "prep-e2e-hive-conflict", map[string][]byte{"label=1/part-0.parquet": data, "label=2/part-0.parquet": data})
+	for i, c := range []struct{ filter, want string }{
+		{"", "source ev: partition key conflict: label=1/part-0.parquet has a top-level column label and a partition level label=...; rename one (checked every file's footer: 2 files)"},
+		{"label > 1", "source ev: partition key conflict: label=2/part-0.parquet has a top-level column label and a partition level label=...; rename one (checked the 1 file the filter keeps; 1 file pruned unread)"},
+	} {
+		body := fmt.Sprintf("sources:\n  - name: ev\n    path: %s\n", e.url(""))
+		if c.filter != "" {
+			body += fmt.Sprintf("    filter: %q\n", c.filter)
+		}
+		p := filepath.Join(e.work, fmt.Sprintf("sources-%d.yaml", i))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(e.work, fmt.Sprintf("plan-%d.json", i))
+		r := e.prep("plan", "--sources", p, "--global-batch", "16", "-o", out)
+		r.MustExit(t, 2)
+		r.Failed(t, c.want)
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("filter %q: a plan was written", c.filter)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -49,6 +50,9 @@ type packedRun struct {
 	pad     []byte     // the pad id in the dtype
 	extras  []packedExtra
 	tokHeld int // the tokens' output index among the decoded document tensors
+
+	heldOnce sync.Once // findHeld for decode, which may run on several goroutines (PackedGroups)
+	heldErr  error
 }
 
 // PackedTensors returns the output tensors of spec over a plan packed as
@@ -196,10 +200,17 @@ type PackedDocuments struct {
 	pr     *packedRun
 	docs   []uint64 // ascending
 	held   *HeldSamples
+	bytes  int64 // heldBytes of docs
 }
 
 // Close releases the documents' memory.
 func (d *PackedDocuments) Close() { d.held.Close() }
+
+// HeldBytes returns the bytes the documents take decoded, as a packed
+// run's --memory-limit counts them: each document's tokens at the dtype's
+// size plus its staging record (the tokens' reference, a U8 null mask
+// when the token column has one, the per-document columns' values).
+func (d *PackedDocuments) HeldBytes() int64 { return d.bytes }
 
 // packedSource is a packed run's inputs before any document is decoded:
 // the spec's outputs, every source row's token count and the layout,
@@ -316,7 +327,7 @@ func decodeAll(ctx context.Context, o Options, p *plan.Plan, spec *Spec, budget 
 		held.Close()
 		return nil, nil, 0, err
 	}
-	return ps, &PackedDocuments{Layout: ps.lay, pr: ps.pr, docs: docs, held: held}, bytes, nil
+	return ps, &PackedDocuments{Layout: ps.lay, pr: ps.pr, docs: docs, held: held, bytes: bytes}, bytes, nil
 }
 
 // heldBytes returns what holding document d decoded costs: its tokens at
@@ -334,17 +345,20 @@ func (ps *packedSource) decode(ctx context.Context, st source.Store, docs []uint
 	if err != nil {
 		return nil, err
 	}
-	if err := pr.findHeld(held.Tensors()); err != nil {
+	pr.heldOnce.Do(func() { pr.heldErr = pr.findHeld(held.Tensors()) })
+	if pr.heldErr != nil {
 		held.Close()
-		return nil, err
+		return nil, pr.heldErr
 	}
+	var bytes int64
 	for i, d := range docs {
 		if n := len(held.Sample(pr.tokHeld, i)) / pr.es; n != int(ps.lengths[d]) {
 			held.Close()
 			return nil, valueErrorf("document %d (source row) decoded %d tokens, its list length is %d", d, n, ps.lengths[d])
 		}
+		bytes += ps.heldBytes(d)
 	}
-	return &PackedDocuments{Layout: ps.lay, pr: pr, docs: docs, held: held}, nil
+	return &PackedDocuments{Layout: ps.lay, pr: pr, docs: docs, held: held, bytes: bytes}, nil
 }
 
 // MaterializePacked reads the packing of p again from the source (the

@@ -3,8 +3,8 @@ package convert
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"slices"
 )
 
 // The writing side of a packed run (packed.go): shards written one after
@@ -106,41 +106,37 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 	}
 	g.close()
 	r, steps := g.r, g.r.p.Steps()
-	seen := map[uint64]bool{}
-	var docs []uint64
-	var held int64
-	pos := [2]int{si, step}
-	for pos[0] < len(g.todo) {
-		k := g.todo[pos[0]]
-		var err error
-		if g.ids, _, err = r.p.RankBatch(k.epoch, k.rank, pos[1], g.ids); err != nil {
-			return nil, err
-		}
-		var add int64
-		var fresh []uint64
-		for _, id := range g.ids {
-			for _, pc := range g.ps.lay.Row(id) {
-				if !seen[pc.Doc] {
-					seen[pc.Doc] = true
-					fresh = append(fresh, pc.Doc)
-					add += g.ps.heldBytes(pc.Doc)
-				}
-			}
-		}
-		if held+add > g.budget {
-			if pos == [2]int{si, step} {
-				return nil, valueErrorf("epoch %d, rank %d, step %d: its packed rows' documents take %d bytes decoded, more than half of --memory-limit (%d bytes): raise --memory-limit to at least %d", k.epoch, k.rank, step, add, g.budget, 2*add)
-			}
-			break
-		}
-		held += add
-		docs = append(docs, fresh...)
+	next := func(pos [2]int) [2]int {
 		if pos[1]++; pos[1] == steps {
 			pos = [2]int{pos[0] + 1, 0}
 		}
+		return pos
 	}
-	slices.Sort(docs)
-	var err error
+	pos := [2]int{si, step}
+	cur := pos
+	docs, n, held, err := g.ps.group(func(i int) ([]uint64, bool, error) {
+		if i > 0 {
+			cur = next(cur)
+		}
+		if cur[0] >= len(g.todo) {
+			return nil, false, nil
+		}
+		k := g.todo[cur[0]]
+		var err error
+		g.ids, _, err = r.p.RankBatch(k.epoch, k.rank, cur[1], g.ids)
+		return g.ids, true, err
+	}, g.budget)
+	var be *PackedBudgetError
+	if errors.As(err, &be) {
+		k := g.todo[si]
+		return nil, valueErrorf("epoch %d, rank %d, step %d: its packed rows' documents take %d bytes decoded, more than half of --memory-limit (%d bytes): raise --memory-limit to at least %d", k.epoch, k.rank, step, be.Need, be.Budget, 2*be.Need)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for range n {
+		pos = next(pos)
+	}
 	if g.docs, err = g.ps.decode(ctx, r.o.Source, docs, Bounds{Memory: max(1, r.o.MemoryLimit/2), Run: r.o.MemoryLimit}); err != nil {
 		return nil, err
 	}

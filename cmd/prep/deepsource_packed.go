@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 
 	"github.com/prepml/prep/convert"
@@ -13,30 +16,47 @@ import (
 )
 
 // packedDeepSource is the verify --deep source of a packed plan's shards
-// (PLAN.md §12, SPEC.md §2.9): every document of the plan is decoded once
-// (convert.MaterializePacked, which first recomputes the packing from the
-// token lengths and checks the plan's digests) and shared by the shards
-// checked in this process; each packed row's expected tokens, segment
-// ids, positions, cu_seqlens and per-document columns are built from
-// them. Memory: the tokens of every document (the dtype's size each)
-// while any shard is checked.
+// (PLAN.md §12, SPEC.md §2.9). The packing is read again once for the
+// shards checked in this process (convert.OpenPackedGroups, which
+// recomputes it from the token lengths and checks the plan's digests);
+// each shard's source then decodes the documents of its batches a group
+// of consecutive batches at a time, grouped as a packed convert groups
+// its steps (convert.PackedGroups.Decode): the batch compared, then the
+// packed rows of the batches verify prefetches after it, while their
+// documents fit the source's memory limit (verify.MemoryLimiter: half of
+// the check's share of --memory-limit, with one job the half a packed
+// convert holds its documents within). A batch whose documents alone
+// exceed it is refused, naming the bytes they take. Each packed row's
+// expected tokens, segment ids, positions, cu_seqlens and per-document
+// columns are built from the group's documents. Memory: the documents
+// held (at most the limit), the decoded column chunks in flight (at most
+// half the limit: the quarter of the share verify leaves for prefetched
+// samples, of which this source holds only the ids), and the lengths
+// (4 bytes a source row, shared).
 type packedDeepSource struct {
-	g       shardfmt.Geometry
-	tensors []shardfmt.TensorInfo
-	shared  *packedDocs
+	g      shardfmt.Geometry
+	shared *packedPlan
+	limit  int64 // bytes of documents held at once (SetMemoryLimit); 0: not set
+
+	docs    *convert.PackedDocuments // the current group's documents; nil: none
+	rows    map[uint64]bool          // the packed rows they build
+	ahead   []uint64                 // the ids of the batches of the last Prefetch, in order
+	next    int                      // ahead[next:] are the batches after the last FillBlock's
+	peak    int64                    // the most bytes of documents held at once (HeldBytes)
+	decodes int                      // the groups decoded
 }
 
-// packedDocs is the documents of one plan, decoded once for all shards.
-type packedDocs struct {
-	once sync.Once
-	docs *convert.PackedDocuments
-	err  error
-	refs int
+// packedPlan is the packing of one plan, read once for all shards.
+type packedPlan struct {
+	once   sync.Once
+	groups *convert.PackedGroups
+	err    error
+	refs   int
 }
 
 var (
 	packedMu    sync.Mutex
-	packedCache = map[string]*packedDocs{} // by plan fingerprint and source root
+	packedCache = map[string]*packedPlan{} // by plan fingerprint and source root
 )
 
 func newPackedDeepSource(p *plan.Plan, spec *convert.Spec, st source.Store, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (verify.SampleSource, error) {
@@ -51,15 +71,15 @@ func newPackedDeepSource(p *plan.Plan, spec *convert.Spec, st source.Store, g sh
 	packedMu.Lock()
 	d := packedCache[key]
 	if d == nil {
-		d = &packedDocs{}
+		d = &packedPlan{}
 		packedCache[key] = d
 	}
 	d.refs++
 	packedMu.Unlock()
 	d.once.Do(func() {
-		d.docs, d.err = convert.MaterializePacked(context.Background(), convert.Options{Source: st, MemoryLimit: deepRunLimit}, p, spec, nil)
+		d.groups, d.err = convert.OpenPackedGroups(context.Background(), convert.Options{Source: st}, p, spec)
 	})
-	s := &packedDeepSource{g: g, tensors: tensors, shared: d}
+	s := &packedDeepSource{g: g, shared: d}
 	if d.err != nil {
 		s.Close()
 		return nil, d.err
@@ -67,16 +87,89 @@ func newPackedDeepSource(p *plan.Plan, spec *convert.Spec, st source.Store, g sh
 	return s, nil
 }
 
+// SetMemoryLimit bounds the bytes of documents held at once
+// (verify.MemoryLimiter).
+func (s *packedDeepSource) SetMemoryLimit(bytes int64) { s.limit = bytes }
+
+// Prefetch keeps the ids of the upcoming batches, in order (the packed
+// rows a group may add after the batch compared; verify.Prefetcher).
+func (s *packedDeepSource) Prefetch(ctx context.Context, ids []uint64) error {
+	s.ahead, s.next = append(s.ahead[:0], ids...), 0
+	return nil
+}
+
+// budget returns the bytes of documents a group may hold: the memory
+// limit set, else half of prep verify's --memory-limit, else no bound.
+func (s *packedDeepSource) budget() int64 {
+	switch {
+	case s.limit > 0:
+		return s.limit
+	case deepRunLimit > 0:
+		return max(1, deepRunLimit/2)
+	}
+	return math.MaxInt64
+}
+
+// hold makes the current group hold the documents of the packed rows ids
+// (one batch), decoding a new group from that batch on when it does not.
+func (s *packedDeepSource) hold(ctx context.Context, ids []uint64) error {
+	var after []uint64 // the prefetched rows after this batch
+	if rest := s.ahead[s.next:]; len(rest) >= len(ids) && slices.Equal(rest[:len(ids)], ids) {
+		s.next += len(ids)
+		after = s.ahead[s.next:]
+	}
+	if s.docs != nil && !slices.ContainsFunc(ids, func(id uint64) bool { return !s.rows[id] }) {
+		return nil
+	}
+	s.release()
+	budget := s.budget()
+	// The batch is the first step, then each prefetched row one step.
+	docs, n, err := s.shared.groups.Decode(ctx, func(i int) ([]uint64, bool, error) {
+		if i == 0 {
+			return ids, true, nil
+		}
+		if i > len(after) {
+			return nil, false, nil
+		}
+		return after[i-1 : i], true, nil
+	}, budget, convert.Bounds{Memory: max(1, budget/2), Run: deepRunLimit})
+	var be *convert.PackedBudgetError
+	if errors.As(err, &be) {
+		return fmt.Errorf("the documents of the batch's packed rows take %d bytes decoded, more than the %d bytes this check may hold (half of --memory-limit, shared among --jobs checks): raise --memory-limit to at least %d (with --jobs 1)", be.Need, be.Budget, 2*be.Need)
+	}
+	if err != nil {
+		return err
+	}
+	s.docs, s.rows = docs, make(map[uint64]bool, len(ids)+n-1)
+	for _, id := range ids {
+		s.rows[id] = true
+	}
+	for _, id := range after[:n-1] {
+		s.rows[id] = true
+	}
+	s.peak = max(s.peak, docs.HeldBytes())
+	s.decodes++
+	return nil
+}
+
+// release closes the current group's documents.
+func (s *packedDeepSource) release() {
+	if s.docs != nil {
+		s.docs.Close()
+	}
+	s.docs, s.rows = nil, nil
+}
+
 // FillBlock writes the expected fixed-shape tensors of the packed rows ids
 // (tokens, segment ids, positions, per-token columns; verify.SampleSource).
 func (s *packedDeepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
+	if err := s.hold(ctx, ids); err != nil {
+		return err
+	}
 	g := s.g
 	for i, id := range ids {
-		if id >= s.shared.docs.Layout.Rows() {
-			return fmt.Errorf("packed row %d not in [0, %d)", id, s.shared.docs.Layout.Rows())
-		}
 		slot := func(t int) []byte { return block[g.SlabOffset[t]+uint64(i)*g.SampleBytes[t]:][:g.SampleBytes[t]] }
-		if err := s.shared.docs.FillFixed(id, slot); err != nil {
+		if err := s.docs.FillFixed(id, slot); err != nil {
 			return err
 		}
 	}
@@ -86,21 +179,25 @@ func (s *packedDeepSource) FillBlock(ctx context.Context, ids []uint64, block []
 // JaggedValues returns each packed row's values of jagged tensor t: its
 // cu_seqlens, or a per-document column's values (verify.JaggedSource).
 func (s *packedDeepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][]byte, error) {
+	if s.docs == nil || slices.ContainsFunc(ids, func(id uint64) bool { return !s.rows[id] }) {
+		if err := s.hold(ctx, ids); err != nil {
+			return nil, err
+		}
+	}
 	out := make([][]byte, len(ids))
 	for i, id := range ids {
-		if id >= s.shared.docs.Layout.Rows() {
-			return nil, fmt.Errorf("packed row %d not in [0, %d)", id, s.shared.docs.Layout.Rows())
-		}
 		var err error
-		if out[i], err = s.shared.docs.AppendJagged(t, id, nil); err != nil {
+		if out[i], err = s.docs.AppendJagged(t, id, nil); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// Close releases the documents when no other shard's source holds them.
+// Close releases the documents held, and the packing when no other
+// shard's source holds it.
 func (s *packedDeepSource) Close() error {
+	s.release()
 	if s.shared == nil {
 		return nil
 	}
@@ -113,12 +210,13 @@ func (s *packedDeepSource) Close() error {
 				delete(packedCache, k)
 			}
 		}
-		if s.shared.docs != nil {
-			s.shared.docs.Close()
-		}
 	}
 	s.shared = nil
 	return nil
 }
 
-var _ verify.JaggedSource = (*packedDeepSource)(nil)
+var (
+	_ verify.JaggedSource  = (*packedDeepSource)(nil)
+	_ verify.Prefetcher    = (*packedDeepSource)(nil)
+	_ verify.MemoryLimiter = (*packedDeepSource)(nil)
+)

@@ -3,15 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
 	"github.com/prepml/prep/verify"
 	"github.com/prepml/prep/verify/verifytest"
@@ -217,5 +220,135 @@ func TestVerifyDeepPackedExtras(t *testing.T) {
 				t.Errorf("%s: finding %s (want packed row %d)", c.tensor, f, row)
 			}
 		}
+	}
+}
+
+// TestVerifyDeepPackedHeldWithinMemoryLimit: the documents a packed
+// verify --deep holds decoded count against --memory-limit, as a packed
+// convert's do. With one job and a limit of the bytes all documents take
+// decoded (tokens at 4 bytes plus a 16-byte record each, summed here from
+// the document lengths), each shard's source holds at most half the limit
+// (holding every document at once is twice that), decodes its batches in
+// groups of more than one batch (verify prefetches two batches at a time
+// under this limit), finds nothing on the clean set and the packed row of
+// a changed token after. A limit below one batch's documents is refused per batch, naming
+// the bytes that batch's documents take (summed here from the layout).
+func TestVerifyDeepPackedHeldWithinMemoryLimit(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	path := filepath.Join(src, "part-0.parquet")
+	writeTokens(t, path, nil)
+	s, err := source.Discover(context.Background(), []string{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lengths, err := convert.TokenLengths(context.Background(), nil, s, "tokens", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eod := int64(2)
+	p, lay, err := plan.NewPacked(context.Background(), s, plan.Config{Seed: 4, Epochs: 1, GlobalBatch: 4, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad},
+		plan.PackOptions{Column: "tokens", Length: 64, EOD: &eod, Window: 16}, lengths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	spec := &convert.Spec{Tensors: []convert.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	// Document i holds i%37 tokens (writeTokens); the empty ones are
+	// packed nowhere.
+	docBytes := func(d uint64) int64 { return 4*int64(d%37) + 16 }
+	var all int64
+	for d := uint64(0); d < 200; d++ {
+		if d%37 > 0 {
+			all += docBytes(d)
+		}
+	}
+	var (
+		mu   sync.Mutex
+		srcs []*packedDeepSource
+	)
+	opener := func(p *plan.Plan, m *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {
+		s, err := convertSource(p, m, root, g, ts)
+		if ps, ok := s.(*packedDeepSource); ok {
+			mu.Lock()
+			srcs = append(srcs, ps)
+			mu.Unlock()
+		}
+		return s, err
+	}
+	limit := all
+	opts := verify.Options{Dir: out, Deep: true, Source: opener, Jobs: 1, MemoryLimit: limit}
+	check := func(what string) {
+		t.Helper()
+		if len(srcs) != 2 {
+			t.Fatalf("%s: %d packed sources opened, want 2 (one per shard)", what, len(srcs))
+		}
+		for i, ps := range srcs {
+			if ps.peak <= 0 || ps.peak > limit/2 || ps.decodes <= 1 || ps.decodes >= p.Steps() {
+				t.Errorf("%s: source %d held at most %d bytes of documents (want in (0, %d], all documents take %d), in %d groups (want 2..%d: several batches a group)",
+					what, i, ps.peak, limit/2, all, ps.decodes, p.Steps()-1)
+			}
+		}
+		srcs = nil
+	}
+	if rep := verifytest.Run(t, opts); !rep.OK || rep.DeepBatches != 2*p.Steps() {
+		t.Fatalf("clean set: %d deep batches\n%s", rep.DeepBatches, verifytest.Lines(rep))
+	}
+	check("clean set")
+	// Document 50 (13 tokens): token 3 changed in place.
+	writeTokens(t, path, map[[2]int]int32{{50, 3}: 1060})
+	var row uint64
+	for r := uint64(0); r < lay.Rows(); r++ {
+		for _, pc := range lay.Row(r) {
+			if pc.Doc == 50 {
+				row = r
+			}
+		}
+	}
+	rep := verifytest.Run(t, opts)
+	if rep.OK || len(rep.Findings) == 0 {
+		t.Fatalf("changed token not found\n%s", verifytest.Lines(rep))
+	}
+	for _, f := range rep.Findings {
+		if f.Kind != verify.KindValueMismatch || f.Tensor != "tokens" || f.SampleID == nil || *f.SampleID != row {
+			t.Errorf("finding %s (want a value mismatch of packed row %d, tensor tokens)", f, row)
+		}
+	}
+	check("changed set")
+	writeTokens(t, path, nil)
+	// A limit whose half is below every batch's documents: each batch is
+	// refused with the bytes its documents take.
+	ids, _, err := p.RankBatch(0, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	var need int64
+	for _, id := range ids {
+		for _, pc := range lay.Row(id) {
+			if !seen[pc.Doc] {
+				seen[pc.Doc] = true
+				need += docBytes(pc.Doc)
+			}
+		}
+	}
+	opts.MemoryLimit = 2 * 16
+	rep = verifytest.Run(t, opts)
+	want := fmt.Sprintf("take %d bytes decoded, more than the 16 bytes this check may hold (half of --memory-limit, shared among --jobs checks): raise --memory-limit to at least %d (with --jobs 1)", need, 2*need)
+	found := 0
+	for _, f := range rep.Findings {
+		if f.Kind != verify.KindSourceUnreadable || !strings.Contains(f.Message, "raise --memory-limit to at least") {
+			t.Errorf("finding %s (want a refused batch)", f)
+		}
+		if f.Batch != nil && *f.Batch == 0 && strings.Contains(f.Message, want) {
+			found++
+		}
+	}
+	if len(rep.Findings) != 2*p.Steps() || found == 0 {
+		t.Fatalf("tiny limit: %d findings (want %d, one a batch), rank 0 batch 0 refused with %q: %v\n%s", len(rep.Findings), 2*p.Steps(), want, found > 0, verifytest.Lines(rep))
 	}
 }

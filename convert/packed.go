@@ -361,47 +361,6 @@ func (ps *packedSource) decode(ctx context.Context, st source.Store, docs []uint
 	return &PackedDocuments{Layout: ps.lay, pr: pr, docs: docs, held: held, bytes: bytes}, nil
 }
 
-// MaterializePacked reads the packing of p again from the source (the
-// token column's lengths, levels only), checks it against the plan
-// (plan.Plan.PackLayout: ErrMismatch when the source changed), and decodes
-// the documents that the packed rows rows hold (all rows when rows is
-// nil), each once, with the decoded column chunks in flight bounded by
-// o.MemoryLimit; the documents themselves are held beside it (their
-// tokens at the dtype's size). Errors: those of PackedTensors,
-// TokenLengths, PackLayout and MaterializeSorted; a document whose decoded
-// token count differs from its length in the packing wraps ErrValue.
-func MaterializePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec, rows []uint64) (*PackedDocuments, error) {
-	ps, err := preparePacked(ctx, o, p, spec)
-	if err != nil {
-		return nil, err
-	}
-	lay := ps.lay
-	need := make([]bool, len(ps.lengths))
-	mark := func(r uint64) {
-		for _, pc := range lay.Row(r) {
-			need[pc.Doc] = true
-		}
-	}
-	if rows == nil {
-		for r := uint64(0); r < lay.Rows(); r++ {
-			mark(r)
-		}
-	}
-	for _, r := range rows {
-		if r >= lay.Rows() {
-			return nil, valueErrorf("packed row %d not in [0, %d)", r, lay.Rows())
-		}
-		mark(r)
-	}
-	var docs []uint64
-	for d, ok := range need {
-		if ok {
-			docs = append(docs, uint64(d))
-		}
-	}
-	return ps.decode(ctx, o.Source, docs, Bounds{Memory: o.MemoryLimit})
-}
-
 // findHeld finds the token tensor and the extras among the decoded
 // document tensors, by name.
 func (pr *packedRun) findHeld(ts []shardfmt.TensorInfo) error {

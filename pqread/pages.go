@@ -66,6 +66,14 @@ func (r *ColumnReader) nextPage() error {
 	if h.CRC != 0 && int32(crc32.ChecksumIEEE(body)) != h.CRC {
 		return corruptf("page checksum mismatch: computed %08x, header says %08x", crc32.ChecksumIEEE(body), uint32(h.CRC))
 	}
+	if r.jump > 0 {
+		// ColumnReaderPages: the dictionary page, then the first page
+		// wanted.
+		if h.Type != format.DictionaryPage {
+			return corruptf("page index: the bytes before the first data page are a %s page, not a dictionary page", h.Type)
+		}
+		r.pos, r.page, r.jump = r.jump, r.jumpPage, 0
+	}
 	switch h.Type {
 	case format.DictionaryPage:
 		return r.dictionaryPage(&h, body, int(us))

@@ -77,6 +77,12 @@ type ColumnReader struct {
 	// slots are sized but hold unspecified bytes.
 	levelsOnly bool
 	base       Error
+	// jump, when > 0: the chunk offset to go on at after the dictionary
+	// page (ColumnReaderPages), jumpPage the page index there less one;
+	// rowBase: the row group row of the reader's row 0.
+	jump     int64
+	jumpPage int
+	rowBase  int64
 
 	pos     int64 // chunk offset of the next page header
 	page    int   // index of the page being decoded (-1 before the first)
@@ -418,7 +424,7 @@ func (r *ColumnReader) drain() error {
 func (r *ColumnReader) fail(e *Error, err error) error {
 	var re *rowError
 	if errors.As(err, &re) {
-		e.Row = re.row
+		e.Row = re.row + r.rowBase
 	}
 	e.Err = err
 	r.err = e

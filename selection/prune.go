@@ -138,3 +138,109 @@ func cmpBound(t Type, v Value, s source.ScalarStats, max bool) (int, bool) {
 	}
 	return 0, false
 }
+
+// MayMatchRows returns the rows [start, end) of a row group of rows rows,
+// ascending and disjoint, outside of which no row can make f TRUE, given
+// the footer statistics st and the page index pages (both one per
+// f.Columns; pages[i] nil for a column without one). A comparison,
+// IN, BETWEEN or LIKE of a column with a page index and literals may be
+// TRUE only in the pages MayMatch allows by their bounds; AND intersects
+// its operands' rows and OR joins them (a row outside both is FALSE or
+// NULL for either, so not TRUE); every other condition may be TRUE
+// anywhere unless MayMatch rules out the whole row group.
+func (f *Filter) MayMatchRows(st []source.ScalarStats, pages []*source.PageStats, rows int64) [][2]int64 {
+	return mayRows(f.Root, st, pages, rows)
+}
+
+// PageColumn reports whether MayMatchRows can use the page index of
+// column i of f.Columns: it is an INTEGER or TEXT column compared with
+// literals (a comparison, IN, BETWEEN or LIKE) somewhere under AND and OR
+// only.
+func (f *Filter) PageColumn(i int) bool {
+	var walk func(n *Node) bool
+	walk = func(n *Node) bool {
+		switch n.Op {
+		case "and", "or":
+			return walk(n.Args[0]) || walk(n.Args[1])
+		case "cmp", "in", "between", "prefix":
+			x := n.Args[0]
+			for _, a := range n.Args[1:] {
+				if a.Op != "lit" {
+					return false
+				}
+			}
+			return x.Op == "col" && x.col == i && (x.typ == Int || x.typ == String) && !n.Neg
+		}
+		return false
+	}
+	return walk(f.Root)
+}
+
+func mayRows(n *Node, st []source.ScalarStats, pages []*source.PageStats, rows int64) [][2]int64 {
+	switch n.Op {
+	case "and":
+		return intersectRows(mayRows(n.Args[0], st, pages, rows), mayRows(n.Args[1], st, pages, rows))
+	case "or":
+		return unionRows(mayRows(n.Args[0], st, pages, rows), mayRows(n.Args[1], st, pages, rows))
+	case "cmp", "in", "between", "prefix":
+		if x := n.Args[0]; x.Op == "col" && pages[x.col] != nil {
+			ps := pages[x.col]
+			one := append([]source.ScalarStats(nil), st...)
+			var out [][2]int64
+			for k, s := range ps.Stats {
+				one[x.col] = s
+				lo, hi := ps.FirstRow[k], ps.FirstRow[k+1]
+				if mayTrue(n, one, hi-lo) {
+					out = unionRows(out, [][2]int64{{lo, hi}})
+				}
+			}
+			return out
+		}
+	}
+	if mayTrue(n, st, rows) {
+		return [][2]int64{{0, rows}}
+	}
+	return nil
+}
+
+// intersectRows returns the rows in both a and b (ascending, disjoint
+// ranges [start, end)).
+func intersectRows(a, b [][2]int64) [][2]int64 {
+	var out [][2]int64
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		lo, hi := max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+		if lo < hi {
+			out = append(out, [2]int64{lo, hi})
+		}
+		if a[i][1] < b[j][1] {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
+// unionRows returns the rows in a or b (ascending ranges [start, end)),
+// adjacent ranges joined.
+func unionRows(a, b [][2]int64) [][2]int64 {
+	var out [][2]int64
+	add := func(r [2]int64) {
+		if k := len(out) - 1; k >= 0 && r[0] <= out[k][1] {
+			out[k][1] = max(out[k][1], r[1])
+			return
+		}
+		out = append(out, r)
+	}
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if j >= len(b) || i < len(a) && a[i][0] <= b[j][0] {
+			add(a[i])
+			i++
+		} else {
+			add(b[j])
+			j++
+		}
+	}
+	return out
+}

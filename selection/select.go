@@ -52,6 +52,10 @@ type Result struct {
 	// RowGroups counts the non-empty row groups; Skipped those whose
 	// statistics proved no row could match (MayMatch), not read.
 	RowGroups, Skipped int
+	// PagesRead and PagesSkipped count the data pages of the filter
+	// columns with a page index in the row groups read: read and decoded,
+	// or left unread because MayMatchRows ruled out every row of theirs.
+	PagesRead, PagesSkipped int64
 }
 
 // countingStore counts the bytes its objects' ReadAt calls return.
@@ -164,6 +168,8 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 	for _, p := range parts {
 		res.RowGroups += p.RowGroups
 		res.Skipped += p.Skipped
+		res.PagesRead += p.PagesRead
+		res.PagesSkipped += p.PagesSkipped
 		for _, r := range p.Ranges {
 			res.add(r[0], r[1])
 		}
@@ -202,8 +208,7 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 		starts[g] = s
 		s += uint64(r)
 	}
-	skip := func(g int, rows int64, s []source.ScalarStats) bool {
-		res.RowGroups++
+	allStats := func(s []source.ScalarStats, rows int64) []source.ScalarStats {
 		all := make([]source.ScalarStats, len(f.Columns))
 		for i, c := range f.Columns {
 			if data[i] >= 0 {
@@ -220,11 +225,32 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 				all[i] = source.ScalarStats{MinMax: true, MinStr: []byte(v.S), MaxStr: []byte(v.S)}
 			}
 		}
+		return all
+	}
+	skip := func(g int, rows int64, s []source.ScalarStats) bool {
+		res.RowGroups++
+		all := allStats(s, rows)
 		if f.MayMatch(all, rows) {
 			return false
 		}
 		res.Skipped++
 		return true
+	}
+	pages := &source.PageFilter{Cols: make([]bool, len(names))}
+	for i := range f.Columns {
+		if data[i] >= 0 && f.PageColumn(i) {
+			pages.Cols[data[i]] = true
+		}
+	}
+	pages.Rows = func(g int, rows int64, s []source.ScalarStats, ps []*source.PageStats) [][2]int64 {
+		all := allStats(s, rows)
+		pall := make([]*source.PageStats, len(f.Columns))
+		for i := range f.Columns {
+			if data[i] >= 0 {
+				pall[i] = ps[data[i]]
+			}
+		}
+		return f.MayMatchRows(all, pall, rows)
 	}
 	each := func(g int, first, rows int64, v []source.Scalars) error {
 		vecs := make([]Vector, len(f.Columns))
@@ -262,7 +288,9 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 			}
 		}
 	} else {
-		err = source.ReadScalars(ctx, st, fl.Path, names, memory, skip, each)
+		var pc source.PageCounts
+		pc, err = source.ReadScalarsPages(ctx, st, fl.Path, names, memory, skip, pages, each)
+		res.PagesRead, res.PagesSkipped = pc.Read, pc.Skipped
 	}
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sort"
 
 	"github.com/prepml/prep/pqread"
 )
@@ -63,7 +64,11 @@ type ScalarStats struct {
 }
 
 func scalarStats(pf *pqread.File, g int, c pqread.ColumnInfo) ScalarStats {
-	cs := pf.Stats(g, c)
+	return boundStats(c, pf.Stats(g, c))
+}
+
+// boundStats converts a chunk's or a page's statistics of column c.
+func boundStats(c pqread.ColumnInfo, cs pqread.ChunkStats) ScalarStats {
 	st := ScalarStats{NullCount: cs.NullCount}
 	if cs.Min == nil {
 		return st
@@ -150,43 +155,88 @@ func FileColumns(ctx context.Context, st Store, name string) ([]ScalarColumn, er
 // unread. Every column must be a ScalarColumn with a type. Errors
 // are *Error values naming the file (and pqread's row group and column).
 func ReadScalars(ctx context.Context, st Store, name string, cols []string, memory int64, skip func(rowGroup int, rows int64, st []ScalarStats) bool, each func(rowGroup int, first, rows int64, v []Scalars) error) error {
+	_, err := ReadScalarsPages(ctx, st, name, cols, memory, skip, nil, each)
+	return err
+}
+
+// PageStats is the page index of one column chunk as a filter sees it:
+// page k holds the row group's rows [FirstRow[k], FirstRow[k+1]) (the
+// last entry is the row group's rows) and has the bounds Stats[k]
+// (ScalarStats; NullCount is the page's rows for a page whose every row is
+// null, else 0).
+type PageStats struct {
+	FirstRow []int64
+	Stats    []ScalarStats
+}
+
+// PageCounts counts the data pages of the filter columns that have a page
+// index, in the row groups read (not skipped whole): Read were read and
+// decoded, Skipped were left unread because no row of theirs was wanted.
+type PageCounts struct {
+	Read, Skipped int64
+}
+
+// PageFilter is how ReadScalarsPages prunes pages: Cols[i] tells
+// whether column i's page index is read (only those may help), and Rows
+// is given a row group's rows, the footer statistics and each column's
+// PageStats (nil for a column not in Cols or without a page index) and
+// returns the row ranges [start, end) of the row group to read, ascending,
+// disjoint and not empty.
+type PageFilter struct {
+	Cols []bool
+	Rows func(rowGroup int, rows int64, st []ScalarStats, ix []*PageStats) [][2]int64
+}
+
+// ReadScalarsPages is ReadScalars that also prunes pages by the page
+// index (pqread.File.PageIndex, ColumnIndex and OffsetIndex). For a row
+// group not skipped whole where at least one column of pages.Cols has a
+// page index, pages.Rows says which rows to read; each is then called only
+// for rows in those ranges (windows never span two ranges), and a page
+// holding none of their rows is neither read nor decoded. Pages of one
+// column are read in runs of consecutive pages, each page once; a column
+// without a page index is read whole, the rows between ranges decoded and
+// dropped. pages nil (or no page index) reads as ReadScalars. The counts
+// returned cover the columns whose page index was used.
+func ReadScalarsPages(ctx context.Context, st Store, name string, cols []string, memory int64, skip func(rowGroup int, rows int64, st []ScalarStats) bool,
+	pages *PageFilter, each func(rowGroup int, first, rows int64, v []Scalars) error) (PageCounts, error) {
+	var pc PageCounts
 	obj, err := st.Open(ctx, name)
 	if err != nil {
-		return err
+		return pc, err
 	}
 	defer obj.Close()
 	pf, err := openParquet(obj, pqread.Limits{})
 	if err != nil {
-		return err
+		return pc, err
 	}
 	defer pf.Close()
 	infos := make([]pqread.ColumnInfo, len(cols))
 	for i, c := range cols {
 		info, err := pf.Lookup(c)
 		if err != nil {
-			return &Error{File: name, Err: err}
+			return pc, &Error{File: name, Err: err}
 		}
 		if _, why := scalarType(info); why != "" {
-			return &Error{File: name, Err: fmt.Errorf("column %s: %s", c, why)}
+			return pc, &Error{File: name, Err: fmt.Errorf("column %s: %s", c, why)}
 		}
 		infos[i] = info
 	}
-	vecs := make([]Scalars, len(cols))
 	for g, rows := range pf.RowGroups() {
 		if rows == 0 {
 			continue
 		}
-		if skip != nil {
-			st := make([]ScalarStats, len(infos))
+		var stats []ScalarStats
+		if skip != nil || pages != nil {
+			stats = make([]ScalarStats, len(infos))
 			for i, info := range infos {
-				st[i] = scalarStats(pf, g, info)
-			}
-			if skip(g, rows, st) {
-				continue
+				stats[i] = scalarStats(pf, g, info)
 			}
 		}
+		if skip != nil && skip(g, rows, stats) {
+			continue
+		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return pc, err
 		}
 		var decoded int64
 		for _, info := range infos {
@@ -196,38 +246,154 @@ func ReadScalars(ctx context.Context, st Store, name string, cols []string, memo
 		if memory > 0 && decoded > memory {
 			window = max(1, int64(float64(rows)*float64(memory)/float64(decoded)))
 		}
-		readers := make([]*pqread.ColumnReader, len(infos))
+		ranges := [][2]int64{{0, rows}}
+		ixs := make([]*pqread.PageIndex, len(infos))
+		if pages != nil {
+			ps := make([]*PageStats, len(infos))
+			any := false
+			for i, info := range infos {
+				if !pages.Cols[i] {
+					continue
+				}
+				ix, err := pf.PageIndex(g, info)
+				if err != nil {
+					return pc, &Error{File: name, Err: err}
+				}
+				if ix != nil {
+					ixs[i], ps[i], any = ix, pageStats(info, ix), true
+				}
+			}
+			if any {
+				ranges = pages.Rows(g, rows, stats, ps)
+			}
+		}
+		if err := readRanges(pf, g, rows, infos, ixs, ranges, window, &pc, func(first, n int64, v []Scalars) error { return each(g, first, n, v) }); err != nil {
+			if _, ok := err.(*pqread.Error); ok {
+				return pc, &Error{File: name, Err: err}
+			}
+			return pc, err
+		}
+	}
+	return pc, nil
+}
+
+// pageStats converts a page index to the filter's bounds, page by page,
+// as scalarStats does for a chunk.
+func pageStats(info pqread.ColumnInfo, ix *pqread.PageIndex) *PageStats {
+	ps := &PageStats{FirstRow: ix.FirstRow, Stats: make([]ScalarStats, ix.Pages())}
+	for k := range ps.Stats {
+		if ix.NullPage[k] {
+			ps.Stats[k].NullCount = ix.FirstRow[k+1] - ix.FirstRow[k]
+			continue
+		}
+		ps.Stats[k] = boundStats(info, pqread.ChunkStats{Min: ix.Min[k], Max: ix.Max[k]})
+	}
+	return ps
+}
+
+// colRun is a run of consecutive pages [p0, p1) of one column, read by one
+// reader: rows [r0, r1) of the row group.
+type colRun struct {
+	p0, p1 int
+	r0, r1 int64
+}
+
+// readRanges reads the row ranges of row group g in windows of at most
+// window rows, each column by runs of the pages that hold the ranges' rows
+// (a column without a page index: its whole chunk, rows between ranges
+// decoded and dropped), and calls each per window.
+func readRanges(pf *pqread.File, g int, rows int64, infos []pqread.ColumnInfo, ixs []*pqread.PageIndex, ranges [][2]int64, window int64, pc *PageCounts, each func(first, n int64, v []Scalars) error) error {
+	if len(ranges) == 0 {
+		for _, ix := range ixs {
+			if ix != nil {
+				pc.Skipped += int64(ix.Pages())
+			}
+		}
+		return nil
+	}
+	// runOf[i][j]: the run of column i that range j lies in.
+	runs := make([][]colRun, len(infos))
+	runOf := make([][]int, len(infos))
+	for i, ix := range ixs {
+		runOf[i] = make([]int, len(ranges))
+		if ix == nil {
+			runs[i] = []colRun{{0, 1, 0, rows}}
+			continue
+		}
+		fr := ix.FirstRow
+		pageOf := func(row int64) int { return sort.Search(ix.Pages(), func(k int) bool { return fr[k+1] > row }) }
+		read := 0
+		for j, r := range ranges {
+			p0, p1 := pageOf(r[0]), pageOf(r[1]-1)+1
+			if k := len(runs[i]) - 1; k >= 0 && p0 <= runs[i][k].p1 {
+				read += max(0, p1-runs[i][k].p1)
+				runs[i][k].p1 = max(runs[i][k].p1, p1)
+				runs[i][k].r1 = fr[runs[i][k].p1]
+			} else {
+				runs[i] = append(runs[i], colRun{p0, p1, fr[p0], fr[p1]})
+				read += p1 - p0
+			}
+			runOf[i][j] = len(runs[i]) - 1
+		}
+		pc.Read += int64(read)
+		pc.Skipped += int64(ix.Pages() - read)
+	}
+	readers := make([]*pqread.ColumnReader, len(infos))
+	cur := make([]int, len(infos)) // the run readers[i] reads
+	pos := make([]int64, len(infos))
+	defer closeReaders(readers)
+	vecs := make([]Scalars, len(infos))
+	for j, r := range ranges {
 		for i, info := range infos {
+			if readers[i] != nil && cur[i] == runOf[i][j] {
+				continue
+			}
+			if readers[i] != nil {
+				readers[i].Close()
+				readers[i] = nil
+			}
+			run := runs[i][runOf[i][j]]
+			var err error
 			// Strings in dictionary form where their pages are: a
 			// filter compares each dictionary entry once, not a copy of
 			// it per row.
-			open := pf.ColumnReader
-			if info.Kind == pqread.KindBytes {
-				open = pf.ColumnReaderDict
+			dict := info.Kind == pqread.KindBytes
+			switch {
+			case ixs[i] != nil:
+				readers[i], err = pf.ColumnReaderPages(g, info, dict, ixs[i], run.p0, run.p1)
+			case dict:
+				readers[i], err = pf.ColumnReaderDict(g, info)
+			default:
+				readers[i], err = pf.ColumnReader(g, info)
 			}
-			r, err := open(g, info)
 			if err != nil {
-				closeReaders(readers)
-				return &Error{File: name, Err: err}
+				return err
 			}
-			readers[i] = r
+			cur[i], pos[i] = runOf[i][j], run.r0
 		}
-		for first := int64(0); first < rows; first += window {
-			n := min(window, rows-first)
-			for i, r := range readers {
-				col, err := r.Next(int(n))
+		for i, rd := range readers {
+			for pos[i] < r[0] { // rows before the range: decoded, dropped
+				n := min(window, r[0]-pos[i])
+				if _, err := rd.Next(int(n)); err != nil {
+					return err
+				}
+				pos[i] += n
+			}
+		}
+		for first := r[0]; first < r[1]; first += window {
+			n := min(window, r[1]-first)
+			for i, rd := range readers {
+				col, err := rd.Next(int(n))
 				if err != nil {
-					closeReaders(readers)
-					return &Error{File: name, Err: err}
+					return err
 				}
 				vecs[i] = toScalars(col)
+				pos[i] += n
 			}
-			if err := each(g, first, n, vecs); err != nil {
-				closeReaders(readers)
+			if err := each(first, n, vecs); err != nil {
 				return err
 			}
 		}
-		closeReaders(readers)
 	}
 	return nil
 }

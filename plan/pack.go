@@ -466,20 +466,8 @@ func (pk *Packing) check(docs uint64) error {
 // packed rows. Only shuffle modes none and global apply to packed rows
 // (none also keeps documents in source order). Errors wrap ErrConfig.
 func NewPacked(ctx context.Context, src Source, cfg Config, opts PackOptions, lengths []uint32, progress func(epoch, steps, total int)) (*Plan, *PackLayout, error) {
-	if cfg.Shuffle != ShuffleNone && cfg.Shuffle != ShuffleGlobal {
-		return nil, nil, configErrorf("shuffle", "packing takes shuffle none or global, not %s (packed rows do not belong to row groups)", cfg.Shuffle)
-	}
-	if err := cfg.Validate(); err != nil {
+	if _, err := packedSource(src, cfg, lengths); err != nil {
 		return nil, nil, err
-	}
-	s := src
-	s.Files = append([]SourceFile(nil), src.Files...)
-	s.EmptyFiles = append([]SourceFile(nil), src.EmptyFiles...)
-	if err := s.Normalize(); err != nil {
-		return nil, nil, err
-	}
-	if uint64(len(lengths)) != s.NumSamples() {
-		return nil, nil, configErrorf("packing", "%d document lengths for a source of %d rows", len(lengths), s.NumSamples())
 	}
 	if opts.Scope != "" {
 		return nil, nil, configErrorf("packing.scope", "scope %s applies to a mixture of sources (a sources file) only", opts.Scope)
@@ -493,6 +481,29 @@ func NewPacked(ctx context.Context, src Source, cfg Config, opts PackOptions, le
 		return nil, nil, err
 	}
 	return p, lay, nil
+}
+
+// packedSource checks cfg for a packed plan (shuffle none or global, and
+// Config.Validate) and returns a normalized copy of src (src is not
+// modified) holding one document length per row. Errors: *ConfigError, and
+// those of Source.Normalize.
+func packedSource(src Source, cfg Config, lengths []uint32) (Source, error) {
+	if cfg.Shuffle != ShuffleNone && cfg.Shuffle != ShuffleGlobal {
+		return Source{}, configErrorf("shuffle", "packing takes shuffle none or global, not %s (packed rows do not belong to row groups)", cfg.Shuffle)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Source{}, err
+	}
+	s := src
+	s.Files = append([]SourceFile(nil), src.Files...)
+	s.EmptyFiles = append([]SourceFile(nil), src.EmptyFiles...)
+	if err := s.Normalize(); err != nil {
+		return Source{}, err
+	}
+	if uint64(len(lengths)) != s.NumSamples() {
+		return Source{}, configErrorf("packing", "%d document lengths for a source of %d rows", len(lengths), s.NumSamples())
+	}
+	return s, nil
 }
 
 // PackLayout recomputes the packing of a packed plan from the document

@@ -96,23 +96,12 @@ func packMixture(ctx context.Context, lengths []uint32, opts PackOptions, ms *mi
 // row d, one per row of src. The caller's mix is not modified. Errors wrap
 // ErrConfig and name the source or the option.
 func NewPackedMixture(ctx context.Context, src Source, cfg Config, opts PackOptions, mix *Mixture, lengths []uint32, progress func(epoch, steps, total int)) (*Plan, *PackLayout, error) {
-	if cfg.Shuffle != ShuffleNone && cfg.Shuffle != ShuffleGlobal {
-		return nil, nil, configErrorf("shuffle", "packing takes shuffle none or global, not %s (packed rows do not belong to row groups)", cfg.Shuffle)
-	}
-	if err := cfg.Validate(); err != nil {
+	s, err := packedSource(src, cfg, lengths)
+	if err != nil {
 		return nil, nil, err
 	}
 	if opts.Scope == "" {
 		opts.Scope = ScopeAcross
-	}
-	s := src
-	s.Files = append([]SourceFile(nil), src.Files...)
-	s.EmptyFiles = append([]SourceFile(nil), src.EmptyFiles...)
-	if err := s.Normalize(); err != nil {
-		return nil, nil, err
-	}
-	if uint64(len(lengths)) != s.NumSamples() {
-		return nil, nil, configErrorf("packing", "%d document lengths for a source of %d rows", len(lengths), s.NumSamples())
 	}
 	srcs, t, err := resolveMixture(&s, cfg, mix, true)
 	if err != nil {

@@ -41,18 +41,14 @@ const maxIndexBytes = 64 << 20
 // offsets increasing inside the column chunk. A failed check or a part
 // that does not parse is an *Error wrapping ErrCorrupt.
 func (f *File) PageIndex(rowGroup int, col ColumnInfo) (*PageIndex, error) {
-	base := Error{File: f.path, Column: col.Name, RowGroup: rowGroup, Page: -1, Row: -1, Offset: -1}
+	base, err := f.locateChunk(rowGroup, col)
+	if err != nil {
+		return nil, err
+	}
 	fail := func(err error) (*PageIndex, error) {
 		e := base
 		e.Err = err
 		return nil, &e
-	}
-	if rowGroup < 0 || rowGroup >= len(f.meta.RowGroups) {
-		base.RowGroup = -1
-		return fail(fmt.Errorf("row group %d out of range [0, %d)", rowGroup, len(f.meta.RowGroups)))
-	}
-	if col.Index < 0 || col.Index >= len(f.leaves) || !equalStrings(f.leaves[col.Index].info.Path, col.Path) {
-		return fail(fmt.Errorf("%w: column is not leaf %d of this file's schema", ErrNotFound, col.Index))
 	}
 	rg := &f.meta.RowGroups[rowGroup]
 	cc := &rg.Columns[col.Index]

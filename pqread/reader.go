@@ -149,12 +149,16 @@ func (f *File) ColumnReaderDict(rowGroup int, col ColumnInfo) (*ColumnReader, er
 	return f.columnReader(rowGroup, col, true, columnReadAhead)
 }
 
-func (f *File) columnReader(rowGroup int, col ColumnInfo, dictForm bool, readAhead int) (*ColumnReader, error) {
+// locateChunk returns the error context of column col in row group
+// rowGroup of f (page, row and offset unknown), and an *Error (RowGroup -1
+// for a row group out of range; wrapping ErrNotFound for a column that is
+// not the leaf col.Index of f's schema) when they name no column chunk.
+func (f *File) locateChunk(rowGroup int, col ColumnInfo) (Error, error) {
 	base := Error{File: f.path, Column: col.Name, RowGroup: rowGroup, Page: -1, Row: -1, Offset: -1}
-	fail := func(err error) (*ColumnReader, error) {
+	fail := func(err error) (Error, error) {
 		e := base
 		e.Err = err
-		return nil, &e
+		return base, &e
 	}
 	if rowGroup < 0 || rowGroup >= len(f.meta.RowGroups) {
 		base.RowGroup = -1
@@ -162,6 +166,19 @@ func (f *File) columnReader(rowGroup int, col ColumnInfo, dictForm bool, readAhe
 	}
 	if col.Index < 0 || col.Index >= len(f.leaves) || !equalStrings(f.leaves[col.Index].info.Path, col.Path) {
 		return fail(fmt.Errorf("%w: column is not leaf %d of this file's schema", ErrNotFound, col.Index))
+	}
+	return base, nil
+}
+
+func (f *File) columnReader(rowGroup int, col ColumnInfo, dictForm bool, readAhead int) (*ColumnReader, error) {
+	base, err := f.locateChunk(rowGroup, col)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*ColumnReader, error) {
+		e := base
+		e.Err = err
+		return nil, &e
 	}
 	l := f.leaves[col.Index]
 	if l.unsupported != nil {

@@ -92,7 +92,24 @@ func boundStats(c pqread.ColumnInfo, cs pqread.ChunkStats) ScalarStats {
 	if st.MinMax && (t == ScalarInt && st.MinInt > st.MaxInt || t == ScalarString && bytes.Compare(st.MinStr, st.MaxStr) > 0) {
 		st.MinMax = false // inconsistent statistics: not trusted
 	}
+	if st.MinMax && t == ScalarString && allFF(st.MaxStr) {
+		// A writer that truncates a long maximum rounds its prefix up; a
+		// prefix of all 0xFF cannot be, and parquet-go (as parquet-java's
+		// BinaryTruncator, which it follows) then stores that prefix, which
+		// is below the longer values it stands for. Not a bound: not trusted.
+		st.MinMax = false
+	}
 	return st
+}
+
+// allFF reports whether b is non-empty and every byte of it is 0xFF.
+func allFF(b []byte) bool {
+	for _, c := range b {
+		if c != 0xFF {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // scalarType maps a pqread column to the filter's view of it.

@@ -259,15 +259,15 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		remote  *s3Source
 		mix     *plan.Mixture
 		remotes []*s3Source
-		// filterBytes is what each filtered source's filter read.
-		filterBytes = map[string]int64{}
+		// filterCosts is what each filtered source's filter read.
+		filterCosts = map[string]filterCost{}
 	)
 	if o.sourcesFile != "" {
 		mem, merr := parseMemoryLimit(o.memoryLimit)
 		if merr != nil {
 			return merr
 		}
-		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io, mem, filterBytes, &po)
+		src, mix, remotes, err = discoverMixture(ctx, o.sourcesFile, &o.io, mem, filterCosts, &po)
 		if err != nil {
 			return err
 		}
@@ -342,7 +342,7 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		Shuffle: string(cfg.Shuffle), Remainder: string(cfg.Remainder),
 		StepsPerEpoch: p.Steps(), DroppedPerEpoch: p.Derived.DroppedPerEpoch, PaddedPerEpoch: p.Derived.PaddedPerEpoch,
 		Fingerprint: p.Fingerprint, OrderFingerprint: p.OrderFingerprint, SourceFingerprint: p.SourceFingerprint,
-		Source: sumStats(remotes), Packing: p.Packing, Mixture: summarizeMixture(p, filterBytes),
+		Source: sumStats(remotes), Packing: p.Packing, Mixture: summarizeMixture(p, filterCosts),
 	}
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)

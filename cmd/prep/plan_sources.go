@@ -31,6 +31,12 @@ type mixSourceInfo struct {
 	// FilterBytesRead is what evaluating the filter read from the files
 	// (footers and the filter columns' chunks); 0 without a filter.
 	FilterBytesRead int64 `json:"filter_bytes_read,omitempty"`
+	// FilterPagesRead and FilterPagesSkipped count the data pages of the
+	// filter columns whose page index was used: read, and skipped unread
+	// because no row of theirs can match (selection.Result); 0 without a
+	// page index.
+	FilterPagesRead    int64 `json:"filter_pages_read,omitempty"`
+	FilterPagesSkipped int64 `json:"filter_pages_skipped,omitempty"`
 	// Partitions are the source's hive partition keys and their types,
 	// in level order (plan.MixSource.Partitions).
 	Partitions      []plan.PartitionKey `json:"partitions,omitempty"`
@@ -52,7 +58,7 @@ type mixSourceInfo struct {
 // nil (a packing given with --pack too is a usage error, before any
 // footer is read). Errors name the source; a bad sources file is a usage
 // error.
-func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64, filterBytes map[string]int64, packing **plan.PackOptions) (plan.Source, *plan.Mixture, []*s3Source, error) {
+func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64, filterCosts map[string]filterCost, packing **plan.PackOptions) (plan.Source, *plan.Mixture, []*s3Source, error) {
 	sf, err := source.ReadSourcesFile(path)
 	if err != nil {
 		return plan.Source{}, nil, nil, usagef("--sources: %v", err)
@@ -95,11 +101,11 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 		}
 		sel := ""
 		if s.Filter != "" {
-			var n int64
-			if sel, n, err = selectRows(ctx, src, s, io, memory, hive); err != nil {
+			var c filterCost
+			if sel, c, err = selectRows(ctx, src, s, io, memory, hive); err != nil {
 				return plan.Source{}, nil, remotes, err
 			}
-			filterBytes[s.Name] = n
+			filterCosts[s.Name] = c
 		}
 		parts, names, sels, keys = append(parts, src), append(names, s.Name), append(sels, sel), append(keys, hive.partitionKeys())
 	}
@@ -121,19 +127,19 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 // path order) and returns the encoded selection (plan.EncodeSelection). A
 // bad filter or one that selects nothing is a usage error naming the
 // source and the token.
-func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64, hive *hiveSource) (string, int64, error) {
+func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64, hive *hiveSource) (string, filterCost, error) {
 	var st source.Store
 	if source.IsS3URL(src.Root) {
 		remote, err := openS3(ctx, src.Root, io, readAheadShare(memory))
 		if err != nil {
-			return "", 0, err
+			return "", filterCost{}, err
 		}
 		defer remote.close()
 		st = remote.store
 	} else {
 		local, err := source.NewLocal(src.Root)
 		if err != nil {
-			return "", 0, err
+			return "", filterCost{}, err
 		}
 		st = local
 	}
@@ -151,13 +157,20 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 	_, res, err := selection.Select(ctx, st, files, spec.Filter, memory/2, part)
 	switch {
 	case errors.Is(err, selection.ErrFilter):
-		return "", 0, usagef("source %s: filter: %v", spec.Name, err)
+		return "", filterCost{}, usagef("source %s: filter: %v", spec.Name, err)
 	case err != nil:
-		return "", 0, fmt.Errorf("source %s: evaluating its filter: %w", spec.Name, err)
+		return "", filterCost{}, fmt.Errorf("source %s: evaluating its filter: %w", spec.Name, err)
 	case res.Selected == 0:
-		return "", 0, usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
+		return "", filterCost{}, usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
 	}
-	return plan.EncodeSelection(res.Ranges), res.BytesRead, nil
+	return plan.EncodeSelection(res.Ranges), filterCost{Bytes: res.BytesRead, PagesRead: res.PagesRead, PagesSkipped: res.PagesSkipped}, nil
+}
+
+// filterCost is what evaluating one source's filter read: bytes, and the
+// pages of the filter columns with a page index read and skipped
+// (selection.Result).
+type filterCost struct {
+	Bytes, PagesRead, PagesSkipped int64
 }
 
 // sumStats adds up the object-store traffic of several sources (nil when
@@ -182,7 +195,7 @@ func sumStats(rs []*s3Source) *source.S3Stats {
 
 // summarizeMixture returns the --json mixture summary of p (nil without a
 // mixture).
-func summarizeMixture(p *plan.Plan, filterBytes map[string]int64) *mixSummary {
+func summarizeMixture(p *plan.Plan, filterCosts map[string]filterCost) *mixSummary {
 	m := p.Mixture
 	if m == nil {
 		return nil
@@ -195,9 +208,10 @@ func summarizeMixture(p *plan.Plan, filterBytes map[string]int64) *mixSummary {
 		}
 		s.Sources = append(s.Sources, mixSourceInfo{
 			Name: ms.Name, Weight: w, Filter: ms.Filter, SelectionDigest: ms.SelectionDigest, Paths: ms.Paths, Files: len(ms.Files), Rows: ms.Rows, SamplesPerEpoch: ms.SamplesPerEpoch,
-			FilterBytesRead: filterBytes[ms.Name], Partitions: ms.Partitions,
-			Share:  float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
-			Passes: float64(ms.SamplesPerEpoch) / float64(ms.Rows),
+			FilterBytesRead: filterCosts[ms.Name].Bytes, FilterPagesRead: filterCosts[ms.Name].PagesRead, FilterPagesSkipped: filterCosts[ms.Name].PagesSkipped,
+			Partitions: ms.Partitions,
+			Share:      float64(ms.SamplesPerEpoch) / float64(m.EpochSamples),
+			Passes:     float64(ms.SamplesPerEpoch) / float64(ms.Rows),
 		})
 	}
 	return s
@@ -218,7 +232,11 @@ func writeMixture(w io.Writer, s *mixSummary) {
 		fmt.Fprintf(w, "    %-14s weight %s: %d of %d %s per epoch (%.4f of each epoch, %.3f passes; %s)\n",
 			ms.Name, ms.Weight, ms.SamplesPerEpoch, ms.Rows, rows, ms.Share, ms.Passes, strings.Join(ms.Paths, ", "))
 		if ms.Filter != "" {
-			fmt.Fprintf(w, "    %-14s filter %s (read %s)\n", "", ms.Filter, formatBytes(ms.FilterBytesRead))
+			pages := ""
+			if ms.FilterPagesSkipped > 0 {
+				pages = fmt.Sprintf("; %d pages read, %d skipped by the page index", ms.FilterPagesRead, ms.FilterPagesSkipped)
+			}
+			fmt.Fprintf(w, "    %-14s filter %s (read %s%s)\n", "", ms.Filter, formatBytes(ms.FilterBytesRead), pages)
 		}
 		if len(ms.Partitions) > 0 {
 			var ks []string

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/prepml/prep/gpuload"
 	"github.com/prepml/prep/internal/npy"
 	"github.com/prepml/prep/plan"
@@ -581,5 +583,83 @@ func TestPlanSourcesHivePartitionTensors(t *testing.T) {
 		if want := map[string]int{"": 80, "region = 'us'": 40}[filter]; n != want {
 			t.Errorf("filter %q: %d samples exported, want %d", filter, n, want)
 		}
+	}
+}
+
+// pagedIDRow is one row of the page-indexed file of
+// TestPlanSourcesFilterPageIndex.
+type pagedIDRow struct {
+	ID int64 `parquet:"id"`
+}
+
+// TestPlanSourcesFilterPageIndex: a filter over a file with a page index
+// (parquet-go writes one; pages of about 256 bytes, one row group of 1000
+// sorted ids) selects exactly its 10 rows, and prep plan --json reports as
+// read exactly the pages whose ColumnIndex min..max meets the range, as
+// parquet-go reads the index, and the others as skipped.
+func TestPlanSourcesFilterPageIndex(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ids.parquet")
+	fd, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[pagedIDRow](fd, parquet.PageBufferSize(256))
+	for i := int64(0); i < 1000; i++ {
+		if _, err := w.Write([]pagedIDRow{{ID: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fd.Close()
+
+	// The pages a reader of the index must read: those whose min..max
+	// meets [100, 109].
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := pf.RowGroups()[0].ColumnChunks()[0].ColumnIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantRead, wantSkipped int64
+	for p := 0; p < ci.NumPages(); p++ {
+		if ci.MinValue(p).Int64() <= 109 && ci.MaxValue(p).Int64() >= 100 {
+			wantRead++
+		} else {
+			wantSkipped++
+		}
+	}
+	if wantSkipped == 0 || wantRead == 0 {
+		t.Fatalf("the file has %d pages meeting the range and %d not: want both", wantRead, wantSkipped)
+	}
+
+	sources := filepath.Join(dir, "sources.yaml")
+	os.WriteFile(sources, []byte("sources:\n  - name: ids\n    path: "+path+"\n    filter: id BETWEEN 100 AND 109\n"), 0o644)
+	code, out, errs := runCLI("plan", "--sources", sources, "--seed", "1", "--global-batch", "5", "-o", filepath.Join(dir, "plan.json"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s planSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	c := s.Mixture.Sources[0]
+	if c.Rows != 10 || c.FilterPagesRead != wantRead || c.FilterPagesSkipped != wantSkipped || c.FilterBytesRead <= 0 {
+		t.Errorf("source: rows %d, pages read %d skipped %d, bytes %d; want 10 rows, %d pages read, %d skipped",
+			c.Rows, c.FilterPagesRead, c.FilterPagesSkipped, c.FilterBytesRead, wantRead, wantSkipped)
+	}
+	code, out, errs = runCLI("plan", "--sources", sources, "--seed", "1", "--global-batch", "5", "-o", filepath.Join(dir, "plan2.json"))
+	if want := fmt.Sprintf("%d pages read, %d skipped by the page index", wantRead, wantSkipped); code != 0 || !strings.Contains(out+errs, want) {
+		t.Errorf("exit %d, text output lacks %q:\n%s%s", code, want, out, errs)
 	}
 }

@@ -1,8 +1,17 @@
 package selection
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/pqread"
+	"github.com/prepml/prep/source"
 )
 
 // TestRowRangeSets: intersectRows and unionRows on hand-computed ranges
@@ -25,5 +34,178 @@ func TestRowRangeSets(t *testing.T) {
 	}
 	if got := intersectRows(a, c); got != nil {
 		t.Errorf("disjoint intersect: %v", got)
+	}
+}
+
+// pagedRow is filterRow with lang dictionary encoded.
+type pagedRow struct {
+	ID      int64    `parquet:"id"`
+	Lang    *string  `parquet:"lang,optional,dict"`
+	Quality *float64 `parquet:"quality,optional"`
+	Flag    *bool    `parquet:"flag,optional"`
+	N       int32    `parquet:"n"`
+	Score   *float32 `parquet:"score,optional"`
+}
+
+// writePagedFile writes 1000 rows as writeFilterFile does, in row groups
+// of 500 rows and pages of about 256 bytes, lang dictionary encoded, with
+// parquet-go's page index (ColumnIndex and OffsetIndex): many pages per
+// row group, the pages of different columns holding different rows.
+func writePagedFile(t *testing.T, path string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	writeFilterFile(t, tmp, 1000, 0)
+	in, err := os.Open(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	rows, err := parquet.Read[filterRow](in, mustSize(t, tmp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[pagedRow](out, parquet.MaxRowsPerRowGroup(500), parquet.PageBufferSize(256))
+	paged := make([]pagedRow, len(rows))
+	for i, r := range rows {
+		paged[i] = pagedRow(r)
+	}
+	for i := range paged { // row by row: each column's pages end where its bytes fill them
+		if _, err := w.Write(paged[i : i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// TestSelectPrunesPages: over a file with a page index and many pages per
+// row group, the rows Select keeps equal DuckDB's WHERE for every filter,
+// whole row groups or in windows of a few rows, while pages whose bounds
+// rule out every row are left unread: the pages of every INTEGER or TEXT
+// column compared with literals under AND/OR are counted read or skipped
+// (those of other columns are read whole, not counted); "id = 42" reads
+// exactly the one id page holding id 42 (ids are unique and ascending)
+// and skips the second row group by its footer statistics; NOT, IS NULL
+// and an OR with a float comparison never prune.
+func TestSelectPrunesPages(t *testing.T) {
+	duckdbtest.Require(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.parquet")
+	writePagedFile(t, path)
+	// The test needs a page index and several pages per row group.
+	pf, err := pqread.Open(path, pqread.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pagesOf := map[string][2]int{} // column: pages of row group 0, 1
+	firstRows := map[string]string{}
+	if c, err := pf.Lookup("lang"); err != nil {
+		t.Fatal(err)
+	} else if col, err := pf.ReadColumnDict(0, c); err != nil || col.DictIndex == nil {
+		t.Fatalf("lang is not in dictionary form (err %v): the test needs it", err)
+	}
+	for _, name := range []string{"id", "lang", "quality", "n", "flag"} {
+		c, err := pf.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := 0; g < 2; g++ {
+			ix, err := pf.PageIndex(g, c)
+			if err != nil || ix == nil || ix.Pages() < 3 {
+				t.Fatalf("%s: row group %d: page index %v, %v: the test needs one with several pages", name, g, ix, err)
+			}
+			firstRows[name] = fmt.Sprint(ix.FirstRow)
+			p := pagesOf[name]
+			p[g] = ix.Pages()
+			pagesOf[name] = p
+		}
+	}
+	pf.Close()
+	if firstRows["id"] == firstRows["lang"] {
+		t.Fatalf("id and lang pages start at the same rows %s: the test needs them apart", firstRows["id"])
+	}
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Path: "p.parquet", RowGroups: []int64{500, 500}}}
+	// total counts the pages of cols in the row groups read.
+	total := func(read []int, cols ...string) (n int64) {
+		for _, c := range cols {
+			for _, g := range read {
+				n += int64(pagesOf[c][g])
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		filter string
+		cols   []string // the columns whose page index is used
+		prunes bool     // some page skipped
+		read   []int    // the row groups not skipped by footer statistics (ids 0..499, 500..999)
+	}{
+		{"id = 42", []string{"id"}, true, []int{0}},
+		{"id BETWEEN 130 AND 170 OR id >= 990", []string{"id"}, true, []int{0, 1}},
+		{"id IN (3, 480, 777)", []string{"id"}, true, []int{0, 1}},
+		{"id = 42 AND lang = 'en'", []string{"id", "lang"}, true, []int{0}},
+		{"id < 100 AND quality > 0.5", []string{"id"}, true, []int{0}},
+		{"(id < 60 OR id > 940) AND n >= 0", []string{"id", "n"}, true, []int{0, 1}},
+		{"id < 60 OR quality > 0.5", []string{"id"}, false, []int{0, 1}},
+		{"NOT id = 42", nil, false, []int{0, 1}},
+		{"id = 42 OR id IS NULL", []string{"id"}, false, []int{0, 1}},
+		{"id > 600 AND (lang = 'fr' OR flag)", []string{"id", "lang"}, true, []int{1}},
+		{"lang = 'zz' OR id BETWEEN 450 AND 550", []string{"lang", "id"}, true, []int{0, 1}},
+		{"id = NULL", []string{"id"}, false, nil},
+	} {
+		_, res, err := Select(context.Background(), st, files, tc.filter, 0, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.filter, err)
+		}
+		_, small, err := Select(context.Background(), st, files, tc.filter, 100, nil)
+		if err != nil || fmt.Sprint(small.Ranges) != fmt.Sprint(res.Ranges) {
+			t.Errorf("%s: in windows %+v %v, whole row groups %+v", tc.filter, small, err, res)
+		}
+		want := total(tc.read, tc.cols...)
+		if res.Skipped != 2-len(tc.read) || res.PagesRead+res.PagesSkipped != want {
+			t.Errorf("%s: %d row groups skipped, pages read %d + skipped %d, want %d and %d pages", tc.filter, res.Skipped, res.PagesRead, res.PagesSkipped, 2-len(tc.read), want)
+		}
+		if (res.PagesSkipped > 0) != tc.prunes {
+			t.Errorf("%s: %d pages skipped (%d read), want pruning %v", tc.filter, res.PagesSkipped, res.PagesRead, tc.prunes)
+		}
+		if tc.filter == "id = 42" && res.PagesRead != 1 {
+			t.Errorf("id = 42: %d pages read, want the one holding id 42", res.PagesRead)
+		}
+		var got []int64
+		for _, r := range res.Ranges {
+			for k := r[0]; k < r[0]+r[1]; k++ {
+				got = append(got, int64(k))
+			}
+		}
+		q := duckdbtest.Query(t, fmt.Sprintf("SELECT r FROM (SELECT file_row_number AS r, CASE WHEN (%s) THEN 1 ELSE 0 END AS keep FROM read_parquet(%s, file_row_number=true)) WHERE keep = 1 ORDER BY r",
+			tc.filter, duckdbtest.Quote(path)))
+		var rows []int64
+		for _, row := range q.Rows {
+			rows = append(rows, duckdbtest.Int64(t, row[0]))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(rows) || res.Selected != uint64(len(rows)) {
+			t.Errorf("%s: selected %d rows, DuckDB %d\n got %v\nwant %v", tc.filter, res.Selected, len(rows), got, rows)
+		}
 	}
 }

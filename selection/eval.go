@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/prepml/prep/source"
 )
 
 // Type is a filter value type.
@@ -171,25 +173,13 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 	return f, nil
 }
 
-// Vector is one column's values for a run of rows: Valid[i] false for a
-// null row (nil: no null), and the values in the slice of the column's
-// type (Ints, Floats, Bools, or Data and Offsets for text: row i is
-// Data[Offsets[i]:Offsets[i+1]]), one per row, nulls included. Text may
-// instead be in dictionary form (DictIndex set, Data and Offsets nil): row
-// i is entry DictIndex[i] of the dictionary whose entry e is
-// DictData[DictOffsets[e]:DictOffsets[e+1]], every index in range; a
-// comparison with a literal is then made once per entry.
-type Vector struct {
-	Valid       []bool
-	Bools       []bool
-	Ints        []int64
-	Floats      []float64
-	Data        []byte
-	Offsets     []int64
-	DictIndex   []uint32
-	DictData    []byte
-	DictOffsets []int64
-}
+// Vector is one column's values for a run of rows, laid out as
+// source.ReadScalars returns them (source.Scalars: Valid[i] false for a
+// null row, nil for no null; Ints, Floats, Bools, or text as Data and
+// Offsets or in dictionary form with DictIndex, DictData and DictOffsets,
+// every index in range), one per row, nulls included. A text comparison
+// with a literal over the dictionary form is made once per entry.
+type Vector source.Scalars
 
 // text returns row i of a text vector.
 func (v *Vector) text(i int) []byte {

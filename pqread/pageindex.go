@@ -15,12 +15,14 @@ type PageIndex struct {
 	// FirstRow[len(FirstRow)-1] is the row group's row count, so page k
 	// holds rows [FirstRow[k], FirstRow[k+1]).
 	FirstRow []int64
-	// NullPage[k] is true when every row of page k is null (its Min and
-	// Max are then empty).
+	// NullPage[k] is true when every row of page k is null, as the
+	// index's null counts confirm (its Min and Max are then nil).
 	NullPage []bool
 	// Min[k] and Max[k] bound page k's non-null values, in PLAIN encoding
 	// (byte arrays without their length prefix); for byte arrays they
-	// may be truncated bounds, still Min ≤ every value ≤ Max.
+	// may be truncated bounds, still Min ≤ every value ≤ Max. Both are
+	// nil for a page the index gives no bounds for (a null flag its
+	// counts do not confirm).
 	Min, Max [][]byte
 
 	offset []int64 // file offset of page k's header
@@ -38,8 +40,16 @@ const maxIndexBytes = 64 << 20
 // error when the chunk has none (either part absent, or a chunk without
 // values). It is checked against the footer: as many pages in both parts,
 // first rows strictly increasing from 0 below the row group's rows, page
-// offsets increasing inside the column chunk. A failed check or a part
-// that does not parse is an *Error wrapping ErrCorrupt.
+// offsets increasing inside the column chunk. A page marked all null counts
+// as one (NullPage) only when the index's null counts confirm it (see
+// nullPageCounted): a page wrongly marked null would be skipped by every
+// filter that needs a value, and writers do mark pages of values null
+// (parquet-mr 1.13 without statistics); an unconfirmed one is kept as a
+// page without bounds (Min and Max nil). A null page's bounds are ignored
+// (the format asks for empty ones; parquet-go writes its type's zero). A failed
+// check or a part that does not parse is an *Error wrapping ErrCorrupt.
+// Bounds that parse but do not bound the page's values cannot be told
+// from the index alone; they are trusted, as every reader trusts them.
 func (f *File) PageIndex(rowGroup int, col ColumnInfo) (*PageIndex, error) {
 	base, err := f.locateChunk(rowGroup, col)
 	if err != nil {
@@ -106,7 +116,31 @@ func (f *File) PageIndex(rowGroup int, col ColumnInfo) (*PageIndex, error) {
 		}
 	}
 	ix.FirstRow[n] = rg.NumRows
+	for k := range n {
+		if ix.NullPage[k] && !nullPageCounted(ci.NullCounts, k, ix.FirstRow[k+1]-ix.FirstRow[k], col.MaxRep > 0) {
+			// A page marked all null whose null count does not say so is
+			// not trusted: parquet-mr 1.13 marks every page null, count
+			// -1, when it kept no statistics. Trusting the flag would skip
+			// pages of values for every filter that needs one; the page
+			// is taken as one without bounds instead.
+			ix.NullPage[k] = false
+		}
+	}
 	return ix, nil
+}
+
+// nullPageCounted reports whether null counts confirm that page k, of rows
+// rows, holds only nulls: its count is given and, without repetition (a
+// page's values are its rows), equals rows; with repetition (a row may be
+// an empty list) it is at least 1.
+func nullPageCounted(counts []int64, k int, rows int64, repeated bool) bool {
+	if len(counts) <= k {
+		return false
+	}
+	if repeated {
+		return counts[k] >= 1
+	}
+	return counts[k] == rows
 }
 
 // ColumnReaderPages is ColumnReader (dictForm: ColumnReaderDict) over the

@@ -209,3 +209,43 @@ func TestSelectPrunesPages(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectUnconfirmedNullPages: parquet-mr 1.13 (apache/parquet-testing's
+// datapage_v1-*-checksum files) marks every page of columns a and b all
+// null, null count -1, although they hold 5120 values each: a filter
+// over them selects exactly the rows DuckDB selects, where trusting the
+// flag selected none for "a > 0".
+func TestSelectUnconfirmedNullPages(t *testing.T) {
+	duckdbtest.Require(t)
+	dir, err := filepath.Abs("../testdata/parquet-testing/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "datapage_v1-snappy-compressed-checksum.parquet"
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Path: name, RowGroups: []int64{5120}}}
+	for _, filter := range []string{"a > 0", "a > 0 OR b < 0", "a IS NULL", "a IS NOT NULL AND b BETWEEN -1000000000 AND 1000000000"} {
+		_, res, err := Select(context.Background(), st, files, filter, 0, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", filter, err)
+		}
+		var got []int64
+		for _, r := range res.Ranges {
+			for k := r[0]; k < r[0]+r[1]; k++ {
+				got = append(got, int64(k))
+			}
+		}
+		q := duckdbtest.Query(t, fmt.Sprintf("SELECT r FROM (SELECT file_row_number AS r, CASE WHEN (%s) THEN 1 ELSE 0 END AS keep FROM read_parquet(%s, file_row_number=true)) WHERE keep = 1 ORDER BY r",
+			filter, duckdbtest.Quote(filepath.Join(dir, name))))
+		var want []int64
+		for _, row := range q.Rows {
+			want = append(want, duckdbtest.Int64(t, row[0]))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || res.Selected != uint64(len(want)) {
+			t.Errorf("%s: selected %d rows, DuckDB %d", filter, res.Selected, len(want))
+		}
+	}
+}

@@ -22,7 +22,8 @@ type PageIndex struct {
 	// (byte arrays without their length prefix); for byte arrays they
 	// may be truncated bounds, still Min ≤ every value ≤ Max. Both are
 	// nil for a page the index gives no bounds for (a null flag its
-	// counts do not confirm).
+	// counts do not confirm, or a file whose column_orders does not give
+	// the column its type's order, in which bounds are undefined).
 	Min, Max [][]byte
 
 	offset []int64 // file offset of page k's header
@@ -91,6 +92,7 @@ func (f *File) PageIndex(rowGroup int, col ColumnInfo) (*PageIndex, error) {
 		return fail(corruptf("page index: offset index has %d pages, column index %d null flags, %d minima, %d maxima",
 			n, len(ci.NullPages), len(ci.MinValues), len(ci.MaxValues)))
 	}
+	ordered := f.typeOrdered(col)
 	start, size := chunkRange(&cc.MetaData)
 	ix := &PageIndex{FirstRow: make([]int64, n+1), NullPage: make([]bool, n), Min: make([][]byte, n), Max: make([][]byte, n),
 		offset: make([]int64, n), end: start + size}
@@ -109,7 +111,7 @@ func (f *File) PageIndex(rowGroup int, col ColumnInfo) (*PageIndex, error) {
 		}
 		ix.FirstRow[k], ix.offset[k] = p.FirstRowIndex, p.Offset
 		ix.NullPage[k] = ci.NullPages[k]
-		if !ix.NullPage[k] {
+		if !ix.NullPage[k] && ordered {
 			// Copies: the decoded index aliases its read buffer.
 			ix.Min[k] = append([]byte{}, ci.MinValues[k]...)
 			ix.Max[k] = append([]byte{}, ci.MaxValues[k]...)

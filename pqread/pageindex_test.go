@@ -2,12 +2,10 @@ package pqread
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 type pagedRow struct {
@@ -22,12 +20,7 @@ type pagedRow struct {
 // before the data pages), f and s with nulls.
 func writePaged(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "paged.parquet")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[pagedRow](out, parquet.PageBufferSize(128))
+	rows := make([]pagedRow, 0, 700)
 	for i := 0; i < 700; i++ {
 		r := pagedRow{ID: int64(i), Raw: fmt.Sprintf("r%04d", i)}
 		if i%5 != 0 {
@@ -38,16 +31,9 @@ func writePaged(t *testing.T) string {
 			f := float64(i) / 4
 			r.F = &f
 		}
-		if _, err := w.Write([]pagedRow{r}); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, r)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := pqfixture.Of(rows...).PageBytes(128).WriteBatch(1).TempFile(t, "paged.parquet")
 	return path
 }
 

@@ -24,19 +24,18 @@
 // ahead pays) or while the consumer waits; a consumer that gives each
 // batch back at once wakes nobody. A consumer waiting for a group being
 // read polls through the read (up to 2 ms, plus 100 µs) before parking, so
-// the reader does not pay a thread wake-up per group (10-20 µs on a VM);
-// the wait costs that CPU time instead. Sample ids are read with pread
+// the reader does not pay a thread wake-up per group; the wait costs that
+// CPU time instead (what each costs is measured in BENCHMARKS.md). Sample ids are read with pread
 // into a buffer per ring slot and checked against their CRC-32C batch by
 // batch, as they are delivered. Options.MapBlocks switches
 // it to handing out read-only views of the mapped shard instead, with
 // madvise(MADV_WILLNEED) ahead.
 //
 // Why pread is the default although views are faster from a warm page cache
-// (on a 2-core VM, BenchmarkHostDeliveryRatio: views 3-6x a plain read, since
-// nothing is copied, pread 0.75-0.92x with 1 MiB blocks; bench/cmd/loadbench
-// on the bench set's 120 KB blocks: pread about 0.95x, 0.80x before the
-// half-ring groups and the polling wait; it costs one kernel copy like the
-// plain read does, which bounds it near 1x): a view of a file truncated
+// (a view copies nothing, while pread costs one kernel copy as a plain read
+// of the file does, which bounds it near a plain read's speed; the figures,
+// from BenchmarkHostDeliveryRatio and bench/cmd/loadbench, are in
+// BENCHMARKS.md, gpuload's host backend): a view of a file truncated
 // after Open kills the process with SIGBUS, in C and Python trainers too,
 // while pread returns an error (Go callers could recover the fault with
 // debug.SetPanicOnFault, but the views are handed to C and Python, where
@@ -77,8 +76,8 @@
 //     system that refuses (tmpfs before Linux 6.6, some overlayfs and FUSE
 //     mounts: EINVAL) is found then.
 //   - pread: the same ring filled with pread, one CPU copy out of the page
-//     cache (about one core's memory bandwidth: 8 GB/s on an H200 host). The
-//     last resort, always possible.
+//     cache, so bounded by one core's memory bandwidth (BENCHMARKS.md, CUDA
+//     backend). The last resort, always possible.
 //   - gds: GPUDirect Storage, only on request: libcufile.so is loaded with
 //     dlopen at Open (never needed to build or run otherwise), the shard
 //     registered with cuFile and each block read by cuFileRead straight into
@@ -93,8 +92,9 @@
 // their OS threads: set-up and tear-down on the context's own thread, and
 // the per-batch copies, event records and waits on the copier, which binds
 // the context to its thread so they go straight to the driver (a hand-off to
-// another thread per call cost about 90 µs of CPU per batch,
-// BenchmarkCUDAControlPath). Builds without cgo get a backend that fails
+// another thread per call costs two thread wake-ups each way per batch;
+// BenchmarkCUDAControlPath measures the control path's CPU per batch,
+// BENCHMARKS.md has the figures). Builds without cgo get a backend that fails
 // with ErrCUDAUnavailable.
 //
 // # Jagged tensors

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 // listOfLists is a row of an optional list of optional lists of optional
@@ -105,22 +104,7 @@ func writeListOfLists(t *testing.T, rows []listOfLists, nullRows map[int]bool, o
 		}
 		prows = append(prows, row)
 	}
-	path := filepath.Join(t.TempDir(), "ll.parquet")
-	fd, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewWriter(fd, append([]parquet.WriterOption{schema, parquet.DataPageStatistics(false)}, opts...)...)
-	if _, err := w.WriteRows(prows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fd.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return pqfixture.Raw(schema, prows...).Option(parquet.DataPageStatistics(false)).Option(opts...).TempFile(t, "ll.parquet")
 }
 
 // llWant is the Column rows should read as, computed from the Go values.

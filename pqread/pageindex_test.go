@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 type pagedRow struct {
@@ -25,12 +26,7 @@ type pagedRow struct {
 // before the data pages), f and s with nulls.
 func writePaged(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "paged.parquet")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[pagedRow](out, parquet.PageBufferSize(128))
+	rows := make([]pagedRow, 0, 700)
 	for i := 0; i < 700; i++ {
 		r := pagedRow{ID: int64(i), Raw: fmt.Sprintf("r%04d", i)}
 		if i%5 != 0 {
@@ -41,16 +37,9 @@ func writePaged(t *testing.T) string {
 			f := float64(i) / 4
 			r.F = &f
 		}
-		if _, err := w.Write([]pagedRow{r}); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, r)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := pqfixture.Of(rows...).PageBytes(128).WriteBatch(1).TempFile(t, "paged.parquet")
 	return path
 }
 
@@ -264,28 +253,16 @@ func rewrite(t *testing.T, raw []byte, off int64, n int32, v any) string {
 // index as null pages, and a null flag that the null counts do not
 // confirm is not trusted: that page reads as one without bounds.
 func TestPageIndexNullPages(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nullpages.parquet")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[pagedRow](out, parquet.PageBufferSize(128))
+	rows := make([]pagedRow, 0, 700)
 	for i := 0; i < 700; i++ {
 		r := pagedRow{ID: int64(i), Raw: fmt.Sprintf("r%04d", i)}
 		if i >= 300 {
 			f := float64(i)
 			r.F = &f
 		}
-		if _, err := w.Write([]pagedRow{r}); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, r)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := pqfixture.Of(rows...).PageBytes(128).WriteBatch(1).TempFile(t, "nullpages.parquet")
 	f := mustOpen(t, path)
 	ci, err := f.Lookup("f")
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,27 +19,13 @@ import (
 	"github.com/parquet-go/parquet-go/compress/uncompressed"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 // writeParquet writes rows with parquet-go's writer to a temporary file.
 func writeParquet[T any](t testing.TB, rows []T, opts ...parquet.WriterOption) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "rt.parquet")
-	fd, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[T](fd, opts...)
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fd.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return pqfixture.Of(rows...).Option(opts...).TempFile(t, "rt.parquet")
 }
 
 // chunkCodecs returns the set of codecs in the footer of path (read with

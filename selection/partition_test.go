@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/source"
 )
 
@@ -248,9 +247,7 @@ type metaRow struct {
 func TestCheckPartitionKeys(t *testing.T) {
 	dir := t.TempDir()
 	writeFilterFile(t, filepath.Join(dir, "a.parquet"), 10, 0) // id, n, lang, quality, flag, score
-	if err := parquet.WriteFile(filepath.Join(dir, "b.parquet"), []metaRow{{}}); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(metaRow{}).WriteFile(t, filepath.Join(dir, "b.parquet"))
 	st, err := source.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -3,13 +3,11 @@ package selection
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/source"
 )
@@ -53,46 +51,13 @@ type pagedRow struct {
 // row group, the pages of different columns holding different rows.
 func writePagedFile(t *testing.T, path string) {
 	t.Helper()
-	tmp := path + ".tmp"
-	writeFilterFile(t, tmp, 1000, 0)
-	in, err := os.Open(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	rows, err := parquet.Read[filterRow](in, mustSize(t, tmp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[pagedRow](out, parquet.MaxRowsPerRowGroup(500), parquet.PageBufferSize(256))
+	rows := filterRows(1000, 0)
 	paged := make([]pagedRow, len(rows))
 	for i, r := range rows {
 		paged[i] = pagedRow(r)
 	}
-	for i := range paged { // row by row: each column's pages end where its bytes fill them
-		if _, err := w.Write(paged[i : i+1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustSize(t *testing.T, path string) int64 {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Size()
+	// Row by row: each column's pages end where its bytes fill them.
+	pqfixture.Of(paged...).RowGroupRows(500).PageBytes(256).WriteBatch(1).WriteFile(t, path)
 }
 
 // TestSelectPrunesPages: over a file with a page index and many pages per

@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/source"
 )
@@ -29,11 +28,13 @@ type filterRow struct {
 // -0; flag true/false/null; n = id mod 11 − 5; score a float32 with nulls.
 func writeFilterFile(t *testing.T, path string, rows, from int) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[filterRow](f, parquet.MaxRowsPerRowGroup(97))
+	pqfixture.Of(filterRows(rows, from)...).RowGroupRows(97).WriteFile(t, path)
+}
+
+// filterRows returns the rows writeFilterFile writes: ids from to
+// from+rows-1.
+func filterRows(rows, from int) []filterRow {
+	out := make([]filterRow, 0, rows)
 	langs := []string{"en", "fr", "de", "eng", ""}
 	for i := from; i < from+rows; i++ {
 		r := filterRow{ID: int64(i), N: int32(i%11 - 5)}
@@ -59,16 +60,9 @@ func writeFilterFile(t *testing.T, path string, rows, from int) {
 			s := float32(i%9) * 0.25
 			r.Score = &s
 		}
-		if _, err := w.Write([]filterRow{r}); err != nil {
-			t.Fatal(err)
-		}
+		out = append(out, r)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return out
 }
 
 // TestSelectMatchesDuckDB: for every filter, the rows Select keeps over two

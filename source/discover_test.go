@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -16,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 )
@@ -242,25 +240,14 @@ func TestDiscoverCaseB26ManySmallFiles(t *testing.T) {
 	if testing.Short() {
 		nFiles = 500
 	}
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[struct {
-		ID int64 `parquet:"id"`
-	}](&buf)
-	if _, err := w.Write([]struct {
-		ID int64 `parquet:"id"`
-	}{{0}, {5000}, {10000}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	file := pqfixture.New().Int64("id", 0, 5000, 10000).Bytes(t)
 	root := t.TempDir()
 	for k := 0; k < nFiles; k++ {
 		d := filepath.Join(root, fmt.Sprintf("part=%d", k))
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(d, "data_0.parquet"), buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, "data_0.parquet"), file, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
@@ -24,18 +24,7 @@ import (
 // smallParquet returns a Parquet file of 3 int64 rows in one row group.
 func smallParquet(t testing.TB) []byte {
 	t.Helper()
-	type row struct {
-		ID int64 `parquet:"id"`
-	}
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[row](&buf)
-	if _, err := w.Write([]row{{1}, {2}, {3}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return pqfixture.New().Int64("id", 1, 2, 3).Bytes(t)
 }
 
 // rewriteFooter returns file with its FileMetaData decoded, edited and
@@ -149,25 +138,13 @@ func TestRowsBeyondWhatTheFileCanHold(t *testing.T) {
 // k rows whose footer claims rows rows in its one row group, and column
 // a's chunk length (total_compressed_size).
 func hostileFooter(t *testing.T, k int, rows int64) (file []byte, chunk int64) {
-	type row struct {
-		A int64 `parquet:"a"`
-		B int64 `parquet:"b"`
-		C int64 `parquet:"c"`
-	}
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[row](&buf, parquet.Compression(&parquet.Uncompressed))
-	rs := make([]row, k)
-	for i := range rs {
+	a, b, c := make([]int64, k), make([]int64, k), make([]int64, k)
+	for i := range a {
 		v := int64(i) * 2654435761
-		rs[i] = row{v, v ^ 0x5555, v * 3}
+		a[i], b[i], c[i] = v, v^0x5555, v*3
 	}
-	if _, err := w.Write(rs); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	file = rewriteFooter(t, buf.Bytes(), func(fm *format.FileMetaData) {
+	plain := pqfixture.New().Int64("a", a...).Int64("b", b...).Int64("c", c...).Codec(&parquet.Uncompressed).Bytes(t)
+	file = rewriteFooter(t, plain, func(fm *format.FileMetaData) {
 		fm.NumRows = rows
 		fm.RowGroups[0].NumRows = rows
 		chunk = fm.RowGroups[0].Columns[0].MetaData.TotalCompressedSize

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/pqread"
 )
 
@@ -27,19 +27,11 @@ type listRow struct {
 // rowsParquet returns a real Parquet file of rows rows (row groups of 10).
 func rowsParquet(t testing.TB, rows int, seed int64) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[listRow](&buf, parquet.MaxRowsPerRowGroup(10))
 	rs := make([]listRow, rows)
 	for i := range rs {
 		rs[i] = listRow{ID: seed*1000 + int64(i), X: float32(i) / 3}
 	}
-	if _, err := w.Write(rs); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return pqfixture.Of(rs...).RowGroupRows(10).Bytes(t)
 }
 
 func keys(es []S3Entry) []string {

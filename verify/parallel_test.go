@@ -18,9 +18,9 @@ func TestBatchesSplitAcrossJobsSameReport(t *testing.T) {
 	// 4 shards of 500 batches (b = 2); 8 jobs give each shard 2 goroutines.
 	f := verifytest.BuildSize(t, verifytest.Size{Rows: 1999, Dim: 3, GlobalBatch: 4})
 	for k := 3; k < 500; k += 13 { // 39 damaged batches, over the cap of 20
-		flipByte(t, f.ShardPath(1), blockOffset(t, f.ShardPath(1), k)+1)
+		verifytest.FlipByte(t, f.ShardPath(1), verifytest.BlockOffset(t, f.ShardPath(1), k)+1)
 	}
-	flipByte(t, f.ShardPath(2), blockOffset(t, f.ShardPath(2), 499)+1)
+	verifytest.FlipByte(t, f.ShardPath(2), verifytest.BlockOffset(t, f.ShardPath(2), 499)+1)
 	// A plan edited in one rank batch's worth of ids makes the plan
 	// comparison run per batch as well: swap two ids of shard 3.
 	fixturePlan = f.Plan

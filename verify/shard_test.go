@@ -59,7 +59,7 @@ func TestDamagedIDsInsideReadAhead(t *testing.T) {
 	stored := crc32.Checksum(slots, castagnoli)
 	slots[9] ^= 0x40 // the second id
 	damaged := crc32.Checksum(slots, castagnoli)
-	flipByte(t, path, int64(off+9))
+	verifytest.FlipByte(t, path, int64(off+9))
 
 	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Jobs: 2})
 	p := f.Man.Shards[shard].Path

@@ -12,8 +12,8 @@
 // and agreeing with the tensor they describe (derived.go).
 //
 // Run reports every finding, not just the first; a finding is data, not an
-// error. The package also computes what `prep inspect` shows (Inspect) and
-// writes one batch as NumPy files for `prep export` (Export).
+// error. What `prep inspect` shows and `prep export` writes is package
+// describe's.
 package verify
 
 import (
@@ -40,7 +40,7 @@ import (
 // another file.
 const PlanFileName = shardset.PlanName
 
-// ErrNotShardSet is returned by Run and Export when the directory does not
+// ErrNotShardSet is returned by Run when the directory does not
 // exist or is not a directory. Any other problem is a Finding.
 var ErrNotShardSet = errors.New("not a shard set directory")
 

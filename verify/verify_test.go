@@ -55,8 +55,8 @@ func TestCorruption(t *testing.T) {
 	}
 	cases := []tc{
 		{name: "flip one data byte", damage: func(t *testing.T, f *verifytest.Fixture) []string {
-			off := blockOffset(t, f.ShardPath(1), 2)
-			flipByte(t, f.ShardPath(1), off+5)
+			off := verifytest.BlockOffset(t, f.ShardPath(1), 2)
+			verifytest.FlipByte(t, f.ShardPath(1), off+5)
 			return []string{"batch_checksum " + f.Man.Shards[1].Path + " b2"}
 		}, check: func(t *testing.T, f *verifytest.Fixture, rep *verify.Report) {
 			// Expected: the batch table's CRC; actual: the damaged block's.
@@ -327,7 +327,7 @@ func TestCorruption(t *testing.T) {
 func TestFindingOrderDeterministic(t *testing.T) {
 	f := verifytest.Build(t)
 	for i := range f.Man.Shards {
-		flipByte(t, f.ShardPath(i), blockOffset(t, f.ShardPath(i), 1))
+		verifytest.FlipByte(t, f.ShardPath(i), verifytest.BlockOffset(t, f.ShardPath(i), 1))
 	}
 	write(t, filepath.Join(f.Dir, "zz.txt"), "z")
 	var first string
@@ -350,7 +350,7 @@ func TestFindingOrderDeterministic(t *testing.T) {
 func TestPerShardCap(t *testing.T) {
 	f := verifytest.Build(t)
 	for k := 0; k < f.Plan.Steps(); k++ {
-		flipByte(t, f.ShardPath(0), blockOffset(t, f.ShardPath(0), k))
+		verifytest.FlipByte(t, f.ShardPath(0), verifytest.BlockOffset(t, f.ShardPath(0), k))
 	}
 	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, MaxPerShard: 1})
 	if len(rep.Findings) != 2 {
@@ -399,37 +399,6 @@ func TestRunNotADirectory(t *testing.T) {
 	_, err := verify.Run(context.Background(), verify.Options{Dir: filepath.Join(t.TempDir(), "nope")})
 	if err == nil || !strings.Contains(err.Error(), "not a shard set directory") {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-func blockOffset(t *testing.T, path string, k int) int64 {
-	t.Helper()
-	r, err := shardfmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	bi, err := r.Batch(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int64(bi.Offset)
-}
-
-func flipByte(t *testing.T, path string, off int64) {
-	t.Helper()
-	fh, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var b [1]byte
-	if _, err := fh.ReadAt(b[:], off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x40
-	if _, err := fh.WriteAt(b[:], off); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -11,11 +11,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/metrics"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -44,9 +43,7 @@ func convertFixtureRows(t *testing.T, n int) string {
 	for i := range rows {
 		rows[i] = row{int64(i), float64(i) / 4, -float64(i)}
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).WriteFile(t, filepath.Join(src, "d.parquet"))
 	s, err := source.Discover(context.Background(), []string{src})
 	if err != nil {
 		t.Fatal(err)
@@ -465,9 +462,7 @@ func TestConvertJaggedTensorFlag(t *testing.T) {
 	for i := range rows {
 		rows[i] = row{ID: int64(i), V: make([]int32, i%3)}
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).WriteFile(t, filepath.Join(src, "d.parquet"))
 	pf := filepath.Join(dir, "plan.json")
 	if code, _, errs := runCLI("plan", "--source", src, "--global-batch", "4", "--world-size", "1", "-o", pf, "-q"); code != 0 {
 		t.Fatalf("plan: exit %d: %s", code, errs)
@@ -552,9 +547,7 @@ func TestTensorFlagHints(t *testing.T) {
 		Name string  `parquet:"name"`
 		Hist []int32 `parquet:"hist,list"`
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), []row{{"a", []int32{1}}, {"bb", []int32{1, 2}}, {"c", []int32{1, 2, 3}}, {"d", nil}}); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(row{"a", []int32{1}}, row{"bb", []int32{1, 2}}, row{"c", []int32{1, 2, 3}}, row{"d", nil}).WriteFile(t, filepath.Join(src, "d.parquet"))
 	pp := filepath.Join(dir, "plan.json")
 	if code, _, stderr := runCLI("plan", "--source", src, "--global-batch", "2", "-o", pp, "-q"); code != 0 {
 		t.Fatalf("plan: exit %d: %s", code, stderr)

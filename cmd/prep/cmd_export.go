@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/describe"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardset"
-	"github.com/prepml/prep/verify"
 )
 
 // packedPieces returns, for a shard set of a packed plan, the function
@@ -119,11 +119,11 @@ export once per step for several.`,
 			if err != nil {
 				return err
 			}
-			eo := verify.ExportOptions{Dir: args[0], Epoch: o.epoch, Rank: o.rank, Step: o.step, OutDir: o.outDir}
+			eo := describe.ExportOptions{Dir: args[0], Epoch: o.epoch, Rank: o.rank, Step: o.step, OutDir: o.outDir}
 			if eo.Pieces, err = packedPieces(cmd.Context(), args[0], o.sourceRoot, &o.io); err != nil {
 				return err
 			}
-			res, err := verify.Export(eo)
+			res, err := describe.Export(eo)
 			if err != nil {
 				return err
 			}

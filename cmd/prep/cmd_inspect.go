@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prepml/prep/verify"
+	"github.com/prepml/prep/describe"
 )
 
 func init() { subcommands = append(subcommands, newInspectCmd) }
@@ -50,7 +50,7 @@ with the fields shown in the text form.`,
   prep inspect data/part-0.parquet       # column names for a feature spec`,
 		Args: oneArg("a shard, shard set directory, plan file or Parquet file (PATH)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := verify.Inspect(args[0])
+			in, err := describe.Inspect(args[0])
 			if err != nil {
 				return err
 			}
@@ -75,8 +75,8 @@ with the fields shown in the text form.`,
 // damagedSet fails a shard set inspection (exit 1) that found listed
 // shards missing, of the wrong size or invalid, naming each (the table
 // above gives the details); nil otherwise.
-func damagedSet(in *verify.Inspection) error {
-	if in.Kind != verify.InspectShardSet {
+func damagedSet(in *describe.Inspection) error {
+	if in.Kind != describe.InspectShardSet {
 		return nil
 	}
 	d := in.Set.Damaged()
@@ -89,7 +89,7 @@ func damagedSet(in *verify.Inspection) error {
 // renderInspection writes the text form of in: a two-column "name value"
 // header, then the tables of its kind; at most maxBatches rows of a shard's
 // batch table (0: all).
-func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error {
+func renderInspection(w io.Writer, in *describe.Inspection, maxBatches int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(name, format string, args ...any) { fmt.Fprintf(tw, name+"\t"+format+"\n", args...) }
 	fingerprints := func(plan, source, spec string) {
@@ -98,7 +98,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		row("spec", "%s", spec)
 	}
 	switch in.Kind {
-	case verify.InspectShard:
+	case describe.InspectShard:
 		s := in.Shard
 		p := s.Provenance
 		row("shard", "%s", s.Path)
@@ -134,7 +134,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 			}
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\n", b.Index, b.Offset, b.Size, b.Count, b.Pads, b.CRC, b.FirstID, b.LastID)
 		}
-	case verify.InspectShardSet:
+	case describe.InspectShardSet:
 		s := in.Set
 		row("shard set", "%s", s.Dir)
 		row("format", "%s (tool %s)", s.Format, s.ToolVersion)
@@ -180,7 +180,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		for _, x := range s.Extra {
 			row("not in manifest", "%s", x)
 		}
-	case verify.InspectPlan:
+	case describe.InspectPlan:
 		p := in.Plan
 		c := p.Config
 		row("plan", "%s", p.Path)
@@ -197,7 +197,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 		row("shuffle", "%s", shuffle)
 		row("remainder", "%s", c.Remainder)
 		row("steps", "%d per rank per epoch", p.Steps)
-	case verify.InspectParquet:
+	case describe.InspectParquet:
 		p := in.Parquet
 		row("parquet", "%s", p.Path)
 		row("size", "%s", count(p.Size, "byte"))
@@ -233,7 +233,7 @@ func renderInspection(w io.Writer, in *verify.Inspection, maxBatches int) error 
 // for a list of lists, and MAP<K, V> (key) or (value) for a map's leaves,
 // K and V the types of the map's key and value leaves (V is STRUCT for a
 // value of several fields, and is left out when the map has no value).
-func listType(c verify.ParquetColumn, cols []verify.ParquetColumn) string {
+func listType(c describe.ParquetColumn, cols []describe.ParquetColumn) string {
 	if c.MapRole != "" {
 		var key, val []string
 		for _, o := range cols {
@@ -271,7 +271,7 @@ func listType(c verify.ParquetColumn, cols []verify.ParquetColumn) string {
 }
 
 // leafType is a leaf's logical type, or its physical type when it has none.
-func leafType(c verify.ParquetColumn) string {
+func leafType(c describe.ParquetColumn) string {
 	if c.Logical != "" {
 		return c.Logical
 	}

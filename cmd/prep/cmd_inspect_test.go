@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
@@ -26,21 +25,7 @@ type inspectRow struct {
 // inspect of a Parquet file shows a map's key and value leaves as
 // MAP<K, V> with their role, and a list of lists as LIST<LIST<T>>.
 func TestInspectParquetNestedTypes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "n.parquet")
-	fd, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[inspectRow](fd)
-	if _, err := w.Write([]inspectRow{{M: map[string]int32{"a": 1}, LL: [][]int64{{1}}, S: []string{"x"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fd.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := pqfixture.Of(inspectRow{M: map[string]int32{"a": 1}, LL: [][]int64{{1}}, S: []string{"x"}}).TempFile(t, "n.parquet")
 	code, out, errs := runCLI("inspect", path)
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, errs)

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify/verifytest"
 )
@@ -301,9 +300,7 @@ func TestVerifyDeepHashBucketsBeyondFloat64(t *testing.T) {
 	for i := range rows {
 		rows[i] = row{int64(i), fmt.Sprintf("label-%d", i%9)}
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).WriteFile(t, filepath.Join(src, "d.parquet"))
 	pp := filepath.Join(dir, "plan.json")
 	if code, _, errs := runCLI("plan", "--source", src, "--seed", "1", "--epochs", "1", "--global-batch", "8", "--world-size", "2", "-o", pp, "-q"); code != 0 {
 		t.Fatalf("plan: exit %d: %s", code, errs)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prepml/prep/gpuload"
 	"github.com/prepml/prep/internal/npy"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 )
 
@@ -599,21 +600,11 @@ type pagedIDRow struct {
 // parquet-go reads the index, and the others as skipped.
 func TestPlanSourcesFilterPageIndex(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "ids.parquet")
-	fd, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
+	ids := make([]pagedIDRow, 1000)
+	for i := range ids {
+		ids[i].ID = int64(i)
 	}
-	w := parquet.NewGenericWriter[pagedIDRow](fd, parquet.PageBufferSize(256))
-	for i := int64(0); i < 1000; i++ {
-		if _, err := w.Write([]pagedIDRow{{ID: i}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fd.Close()
+	path := pqfixture.Of(ids...).PageBytes(256).WriteBatch(1).WriteFile(t, filepath.Join(dir, "ids.parquet"))
 
 	// The pages a reader of the index must read: those whose min..max
 	// meets [100, 109].

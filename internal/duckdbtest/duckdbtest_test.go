@@ -3,12 +3,11 @@ package duckdbtest
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 // known is a row of the file the reader is checked on; every value is one a
@@ -29,26 +28,12 @@ func i32(v int32) *int32 { return &v }
 func writeKnown(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "known's.parquet") // a quote in the path exercises Quote
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[known](f)
 	rows := []known{
 		{ID: math.MaxInt64, F: 0.1, D: math.Copysign(0, -1), Opt: i32(-7), L: []int64{math.MinInt64, 9007199254740993}, LN: []*int32{i32(1), nil, i32(3)}, B: []byte{0, 0xff}},
 		{ID: math.MinInt64, F: float32(math.Inf(-1)), D: math.NaN(), Opt: nil, L: []int64{}, LN: nil, B: []byte{}},
 		{ID: 0, F: -1.5, D: 5e-324, Opt: i32(math.MaxInt32), L: []int64{42}, LN: []*int32{nil}, B: []byte("x")},
 	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return pqfixture.Of(rows...).WriteFile(t, path)
 }
 
 func TestQueryKnownValues(t *testing.T) {

@@ -61,7 +61,7 @@ func listPackages(t *testing.T) map[string]pkg {
 		}
 		pkgs[rel(p.ImportPath)] = p
 	}
-	for _, want := range []string{"convert", "verify", "plan", "pqread", "gpuload", "source", "shardfmt"} {
+	for _, want := range []string{"convert", "verify", "describe", "plan", "pqread", "gpuload", "source", "shardfmt"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Fatalf("go list did not report package %s", want)
 		}
@@ -115,6 +115,11 @@ func noDep(pkgs map[string]pkg, from string, to ...string) []string {
 var rules = []rule{
 	{"verify does not import convert", func(pkgs map[string]pkg) []string {
 		return noDep(pkgs, "verify", "convert")
+	}},
+	{"describe sits beside verify: neither imports the other, and describe imports neither convert nor feature", func(pkgs map[string]pkg) []string {
+		bad := append(noDep(pkgs, "describe", "verify", "convert", "feature"), noDep(pkgs, "verify", "describe")...)
+		slices.Sort(bad)
+		return bad
 	}},
 	{"plan imports no other prep package but internal helpers", func(pkgs map[string]pkg) []string {
 		var bad []string

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 // Images end to end: a Parquet file of PNGs of the asked size (and a
@@ -58,18 +58,7 @@ func TestImagesVerifyDeepAndExport(t *testing.T) {
 		}
 		data = append(data, imageRow{ID: id, Image: buf.Bytes()})
 	}
-	f, err := os.Create(filepath.Join(r.src, "images.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[imageRow](f, parquet.MaxRowsPerRowGroup(16))
-	if _, err := w.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	pqfixture.Of(data...).RowGroupRows(16).WriteFile(t, filepath.Join(r.src, "images.parquet"))
 	spec := "tensors:\n  - {name: id, column: id, dtype: I64}\n  - {name: img, column: image, image: {size: [12, 20], invalid: fill, fill: 3}}\n"
 	if err := os.WriteFile(filepath.Join(dir, "images.yaml"), []byte(spec), 0o644); err != nil {
 		t.Fatal(err)

@@ -2,13 +2,13 @@ package cases
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 // listGroup is a group annotated LIST with whatever children it is given,
@@ -23,14 +23,10 @@ func (listGroup) Type() parquet.Type { return parquet.List(parquet.Leaf(parquet.
 // layouts (2-level lists of Hive, parquet-thrift and parquet-avro; 3-level
 // lists with other names, as Hive and Impala write them) and required lists,
 // written here with parquet-go and hand-chosen levels.
-// closeAndOpen closes w, the writer of the Parquet file held in buf, and
-// opens that file for inspection.
-func closeAndOpen(t testing.TB, w io.Closer, buf *bytes.Buffer) *parquet.File {
+// openParquet opens the Parquet file held in data for inspection.
+func openParquet(t testing.TB, data []byte) *parquet.File {
 	t.Helper()
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +58,7 @@ func TestCaseB04ListLayoutsOlderWriters(t *testing.T) {
 	want := c.str(t, "expect", "values", "emb", "sha256_le")
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			w := parquet.NewWriter(&buf, parquet.NewSchema("schema", l.root))
+			var rows []parquet.Row
 			for i := 0; i < 4; i++ {
 				var row parquet.Row
 				for k, v := range []float32{float32(i), float32(i) + 0.5, float32(-i), 0.25} {
@@ -76,17 +71,16 @@ func TestCaseB04ListLayoutsOlderWriters(t *testing.T) {
 					}
 					row = append(row, parquet.FloatValue(v).Level(rep, l.maxDef, 0))
 				}
-				if _, err := w.WriteRows([]parquet.Row{row}); err != nil {
-					t.Fatal(err)
-				}
+				rows = append(rows, row)
 			}
+			data := pqfixture.Raw(parquet.NewSchema("schema", l.root), rows...).WriteBatch(1).Bytes(t)
 			// The file holds the intended layout, LIST annotation included.
-			f := closeAndOpen(t, w, &buf)
+			f := openParquet(t, data)
 			if got := f.Schema().String(); !strings.Contains(got, "(LIST)") {
 				t.Fatalf("schema without LIST annotation:\n%s", got)
 			}
 			r := newRun(t, c)
-			if err := os.WriteFile(filepath.Join(r.src, "emb.parquet"), buf.Bytes(), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(r.src, "emb.parquet"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			r.planAll(4)

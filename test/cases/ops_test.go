@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 )
 
@@ -126,9 +125,6 @@ func TestCaseB26ManySmallFiles(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "many")
 	// The recipe's layout: many/part=K/ holding ids K, K+files, K+2*files.
-	type row struct {
-		ID int64 `parquet:"id"`
-	}
 	start := time.Now()
 	write := func(k int) error {
 		d := filepath.Join(src, fmt.Sprintf("part=%d", k))
@@ -136,11 +132,7 @@ func TestCaseB26ManySmallFiles(t *testing.T) {
 			return err
 		}
 		var buf bytes.Buffer
-		w := parquet.NewGenericWriter[row](&buf)
-		if _, err := w.Write([]row{{int64(k)}, {int64(k + files)}, {int64(k + 2*files)}}); err != nil {
-			return err
-		}
-		if err := w.Close(); err != nil {
+		if err := pqfixture.New().Int64("id", int64(k), int64(k+files), int64(k+2*files)).Encode(&buf); err != nil {
 			return err
 		}
 		return os.WriteFile(filepath.Join(d, "data_0.parquet"), buf.Bytes(), 0o644)

@@ -1,7 +1,6 @@
 package cases
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 // dictRow is one row of the dictionary-fallback files: every physical type
@@ -54,16 +54,10 @@ func TestCaseB07DictFallbackEveryType(t *testing.T) {
 					rows[i].I64, rows[i].F64 = &i64, &f64
 				}
 			}
-			var buf bytes.Buffer
-			w := parquet.NewGenericWriter[dictRow](&buf, parquet.DictionaryMaxBytes(2048), parquet.PageBufferSize(4096),
-				parquet.DataPageVersion(version))
-			for k := 0; k < n; k += 500 {
-				if _, err := w.Write(rows[k : k+500]); err != nil {
-					t.Fatal(err)
-				}
-			}
+			data := pqfixture.Of(rows...).PageBytes(4096).WriteBatch(500).
+				Option(parquet.DictionaryMaxBytes(2048), parquet.DataPageVersion(version)).Bytes(t)
 			// Each dictionary column chunk holds both encodings.
-			f := closeAndOpen(t, w, &buf)
+			f := openParquet(t, data)
 			for _, cc := range f.Metadata().RowGroups[0].Columns {
 				if cc.MetaData.PathInSchema[0] == "b" {
 					continue
@@ -74,7 +68,7 @@ func TestCaseB07DictFallbackEveryType(t *testing.T) {
 			}
 
 			r := newRun(t, c)
-			if err := os.WriteFile(filepath.Join(r.src, "dict.parquet"), buf.Bytes(), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(r.src, "dict.parquet"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			r.planAll(n)

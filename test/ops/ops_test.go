@@ -20,10 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/metrics"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -68,27 +67,11 @@ func makeRow(id int64, salt float32) row {
 // writeParquet writes rows [first, first+n) to path in row groups of rg rows.
 func writeParquet(t testing.TB, path string, first, n, rg int64, salt float32) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[row](f, parquet.MaxRowsPerRowGroup(rg))
-	buf := make([]row, 0, 1024)
+	rows := make([]row, 0, n)
 	for id := first; id < first+n; id++ {
-		buf = append(buf, makeRow(id, salt))
-		if len(buf) == cap(buf) || id == first+n-1 {
-			if _, err := w.Write(buf); err != nil {
-				t.Fatal(err)
-			}
-			buf = buf[:0]
-		}
+		rows = append(rows, makeRow(id, salt))
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).RowGroupRows(rg).WriteBatch(1024).WriteFile(t, path)
 }
 
 const spec = `tensors:

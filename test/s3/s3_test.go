@@ -23,8 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/s3test"
 	"github.com/prepml/prep/internal/testutil"
 )
@@ -70,8 +69,6 @@ func dataset(t testing.TB, n, rows, group int) map[string][]byte {
 	out := map[string][]byte{}
 	id := int64(0)
 	for f := range n {
-		var buf bytes.Buffer
-		w := parquet.NewGenericWriter[row](&buf, parquet.MaxRowsPerRowGroup(int64(group)))
 		rs := make([]row, rows)
 		for i := range rs {
 			v := id * 2654435761
@@ -79,13 +76,7 @@ func dataset(t testing.TB, n, rows, group int) map[string][]byte {
 				F4: v, F5: -v, F6: float32(id % 13), F7: float32(v%31) * 0.5, F8: int32(v % 65536)}
 			id++
 		}
-		if _, err := w.Write(rs); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		out[fmt.Sprintf("part=%d/f-%03d.parquet", f%2, f)] = buf.Bytes()
+		out[fmt.Sprintf("part=%d/f-%03d.parquet", f%2, f)] = pqfixture.Of(rs...).RowGroupRows(int64(group)).Bytes(t)
 	}
 	return out
 }
@@ -503,20 +494,12 @@ func hiveDataset(t testing.TB) map[string][]byte {
 	id := int64(0)
 	for d := 1; d <= 4; d++ {
 		for _, r := range []string{"eu", "us"} {
-			var buf bytes.Buffer
-			w := parquet.NewGenericWriter[row](&buf, parquet.MaxRowsPerRowGroup(100))
 			rs := make([]row, 250)
 			for i := range rs {
 				rs[i] = row{ID: id, Label: int32(id % 7), F0: float32(i)}
 				id++
 			}
-			if _, err := w.Write(rs); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			out[fmt.Sprintf("date=2026-11-%02d/region=%s/part-0.parquet", d, r)] = buf.Bytes()
+			out[fmt.Sprintf("date=2026-11-%02d/region=%s/part-0.parquet", d, r)] = pqfixture.Of(rs...).RowGroupRows(100).Bytes(t)
 		}
 	}
 	return out

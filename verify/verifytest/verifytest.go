@@ -1,5 +1,5 @@
-// Package verifytest builds small, real shard sets for tests of verify,
-// inspect and export (and their commands), without convert: a synthetic
+// Package verifytest builds small, real shard sets for tests of verify and
+// describe (inspect, export) and their commands, without convert: a synthetic
 // source, a real plan and real shards written with shardfmt.
 package verifytest
 
@@ -428,6 +428,41 @@ func RewriteShard(t testing.TB, dir string, m *shardfmt.Manifest, i int, edit fu
 	}
 	m.Shards[i].Digest, m.Shards[i].Size = d, st.Size()
 	if err := shardfmt.WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BlockOffset returns the file offset of batch k's block in the shard at
+// path (from its batch table).
+func BlockOffset(t testing.TB, path string, k int) int64 {
+	t.Helper()
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bi, err := r.Batch(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(bi.Offset)
+}
+
+// FlipByte flips bit 6 (0x40) of the byte at offset off of the file at
+// path, in place: a corruption that keeps the file's size.
+func FlipByte(t testing.TB, path string, off int64) {
+	t.Helper()
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var b [1]byte
+	if _, err := fh.ReadAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := fh.WriteAt(b[:], off); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package verify_test
+package describe_test
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/describe"
 	"github.com/prepml/prep/internal/testutil"
-	"github.com/prepml/prep/verify"
 )
 
 // TestInspectNamesAParquetFileOrAPipe pins two confusing answers of prep
@@ -24,14 +24,14 @@ func TestInspectNamesAParquetFileOrAPipe(t *testing.T) {
 	if err := os.WriteFile(pq, []byte("PAR1\x15\x04\x15\x00PAR1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := verify.Inspect(pq)
+	_, err := describe.Inspect(pq)
 	if err == nil || !strings.Contains(err.Error(), "data.parquet: corrupt parquet data: footer length") {
 		t.Errorf("Inspect(damaged parquet) = %v, want the footer error", err)
 	}
 	fifo := filepath.Join(dir, "pipe")
 	testutil.MakeFIFO(t, fifo)
-	err = testutil.CallNotBlocked(t, fifo, "Inspect", func() error { _, err := verify.Inspect(fifo); return err })
-	if !errors.Is(err, verify.ErrUnknownKind) || !strings.Contains(err.Error(), "not a regular file") {
+	err = testutil.CallNotBlocked(t, fifo, "Inspect", func() error { _, err := describe.Inspect(fifo); return err })
+	if !errors.Is(err, describe.ErrUnknownKind) || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("Inspect(fifo) = %v, want ErrUnknownKind naming a non-regular file", err)
 	}
 }

@@ -1,4 +1,4 @@
-package verify
+package describe
 
 import (
 	"encoding/binary"
@@ -23,6 +23,10 @@ const (
 	// documents: see DocumentsSourcesFile).
 	SampleSourcesFile = "sample_sources.npy"
 )
+
+// ErrNotShardSet is returned by Export when the directory does not exist
+// or is not a directory.
+var ErrNotShardSet = errors.New("not a shard set directory")
 
 // ErrNoShard is returned by Export when the shard set has no shard for the
 // requested (epoch, rank) or the shard has no such step.

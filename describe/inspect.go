@@ -1,4 +1,4 @@
-package verify
+package describe
 
 import (
 	"bytes"
@@ -317,7 +317,7 @@ func inspectSet(dir string) (*SetView, error) {
 		v.Cells = append(v.Cells, row)
 	}
 	ei, ri := index(v.Epochs), index(v.Ranks)
-	listed := map[string]bool{shardfmt.ManifestName: true, PlanFileName: true}
+	listed := map[string]bool{shardfmt.ManifestName: true, shardset.PlanName: true}
 	for _, s := range m.Shards {
 		listed[s.Path] = true
 		c := &v.Cells[ei[s.Epoch]][ri[s.Rank]]
@@ -362,7 +362,7 @@ func inspectSet(dir string) (*SetView, error) {
 // holds what a convert leaves before its first commit: the plan copy, a
 // lock, staging, a temporary file or a shard file.
 func uncommitted(set *shardset.Set) bool {
-	if _, err := set.CheckName(PlanFileName); err == nil {
+	if _, err := set.CheckName(shardset.PlanName); err == nil {
 		return true
 	}
 	for _, st := range set.Strays(nil) {

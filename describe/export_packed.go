@@ -1,4 +1,4 @@
-package verify
+package describe
 
 import (
 	"encoding/binary"

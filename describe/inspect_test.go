@@ -1,4 +1,4 @@
-package verify_test
+package describe_test
 
 import (
 	"errors"
@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/describe"
 	"github.com/prepml/prep/shardfmt"
-	"github.com/prepml/prep/verify"
 	"github.com/prepml/prep/verify/verifytest"
 )
 
 // cell returns the shard set table cell of manifest shard i.
-func cell(t *testing.T, f *verifytest.Fixture, v *verify.SetView, i int) verify.SetCell {
+func cell(t *testing.T, f *verifytest.Fixture, v *describe.SetView, i int) describe.SetCell {
 	t.Helper()
 	s := f.Man.Shards[i]
 	for ei, e := range v.Epochs {
@@ -25,7 +25,7 @@ func cell(t *testing.T, f *verifytest.Fixture, v *verify.SetView, i int) verify.
 		}
 	}
 	t.Fatalf("no cell for epoch %d rank %d", s.Epoch, s.Rank)
-	return verify.SetCell{}
+	return describe.SetCell{}
 }
 
 // TestInspectSetFlagsSwappedShards pins the fault where prep inspect showed
@@ -40,7 +40,7 @@ func TestInspectSetFlagsSwappedShards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in, err := verify.Inspect(f.Dir)
+	in, err := describe.Inspect(f.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestInspectSetFlagsDirectoryInPlaceOfShard(t *testing.T) {
 	if err := os.Mkdir(p, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	in, err := verify.Inspect(f.Dir)
+	in, err := describe.Inspect(f.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,11 @@ func TestInspectSetRefusesManifestPathOutsideSet(t *testing.T) {
 	if err := shardfmt.WriteManifest(f.Dir, &m); err != nil {
 		t.Fatal(err)
 	}
-	_, err := verify.Inspect(f.Dir)
-	if !errors.Is(err, shardfmt.ErrManifest) || errors.Is(err, verify.ErrUnknownKind) || !strings.Contains(err.Error(), `"../outside.shard"`) {
+	_, err := describe.Inspect(f.Dir)
+	if !errors.Is(err, shardfmt.ErrManifest) || errors.Is(err, describe.ErrUnknownKind) || !strings.Contains(err.Error(), `"../outside.shard"`) {
 		t.Errorf("Inspect = %v; want shardfmt.ErrManifest naming the entry", err)
 	}
-	if _, err := verify.Inspect(filepath.Join(f.Dir, shardfmt.ManifestName)); !errors.Is(err, shardfmt.ErrManifest) {
+	if _, err := describe.Inspect(filepath.Join(f.Dir, shardfmt.ManifestName)); !errors.Is(err, shardfmt.ErrManifest) {
 		t.Errorf("Inspect(manifest.json) = %v; want shardfmt.ErrManifest", err)
 	}
 }
@@ -99,14 +99,14 @@ func TestInspectSetRefusesManifestPathOutsideSet(t *testing.T) {
 // a feature spec's column keys take, with physical and logical types and
 // nullability, from the bundled venomx file (pyarrow 15).
 func TestInspectParquetListsColumns(t *testing.T) {
-	in, err := verify.Inspect(filepath.Join("..", "testdata", "ml", "venomx", "embeddings.parquet"))
+	in, err := describe.Inspect(filepath.Join("..", "testdata", "ml", "venomx", "embeddings.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Kind != verify.InspectParquet || in.Parquet.Rows != 100 || in.Parquet.RowGroups != 1 || in.Parquet.Size != 33154 {
+	if in.Kind != describe.InspectParquet || in.Parquet.Rows != 100 || in.Parquet.RowGroups != 1 || in.Parquet.Size != 33154 {
 		t.Fatalf("kind %q view %+v", in.Kind, in.Parquet)
 	}
-	want := []verify.ParquetColumn{
+	want := []describe.ParquetColumn{
 		{Name: "id", Physical: "INT32", Nullable: true},
 		{Name: "name", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true},
 		{Name: "embedding", Physical: "FLOAT", Nullable: true, List: true, ElemNullable: true, Depth: 1},

@@ -1,4 +1,4 @@
-package verify_test
+package describe_test
 
 import (
 	"bytes"
@@ -13,10 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/describe"
+	"github.com/prepml/prep/internal/deepfixture"
 	"github.com/prepml/prep/internal/npy"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
-	"github.com/prepml/prep/verify"
 	"github.com/prepml/prep/verify/verifytest"
 )
 
@@ -45,7 +48,7 @@ func TestExportRoundTrip(t *testing.T) {
 	for e := 0; e < 2; e++ {
 		for k := 0; k < f.Plan.Steps(); k++ {
 			out := filepath.Join(t.TempDir(), "batch")
-			res, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: e, Rank: 1, Step: k, OutDir: out})
+			res, err := describe.Export(describe.ExportOptions{Dir: f.Dir, Epoch: e, Rank: 1, Step: k, OutDir: out})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +83,7 @@ func TestExportRoundTrip(t *testing.T) {
 					t.Fatalf("y[%d] = %d, want %d", i, got, -verifytest.SourceValue(src, id))
 				}
 			}
-			h, data = readNpy(t, filepath.Join(out, verify.SampleIDsFile))
+			h, data = readNpy(t, filepath.Join(out, describe.SampleIDsFile))
 			if h.Descr != "<i8" || !reflect.DeepEqual(h.Shape, []int{n}) {
 				t.Fatalf("sample_ids header %+v", h)
 			}
@@ -89,7 +92,7 @@ func TestExportRoundTrip(t *testing.T) {
 					t.Fatalf("sample_ids[%d] = %d, want %d", i, got, id)
 				}
 			}
-			h, data = readNpy(t, filepath.Join(out, verify.PadMaskFile))
+			h, data = readNpy(t, filepath.Join(out, describe.PadMaskFile))
 			if h.Descr != "|b1" || !reflect.DeepEqual(h.Shape, []int{n}) {
 				t.Fatalf("pad_mask header %+v", h)
 			}
@@ -122,7 +125,7 @@ func TestExportWithNumPy(t *testing.T) {
 	requireNumPy(t)
 	f := verifytest.Build(t)
 	out := t.TempDir()
-	if _, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out}); err != nil {
+	if _, err := describe.Export(describe.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	ids, _, _ := f.Plan.RankBatch(0, 0, 0, nil)
@@ -150,14 +153,14 @@ print(",".join(str(i) for i in s.tolist()))`
 func TestExportErrors(t *testing.T) {
 	f := verifytest.Build(t)
 	out := t.TempDir()
-	if _, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 5, Rank: 0, Step: 0, OutDir: out}); !errors.Is(err, verify.ErrNoShard) {
+	if _, err := describe.Export(describe.ExportOptions{Dir: f.Dir, Epoch: 5, Rank: 0, Step: 0, OutDir: out}); !errors.Is(err, describe.ErrNoShard) {
 		t.Errorf("missing epoch: %v", err)
 	}
-	if _, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: f.Plan.Steps(), OutDir: out}); !errors.Is(err, verify.ErrNoShard) {
+	if _, err := describe.Export(describe.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: f.Plan.Steps(), OutDir: out}); !errors.Is(err, describe.ErrNoShard) {
 		t.Errorf("step past end: %v", err)
 	}
-	flipByte(t, f.ShardPath(0), blockOffset(t, f.ShardPath(0), 0))
-	_, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out})
+	verifytest.FlipByte(t, f.ShardPath(0), verifytest.BlockOffset(t, f.ShardPath(0), 0))
+	_, err := describe.Export(describe.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out})
 	if !errors.Is(err, shardfmt.ErrChecksum) {
 		t.Errorf("corrupt batch: %v", err)
 	}
@@ -183,7 +186,7 @@ func TestExportRefusesSwappedShard(t *testing.T) {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "batch")
-	_, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out})
+	_, err := describe.Export(describe.ExportOptions{Dir: f.Dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out})
 	if !errors.Is(err, shardfmt.ErrProvenance) || !strings.Contains(err.Error(), a) {
 		t.Fatalf("export of a swapped shard: %v; want shardfmt.ErrProvenance naming %s", err, a)
 	}
@@ -226,7 +229,7 @@ func TestExportJagged(t *testing.T) {
 	for e := 0; e < 2; e++ {
 		for k := 0; k < f.Plan.Steps(); k++ {
 			out := filepath.Join(t.TempDir(), "batch")
-			res, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: e, Rank: 1, Step: k, OutDir: out})
+			res, err := describe.Export(describe.ExportOptions{Dir: f.Dir, Epoch: e, Rank: 1, Step: k, OutDir: out})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -291,7 +294,7 @@ func TestExportJagged(t *testing.T) {
 func TestExportJaggedEmptyRows(t *testing.T) {
 	dir := jaggedSet(t)
 	out := filepath.Join(t.TempDir(), "batch")
-	res, err := verify.Export(verify.ExportOptions{Dir: dir, Epoch: 0, Rank: 0, Step: 1, OutDir: out})
+	res, err := describe.Export(describe.ExportOptions{Dir: dir, Epoch: 0, Rank: 0, Step: 1, OutDir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +318,7 @@ func TestExportJaggedEmptyRows(t *testing.T) {
 func TestExportJaggedOffsetsNameClash(t *testing.T) {
 	dir := jaggedSet(t, shardfmt.TensorInfo{Name: "h_offsets", DType: shardfmt.I64})
 	out := filepath.Join(t.TempDir(), "batch")
-	_, err := verify.Export(verify.ExportOptions{Dir: dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out})
+	_, err := describe.Export(describe.ExportOptions{Dir: dir, Epoch: 0, Rank: 0, Step: 0, OutDir: out})
 	if err == nil || err.Error() != `tensor "h": file name h_offsets.npy for its offsets already used by tensor "h_offsets"` {
 		t.Fatalf("Export: %v", err)
 	}
@@ -330,7 +333,7 @@ func TestExportJaggedWithNumPy(t *testing.T) {
 	requireNumPy(t)
 	f := verifytest.BuildJagged(t)
 	out := t.TempDir()
-	if _, err := verify.Export(verify.ExportOptions{Dir: f.Dir, Epoch: 1, Rank: 0, Step: 1, OutDir: out}); err != nil {
+	if _, err := describe.Export(describe.ExportOptions{Dir: f.Dir, Epoch: 1, Rank: 0, Step: 1, OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
 	ids, _, _ := f.Plan.RankBatch(1, 0, 1, nil)
@@ -360,5 +363,95 @@ print(",".join(str(i) for i in s.tolist()), len(h), len(p))`
 	}
 	if w := strings.Join(want, ",") + " " + strconv.Itoa(nh) + " " + strconv.Itoa(np); strings.TrimSpace(string(got)) != w {
 		t.Fatalf("numpy printed %q, want %q", got, w)
+	}
+}
+
+// TestExportMatchesParquet exports batches of a converted set and compares
+// every value with the source read by parquet-go's own row reader.
+func TestExportMatchesParquet(t *testing.T) {
+	out, src, p := deepfixture.Convert(t)
+	rows, err := parquet.ReadFile[deepfixture.Row](filepath.Join(src, "part-0.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != deepfixture.Rows {
+		t.Fatalf("read %d rows", len(rows))
+	}
+	for _, rk := range [][3]int{{0, 0, 0}, {1, 1, p.Steps() - 1}, {0, 1, 2}} {
+		dir := t.TempDir()
+		res, err := describe.Export(describe.ExportOptions{Dir: out, Epoch: rk[0], Rank: rk[1], Step: rk[2], OutDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, _, _ := p.RankBatch(rk[0], rk[1], rk[2], nil)
+		if res.Count != len(ids) || res.Count != 4 {
+			t.Fatalf("count %d, want %d", res.Count, len(ids))
+		}
+		_, sid := readNpy(t, filepath.Join(dir, describe.SampleIDsFile))
+		hx, x := readNpy(t, filepath.Join(dir, "x.npy"))
+		hf, feat := readNpy(t, filepath.Join(dir, "feat.npy"))
+		hi, idv := readNpy(t, filepath.Join(dir, "id.npy"))
+		if hx.Descr != "<f8" || hf.Descr != "<f4" || hi.Descr != "<i8" || !reflect.DeepEqual(hf.Shape, []int{4, 2}) {
+			t.Fatalf("headers %+v %+v %+v", hx, hf, hi)
+		}
+		for i, want := range ids {
+			if got := binary.LittleEndian.Uint64(sid[8*i:]); got != want {
+				t.Fatalf("sample_ids[%d] = %d, want %d", i, got, want)
+			}
+			r := rows[want]
+			if got := int64(binary.LittleEndian.Uint64(idv[8*i:])); got != r.ID {
+				t.Errorf("id[%d] = %d, want %d", i, got, r.ID)
+			}
+			if got := math.Float64frombits(binary.LittleEndian.Uint64(x[8*i:])); got != r.X {
+				t.Errorf("x[%d] = %v, want %v", i, got, r.X)
+			}
+			f0 := math.Float32frombits(binary.LittleEndian.Uint32(feat[8*i:]))
+			f1 := math.Float32frombits(binary.LittleEndian.Uint32(feat[8*i+4:]))
+			if f0 != r.F || f1 != float32(r.X) {
+				t.Errorf("feat[%d] = [%v %v], want [%v %v]", i, f0, f1, r.F, float32(r.X))
+			}
+		}
+	}
+}
+
+// TestExportJaggedMatchesParquet exports every step of a set convert made
+// with a jagged tensor from a Parquet LIST column and compares the values
+// and offsets files with the lists parquet-go's own row reader finds.
+func TestExportJaggedMatchesParquet(t *testing.T) {
+	out, src, p := deepfixture.ConvertJagged(t)
+	rows, err := parquet.ReadFile[deepfixture.JaggedRow](filepath.Join(src, "part-0.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range 2 {
+		for k := range p.Steps() {
+			dir := t.TempDir()
+			if _, err := describe.Export(describe.ExportOptions{Dir: out, Epoch: e, Rank: 1, Step: k, OutDir: dir}); err != nil {
+				t.Fatal(err)
+			}
+			ids, _, _ := p.RankBatch(e, 1, k, nil)
+			hv, values := readNpy(t, filepath.Join(dir, "l.npy"))
+			ho, offsets := readNpy(t, filepath.Join(dir, "l_offsets.npy"))
+			var want []int64
+			wantOff := []int{0}
+			for _, id := range ids {
+				for _, v := range rows[id].L {
+					want = append(want, int64(v))
+				}
+				wantOff = append(wantOff, len(want))
+			}
+			var got []int64
+			for j := 0; j+8 <= len(values); j += 8 {
+				got = append(got, int64(binary.LittleEndian.Uint64(values[j:])))
+			}
+			var gotOff []int
+			for j := 0; j+8 <= len(offsets); j += 8 {
+				gotOff = append(gotOff, int(binary.LittleEndian.Uint64(offsets[j:])))
+			}
+			if hv.Descr != "<i8" || !reflect.DeepEqual(hv.Shape, []int{len(want)}) || !reflect.DeepEqual(got, want) ||
+				ho.Descr != "<i8" || !reflect.DeepEqual(ho.Shape, []int{len(ids) + 1}) || !reflect.DeepEqual(gotOff, wantOff) {
+				t.Fatalf("e%d k%d: l.npy %+v %v, want %v; l_offsets.npy %+v %v, want %v", e, k, hv, got, want, ho, gotOff, wantOff)
+			}
+		}
 	}
 }

@@ -333,3 +333,55 @@ func BenchmarkDiscoverSource10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*10000/b.Elapsed().Seconds(), "files/s")
 }
+
+// nestedRow has top-level columns a, s (a struct of two leaves) and d (a
+// list: one leaf, d.list.element).
+type nestedRow struct {
+	A int64 `parquet:"a"`
+	S struct {
+		B int32 `parquet:"b"`
+		C int32 `parquet:"c"`
+	} `parquet:"s"`
+	D []int32 `parquet:"d,list"`
+}
+
+// TestDiscoverWhereTopColumns: DiscoverWhere returns the top-level columns
+// of each file it takes, by path relative to the source root (a file with
+// zero rows included, a pruned one absent): a struct's and a list's
+// leaves give their top-level name once, in schema order.
+func TestDiscoverWhereTopColumns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel string, rows int) {
+		var buf bytes.Buffer
+		w := parquet.NewGenericWriter[nestedRow](&buf)
+		if _, err := w.Write(make([]nestedRow, rows)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("k=1/a.parquet", 3)
+	write("k=2/b.parquet", 0)
+	os.MkdirAll(filepath.Join(dir, "k=3"), 0o755)
+	os.WriteFile(filepath.Join(dir, "k=3", "junk.parquet"), []byte("not parquet"), 0o644)
+	src, cols, err := DiscoverWhere(context.Background(), []string{dir}, func(files []string) ([]bool, error) {
+		keep := make([]bool, len(files))
+		for i, f := range files {
+			keep[i] = !strings.Contains(f, "k=3")
+		}
+		return keep, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TopColumns{"k=1/a.parquet": {"a", "s", "d"}, "k=2/b.parquet": {"a", "s", "d"}}
+	if len(src.Files) != 1 || len(src.EmptyFiles) != 1 || fmt.Sprint(cols) != fmt.Sprint(want) {
+		t.Fatalf("source %+v, columns %v; want %v", src, cols, want)
+	}
+}

@@ -278,3 +278,64 @@ func topColumns(leaves []pqread.ColumnInfo) []string {
 	}
 	return out
 }
+
+// ErrMixedRoots is returned by DiscoverPaths for paths that mix local
+// paths and s3:// URLs: one plan reads one root.
+var ErrMixedRoots = errors.New("local paths and s3:// URLs cannot be mixed in one plan (one plan reads one root)")
+
+// ErrClientConfig is wrapped by the error of an object-store client that
+// cannot be made (NewS3Client: the AWS configuration does not load, or the
+// endpoint is malformed or carries credentials). Its message is the
+// cause's.
+var ErrClientConfig = errors.New("object-store client configuration")
+
+// clientError marks err as ErrClientConfig without changing its message.
+type clientError struct{ err error }
+
+func (e clientError) Error() string        { return e.err.Error() }
+func (e clientError) Unwrap() error        { return e.err }
+func (e clientError) Is(target error) bool { return target == ErrClientConfig }
+
+// DiscoverPaths discovers the plan source paths name, as prep plan
+// --source takes them: local files, directories and globs (Discover), or
+// s3:// URLs (S3Client.DiscoverS3 over a new client with options o), never
+// both. For URLs it returns the client (for its counters), also on error
+// once made; nil for local paths.
+//
+// Errors, before any request: paths mixing both wrap ErrMixedRoots; a
+// malformed URL or one carrying credentials wraps ErrBadURL or
+// ErrCredentialURL; a client that cannot be made wraps ErrClientConfig.
+// URLs under which nothing is found wrap both fs.ErrNotExist and
+// ErrNoInput. Otherwise discovery's errors are returned as they are.
+func DiscoverPaths(ctx context.Context, paths []string, o S3Options) (plan.Source, *S3Client, error) {
+	remote := 0
+	for _, p := range paths {
+		if IsS3URL(p) {
+			remote++
+		}
+	}
+	if remote == 0 {
+		src, err := Discover(ctx, paths)
+		return src, nil, err
+	}
+	if remote != len(paths) {
+		return plan.Source{}, nil, ErrMixedRoots
+	}
+	for _, p := range paths {
+		if _, err := ParseS3URL(p); err != nil {
+			return plan.Source{}, nil, err
+		}
+	}
+	c, err := NewS3Client(ctx, o)
+	if err != nil {
+		return plan.Source{}, nil, clientError{err}
+	}
+	src, err := c.DiscoverS3(ctx, paths)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("%w: %w", err, ErrNoInput)
+		}
+		return plan.Source{}, c, err
+	}
+	return src, c, nil
+}

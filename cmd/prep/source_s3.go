@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -115,46 +114,25 @@ func sourceLine(st *source.S3Stats) string {
 	return b.String()
 }
 
-// discoverSources reads the plan source that paths name: local files,
-// directories and globs (source.Discover), or s3:// URLs
-// (source.S3Client.DiscoverS3), never both in one plan. It returns the
-// object-store source it opened (nil for local paths) for its counters. A
-// URL that carries credentials or is malformed is a usage error.
+// discoverSources reads the plan source that paths (--source) name
+// (source.DiscoverPaths). It returns the object-store source it opened
+// (nil for local paths) for its counters. Mixed local and s3:// paths, a
+// URL that carries credentials or is malformed, and an object-store client
+// that cannot be configured are usage errors.
 func discoverSources(ctx context.Context, paths []string, o *s3Flags) (plan.Source, *s3Source, error) {
-	remote := 0
-	for _, p := range paths {
-		if source.IsS3URL(p) {
-			remote++
-		}
+	src, c, err := source.DiscoverPaths(ctx, paths, o.options())
+	var s *s3Source
+	if c != nil {
+		s = &s3Source{client: c}
 	}
-	if remote == 0 {
-		src, err := source.Discover(ctx, paths)
-		return src, nil, err
+	switch {
+	case err == nil:
+	case errors.Is(err, source.ErrClientConfig):
+		err = usagef("%v", err)
+	case errors.Is(err, source.ErrMixedRoots), errors.Is(err, source.ErrBadURL), errors.Is(err, source.ErrCredentialURL):
+		err = usagef("--source: %v", err)
 	}
-	if remote != len(paths) {
-		return plan.Source{}, nil, usagef("--source: local paths and s3:// URLs cannot be mixed in one plan (one plan reads one root)")
-	}
-	for _, p := range paths {
-		if _, err := source.ParseS3URL(p); err != nil {
-			return plan.Source{}, nil, usagef("--source: %v", err)
-		}
-	}
-	c, err := source.NewS3Client(ctx, o.options())
-	if err != nil {
-		return plan.Source{}, nil, usagef("%v", err)
-	}
-	src, err := c.DiscoverS3(ctx, paths)
-	s := &s3Source{client: c}
-	if err != nil {
-		if errors.Is(err, source.ErrBadURL) || errors.Is(err, source.ErrCredentialURL) {
-			return plan.Source{}, s, usagef("--source: %v", err)
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			err = fmt.Errorf("%w: %w", err, source.ErrNoInput)
-		}
-		return plan.Source{}, s, err
-	}
-	return src, s, nil
+	return src, s, err
 }
 
 // planStore returns the Store a command reads the plan's files from

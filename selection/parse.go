@@ -3,7 +3,10 @@
 // parsed, type-checked against the columns' types and evaluated with SQL
 // three-valued logic over column vectors. A row is selected when the
 // predicate is TRUE; FALSE and NULL (unknown) rows are left out, as SQL's
-// WHERE does.
+// WHERE does. It also discovers a hive-partitioned source (Hive: its
+// key=value layout typed, pruned by a filter before any footer is read,
+// and checked for partition key conflicts), as the partition columns are
+// filter columns.
 package selection
 
 import (

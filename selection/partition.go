@@ -279,26 +279,46 @@ const checkParallel = 8
 // one of keys, the source's partition keys: a filter or a feature naming
 // the key could mean the directory level's value or the file's column.
 // The error names the first such file in the order given, the column and
-// the key, and wraps ErrPartitionConflict; a footer that cannot be read
-// or validated returns its *source.Error (naming the file) as it is.
+// the key, and wraps ErrPartitionConflict (CheckPartitionColumns); a
+// footer that cannot be read or validated returns its *source.Error
+// (naming the file) as it is. A discovery that read the footers already
+// has the columns (source.TopColumns): CheckPartitionColumns checks them
+// without a read.
 func CheckPartitionKeys(ctx context.Context, st source.Store, files, keys []string) error {
 	if len(keys) == 0 {
 		return nil
-	}
-	isKey := map[string]bool{}
-	for _, k := range keys {
-		isKey[k] = true
 	}
 	return workers.ForEach(ctx, len(files), checkParallel, func(i int) error {
 		d, err := source.Describe(ctx, st, files[i])
 		if err != nil {
 			return err
 		}
+		var cols []string
 		for _, c := range d.Columns {
-			if len(c.Path) > 0 && isKey[c.Path[0]] {
-				return fmt.Errorf("%w: %s has a top-level column %s and a partition level %s=...; rename one", ErrPartitionConflict, files[i], c.Path[0], c.Path[0])
+			if len(c.Path) > 0 {
+				cols = append(cols, c.Path[0])
 			}
 		}
-		return nil
+		return CheckPartitionColumns(files[i:i+1], [][]string{cols}, keys)
 	})
+}
+
+// CheckPartitionColumns refuses the first of files (in the order given)
+// whose top-level column names (cols[i] for files[i], as
+// source.TopColumns gives them) include one of keys, the source's
+// partition keys. The error names the file, the column and the key, and
+// wraps ErrPartitionConflict; nil when no file has such a column.
+func CheckPartitionColumns(files []string, cols [][]string, keys []string) error {
+	isKey := map[string]bool{}
+	for _, k := range keys {
+		isKey[k] = true
+	}
+	for i, f := range files {
+		for _, c := range cols[i] {
+			if isKey[c] {
+				return fmt.Errorf("%w: %s has a top-level column %s and a partition level %s=...; rename one", ErrPartitionConflict, f, c, c)
+			}
+		}
+	}
+	return nil
 }

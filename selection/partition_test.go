@@ -275,3 +275,20 @@ func TestCheckPartitionKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPartitionColumns: the first file in the order given with a
+// column named like a key is refused, naming it, the column and the key.
+func TestCheckPartitionColumns(t *testing.T) {
+	files := []string{"b.parquet", "a.parquet"}
+	cols := [][]string{{"x", "meta"}, {"id", "region"}}
+	if err := CheckPartitionColumns(files, cols, []string{"date"}); err != nil {
+		t.Errorf("no conflict: %v", err)
+	}
+	err := CheckPartitionColumns(files, cols, []string{"region", "meta"})
+	if want := "partition key conflict: b.parquet has a top-level column meta and a partition level meta=...; rename one"; err == nil || err.Error() != want || !errors.Is(err, ErrPartitionConflict) {
+		t.Errorf("%v, want %q", err, want)
+	}
+	if err := CheckPartitionColumns(files, cols, []string{"id"}); err == nil || !strings.Contains(err.Error(), "a.parquet has a top-level column id") {
+		t.Errorf("%v", err)
+	}
+}

@@ -47,25 +47,42 @@ const discoverParallel = 8
 // over many files writes nothing when any is bad. Files with zero rows are
 // returned in Source.EmptyFiles. ctx stops the reading between files.
 func Discover(ctx context.Context, paths []string) (plan.Source, error) {
-	return DiscoverWhere(ctx, paths, nil)
+	src, _, err := discoverLocal(ctx, paths, nil, false)
+	return src, err
 }
+
+// TopColumns maps each file of a discovered source (its path relative to
+// the source's root, as plan.SourceFile.Path records it; files with zero
+// rows included) to its top-level column names: the first element of each
+// leaf column's schema path, in schema order, each once (a struct s with
+// leaves s.a and s.b gives s).
+type TopColumns map[string][]string
 
 // DiscoverWhere is Discover that first asks keep (if not nil) which of the
 // files paths name (absolute, sorted) to take: the others' footers are
 // never read and they are not part of the source. Used to prune hive
-// partitions by a filter before any footer is read.
-func DiscoverWhere(ctx context.Context, paths []string, keep func(files []string) ([]bool, error)) (plan.Source, error) {
+// partitions by a filter before any footer is read. It also returns the
+// top-level columns of every file taken, read from the footers discovery
+// reads anyway, so that a caller checking them (a hive source's partition
+// keys) reads no footer again.
+func DiscoverWhere(ctx context.Context, paths []string, keep func(files []string) ([]bool, error)) (plan.Source, TopColumns, error) {
+	return discoverLocal(ctx, paths, keep, true)
+}
+
+// discoverLocal is DiscoverWhere; the top-level columns are collected only
+// when withCols is set (nil otherwise).
+func discoverLocal(ctx context.Context, paths []string, keep func(files []string) ([]bool, error), withCols bool) (plan.Source, TopColumns, error) {
 	files, err := expandPaths(paths)
 	if err != nil {
-		return plan.Source{}, err
+		return plan.Source{}, nil, err
 	}
 	if len(files) == 0 {
-		return plan.Source{}, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoInput)
+		return plan.Source{}, nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoInput)
 	}
 	if keep != nil {
 		ok, err := keep(files)
 		if err != nil {
-			return plan.Source{}, err
+			return plan.Source{}, nil, err
 		}
 		var kept []string
 		for i, f := range files {
@@ -74,16 +91,17 @@ func DiscoverWhere(ctx context.Context, paths []string, keep func(files []string
 			}
 		}
 		if len(kept) == 0 {
-			return plan.Source{}, fmt.Errorf("%s: every file pruned by the filter: %w", strings.Join(paths, ", "), ErrNoInput)
+			return plan.Source{}, nil, fmt.Errorf("%s: every file pruned by the filter: %w", strings.Join(paths, ", "), ErrNoInput)
 		}
 		files = kept
 	}
 	root := commonDir(files)
 	st, err := NewLocal(root)
 	if err != nil {
-		return plan.Source{}, err
+		return plan.Source{}, nil, err
 	}
 	results := make([]plan.SourceFile, len(files))
+	cols := make([][]string, len(files))
 	errs := make([]error, len(files))
 	// Every file is read (its error kept at its index, reported with the
 	// others); only cancellation stops the pool.
@@ -93,20 +111,27 @@ func DiscoverWhere(ctx context.Context, paths []string, keep func(files []string
 			errs[i] = &Error{File: files[i], Err: err}
 			return nil
 		}
-		results[i], errs[i] = ReadInfo(ctx, st, filepath.ToSlash(rel))
+		results[i], cols[i], errs[i] = readInfo(ctx, st, filepath.ToSlash(rel), withCols)
 		return nil
 	})
 	if err := ctx.Err(); err != nil {
-		return plan.Source{}, err
+		return plan.Source{}, nil, err
 	}
 	if err := errors.Join(errs...); err != nil {
-		return plan.Source{}, err
+		return plan.Source{}, nil, err
+	}
+	var tc TopColumns
+	if withCols {
+		tc = make(TopColumns, len(files))
+		for i, f := range results {
+			tc[f.Path] = cols[i]
+		}
 	}
 	src := plan.Source{Root: root, Files: results}
 	if err := src.Normalize(); err != nil {
-		return plan.Source{}, err
+		return plan.Source{}, nil, err
 	}
-	return src, nil
+	return src, tc, nil
 }
 
 // expandPaths returns the absolute, cleaned, de-duplicated and sorted list
@@ -216,15 +241,101 @@ func within(dir, f string) bool {
 // Discover) and returns its plan record: path, size, footer SHA-256 and
 // row-group row counts. Errors are *Error values naming the file.
 func ReadInfo(ctx context.Context, st Store, name string) (plan.SourceFile, error) {
+	f, _, err := readInfo(ctx, st, name, false)
+	return f, err
+}
+
+// readInfo is ReadInfo that also returns the file's top-level column
+// names (TopColumns) when withCols is set.
+func readInfo(ctx context.Context, st Store, name string, withCols bool) (plan.SourceFile, []string, error) {
 	obj, err := st.Open(ctx, name)
 	if err != nil {
-		return plan.SourceFile{}, err
+		return plan.SourceFile{}, nil, err
 	}
 	defer obj.Close()
 	pf, err := openParquet(obj, pqread.Limits{})
 	if err != nil {
-		return plan.SourceFile{}, err
+		return plan.SourceFile{}, nil, err
 	}
 	defer pf.Close()
-	return plan.SourceFile{Path: name, Size: pf.Size(), FooterSHA256: pf.FooterSHA256(), RowGroups: pf.RowGroups()}, nil
+	var cols []string
+	if withCols {
+		cols = topColumns(pf.Columns())
+	}
+	return plan.SourceFile{Path: name, Size: pf.Size(), FooterSHA256: pf.FooterSHA256(), RowGroups: pf.RowGroups()}, cols, nil
+}
+
+// topColumns returns the first element of each leaf column's schema path,
+// in schema order, each once.
+func topColumns(leaves []pqread.ColumnInfo) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, c := range leaves {
+		if len(c.Path) > 0 && !seen[c.Path[0]] {
+			seen[c.Path[0]] = true
+			out = append(out, c.Path[0])
+		}
+	}
+	return out
+}
+
+// ErrMixedRoots is returned by DiscoverPaths for paths that mix local
+// paths and s3:// URLs: one plan reads one root.
+var ErrMixedRoots = errors.New("local paths and s3:// URLs cannot be mixed in one plan (one plan reads one root)")
+
+// ErrClientConfig is wrapped by the error of an object-store client that
+// cannot be made (NewS3Client: the AWS configuration does not load, or the
+// endpoint is malformed or carries credentials). Its message is the
+// cause's.
+var ErrClientConfig = errors.New("object-store client configuration")
+
+// clientError marks err as ErrClientConfig without changing its message.
+type clientError struct{ err error }
+
+func (e clientError) Error() string        { return e.err.Error() }
+func (e clientError) Unwrap() error        { return e.err }
+func (e clientError) Is(target error) bool { return target == ErrClientConfig }
+
+// DiscoverPaths discovers the plan source paths name, as prep plan
+// --source takes them: local files, directories and globs (Discover), or
+// s3:// URLs (S3Client.DiscoverS3 over a new client with options o), never
+// both. For URLs it returns the client (for its counters), also on error
+// once made; nil for local paths.
+//
+// Errors, before any request: paths mixing both wrap ErrMixedRoots; a
+// malformed URL or one carrying credentials wraps ErrBadURL or
+// ErrCredentialURL; a client that cannot be made wraps ErrClientConfig.
+// URLs under which nothing is found wrap both fs.ErrNotExist and
+// ErrNoInput. Otherwise discovery's errors are returned as they are.
+func DiscoverPaths(ctx context.Context, paths []string, o S3Options) (plan.Source, *S3Client, error) {
+	remote := 0
+	for _, p := range paths {
+		if IsS3URL(p) {
+			remote++
+		}
+	}
+	if remote == 0 {
+		src, err := Discover(ctx, paths)
+		return src, nil, err
+	}
+	if remote != len(paths) {
+		return plan.Source{}, nil, ErrMixedRoots
+	}
+	for _, p := range paths {
+		if _, err := ParseS3URL(p); err != nil {
+			return plan.Source{}, nil, err
+		}
+	}
+	c, err := NewS3Client(ctx, o)
+	if err != nil {
+		return plan.Source{}, nil, clientError{err}
+	}
+	src, err := c.DiscoverS3(ctx, paths)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("%w: %w", err, ErrNoInput)
+		}
+		return plan.Source{}, c, err
+	}
+	return src, c, nil
 }

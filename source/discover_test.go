@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -319,4 +320,90 @@ func BenchmarkDiscoverSource10k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*10000/b.Elapsed().Seconds(), "files/s")
+}
+
+// nestedRow has top-level columns a, s (a struct of two leaves) and d (a
+// list: one leaf, d.list.element).
+type nestedRow struct {
+	A int64 `parquet:"a"`
+	S struct {
+		B int32 `parquet:"b"`
+		C int32 `parquet:"c"`
+	} `parquet:"s"`
+	D []int32 `parquet:"d,list"`
+}
+
+// TestDiscoverWhereTopColumns: DiscoverWhere returns the top-level columns
+// of each file it takes, by path relative to the source root (a file with
+// zero rows included, a pruned one absent): a struct's and a list's
+// leaves give their top-level name once, in schema order.
+func TestDiscoverWhereTopColumns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel string, rows int) {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		pqfixture.Of(make([]nestedRow, rows)...).WriteFile(t, p)
+	}
+	write("k=1/a.parquet", 3)
+	write("k=2/b.parquet", 0)
+	os.MkdirAll(filepath.Join(dir, "k=3"), 0o755)
+	os.WriteFile(filepath.Join(dir, "k=3", "junk.parquet"), []byte("not parquet"), 0o644)
+	src, cols, err := DiscoverWhere(context.Background(), []string{dir}, func(files []string) ([]bool, error) {
+		keep := make([]bool, len(files))
+		for i, f := range files {
+			keep[i] = !strings.Contains(f, "k=3")
+		}
+		return keep, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TopColumns{"k=1/a.parquet": {"a", "s", "d"}, "k=2/b.parquet": {"a", "s", "d"}}
+	if len(src.Files) != 1 || len(src.EmptyFiles) != 1 || fmt.Sprint(cols) != fmt.Sprint(want) {
+		t.Fatalf("source %+v, columns %v; want %v", src, cols, want)
+	}
+}
+
+// TestDiscoverPaths: local paths are discovered locally (no client);
+// mixed paths, a URL with credentials and a client that cannot be made are
+// refused before any request with their sentinels; s3:// URLs are
+// discovered through a new client that is returned, also when nothing is
+// found (fs.ErrNotExist and ErrNoInput).
+func TestDiscoverPaths(t *testing.T) {
+	e := newS3Env(t, S3Options{})
+	e.put(t, "d/a.parquet", rowsParquet(t, 5, 1))
+	ctx := context.Background()
+	b27 := caseDir("B27-ranks-coverage")
+	local, c, err := DiscoverPaths(ctx, []string{b27}, e.options())
+	if want, _ := Discover(ctx, []string{b27}); err != nil || c != nil || local.Fingerprint() != want.Fingerprint() {
+		t.Fatalf("local: %v, client %v", err, c)
+	}
+	for _, tc := range []struct {
+		paths []string
+		o     S3Options
+		want  []error
+	}{
+		{[]string{b27, "s3://data/d/"}, e.options(), []error{ErrMixedRoots}},
+		{[]string{"s3://AKIAX:hunter2secret@data/d/"}, e.options(), []error{ErrCredentialURL}},
+		{[]string{"s3://data/d/", "s3://x/d?y=1"}, e.options(), []error{ErrBadURL}},
+		{[]string{"s3://data/d/"}, S3Options{Config: e.c.o.Config, Endpoint: "ftp://127.0.0.1:1"}, []error{ErrClientConfig, ErrBadURL}},
+	} {
+		_, c, err := DiscoverPaths(ctx, tc.paths, tc.o)
+		for _, w := range tc.want {
+			if !errors.Is(err, w) || c != nil || strings.Contains(fmt.Sprint(err), "hunter2secret") {
+				t.Errorf("%v: %v (client %v), want %v", tc.paths, err, c, w)
+			}
+		}
+	}
+	if n := e.srv.Counts(); n.Gets+n.Lists+n.Heads != 0 {
+		t.Fatalf("requests before refusing: %+v", n)
+	}
+	src, c, err := DiscoverPaths(ctx, []string{"s3://data/d/"}, e.options())
+	if err != nil || c == nil || src.Root != "s3://data/d/" || len(src.Files) != 1 || c.Stats().Requests != 2 {
+		t.Fatalf("s3: %+v, %v (client %v)", src, err, c)
+	}
+	_, c, err = DiscoverPaths(ctx, []string{"s3://data/none/"}, e.options())
+	if !errors.Is(err, ErrNoInput) || !errors.Is(err, fs.ErrNotExist) || c == nil {
+		t.Fatalf("nothing found: %v (client %v)", err, c)
+	}
 }

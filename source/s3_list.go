@@ -234,7 +234,8 @@ func (c *S3Client) retry(ctx context.Context, attempt func(context.Context) erro
 // Every object is checked; bad ones are reported together (errors.Join,
 // sorted by key).
 func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (plan.Source, error) {
-	return c.DiscoverS3Where(ctx, sources, nil)
+	src, _, err := c.discoverS3(ctx, sources, nil, false)
+	return src, err
 }
 
 // DiscoverS3Where is DiscoverS3 that first asks keep (if not nil) which of
@@ -243,15 +244,26 @@ func (c *S3Client) DiscoverS3(ctx context.Context, sources []string) (plan.Sourc
 // With keep, every page is listed before any footer is read. Used to prune
 // hive partitions by a filter before any footer is read. An error of keep
 // is returned as is; keeping no object is an error wrapping fs.ErrNotExist.
-func (c *S3Client) DiscoverS3Where(ctx context.Context, sources []string, keep func(urls []string) ([]bool, error)) (plan.Source, error) {
+// With keep nil it discovers as DiscoverS3 does (footers read while the
+// listing goes on). It also returns the top-level columns of every object
+// taken (TopColumns, keyed by path relative to the source's root), read
+// from the footers discovery reads anyway, so that a caller checking them
+// (a hive source's partition keys) sends no request again.
+func (c *S3Client) DiscoverS3Where(ctx context.Context, sources []string, keep func(urls []string) ([]bool, error)) (plan.Source, TopColumns, error) {
+	return c.discoverS3(ctx, sources, keep, true)
+}
+
+// discoverS3 is DiscoverS3Where; the top-level columns are collected only
+// when withCols is set (nil otherwise).
+func (c *S3Client) discoverS3(ctx context.Context, sources []string, keep func(urls []string) ([]bool, error), withCols bool) (plan.Source, TopColumns, error) {
 	bucket := ""
 	for _, s := range sources {
 		u, err := ParseS3URL(s)
 		if err != nil {
-			return plan.Source{}, err
+			return plan.Source{}, nil, err
 		}
 		if bucket != "" && u.Bucket != bucket {
-			return plan.Source{}, fmt.Errorf("%w: sources in two buckets (%s and %s): one plan reads one bucket", ErrBadURL, bucket, u.Bucket)
+			return plan.Source{}, nil, fmt.Errorf("%w: sources in two buckets (%s and %s): one plan reads one bucket", ErrBadURL, bucket, u.Bucket)
 		}
 		bucket = u.Bucket
 	}
@@ -263,6 +275,7 @@ func (c *S3Client) DiscoverS3Where(ctx context.Context, sources []string, keep f
 		e    S3Entry
 		f    plan.SourceFile
 		etag string
+		cols []string
 		err  error
 	}
 	var (
@@ -276,7 +289,7 @@ func (c *S3Client) DiscoverS3Where(ctx context.Context, sources []string, keep f
 		go func() {
 			defer wg.Done()
 			for r := range next {
-				r.f, r.etag, r.err = st.footerInfo(ctx, r.e.Key, r.e)
+				r.f, r.etag, r.cols, r.err = st.footerInfo(ctx, r.e.Key, r.e, withCols)
 			}
 		}()
 	}
@@ -327,7 +340,7 @@ func (c *S3Client) DiscoverS3Where(ctx context.Context, sources []string, keep f
 	close(next)
 	wg.Wait()
 	if lerr != nil {
-		return plan.Source{}, lerr
+		return plan.Source{}, nil, lerr
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].e.Key < all[j].e.Key })
 	entries := make([]S3Entry, len(all))
@@ -343,13 +356,20 @@ func (c *S3Client) DiscoverS3Where(ctx context.Context, sources []string, keep f
 		files[i].ETag = r.etag
 	}
 	if err := errors.Join(errs...); err != nil {
-		return plan.Source{}, err
+		return plan.Source{}, nil, err
+	}
+	var tc TopColumns
+	if withCols {
+		tc = make(TopColumns, len(all))
+		for i, r := range all {
+			tc[files[i].Path] = r.cols
+		}
 	}
 	src := plan.Source{Root: (&S3Store{bucket: bucket, prefix: dir}).String(), Files: files}
 	if err := src.Normalize(); err != nil {
-		return plan.Source{}, err
+		return plan.Source{}, nil, err
 	}
-	return src, nil
+	return src, tc, nil
 }
 
 // commonKeyDir returns the longest "dir/" prefix holding every key ("" for
@@ -368,18 +388,19 @@ func commonKeyDir(es []S3Entry) string {
 }
 
 // footerInfo opens one listed object (pinned to its listed ETag), checks
-// its tail and returns size, footer hash and row groups.
-func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry) (plan.SourceFile, string, error) {
+// its tail and returns size, footer hash and row groups, its ETag and,
+// when withCols is set, its top-level columns (TopColumns).
+func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry, withCols bool) (plan.SourceFile, string, []string, error) {
 	var sf plan.SourceFile
 	obj, err := s.OpenVersion(ctx, name, e.ETag)
 	if err != nil {
-		return sf, "", err
+		return sf, "", nil, err
 	}
 	defer obj.Close()
 	o := obj.(*s3Object)
 	ft, err := o.footer(pqreadMaxFooter)
 	if err != nil {
-		return sf, "", fmt.Errorf("%s: %w", o.url(), err)
+		return sf, "", nil, fmt.Errorf("%s: %w", o.url(), err)
 	}
 	// The same validation as a local file's (schema, physical types, row
 	// counts, every column chunk inside the data region), from the bytes
@@ -390,11 +411,15 @@ func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry) (plan.
 		if errors.As(err, &se) {
 			err = se.Err
 		}
-		return sf, "", fmt.Errorf("%s: %w", o.url(), err)
+		return sf, "", nil, fmt.Errorf("%s: %w", o.url(), err)
 	}
 	defer pf.Close()
 	sf.Size, sf.FooterSHA256, sf.RowGroups = pf.Size(), pf.FooterSHA256(), pf.RowGroups()
-	return sf, o.etag, nil
+	var cols []string
+	if withCols {
+		cols = topColumns(pf.Columns())
+	}
+	return sf, o.etag, cols, nil
 }
 
 // pqreadMaxFooter is the largest footer discovery reads (as for local

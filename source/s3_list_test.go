@@ -206,14 +206,16 @@ func TestDiscoverS3RefusesFootersConvertRefuses(t *testing.T) {
 // TestDiscoverS3WhereKeeps: keep sees every listed object's URL, sorted;
 // the objects it drops are never requested (one LIST, one GET per kept
 // object) and are not in the source; dropping all is fs.ErrNotExist; an
-// error of keep is returned as is.
+// error of keep is returned as is. The top-level columns of each kept
+// object come back with the source, from the same GET; with keep nil every
+// object is taken, with its columns, at one GET each.
 func TestDiscoverS3WhereKeeps(t *testing.T) {
 	e := newS3Env(t, S3Options{})
 	for i := range 6 {
 		e.put(t, fmt.Sprintf("h/k=%d/f.parquet", i), rowsParquet(t, 3+i, int64(i)))
 	}
 	var seen []string
-	src, err := e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func(urls []string) ([]bool, error) {
+	src, cols, err := e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func(urls []string) ([]bool, error) {
 		seen = urls
 		keep := make([]bool, len(urls))
 		keep[1], keep[4] = true, true
@@ -232,12 +234,22 @@ func TestDiscoverS3WhereKeeps(t *testing.T) {
 	if c := e.srv.Counts(); c.Lists != 1 || c.Gets != 2 {
 		t.Errorf("counts %+v, want 1 LIST and 2 GETs", c)
 	}
-	_, err = e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func(urls []string) ([]bool, error) { return make([]bool, len(urls)), nil })
+	if want := (TopColumns{"k=1/f.parquet": {"id", "x"}, "k=4/f.parquet": {"id", "x"}}); !reflect.DeepEqual(cols, want) {
+		t.Errorf("columns %v, want %v", cols, want)
+	}
+	all, cols, err := e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, nil)
+	if err != nil || len(all.Files) != 6 || len(cols) != 6 || !reflect.DeepEqual(cols["k=5/f.parquet"], []string{"id", "x"}) {
+		t.Errorf("keep nil: %d files, columns %v, %v", len(all.Files), cols, err)
+	}
+	if c := e.srv.Counts(); c.Lists != 2 || c.Gets != 2+6 {
+		t.Errorf("counts %+v, want 2 LISTs and 8 GETs", c)
+	}
+	_, _, err = e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func(urls []string) ([]bool, error) { return make([]bool, len(urls)), nil })
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "every object pruned by the filter") {
 		t.Errorf("all dropped: %v", err)
 	}
 	bad := errors.New("no")
-	if _, err = e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func([]string) ([]bool, error) { return nil, bad }); err != bad {
+	if _, _, err = e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func([]string) ([]bool, error) { return nil, bad }); err != bad {
 		t.Errorf("keep's error: %v", err)
 	}
 }

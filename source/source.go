@@ -10,7 +10,10 @@
 // against the plan (convert), Check only compares it (verify); both report
 // a difference as a *ChangedError (errors.Is ErrSourceChanged) and any
 // other failure as an *Error giving the real cause. Local is the Store of a
-// local directory. Every error names its file relative to the source root,
+// local directory, S3Store of an object-store prefix; OpenPlanStore
+// resolves a plan's root (or the one a command overrides it with) to its
+// Store, pinned to the plan's ETags and with the footers fetched ahead,
+// and PlanStores keeps one per root for the readers of one command. Every error names its file relative to the source root,
 // as the plan records it.
 package source
 

@@ -11,6 +11,7 @@ import (
 	"github.com/prepml/prep/describe"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardset"
+	"github.com/prepml/prep/source"
 )
 
 // packedPieces returns, for a shard set of a packed plan, the function
@@ -29,12 +30,12 @@ func packedPieces(ctx context.Context, dir, sourceRoot string, io *s3Flags) (fun
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	st, remote, _, err := resolveStore(ctx, p, sourceRoot, io, 0)
+	ps, err := source.OpenPlanStore(ctx, p.Source, sourceRoot, io.storeOptions(0))
 	if err != nil {
-		return nil, err
+		return nil, storeError(err, sourceRoot)
 	}
-	defer remote.close()
-	lay, err := convert.ReadPackLayout(ctx, st, p, 0)
+	defer ps.Close()
+	lay, err := convert.ReadPackLayout(ctx, ps.Store, p, 0)
 	if err != nil {
 		return nil, fmt.Errorf("naming the documents of packed rows: %w", err)
 	}

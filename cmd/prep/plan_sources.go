@@ -79,13 +79,20 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 			src    plan.Source
 			remote *s3Source
 			err    error
-			hive   *hiveSource
+			hive   *selection.Hive
 		)
-		if hive, err = hiveDir(s); err != nil {
+		if hive, err = selection.HiveDir(s); err != nil {
 			return plan.Source{}, nil, remotes, usagef("source %s: %v", s.Name, err)
 		}
 		if hive != nil {
-			src, remote, err = hive.discover(ctx, s, io)
+			var c *source.S3Client
+			src, c, err = hive.Discover(ctx, s, io.options())
+			if c != nil {
+				remote = &s3Source{client: c}
+			}
+			if errors.Is(err, selection.ErrHiveSource) {
+				err = usagef("%v", err)
+			}
 		} else {
 			src, remote, err = discoverSources(ctx, s.Paths, io)
 		}
@@ -107,7 +114,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 			}
 			filterCosts[s.Name] = c
 		}
-		parts, names, sels, keys = append(parts, src), append(names, s.Name), append(sels, sel), append(keys, hive.partitionKeys())
+		parts, names, sels, keys = append(parts, src), append(names, s.Name), append(sels, sel), append(keys, hive.PartitionKeys())
 	}
 	src, files, err := source.Combine(names, parts)
 	if err != nil {
@@ -127,7 +134,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 // path order) and returns the encoded selection (plan.EncodeSelection). A
 // bad filter or one that selects nothing is a usage error naming the
 // source and the token.
-func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64, hive *hiveSource) (string, filterCost, error) {
+func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64, hive *selection.Hive) (string, filterCost, error) {
 	var st source.Store
 	if source.IsS3URL(src.Root) {
 		remote, err := openS3(ctx, src.Root, io, readAheadShare(memory))
@@ -144,12 +151,11 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 		st = local
 	}
 	files := make([]selection.File, len(src.Files))
-	var part []selection.Column
+	part, values := hive.Partitions()
 	for i, f := range src.Files {
 		files[i] = selection.File{Path: f.Path, RowGroups: f.RowGroups}
-		if hive != nil && hive.cols != nil {
-			files[i].Partition = hive.values[hive.location(src.Root, f.Path)]
-			part = hive.cols
+		if part != nil {
+			files[i].Partition = values(src.Root, f.Path)
 		}
 	}
 	// The decoded filter columns take half of --memory-limit (the rest:

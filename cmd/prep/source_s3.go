@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +53,8 @@ func readAheadShare(memoryLimit int64) int64 {
 	return min(memoryLimit/4, source.DefaultReadAheadBytes)
 }
 
-// s3Source is an object-store source opened for one command.
+// s3Source is an object-store source opened for one command: the client
+// (for its counters) and, when a command reads a plan's files, the store.
 type s3Source struct {
 	client *source.S3Client
 	store  *source.S3Store
@@ -68,9 +67,7 @@ func openS3(ctx context.Context, root string, o *s3Flags, readAhead int64) (*s3S
 	if !source.IsS3URL(root) {
 		return nil, nil
 	}
-	so := o.options()
-	so.ReadAheadBytes = readAhead
-	c, err := source.NewS3Client(ctx, so)
+	c, err := source.NewS3Client(ctx, o.storeOptions(readAhead))
 	if err != nil {
 		return nil, err
 	}
@@ -117,143 +114,91 @@ func sourceLine(st *source.S3Stats) string {
 	return b.String()
 }
 
-// discoverSources reads the plan source that paths name: local files,
-// directories and globs (source.Discover), or s3:// URLs
-// (source.S3Client.DiscoverS3), never both in one plan. It returns the
-// object-store source it opened (nil for local paths) for its counters. A
-// URL that carries credentials or is malformed is a usage error.
+// discoverSources reads the plan source that paths (--source) name
+// (source.DiscoverPaths). It returns the object-store source it opened
+// (nil for local paths) for its counters. Mixed local and s3:// paths, a
+// URL that carries credentials or is malformed, and an object-store client
+// that cannot be configured are usage errors.
 func discoverSources(ctx context.Context, paths []string, o *s3Flags) (plan.Source, *s3Source, error) {
-	remote := 0
-	for _, p := range paths {
-		if source.IsS3URL(p) {
-			remote++
-		}
+	src, c, err := source.DiscoverPaths(ctx, paths, o.options())
+	var s *s3Source
+	if c != nil {
+		s = &s3Source{client: c}
 	}
-	if remote == 0 {
-		src, err := source.Discover(ctx, paths)
-		return src, nil, err
-	}
-	if remote != len(paths) {
-		return plan.Source{}, nil, usagef("--source: local paths and s3:// URLs cannot be mixed in one plan (one plan reads one root)")
-	}
-	for _, p := range paths {
-		if _, err := source.ParseS3URL(p); err != nil {
-			return plan.Source{}, nil, usagef("--source: %v", err)
-		}
-	}
-	c, err := source.NewS3Client(ctx, o.options())
-	if err != nil {
-		return plan.Source{}, nil, usagef("%v", err)
-	}
-	src, err := c.DiscoverS3(ctx, paths)
-	s := &s3Source{client: c}
-	if err != nil {
-		if errors.Is(err, source.ErrBadURL) || errors.Is(err, source.ErrCredentialURL) {
-			return plan.Source{}, s, usagef("--source: %v", err)
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			err = fmt.Errorf("%w: %w", err, source.ErrNoInput)
-		}
-		return plan.Source{}, s, err
-	}
-	return src, s, nil
-}
-
-// planStore returns the Store a command reads the plan's files from and
-// sets p.Source.Root to its root (see resolveStore).
-func planStore(ctx context.Context, p *plan.Plan, root string, o *s3Flags, readAhead int64) (source.Store, *s3Source, error) {
-	st, remote, resolved, err := resolveStore(ctx, p, root, o, readAhead)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.Source.Root = resolved
-	return st, remote, nil
-}
-
-// resolveStore returns the Store of the plan's files and its root: root
-// is --source-root ("" for the plan's own root), a local directory or an
-// s3:// URL. An s3:// root gets an S3Store over a client of its own
-// (returned for its counters), pinned to the ETags the plan recorded when
-// it is the plan's own root; through another root each object is pinned to
-// the version its first read sees, after its size and footer hash matched
-// the plan. Bad roots are usage errors.
-func resolveStore(ctx context.Context, p *plan.Plan, root string, o *s3Flags, readAhead int64) (source.Store, *s3Source, string, error) {
-	planRoot := p.Source.Root
 	switch {
-	case root == "":
-		root = planRoot
-	case !source.IsS3URL(root):
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			return nil, nil, "", usagef("--source-root: %v", err)
-		}
-		root = abs
+	case err == nil:
+	case errors.Is(err, source.ErrClientConfig):
+		err = usagef("%v", err)
+	case errors.Is(err, source.ErrMixedRoots), errors.Is(err, source.ErrBadURL), errors.Is(err, source.ErrCredentialURL):
+		err = usagef("--source: %v", err)
 	}
-	if !source.IsS3URL(root) {
-		st, err := source.NewLocal(root)
-		if err != nil {
-			return nil, nil, "", usagef("--source-root: %v", err)
-		}
-		return st, nil, root, nil
-	}
-	s, err := openS3(ctx, root, o, readAhead)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if s.store.String() == strings.TrimSuffix(planRoot, "/")+"/" {
-		pins := map[string]string{}
-		for _, f := range p.Source.Files {
-			if f.ETag != "" {
-				pins[f.Path] = f.ETag
-			}
-		}
-		s.store.Pin(pins)
-	}
-	// Readers open the plan's files one after the other: fetch every
-	// footer ahead, Concurrency at a time, so each open costs no round trip.
-	s.store.Preopen(ctx, p.Source.Files)
-	return s.store, s, s.store.String(), nil
+	return src, s, err
 }
 
-// storeCache resolves the Store of a plan root once per root, for the
-// several readers of one command (verify's fingerprint check and each
-// shard's deep source), so they share one client and its counters.
+// planStore returns the Store a command reads the plan's files from
+// (source.OpenPlanStore: root is --source-root, "" for the plan's own
+// root) and sets p.Source.Root to its resolved root. The object-store
+// source is nil for a local root. Bad roots are usage errors.
+func planStore(ctx context.Context, p *plan.Plan, root string, o *s3Flags, readAhead int64) (source.Store, *s3Source, error) {
+	ps, err := source.OpenPlanStore(ctx, p.Source, root, o.storeOptions(readAhead))
+	if err != nil {
+		return nil, nil, storeError(err, root)
+	}
+	p.Source.Root = ps.Root
+	var remote *s3Source
+	if ps.S3 != nil {
+		remote = &s3Source{client: ps.S3.Client(), store: ps.S3}
+	}
+	return ps.Store, remote, nil
+}
+
+// storeOptions returns the client options the flags set, with readAhead
+// bytes of read-ahead.
+func (o *s3Flags) storeOptions(readAhead int64) source.S3Options {
+	so := o.options()
+	so.ReadAheadBytes = readAhead
+	return so
+}
+
+// storeError makes a root that cannot be a Store (source.ErrBadRoot) a
+// usage error, naming --source-root when root (the flag's value) is set.
+func storeError(err error, root string) error {
+	switch {
+	case !errors.Is(err, source.ErrBadRoot):
+		return err
+	case root != "":
+		return usagef("--source-root: %v", err)
+	}
+	return usagef("%v", err)
+}
+
+// storeCache resolves the Store of a plan root once per root
+// (source.PlanStores), for the several readers of one command (verify's
+// fingerprint check and each shard's deep source), so they share one
+// client and its counters.
 type storeCache struct {
 	ctx       context.Context
 	io        *s3Flags
 	readAhead int64
 
-	mu     sync.Mutex
-	stores map[string]source.Store
-	remote []*s3Source
+	once   sync.Once
+	stores *source.PlanStores
 }
 
 // close closes the object stores opened.
 func (c *storeCache) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range c.remote {
-		r.close()
+	if c.stores != nil {
+		c.stores.Close()
 	}
 }
 
-// store returns the Store of p's files under root (as resolveStore).
+// store returns the Store of p's files under root (as planStore, without
+// changing p).
 func (c *storeCache) store(p *plan.Plan, root string) (source.Store, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.stores[root]; ok {
-		return st, nil
-	}
-	st, remote, _, err := resolveStore(c.ctx, p, root, c.io, c.readAhead)
+	c.once.Do(func() { c.stores = source.NewPlanStores(c.io.storeOptions(c.readAhead)) })
+	st, err := c.stores.Store(c.ctx, p.Source, root)
 	if err != nil {
-		return nil, err
-	}
-	if c.stores == nil {
-		c.stores = map[string]source.Store{}
-	}
-	c.stores[root] = st
-	if remote != nil {
-		c.remote = append(c.remote, remote)
+		return nil, storeError(err, root)
 	}
 	return st, nil
 }

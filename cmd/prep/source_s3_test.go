@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,6 +43,36 @@ func TestPlanRefusesMixedAndCredentialedSources(t *testing.T) {
 		code, out, errOut := runCLI(append([]string{"plan", "--global-batch", "8", "-o", dir + "/p.json"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Contains(out+errOut, "hunter2secret") {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestSourceRootRefused: an s3:// --source-root that carries credentials
+// or is a glob is refused before any request, naming the flag, and the
+// secret is never echoed: a usage error (exit 2) of convert, a
+// source_unreadable finding (exit 1) of verify --deep.
+func TestSourceRootRefused(t *testing.T) {
+	dir := t.TempDir()
+	b27 := filepath.Join("..", "..", "testdata", "cases", "B27-ranks-coverage")
+	pf := filepath.Join(dir, "p.json")
+	if code, _, errs := runCLI("plan", "--source", b27, "--global-batch", "4", "-o", pf, "-q"); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	shards := filepath.Join(dir, "shards")
+	if code, _, errs := runCLI("convert", "--plan", pf, "--tensor", "id=id:I64", "-o", shards, "-q"); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errs)
+	}
+	for root, want := range map[string]string{
+		"s3://AKIAX:hunter2secret@bucket/x/": "--source-root: refusing a URL that carries credentials",
+		"s3://bucket/x/*":                    "--source-root: bad object-store URL: root s3://bucket/x/*: a store root cannot be a glob",
+	} {
+		code, out, errOut := runCLI("convert", "--plan", pf, "--tensor", "id=id:I64", "-o", filepath.Join(dir, "out"), "--source-root", root)
+		if code != 2 || !strings.Contains(errOut, want) || strings.Contains(out+errOut, "hunter2secret") {
+			t.Errorf("convert %s: exit %d, stderr %q; want exit 2 naming %q", root, code, errOut, want)
+		}
+		code, out, errOut = runCLI("verify", "--deep", "--source-root", root, shards)
+		if code != 1 || !strings.Contains(out, "source_unreadable: "+want) || strings.Contains(out+errOut, "hunter2secret") {
+			t.Errorf("verify --deep %s: exit %d, stdout %q; want exit 1 and a finding naming %q", root, code, out, want)
 		}
 	}
 }

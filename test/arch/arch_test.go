@@ -159,6 +159,33 @@ var rules = []rule{
 		slices.Sort(bad)
 		return bad
 	}},
+	{"cmd imports neither pqread, nor internal/ but launcher and metrics, nor the AWS SDK", func(pkgs map[string]pkg) []string {
+		// The CLI maps flags to options and renders what packages return:
+		// Parquet is read through source, objects are fetched by source's
+		// client, worker pools, descriptor pools and atomic writes are the
+		// packages' own. launcher (rank and world size from a launcher's
+		// environment, as --ranks auto maps it) and metrics (the
+		// run-outcome file --metrics-file names) are the internal helpers
+		// a command itself needs.
+		allowed := map[string]bool{"internal/launcher": true, "internal/metrics": true}
+		var bad []string
+		for name, p := range pkgs {
+			if !under(name, "cmd") {
+				continue
+			}
+			for _, imp := range p.Imports {
+				switch {
+				case strings.HasPrefix(imp, "github.com/aws/"):
+					bad = append(bad, name+" imports "+imp)
+				case !inTree(imp):
+				case under(rel(imp), "pqread"), under(rel(imp), "internal") && !allowed[rel(imp)]:
+					bad = append(bad, name+" imports "+rel(imp))
+				}
+			}
+		}
+		slices.Sort(bad)
+		return bad
+	}},
 	{"only source and convert import pqread", func(pkgs map[string]pkg) []string {
 		var bad []string
 		for name, p := range pkgs {

@@ -69,7 +69,7 @@ func i32At(b []byte, i int) int64 { return int64(int32(binary.LittleEndian.Uint3
 func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string) [][][]int {
 	t.Helper()
 	pk := p.Packing
-	lay, err := p.PackLayout(context.Background(), f.lengths)
+	lay, err := p.PackLayout(context.Background(), f.lengths, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 	}
 	checkPackedShards(t, f, p, wholeOut)
 	// One rank of two: only its rows' documents, from a levels pass.
-	lay, err := p.PackLayout(context.Background(), f.lengths)
+	lay, err := p.PackLayout(context.Background(), f.lengths, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

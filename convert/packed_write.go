@@ -45,6 +45,12 @@ func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 	gr := &packedGroups{r: r, ps: ps, todo: todo, budget: budget}
 	defer gr.close()
 	if all != nil {
+		for _, k := range todo { // the layouts of the shards' epochs (PLAN.md §12.1)
+			if _, err := ps.lays.epoch(ctx, k.epoch); err != nil {
+				all.Close()
+				return err
+			}
+		}
 		gr.docs, gr.end = all, [2]int{len(todo), 0}
 		r.sum.SamplesDecoded, r.sum.PackedHeldPeakBytes = int64(len(all.docs)), held
 		r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = all.held.rowGroupsRead, all.held.rowGroupsSkipped
@@ -114,7 +120,7 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 	}
 	pos := [2]int{si, step}
 	cur := pos
-	docs, n, held, err := g.ps.group(func(i int) ([]uint64, bool, error) {
+	docs, n, held, err := g.ps.group(ctx, func(i int) ([]uint64, bool, error) {
 		if i > 0 {
 			cur = next(cur)
 		}

@@ -196,11 +196,11 @@ func documentPlan(p *plan.Plan) (*plan.Plan, error) {
 // decoded from the source, and the plan's layouts: enough to build any
 // packed row holding only those documents (Row).
 type PackedDocuments struct {
-	lays   *packLayouts
-	pr     *packedRun
-	docs   []uint64 // ascending
-	held   *HeldSamples
-	bytes  int64 // heldBytes of docs
+	lays  *packLayouts
+	pr    *packedRun
+	docs  []uint64 // ascending
+	held  *HeldSamples
+	bytes int64 // heldBytes of docs
 }
 
 // Close releases the documents' memory.

@@ -1,5 +1,6 @@
 // Package plan makes and reads deterministic epoch plans (format
-// prep-plan/v1, specified in PLAN.md).
+// prep-plan/v1, and prep-plan/v2 for a packed mixture; specified in
+// PLAN.md).
 //
 // A plan fixes which sample (global row index of the source) every rank's
 // batch holds at every step of every epoch, as a pure function of a few

@@ -327,11 +327,12 @@ func TestPackedMixtureSteps(t *testing.T) {
 	}
 }
 
-// TestPackedMixtureWorldSizes: a packed mixture's order fingerprint, epoch
-// digests and global batches are the same at world sizes 1, 2 and 8 and
-// any worker count; a cursor taken at any global step resumes the same
-// tail at another world size, and resumes chained across R = 1, 2, 8
-// give the uninterrupted run.
+// TestPackedMixtureWorldSizes: a packed mixture's per-epoch packing,
+// order fingerprint, epoch digests and global batches are the same at
+// world sizes 1, 2 and 8 and any worker count, over 3 epochs of different
+// row counts; a cursor taken at any global step resumes the same tail at
+// another world size, and resumes chained across R = 1, 2, 8 give the
+// uninterrupted run.
 func TestPackedMixtureWorldSizes(t *testing.T) {
 	src, mix, _, lengths := packMixFixture(t)
 	for _, scope := range []PackScope{ScopeAcross, ScopePerSource} {
@@ -341,6 +342,9 @@ func TestPackedMixtureWorldSizes(t *testing.T) {
 			plans[rw[0]], _ = mustPackMix(t, src, Config{Seed: 9, Epochs: 3, GlobalBatch: 16, WorldSize: rw[0], Workers: rw[1], Shuffle: ShuffleGlobal, Remainder: RemainderPad}, opts, mix, lengths)
 		}
 		ref := plans[1]
+		if r := ref.Packing.Epochs; r[0].Rows == r[1].Rows && r[1].Rows == r[2].Rows {
+			t.Fatalf("%s: epochs of %d rows each: the fixture should give different counts", scope, r[0].Rows)
+		}
 		var full []uint64
 		for e := 0; e < 3; e++ {
 			bs, _ := globalBatches(t, ref, e)

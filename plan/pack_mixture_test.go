@@ -490,6 +490,19 @@ func TestPackedMixtureLoad(t *testing.T) {
 	}
 }
 
+// TestPackedMixtureV1Refused: a packed mixture plan written by an earlier
+// prep (testdata/packed-mixture-v1.json: format prep-plan/v1, packed once
+// for every epoch, no packing.epochs) is refused on load with ErrFormat,
+// naming the format and saying to make the plan again; it is not read as
+// a plan of today's format.
+func TestPackedMixtureV1Refused(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "packed-mixture-v1.json"))
+	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "prep-plan/v1") || !strings.Contains(err.Error(), "make the plan again") ||
+		!strings.Contains(err.Error(), "packed-mixture-v1.json") {
+		t.Fatalf("a prep-plan/v1 packed mixture: %v", err)
+	}
+}
+
 // ---- golden vectors (testdata/golden-pack-mixture.json, format prep-plan/v2), never regenerated ----
 
 const goldenPackMixPath = "testdata/golden-pack-mixture.json"

@@ -218,7 +218,8 @@ func checkPackedMixture(pk *Packing, mix *Mixture, epochs int) error {
 	var sum PackEpoch
 	for e, ep := range pk.Epochs {
 		switch {
-		case ep.Rows > MaxSamples || ep.Rows*uint64(pk.Length) != ep.Tokens+ep.PadSlots:
+		case ep.Rows > MaxSamples || ep.Rows > (1<<63)/uint64(pk.Length) || ep.Tokens > 1<<63 || ep.PadSlots > 1<<63 ||
+			ep.Rows*uint64(pk.Length) != ep.Tokens+ep.PadSlots:
 			return bad("epoch %d: rows × length ≠ tokens + pad slots", e)
 		case pk.Scope == ScopeAcross && ep.SourceRows != nil:
 			return bad("epoch %d: source_rows applies only to scope per_source", e)

@@ -377,8 +377,12 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		writeMixture(w, s.Mixture)
 	}
 	fmt.Fprintf(w, "  steps per epoch  %d\n", s.StepsPerEpoch)
-	fmt.Fprintf(w, "  dropped          %d per epoch\n", s.DroppedPerEpoch)
-	fmt.Fprintf(w, "  padded           %d per epoch\n", s.PaddedPerEpoch)
+	most := "" // a packed mixture's epochs differ: the largest (PLAN.md §12.1)
+	if p.Packing != nil && p.Mixture != nil {
+		most = "at most "
+	}
+	fmt.Fprintf(w, "  dropped          %s%d per epoch\n", most, s.DroppedPerEpoch)
+	fmt.Fprintf(w, "  padded           %s%d per epoch\n", most, s.PaddedPerEpoch)
 	if n := len(s.IdlePairs); n > 0 {
 		var names []string
 		for i, rw := range s.IdlePairs {

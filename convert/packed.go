@@ -148,7 +148,7 @@ func newPackedRun(spec *Spec, pk *plan.Packing) (*packedRun, error) {
 }
 
 // packedExportNames are the names of the files, less ".npy", that prep
-// export writes beside a packed batch's tensors (verify.DocumentsFile and
+// export writes beside a packed batch's tensors (describe.DocumentsFile and
 // its companions).
 var packedExportNames = []string{"documents", "documents_offsets", "documents_sources"}
 
@@ -193,14 +193,14 @@ func documentPlan(p *plan.Plan) (*plan.Plan, error) {
 }
 
 // PackedDocuments holds the tokens of some documents of a packed plan,
-// decoded from the source, and the plan's layout: enough to build any
+// decoded from the source, and the plan's layouts: enough to build any
 // packed row holding only those documents (Row).
 type PackedDocuments struct {
-	Layout *plan.PackLayout
-	pr     *packedRun
-	docs   []uint64 // ascending
-	held   *HeldSamples
-	bytes  int64 // heldBytes of docs
+	lays  *packLayouts
+	pr    *packedRun
+	docs  []uint64 // ascending
+	held  *HeldSamples
+	bytes int64 // heldBytes of docs
 }
 
 // Close releases the documents' memory.
@@ -213,13 +213,80 @@ func (d *PackedDocuments) Close() { d.held.Close() }
 func (d *PackedDocuments) HeldBytes() int64 { return d.bytes }
 
 // packedSource is a packed run's inputs before any document is decoded:
-// the spec's outputs, every source row's token count and the layout,
-// checked against the plan.
+// the spec's outputs, every source row's token count (checked against the
+// plan) and the layouts.
 type packedSource struct {
 	pr       *packedRun
 	lengths  []uint32
-	lay      *plan.PackLayout
+	lays     *packLayouts
 	recBytes int64 // staging record bytes per document held
+}
+
+// packLayouts holds the packing layouts a run needs, each recomputed from
+// the lengths and checked against the plan on first use
+// (plan.Plan.PackLayout) and kept for the run's life: one for a plan
+// packed once (every epoch's), one per epoch for a packed mixture, whose
+// epochs pack their own draws (PLAN.md §12.1). Memory: 16 bytes per piece
+// and 8 per row of each layout held. Safe for concurrent use.
+type packLayouts struct {
+	p       *plan.Plan
+	lengths []uint32
+	mu      sync.Mutex
+	byEpoch map[int]*plan.PackLayout
+}
+
+func newPackLayouts(p *plan.Plan, lengths []uint32) *packLayouts {
+	return &packLayouts{p: p, lengths: lengths, byEpoch: map[int]*plan.PackLayout{}}
+}
+
+// epoch returns the layout of epoch e's packed rows, computing it on
+// first use (ErrMismatch when it differs from the plan's).
+func (l *packLayouts) epoch(ctx context.Context, e int) (*plan.PackLayout, error) {
+	if l.p.Packing.Epochs == nil {
+		e = 0 // packed once: every epoch has epoch 0's layout
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lay := l.byEpoch[e]; lay != nil {
+		return lay, nil
+	}
+	lay, err := l.p.PackLayout(ctx, l.lengths, e)
+	if err != nil {
+		return nil, err
+	}
+	l.byEpoch[e] = lay
+	return lay, nil
+}
+
+// row returns the pieces of packed row id, computing its epoch's layout
+// on first use; an id outside the plan wraps ErrValue.
+func (l *packLayouts) row(ctx context.Context, id uint64) ([]plan.Piece, error) {
+	e := l.p.LayoutEpoch(id)
+	if e < 0 {
+		return nil, valueErrorf("packed row %d not in [0, %d)", id, l.p.NumSamples())
+	}
+	lay, err := l.epoch(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	pcs, _ := lay.RowOf(id)
+	return pcs, nil
+}
+
+// held returns the pieces of packed row id from a layout computed
+// already, and false when its epoch's layout has not been.
+func (l *packLayouts) held(id uint64) ([]plan.Piece, bool) {
+	e := l.p.LayoutEpoch(id)
+	if l.p.Packing.Epochs == nil {
+		e = 0
+	}
+	l.mu.Lock()
+	lay := l.byEpoch[e]
+	l.mu.Unlock()
+	if lay == nil {
+		return nil, false
+	}
+	return lay.RowOf(id)
 }
 
 // preparePacked reads the packing of p again from the source (the token
@@ -233,9 +300,10 @@ func preparePacked(ctx context.Context, o Options, p *plan.Plan, spec *Spec) (*p
 	if ps.lengths, err = TokenLengths(ctx, o.Source, p.Source, p.Packing.Column, o.Jobs); err != nil {
 		return nil, err
 	}
-	if ps.lay, err = p.PackLayout(ctx, ps.lengths); err != nil {
+	if err := p.CheckLengths(ps.lengths); err != nil {
 		return nil, err
 	}
+	ps.lays = newPackLayouts(p, ps.lengths)
 	return ps, nil
 }
 
@@ -323,11 +391,12 @@ func decodeAll(ctx context.Context, o Options, p *plan.Plan, spec *Spec, budget 
 		ps.lengths[i] = uint32(v)
 		bytes += ps.heldBytes(uint64(i))
 	}
-	if ps.lay, err = p.PackLayout(ctx, ps.lengths); err != nil {
+	if err := p.CheckLengths(ps.lengths); err != nil {
 		held.Close()
 		return nil, nil, 0, err
 	}
-	return ps, &PackedDocuments{Layout: ps.lay, pr: ps.pr, docs: docs, held: held, bytes: bytes}, bytes, nil
+	ps.lays = newPackLayouts(p, ps.lengths)
+	return ps, &PackedDocuments{lays: ps.lays, pr: ps.pr, docs: docs, held: held, bytes: bytes}, bytes, nil
 }
 
 // heldBytes returns what holding document d decoded costs: its tokens at
@@ -358,7 +427,7 @@ func (ps *packedSource) decode(ctx context.Context, st source.Store, docs []uint
 		}
 		bytes += ps.heldBytes(d)
 	}
-	return &PackedDocuments{Layout: ps.lay, pr: pr, docs: docs, held: held, bytes: bytes}, nil
+	return &PackedDocuments{lays: ps.lays, pr: pr, docs: docs, held: held, bytes: bytes}, nil
 }
 
 // findHeld finds the token tensor and the extras among the decoded
@@ -381,6 +450,17 @@ func (pr *packedRun) findHeld(ts []shardfmt.TensorInfo) error {
 	return nil
 }
 
+// pieces returns the pieces of packed row r, whose epoch's layout the
+// documents were grouped with (packLayouts.row) or, for documents decoded
+// all at once, that runPacked computed before writing.
+func (d *PackedDocuments) pieces(r uint64) ([]plan.Piece, error) {
+	pcs, ok := d.lays.held(r)
+	if !ok {
+		return nil, fmt.Errorf("internal: the layout of packed row %d is not computed", r)
+	}
+	return pcs, nil
+}
+
 // index returns the position of document doc among the held ones.
 func (d *PackedDocuments) index(doc uint64) (int, error) {
 	i := sort.Search(len(d.docs), func(i int) bool { return d.docs[i] >= doc })
@@ -398,7 +478,11 @@ func (d *PackedDocuments) Row(r uint64, tokens, segs, pos []byte, cu []byte) ([]
 	es := pr.es
 	at := 0
 	cu = binary.LittleEndian.AppendUint32(cu, 0)
-	for j, pc := range d.Layout.Row(r) {
+	row, err := d.pieces(r)
+	if err != nil {
+		return cu, err
+	}
+	for j, pc := range row {
 		i, err := d.index(pc.Doc)
 		if err != nil {
 			return cu, err
@@ -449,7 +533,11 @@ func (d *PackedDocuments) FillFixed(r uint64, slot func(t int) []byte) error {
 			continue
 		}
 		dst, es, at := slot(cuTensor+1+e), len(x.pad), 0
-		for _, pc := range d.Layout.Row(r) {
+		row, err := d.pieces(r)
+		if err != nil {
+			return err
+		}
+		for _, pc := range row {
 			i, err := d.index(pc.Doc)
 			if err != nil {
 				return err
@@ -473,7 +561,10 @@ func (d *PackedDocuments) FillFixed(r uint64, slot func(t int) []byte) error {
 // the cu_seqlens (I32, k+1 values) or a per-document extra's k values,
 // one per piece in order.
 func (d *PackedDocuments) AppendJagged(t int, r uint64, dst []byte) ([]byte, error) {
-	row := d.Layout.Row(r)
+	row, err := d.pieces(r)
+	if err != nil {
+		return dst, err
+	}
 	if t == cuTensor {
 		at := uint32(0)
 		dst = binary.LittleEndian.AppendUint32(dst, 0)
@@ -498,9 +589,14 @@ func (d *PackedDocuments) AppendJagged(t int, r uint64, dst []byte) ([]byte, err
 }
 
 // JaggedCount returns the values packed row r holds in jagged output t
-// (AppendJagged's count): k+1 for the cu_seqlens, k for an extra.
+// (AppendJagged's count): k+1 for the cu_seqlens, k for an extra; 0
+// for a row whose layout is not held (AppendJagged reports it).
 func (d *PackedDocuments) JaggedCount(t int, r uint64) uint64 {
-	k := uint64(len(d.Layout.Row(r)))
+	row, ok := d.lays.held(r)
+	if !ok {
+		return 0
+	}
+	k := uint64(len(row))
 	if t == cuTensor {
 		return k + 1
 	}

@@ -40,7 +40,7 @@ type StepRows func(i int) (ids []uint64, ok bool, err error)
 // bytes of docs. A document of several groups is in each. When step(0)'s
 // documents alone exceed budget it returns a *PackedBudgetError; when
 // there is no step(0), n = 0 and no documents.
-func (ps *packedSource) group(step StepRows, budget int64) (docs []uint64, n int, held int64, err error) {
+func (ps *packedSource) group(ctx context.Context, step StepRows, budget int64) (docs []uint64, n int, held int64, err error) {
 	seen := map[uint64]bool{}
 	var fresh []uint64
 	for ; ; n++ {
@@ -54,10 +54,11 @@ func (ps *packedSource) group(step StepRows, budget int64) (docs []uint64, n int
 		var add int64
 		fresh = fresh[:0]
 		for _, id := range ids {
-			if id >= ps.lay.Rows() {
-				return nil, 0, 0, valueErrorf("packed row %d not in [0, %d)", id, ps.lay.Rows())
+			row, err := ps.lays.row(ctx, id) // its epoch's layout (PLAN.md §12.1)
+			if err != nil {
+				return nil, 0, 0, err
 			}
-			for _, pc := range ps.lay.Row(id) {
+			for _, pc := range row {
 				if !seen[pc.Doc] {
 					seen[pc.Doc] = true
 					fresh = append(fresh, pc.Doc)
@@ -92,9 +93,11 @@ type PackedGroups struct {
 // OpenPackedGroups reads the packing of p again from o.Source (nil: the
 // local directory p.Source.Root; the token column's lengths, levels only,
 // o.Jobs readers) and checks it against the plan and spec; Decode reads
-// the documents from o.Source too. Memory: 4 bytes a source row (the lengths) and the
-// plan's layout. Errors: those of PackedTensors, TokenLengths and
-// plan.Plan.PackLayout (ErrMismatch when the source changed).
+// the documents from o.Source too. Memory: 4 bytes a source row (the
+// lengths) and the layouts of the epochs decoded. Errors: those of
+// PackedTensors, TokenLengths and plan.Plan.CheckLengths (ErrMismatch when
+// the source changed); Decode reports a layout that differs from the
+// plan's.
 func OpenPackedGroups(ctx context.Context, o Options, p *plan.Plan, spec *Spec) (*PackedGroups, error) {
 	ps, err := preparePacked(ctx, o, p, spec)
 	if err != nil {
@@ -103,8 +106,12 @@ func OpenPackedGroups(ctx context.Context, o Options, p *plan.Plan, spec *Spec) 
 	return &PackedGroups{ps: ps, st: o.Source}, nil
 }
 
-// Layout returns the plan's packing layout, checked against the source.
-func (g *PackedGroups) Layout() *plan.PackLayout { return g.ps.lay }
+// Layout returns the layout of epoch e's packed rows (the same for every
+// epoch of a plan packed once), checked against the source and the plan
+// (plan.Plan.PackLayout), computed on first use.
+func (g *PackedGroups) Layout(ctx context.Context, e int) (*plan.PackLayout, error) {
+	return g.ps.lays.epoch(ctx, e)
+}
 
 // Decode decodes the documents of the packed rows of the consecutive steps
 // step(0), step(1), ...: as many steps as hold at most budget bytes of
@@ -116,7 +123,7 @@ func (g *PackedGroups) Layout() *plan.PackLayout { return g.ps.lay }
 // decoded token count differs from its length wraps ErrValue; those of
 // step and MaterializeSorted.
 func (g *PackedGroups) Decode(ctx context.Context, step StepRows, budget int64, lim Bounds) (*PackedDocuments, int, error) {
-	docs, n, _, err := g.ps.group(step, budget)
+	docs, n, _, err := g.ps.group(ctx, step, budget)
 	if err != nil || n == 0 {
 		return nil, 0, err
 	}

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -69,7 +70,7 @@ func i32At(b []byte, i int) int64 { return int64(int32(binary.LittleEndian.Uint3
 func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string) [][][]int {
 	t.Helper()
 	pk := p.Packing
-	lay, err := p.PackLayout(context.Background(), f.lengths)
+	lay, err := p.PackLayout(context.Background(), f.lengths, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,26 +317,55 @@ func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 		t.Fatalf("default limit: held peak %d, want %d (every row); %d decoded, want %d", whole.PackedHeldPeakBytes, want, whole.SamplesDecoded, rows)
 	}
 	checkPackedShards(t, f, p, wholeOut)
-	// One rank of two: only its rows' documents, from a levels pass.
-	lay, err := p.PackLayout(context.Background(), f.lengths)
+	// One rank of two needs documents of nearly every row group (here
+	// 421 of the 520): under the default limit it too decodes every
+	// source row once and takes the lengths from them, with no levels
+	// pass (before, it read the lengths in a levels pass, then the
+	// column again to decode its documents).
+	lay, err := p.PackLayout(context.Background(), f.lengths, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	need := map[uint64]bool{}
+	var needBytes int64
 	for k := 0; k < p.Steps(); k++ {
 		ids, _, _ := p.RankBatch(0, 0, k, nil)
 		for _, id := range ids {
 			for _, pc := range lay.Row(id) {
-				need[pc.Doc] = true
+				if !need[pc.Doc] {
+					need[pc.Doc] = true
+					needBytes += 4*int64(f.lengths[pc.Doc]) + 16
+				}
 			}
 		}
 	}
-	one, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, Ranks: []int{0}})
+	oneOut := filepath.Join(t.TempDir(), "out")
+	one, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: oneOut, Jobs: 1, Ranks: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.SamplesDecoded != rows || one.PackedHeldPeakBytes != whole.PackedHeldPeakBytes {
+		t.Fatalf("rank 0 only, default limit: %d decoded (want every row, %d), held peak %d (want %d)", one.SamplesDecoded, rows, one.PackedHeldPeakBytes, whole.PackedHeldPeakBytes)
+	}
+	// Its shard is the every-rank run's, byte for byte (checked there).
+	for _, dir := range []string{oneOut, wholeOut} {
+		if _, err := os.Stat(filepath.Join(dir, "epoch-00000", "rank-00000.shard")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(oneOut, "epoch-00000", "rank-00000.shard"))
+	b, _ := os.ReadFile(filepath.Join(wholeOut, "epoch-00000", "rank-00000.shard"))
+	if !bytes.Equal(a, b) {
+		t.Fatal("rank 0 only: its shard differs from the every-rank run's")
+	}
+	// Under a limit whose half holds the rank's documents but not every
+	// document: only its rows' documents, from a levels pass, in one group.
+	one, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, Ranks: []int{0}, MemoryLimit: 2 * needBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if one.SamplesDecoded != int64(len(need)) || len(need) >= docs {
-		t.Fatalf("rank 0 only: %d decoded, want its %d documents (of %d)", one.SamplesDecoded, len(need), docs)
+		t.Fatalf("rank 0 only, limit %d: %d decoded, want its %d documents (of %d)", 2*needBytes, one.SamplesDecoded, len(need), docs)
 	}
 	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, MemoryLimit: 512})
 	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {

@@ -22,20 +22,19 @@ import (
 // that holds every document of the run, the run is one group, each
 // document decoded once. A single step whose documents exceed the half is
 // refused, naming the bytes it needs.
+//
+// When a footer bound of every document fits the half, every document is
+// decoded once and the lengths are taken from them (decodeAll), whatever
+// shards todo names: a packed row's documents come from anywhere in the
+// source (the packing visits documents in a permuted or interleaved
+// order), so even one rank's shards need documents of nearly every row
+// group, and the levels pass a group-by-group run starts with would read
+// the token column a second time.
 func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 	budget := max(1, r.o.MemoryLimit/2)
-	var (
-		ps   *packedSource
-		all  *PackedDocuments
-		held int64
-		err  error
-	)
-	if r.allRanks(todo) {
-		// Every document is needed: decode them all once, when they fit,
-		// and take the lengths from them (no levels pass).
-		if ps, all, held, err = decodeAll(ctx, r.o, r.p, r.spec, budget); err != nil {
-			return err
-		}
+	ps, all, held, err := decodeAll(ctx, r.o, r.p, r.spec, budget)
+	if err != nil {
+		return err
 	}
 	if ps == nil {
 		if ps, err = preparePacked(ctx, r.o, r.p, r.spec); err != nil {
@@ -45,6 +44,12 @@ func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 	gr := &packedGroups{r: r, ps: ps, todo: todo, budget: budget}
 	defer gr.close()
 	if all != nil {
+		for _, k := range todo { // the layouts of the shards' epochs (PLAN.md §12.1)
+			if _, err := ps.lays.epoch(ctx, k.epoch); err != nil {
+				all.Close()
+				return err
+			}
+		}
 		gr.docs, gr.end = all, [2]int{len(todo), 0}
 		r.sum.SamplesDecoded, r.sum.PackedHeldPeakBytes = int64(len(all.docs)), held
 		r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = all.held.rowGroupsRead, all.held.rowGroupsSkipped
@@ -61,22 +66,6 @@ func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 		}
 	}
 	return nil
-}
-
-// allRanks reports whether the shards todo include every rank of one
-// epoch: then every packed row, so every document, is written.
-func (r *runner) allRanks(todo []shardKey) bool {
-	ranks := map[int]map[int]bool{}
-	for _, k := range todo {
-		if ranks[k.epoch] == nil {
-			ranks[k.epoch] = map[int]bool{}
-		}
-		ranks[k.epoch][k.rank] = true
-		if len(ranks[k.epoch]) == r.p.Config.WorldSize {
-			return true
-		}
-	}
-	return false
 }
 
 // packedGroups decodes a packed run's documents group by group
@@ -114,7 +103,7 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 	}
 	pos := [2]int{si, step}
 	cur := pos
-	docs, n, held, err := g.ps.group(func(i int) ([]uint64, bool, error) {
+	docs, n, held, err := g.ps.group(ctx, func(i int) ([]uint64, bool, error) {
 		if i > 0 {
 			cur = next(cur)
 		}

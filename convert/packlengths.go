@@ -123,12 +123,15 @@ func fileLengths(ctx context.Context, sf *source.File, m plan.SourceFile, column
 	return ctx.Err()
 }
 
-// ReadPackLayout returns the packing of the packed plan p, recomputed
-// from the source (TokenLengths of its column, read from st; nil: the
-// local directory p.Source.Root) and checked against the plan's digests
+// ReadPackLayout returns the layout of epoch e's packed rows of the
+// packed plan p (the same for every epoch of a plan packed once; a packed
+// mixture's epoch e packs its own draws, PLAN.md §12.1), recomputed from
+// the source (TokenLengths of its column, read from st; nil: the local
+// directory p.Source.Root) and checked against the plan's digests
 // (plan.Plan.PackLayout: an error wrapping plan.ErrMismatch when the
-// source's lengths or the layout differ from the plan's).
-func ReadPackLayout(ctx context.Context, st source.Store, p *plan.Plan, jobs int) (*plan.PackLayout, error) {
+// source's lengths or the layout differ from the plan's, plan.ErrRange
+// for an epoch out of range).
+func ReadPackLayout(ctx context.Context, st source.Store, p *plan.Plan, e, jobs int) (*plan.PackLayout, error) {
 	if p.Packing == nil {
 		return nil, specErrorf("the plan packs no column")
 	}
@@ -136,7 +139,7 @@ func ReadPackLayout(ctx context.Context, st source.Store, p *plan.Plan, jobs int
 	if err != nil {
 		return nil, err
 	}
-	return p.PackLayout(ctx, lengths)
+	return p.PackLayout(ctx, lengths, e)
 }
 
 // tokenEntriesBound returns an upper bound on the values of the list

@@ -6,6 +6,10 @@ batch is [B, L] tokens with no padding wasted, and the attention is causal
     # plan -> convert -> train -> stop mid-epoch -> resume, and check the
     # weights equal an uninterrupted run's
     python3 examples/packed_lm.py --demo
+    # the same over a packed mixture (prep plan --sources with a packing
+    # block): 3 parts web to 1 part code, 160 documents an epoch, so web's
+    # 400 documents rotate through the epochs instead of the same 120
+    python3 examples/packed_lm.py --demo --mixture
 
 The shard set holds, per packed row (convert/SPEC.md §2.9):
 
@@ -25,6 +29,7 @@ does that and the demo checks it agrees with the segment ids.
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -136,19 +141,51 @@ def train(args):
     return 0
 
 
+# A packed mixture (plan/PLAN.md §12.1): the weights and epoch_samples
+# choose each epoch's documents, which are then packed. Each epoch packs the
+# documents it draws, so a down-sampled source (web: 120 of its 400 an
+# epoch) brings other documents every epoch and the epochs' packed row
+# counts differ; every epoch still has the same steps.
+MIXTURE = """sources:
+  - name: web
+    path: {web}
+    weight: 3
+  - name: code
+    path: {code}
+    weight: 1
+epoch_samples: 160
+packing:
+  column: tokens
+  length: 64
+  eod: 1
+  pad: 0
+"""
+
+
 def demo(args):
     prep = os.environ.get("PREP") or shutil.which("prep") or os.path.join(ROOT, "bin", "prep")
     work = args.work or tempfile.mkdtemp(prefix="prep-packed.")
     try:
-        src = os.path.join(ROOT, "testdata", "ml", "tokens", "docs.parquet")
+        data = os.path.join(ROOT, "testdata", "ml", "tokens")
         plan, shards = os.path.join(work, "plan.json"), os.path.join(work, "shards")
-        subprocess.run([prep, "plan", "--source", src, "--seed", "3", "--epochs", "2", "--global-batch", "8",
-                        "--remainder", "pad", "--pack", "tokens:64", "--pack-eod", "1", "--pack-pad", "0",
-                        "-o", plan, "-q"], check=True)
+        if args.mixture:
+            sources = os.path.join(work, "sources.yaml")
+            with open(sources, "w") as f:
+                f.write(MIXTURE.format(web=os.path.join(data, "docs.parquet"), code=os.path.join(data, "code.parquet")))
+            what = ["--sources", sources]
+        else:
+            what = ["--source", os.path.join(data, "docs.parquet"), "--pack", "tokens:64", "--pack-eod", "1", "--pack-pad", "0"]
+        subprocess.run([prep, "plan", *what, "--seed", "3", "--epochs", "2", "--global-batch", "8",
+                        "--remainder", "pad", "-o", plan, "-q"], check=True)
+        if args.mixture:
+            with open(plan) as f:
+                pk = json.load(f)["packing"]
+            print("packed rows per epoch:", [e["rows"] for e in pk["epochs"]])
         subprocess.run([prep, "convert", "--plan", plan, "--tensor", "tokens=tokens:I32", "-o", shards, "-q"], check=True)
         me = [sys.executable, os.path.abspath(__file__), "--shards", shards]
         full, resumed, ck = (os.path.join(work, n) for n in ("full.pt", "resumed.pt", "ckpt.pt"))
-        for extra in (["--weights", full], ["--checkpoint", ck, "--stop-after", "23"], ["--checkpoint", ck, "--weights", resumed]):
+        stop = "20" if args.mixture else "23"
+        for extra in (["--weights", full], ["--checkpoint", ck, "--stop-after", stop], ["--checkpoint", ck, "--weights", resumed]):
             out = subprocess.run(me + extra, check=True, capture_output=True, text=True).stdout
             print(out, end="")
         a, b = torch.load(full), torch.load(resumed)
@@ -163,6 +200,7 @@ def demo(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--demo", action="store_true", help="plan, convert, train, stop, resume and compare")
+    ap.add_argument("--mixture", action="store_true", help="--demo: over a packed mixture of two sources")
     ap.add_argument("--shards", help="a shard set of a packed plan, converted with --tensor tokens=tokens:I32")
     ap.add_argument("--checkpoint", help="checkpoint file: resumed from when present, written at --stop-after")
     ap.add_argument("--stop-after", type=int, default=0, help="stop after this many optimizer steps in all")

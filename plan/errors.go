@@ -20,8 +20,9 @@ var (
 	ErrRange = errors.New("out of range")
 
 	// ErrFormat is returned by Load when a plan file is not valid
-	// prep-plan/v1 JSON, names another format or algorithm version, or its
-	// recorded fingerprint or derived counts disagree with its inputs.
+	// prep-plan/v1 (or, for a packed mixture, prep-plan/v2) JSON, names
+	// another format or algorithm version, or its recorded fingerprint or
+	// derived counts disagree with its inputs.
 	ErrFormat = errors.New("bad plan file")
 
 	// ErrMismatch is returned by Resume when a cursor was made for a

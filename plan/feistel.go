@@ -12,8 +12,17 @@ import (
 // vectors); the old ones are never regenerated.
 const Algorithm = "feistel6-mx/v1"
 
-// FormatVersion is the plan file format written by Save and accepted by Load.
+// FormatVersion is the plan file format written by Save and accepted by
+// Load for every plan but a packed mixture. It is also the key prefix of
+// §3, in every format.
 const FormatVersion = "prep-plan/v1"
+
+// FormatPackedMixture is the format of a plan that packs a mixture
+// (PLAN.md §12.1): each epoch packs its own draws, recorded per epoch in
+// packing.epochs. Load refuses a packed mixture in FormatVersion (made by
+// an earlier prep, which packed the same documents in every epoch) with a
+// message saying to make the plan again.
+const FormatPackedMixture = "prep-plan/v2"
 
 // feistelRounds is the number of Feistel rounds (even, so the two halves
 // end up where they started).

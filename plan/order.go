@@ -86,6 +86,24 @@ func (o permOrder) appendRange(lo, hi uint64, dst []uint64) []uint64 {
 	return o.p.applyRange(lo, hi, dst)
 }
 
+// offsetOrder is epoch e's order of a packed mixture (PLAN.md §12.1):
+// the order of its P_e rows, shifted to their sample ids base … base+P_e−1.
+type offsetOrder struct {
+	base  uint64
+	inner rangeOrder
+}
+
+func (o offsetOrder) at(q uint64) uint64   { return o.base + o.inner.at(q) }
+func (o offsetOrder) pos(id uint64) uint64 { return o.inner.pos(id - o.base) }
+func (o offsetOrder) appendRange(lo, hi uint64, dst []uint64) []uint64 {
+	from := len(dst)
+	dst = o.inner.appendRange(lo, hi, dst)
+	for i := from; i < len(dst); i++ {
+		dst[i] += o.base
+	}
+	return dst
+}
+
 // blocksOrder is one epoch's order in shuffle mode blocks. Memory: 16 bytes
 // per block plus 72 bytes per window (a Perm).
 type blocksOrder struct {
@@ -342,6 +360,10 @@ type state struct {
 	owner  []int32     // partitioned: block index -> rank
 	mix    *mixState   // mixtures only
 	epochs []epochCache
+	// A packed mixture only (PLAN.md §12.1): prows[e] = P_e, the packed
+	// rows of epoch e, and pbase[e] = O_e, the sample id of its first
+	// row (pbase[E] = N).
+	prows, pbase []uint64
 }
 
 // epochCache holds one epoch's lanes, built on first use.
@@ -350,13 +372,19 @@ type epochCache struct {
 	lanes []lane // one lane, or one per rank in partitioned mode
 }
 
-func newState(idx *sourceIndex, cfg Config, ms *mixState) (*state, Derived, error) {
+// newState derives the batch machinery of a plan over idx: of a mixture
+// when ms is not nil, of a packed mixture's per-epoch rows (PLAN.md §12.1,
+// prows[e] = P_e, summing to idx.n) when prows is not nil.
+func newState(idx *sourceIndex, cfg Config, ms *mixState, prows []uint64) (*state, Derived, error) {
 	if len(idx.blocks) >= 1<<32-1 {
 		return nil, Derived{}, configErrorf("source", "more than 2^32-2 row groups")
 	}
 	st := &state{cfg: cfg, idx: idx, g: uint64(cfg.GlobalBatch), b: uint64(cfg.GlobalBatch / cfg.WorldSize), epochs: make([]epochCache, cfg.Epochs), mix: ms}
 	n := idx.n
 	d := Derived{Samples: n, Blocks: len(idx.blocks), BatchSize: int(st.b)}
+	if prows != nil {
+		return st.perEpochRows(prows, d)
+	}
 	if ms != nil {
 		n = ms.t // the epoch's slot sequence (PLAN.md §11.6)
 	}
@@ -410,11 +438,80 @@ func newState(idx *sourceIndex, cfg Config, ms *mixState) (*state, Derived, erro
 	return st, d, nil
 }
 
+// perEpochRows fills st and d for a packed mixture whose epoch e has
+// prows[e] rows (PLAN.md §12.1): steps S = floor(min P_e / G) for drop,
+// ceil(max P_e / G) for pad and partial, the same in every epoch; epoch e
+// uses S·G slots (drop, pad) or P_e (partial). DroppedPerEpoch and
+// PaddedPerEpoch are the largest of any epoch. Pad with an epoch of no
+// rows is refused (ErrConfig): it has nothing to pad from.
+func (st *state) perEpochRows(prows []uint64, d Derived) (*state, Derived, error) {
+	st.prows, st.pbase = prows, make([]uint64, len(prows)+1)
+	lo, hi := prows[0], prows[0]
+	for e, r := range prows {
+		st.pbase[e+1] = st.pbase[e] + r
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	switch st.cfg.Remainder {
+	case RemainderDrop:
+		st.steps = int(lo / st.g)
+		st.limit = uint64(st.steps) * st.g
+		d.DroppedPerEpoch = hi - st.limit
+	case RemainderPad:
+		st.steps = int((hi + st.g - 1) / st.g)
+		st.limit = uint64(st.steps) * st.g
+		d.PaddedPerEpoch = st.limit - lo
+		if lo == 0 && st.steps > 0 {
+			return nil, Derived{}, configErrorf("remainder", "an epoch of the packed mixture has no packed row (its draws hold no token), so it has nothing to pad from; use remainder partial or drop")
+		}
+	case RemainderPartial:
+		st.steps = int((hi + st.g - 1) / st.g)
+	}
+	d.StepsPerEpoch = st.steps
+	return st, d, nil
+}
+
+// rowBase returns O_e, the sample id of epoch e's first packed row in a
+// packed mixture, 0 otherwise.
+func (st *state) rowBase(e int) uint64 {
+	if st.pbase == nil {
+		return 0
+	}
+	return st.pbase[e]
+}
+
+// rowEpoch returns the epoch whose packed rows hold id (id < N) in a
+// packed mixture, 0 otherwise.
+func (st *state) rowEpoch(id uint64) int {
+	if st.pbase == nil {
+		return 0
+	}
+	return sort.Search(len(st.prows), func(e int) bool { return st.pbase[e+1] > id })
+}
+
+// inEpoch reports whether epoch e's order holds id: always, except in a
+// packed mixture, whose epoch e holds its own rows only.
+func (st *state) inEpoch(e int, id uint64) bool {
+	return st.pbase == nil || id >= st.pbase[e] && id < st.pbase[e+1]
+}
+
 // epoch returns the lanes of epoch e, building them on first use.
 func (st *state) epoch(e int) []lane {
 	c := &st.epochs[e]
 	c.once.Do(func() {
 		seed := st.cfg.Seed
+		if st.prows != nil {
+			n := st.prows[e]
+			var inner rangeOrder = identity{}
+			if st.cfg.Shuffle == ShuffleGlobal {
+				inner = permOrder{NewPerm(n, purposeGlobal, seed, uint64(e), 0)}
+			}
+			limit := st.limit
+			if st.cfg.Remainder == RemainderPartial {
+				limit = n
+			}
+			c.lanes = []lane{{ord: offsetOrder{base: st.pbase[e], inner: inner}, n: n, limit: limit}}
+			return
+		}
 		if st.mix != nil {
 			c.lanes = []lane{{ord: mixOrder{ms: st.mix, epoch: uint64(e)}, n: st.mix.t, limit: st.limit}}
 			return
@@ -464,6 +561,9 @@ func (st *state) position(epoch int, id uint64) Position {
 		}
 		return Position{Dropped: true}
 	}
+	if !st.inEpoch(epoch, id) {
+		return Position{Dropped: true}
+	}
 	l, r := st.laneOf(epoch, id)
 	q := l.ord.pos(id)
 	if q >= l.limit {
@@ -506,6 +606,9 @@ func (st *state) occurrences(epoch int, id uint64, dst []Position) []Position {
 		for _, q := range qs {
 			dst = append(dst, st.at(q, 0))
 		}
+		return dst
+	}
+	if !st.inEpoch(epoch, id) {
 		return dst
 	}
 	l, r := st.laneOf(epoch, id)

@@ -101,8 +101,30 @@ type Packing struct {
 	Digest           string `json:"digest"`            // "sha256:<hex>" of the layout
 	// SourceRows, with scope per_source: the packed rows of each mixture
 	// source, in source order (the rows of source i follow those of
-	// sources 0 … i−1); absent otherwise.
+	// sources 0 … i−1); absent otherwise, and in a packed mixture, which
+	// records them per epoch (PackEpoch.SourceRows).
 	SourceRows []uint64 `json:"source_rows,omitempty"`
+	// Epochs, in a packed mixture only (format prep-plan/v2, PLAN.md
+	// §12.1): the packing of each epoch's draws, one entry per epoch.
+	// The counts above are then their sums over the epochs, Rows the
+	// sample ids of the plan (every epoch's rows) and Digest the epochs
+	// digest (§12.1).
+	Epochs []PackEpoch `json:"epochs,omitempty"`
+}
+
+// PackEpoch is the packing of one epoch of a packed mixture (PLAN.md
+// §12.1): the epoch's rows P_e (its sample ids are O_e … O_e+P_e−1, O_e
+// the rows of the epochs before), its counts as Packing's, its rows per
+// source with scope per_source, and the §12 layout digest of its rows.
+type PackEpoch struct {
+	Rows             uint64   `json:"rows"`
+	Tokens           uint64   `json:"tokens"`
+	PadSlots         uint64   `json:"pad_slots"`
+	EmptyDocuments   uint64   `json:"empty_documents"`
+	DroppedDocuments uint64   `json:"dropped_documents"`
+	DroppedTokens    uint64   `json:"dropped_tokens"`
+	SourceRows       []uint64 `json:"source_rows,omitempty"`
+	Digest           string   `json:"digest"`
 }
 
 // Piece is a run of one document's tokens in a packed row: tokens
@@ -116,9 +138,12 @@ type Piece struct {
 }
 
 // PackLayout is a packing's rows: row i holds Pieces[RowStart[i]:RowStart[i+1]],
-// in order, then padding up to the row length. Memory: 16 bytes per piece
-// and 8 per row.
+// in order, then padding up to the row length. Row i is the packed row
+// of sample id First+i: First is 0 for a plan packed once (PLAN.md §12),
+// and O_e, the rows of the epochs before, for epoch e of a packed
+// mixture (§12.1). Memory: 16 bytes per piece and 8 per row.
 type PackLayout struct {
+	First    uint64   // sample id of row 0
 	RowStart []uint64 // len Rows+1
 	Pieces   []Piece
 }
@@ -126,8 +151,19 @@ type PackLayout struct {
 // Rows returns the number of packed rows.
 func (l *PackLayout) Rows() uint64 { return uint64(len(l.RowStart) - 1) }
 
-// Row returns the pieces of packed row i (i < Rows), in order.
+// Row returns the pieces of packed row i (i < Rows, counted from the
+// layout's first row), in order.
 func (l *PackLayout) Row(i uint64) []Piece { return l.Pieces[l.RowStart[i]:l.RowStart[i+1]] }
+
+// RowOf returns the pieces of the packed row whose sample id is id, and
+// false (no pieces) when the layout does not hold it: id outside [First,
+// First+Rows).
+func (l *PackLayout) RowOf(id uint64) ([]Piece, bool) {
+	if id < l.First || id-l.First >= l.Rows() {
+		return nil, false
+	}
+	return l.Row(id - l.First), true
+}
 
 // LengthsDigest returns "sha256:" + hex SHA-256 of "prep-lengths/v1" 0x00
 // LE64(D) then LE32(length) per document in sample id order (PLAN.md §12).
@@ -431,6 +467,9 @@ func (pk *Packing) canonical() string {
 			}
 			line += ",source_rows=" + strings.Join(rows, ";")
 		}
+		if pk.Epochs != nil { // packed per epoch (prep-plan/v2)
+			line += ",epochs=" + strconv.Itoa(len(pk.Epochs))
+		}
 	}
 	return line + "\n"
 }
@@ -504,37 +543,4 @@ func packedSource(src Source, cfg Config, lengths []uint32) (Source, error) {
 		return Source{}, configErrorf("packing", "%d document lengths for a source of %d rows", len(lengths), s.NumSamples())
 	}
 	return s, nil
-}
-
-// PackLayout recomputes the packing of a packed plan from the document
-// lengths (one per source row, as NewPacked takes them) and checks it is
-// the one the plan records: the lengths digest first (ErrMismatch naming
-// the column when the source's lengths changed), then the layout digest.
-// It returns an error wrapping ErrConfig for a plan without packing.
-func (p *Plan) PackLayout(ctx context.Context, lengths []uint32) (*PackLayout, error) {
-	pk := p.Packing
-	if pk == nil {
-		return nil, configErrorf("packing", "the plan packs no column")
-	}
-	if got := LengthsDigest(lengths); got != pk.LengthsDigest {
-		return nil, fmt.Errorf("packing: the lengths of column %s (%d rows) digest to %s, the plan recorded %s: the source changed since the plan was made: %w",
-			pk.Column, len(lengths), got, pk.LengthsDigest, ErrMismatch)
-	}
-	var (
-		lay *PackLayout
-		rec *Packing
-		err error
-	)
-	if p.packMix != nil {
-		lay, rec, err = packMixture(ctx, lengths, pk.PackOptions, p.packMix)
-	} else {
-		lay, rec, err = Pack(ctx, lengths, pk.PackOptions, p.Config.Seed, p.Config.Shuffle == ShuffleGlobal)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if rec.Digest != pk.Digest || rec.Rows != pk.Rows || !slices.Equal(rec.SourceRows, pk.SourceRows) {
-		return nil, fmt.Errorf("packing: recomputed layout %s (%d rows), the plan recorded %s (%d rows): %w", rec.Digest, rec.Rows, pk.Digest, pk.Rows, ErrMismatch)
-	}
-	return lay, nil
 }

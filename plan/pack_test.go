@@ -193,12 +193,12 @@ func TestPackedPlanLoadRoundTrip(t *testing.T) {
 	if unpacked.OrderFingerprint == p.OrderFingerprint {
 		t.Fatal("packing does not change the order fingerprint")
 	}
-	if _, err := q.PackLayout(context.Background(), lengths); err != nil {
+	if _, err := q.PackLayout(context.Background(), lengths, 0); err != nil {
 		t.Fatal(err)
 	}
 	changed := append([]uint32(nil), lengths...)
 	changed[3]++
-	if _, err := q.PackLayout(context.Background(), changed); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "tokens") {
+	if _, err := q.PackLayout(context.Background(), changed, 0); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "tokens") {
 		t.Fatalf("changed lengths: %v", err)
 	}
 	// A tampered row count is refused on load.

@@ -1,5 +1,6 @@
 // Package plan makes and reads deterministic epoch plans (format
-// prep-plan/v1, specified in PLAN.md).
+// prep-plan/v1, and prep-plan/v2 for a packed mixture; specified in
+// PLAN.md).
 //
 // A plan fixes which sample (global row index of the source) every rank's
 // batch holds at every step of every epoch, as a pure function of a few
@@ -112,7 +113,7 @@ type EpochInfo struct {
 // file's content; do not modify them. Its methods are safe for concurrent
 // use.
 type Plan struct {
-	Format      string `json:"format"`    // FormatVersion
+	Format      string `json:"format"`    // FormatVersion, or FormatPackedMixture for a packed mixture
 	Algorithm   string `json:"algorithm"` // Algorithm
 	Fingerprint string `json:"fingerprint"`
 	// OrderFingerprint covers what fixes the global batch sequence: it
@@ -203,7 +204,7 @@ func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 		if err := pk.check(idx.n); err != nil {
 			return nil, err
 		}
-		if err := checkPackedMixture(pk, mix); err != nil {
+		if err := checkPackedMixture(pk, mix, cfg.Epochs); err != nil {
 			return nil, err
 		}
 		if cfg.Shuffle != ShuffleNone && cfg.Shuffle != ShuffleGlobal {
@@ -226,13 +227,22 @@ func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 		// are the packed rows, ordered as one pool.
 		packMix, ms = ms, nil
 	}
-	st, d, err := newState(idx, cfg, ms)
+	var prows []uint64
+	format := FormatVersion
+	if packMix != nil {
+		format = FormatPackedMixture
+		prows = make([]uint64, len(pk.Epochs))
+		for e, ep := range pk.Epochs {
+			prows[e] = ep.Rows
+		}
+	}
+	st, d, err := newState(idx, cfg, ms, prows)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plan{
 		Mixture:           mix,
-		Format:            FormatVersion,
+		Format:            format,
 		Algorithm:         Algorithm,
 		SourceFingerprint: src.Fingerprint(),
 		Config:            cfg,
@@ -246,7 +256,7 @@ func derive(src Source, cfg Config, pk *Packing, mix *Mixture) (*Plan, error) {
 		p.Derived.Blocks = len(src.index.blocks)
 	}
 	p.OrderFingerprint = orderFingerprint(p.SourceFingerprint, cfg, pk, mix)
-	p.Fingerprint = planFingerprint(p.OrderFingerprint, cfg)
+	p.Fingerprint = planFingerprint(format, p.OrderFingerprint, cfg)
 	return p, nil
 }
 
@@ -317,9 +327,10 @@ func orderFingerprint(source string, c Config, pk *Packing, mix *Mixture) string
 	return sha256Digest(b.String())
 }
 
-// planFingerprint is "sha256:" + SHA-256 of PLAN.md §Fingerprints' plan text.
-func planFingerprint(order string, c Config) string {
-	s := fmt.Sprintf("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n", FormatVersion, order, c.Epochs, c.WorldSize, c.Workers)
+// planFingerprint is "sha256:" + SHA-256 of PLAN.md §Fingerprints' plan
+// text, which starts with the plan's format.
+func planFingerprint(format, order string, c Config) string {
+	s := fmt.Sprintf("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n", format, order, c.Epochs, c.WorldSize, c.Workers)
 	return sha256Digest(s)
 }
 
@@ -359,8 +370,16 @@ func Parse(data []byte) (*Plan, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("decoding json: %v: %w", err, ErrFormat)
 	}
-	if f.Format != FormatVersion {
-		return nil, &Error{Field: "format", Err: fmt.Errorf("format %q, want %q: %w", f.Format, FormatVersion, ErrFormat)}
+	if f.Format != FormatVersion && f.Format != FormatPackedMixture {
+		return nil, &Error{Field: "format", Err: fmt.Errorf("format %q, want %q (or %q for a packed mixture): %w", f.Format, FormatVersion, FormatPackedMixture, ErrFormat)}
+	}
+	packedMix := f.Packing != nil && f.Mixture != nil
+	switch {
+	case packedMix && f.Format == FormatVersion:
+		return nil, &Error{Field: "format", Err: fmt.Errorf("this packed mixture is a %s plan, made by an earlier prep that packed the same documents in every epoch; "+
+			"prep now packs each epoch's own draws (%s, PLAN.md §12.1): make the plan again with prep plan --sources: %w", FormatVersion, FormatPackedMixture, ErrFormat)}
+	case !packedMix && f.Format == FormatPackedMixture:
+		return nil, &Error{Field: "format", Err: fmt.Errorf("format %s is for a packed mixture only (a plan with both packing and mixture), want %s: %w", FormatPackedMixture, FormatVersion, ErrFormat)}
 	}
 	if f.Algorithm != Algorithm {
 		return nil, &Error{Field: "algorithm", Err: fmt.Errorf("algorithm %q, want %q: %w", f.Algorithm, Algorithm, ErrFormat)}
@@ -439,10 +458,16 @@ func (p *Plan) Save(path string) error {
 // is below it.
 func (p *Plan) NumSamples() uint64 { return p.Derived.Samples }
 
-// EpochSamples returns the slots of an epoch's order before the remainder
-// policy: N, or T for a plan with a mixture.
-func (p *Plan) EpochSamples() uint64 {
-	if p.Mixture != nil && p.Packing == nil {
+// EpochSamples returns the slots of epoch e's order before the remainder
+// policy: N, T for a plan with a mixture, P_e (the epoch's packed rows)
+// for a packed mixture (PLAN.md §12.1); 0 for an epoch out of range.
+func (p *Plan) EpochSamples(e int) uint64 {
+	switch {
+	case e < 0 || e >= p.Config.Epochs:
+		return 0
+	case p.st.prows != nil:
+		return p.st.prows[e]
+	case p.Mixture != nil && p.Packing == nil:
 		return p.Mixture.EpochSamples
 	}
 	return p.Derived.Samples
@@ -452,8 +477,9 @@ func (p *Plan) EpochSamples() uint64 {
 // exactly once before the remainder policy (true for a plan without a
 // mixture): then an epoch holds every id but the ones Dropped lists. A
 // mixture draws some sources more than once and others partly; a packed
-// mixture's samples are its packed rows, every one in every epoch.
-func (p *Plan) CoversSource() bool { return p.Mixture == nil || p.Packing != nil }
+// mixture's samples are the packed rows of every epoch, and epoch e holds
+// only its own (PLAN.md §12.1).
+func (p *Plan) CoversSource() bool { return p.Mixture == nil }
 
 // SourceOf returns the index in Mixture.Sources of the source holding
 // sample id, or -1 for a plan without a mixture or an id out of range.
@@ -462,7 +488,8 @@ func (p *Plan) CoversSource() bool { return p.Mixture == nil || p.Packing != nil
 // with scope across, -1 (a row may hold several sources' documents).
 func (p *Plan) SourceOf(id uint64) int {
 	if p.Packing != nil && id < p.NumSamples() {
-		return p.Packing.sourceOfRow(id)
+		e := p.st.rowEpoch(id)
+		return p.Packing.sourceOfRow(id, e, p.st.rowBase(e))
 	}
 	if p.st.mix == nil || id >= p.NumSamples() {
 		return -1

@@ -66,8 +66,12 @@ func noStepsReason(p *Plan) string {
 				r, p.Derived.Blocks, cfg.WorldSize, cfg.Remainder)
 		}
 	}
+	n := p.EpochSamples(0) // a packed mixture: its smallest epoch (PLAN.md §12.1)
+	for e := 1; e < cfg.Epochs; e++ {
+		n = min(n, p.EpochSamples(e))
+	}
 	return fmt.Sprintf("the plan has no steps: %d samples with global batch %d, shuffle %s and remainder %s leave every rank without a batch; lower --global-batch or use --remainder pad or partial",
-		p.EpochSamples(), cfg.GlobalBatch, cfg.Shuffle, cfg.Remainder)
+		n, cfg.GlobalBatch, cfg.Shuffle, cfg.Remainder)
 }
 
 // sameFiles groups the source's non-empty files that sameFile says are one

@@ -15,9 +15,10 @@ import (
 )
 
 // packedPieces returns, for a shard set of a packed plan, the function
-// naming each packed row's documents (the packing recomputed from the
-// source's token lengths and checked against the plan); nil otherwise.
-func packedPieces(ctx context.Context, dir, sourceRoot string, io *s3Flags) (func([]uint64) ([][]plan.Piece, error), error) {
+// naming the documents of each packed row of epoch (the epoch's packing
+// recomputed from the source's token lengths and checked against the
+// plan); nil otherwise.
+func packedPieces(ctx context.Context, dir, sourceRoot string, epoch int, io *s3Flags) (func([]uint64) ([][]plan.Piece, error), error) {
 	set, err := shardset.OpenDir(dir)
 	if err != nil {
 		return nil, nil // not a set: Export reports what it finds
@@ -35,17 +36,18 @@ func packedPieces(ctx context.Context, dir, sourceRoot string, io *s3Flags) (fun
 		return nil, storeError(err, sourceRoot)
 	}
 	defer ps.Close()
-	lay, err := convert.ReadPackLayout(ctx, ps.Store, p, 0)
+	lay, err := convert.ReadPackLayout(ctx, ps.Store, p, epoch, 0)
 	if err != nil {
 		return nil, fmt.Errorf("naming the documents of packed rows: %w", err)
 	}
 	return func(ids []uint64) ([][]plan.Piece, error) {
 		out := make([][]plan.Piece, len(ids))
 		for i, id := range ids {
-			if id >= lay.Rows() {
-				return nil, fmt.Errorf("packed row %d not in [0, %d)", id, lay.Rows())
+			row, ok := lay.RowOf(id)
+			if !ok {
+				return nil, fmt.Errorf("packed row %d not in epoch %d's rows [%d, %d)", id, epoch, lay.First, lay.First+lay.Rows())
 			}
-			out[i] = lay.Row(id)
+			out[i] = row
 		}
 		return out, nil
 	}, nil
@@ -121,7 +123,7 @@ export once per step for several.`,
 				return err
 			}
 			eo := describe.ExportOptions{Dir: args[0], Epoch: o.epoch, Rank: o.rank, Step: o.step, OutDir: o.outDir}
-			if eo.Pieces, err = packedPieces(cmd.Context(), args[0], o.sourceRoot, &o.io); err != nil {
+			if eo.Pieces, err = packedPieces(cmd.Context(), args[0], o.sourceRoot, o.epoch, &o.io); err != nil {
 				return err
 			}
 			res, err := describe.Export(eo)

@@ -102,9 +102,12 @@ With a packing block (or --pack), filters and weights choose documents
 (epoch_samples counts documents), which are then packed into rows of
 'length' tokens: scope across packs all sources' documents together in the
 mixture's interleaved order, per_source packs each source's documents into
-rows of its own. Every epoch packs the same documents; the samples are the
-packed rows. Options as --pack-*: split, eod, pad, window. Spec: plan/PLAN.md
-§12.1.
+rows of its own. Each epoch packs the documents it draws (a down-sampled
+source continues its stream, so over epochs it packs all its rows), so
+epochs have their own packed rows and row counts and all have the same
+steps; the samples are the packed rows of every epoch (plan format
+prep-plan/v2). Options as --pack-*: split, eod, pad, window. Spec:
+plan/PLAN.md §12.1.
 
 A filter is a SQL WHERE condition over the source's columns: = != <> < <=
 > >=, AND, OR, NOT, parentheses, IN (...), BETWEEN a AND b, IS [NOT] NULL,
@@ -374,8 +377,12 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		writeMixture(w, s.Mixture)
 	}
 	fmt.Fprintf(w, "  steps per epoch  %d\n", s.StepsPerEpoch)
-	fmt.Fprintf(w, "  dropped          %d per epoch\n", s.DroppedPerEpoch)
-	fmt.Fprintf(w, "  padded           %d per epoch\n", s.PaddedPerEpoch)
+	most := "" // a packed mixture's epochs differ: the largest (PLAN.md §12.1)
+	if p.Packing != nil && p.Mixture != nil {
+		most = "at most "
+	}
+	fmt.Fprintf(w, "  dropped          %s%d per epoch\n", most, s.DroppedPerEpoch)
+	fmt.Fprintf(w, "  padded           %s%d per epoch\n", most, s.PaddedPerEpoch)
 	if n := len(s.IdlePairs); n > 0 {
 		var names []string
 		for i, rw := range s.IdlePairs {
@@ -392,8 +399,13 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	}
 	if pk := p.Packing; pk != nil {
 		docs, scope := pk.Documents, ""
-		if p.Mixture != nil {
-			docs, scope = p.Mixture.EpochSamples, fmt.Sprintf(", scope %s", pk.Scope)
+		if p.Mixture != nil { // counts over every epoch's packing (PLAN.md §12.1)
+			lo, hi := p.EpochSamples(0), p.EpochSamples(0)
+			for e := range p.Config.Epochs {
+				lo, hi = min(lo, p.EpochSamples(e)), max(hi, p.EpochSamples(e))
+			}
+			docs = p.Mixture.EpochSamples * uint64(p.Config.Epochs)
+			scope = fmt.Sprintf(", scope %s, %d epochs of %d-%d rows", pk.Scope, p.Config.Epochs, lo, hi)
 		}
 		fmt.Fprintf(w, "  packing          %s into rows of %d (split %s%s): %d documents -> %d rows, %d tokens, %d pad slots (%.2f%%), %d dropped, %d empty\n",
 			pk.Column, pk.Length, pk.Split, scope, docs, pk.Rows, pk.Tokens, pk.PadSlots, 100*float64(pk.PadSlots)/float64(max(1, pk.Rows*uint64(pk.Length))), pk.DroppedDocuments, pk.EmptyDocuments)

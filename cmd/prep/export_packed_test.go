@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,15 +149,18 @@ SELECT 1`, q("a.parquet"), q("b.parquet")))
 // TestExportPackedMixtureMatchesDuckDB: prep plan --sources with a
 // packing block (web: 100 rows, filter lang = 'en' selecting the 66 with
 // id % 3 != 0; code: 30 rows; weights 1 and 1, epoch_samples 100: 50
-// documents each, by hand), convert, then export of every batch of epoch
-// 0 on both ranks, for both scopes. Every exported packed row's tokens
-// equal the concatenation of the named pieces read from DuckDB (EOD, then
-// pad); documents_sources.npy names each piece's source; with per_source
-// a row holds one source and sample_sources.npy names it, with across it
-// is -1. Over the epoch, 50 distinct selected web documents are exported
-// once each, token by token, and no unselected one; the code documents
-// 20 of them twice and 10 once (50 draws of 30 rows); verify --deep
-// passes.
+// documents each, by hand), 2 epochs, convert, then export of every batch
+// of both epochs on both ranks, for both scopes. Every exported packed
+// row's tokens equal the concatenation of the named pieces read from
+// DuckDB (EOD, then pad); documents_sources.npy names each piece's
+// source; with per_source a row holds one source and sample_sources.npy
+// names it, with across it is -1. Each epoch packs its own draws (PLAN.md
+// §12.1), token by token: in epoch 0, 50 distinct selected web documents
+// once each and no unselected one, the code documents 20 of them twice
+// and 10 once (50 draws of 30 rows); over both epochs web's 100 draws
+// are its 66 rows' first pass and 34 of its second (32 documents once,
+// 34 twice), code's 100 draws 3 passes and 10 (20 three times, 10 four
+// times); verify --deep of the 2 epochs passes.
 func TestExportPackedMixtureMatchesDuckDB(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
@@ -214,7 +218,7 @@ packing:
 				t.Fatal(err)
 			}
 			planFile, out := filepath.Join(sdir, "plan.json"), filepath.Join(sdir, "out")
-			if code, _, errs := runCLI("plan", "--sources", sources, "--global-batch", "4", "--world-size", "2", "--seed", "3", "--remainder", "pad", "-o", planFile); code != 0 {
+			if code, _, errs := runCLI("plan", "--sources", sources, "--global-batch", "4", "--world-size", "2", "--seed", "3", "--remainder", "pad", "--epochs", "2", "-o", planFile); code != 0 {
 				t.Fatalf("plan: exit %d: %s", code, errs)
 			}
 			if code, _, errs := runCLI("convert", "--plan", planFile, "--tensor", "tokens=tokens:I32", "-o", out); code != 0 {
@@ -241,89 +245,107 @@ packing:
 				}
 				return 0
 			}
-			seen := make([][]int, len(docs))
+			seen := make([][]int, len(docs)) // over both epochs
 			for d := range docs {
 				seen[d] = make([]int, len(docs[d])+1)
 			}
-			for rank := 0; rank < 2; rank++ {
-				for step := 0; step < meta.Derived.Steps; step++ {
-					ex := filepath.Join(sdir, fmt.Sprintf("ex-%d-%d", rank, step))
-					code, stdout, errs := runCLI("export", out, "--epoch", "0", "--rank", fmt.Sprint(rank), "--step", fmt.Sprint(step), "-o", ex)
-					if code != 0 || !strings.Contains(stdout, "packed row ") {
-						t.Fatalf("export: exit %d: %s%s", code, stdout, errs)
+			var epoch0 [][]int
+			for epoch := 0; epoch < 2; epoch++ {
+				for rank := 0; rank < 2; rank++ {
+					for step := 0; step < meta.Derived.Steps; step++ {
+						ex := filepath.Join(sdir, fmt.Sprintf("ex-%d-%d-%d", epoch, rank, step))
+						code, stdout, errs := runCLI("export", out, "--epoch", fmt.Sprint(epoch), "--rank", fmt.Sprint(rank), "--step", fmt.Sprint(step), "-o", ex)
+						if code != 0 || !strings.Contains(stdout, "packed row ") {
+							t.Fatalf("export: exit %d: %s%s", code, stdout, errs)
+						}
+						toks, shape := readNpyInts(t, filepath.Join(ex, "tokens.npy"))
+						pieces, _ := readNpyInts(t, filepath.Join(ex, "documents.npy"))
+						offs, _ := readNpyInts(t, filepath.Join(ex, "documents_offsets.npy"))
+						psrc, _ := readNpyInts(t, filepath.Join(ex, "documents_sources.npy"))
+						ssrc, _ := readNpyInts(t, filepath.Join(ex, "sample_sources.npy"))
+						mask, _ := os.ReadFile(filepath.Join(ex, "pad_mask.npy"))
+						count := shape[0]
+						for i := 0; i < count; i++ {
+							var want []int64
+							isPad := mask[len(mask)-count+i] == 1
+							rowSrc := int64(-2)
+							for j := offs[i]; j < offs[i+1]; j++ {
+								d, o, n := pieces[3*j], pieces[3*j+1], pieces[3*j+2]
+								if !selected[d] {
+									t.Fatalf("row %d: document %d is not selected by the filter", i, d)
+								}
+								if psrc[j] != srcOf(d) {
+									t.Fatalf("row %d: document %d named source %d, want %d", i, d, psrc[j], srcOf(d))
+								}
+								if rowSrc == -2 {
+									rowSrc = srcOf(d)
+								} else if rowSrc != srcOf(d) {
+									rowSrc = -1
+								}
+								stream := append(append([]int64(nil), docs[d]...), eod)
+								want = append(want, stream[o:o+n]...)
+								for x := o; x < o+n && !isPad; x++ {
+									seen[d][x]++
+								}
+							}
+							if scope == "per_source" && (rowSrc < 0 || ssrc[i] != rowSrc) {
+								t.Fatalf("per_source row %d: documents of source %d, sample source %d", i, rowSrc, ssrc[i])
+							}
+							if scope == "across" && ssrc[i] != -1 {
+								t.Fatalf("across row %d: sample source %d, want -1", i, ssrc[i])
+							}
+							for len(want) < L {
+								want = append(want, pad)
+							}
+							if got := toks[i*L : (i+1)*L]; fmt.Sprint(got) != fmt.Sprint(want) {
+								t.Fatalf("epoch %d rank %d step %d row %d: tokens %v, want %v", epoch, rank, step, i, got, want)
+							}
+						}
 					}
-					toks, shape := readNpyInts(t, filepath.Join(ex, "tokens.npy"))
-					pieces, _ := readNpyInts(t, filepath.Join(ex, "documents.npy"))
-					offs, _ := readNpyInts(t, filepath.Join(ex, "documents_offsets.npy"))
-					psrc, _ := readNpyInts(t, filepath.Join(ex, "documents_sources.npy"))
-					ssrc, _ := readNpyInts(t, filepath.Join(ex, "sample_sources.npy"))
-					mask, _ := os.ReadFile(filepath.Join(ex, "pad_mask.npy"))
-					count := shape[0]
-					for i := 0; i < count; i++ {
-						var want []int64
-						isPad := mask[len(mask)-count+i] == 1
-						rowSrc := int64(-2)
-						for j := offs[i]; j < offs[i+1]; j++ {
-							d, o, n := pieces[3*j], pieces[3*j+1], pieces[3*j+2]
-							if !selected[d] {
-								t.Fatalf("row %d: document %d is not selected by the filter", i, d)
-							}
-							if psrc[j] != srcOf(d) {
-								t.Fatalf("row %d: document %d named source %d, want %d", i, d, psrc[j], srcOf(d))
-							}
-							if rowSrc == -2 {
-								rowSrc = srcOf(d)
-							} else if rowSrc != srcOf(d) {
-								rowSrc = -1
-							}
-							stream := append(append([]int64(nil), docs[d]...), eod)
-							want = append(want, stream[o:o+n]...)
-							for x := o; x < o+n && !isPad; x++ {
-								seen[d][x]++
-							}
-						}
-						if scope == "per_source" && (rowSrc < 0 || ssrc[i] != rowSrc) {
-							t.Fatalf("per_source row %d: documents of source %d, sample source %d", i, rowSrc, ssrc[i])
-						}
-						if scope == "across" && ssrc[i] != -1 {
-							t.Fatalf("across row %d: sample source %d, want -1", i, ssrc[i])
-						}
-						for len(want) < L {
-							want = append(want, pad)
-						}
-						if got := toks[i*L : (i+1)*L]; fmt.Sprint(got) != fmt.Sprint(want) {
-							t.Fatalf("rank %d step %d row %d: tokens %v, want %v", rank, step, i, got, want)
-						}
+				}
+				if epoch == 0 {
+					for d := range seen {
+						epoch0 = append(epoch0, slices.Clone(seen[d]))
 					}
 				}
 			}
-			webDocs, codeTimes := 0, map[int]int{}
-			for d := range docs {
-				k := seen[d][0]
-				for x, n := range seen[d] {
-					if n != k {
-						t.Fatalf("document %d token %d exported %d times, token 0 %d times", d, x, n, k)
+			// times[d]: how many times document d is exported, checked
+			// the same for each of its tokens.
+			times := func(seen [][]int) (web, code map[int]int) {
+				web, code = map[int]int{}, map[int]int{}
+				for d := range docs {
+					k := seen[d][0]
+					for x, n := range seen[d] {
+						if n != k {
+							t.Fatalf("document %d token %d exported %d times, token 0 %d times", d, x, n, k)
+						}
+					}
+					switch {
+					case d < 30:
+						code[k]++
+					case !selected[d] && k > 0:
+						t.Fatalf("unselected web document %d exported", d)
+					case selected[d]:
+						web[k]++
 					}
 				}
-				switch {
-				case d < 30:
-					codeTimes[k]++
-				case k > 1:
-					t.Fatalf("web document %d exported %d times", d, k)
-				case k == 1:
-					webDocs++
-				}
+				return web, code
 			}
-			if webDocs != 50 || codeTimes[2] != 20 || codeTimes[1] != 10 {
-				t.Fatalf("%d web documents exported (want 50), code documents by times %v (want 20 twice, 10 once)", webDocs, codeTimes)
+			web, code := times(epoch0)
+			if fmt.Sprint(web) != fmt.Sprint(map[int]int{0: 16, 1: 50}) || fmt.Sprint(code) != fmt.Sprint(map[int]int{1: 10, 2: 20}) {
+				t.Fatalf("epoch 0: web documents by times exported %v (want 50 once, 16 not), code %v (want 20 twice, 10 once)", web, code)
+			}
+			web, code = times(seen)
+			if fmt.Sprint(web) != fmt.Sprint(map[int]int{1: 32, 2: 34}) || fmt.Sprint(code) != fmt.Sprint(map[int]int{3: 20, 4: 10}) {
+				t.Fatalf("epochs 0 and 1: web documents by times exported %v (want 32 once, 34 twice), code %v (want 20 three times, 10 four times)", web, code)
 			}
 			if code, stdout, errs := runCLI("verify", out, "--deep"); code != 0 {
 				t.Fatalf("verify --deep: exit %d: %s%s", code, stdout, errs)
 			}
 			// plan show names a per_source row's source, and "*" for a row
 			// of scope across.
-			code, stdout, errs := runCLI("plan", "show", planFile, "--epoch", "0", "--rank", "1", "--limit", "2")
-			if code != 0 {
+			rc, stdout, errs := runCLI("plan", "show", planFile, "--epoch", "1", "--rank", "1", "--limit", "2")
+			if rc != 0 {
 				t.Fatalf("plan show: exit %d: %s", code, errs)
 			}
 			for _, f := range strings.Fields(stdout) {

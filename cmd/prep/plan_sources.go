@@ -227,7 +227,7 @@ func summarizeMixture(p *plan.Plan, filterCosts map[string]filterCost) *mixSumma
 func writeMixture(w io.Writer, s *mixSummary) {
 	unit := "samples per epoch"
 	if s.PackedDocuments {
-		unit = "documents packed into every epoch's rows"
+		unit = "documents per epoch, each epoch packing its own"
 	}
 	fmt.Fprintf(w, "  mixture          %d %s from %s\n", s.EpochSamples, unit, count(len(s.Sources), "source"))
 	for _, ms := range s.Sources {

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Independent reference implementation of prep-plan/v1 (plan/PLAN.md).
+"""Independent reference implementation of prep-plan/v1 and, for packed
+mixtures, prep-plan/v2 (plan/PLAN.md).
 
 Python 3.8+ standard library only. Written from the spec, not from the Go
 code: it recomputes every golden vector in plan/testdata/golden.json
@@ -341,6 +342,8 @@ def packing_line(pk):
         line += ",scope=" + pk["scope"]
         if pk.get("source_rows") is not None:
             line += ",source_rows=" + ";".join(str(r) for r in pk["source_rows"])
+        if pk.get("epochs") is not None:  # packed per epoch (prep-plan/v2)
+            line += ",epochs=%d" % len(pk["epochs"])
     return line + "\n"
 
 
@@ -580,20 +583,22 @@ def check_mixture(golden):
     return bad
 
 
-# --- PLAN.md 12.1: packing the documents a mixture draws ---
+# --- PLAN.md 12.1: packing the documents each epoch of a mixture draws ---
+
+FORMAT_PACKED_MIXTURE = "prep-plan/v2"
 
 
-def pack_mixture(mx, lengths, opts):
-    """12.1: source i's draws d < c_i are its stream positions d (11.2);
-    across: all draws merged by the key (2j+1)/(2 c_i), ties to the lower
-    source, in windows of K; per_source: each source's draws in order, in
-    windows of their own."""
+def pack_mixture(mx, lengths, opts, epoch):
+    """12.1: epoch e packs its own draws: source i's draw d < c_i is its
+    stream position e*c_i + d (11.2); across: all draws merged by the key
+    (2j+1)/(2 c_i), ties to the lower source, in windows of K; per_source:
+    each source's draws in order, in windows of their own."""
     k = opts.get("window") or 8192
     seed = mx.cfg["seed"]
 
     def draw(i, d):
         n = len(mx.rows[i])
-        pas, off = divmod(d, n)
+        pas, off = divmod(epoch * mx.c[i] + d, n)
         if mx.shuffle:
             off = Perm(n, "mixture", seed, pas, i).apply(off)
         return mx.rows[i][off]
@@ -625,6 +630,46 @@ def pack_mixture(mx, lengths, opts):
     return pack_windows(lengths, opts, [seq[lo:lo + k] for lo in range(0, len(seq), k)])
 
 
+def epochs_digest(eps):
+    """12.1: the packing digest of a packed mixture, over its epochs."""
+    data = b"prep-pack-epochs/v1\0" + le64(len(eps))
+    for ep in eps:
+        assert ep["digest"].startswith("sha256:")
+        data += bytes.fromhex(ep["digest"][7:])
+        sr = ep.get("source_rows") or []
+        data += le64(len(sr)) + b"".join(le64(r) for r in sr)
+    return sha_hex(data)
+
+
+class PackedMixturePlan(Plan):
+    """Sections 5-8 over the packed rows of every epoch (12.1): epoch e
+    holds its own P_e rows, ids O_e ... O_e+P_e-1, and every epoch has the
+    same steps S."""
+
+    def __init__(self, files, cfg, packing, prows):
+        Plan.__init__(self, files, cfg, packing=packing)
+        self.prows = prows
+        self.base = [sum(prows[:e]) for e in range(len(prows) + 1)]
+        g, lo, hi = self.g, min(prows), max(prows)
+        self.dropped = self.padded = 0
+        if self.rem == "drop":
+            self.steps = lo // g
+            self.dropped = hi - self.steps * g
+        else:
+            self.steps = -(-hi // g)
+            if self.rem == "pad":
+                self.padded = self.steps * g - lo
+                assert lo > 0 or self.steps == 0, "pad with an epoch of no rows"
+
+    def lane(self, epoch, rank):
+        n, base = self.prows[epoch], self.base[epoch]
+        limit = n if self.rem == "partial" else self.steps * self.g
+        if self.mode == "none":
+            return (lambda q: base + q), n, limit
+        p = Perm(n, "global", self.cfg["seed"], epoch, 0)
+        return (lambda q: base + p.apply(q)), n, limit
+
+
 def check_packed_mixture(golden):
     bad = []
 
@@ -632,6 +677,8 @@ def check_packed_mixture(golden):
         if got != want:
             bad.append("%s: got %r, want %r" % (what, got, want))
 
+    if golden["format"] != FORMAT_PACKED_MIXTURE or golden["algorithm"] != ALGORITHM:
+        bad.append("golden file is for %s/%s" % (golden["format"], golden["algorithm"]))
     for v in golden["plans"]:
         files = v["source"]["files"] + v["source"].get("empty_files", [])
         name = "packed mixture %s" % v["name"]
@@ -639,13 +686,27 @@ def check_packed_mixture(golden):
         mx = Mixture(files, c, v["mixture"])
         expect(name + " quotas", mx.c, [s["samples_per_epoch"] for s in v["resolved"]["sources"]])
         opts = dict(v["options"])
-        rows, rec = pack_mixture(mx, v["lengths"], opts)
         pk = v["packing"]
-        for key, got in rec.items():
-            expect(name + " " + key, got, pk.get(key))
+        eps = []
+        total = dict(rows=0, tokens=0, pad_slots=0, empty_documents=0, dropped_documents=0, dropped_tokens=0)
+        for e in range(c["epochs"]):
+            rows, rec = pack_mixture(mx, v["lengths"], opts, e)
+            expect(name + " documents", rec["documents"], pk["documents"])
+            expect(name + " lengths digest", rec["lengths_digest"], pk["lengths_digest"])
+            ep = {key: rec[key] for key in ("rows", "tokens", "pad_slots", "empty_documents", "dropped_documents", "dropped_tokens")}
+            if "source_rows" in rec:
+                ep["source_rows"] = rec["source_rows"]
+            ep["digest"] = rec["digest"]
+            eps.append(ep)
+            for key in total:
+                total[key] += rec[key]
+        expect(name + " epochs", eps, pk["epochs"])
+        for key, got in total.items():
+            expect(name + " " + key, got, pk[key])
+        expect(name + " digest", epochs_digest(eps), pk["digest"])
+        expect(name + " source_rows", None, pk.get("source_rows"))
         pk = dict(pk)
-        pk.update(rec)
-        pl = Plan(files, c, packing=pk)  # section 5-8 over the packed rows
+        pl = PackedMixturePlan(files, c, pk, [ep["rows"] for ep in eps])
         order = "prep-order/v1\nalgorithm=%s\nsource=%s\nseed=%d\nglobal_batch=%d\nshuffle=%s\nwindow=%d\nremainder=%s\n" % (
             ALGORITHM, pl.sf, c["seed"], c["global_batch"], c["shuffle"], c.get("window", 0), c["remainder"])
         order += packing_line(pk)
@@ -653,7 +714,7 @@ def check_packed_mixture(golden):
         order_fp = sha_hex(order.encode())
         expect(name + " order fingerprint", order_fp, v["order_fingerprint"])
         fp = sha_hex(("%s\norder=%s\nepochs=%d\nworld_size=%d\nworkers=%d\n" % (
-            FORMAT, order_fp, c["epochs"], c["world_size"], c["workers"])).encode())
+            FORMAT_PACKED_MIXTURE, order_fp, c["epochs"], c["world_size"], c["workers"])).encode())
         expect(name + " fingerprint", fp, v["fingerprint"])
         d = v["derived"]
         expect(name + " derived", (pl.n, len(pl.blocks), pl.steps, pl.dropped, pl.padded),

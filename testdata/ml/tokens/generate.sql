@@ -11,3 +11,12 @@ CREATE TABLE t AS SELECT i AS id,
 FROM range(400) r(i);
 COPY (SELECT * FROM t ORDER BY id) TO 'testdata/ml/tokens/docs.parquet' (FORMAT parquet, ROW_GROUP_SIZE 100);
 SELECT count(*), sum(len(tokens)) FROM t
+;
+-- testdata/ml/tokens/code.parquet: 120 more documents, a second source for
+-- the packed-mixture example (examples/packed_lm.py --demo --mixture).
+-- Document i has 8 + (i * 104729) % 61 tokens; token k is (7 * i + 11 * k) % 64.
+CREATE TABLE c AS SELECT i AS id,
+  list_transform(range(8 + (i * 104729) % 61), k -> ((7 * i + 11 * k) % 64)::INT) AS tokens
+FROM range(120) r(i);
+COPY (SELECT * FROM c ORDER BY id) TO 'testdata/ml/tokens/code.parquet' (FORMAT parquet, ROW_GROUP_SIZE 50);
+SELECT count(*), sum(len(tokens)) FROM c

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 )
 
@@ -73,7 +74,7 @@ func BenchmarkConvert(b *testing.B) {
 	f.Close()
 	st, _ := os.Stat(path)
 	p := makePlan(b, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1024, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
-	spec, err := ParseSpec([]byte(benchSpecYAML), "bench.yaml")
+	spec, err := feature.ParseSpec([]byte(benchSpecYAML), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func BenchmarkConvertJaggedZipf(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, name := range []string{"jagged", "fixed"} {
-			spec, err := ParseSpec([]byte(specs[name]), name+".yaml")
+			spec, err := feature.ParseSpec([]byte(specs[name]), name+".yaml")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/duckdbtest"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -51,7 +52,7 @@ func newPackedFixture(t *testing.T, rows int) *packedFixture {
 	if f.src, err = source.Discover(context.Background(), []string{f.dir}); err != nil {
 		t.Fatal(err)
 	}
-	if f.lengths, err = TokenLengths(context.Background(), nil, f.src, "tokens", 2); err != nil {
+	if f.lengths, err = feature.TokenLengths(context.Background(), nil, f.src, "tokens", 2); err != nil {
 		t.Fatal(err)
 	}
 	f.docs = duckDocs(t, f.dir)
@@ -169,7 +170,7 @@ func TestRunPackedMatchesDuckDB(t *testing.T) {
 		t.Fatalf("fixture too small: %+v", p.Packing)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestRunPackedSplitNoneCountsDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -240,17 +241,17 @@ func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, plan.ErrMismatch) {
 		t.Fatalf("changed lengths: %v", err)
 	}
-	for _, s := range []*Spec{
-		{Tensors: []TensorSpec{{Name: "x", Column: "id", DType: "I64"}}},
-		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "F32"}}},
-		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64"}}},
-		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: "row"}}}},
+	for _, s := range []*feature.Spec{
+		{Tensors: []feature.TensorSpec{{Name: "x", Column: "id", DType: "I64"}}},
+		{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "F32"}}},
+		{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64"}}},
+		{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64", Packed: &feature.PackedPolicy{Per: "row"}}}},
 	} {
-		if _, err := Run(context.Background(), Options{Plan: p, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) {
+		if _, err := Run(context.Background(), Options{Plan: p, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, feature.ErrSpec) {
 			t.Errorf("spec %+v: %v", s.Tensors, err)
 		}
 	}
@@ -258,8 +259,8 @@ func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: PackedPerToken}}}}
-	if _, err := Run(context.Background(), Options{Plan: unpacked, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "packed policy") {
+	s := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64", Packed: &feature.PackedPolicy{Per: feature.PackedPerToken}}}}
+	if _, err := Run(context.Background(), Options{Plan: unpacked, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, feature.ErrSpec) || !strings.Contains(err.Error(), "packed policy") {
 		t.Errorf("packed policy in an unpacked plan: %v", err)
 	}
 }
@@ -291,7 +292,7 @@ func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 			docs++
 		}
 	}
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	limit := all / 2
 	out := filepath.Join(t.TempDir(), "out")
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, MemoryLimit: limit})
@@ -338,7 +339,7 @@ func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 		t.Fatalf("rank 0 only: %d decoded, want its %d documents (of %d)", one.SamplesDecoded, len(need), docs)
 	}
 	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, MemoryLimit: 512})
-	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {
+	if !errors.Is(err, feature.ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {
 		t.Fatalf("limit below one step: %v", err)
 	}
 }
@@ -357,27 +358,47 @@ func TestPackedSpecRefusesExportFileNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := func(name string) TensorSpec {
-		return TensorSpec{Name: name, Column: "id", DType: "I64", Packed: &PackedPolicy{Per: PackedPerDocument}}
+	doc := func(name string) feature.TensorSpec {
+		return feature.TensorSpec{Name: name, Column: "id", DType: "I64", Packed: &feature.PackedPolicy{Per: feature.PackedPerDocument}}
 	}
-	tok := TensorSpec{Name: "tokens", Column: "tokens", DType: "I32"}
+	tok := feature.TensorSpec{Name: "tokens", Column: "tokens", DType: "I32"}
 	for _, c := range []struct {
-		spec []TensorSpec
+		spec []feature.TensorSpec
 		name string
 	}{
-		{[]TensorSpec{tok, doc("documents")}, "documents"},
-		{[]TensorSpec{tok, doc("documents_offsets")}, "documents_offsets"},
-		{[]TensorSpec{tok, doc("documents_sources")}, "documents_sources"},
-		{[]TensorSpec{tok, doc("d"), doc("d_offsets")}, "d_offsets"},
-		{[]TensorSpec{tok, doc("tokens_cu_seqlens_offsets")}, "tokens_cu_seqlens_offsets"},
+		{[]feature.TensorSpec{tok, doc("documents")}, "documents"},
+		{[]feature.TensorSpec{tok, doc("documents_offsets")}, "documents_offsets"},
+		{[]feature.TensorSpec{tok, doc("documents_sources")}, "documents_sources"},
+		{[]feature.TensorSpec{tok, doc("d"), doc("d_offsets")}, "d_offsets"},
+		{[]feature.TensorSpec{tok, doc("tokens_cu_seqlens_offsets")}, "tokens_cu_seqlens_offsets"},
 	} {
 		out := filepath.Join(t.TempDir(), "o")
-		_, err := Run(context.Background(), Options{Plan: p, Spec: &Spec{Tensors: c.spec}, Output: out})
-		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), strconv.Quote(c.name)) {
+		_, err := Run(context.Background(), Options{Plan: p, Spec: &feature.Spec{Tensors: c.spec}, Output: out})
+		if !errors.Is(err, feature.ErrSpec) || !strings.Contains(err.Error(), strconv.Quote(c.name)) {
 			t.Errorf("tensor %q: %v; want a spec error naming it", c.name, err)
 		}
 		if _, serr := os.Stat(out); serr == nil {
 			t.Errorf("tensor %q: %s exists after the refusal", c.name, out)
 		}
 	}
+}
+
+// tokenFiles writes, with DuckDB, rows documents with a list<INT32>
+// column tokens (lengths 0 to 700, every 13th row null, every 17th
+// empty) over three files of small row groups, one written with data
+// pages V2, and returns the source directory.
+func tokenFiles(t *testing.T, rows int) string {
+	t.Helper()
+	dir := t.TempDir()
+	q := func(name string) string { return duckdbtest.Quote(filepath.Join(dir, name)) }
+	duckdbtest.Query(t, fmt.Sprintf(`
+CREATE TABLE t AS SELECT i AS id,
+  CASE WHEN i %% 13 = 5 THEN NULL WHEN i %% 17 = 3 THEN []::INT[]
+       ELSE list_transform(range((i * 7919) %% 701), x -> (x * 31 + i)::INT) END AS tokens
+FROM range(%d) r(i);
+COPY (SELECT * FROM t WHERE id < %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 100);
+COPY (SELECT * FROM t WHERE id >= %d AND id < %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 64, COMPRESSION zstd);
+COPY (SELECT * FROM t WHERE id >= %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 250, PARQUET_VERSION v2);
+SELECT 1`, rows, rows/3, q("a.parquet"), rows/3, 2*rows/3, q("b.parquet"), 2*rows/3, q("c.parquet")))
+	return dir
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/prepml/prep/feature"
 )
 
 // The writing side of a packed run (packed.go): shards written one after
@@ -25,20 +27,19 @@ import (
 func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 	budget := max(1, r.o.MemoryLimit/2)
 	var (
-		ps   *packedSource
-		all  *PackedDocuments
-		held int64
-		err  error
+		ps  *feature.PackedGroups
+		all *feature.PackedDocuments
+		err error
 	)
 	if r.allRanks(todo) {
 		// Every document is needed: decode them all once, when they fit,
 		// and take the lengths from them (no levels pass).
-		if ps, all, held, err = decodeAll(ctx, r.o, r.p, r.spec, budget); err != nil {
+		if ps, all, err = feature.DecodeAllPacked(ctx, r.o.Source, r.o.MemoryLimit, r.p, r.spec, budget); err != nil {
 			return err
 		}
 	}
 	if ps == nil {
-		if ps, err = preparePacked(ctx, r.o, r.p, r.spec); err != nil {
+		if ps, err = feature.OpenPackedGroups(ctx, r.o.Source, r.o.Jobs, r.p, r.spec); err != nil {
 			return err
 		}
 	}
@@ -46,8 +47,8 @@ func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 	defer gr.close()
 	if all != nil {
 		gr.docs, gr.end = all, [2]int{len(todo), 0}
-		r.sum.SamplesDecoded, r.sum.PackedHeldPeakBytes = int64(len(all.docs)), held
-		r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = all.held.rowGroupsRead, all.held.rowGroupsSkipped
+		r.sum.SamplesDecoded, r.sum.PackedHeldPeakBytes = int64(all.Len()), all.HeldBytes()
+		r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = all.RowGroups()
 	}
 	if err := r.writePlanCopy(); err != nil {
 		return err
@@ -83,10 +84,10 @@ func (r *runner) allRanks(todo []shardKey) bool {
 // (runPacked). Positions are (shard index in todo, step), in order.
 type packedGroups struct {
 	r      *runner
-	ps     *packedSource
+	ps     *feature.PackedGroups
 	todo   []shardKey
 	budget int64
-	docs   *PackedDocuments
+	docs   *feature.PackedDocuments
 	end    [2]int // the current group's end position (exclusive)
 	ids    []uint64
 }
@@ -100,7 +101,7 @@ func (g *packedGroups) close() {
 
 // at returns the documents of the group holding step of shard si,
 // decoding the next group when that step is past the current one.
-func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, error) {
+func (g *packedGroups) at(ctx context.Context, si, step int) (*feature.PackedDocuments, error) {
 	if g.docs != nil && (si < g.end[0] || si == g.end[0] && step < g.end[1]) {
 		return g.docs, nil
 	}
@@ -114,7 +115,7 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 	}
 	pos := [2]int{si, step}
 	cur := pos
-	docs, n, held, err := g.ps.group(func(i int) ([]uint64, bool, error) {
+	docs, n, err := g.ps.Decode(ctx, func(i int) ([]uint64, bool, error) {
 		if i > 0 {
 			cur = next(cur)
 		}
@@ -125,11 +126,11 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 		var err error
 		g.ids, _, err = r.p.RankBatch(k.epoch, k.rank, cur[1], g.ids)
 		return g.ids, true, err
-	}, g.budget)
-	var be *PackedBudgetError
+	}, g.budget, feature.Bounds{Memory: max(1, r.o.MemoryLimit/2), Run: r.o.MemoryLimit})
+	var be *feature.PackedBudgetError
 	if errors.As(err, &be) {
 		k := g.todo[si]
-		return nil, valueErrorf("epoch %d, rank %d, step %d: its packed rows' documents take %d bytes decoded, more than half of --memory-limit (%d bytes): raise --memory-limit to at least %d", k.epoch, k.rank, step, be.Need, be.Budget, 2*be.Need)
+		return nil, feature.ValueErrorf("epoch %d, rank %d, step %d: its packed rows' documents take %d bytes decoded, more than half of --memory-limit (%d bytes): raise --memory-limit to at least %d", k.epoch, k.rank, step, be.Need, be.Budget, 2*be.Need)
 	}
 	if err != nil {
 		return nil, err
@@ -137,14 +138,12 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 	for range n {
 		pos = next(pos)
 	}
-	if g.docs, err = g.ps.decode(ctx, r.o.Source, docs, Bounds{Memory: max(1, r.o.MemoryLimit/2), Run: r.o.MemoryLimit}); err != nil {
-		return nil, err
-	}
-	g.end = pos
-	r.sum.SamplesDecoded += int64(len(docs))
-	r.sum.RowGroupsRead += g.docs.held.rowGroupsRead
-	r.sum.RowGroupsSkipped += g.docs.held.rowGroupsSkipped
-	r.sum.PackedHeldPeakBytes = max(r.sum.PackedHeldPeakBytes, held)
+	g.docs, g.end = docs, pos
+	read, skipped := docs.RowGroups()
+	r.sum.SamplesDecoded += int64(docs.Len())
+	r.sum.RowGroupsRead += read
+	r.sum.RowGroupsSkipped += skipped
+	r.sum.PackedHeldPeakBytes = max(r.sum.PackedHeldPeakBytes, docs.HeldBytes())
 	return g.docs, nil
 }
 

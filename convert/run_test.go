@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/internal/testutil"
@@ -117,12 +119,12 @@ tensors:
 
 // fixture writes two source files (700 + 300 rows, row groups of 128) and
 // returns the plan and spec.
-func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
+func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
 	writeParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
 	writeParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
-	spec, err := ParseSpec([]byte(testSpecYAML), "features.yaml")
+	spec, err := feature.ParseSpec([]byte(testSpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func expectSample(id uint64) [][]byte {
 		emb = le.AppendUint32(emb, math.Float32bits(v))
 	}
 	lens := le.AppendUint32(nil, uint32(len(r.Emb)))
-	lab := le.AppendUint64(nil, FNV1a64([]byte(r.Label))%1000)
+	lab := le.AppendUint64(nil, feature.FNV1a64([]byte(r.Label))%1000)
 	opt, mask := le.AppendUint32(nil, uint32(0xfffffff9)), []byte{0}
 	if r.Opt != nil {
 		opt, mask = le.AppendUint32(nil, uint32(*r.Opt)), []byte{1}
@@ -242,7 +244,7 @@ func TestRunEndToEnd(t *testing.T) {
 
 	// Materialize gives the same bytes.
 	ids := []uint64{999, 0, 5, 700, 5}
-	s, err := Materialize(context.Background(), p, spec, ids)
+	s, err := feature.Materialize(context.Background(), p, spec, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,14 +343,14 @@ func TestRunSubsetOfRanks(t *testing.T) {
 
 func TestRunFailureLeavesNothing(t *testing.T) {
 	p, _ := fixture(t, defaultCfg)
-	bad, err := ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
+	bad, err := feature.ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A new output directory: it must not exist afterwards.
 	out := filepath.Join(t.TempDir(), "new")
 	_, err = Run(context.Background(), Options{Plan: p, Spec: bad, Output: out})
-	if err == nil || !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), `part-0.parquet: column "opt", row group 0, row 0: null value`) {
+	if err == nil || !errors.Is(err, feature.ErrValue) || !strings.Contains(err.Error(), `part-0.parquet: column "opt", row group 0, row 0: null value`) {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
@@ -370,9 +372,9 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 		t.Errorf("other spec without force: %v", err)
 	}
 	// Missing column: a schema error before anything is written.
-	missing, _ := ParseSpec([]byte("tensors:\n  - {name: z, column: nope, dtype: I32}\n"), "m.yaml")
+	missing, _ := feature.ParseSpec([]byte("tensors:\n  - {name: z, column: nope, dtype: I32}\n"), "m.yaml")
 	_, err = Run(context.Background(), Options{Plan: p, Spec: missing, Output: good})
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), `part-0.parquet: column "nope"`) {
+	if !errors.Is(err, feature.ErrSchema) || !strings.Contains(err.Error(), `part-0.parquet: column "nope"`) {
 		t.Errorf("missing column: %v", err)
 	}
 	if after := snapshot(t, good); after != before {
@@ -386,7 +388,7 @@ func TestRunSourceChanged(t *testing.T) {
 	writeParquet(t, f, 700, 299, 128, &parquet.Snappy)
 	out := filepath.Join(t.TempDir(), "o")
 	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out})
-	if !errors.Is(err, ErrSourceChanged) || !strings.Contains(err.Error(), "part-1.parquet") {
+	if !errors.Is(err, feature.ErrSourceChanged) || !strings.Contains(err.Error(), "part-1.parquet") {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
@@ -448,7 +450,7 @@ func TestLZ4RawRoundTrip(t *testing.T) {
 			w.Close()
 			f.Close()
 			p := makePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
-			spec := &Spec{Tensors: []TensorSpec{{Name: "v", Column: "v", DType: "I64"}}}
+			spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "v", Column: "v", DType: "I64"}}}
 			out := t.TempDir()
 			if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
 				t.Fatal(err)
@@ -540,8 +542,8 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 	}
 	p := makePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	testutil.LowerFDLimit(t, 64)
-	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
-	s, err := Materialize(context.Background(), p, spec, []uint64{0, uint64(3*n - 1)})
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
+	s, err := feature.Materialize(context.Background(), p, spec, []uint64{0, uint64(3*n - 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,16 +566,16 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 // group 0, as a run with Jobs 1 does.
 func TestRunErrorIndependentOfScheduling(t *testing.T) {
 	p, _ := fixture(t, defaultCfg)
-	bad, err := ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
+	bad, err := feature.ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { beforeDecode = nil }()
+	defer func() { feature.BeforeDecode = nil }()
 	const want = `part-0.parquet: column "opt", row group 0, row 0: null value`
 	for _, jobs := range []int{1, 2, 3} {
-		beforeDecode = nil
+		feature.BeforeDecode = nil
 		if jobs > 1 { // another worker can fail row group 1 meanwhile
-			beforeDecode = func(seq int, ctx context.Context) {
+			feature.BeforeDecode = func(seq int, ctx context.Context) {
 				if seq == 0 {
 					select {
 					case <-ctx.Done():
@@ -583,7 +585,7 @@ func TestRunErrorIndependentOfScheduling(t *testing.T) {
 			}
 		}
 		_, err := Run(context.Background(), Options{Plan: p, Spec: bad, Output: filepath.Join(t.TempDir(), "o"), Jobs: jobs})
-		if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), want) {
+		if !errors.Is(err, feature.ErrValue) || !strings.Contains(err.Error(), want) {
 			t.Errorf("jobs %d: err = %v, want one naming %q", jobs, err, want)
 		}
 	}
@@ -625,7 +627,7 @@ func TestRunResumesSpecV1ShardSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Source.Root = filepath.Join(dir, "src")
-	spec, err := LoadSpec(filepath.Join(dir, "spec.yaml"))
+	spec, err := feature.LoadSpec(filepath.Join(dir, "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +636,7 @@ func TestRunResumesSpecV1ShardSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(m.SpecHash, SpecHashV1) || strings.HasPrefix(m.SpecHash, SpecHashV2) || spec.Hash() == m.SpecHash || !spec.MatchesHash(m.SpecHash) {
+	if !strings.HasPrefix(m.SpecHash, feature.SpecHashV1) || strings.HasPrefix(m.SpecHash, feature.SpecHashV2) || spec.Hash() == m.SpecHash || !spec.MatchesHash(m.SpecHash) {
 		t.Fatalf("fixture spec hash %s, this spec %s: want a version 1 hash of the same spec", m.SpecHash, spec.Hash())
 	}
 	opts := Options{Plan: p, PlanBytes: planBytes, Spec: spec, Output: out, Jobs: 2, ToolVersion: "dev"}
@@ -669,7 +671,7 @@ func TestManifestListsEmptyFilesAndDroppedIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
 		t.Fatal(err)
 	}
@@ -1001,7 +1003,7 @@ func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 	src := t.TempDir()
 	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
 	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
-	spec, err := ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
+	spec, err := feature.ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1061,5 +1063,51 @@ func TestFailedDirSyncLeavesNoUnlistedShard(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(out, shardfmt.ManifestName)); string(after) != string(before) {
 		t.Error("manifest not restored byte for byte")
+	}
+}
+
+// TestRunCountsOverflows: ids 0..999 cast to F8_E4M3 overflow for 465..999
+// (464 ties to 448); the run stores them saturated, reports 535 in the
+// summary and warns once; cast.overflow error fails at the first one, id
+// 465 = part-0.parquet row group 3 (rows of 128), row 81.
+func TestRunCountsOverflows(t *testing.T) {
+	p, _ := fixture(t, defaultCfg)
+	spec, err := feature.ParseSpec([]byte(`tensors:
+  - {name: id, column: id, dtype: I64}
+  - {name: id8, column: id, dtype: F8_E4M3}
+  - {name: x, column: x, dtype: F16}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Overflows) != 1 || sum.Overflows["id8"] != 535 {
+		t.Errorf("overflows %v, want map[id8:535]", sum.Overflows)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "tensor=id8 dtype=F8_E4M3 count=535") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	s, err := feature.Materialize(context.Background(), p, spec, []uint64{464, 465, 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Data[1]; !bytes.Equal(got, []byte{0x7e, 0x7e, 0x7e}) {
+		t.Errorf("saturated values %x", got)
+	}
+
+	spec.Tensors[1].Cast = &feature.CastPolicy{Overflow: "error"}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir()})
+	mustContainAll(t, err, `part-0.parquet: column "id", row group 3, row 81: value 465 overflows F8_E4M3 (largest finite 448; cast.overflow is error)`)
+	if !errors.Is(err, feature.ErrValue) {
+		t.Errorf("error %v does not wrap feature.ErrValue", err)
+	}
+	spec.Tensors[1].Cast = &feature.CastPolicy{Overflow: "clip"}
+	if err := spec.Validate(); !errors.Is(err, feature.ErrSpec) {
+		t.Errorf("cast.overflow clip accepted: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -73,7 +74,7 @@ func TestSpillMatchesInMemory(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					rec := int64(recordSize(m.Tensors))
+					rec := int64(feature.RecordSize(m.Tensors))
 					epochs, ranks := sub.epochs, sub.ranks
 					if epochs == nil {
 						epochs = []int{0, 1, 2}
@@ -175,7 +176,7 @@ func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 	if got := fmt.Sprint(p.Derived.PartitionRows, p.Steps()); got != "[2000 1000 1000 1000] 200" {
 		t.Fatalf("partitions and steps %s", got)
 	}
-	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}, {Name: "x", Column: "x", DType: "F32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}, {Name: "x", Column: "x", DType: "F32"}}}
 	var todo []shardKey
 	for e := range 2 {
 		for k := range 4 {
@@ -248,7 +249,7 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 		{"partition padded past its length", []int64{700, 250, 40}, 700, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 20, WorldSize: 2, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad}, nil, nil},
 		{"none pad five ranks", []int64{333, 400, 1}, 50, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 200, WorldSize: 5, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad}, nil, nil},
 	}
-	spec, err := ParseSpec([]byte(matrixSpecYAML), "features.yaml")
+	spec, err := feature.ParseSpec([]byte(matrixSpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := int64(recordSize(m.Tensors))
+			rec := int64(feature.RecordSize(m.Tensors))
 			epochs, ranks := c.epochs, c.ranks
 			if epochs == nil {
 				epochs = []int{0, 1, 2}[:c.cfg.Epochs]
@@ -329,14 +330,14 @@ func TestSpillTransformErrorLeavesNothing(t *testing.T) {
 		{"tensors:\n  - {name: x, column: x, dtype: F32}\n  - {name: id, column: id, dtype: I8}\n",
 			`part-0.parquet: column "id", row group 1, row 0: value 128 out of range for I8 [-128, 127]`},
 	} {
-		bad, err := ParseSpec([]byte(c.yaml), "bad.yaml")
+		bad, err := feature.ParseSpec([]byte(c.yaml), "bad.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, limit := range []int64{0, 1, 2000} { // 0: in memory
 			for _, jobs := range []int{1, 3} {
 				out := filepath.Join(t.TempDir(), "new")
-				same := func(err error) bool { return errors.Is(err, ErrValue) && err.Error() == c.err }
+				same := func(err error) bool { return errors.Is(err, feature.ErrValue) && err.Error() == c.err }
 				_, err := Run(context.Background(), Options{Plan: p, Spec: bad, Output: out, MemoryLimit: limit, Jobs: jobs})
 				if !same(err) {
 					t.Errorf("limit %d, jobs %d: err = %v, want %s", limit, jobs, err, c.err)
@@ -460,7 +461,7 @@ func TestSpillLargeRecordsAllocateAFewRecords(t *testing.T) {
 		t.Skip("decodes a 40 MB value")
 	}
 	p := caseSource(t, "B21-huge-string", "hugestr.parquet")
-	spec, err := ParseSpec([]byte("tensors: [{name: t, column: text, dtype: U8, bytes: {mode: pad, max_len: 4000000, truncate: true}}]"), "spec.yaml")
+	spec, err := feature.ParseSpec([]byte("tensors: [{name: t, column: text, dtype: U8, bytes: {mode: pad, max_len: 4000000, truncate: true}}]"), "spec.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // against the source through the same transforms convert wrote it with,
 // so a fault shared by the two (a derived tensor declared or filled
 // wrongly by both) would pass it. The tensors a feature spec derives
-// beside a tensor (convert/SPEC.md §2.7: <name>_mask, <name>_element_mask,
+// beside a tensor (feature/SPEC.md §2.7: <name>_mask, <name>_element_mask,
 // <name>_lengths, <name>_inner_lengths) are therefore also checked on
 // their own, from the manifest's spec and the shard alone:
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/source"
@@ -58,7 +59,7 @@ for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2;
 --tensor NAME=COL:DTYPE:jagged reads a LIST column as a jagged tensor
 (every element of each row, no padding), e.g. --tensor clicks=clicks:I64:jagged.
 
-The feature spec (YAML; keys in convert/SPEC.md) names each tensor's columns,
+The feature spec (YAML; keys in feature/SPEC.md) names each tensor's columns,
 dtype, per-sample shape, and the null, NaN, list, bytes, map and cast
 policies: a list is read at a fixed length (padded or truncated) or, with
 list: {jagged: true}, as a jagged tensor (values plus offsets; a list of
@@ -142,13 +143,13 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if err != nil {
 		return usagef("--epochs: %v", err)
 	}
-	spec := &convert.Spec{}
+	spec := &feature.Spec{}
 	if o.specPath != "" {
-		if spec, err = convert.LoadSpec(o.specPath); err != nil {
+		if spec, err = feature.LoadSpec(o.specPath); err != nil {
 			return err
 		}
 	}
-	extra, err := convert.ParseTensorFlags(o.tensors)
+	extra, err := feature.ParseTensorFlags(o.tensors)
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/verify"
@@ -34,7 +34,7 @@ func packedPieces(ctx context.Context, dir, sourceRoot string, io *s3Flags) (fun
 		return nil, err
 	}
 	defer remote.close()
-	lay, err := convert.ReadPackLayout(ctx, st, p, 0)
+	lay, err := feature.ReadPackLayout(ctx, st, p, 0)
 	if err != nil {
 		return nil, fmt.Errorf("naming the documents of packed rows: %w", err)
 	}

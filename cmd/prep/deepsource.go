@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
@@ -14,7 +14,7 @@ import (
 
 // convertSource is the verify.SourceOpener of `prep verify --deep`: it rebuilds the
 // feature spec recorded in the manifest (checking it against the manifest's
-// spec hash) and materializes expected samples with convert.Materialize,
+// spec hash) and materializes expected samples with feature.Materialize,
 // the same decode and transform code convert writes shards with, reading
 // only the row groups that hold the requested samples. Source files are
 // resolved under sourceRoot.
@@ -41,7 +41,7 @@ func convertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shar
 }
 
 // specFromManifest decodes the manifest's spec and checks its hash.
-func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
+func specFromManifest(m *shardfmt.Manifest) (*feature.Spec, error) {
 	if m.Spec == nil {
 		return nil, fmt.Errorf("manifest records no feature spec")
 	}
@@ -49,7 +49,7 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("re-encoding manifest spec: %w", err)
 	}
-	var spec convert.Spec
+	var spec feature.Spec
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return nil, fmt.Errorf("decoding manifest spec: %w", err)
 	}
@@ -64,7 +64,7 @@ func specFromManifest(m *shardfmt.Manifest) (*convert.Spec, error) {
 
 // deepRunLimit, when set (by prep verify, to its --memory-limit), is the
 // memory limit whose jagged row bound the deep sources apply
-// (convert.Bounds.Run): verify --deep accepts every row convert accepts
+// (feature.Bounds.Run): verify --deep accepts every row convert accepts
 // under the same --memory-limit, though it decodes within a share of it.
 var deepRunLimit int64
 
@@ -73,20 +73,20 @@ var deepRunLimit int64
 var deepStores *storeCache
 
 // deepSource materializes expected samples: by parts of row groups with
-// convert.MaterializeSorted (Hold, Held), or by windows of batches with
-// convert.MaterializeFrom (Prefetch, FillBlock, JaggedValues).
+// feature.MaterializeSorted (Hold, Held), or by windows of batches with
+// feature.MaterializeFrom (Prefetch, FillBlock, JaggedValues).
 type deepSource struct {
 	st      source.Store
 	p       *plan.Plan
-	spec    *convert.Spec
+	spec    *feature.Spec
 	g       shardfmt.Geometry
 	tensors []shardfmt.TensorInfo
 
-	samples *convert.Samples
+	samples *feature.Samples
 	index   map[uint64]int       // id -> position in samples
-	held    *convert.HeldSamples // the ids of the last Hold
+	held    *feature.HeldSamples // the ids of the last Hold
 	limit   int64                // decoding memory (SetMemoryLimit); 0: Materialize's default
-	run     int64                // the row bound's memory limit (convert.Bounds.Run); 0: limit
+	run     int64                // the row bound's memory limit (feature.Bounds.Run); 0: limit
 }
 
 // SetMemoryLimit bounds the decoding of each Prefetch (MemoryLimiter).
@@ -103,7 +103,7 @@ func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 			uniq = append(uniq, id)
 		}
 	}
-	got, err := convert.MaterializeFrom(ctx, s.st, s.p, s.spec, uniq, convert.Bounds{Memory: s.limit, Run: s.run})
+	got, err := feature.MaterializeFrom(ctx, s.st, s.p, s.spec, uniq, feature.Bounds{Memory: s.limit, Run: s.run})
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) 
 }
 
 // JaggedValues returns each of ids' values of jagged tensor t, as
-// convert.Samples.Sample gives them (verify.JaggedSource): a sample's
+// feature.Samples.Sample gives them (verify.JaggedSource): a sample's
 // values bytes, little-endian, a whole number of values. The slices alias
 // the materialized samples, valid until the next Prefetch.
 func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][]byte, error) {
@@ -159,13 +159,13 @@ func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][
 }
 
 // Hold materializes ids (sorted, unique) with one
-// convert.MaterializeSorted, which decodes each row group holding one of
+// feature.MaterializeSorted, which decodes each row group holding one of
 // them once and keeps the samples where it staged them, and releases
 // what was held before first (verify.PartSource).
 func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
 	s.held.Close()
 	s.held = nil
-	got, err := convert.MaterializeSorted(ctx, s.st, s.p, s.spec, ids, convert.Bounds{Memory: s.limit, Run: s.run})
+	got, err := feature.MaterializeSorted(ctx, s.st, s.p, s.spec, ids, feature.Bounds{Memory: s.limit, Run: s.run})
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
 }
 
 // Held returns tensor t's bytes of the i-th id of the last Hold, as
-// convert.HeldSamples.Sample gives them (verify.PartSource). They depend
+// feature.HeldSamples.Sample gives them (verify.PartSource). They depend
 // on the tensors only, not on the shard's geometry: verify may hold the
 // ids of several shards with the same tensors through one source.
 func (s *deepSource) Held(t, i int) []byte { return s.held.Sample(t, i) }

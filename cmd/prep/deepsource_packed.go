@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
@@ -17,11 +17,11 @@ import (
 
 // packedDeepSource is the verify --deep source of a packed plan's shards
 // (PLAN.md §12, SPEC.md §2.9). The packing is read again once for the
-// shards checked in this process (convert.OpenPackedGroups, which
+// shards checked in this process (feature.OpenPackedGroups, which
 // recomputes it from the token lengths and checks the plan's digests);
 // each shard's source then decodes the documents of its batches a group
 // of consecutive batches at a time, grouped as a packed convert groups
-// its steps (convert.PackedGroups.Decode): the batch compared, then the
+// its steps (feature.PackedGroups.Decode): the batch compared, then the
 // packed rows of the batches verify prefetches after it, while their
 // documents fit the source's memory limit (verify.MemoryLimiter: half of
 // the check's share of --memory-limit, with one job the half a packed
@@ -38,7 +38,7 @@ type packedDeepSource struct {
 	shared *packedPlan
 	limit  int64 // bytes of documents held at once (SetMemoryLimit); 0: not set
 
-	docs    *convert.PackedDocuments // the current group's documents; nil: none
+	docs    *feature.PackedDocuments // the current group's documents; nil: none
 	rows    map[uint64]bool          // the packed rows they build
 	ahead   []uint64                 // the ids of the batches of the last Prefetch, in order
 	next    int                      // ahead[next:] are the batches after the last FillBlock's
@@ -49,7 +49,7 @@ type packedDeepSource struct {
 // packedPlan is the packing of one plan, read once for all shards.
 type packedPlan struct {
 	once   sync.Once
-	groups *convert.PackedGroups
+	groups *feature.PackedGroups
 	err    error
 	refs   int
 }
@@ -59,8 +59,8 @@ var (
 	packedCache = map[string]*packedPlan{} // by plan fingerprint and source root
 )
 
-func newPackedDeepSource(p *plan.Plan, spec *convert.Spec, st source.Store, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (verify.SampleSource, error) {
-	want, err := convert.PackedTensors(spec, p.Packing)
+func newPackedDeepSource(p *plan.Plan, spec *feature.Spec, st source.Store, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (verify.SampleSource, error) {
+	want, err := feature.PackedTensors(spec, p.Packing)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func newPackedDeepSource(p *plan.Plan, spec *convert.Spec, st source.Store, g sh
 	d.refs++
 	packedMu.Unlock()
 	d.once.Do(func() {
-		d.groups, d.err = convert.OpenPackedGroups(context.Background(), convert.Options{Source: st}, p, spec)
+		d.groups, d.err = feature.OpenPackedGroups(context.Background(), st, 0, p, spec)
 	})
 	s := &packedDeepSource{g: g, shared: d}
 	if d.err != nil {
@@ -132,8 +132,8 @@ func (s *packedDeepSource) hold(ctx context.Context, ids []uint64) error {
 			return nil, false, nil
 		}
 		return after[i-1 : i], true, nil
-	}, budget, convert.Bounds{Memory: max(1, budget/2), Run: deepRunLimit})
-	var be *convert.PackedBudgetError
+	}, budget, feature.Bounds{Memory: max(1, budget/2), Run: deepRunLimit})
+	var be *feature.PackedBudgetError
 	if errors.As(err, &be) {
 		return fmt.Errorf("the documents of the batch's packed rows take %d bytes decoded, more than the %d bytes this check may hold (half of --memory-limit, shared among --jobs checks): raise --memory-limit to at least %d (with --jobs 1)", be.Need, be.Budget, 2*be.Need)
 	}

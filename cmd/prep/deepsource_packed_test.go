@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
@@ -68,7 +69,7 @@ func TestVerifyDeepPackedTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lengths, err := convert.TokenLengths(context.Background(), nil, s, "tokens", 1)
+	lengths, err := feature.TokenLengths(context.Background(), nil, s, "tokens", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestVerifyDeepPackedTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	spec := &convert.Spec{Tensors: []convert.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestVerifyDeepPackedExtras(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lengths, err := convert.TokenLengths(context.Background(), nil, s, "tokens", 1)
+	lengths, err := feature.TokenLengths(context.Background(), nil, s, "tokens", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +178,10 @@ func TestVerifyDeepPackedExtras(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	spec := &convert.Spec{Tensors: []convert.TensorSpec{
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{
 		{Name: "tokens", Column: "tokens", DType: "I32"},
-		{Name: "src", Column: "src", DType: "I16", Packed: &convert.PackedPolicy{Per: convert.PackedPerToken, Pad: convert.IntNumber(-1)}},
-		{Name: "q", Column: "q", DType: "F64", Packed: &convert.PackedPolicy{Per: convert.PackedPerDocument}},
+		{Name: "src", Column: "src", DType: "I16", Packed: &feature.PackedPolicy{Per: feature.PackedPerToken, Pad: feature.IntNumber(-1)}},
+		{Name: "q", Column: "q", DType: "F64", Packed: &feature.PackedPolicy{Per: feature.PackedPerDocument}},
 	}}
 	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
 		t.Fatal(err)
@@ -243,7 +244,7 @@ func TestVerifyDeepPackedHeldWithinMemoryLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lengths, err := convert.TokenLengths(context.Background(), nil, s, "tokens", 1)
+	lengths, err := feature.TokenLengths(context.Background(), nil, s, "tokens", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestVerifyDeepPackedHeldWithinMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	spec := &convert.Spec{Tensors: []convert.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func listPackages(t *testing.T) map[string]pkg {
 		}
 		pkgs[rel(p.ImportPath)] = p
 	}
-	for _, want := range []string{"convert", "verify", "plan", "pqread", "gpuload", "source", "shardfmt"} {
+	for _, want := range []string{"convert", "feature", "verify", "plan", "pqread", "gpuload", "source", "shardfmt"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Fatalf("go list did not report package %s", want)
 		}
@@ -116,6 +116,9 @@ var rules = []rule{
 	{"verify does not import convert", func(pkgs map[string]pkg) []string {
 		return noDep(pkgs, "verify", "convert")
 	}},
+	{"feature imports none of convert, verify, shardset", func(pkgs map[string]pkg) []string {
+		return noDep(pkgs, "feature", "convert", "verify", "shardset")
+	}},
 	{"plan imports no other prep package but internal helpers", func(pkgs map[string]pkg) []string {
 		var bad []string
 		for _, d := range pkgs["plan"].Deps {
@@ -154,10 +157,10 @@ var rules = []rule{
 		slices.Sort(bad)
 		return bad
 	}},
-	{"only source and convert import pqread", func(pkgs map[string]pkg) []string {
+	{"only source and feature import pqread", func(pkgs map[string]pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
-			if under(name, "pqread") || under(name, "source") || under(name, "convert") {
+			if under(name, "pqread") || under(name, "source") || under(name, "feature") {
 				continue
 			}
 			for _, imp := range p.Imports {

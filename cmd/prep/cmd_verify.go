@@ -67,9 +67,10 @@ func (d *deepFlag) Set(s string) error {
 
 func (d *deepFlag) Type() string { return "fraction" }
 
-// sourceOpener is the --deep value reader: convert's materializer. Tests
-// replace it.
-var sourceOpener verify.SourceOpener = convertSource
+// sourceOpener returns the --deep value reader (verify.FeatureSource, the
+// decoder convert writes shards with) over the stores of store, under the
+// --memory-limit mem. Tests replace it.
+var sourceOpener = verify.FeatureSource
 
 func newVerifyCmd(g *globalOptions) *cobra.Command {
 	o := &verifyOptions{}
@@ -159,13 +160,12 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	// One Store per source root, an object store's client shared by the
 	// fingerprint check and every shard's deep source.
 	stores := &storeCache{ctx: ctx, io: &o.io, readAhead: readAheadShare(mem)}
-	deepStores, deepRunLimit = stores, mem
-	defer func() { deepStores, deepRunLimit = nil, 0; stores.close() }()
+	defer stores.close()
 	sourceRoot := o.sourceRoot
 	bar := g.newProgress("verify", -1)
 	opts := verify.Options{
 		Dir: dir, PlanPath: o.planPath, Deep: o.deep.on, DeepFraction: o.deep.fraction, Seed: o.seed,
-		Source: sourceOpener, SourceRoot: sourceRoot, Store: stores.store, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
+		Source: sourceOpener(stores.store, mem), SourceRoot: sourceRoot, Store: stores.store, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
 		Progress:      func(n int64) { bar.Add(0, n) },
 		RecomputePlan: o.recompute,
 		MemoryLimit:   mem,

@@ -1,31 +1,53 @@
-package main
+package verify
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
-	"github.com/prepml/prep/verify"
 )
 
-// convertSource is the verify.SourceOpener of `prep verify --deep`: it rebuilds the
-// feature spec recorded in the manifest (checking it against the manifest's
-// spec hash) and materializes expected samples with feature.Materialize,
-// the same decode and transform code convert writes shards with, reading
-// only the row groups that hold the requested samples. Source files are
-// resolved under sourceRoot.
-func convertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (verify.SampleSource, error) {
+// FeatureSource returns the SourceOpener of `prep verify --deep`: each
+// shard's source rebuilds the feature spec recorded in the manifest
+// (checking it against the manifest's spec hash) and decodes expected
+// samples with package feature, the same decode and transform code convert
+// writes shards with, reading only the row groups that hold the requested
+// samples. Source files are resolved under the source root, read from
+// store(p, root) (nil store, or a nil Store returned: the local directory).
+// memoryLimit is the --memory-limit whose row bounds apply
+// (feature.Bounds.Run): verify --deep accepts every row convert accepts
+// under the same limit, though it decodes within a share of it; <= 0: the
+// share it decodes in. A packed plan's packing is read once for all the
+// shards opened through one FeatureSource.
+func FeatureSource(store func(p *plan.Plan, root string) (source.Store, error), memoryLimit int64) SourceOpener {
+	fs := &featureSources{store: store, runLimit: memoryLimit, packed: map[string]*packedPlan{}}
+	return fs.open
+}
+
+// featureSources is the state one FeatureSource shares among the shards
+// it opens sources for.
+type featureSources struct {
+	store    func(p *plan.Plan, root string) (source.Store, error)
+	runLimit int64 // the row bounds' memory limit (feature.Bounds.Run); 0: the decoding share
+
+	mu     sync.Mutex
+	packed map[string]*packedPlan // by plan fingerprint and source root
+}
+
+// open is the SourceOpener of FeatureSource.
+func (fs *featureSources) open(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (SampleSource, error) {
 	spec, err := specFromManifest(m)
 	if err != nil {
 		return nil, err
 	}
 	var st source.Store // nil: the local directory p.Source.Root
-	if deepStores != nil {
-		if st, err = deepStores.store(p, sourceRoot); err != nil {
+	if fs.store != nil {
+		if st, err = fs.store(p, sourceRoot); err != nil {
 			return nil, err
 		}
 	}
@@ -35,9 +57,9 @@ func convertSource(p *plan.Plan, m *shardfmt.Manifest, sourceRoot string, g shar
 		p = &q
 	}
 	if p.Packing != nil {
-		return newPackedDeepSource(p, spec, st, g, tensors)
+		return fs.newPackedDeepSource(p, spec, st, g, tensors)
 	}
-	return &deepSource{p: p, spec: spec, g: g, tensors: tensors, st: st, run: deepRunLimit}, nil
+	return &deepSource{p: p, spec: spec, g: g, tensors: tensors, st: st, run: fs.runLimit}, nil
 }
 
 // specFromManifest decodes the manifest's spec and checks its hash.
@@ -61,16 +83,6 @@ func specFromManifest(m *shardfmt.Manifest) (*feature.Spec, error) {
 	}
 	return &spec, nil
 }
-
-// deepRunLimit, when set (by prep verify, to its --memory-limit), is the
-// memory limit whose jagged row bound the deep sources apply
-// (feature.Bounds.Run): verify --deep accepts every row convert accepts
-// under the same --memory-limit, though it decodes within a share of it.
-var deepRunLimit int64
-
-// deepStores, when set (by prep verify), resolves the Store of each deep
-// source's root, object stores included.
-var deepStores *storeCache
 
 // deepSource materializes expected samples: by parts of row groups with
 // feature.MaterializeSorted (Hold, Held), or by windows of batches with
@@ -144,7 +156,7 @@ func (s *deepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) 
 }
 
 // JaggedValues returns each of ids' values of jagged tensor t, as
-// feature.Samples.Sample gives them (verify.JaggedSource): a sample's
+// feature.Samples.Sample gives them (JaggedSource): a sample's
 // values bytes, little-endian, a whole number of values. The slices alias
 // the materialized samples, valid until the next Prefetch.
 func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][]byte, error) {
@@ -161,7 +173,7 @@ func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][
 // Hold materializes ids (sorted, unique) with one
 // feature.MaterializeSorted, which decodes each row group holding one of
 // them once and keeps the samples where it staged them, and releases
-// what was held before first (verify.PartSource).
+// what was held before first (PartSource).
 func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
 	s.held.Close()
 	s.held = nil
@@ -178,7 +190,7 @@ func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
 }
 
 // Held returns tensor t's bytes of the i-th id of the last Hold, as
-// feature.HeldSamples.Sample gives them (verify.PartSource). They depend
+// feature.HeldSamples.Sample gives them (PartSource). They depend
 // on the tensors only, not on the shard's geometry: verify may hold the
 // ids of several shards with the same tensors through one source.
 func (s *deepSource) Held(t, i int) []byte { return s.held.Sample(t, i) }
@@ -191,6 +203,6 @@ func (s *deepSource) Close() error {
 }
 
 var (
-	_ verify.JaggedSource = (*deepSource)(nil)
-	_ verify.PartSource   = (*deepSource)(nil)
+	_ JaggedSource = (*deepSource)(nil)
+	_ PartSource   = (*deepSource)(nil)
 )

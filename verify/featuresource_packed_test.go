@@ -1,4 +1,4 @@
-package main
+package verify_test
 
 import (
 	"bytes"
@@ -84,7 +84,7 @@ func TestVerifyDeepPackedTokens(t *testing.T) {
 	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
 		t.Fatal(err)
 	}
-	opts := verify.Options{Dir: out, Deep: true, Source: convertSource}
+	opts := verify.Options{Dir: out, Deep: true, Source: verify.FeatureSource(nil, 0)}
 	if rep := verifytest.Run(t, opts); !rep.OK || rep.DeepBatches != 2*p.Steps() {
 		t.Fatalf("clean set: %d deep batches\n%s", rep.DeepBatches, verifytest.Lines(rep))
 	}
@@ -186,7 +186,7 @@ func TestVerifyDeepPackedExtras(t *testing.T) {
 	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
 		t.Fatal(err)
 	}
-	opts := verify.Options{Dir: out, Deep: true, Source: convertSource}
+	opts := verify.Options{Dir: out, Deep: true, Source: verify.FeatureSource(nil, 0)}
 	if rep := verifytest.Run(t, opts); !rep.OK || rep.DeepBatches != 2*p.Steps() {
 		t.Fatalf("clean set: %d deep batches\n%s", rep.DeepBatches, verifytest.Lines(rep))
 	}
@@ -270,13 +270,14 @@ func TestVerifyDeepPackedHeldWithinMemoryLimit(t *testing.T) {
 	}
 	var (
 		mu   sync.Mutex
-		srcs []*packedDeepSource
+		srcs []verify.SampleSource
 	)
+	open := verify.FeatureSource(nil, 0)
 	opener := func(p *plan.Plan, m *shardfmt.Manifest, root string, g shardfmt.Geometry, ts []shardfmt.TensorInfo) (verify.SampleSource, error) {
-		s, err := convertSource(p, m, root, g, ts)
-		if ps, ok := s.(*packedDeepSource); ok {
+		s, err := open(p, m, root, g, ts)
+		if _, _, ok := verify.PackedSourceStats(s); ok {
 			mu.Lock()
-			srcs = append(srcs, ps)
+			srcs = append(srcs, s)
 			mu.Unlock()
 		}
 		return s, err
@@ -288,10 +289,11 @@ func TestVerifyDeepPackedHeldWithinMemoryLimit(t *testing.T) {
 		if len(srcs) != 2 {
 			t.Fatalf("%s: %d packed sources opened, want 2 (one per shard)", what, len(srcs))
 		}
-		for i, ps := range srcs {
-			if ps.peak <= 0 || ps.peak > limit/2 || ps.decodes <= 1 || ps.decodes >= p.Steps() {
+		for i, s := range srcs {
+			peak, decodes, _ := verify.PackedSourceStats(s)
+			if peak <= 0 || peak > limit/2 || decodes <= 1 || decodes >= p.Steps() {
 				t.Errorf("%s: source %d held at most %d bytes of documents (want in (0, %d], all documents take %d), in %d groups (want 2..%d: several batches a group)",
-					what, i, ps.peak, limit/2, all, ps.decodes, p.Steps()-1)
+					what, i, peak, limit/2, all, decodes, p.Steps()-1)
 			}
 		}
 		srcs = nil

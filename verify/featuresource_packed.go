@@ -1,4 +1,4 @@
-package main
+package verify
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
-	"github.com/prepml/prep/verify"
 )
 
 // packedDeepSource is the verify --deep source of a packed plan's shards
@@ -23,7 +22,7 @@ import (
 // of consecutive batches at a time, grouped as a packed convert groups
 // its steps (feature.PackedGroups.Decode): the batch compared, then the
 // packed rows of the batches verify prefetches after it, while their
-// documents fit the source's memory limit (verify.MemoryLimiter: half of
+// documents fit the source's memory limit (MemoryLimiter: half of
 // the check's share of --memory-limit, with one job the half a packed
 // convert holds its documents within). A batch whose documents alone
 // exceed it is refused, naming the bytes they take. Each packed row's
@@ -36,6 +35,7 @@ import (
 type packedDeepSource struct {
 	g      shardfmt.Geometry
 	shared *packedPlan
+	fs     *featureSources
 	limit  int64 // bytes of documents held at once (SetMemoryLimit); 0: not set
 
 	docs    *feature.PackedDocuments // the current group's documents; nil: none
@@ -54,12 +54,7 @@ type packedPlan struct {
 	refs   int
 }
 
-var (
-	packedMu    sync.Mutex
-	packedCache = map[string]*packedPlan{} // by plan fingerprint and source root
-)
-
-func newPackedDeepSource(p *plan.Plan, spec *feature.Spec, st source.Store, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (verify.SampleSource, error) {
+func (fs *featureSources) newPackedDeepSource(p *plan.Plan, spec *feature.Spec, st source.Store, g shardfmt.Geometry, tensors []shardfmt.TensorInfo) (SampleSource, error) {
 	want, err := feature.PackedTensors(spec, p.Packing)
 	if err != nil {
 		return nil, err
@@ -68,18 +63,18 @@ func newPackedDeepSource(p *plan.Plan, spec *feature.Spec, st source.Store, g sh
 		return nil, fmt.Errorf("spec yields tensors %s, shard has %s", shardfmt.TensorList(want), shardfmt.TensorList(tensors))
 	}
 	key := p.Fingerprint + "\x00" + p.Source.Root
-	packedMu.Lock()
-	d := packedCache[key]
+	fs.mu.Lock()
+	d := fs.packed[key]
 	if d == nil {
 		d = &packedPlan{}
-		packedCache[key] = d
+		fs.packed[key] = d
 	}
 	d.refs++
-	packedMu.Unlock()
+	fs.mu.Unlock()
 	d.once.Do(func() {
 		d.groups, d.err = feature.OpenPackedGroups(context.Background(), st, 0, p, spec)
 	})
-	s := &packedDeepSource{g: g, shared: d}
+	s := &packedDeepSource{g: g, shared: d, fs: fs}
 	if d.err != nil {
 		s.Close()
 		return nil, d.err
@@ -88,11 +83,11 @@ func newPackedDeepSource(p *plan.Plan, spec *feature.Spec, st source.Store, g sh
 }
 
 // SetMemoryLimit bounds the bytes of documents held at once
-// (verify.MemoryLimiter).
+// (MemoryLimiter).
 func (s *packedDeepSource) SetMemoryLimit(bytes int64) { s.limit = bytes }
 
 // Prefetch keeps the ids of the upcoming batches, in order (the packed
-// rows a group may add after the batch compared; verify.Prefetcher).
+// rows a group may add after the batch compared; Prefetcher).
 func (s *packedDeepSource) Prefetch(ctx context.Context, ids []uint64) error {
 	s.ahead, s.next = append(s.ahead[:0], ids...), 0
 	return nil
@@ -104,8 +99,8 @@ func (s *packedDeepSource) budget() int64 {
 	switch {
 	case s.limit > 0:
 		return s.limit
-	case deepRunLimit > 0:
-		return max(1, deepRunLimit/2)
+	case s.fs.runLimit > 0:
+		return max(1, s.fs.runLimit/2)
 	}
 	return math.MaxInt64
 }
@@ -132,7 +127,7 @@ func (s *packedDeepSource) hold(ctx context.Context, ids []uint64) error {
 			return nil, false, nil
 		}
 		return after[i-1 : i], true, nil
-	}, budget, feature.Bounds{Memory: max(1, budget/2), Run: deepRunLimit})
+	}, budget, feature.Bounds{Memory: max(1, budget/2), Run: s.fs.runLimit})
 	var be *feature.PackedBudgetError
 	if errors.As(err, &be) {
 		return fmt.Errorf("the documents of the batch's packed rows take %d bytes decoded, more than the %d bytes this check may hold (half of --memory-limit, shared among --jobs checks): raise --memory-limit to at least %d (with --jobs 1)", be.Need, be.Budget, 2*be.Need)
@@ -161,7 +156,7 @@ func (s *packedDeepSource) release() {
 }
 
 // FillBlock writes the expected fixed-shape tensors of the packed rows ids
-// (tokens, segment ids, positions, per-token columns; verify.SampleSource).
+// (tokens, segment ids, positions, per-token columns; SampleSource).
 func (s *packedDeepSource) FillBlock(ctx context.Context, ids []uint64, block []byte) error {
 	if err := s.hold(ctx, ids); err != nil {
 		return err
@@ -177,7 +172,7 @@ func (s *packedDeepSource) FillBlock(ctx context.Context, ids []uint64, block []
 }
 
 // JaggedValues returns each packed row's values of jagged tensor t: its
-// cu_seqlens, or a per-document column's values (verify.JaggedSource).
+// cu_seqlens, or a per-document column's values (JaggedSource).
 func (s *packedDeepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][]byte, error) {
 	if s.docs == nil || slices.ContainsFunc(ids, func(id uint64) bool { return !s.rows[id] }) {
 		if err := s.hold(ctx, ids); err != nil {
@@ -201,13 +196,13 @@ func (s *packedDeepSource) Close() error {
 	if s.shared == nil {
 		return nil
 	}
-	packedMu.Lock()
-	defer packedMu.Unlock()
+	s.fs.mu.Lock()
+	defer s.fs.mu.Unlock()
 	s.shared.refs--
 	if s.shared.refs == 0 {
-		for k, d := range packedCache {
+		for k, d := range s.fs.packed {
 			if d == s.shared {
-				delete(packedCache, k)
+				delete(s.fs.packed, k)
 			}
 		}
 	}
@@ -216,7 +211,7 @@ func (s *packedDeepSource) Close() error {
 }
 
 var (
-	_ verify.JaggedSource  = (*packedDeepSource)(nil)
-	_ verify.Prefetcher    = (*packedDeepSource)(nil)
-	_ verify.MemoryLimiter = (*packedDeepSource)(nil)
+	_ JaggedSource  = (*packedDeepSource)(nil)
+	_ Prefetcher    = (*packedDeepSource)(nil)
+	_ MemoryLimiter = (*packedDeepSource)(nil)
 )

@@ -44,7 +44,7 @@ const jaggedRetain = 1 << 20
 // stretch of samples whose values lie next to each other in it), the rest
 // zero. It returns the block and the bytes it holds of the stage's jagged
 // budget (r.jagBudget), to be released once the block is written. A block
-// over the limit of jaggedLimits is refused with ErrValue naming epoch,
+// over feature.Budget.JaggedBlock is refused with ErrValue naming epoch,
 // rank, step and the largest jagged tensor.
 func (r *runner) jaggedBlock(o *shardOut, step, count int) ([]byte, int64, error) {
 	g := o.geo

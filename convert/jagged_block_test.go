@@ -188,7 +188,7 @@ func TestRunJaggedMatchesSource(t *testing.T) {
 func TestMaterializeJagged(t *testing.T) {
 	p, spec := jagFixture(t, jagCfg)
 	ids := []uint64{0, 3, 7, 8, 14, 729, 500, 3}
-	s, err := feature.Materialize(context.Background(), p, spec, ids)
+	s, err := feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestMaterializeJaggedRowBound(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o"), Jobs: 2, MemoryLimit: 8 << 20}); err != nil {
 		t.Fatalf("convert under 8 MiB: %v", err)
 	}
-	h, err := feature.MaterializeSorted(context.Background(), nil, p, spec, []uint64{20, 21}, feature.Bounds{Memory: 2 << 20, Run: 8 << 20})
+	h, err := feature.Hold(context.Background(), nil, p, spec, []uint64{20, 21}, feature.Bounds{Memory: 2 << 20, Run: 8 << 20})
 	if err != nil {
 		t.Fatalf("materialize within 2 MiB for a run of 8 MiB: %v", err)
 	}
@@ -316,7 +316,7 @@ func TestMaterializeJaggedRowBound(t *testing.T) {
 	if got, want := h.Sample(1, 1)[4*1000:4*1001], binary.LittleEndian.AppendUint32(nil, uint32(21*100+1000)); !bytes.Equal(got, want) {
 		t.Errorf("row 21 value 1000: % x, want % x", got, want)
 	}
-	_, err = feature.MaterializeSorted(context.Background(), nil, p, spec, []uint64{21}, feature.Bounds{Memory: 2 << 20})
+	_, err = feature.Hold(context.Background(), nil, p, spec, []uint64{21}, feature.Bounds{Memory: 2 << 20})
 	want := `a.parquet: column "v", row group 1, page 0, row 5, offset 743: size limit exceeded: row 5 holds more than 262144 slots (level entries), more than one row of jagged tensor "v" may hold under the memory limit (a quarter of it, at least 1 MiB, in values of the dtype); raise --memory-limit`
 	if err == nil || err.Error() != want || !errors.Is(err, pqread.ErrLimit) {
 		t.Errorf("error\n  %v\nwant\n  %s", err, want)
@@ -577,7 +577,7 @@ func TestRunJaggedListOfLists(t *testing.T) {
 			}
 		}
 	}
-	s, err := feature.Materialize(context.Background(), p, spec, []uint64{0, 2, 3, 5, 59})
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{0, 2, 3, 5, 59}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +641,7 @@ func TestJaggedListOfStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := feature.Materialize(context.Background(), p, spec, []uint64{0, 1, 2, 3, 4})
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{0, 1, 2, 3, 4}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -690,7 +690,7 @@ func TestJaggedListOfStrings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = feature.Materialize(context.Background(), p, spec, []uint64{0, 1, 2, 3, 4})
+		_, err = feature.Materialize(context.Background(), nil, p, spec, []uint64{0, 1, 2, 3, 4}, feature.Bounds{})
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
 		}

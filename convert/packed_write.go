@@ -25,7 +25,7 @@ import (
 // document decoded once. A single step whose documents exceed the half is
 // refused, naming the bytes it needs.
 func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
-	budget := max(1, r.o.MemoryLimit/2)
+	budget := feature.NewBudget(r.o.MemoryLimit).PackedDocuments()
 	var (
 		ps  *feature.PackedGroups
 		all *feature.PackedDocuments
@@ -126,7 +126,7 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*feature.PackedDoc
 		var err error
 		g.ids, _, err = r.p.RankBatch(k.epoch, k.rank, cur[1], g.ids)
 		return g.ids, true, err
-	}, g.budget, feature.Bounds{Memory: max(1, r.o.MemoryLimit/2), Run: r.o.MemoryLimit})
+	}, g.budget, feature.NewBudget(r.o.MemoryLimit).PackedDecode())
 	var be *feature.PackedBudgetError
 	if errors.As(err, &be) {
 		k := g.todo[si]

@@ -42,16 +42,6 @@ const (
 	StageWrite  = "write"  // stage 2: samples and shard bytes written
 )
 
-// MinMemoryLimit is the least memory limit prep convert and prep verify
-// --deep accept (1 MiB). Below it a row group is read in windows of a few
-// rows each, millions of them for a large row group, which takes far
-// longer and, for the bookkeeping of every window and page, more memory
-// than a run at MinMemoryLimit. Run itself takes any positive
-// Options.MemoryLimit (a small limit makes small inputs exercise row
-// windows and spilling), but promises bounded memory only from
-// MinMemoryLimit up.
-const MinMemoryLimit = 1 << 20
-
 // Options configures Run.
 type Options struct {
 	Plan *plan.Plan // the loaded plan (plan.Load or plan.Parse)
@@ -65,8 +55,12 @@ type Options struct {
 	Ranks  []int // ranks to materialize; nil = all
 
 	Jobs        int   // parallel column chunks (stage 1); stage 2 writes 2*Jobs shards at once (1 for Jobs 1); <= 0: GOMAXPROCS
-	MemoryLimit int64 // bytes of memory proportional to the data, all counted against it: staging and the values arena in anonymous memory (at most half; larger ones spill to disk), decoded column chunks in flight (estimated) and jagged batch blocks in the Go heap; <= 0: 1 GiB
-	Force       bool  // replace an output made from another plan, source or spec
+	MemoryLimit int64 // bytes of memory proportional to the data, all counted against it (--memory-limit; its shares: feature.Budget): staging and the values arena in anonymous memory (at most half; larger ones spill to disk), decoded column chunks in flight (estimated) and jagged batch blocks in the Go heap; <= 0: feature.DefaultMemoryLimit
+	// ObjectStore reports that Source is an object store, whose read-ahead
+	// (feature.Budget.ReadAhead) counts against MemoryLimit: the run's own
+	// shares are those of the rest (feature.Budget.AfterReadAhead).
+	ObjectStore bool
+	Force       bool // replace an output made from another plan, source or spec
 
 	ToolVersion string       // recorded in shards and manifest
 	Logger      *slog.Logger // nil: discard
@@ -163,9 +157,11 @@ func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.GOMAXPROCS(0)
 	}
-	if o.MemoryLimit <= 0 {
-		o.MemoryLimit = 1 << 30
+	budget := feature.NewBudget(o.MemoryLimit)
+	if o.ObjectStore {
+		budget = budget.AfterReadAhead()
 	}
+	o.MemoryLimit = budget.Limit
 	p, spec := o.Plan, o.Spec
 	if p == nil || spec == nil {
 		return nil, fmt.Errorf("convert: plan and spec are required")
@@ -297,7 +293,7 @@ type runner struct {
 	tx *shardset.Txn // the output's write transaction: lock, commits, rollback
 
 	arena     *feature.Arena     // jagged tensors' values; nil when none
-	jagBlock  int64              // the most bytes of a jagged batch block (jaggedLimits)
+	jagBlock  int64              // the most bytes of a jagged batch block (feature.Budget.JaggedBlock)
 	jagBudget *feature.Admission // bytes of jagged batch blocks being built and written
 	// jagCtx is stage 2's context (writeShards): a writer waiting on
 	// jagBudget stops waiting when it is cancelled.
@@ -415,7 +411,8 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		return err
 	}
 	stageTotal := int64(set.Len()) * int64(feature.RecordSize(r.tensors))
-	block, _ := feature.JaggedLimits(r.o.MemoryLimit)
+	budget := feature.NewBudget(r.o.MemoryLimit)
+	block := budget.JaggedBlock()
 	r.arena = r.prog.NewArena(set)
 	var shardTotal int64
 	for _, k := range todo {
@@ -428,7 +425,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	// One budget (see Memory in the package documentation): the staging
 	// records and the values arena held in anonymous memory take at most
 	// half of the limit; the Go heap has the rest.
-	anonCap := r.o.MemoryLimit / 2
+	anonCap := budget.Anon()
 	st, err := newStage(ctx, r.p, todo, set, r.tensors, anonCap, r.o.Jobs)
 	if err != nil {
 		return err
@@ -439,12 +436,12 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 		defer r.arena.Close()
 		r.sum.ValuesArenaBytes, r.sum.ValuesArenaFile = r.arena.Size(), !r.arena.InMemory()
 	}
-	heap := r.o.MemoryLimit - st.memBytes() - r.arena.MemBytes()
+	heap := budget.Heap(st.memBytes() + r.arena.MemBytes())
 	r.sum.AnonBudgetBytes, r.sum.HeapBudgetBytes = r.o.MemoryLimit-heap, heap
 	if r.o.HeapLimit != nil {
 		r.o.HeapLimit(heap)
 	}
-	r.jagBlock, r.jagBudget = block, feature.NewAdmission(max(block, heap/2))
+	r.jagBlock, r.jagBudget = block, feature.NewAdmission(budget.JaggedInFlight(heap))
 	need := st.diskBytes() + r.arena.DiskBytes() + shardTotal
 	if free, ok := sysmem.FreeBytes(out); ok && free < need {
 		if a := r.arena.DiskBytes(); a > 0 {
@@ -472,7 +469,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.o.OnStage != nil {
 		r.o.OnStage(StageDecode, int64(set.Len()), 0)
 	}
-	ds, err := r.prog.Decode(ctx, set, feature.Target{Records: st.records(), Sink: st.sink, Arena: r.arena}, r.o.Jobs, heap/2,
+	ds, err := r.prog.Decode(ctx, set, feature.Target{Records: st.records(), Sink: st.sink, Arena: r.arena}, r.o.Jobs, budget.Decode(heap),
 		func(rows int64) { r.progress(StageDecode, rows, 0) })
 	if err != nil {
 		return err

@@ -109,7 +109,7 @@ tensors:
 		t.Error("shards differ between the in-memory and the on-disk values arena")
 	}
 	ids := []uint64{2, 3, 0, 99, 41}
-	s, err := feature.Materialize(context.Background(), p, spec, ids)
+	s, err := feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}

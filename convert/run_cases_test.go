@@ -150,7 +150,7 @@ func materializeAll(t *testing.T, p *plan.Plan, specYAML string) (*feature.Sampl
 	for i := range ids {
 		ids[i] = uint64(i)
 	}
-	return feature.Materialize(context.Background(), p, spec, ids)
+	return feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{})
 }
 
 func mustContainAll(t *testing.T, err error, parts ...string) {

@@ -45,7 +45,7 @@ func TestRunImageMatchesPIL(t *testing.T) {
 	for i := range ids {
 		ids[i] = uint64(i)
 	}
-	s, err := feature.Materialize(context.Background(), p, spec, ids)
+	s, err := feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -281,7 +281,7 @@ func TestMaterializeMaps(t *testing.T) {
 	p, spec := mapFixture(t, jagCfg)
 	ids := []uint64{0, 1, 3, 10, 17, 127, 128, 549, 400, 3}
 	for _, limit := range []int64{0, 4 << 10} {
-		s, err := feature.MaterializeWithin(context.Background(), p, spec, ids, limit)
+		s, err := feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{Memory: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -399,7 +399,7 @@ func TestRunMapRowErrors(t *testing.T) {
 			for id := range c.p.NumSamples() {
 				ids = append(ids, id)
 			}
-			_, err = feature.MaterializeWithin(context.Background(), c.p, spec, ids, limit)
+			_, err = feature.Materialize(context.Background(), nil, c.p, spec, ids, feature.Bounds{Memory: limit})
 			if err == nil || err.Error() != c.want || !errors.Is(err, c.sentinel) {
 				t.Errorf("%s: Materialize (limit %d): error\n  %v\nwant\n  %s", c.spec, limit, err, c.want)
 			}
@@ -499,7 +499,7 @@ func TestMapNullValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := feature.Materialize(context.Background(), p, spec, []uint64{0, 1, 2})
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{0, 1, 2}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ func TestMapParquetTesting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := feature.Materialize(context.Background(), p, spec, []uint64{0, 1, 2})
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{0, 1, 2}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +603,7 @@ func TestMapParquetTesting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err = feature.Materialize(context.Background(), impala, spec, []uint64{0})
+	s, err = feature.Materialize(context.Background(), nil, impala, spec, []uint64{0}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +650,7 @@ func TestMapRefusalHintsConvert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := feature.Materialize(context.Background(), p, spec, []uint64{0})
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{0}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,7 +702,7 @@ func TestRunListOfStructsMismatch(t *testing.T) {
 		if err == nil || err.Error() != want || !errors.Is(err, pqread.ErrCorrupt) {
 			t.Errorf("limit %d: error\n  %v\nwant\n  %s", limit, err, want)
 		}
-		_, err = feature.MaterializeWithin(context.Background(), p, both, []uint64{0, 7}, limit)
+		_, err = feature.Materialize(context.Background(), nil, p, both, []uint64{0, 7}, feature.Bounds{Memory: limit})
 		if err == nil || err.Error() != want {
 			t.Errorf("Materialize limit %d: error\n  %v\nwant\n  %s", limit, err, want)
 		}
@@ -711,7 +711,7 @@ func TestRunListOfStructsMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := feature.Materialize(context.Background(), p, one, []uint64{7})
+	s, err := feature.Materialize(context.Background(), nil, p, one, []uint64{7}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func TestRunEndToEnd(t *testing.T) {
 
 	// Materialize gives the same bytes.
 	ids := []uint64{999, 0, 5, 700, 5}
-	s, err := feature.Materialize(context.Background(), p, spec, ids)
+	s, err := feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,7 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 	p := makePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	testutil.LowerFDLimit(t, 64)
 	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
-	s, err := feature.Materialize(context.Background(), p, spec, []uint64{0, uint64(3*n - 1)})
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{0, uint64(3*n - 1)}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1092,7 +1092,7 @@ func TestRunCountsOverflows(t *testing.T) {
 	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "tensor=id8 dtype=F8_E4M3 count=535") {
 		t.Errorf("log:\n%s", logs.String())
 	}
-	s, err := feature.Materialize(context.Background(), p, spec, []uint64{464, 465, 999})
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{464, 465, 999}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}

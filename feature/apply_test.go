@@ -690,7 +690,7 @@ func TestFixedWidthNullsEveryLayout(t *testing.T) {
 				for i := range ids {
 					ids[i] = uint64(i)
 				}
-				w, err := MaterializeWithin(context.Background(), p, spec, ids, 256)
+				w, err := Materialize(context.Background(), nil, p, spec, ids, Bounds{Memory: 256})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -46,7 +46,7 @@ func materializeAll(t *testing.T, p *plan.Plan, specYAML string) (*Samples, erro
 	for i := range ids {
 		ids[i] = uint64(i)
 	}
-	return Materialize(context.Background(), p, spec, ids)
+	return Materialize(context.Background(), nil, p, spec, ids, Bounds{})
 }
 
 func tensorIndex(t *testing.T, s *Samples, name string) int {

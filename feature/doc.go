@@ -48,7 +48,8 @@
 //     plans: the per-document spec, token lengths, documents decoded in
 //     groups within a budget, packed rows built from them.
 //   - materialize.go: samples decoded for a caller that holds them
-//     (Materialize*, HeldSamples): verify --deep.
+//     (Program.Samples, Program.Hold, and Materialize and Hold, which
+//     compile first): verify --deep.
 //   - errors.go, hints.go: errors with their location, and hints.
 //
 // # Checks first

@@ -181,10 +181,7 @@ type imageRun struct {
 // images decoding at once take under memoryLimit: a quarter of it, at
 // least 1 MiB. An image whose header declares more is refused.
 func imageShare(memoryLimit int64) int64 {
-	if memoryLimit <= 0 {
-		memoryLimit = 1 << 30
-	}
-	return max(1<<20, memoryLimit/4)
+	return NewBudget(memoryLimit).Images()
 }
 
 // setImageLimits gives every image tensor of plans the run's decoding

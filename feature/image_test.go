@@ -535,7 +535,7 @@ func TestImageBombRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
-	_, err = MaterializeWithin(context.Background(), p, spec, []uint64{0, 1}, 64<<20)
+	_, err = Materialize(context.Background(), nil, p, spec, []uint64{0, 1}, Bounds{Memory: 64 << 20})
 	if !errors.Is(err, pqread.ErrLimit) || !strings.Contains(err.Error(), `bomb.parquet`) || !strings.Contains(err.Error(), "row 1") || !strings.Contains(err.Error(), "raise --memory-limit") {
 		t.Errorf("error %v, want a limit error naming bomb.parquet, row 1 and --memory-limit", err)
 	}

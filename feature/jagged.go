@@ -16,24 +16,14 @@ import (
 // LIST column into values in the arena and references in the records,
 // and stage 2's build of a batch's variable-size block from them.
 
-// jaggedLimits returns, for a run under memoryLimit, the most bytes of one
-// jagged batch block (a quarter of the limit, at least jaggedBlockMin: a
-// batch over it is refused) and the bytes of jagged blocks stage 2 builds
-// at once (twice that). A row's values count against the first: a single
-// row of more values than fit it is refused in stage 1.
-func JaggedLimits(memoryLimit int64) (block, inFlight int64) {
-	block = max(jaggedBlockMin, memoryLimit/4)
-	return block, 2 * block
-}
-
 // jaggedBlockMin is the least bound of a jagged batch block, whatever the
 // memory limit.
 const jaggedBlockMin = 1 << 20
 
 // setRowLimit sets the most values of one row of every jagged tensor of
-// plans under memoryLimit (jaggedLimits).
+// plans under memoryLimit (Budget.JaggedBlock).
 func setRowLimit(plans []*tensorPlan, memoryLimit int64) {
-	block, _ := JaggedLimits(memoryLimit)
+	block := NewBudget(memoryLimit).JaggedBlock()
 	for _, tp := range plans {
 		if tp.mode == modeJagged {
 			tp.maxRow = block / int64(tp.es)
@@ -44,17 +34,15 @@ func setRowLimit(plans []*tensorPlan, memoryLimit int64) {
 // rowSlotLimit returns lim with MaxRowSlots lowered to the most level
 // entries a row of the spec's list tensors may hold under memoryLimit
 // (the largest over them): for a jagged tensor (or a map), the values of
-// a jagged block (jaggedLimits); for a fixed list, whose rows are
+// a jagged block (Budget.JaggedBlock); for a fixed list, whose rows are
 // truncated or padded but decoded whole first, memoryLimit over
 // fixedRowEntryBytes. pqread refuses a longer row while reading its page,
 // naming file, column, row group and row, before its values are decoded.
 // A jagged tensor's own limit, when lower, is checked after decoding
 // (applyJagged).
 func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limits {
-	if memoryLimit <= 0 {
-		memoryLimit = 1 << 30
-	}
-	block, _ := JaggedLimits(memoryLimit)
+	b := NewBudget(memoryLimit)
+	block := b.JaggedBlock()
 	var most int64
 	for i := range spec.Tensors {
 		t := &spec.Tensors[i]
@@ -66,7 +54,7 @@ func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limit
 			}
 			most = max(most, block/int64(dt.Size()))
 		case t.Column != "" && t.Bytes == nil && (t.List != nil || t.Shape != nil):
-			most = max(most, memoryLimit/fixedRowEntryBytes) // possibly a fixed list
+			most = max(most, b.FixedListRowEntries()) // possibly a fixed list
 		}
 	}
 	if most == 0 {

@@ -48,27 +48,6 @@ func (s *Samples) Sample(t, i int) []byte {
 // between opening the files and decoding.
 const materializeFooters = 64 << 20
 
-// Materialize decodes the given sample ids from the plan's source with the
-// spec's transforms, exactly as Run writes them into shards, reading only the
-// row groups that hold them. It checks the source against the plan first.
-// It is MaterializeWithin under a 1 GiB memory limit.
-func Materialize(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64) (*Samples, error) {
-	return MaterializeWithin(ctx, p, spec, ids, 0)
-}
-
-// MaterializeWithin is Materialize with the decoded column chunks in
-// flight bounded by memoryLimit bytes (<= 0: 1 GiB), as Run bounds them
-// under Options.MemoryLimit: a row group over the limit is read in row
-// windows. Memory: twice the samples' bytes (staged, then copied out) plus
-// about memoryLimit, plus the footers of the files read; jagged values are
-// staged in anonymous memory sized by the footers' bound for the row
-// groups read (arena.go), of which only the values written are touched.
-// Errors are those of Run's checks and stage 1, a jagged row over the
-// limit of Run under memoryLimit included.
-func MaterializeWithin(ctx context.Context, p *plan.Plan, spec *Spec, ids []uint64, memoryLimit int64) (*Samples, error) {
-	return MaterializeFrom(ctx, nil, p, spec, ids, Bounds{Memory: memoryLimit})
-}
-
 // Bounds are the memory bounds of a materialization.
 type Bounds struct {
 	// Memory bounds the decoded column chunks in flight, in bytes (<= 0:
@@ -83,15 +62,50 @@ type Bounds struct {
 	Run int64
 }
 
-// MaterializeFrom is MaterializeWithin reading the plan's files from st
-// (nil: the local directory p.Source.Root), as Options.Source does for Run,
-// under lim.
-func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, lim Bounds) (_ *Samples, err error) {
+// Materialize decodes the given sample ids (any order, duplicates
+// allowed) from the plan's source with the spec's transforms, exactly as
+// convert writes them into shards, reading only the row groups that hold
+// them, from st (nil: the local directory p.Source.Root): Compile under a
+// Budget of lim.Run (footers held: 64 MiB), then Program.Samples with the
+// decoded column chunks in flight bounded by lim.Memory. Memory: twice
+// the samples' bytes (staged, then copied out) plus about lim.Memory,
+// plus the footers of the files read; jagged values are staged in
+// anonymous memory sized by the footers' bound for the row groups read
+// (arena.go), of which only the values written are touched. Errors: an id
+// beyond the plan's samples, and those of Compile and Program.Decode, a
+// jagged row over the row bound of lim.Run included.
+func Materialize(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, lim Bounds) (*Samples, error) {
 	set, err := sampleSet(p, ids, false)
 	if err != nil {
 		return nil, err
 	}
-	h, err := materializeSet(ctx, st, p, spec, set, lim)
+	prog, err := compileFor(ctx, st, p, spec, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close()
+	return prog.samples(ctx, set, ids, lim.memory())
+}
+
+// Samples decodes ids (any order, duplicates allowed; each below the
+// plan's samples) and copies them out in the order of ids, with memory
+// bytes of decoded column chunks in flight (<= 0: DefaultMemoryLimit).
+// Errors: those of Materialize after Compile.
+func (pr *Program) Samples(ctx context.Context, ids []uint64, memory int64) (*Samples, error) {
+	set, err := pr.sampleSet(ids, false)
+	if err != nil {
+		return nil, err
+	}
+	if memory <= 0 {
+		memory = DefaultMemoryLimit
+	}
+	return pr.samples(ctx, set, ids, memory)
+}
+
+// samples decodes set (the ids, not sealed) and copies the samples out in
+// the order of ids.
+func (pr *Program) samples(ctx context.Context, set *IDSet, ids []uint64, memory int64) (_ *Samples, err error) {
+	h, err := pr.hold(ctx, set, memory)
 	if err != nil {
 		return nil, err
 	}
@@ -131,10 +145,20 @@ func MaterializeFrom(ctx context.Context, st source.Store, p *plan.Plan, spec *S
 // [min, max] of ids. Errors: an id beyond the plan's samples, and, when
 // ascending is set, an id not above the one before it.
 func sampleSet(p *plan.Plan, ids []uint64, ascending bool) (*IDSet, error) {
+	return newSampleSet(p.NumSamples(), ids, ascending)
+}
+
+// sampleSet is sampleSet over the program's plan.
+func (pr *Program) sampleSet(ids []uint64, ascending bool) (*IDSet, error) {
+	return newSampleSet(pr.numSamples, ids, ascending)
+}
+
+// newSampleSet is sampleSet over n samples.
+func newSampleSet(n uint64, ids []uint64, ascending bool) (*IDSet, error) {
 	lo, hi := uint64(0), uint64(0)
 	for i, id := range ids {
-		if id >= p.NumSamples() {
-			return nil, &Error{RowGroup: -1, Row: -1, Element: -1, Err: ValueErrorf("sample id %d not in [0, %d)", id, p.NumSamples())}
+		if id >= n {
+			return nil, &Error{RowGroup: -1, Row: -1, Element: -1, Err: ValueErrorf("sample id %d not in [0, %d)", id, n)}
 		}
 		if ascending && i > 0 && id <= ids[i-1] {
 			return nil, fmt.Errorf("sample ids not ascending: %d after %d", id, ids[i-1])
@@ -144,7 +168,7 @@ func sampleSet(p *plan.Plan, ids []uint64, ascending bool) (*IDSet, error) {
 		}
 		hi = max(hi, id+1)
 	}
-	set := newIDSetWithin(p.NumSamples(), lo, hi)
+	set := newIDSetWithin(n, lo, hi)
 	for _, id := range ids {
 		set.Add(id)
 	}
@@ -152,7 +176,7 @@ func sampleSet(p *plan.Plan, ids []uint64, ascending bool) (*IDSet, error) {
 }
 
 // HeldSamples holds the expected bytes of some samples where decoding
-// staged them, without copying them out (MaterializeSorted): one staging
+// staged them, without copying them out (Hold): one staging
 // record per sample in id order, the values of jagged tensors in the
 // values arena. Close releases the memory; Sample's slices are then
 // invalid.
@@ -217,41 +241,64 @@ func (h *HeldSamples) Close() {
 	h.recs, h.ar = nil, nil
 }
 
-// MaterializeSorted decodes the sample ids (ascending, no duplicates)
-// like MaterializeFrom and keeps them where decoding staged them: sample
-// i of the result is ids[i]. It reads only the row groups holding one of
-// ids, each once, and its id set covers [ids[0], ids[len-1]] only (2 bits
-// per id of that range). Memory: the samples' staging records
-// (SampleBytes per fixed tensor, 16 bytes per jagged one) and jagged
-// values, in anonymous memory returned to the system by Close, plus
-// about lim.Memory while decoding (<= 0: 1 GiB), plus the footers of
-// the files read. Errors: ids not ascending or beyond the plan's samples,
-// and those of MaterializeFrom.
-func MaterializeSorted(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, lim Bounds) (*HeldSamples, error) {
+// Hold decodes the sample ids (ascending, no duplicates) like
+// Materialize and keeps them where decoding staged them: sample i of the
+// result is ids[i]. It reads only the row groups holding one of ids, each
+// once, and its id set covers [ids[0], ids[len-1]] only (2 bits per id of
+// that range). Memory: the samples' staging records (SampleBytes per
+// fixed tensor, 16 bytes per jagged one) and jagged values, in anonymous
+// memory returned to the system by Close, plus about lim.Memory while
+// decoding (<= 0: DefaultMemoryLimit), plus the footers of the files
+// read. Errors: ids not ascending or beyond the plan's samples, and those
+// of Materialize.
+func Hold(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, ids []uint64, lim Bounds) (*HeldSamples, error) {
 	set, err := sampleSet(p, ids, true)
 	if err != nil {
 		return nil, err
 	}
-	return materializeSet(ctx, st, p, spec, set, lim)
-}
-
-// materializeSet decodes the members of set (not sealed) into staging
-// records in rank order, kept in a HeldSamples.
-func materializeSet(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, set *IDSet, lim Bounds) (_ *HeldSamples, err error) {
-	memoryLimit := lim.Memory
-	if memoryLimit <= 0 {
-		memoryLimit = 1 << 30
-	}
-	runLimit := lim.Run
-	if runLimit <= 0 {
-		runLimit = memoryLimit
-	}
-	prog, err := Compile(ctx, p, st, spec, Budget{Limit: runLimit, Footers: materializeFooters})
+	prog, err := compileFor(ctx, st, p, spec, lim)
 	if err != nil {
 		return nil, err
 	}
 	defer prog.Close()
-	return prog.hold(ctx, set, memoryLimit)
+	return prog.hold(ctx, set, lim.memory())
+}
+
+// Hold is the function Hold over the program: ids ascending and unique,
+// memory bytes of decoded column chunks in flight (<= 0:
+// DefaultMemoryLimit).
+func (pr *Program) Hold(ctx context.Context, ids []uint64, memory int64) (*HeldSamples, error) {
+	set, err := pr.sampleSet(ids, true)
+	if err != nil {
+		return nil, err
+	}
+	if memory <= 0 {
+		memory = DefaultMemoryLimit
+	}
+	return pr.hold(ctx, set, memory)
+}
+
+// compileFor compiles spec for a materialization under lim: rows bounded
+// as a run under lim.Run (<= 0: lim.Memory) bounds them, 64 MiB of
+// footers held.
+func compileFor(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, lim Bounds) (*Program, error) {
+	return Compile(ctx, p, st, spec, Budget{Limit: lim.run(), Footers: materializeFooters})
+}
+
+// memory returns the decoding bound, DefaultMemoryLimit when unset.
+func (b Bounds) memory() int64 {
+	if b.Memory <= 0 {
+		return DefaultMemoryLimit
+	}
+	return b.Memory
+}
+
+// run returns the row bounds' memory limit: Run, else memory().
+func (b Bounds) run() int64 {
+	if b.Run <= 0 {
+		return b.memory()
+	}
+	return b.Run
 }
 
 // hold decodes the members of set (not sealed) into staging records in

@@ -9,13 +9,13 @@ import (
 	"github.com/prepml/prep/plan"
 )
 
-// TestMaterializeSorted: sample i of MaterializeSorted is ids[i], fixed
+// TestHold: sample i of Hold is ids[i], fixed
 // and jagged tensors alike, across files and row groups, and equal to
 // Materialize's bytes; the id set covers the ids' range only.
-func TestMaterializeSorted(t *testing.T) {
+func TestHold(t *testing.T) {
 	p, spec := fixture(t, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 8, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	ids := []uint64{5, 127, 128, 699, 700, 701, 999}
-	h, err := MaterializeSorted(context.Background(), nil, p, spec, ids, Bounds{})
+	h, err := Hold(context.Background(), nil, p, spec, ids, Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestMaterializeSorted(t *testing.T) {
 
 	pj, specj := jagFixture(t, jagCfg)
 	ids = []uint64{0, 3, 7, 8, 14, 499, 500, 729}
-	hj, err := MaterializeSorted(context.Background(), nil, pj, specj, ids, Bounds{})
+	hj, err := Hold(context.Background(), nil, pj, specj, ids, Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,16 +47,16 @@ func TestMaterializeSorted(t *testing.T) {
 	hj.Close()
 	hj.Close() // twice is safe
 
-	empty, err := MaterializeSorted(context.Background(), nil, p, spec, nil, Bounds{})
+	empty, err := Hold(context.Background(), nil, p, spec, nil, Bounds{})
 	if err != nil || empty.Len() != 0 {
 		t.Fatalf("no ids: %v, %d samples", err, empty.Len())
 	}
 	empty.Close()
 }
 
-// TestMaterializeSortedErrors: ids out of order, repeated or beyond the
+// TestHoldErrors: ids out of order, repeated or beyond the
 // plan's samples are refused before anything is decoded.
-func TestMaterializeSortedErrors(t *testing.T) {
+func TestHoldErrors(t *testing.T) {
 	p, spec := fixture(t, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 8, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	for _, c := range []struct {
 		ids  []uint64
@@ -66,7 +66,7 @@ func TestMaterializeSortedErrors(t *testing.T) {
 		{[]uint64{3, 3}, "sample ids not ascending: 3 after 3"},
 		{[]uint64{3, 1000}, "sample id 1000 not in [0, 1000)"},
 	} {
-		_, err := MaterializeSorted(context.Background(), nil, p, spec, c.ids, Bounds{})
+		_, err := Hold(context.Background(), nil, p, spec, c.ids, Bounds{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.ids, err, c.want)
 		}

@@ -313,7 +313,7 @@ func decodeAll(ctx context.Context, st source.Store, runLimit int64, p *plan.Pla
 	for i := range docs {
 		docs[i] = uint64(i)
 	}
-	held, err := MaterializeSorted(ctx, st, ps.pr.docPlan, ps.pr.docSpec, docs, Bounds{Memory: max(1, runLimit/2), Run: runLimit})
+	held, err := Hold(ctx, st, ps.pr.docPlan, ps.pr.docSpec, docs, NewBudget(runLimit).PackedDecode())
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -350,7 +350,7 @@ func (ps *packedSource) heldBytes(d uint64) int64 {
 // decoded column chunks in flight bounded by lim.
 func (ps *packedSource) decode(ctx context.Context, st source.Store, docs []uint64, lim Bounds) (*PackedDocuments, error) {
 	pr := ps.pr
-	held, err := MaterializeSorted(ctx, st, pr.docPlan, pr.docSpec, docs, lim)
+	held, err := Hold(ctx, st, pr.docPlan, pr.docSpec, docs, lim)
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func OpenPackedGroups(ctx context.Context, st source.Store, jobs int, p *plan.Pl
 // It returns nil groups and documents, and no error, when the bound
 // exceeds budget, when the plan's split is none or when a per-document
 // column has no nulls.fill: the caller then decodes in groups
-// (OpenPackedGroups). Errors: those of OpenPackedGroups and MaterializeSorted.
+// (OpenPackedGroups). Errors: those of OpenPackedGroups and Hold.
 func DecodeAllPacked(ctx context.Context, st source.Store, runLimit int64, p *plan.Plan, spec *Spec, budget int64) (*PackedGroups, *PackedDocuments, error) {
 	ps, docs, _, err := decodeAll(ctx, st, runLimit, p, spec, budget)
 	if err != nil || ps == nil {
@@ -132,7 +132,7 @@ func (g *PackedGroups) Layout() *plan.PackLayout { return g.ps.lay }
 // step(0)). Errors: a *PackedBudgetError when step(0)'s documents alone
 // exceed budget; a packed row not in the layout or a document whose
 // decoded token count differs from its length wraps ErrValue; those of
-// step and MaterializeSorted.
+// step and Hold.
 func (g *PackedGroups) Decode(ctx context.Context, step StepRows, budget int64, lim Bounds) (*PackedDocuments, int, error) {
 	docs, n, _, err := g.ps.group(step, budget)
 	if err != nil || n == 0 {

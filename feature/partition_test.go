@@ -123,7 +123,7 @@ func TestPartitionTensorsMatchDuckDB(t *testing.T) {
 		ids[i] = uint64(i)
 	}
 	for _, memory := range []int64{0, 64} {
-		s, err := MaterializeWithin(context.Background(), p, spec, ids, memory)
+		s, err := Materialize(context.Background(), nil, p, spec, ids, Bounds{Memory: memory})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestPartitionTensorsRefused(t *testing.T) {
 	} {
 		spec, err := ParseSpec([]byte("tensors:\n  - name: id\n    column: id\n    dtype: I64\n  - name: x\n    "+c.tensor+"\n"), "spec.yaml")
 		if err == nil {
-			_, err = Materialize(context.Background(), p, spec, []uint64{0})
+			_, err = Materialize(context.Background(), nil, p, spec, []uint64{0}, Bounds{})
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.tensor, err, c.want)
@@ -183,7 +183,7 @@ func TestPartitionTensorsRefused(t *testing.T) {
 	}
 	spec, err := ParseSpec([]byte("tensors:\n  - name: x\n    partition: shard\n    dtype: I64\n"), "spec.yaml")
 	if err == nil {
-		_, err = Materialize(context.Background(), p, spec, []uint64{0})
+		_, err = Materialize(context.Background(), nil, p, spec, []uint64{0}, Bounds{})
 	}
 	if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "every tensor is a partition tensor") {
 		t.Errorf("partition tensors only: %v", err)

@@ -22,11 +22,12 @@ type Limits = pqread.Limits
 // (the footers within its budget) until Close. Its Decode calls must not
 // overlap.
 type Program struct {
-	files    []*sourceFile
-	plans    []*tensorPlan
-	tensors  []shardfmt.TensorInfo
-	runLimit int64 // the memory limit whose row bounds apply (Budget.Limit)
-	fixedCap int64 // pqread's fixed row bound (Limits.MaxRowSlots), 0: its default
+	files      []*sourceFile
+	plans      []*tensorPlan
+	tensors    []shardfmt.TensorInfo
+	runLimit   int64  // the memory limit whose row bounds apply (Budget.Limit)
+	numSamples uint64 // the plan's samples
+	fixedCap   int64  // pqread's fixed row bound (Limits.MaxRowSlots), 0: its default
 }
 
 // Compile checks spec (Spec.Validate), opens every source file of p from
@@ -50,7 +51,7 @@ func Compile(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec, b B
 	if err != nil {
 		return nil, err
 	}
-	pr := &Program{files: files, plans: plans, tensors: outputs(plans), runLimit: b.Limit, fixedCap: b.Reader.MaxRowSlots}
+	pr := &Program{files: files, plans: plans, tensors: outputs(plans), runLimit: b.Limit, fixedCap: b.Reader.MaxRowSlots, numSamples: p.NumSamples()}
 	setRowLimit(plans, b.Limit)
 	return pr, nil
 }
@@ -146,32 +147,4 @@ func (pr *Program) Overflows() []Overflow {
 		}
 	}
 	return out
-}
-
-// Budget is the memory limit of a run, from which every share of it is
-// derived.
-type Budget struct {
-	// Limit is the memory limit in bytes (--memory-limit); <= 0: 1 GiB.
-	Limit int64
-	// Footers bounds the footers Compile keeps held for Decode, in bytes;
-	// 0: a quarter of Limit.
-	Footers int64
-	// Reader are the Parquet reader's fixed bounds.
-	Reader Limits
-}
-
-// normal returns b with its defaults filled in.
-func (b Budget) normal() Budget {
-	if b.Limit <= 0 {
-		b.Limit = 1 << 30
-	}
-	return b
-}
-
-// footers returns the footer bytes Compile keeps held.
-func (b Budget) footers() int64 {
-	if b.Footers != 0 {
-		return b.Footers
-	}
-	return b.Limit / 4
 }

@@ -203,7 +203,7 @@ func (d *decoder) planWindows(g *rowGroupJob) {
 	for _, task := range g.tasks {
 		perRow += taskRowBytes(g, task)
 	}
-	share := d.memoryLimit / 2 / int64(d.jobs)
+	share := windowShare(d.memoryLimit, d.jobs)
 	if n := max(1, share/perRow); n < g.rows {
 		g.windows, g.window = sliceRuns(g.runs, int(n)), int(n)
 		g.cost = n*perRow + int64(len(g.tasks))*pageAllowance

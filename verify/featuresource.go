@@ -85,8 +85,8 @@ func specFromManifest(m *shardfmt.Manifest) (*feature.Spec, error) {
 }
 
 // deepSource materializes expected samples: by parts of row groups with
-// feature.MaterializeSorted (Hold, Held), or by windows of batches with
-// feature.MaterializeFrom (Prefetch, FillBlock, JaggedValues).
+// feature.Hold (Hold, Held), or by windows of batches with
+// feature.Materialize (Prefetch, FillBlock, JaggedValues).
 type deepSource struct {
 	st      source.Store
 	p       *plan.Plan
@@ -115,7 +115,7 @@ func (s *deepSource) Prefetch(ctx context.Context, ids []uint64) error {
 			uniq = append(uniq, id)
 		}
 	}
-	got, err := feature.MaterializeFrom(ctx, s.st, s.p, s.spec, uniq, feature.Bounds{Memory: s.limit, Run: s.run})
+	got, err := feature.Materialize(ctx, s.st, s.p, s.spec, uniq, feature.Bounds{Memory: s.limit, Run: s.run})
 	if err != nil {
 		return err
 	}
@@ -171,13 +171,13 @@ func (s *deepSource) JaggedValues(ctx context.Context, t int, ids []uint64) ([][
 }
 
 // Hold materializes ids (sorted, unique) with one
-// feature.MaterializeSorted, which decodes each row group holding one of
+// feature.Hold, which decodes each row group holding one of
 // them once and keeps the samples where it staged them, and releases
 // what was held before first (PartSource).
 func (s *deepSource) Hold(ctx context.Context, ids []uint64) error {
 	s.held.Close()
 	s.held = nil
-	got, err := feature.MaterializeSorted(ctx, s.st, s.p, s.spec, ids, feature.Bounds{Memory: s.limit, Run: s.run})
+	got, err := feature.Hold(ctx, s.st, s.p, s.spec, ids, feature.Bounds{Memory: s.limit, Run: s.run})
 	if err != nil {
 		return err
 	}

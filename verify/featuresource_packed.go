@@ -100,7 +100,7 @@ func (s *packedDeepSource) budget() int64 {
 	case s.limit > 0:
 		return s.limit
 	case s.fs.runLimit > 0:
-		return max(1, s.fs.runLimit/2)
+		return feature.NewBudget(s.fs.runLimit).PackedDocuments()
 	}
 	return math.MaxInt64
 }

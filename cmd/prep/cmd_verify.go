@@ -134,7 +134,7 @@ source_unreadable, value_mismatch.`,
 	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
 	f.BoolVar(&o.recompute, "recompute-plan", false, "recompute every batch's ids from the plan's inputs instead of trusting the epoch digests in the plan file (slower; implied by --deep)")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
-	f.StringVar(&o.memLimit, "memory-limit", "1GiB", "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), at least 1MiB, e.g. 512MiB")
+	f.StringVar(&o.memLimit, "memory-limit", defaultMemoryLimit, "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), at least 1MiB, e.g. 512MiB")
 	return cmd
 }
 

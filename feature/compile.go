@@ -98,11 +98,11 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 			if tp.mode == modeStack {
 				sh = tp.shape
 			}
-			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_mask", DType: shardfmt.U8, Shape: sh})
+			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.baseName(), DerivedMask), DType: shardfmt.U8, Shape: sh})
 		}
 		if tp.img != nil && tp.spec.Image.OriginalSize {
 			tp.img.origSize = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_original_size", DType: shardfmt.I32, Shape: []uint64{2}})
+			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.spec.Name, DerivedOriginalSize), DType: shardfmt.I32, Shape: []uint64{2}})
 		}
 		if tp.spec.List != nil && tp.spec.List.ElementMask {
 			tp.elemMask = len(out)
@@ -113,16 +113,16 @@ func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 			if jag {
 				sh = nil
 			}
-			out = append(out, shardfmt.TensorInfo{Name: tp.baseName() + "_element_mask", DType: shardfmt.U8, Shape: sh, Jagged: jag})
+			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.baseName(), DerivedElementMask), DType: shardfmt.U8, Shape: sh, Jagged: jag})
 		}
 		tp.innerLens = -1
 		if jag && tp.depth == 2 {
 			tp.innerLens = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_inner_lengths", DType: shardfmt.I64, Jagged: true})
+			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.spec.Name, DerivedInnerLengths), DType: shardfmt.I64, Jagged: true})
 		}
 		if (tp.spec.List != nil && tp.spec.List.Lengths) || (tp.spec.Bytes != nil && tp.spec.Bytes.Lengths) {
 			tp.lengths = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name + "_lengths", DType: tp.lenDT, Shape: nil})
+			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.spec.Name, DerivedLengths), DType: tp.lenDT, Shape: nil})
 		}
 	}
 	return out

@@ -169,7 +169,7 @@ func compileMap(t *TensorSpec, files []fileSchema) ([]*tensorPlan, error) {
 			return nil, ferr(fi, keys[fi], specErrorf("map %q has %s keys: give map.key_dtype, the dtype of %s.keys", t.Column, elemSignature(keys[fi]), t.Name))
 		}
 	}
-	vs := TensorSpec{Name: t.Name + ".values", Column: vname, DType: t.DType, Nulls: t.Nulls, NaN: t.NaN,
+	vs := TensorSpec{Name: DerivedName(t.Name, DerivedMapValues), Column: vname, DType: t.DType, Nulls: t.Nulls, NaN: t.NaN,
 		List: &ListPolicy{Jagged: true}, Cast: t.Cast, MaxValueBytes: t.MaxValueBytes}
 	if t.List != nil {
 		// A null value: list.element_fill, list.element_mask.
@@ -183,7 +183,7 @@ func compileMap(t *TensorSpec, files []fileSchema) ([]*tensorPlan, error) {
 		}
 		return compileMapDense(t, vp, keys, files)
 	}
-	ks := TensorSpec{Name: t.Name + ".keys", Column: kname, DType: m.KeyDType, NaN: t.NaN,
+	ks := TensorSpec{Name: DerivedName(t.Name, DerivedMapKeys), Column: kname, DType: m.KeyDType, NaN: t.NaN,
 		List: &ListPolicy{Jagged: true}, Cast: t.Cast, Bytes: m.KeyBytes, MaxValueBytes: t.MaxValueBytes}
 	if t.Nulls != nil {
 		ks.Nulls = &NullPolicy{} // a null map: no keys (the mask goes with the values)

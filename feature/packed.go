@@ -140,7 +140,7 @@ func newPackedRun(spec *Spec, pk *plan.Packing) (*packedRun, error) {
 		if slices.Contains(packedExportNames, ti.Name) {
 			return nil, specErrorf("tensor %q: the name is reserved in a packed plan (prep export writes documents.npy, documents_offsets.npy and documents_sources.npy beside the tensors); rename the tensor", ti.Name)
 		}
-		if ti.Jagged && names[ti.Name+"_offsets"] {
+		if ti.Jagged && names[DerivedName(ti.Name, DerivedOffsets)] {
 			return nil, specErrorf("tensor name %q is the offsets of the jagged packed output %q (prep export writes them as %s_offsets.npy); rename the tensor", ti.Name+"_offsets", ti.Name, ti.Name)
 		}
 	}

@@ -417,7 +417,7 @@ func (s *Spec) checkNames() error {
 			if !o.jagged {
 				continue
 			}
-			if err := taken(o.name+"_offsets", fmt.Sprintf("tensor %q (as the offsets of jagged %q, exported as %s_offsets.npy)", t.Name, o.name, o.name)); err != nil {
+			if err := taken(DerivedName(o.name, DerivedOffsets), fmt.Sprintf("tensor %q (as the offsets of jagged %q, exported as %s_offsets.npy)", t.Name, o.name, o.name)); err != nil {
 				return err
 			}
 		}
@@ -673,23 +673,23 @@ func (t *TensorSpec) outputs() []specOutput {
 	jag := t.jagged() || (t.Map != nil && t.Map.Keys == nil) || t.bytesJagged()
 	n := []specOutput{{t.Name, jag}}
 	if (t.Nulls != nil && t.Nulls.Mask) || t.imageMasked() {
-		n = append(n, specOutput{t.Name + "_mask", false})
+		n = append(n, specOutput{DerivedName(t.Name, DerivedMask), false})
 	}
 	if t.Image != nil && t.Image.OriginalSize {
-		n = append(n, specOutput{t.Name + "_original_size", false})
+		n = append(n, specOutput{DerivedName(t.Name, DerivedOriginalSize), false})
 	}
 	if t.List != nil && t.List.ElementMask {
-		n = append(n, specOutput{t.Name + "_element_mask", jag})
+		n = append(n, specOutput{DerivedName(t.Name, DerivedElementMask), jag})
 	}
 	if (t.List != nil && t.List.Lengths) || (t.Bytes != nil && t.Bytes.Lengths) {
-		n = append(n, specOutput{t.Name + "_lengths", false})
+		n = append(n, specOutput{DerivedName(t.Name, DerivedLengths), false})
 	}
 	if t.Map != nil && t.Map.Keys == nil {
-		n[0].name = t.Name + ".keys"
-		n = slices.Insert(n, 1, specOutput{t.Name + ".values", true})
+		n[0].name = DerivedName(t.Name, DerivedMapKeys)
+		n = slices.Insert(n, 1, specOutput{DerivedName(t.Name, DerivedMapValues), true})
 	}
 	if t.jagged() && t.Map == nil {
-		n = append(n, specOutput{t.Name + "_inner_lengths", true})
+		n = append(n, specOutput{DerivedName(t.Name, DerivedInnerLengths), true})
 	}
 	return n
 }
@@ -700,7 +700,7 @@ func (t *TensorSpec) outputs() []specOutput {
 func (t *TensorSpec) outputNames() []string {
 	var n []string
 	for _, o := range t.outputs() {
-		if !t.jagged() || t.Map != nil || o.name != t.Name+"_inner_lengths" {
+		if !t.jagged() || t.Map != nil || o.name != DerivedName(t.Name, DerivedInnerLengths) {
 			n = append(n, o.name)
 		}
 	}

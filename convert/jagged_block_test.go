@@ -18,128 +18,29 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 )
 
-// jagLen is the length of row id's lists: 0 and 40 among them.
-func jagLen(id int64) int { return []int{0, 1, 2, 3, 5, 8, 13, 0, 40}[id%9] }
-
-// jagNullRow and jagNullElem say where v holds a null list and a null
-// element.
-func jagNullRow(id int64) bool         { return id%11 == 3 }
-func jagNullElem(id int64, k int) bool { return (id+int64(k))%7 == 0 }
-
-// jagSchema: id INT64; v optional list of optional INT32 (null lists,
-// null elements); w a required list of required INT32.
-func jagSchema() *parquet.Schema {
-	return parquet.NewSchema("schema", parquet.Group{
-		"id": parquet.Leaf(parquet.Int64Type),
-		"v":  parquet.Optional(parquet.List(parquet.Optional(parquet.Leaf(parquet.Int32Type)))),
-		"w":  parquet.List(parquet.Leaf(parquet.Int32Type)),
-	})
-}
-
-// writeJagged writes rows [first, first+n) to path, row groups of rg rows.
-func writeJagged(t testing.TB, path string, first, n int64, rg int64, long func(id int64) int) {
-	t.Helper()
-	var rows []parquet.Row
-	for id := first; id < first+n; id++ {
-		row := parquet.Row{parquet.Int64Value(id).Level(0, 0, 0)}
-		m := jagLen(id)
-		if long != nil {
-			m = long(id)
-		}
-		switch {
-		case jagNullRow(id):
-			row = append(row, parquet.NullValue().Level(0, 0, 1))
-		case m == 0:
-			row = append(row, parquet.NullValue().Level(0, 1, 1))
-		default:
-			for k := range m {
-				rep := 1
-				if k == 0 {
-					rep = 0
-				}
-				if jagNullElem(id, k) {
-					row = append(row, parquet.NullValue().Level(rep, 2, 1))
-				} else {
-					row = append(row, parquet.Int32Value(int32(id*100)+int32(k)).Level(rep, 3, 1))
-				}
-			}
-		}
-		wm := int(id % 4)
-		if wm == 0 {
-			row = append(row, parquet.NullValue().Level(0, 0, 2))
-		}
-		for k := range wm {
-			rep := 1
-			if k == 0 {
-				rep = 0
-			}
-			row = append(row, parquet.Int32Value(-int32(id)-int32(k)).Level(rep, 1, 2))
-		}
-		rows = append(rows, row)
-	}
-	writeRows(t, path, jagSchema(), rows, parquet.MaxRowsPerRowGroup(rg), parquet.PageBufferSize(1024))
-}
-
-const jagSpecYAML = `
-tensors:
-  - {name: id, column: id, dtype: I64}
-  - name: v
-    column: v
-    dtype: I32
-    list: {jagged: true, element_fill: -1, element_mask: true}
-    nulls: {mask: true}
-  - {name: w, column: w, dtype: I64, list: {jagged: true}}
-`
-
-// jagExpect returns, for id, the expected bytes of id, v (values), v_mask,
-// v_element_mask (values), w (values).
-func jagExpect(id uint64) [][]byte {
-	le := binary.LittleEndian
-	i := int64(id)
-	var v, em []byte
-	mask := []byte{1}
-	if jagNullRow(i) {
-		mask = []byte{0}
-	} else {
-		for k := range jagLen(i) {
-			if jagNullElem(i, k) {
-				v, em = le.AppendUint32(v, 0xffffffff), append(em, 0)
-			} else {
-				v, em = le.AppendUint32(v, uint32(int32(i*100)+int32(k))), append(em, 1)
-			}
-		}
-	}
-	var w []byte
-	for k := range int(i % 4) {
-		w = le.AppendUint64(w, uint64(-i-int64(k)))
-	}
-	return [][]byte{le.AppendUint64(nil, id), v, mask, em, w}
-}
-
 func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	writeJagged(t, filepath.Join(src, "a.parquet"), 0, 500, 128, nil)
-	writeJagged(t, filepath.Join(src, "b.parquet"), 500, 230, 1000, nil)
-	spec, err := feature.ParseSpec([]byte(jagSpecYAML), "jagged.yaml")
+	pqfixture.WriteJagged(t, filepath.Join(src, "a.parquet"), 0, 500, 128, nil)
+	pqfixture.WriteJagged(t, filepath.Join(src, "b.parquet"), 500, 230, 1000, nil)
+	spec, err := feature.ParseSpec([]byte(pqfixture.JagSpecYAML), "jagged.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return makePlan(t, src, cfg), spec
+	return pqfixture.MakePlan(t, src, cfg), spec
 }
 
-var jagCfg = plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 32, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
-
 // checkJaggedShards reads every shard of out and compares each sample
-// with jagExpect (checkShards).
+// with pqfixture.JagExpect (checkShards).
 func checkJaggedShards(t *testing.T, p *plan.Plan, out string) {
 	t.Helper()
-	samples := checkShards(t, out, "[id I64 [], v I32 [] jagged, v_mask U8 [], v_element_mask U8 [] jagged, w I64 [] jagged]", "2.0", jagExpect)
+	samples := checkShards(t, out, "[id I64 [], v I32 [] jagged, v_mask U8 [], v_element_mask U8 [] jagged, w I64 [] jagged]", "2.0", pqfixture.JagExpect)
 	if want := 2 * 2 * p.Steps() * p.BatchSize(); samples > want || samples < 730*2 {
 		t.Errorf("%d samples read", samples)
 	}
@@ -151,7 +52,7 @@ func checkJaggedShards(t *testing.T, p *plan.Plan, out string) {
 // source lists; in memory, with the records and the values arena spilled
 // to disk, and under Jobs 1 and 4 the shards are byte-identical.
 func TestRunJaggedMatchesSource(t *testing.T) {
-	p, spec := jagFixture(t, jagCfg)
+	p, spec := jagFixture(t, pqfixture.JagConfig)
 	ref := filepath.Join(t.TempDir(), "mem")
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2})
 	if err != nil {
@@ -186,14 +87,14 @@ func TestRunJaggedMatchesSource(t *testing.T) {
 // TestMaterializeJagged: Samples.Sample of a jagged tensor is the
 // sample's values, as the shards hold them.
 func TestMaterializeJagged(t *testing.T) {
-	p, spec := jagFixture(t, jagCfg)
+	p, spec := jagFixture(t, pqfixture.JagConfig)
 	ids := []uint64{0, 3, 7, 8, 14, 729, 500, 3}
 	s, err := feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		for ti, want := range jagExpect(id) {
+		for ti, want := range pqfixture.JagExpect(id) {
 			if got := s.Sample(ti, i); !bytes.Equal(got, want) {
 				t.Errorf("id %d tensor %s = %x, want %x", id, s.Tensors[ti].Name, got, want)
 			}
@@ -204,7 +105,7 @@ func TestMaterializeJagged(t *testing.T) {
 // TestRunJaggedNullErrors: without nulls, a null list is an error; without
 // element_fill or element_mask, a null element is.
 func TestRunJaggedNullErrors(t *testing.T) {
-	p, _ := jagFixture(t, jagCfg)
+	p, _ := jagFixture(t, pqfixture.JagConfig)
 	for _, c := range []struct{ spec, want string }{
 		{`tensors: [{name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}}]`,
 			`a.parquet: column "v", row group 0, row 3: null list (12 nulls in this column chunk; give nulls: {} to read them as empty lists)`},
@@ -228,12 +129,12 @@ func TestRunJaggedNullErrors(t *testing.T) {
 func jagLongFixture(t testing.TB, n, rg int64, long func(id int64) int, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	writeJagged(t, filepath.Join(src, "a.parquet"), 0, n, rg, long)
+	pqfixture.WriteJagged(t, filepath.Join(src, "a.parquet"), 0, n, rg, long)
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: id, column: id, dtype: I64}, {name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}, nulls: {}}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return makePlan(t, src, cfg), spec
+	return pqfixture.MakePlan(t, src, cfg), spec
 }
 
 var jagSeqCfg = plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad}
@@ -512,8 +413,8 @@ func TestRunJaggedListOfLists(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	writeRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(25))
-	p := makePlan(t, src, jagSeqCfg)
+	pqfixture.WriteRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(25))
+	p := pqfixture.MakePlan(t, src, jagSeqCfg)
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: ll, column: ll, dtype: I64, list: {jagged: true}, nulls: {mask: true}}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -601,7 +502,7 @@ func TestRunJaggedListOfLists(t *testing.T) {
 // TestRunMapPolicyRefused: a map policy on a column that is no map is
 // refused at the schema check.
 func TestRunMapPolicyRefused(t *testing.T) {
-	p, _ := jagFixture(t, jagCfg)
+	p, _ := jagFixture(t, pqfixture.JagConfig)
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: m, column: v, dtype: I32, map: {}}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -632,8 +533,8 @@ func TestJaggedListOfStrings(t *testing.T) {
 		{str("longer", 0)},
 	}
 	src := t.TempDir()
-	writeRows(t, filepath.Join(src, "a.parquet"), sch, rows)
-	p := makePlan(t, src, jagSeqCfg)
+	pqfixture.WriteRows(t, filepath.Join(src, "a.parquet"), sch, rows)
+	p := pqfixture.MakePlan(t, src, jagSeqCfg)
 	spec, err := feature.ParseSpec([]byte(`tensors:
   - {name: h, column: s, dtype: I64, list: {jagged: true, element_fill: -1, element_mask: true}, nulls: {}, bytes: {mode: hash, buckets: 1000}}
   - {name: p, column: s, dtype: U8, list: {jagged: true, element_fill: 0}, nulls: {mask: true}, bytes: {mode: pad, max_len: 4, truncate: true}}

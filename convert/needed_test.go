@@ -8,6 +8,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 )
 
@@ -56,8 +57,8 @@ func TestNeededIDsWithDrops(t *testing.T) {
 // for every shuffle mode and remainder policy.
 func TestNeededIDsShortcut(t *testing.T) {
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 203, 16, &parquet.Snappy)
-	writeParquet(t, filepath.Join(src, "b.parquet"), 203, 50, 7, &parquet.Snappy)
+	pqfixture.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 203, 16, &parquet.Snappy)
+	pqfixture.WriteParquet(t, filepath.Join(src, "b.parquet"), 203, 50, 7, &parquet.Snappy)
 	for _, sh := range []plan.Shuffle{plan.ShuffleNone, plan.ShuffleGlobal, plan.ShuffleBlocks, plan.ShufflePartitioned} {
 		for _, rem := range []plan.Remainder{plan.RemainderDrop, plan.RemainderPad, plan.RemainderPartial} {
 			cfg := plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 12, WorldSize: 3, Workers: 2, Shuffle: sh, Remainder: rem}

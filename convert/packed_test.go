@@ -12,31 +12,12 @@ import (
 	"testing"
 
 	"github.com/prepml/prep/feature"
-	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/source"
 )
-
-// duckDocs returns DuckDB's reading of the token column of the files
-// under dir, in sample id order (files by path, rows in order); nil for a
-// null list.
-func duckDocs(t *testing.T, dir string) [][]int64 {
-	t.Helper()
-	res := duckdbtest.Query(t, fmt.Sprintf(`SELECT tokens FROM read_parquet(%s, filename = true, file_row_number = true) ORDER BY filename, file_row_number`,
-		duckdbtest.Quote(filepath.Join(dir, "*.parquet"))))
-	docs := make([][]int64, len(res.Rows))
-	for i, r := range res.Rows {
-		if r[0] == nil {
-			continue
-		}
-		for _, v := range duckdbtest.List(t, r[0]) {
-			docs[i] = append(docs[i], duckdbtest.Int64(t, v))
-		}
-	}
-	return docs
-}
 
 type packedFixture struct {
 	dir     string
@@ -47,7 +28,7 @@ type packedFixture struct {
 
 func newPackedFixture(t *testing.T, rows int) *packedFixture {
 	t.Helper()
-	f := &packedFixture{dir: tokenFiles(t, rows)}
+	f := &packedFixture{dir: pqfixture.TokenFiles(t, rows)}
 	var err error
 	if f.src, err = source.Discover(context.Background(), []string{f.dir}); err != nil {
 		t.Fatal(err)
@@ -55,11 +36,9 @@ func newPackedFixture(t *testing.T, rows int) *packedFixture {
 	if f.lengths, err = feature.TokenLengths(context.Background(), nil, f.src, "tokens", 2); err != nil {
 		t.Fatal(err)
 	}
-	f.docs = duckDocs(t, f.dir)
+	f.docs = pqfixture.DuckDocs(t, f.dir)
 	return f
 }
-
-func i32At(b []byte, i int) int64 { return int64(int32(binary.LittleEndian.Uint32(b[4*i:]))) }
 
 // checkPackedShards reads every shard of out back and checks each packed
 // row against DuckDB's documents: its tokens are the concatenation of the
@@ -128,11 +107,11 @@ func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string)
 						wantTok, wantSeg, wantPos = append(wantTok, pk.Pad), append(wantSeg, 0), append(wantPos, 0)
 					}
 					for x := 0; x < L; x++ {
-						if got := i32At(tok, i*L+x); got != wantTok[x] {
+						if got := pqfixture.I32At(tok, i*L+x); got != wantTok[x] {
 							t.Fatalf("epoch %d rank %d step %d row %d (slot %d) token %d: %d, want %d", e, r, k, id, i, x, got, wantTok[x])
 						}
-						if i32At(seg, i*L+x) != wantSeg[x] || i32At(pos, i*L+x) != wantPos[x] {
-							t.Fatalf("row %d slot %d: segment id %d position %d, want %d %d", id, x, i32At(seg, i*L+x), i32At(pos, i*L+x), wantSeg[x], wantPos[x])
+						if pqfixture.I32At(seg, i*L+x) != wantSeg[x] || pqfixture.I32At(pos, i*L+x) != wantPos[x] {
+							t.Fatalf("row %d slot %d: segment id %d position %d, want %d %d", id, x, pqfixture.I32At(seg, i*L+x), pqfixture.I32At(pos, i*L+x), wantSeg[x], wantPos[x])
 						}
 					}
 					lo := binary.LittleEndian.Uint64(cu.Offsets[8*i:])
@@ -141,7 +120,7 @@ func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string)
 						t.Fatalf("row %d: %d cu_seqlens, want %v", id, hi-lo, wantCu)
 					}
 					for x := range wantCu {
-						if got := i32At(cu.Values, int(lo)+x); got != wantCu[x] {
+						if got := pqfixture.I32At(cu.Values, int(lo)+x); got != wantCu[x] {
 							t.Fatalf("row %d: cu_seqlens[%d] = %d, want %v", id, x, got, wantCu)
 						}
 					}
@@ -381,24 +360,4 @@ func TestPackedSpecRefusesExportFileNames(t *testing.T) {
 			t.Errorf("tensor %q: %s exists after the refusal", c.name, out)
 		}
 	}
-}
-
-// tokenFiles writes, with DuckDB, rows documents with a list<INT32>
-// column tokens (lengths 0 to 700, every 13th row null, every 17th
-// empty) over three files of small row groups, one written with data
-// pages V2, and returns the source directory.
-func tokenFiles(t *testing.T, rows int) string {
-	t.Helper()
-	dir := t.TempDir()
-	q := func(name string) string { return duckdbtest.Quote(filepath.Join(dir, name)) }
-	duckdbtest.Query(t, fmt.Sprintf(`
-CREATE TABLE t AS SELECT i AS id,
-  CASE WHEN i %% 13 = 5 THEN NULL WHEN i %% 17 = 3 THEN []::INT[]
-       ELSE list_transform(range((i * 7919) %% 701), x -> (x * 31 + i)::INT) END AS tokens
-FROM range(%d) r(i);
-COPY (SELECT * FROM t WHERE id < %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 100);
-COPY (SELECT * FROM t WHERE id >= %d AND id < %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 64, COMPRESSION zstd);
-COPY (SELECT * FROM t WHERE id >= %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 250, PARQUET_VERSION v2);
-SELECT 1`, rows, rows/3, q("a.parquet"), rows/3, 2*rows/3, q("b.parquet"), 2*rows/3, q("c.parquet")))
-	return dir
 }

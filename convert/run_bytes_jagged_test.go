@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -60,7 +61,7 @@ func bjFixture(t *testing.T, n int, dval func(int) string) *plan.Plan {
 		t.Fatal(err)
 	}
 	f.Close()
-	return makePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	return pqfixture.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 }
 
 // TestBytesJaggedMatchesSource: a string column (nulls, empty and long

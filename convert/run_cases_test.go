@@ -8,16 +8,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
 
 func TestCaseB17EmptyFiles(t *testing.T) {
-	p := caseSource(t, "B17-empty-files", "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
+	p := pqfixture.CaseSource(t, "B17-empty-files", "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
 	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
 	out := t.TempDir()
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
@@ -28,7 +28,7 @@ func TestCaseB17EmptyFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := int64(0)
-	for i, v := range i64s(s.Data[0]) {
+	for i, v := range pqfixture.I64s(s.Data[0]) {
 		sum += v
 		if v != int64(i) {
 			t.Errorf("sample %d holds id %d", i, v)
@@ -41,20 +41,20 @@ func TestCaseB17EmptyFiles(t *testing.T) {
 
 func TestCaseB19CorruptFiles(t *testing.T) {
 	// A damaged page in row group 1: decoding fails naming it, nothing written.
-	p := caseSource(t, "B19-corrupt-files", "good.parquet", "bad_page_header_rg1_x.parquet")
+	p := pqfixture.CaseSource(t, "B19-corrupt-files", "good.parquet", "bad_page_header_rg1_x.parquet")
 	out := filepath.Join(t.TempDir(), "out")
 	_, err := Run(context.Background(), Options{Plan: p, Spec: &feature.Spec{Tensors: []feature.TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}, Output: out})
-	mustContainAll(t, err, "bad_page_header_rg1_x.parquet", `"x"`, "row group 1")
+	pqfixture.MustContainAll(t, err, "bad_page_header_rg1_x.parquet", `"x"`, "row group 1")
 	if _, serr := os.Stat(out); !errors.Is(serr, fs.ErrNotExist) {
 		t.Errorf("output left: %v", listTree(t, out))
 	}
 	// A file damaged after planning: refused before anything is written.
 	for _, bad := range []string{"cut_last_byte.parquet", "cut_half.parquet", "footer_len_ffffffff.parquet", "zero_bytes.parquet"} {
-		p := caseSource(t, "B19-corrupt-files", "good.parquet")
+		p := pqfixture.CaseSource(t, "B19-corrupt-files", "good.parquet")
 		b, _ := os.ReadFile(filepath.Join("..", "testdata", "cases", "B19-corrupt-files", bad))
 		os.WriteFile(filepath.Join(p.Source.Root, "good.parquet"), b, 0o644)
 		_, err := Run(context.Background(), Options{Plan: p, Spec: &feature.Spec{Tensors: []feature.TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}, Output: out})
-		mustContainAll(t, err, "good.parquet")
+		pqfixture.MustContainAll(t, err, "good.parquet")
 		if !errors.Is(err, feature.ErrSourceChanged) {
 			t.Errorf("%s: %v", bad, err)
 		}
@@ -68,7 +68,7 @@ func TestCaseB19CorruptFiles(t *testing.T) {
 // shard sample must hold its own row.
 func TestCaseB20ListsAcrossPages(t *testing.T) {
 	for _, f := range []string{"emb_pages_row_aligned.parquet", "emb_pages_split_rows.parquet"} {
-		p0 := caseSource(t, "B20-lists-across-pages", f)
+		p0 := pqfixture.CaseSource(t, "B20-lists-across-pages", f)
 		p, err := plan.New(p0.Source, plan.Config{Seed: 11, Epochs: 1, GlobalBatch: 48, WorldSize: 3, Workers: 2, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestCaseB20ListsAcrossPages(t *testing.T) {
 				for i, id := range ids {
 					idv := int64(binary.LittleEndian.Uint64(block[int(geo.SlabOffset[0])+8*i:]))
 					n := int(binary.LittleEndian.Uint32(block[int(geo.SlabOffset[2])+4*i:]))
-					emb := f32s(block[int(geo.SlabOffset[1])+160*i:][:160])
+					emb := pqfixture.F32s(block[int(geo.SlabOffset[1])+160*i:][:160])
 					if idv != int64(id) || n != int(7*id%41) {
 						mismatches++
 						continue
@@ -122,23 +122,6 @@ func TestCaseB20ListsAcrossPages(t *testing.T) {
 	}
 }
 
-// caseSource copies the named files of a case into a fresh source directory
-// (so a plan covers only them) and returns a plan in source order.
-func caseSource(t *testing.T, caseDir string, files ...string) *plan.Plan {
-	t.Helper()
-	src := t.TempDir()
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join("..", "testdata", "cases", caseDir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
-}
-
 // materializeAll converts every sample of p with the YAML spec.
 func materializeAll(t *testing.T, p *plan.Plan, specYAML string) (*feature.Samples, error) {
 	t.Helper()
@@ -151,32 +134,4 @@ func materializeAll(t *testing.T, p *plan.Plan, specYAML string) (*feature.Sampl
 		ids[i] = uint64(i)
 	}
 	return feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{})
-}
-
-func mustContainAll(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one naming %q", parts)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("error %q does not name %q", err, p)
-		}
-	}
-}
-
-func f32s(b []byte) []uint32 {
-	out := make([]uint32, len(b)/4)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
-}
-
-func i64s(b []byte) []int64 {
-	out := make([]int64, len(b)/8)
-	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
@@ -45,7 +46,7 @@ func TestSourceTruncatedDuringConvert(t *testing.T) {
 			if err := parquet.WriteFile(path, rows, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(10000)); err != nil {
 				t.Fatal(err)
 			}
-			p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderDrop})
+			p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderDrop})
 			spec, err := feature.ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I64}]`), "s.yaml")
 			if err != nil {
 				t.Fatal(err)

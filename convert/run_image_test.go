@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -28,19 +24,19 @@ import (
 // shards are byte-identical under Jobs 1 and 3.
 func TestRunImageMatchesPIL(t *testing.T) {
 	const n = 33
-	p, dir, spec := imgFixture(t, n, 8, imgSpecYAML)
-	var jobs []pilJob
+	p, dir, spec := imgFixture(t, n, 8, pqfixture.ImageSpecYAML)
+	var jobs []pqfixture.PILJob
 	for id := range n {
-		name := imgSources[id%len(imgSources)]
+		name := pqfixture.ImageSources[id%len(pqfixture.ImageSources)]
 		if name == "" || name[0] == '!' {
 			continue
 		}
 		jobs = append(jobs,
-			pilJob{Src: filepath.Join(dir, name), Channels: 3, Size: []int64{40, 56}, Filter: "area"},
-			pilJob{Src: filepath.Join(dir, name), Channels: 1, Size: []int64{24, 24}, Resize: "fit", Filter: "lanczos", Fill: 9},
-			pilJob{Src: filepath.Join(dir, name), Channels: 3})
+			pqfixture.PILJob{Src: filepath.Join(dir, name), Channels: 3, Size: []int64{40, 56}, Filter: "area"},
+			pqfixture.PILJob{Src: filepath.Join(dir, name), Channels: 1, Size: []int64{24, 24}, Resize: "fit", Filter: "lanczos", Fill: 9},
+			pqfixture.PILJob{Src: filepath.Join(dir, name), Channels: 3})
 	}
-	want, sizes := pilRef(t, jobs)
+	want, sizes := pqfixture.PILRef(t, jobs)
 	ids := make([]uint64, n)
 	for i := range ids {
 		ids[i] = uint64(i)
@@ -54,7 +50,7 @@ func TestRunImageMatchesPIL(t *testing.T) {
 	}
 	k := 0
 	for i := range ids {
-		name := imgSources[i%len(imgSources)]
+		name := pqfixture.ImageSources[i%len(pqfixture.ImageSources)]
 		img, mask, orig, hf, hfMask := s.Sample(0, i), s.Sample(1, i), s.Sample(2, i), s.Sample(3, i), s.Sample(4, i)
 		if name == "" || name[0] == '!' {
 			if !bytes.Equal(img, bytes.Repeat([]byte{5}, 40*56*3)) || mask[0] != 0 || !bytes.Equal(orig, make([]byte, 8)) ||
@@ -65,8 +61,8 @@ func TestRunImageMatchesPIL(t *testing.T) {
 		}
 		lossy := !strings.HasSuffix(name, ".png")
 		for j, got := range [][]byte{img, hf} {
-			mean, most := diffStats(got, want[k+j])
-			if (!lossy && most != 0) || mean > lossyMaxMAE || most > 2*lossyMaxDiff {
+			mean, most := pqfixture.DiffStats(got, want[k+j])
+			if (!lossy && most != 0) || mean > pqfixture.LossyMaxMAE || most > 2*pqfixture.LossyMaxDiff {
 				t.Errorf("row %d (%s) tensor %d: differs from Pillow: mean %.3f, max %d", i, name, j, mean, most)
 			}
 		}
@@ -124,176 +120,15 @@ func TestRunImageBadIsError(t *testing.T) {
 	}
 }
 
-// requirePIL skips t unless /usr/bin/python3 imports PIL and numpy
-// (Debian's python3-pil and python3-numpy), except under CI=true, where
-// .ci/run installs them and their absence fails t.
-func requirePIL(t testing.TB) {
-	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import PIL, numpy").Run(); err != nil {
-		msg := "/usr/bin/python3 with PIL and numpy not available (apt-get install python3-pil python3-numpy)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip("skipping: " + msg)
-	}
-}
-
-// pilImages writes testdata/pilref.py's test images into a temporary
-// directory and returns it.
-func pilImages(t testing.TB) string {
-	t.Helper()
-	requirePIL(t)
-	dir := t.TempDir()
-	out, err := exec.Command("/usr/bin/python3", "../feature/testdata/pilref.py", "gen", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pilref.py gen: %v\n%s", err, out)
-	}
-	return dir
-}
-
-// pilJob is one reference image Pillow computes (pilref.py ref).
-type pilJob struct {
-	Src      string  `json:"src"`
-	Out      string  `json:"out"`
-	Channels int     `json:"channels"`
-	Size     []int64 `json:"size,omitempty"`
-	Resize   string  `json:"resize,omitempty"`
-	Filter   string  `json:"filter,omitempty"`
-	Fill     int     `json:"fill,omitempty"`
-}
-
-// pilRef runs jobs through pilref.py and returns, per job, Pillow's
-// pixels and [height, width].
-func pilRef(t testing.TB, jobs []pilJob) ([][]byte, [][2]int) {
-	t.Helper()
-	dir := t.TempDir()
-	var in bytes.Buffer
-	for i := range jobs {
-		jobs[i].Out = filepath.Join(dir, fmt.Sprintf("%d.raw", i))
-		b, _ := json.Marshal(jobs[i])
-		in.Write(append(b, '\n'))
-	}
-	cmd := exec.Command("/usr/bin/python3", "../feature/testdata/pilref.py", "ref")
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pilref.py ref: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	pix := make([][]byte, len(jobs))
-	sizes := make([][2]int, len(jobs))
-	for i := range jobs {
-		if err := json.Unmarshal([]byte(lines[i]), &sizes[i]); err != nil {
-			t.Fatal(err)
-		}
-		if pix[i], err = os.ReadFile(jobs[i].Out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return pix, sizes
-}
-
-// diffStats returns the mean and largest absolute difference of a and b.
-func diffStats(a, b []byte) (mean float64, most int) {
-	var sum int
-	for i := range a {
-		d := int(a[i]) - int(b[i])
-		if d < 0 {
-			d = -d
-		}
-		sum += d
-		most = max(most, d)
-	}
-	return float64(sum) / float64(len(a)), most
-}
-
-// Stated bounds of a lossy image's decode against Pillow's (libjpeg-turbo
-// and libwebp of Debian 12): the chroma upsampling and colour conversion
-// are theirs (ycc.go), the inverse DCTs round their own ways (measured
-// here: mean 0.05, largest 3).
-const (
-	lossyMaxMAE  = 0.25 // mean absolute difference per channel value
-	lossyMaxDiff = 4    // largest absolute difference
-)
-
-// imgRow is a row of the image test files: an image in a binary column
-// and, as Hugging Face datasets write images, in a struct<bytes, path>.
-type imgRow struct {
-	ID  int64    `parquet:"id"`
-	Img []byte   `parquet:"img,optional"`
-	HF  *hfImage `parquet:"hf,optional"`
-}
-
-type hfImage struct {
-	Bytes []byte `parquet:"bytes,optional"`
-	Path  string `parquet:"path"`
-}
-
-// imgSources are the images of the test rows, by row id modulo their
-// count: the names of pilImages' files, "" for a null row, "!trunc" for
-// a truncated JPEG and "!gif" for a GIF.
-var imgSources = []string{"big.png", "q90.jpg", "wide.png", "", "tall.png", "lossy.webp", "!trunc", "palette.png", "orient6.png", "!gif", "grey.jpg"}
-
-// imgBytes returns the encoded image of name from dir (imgSources).
-func imgBytes(t testing.TB, dir, name string) []byte {
-	switch name {
-	case "":
-		return nil
-	case "!gif":
-		return []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;")
-	case "!trunc":
-		b := imgBytes(t, dir, "q90.jpg")
-		return b[:len(b)/3]
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// imgFixture writes n image rows (row groups of rg) from pilImages' files
+// imgFixture writes n image rows (row groups of rg) from pqfixture.PILImages' files
 // and returns the plan, the images' directory and the spec parsed from
 // yaml.
 func imgFixture(t testing.TB, n, rg int, yaml string) (*plan.Plan, string, *feature.Spec) {
 	t.Helper()
-	dir := pilImages(t)
-	src := t.TempDir()
-	var rows []imgRow
-	for id := range n {
-		b := imgBytes(t, dir, imgSources[id%len(imgSources)])
-		r := imgRow{ID: int64(id), Img: b, HF: &hfImage{Bytes: b, Path: fmt.Sprintf("img%d", id)}}
-		rows = append(rows, r)
-	}
-	f, err := os.Create(filepath.Join(src, "images.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[imgRow](f, parquet.MaxRowsPerRowGroup(int64(rg)))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	p, dir := pqfixture.ImageSource(t, n, rg)
 	spec, err := feature.ParseSpec([]byte(yaml), "images.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return makePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}), dir, spec
+	return p, dir, spec
 }
-
-const imgSpecYAML = `
-tensors:
-  - name: img
-    column: img
-    nulls: {}
-    image: {size: [40, 56], filter: area, invalid: fill, fill: 5, original_size: true}
-  - name: hf
-    column: hf
-    nulls: {mask: true}
-    image: {size: [24, 24], channels: 1, resize: fit, filter: lanczos, invalid: fill, fill: 9, dtype: U8}
-`

@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
@@ -150,7 +151,7 @@ func mapFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return makePlan(t, src, cfg), spec
+	return pqfixture.MakePlan(t, src, cfg), spec
 }
 
 // checkShards reads every shard of out, whose tensors must be tensors and
@@ -222,7 +223,7 @@ func checkShards(t *testing.T, out, tensors, format string, expect func(uint64) 
 // with records and values arena spilled, with row groups read in row
 // windows and under Jobs 1 and 4 the shards are byte-identical.
 func TestRunMapsMatchSource(t *testing.T) {
-	p, spec := mapFixture(t, jagCfg)
+	p, spec := mapFixture(t, pqfixture.JagConfig)
 	ref := filepath.Join(t.TempDir(), "mem")
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2})
 	if err != nil {
@@ -256,7 +257,7 @@ func TestRunMapsMatchSource(t *testing.T) {
 // TestRunMapDenseOnlyIsFormat1: a spec whose only map is dense writes
 // format 1.0 shards with the fixed [len(keys)] tensor.
 func TestRunMapDenseOnlyIsFormat1(t *testing.T) {
-	p, _ := mapFixture(t, jagCfg)
+	p, _ := mapFixture(t, pqfixture.JagConfig)
 	spec, err := feature.ParseSpec([]byte(`tensors:
   - {name: id, column: id, dtype: I64}
   - {name: nd, column: n, dtype: I32, map: {keys: ["-3", "2", "-1", "9"], fill: 0}}
@@ -278,7 +279,7 @@ func TestRunMapDenseOnlyIsFormat1(t *testing.T) {
 // the shards hold them, whole and with row groups read in row windows
 // into staging in memory.
 func TestMaterializeMaps(t *testing.T) {
-	p, spec := mapFixture(t, jagCfg)
+	p, spec := mapFixture(t, pqfixture.JagConfig)
 	ids := []uint64{0, 1, 3, 10, 17, 127, 128, 549, 400, 3}
 	for _, limit := range []int64{0, 4 << 10} {
 		s, err := feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{Memory: limit})
@@ -348,8 +349,8 @@ func i64(v int64) *int64 { return &v }
 func TestRunMapRowErrors(t *testing.T) {
 	write := func(rows []parquet.Row) *plan.Plan {
 		src := t.TempDir()
-		writeRows(t, filepath.Join(src, "a.parquet"), mapLevelsSchema(), rows, parquet.MaxRowsPerRowGroup(4))
-		return makePlan(t, src, jagSeqCfg)
+		pqfixture.WriteRows(t, filepath.Join(src, "a.parquet"), mapLevelsSchema(), rows, parquet.MaxRowsPerRowGroup(4))
+		return pqfixture.MakePlan(t, src, jagSeqCfg)
 	}
 	ok := func(id int64) parquet.Row {
 		return levelsRow(id, [][2]*int64{{i64(1), i64(id)}, {i64(2), i64(-id)}}, false)
@@ -410,7 +411,7 @@ func TestRunMapRowErrors(t *testing.T) {
 // TestRunMapNullErrors: a null map without nulls is an error for both
 // forms.
 func TestRunMapNullErrors(t *testing.T) {
-	p, _ := mapFixture(t, jagCfg)
+	p, _ := mapFixture(t, pqfixture.JagConfig)
 	for _, c := range []string{
 		`tensors: [{name: s, column: s, dtype: F32, map: {key_bytes: {mode: hash, buckets: 10}}}]`,
 		`tensors: [{name: s, column: s, dtype: F32, map: {keys: [a], fill: 0}}]`,
@@ -434,7 +435,7 @@ func TestRunMapNullErrors(t *testing.T) {
 // TestRunMapSchemaErrors: a map policy the map's types do not fit is
 // refused at the schema check with its reason.
 func TestRunMapSchemaErrors(t *testing.T) {
-	p, _ := mapFixture(t, jagCfg)
+	p, _ := mapFixture(t, pqfixture.JagConfig)
 	for _, c := range []struct {
 		spec, want string
 		sentinel   error
@@ -490,8 +491,8 @@ func TestMapNullValues(t *testing.T) {
 		levelsRow(1, nil, false),
 		levelsRow(2, [][2]*int64{{i64(3), i64(32)}}, false),
 	}
-	writeRows(t, filepath.Join(src, "a.parquet"), mapLevelsSchema(), rows)
-	p := makePlan(t, src, jagSeqCfg)
+	pqfixture.WriteRows(t, filepath.Join(src, "a.parquet"), mapLevelsSchema(), rows)
+	p := pqfixture.MakePlan(t, src, jagSeqCfg)
 	spec, err := feature.ParseSpec([]byte(`tensors:
   - {name: m, column: n, dtype: I32, map: {key_dtype: I64}, list: {element_fill: -7, element_mask: true}}
   - {name: d, column: n, dtype: I16, map: {keys: ["3", "1"], fill: -1}, list: {element_fill: -9}}
@@ -551,7 +552,7 @@ func testingFilePlan(t *testing.T, file string) *plan.Plan {
 	if err := os.WriteFile(filepath.Join(src, file), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return makePlan(t, src, jagSeqCfg)
+	return pqfixture.MakePlan(t, src, jagSeqCfg)
 }
 
 // TestMapParquetTesting: parquet-testing's map files. map_no_value's
@@ -690,8 +691,8 @@ func TestRunListOfStructsMismatch(t *testing.T) {
 		rows = append(rows, row)
 	}
 	src := t.TempDir()
-	writeRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(5))
-	p := makePlan(t, src, jagSeqCfg)
+	pqfixture.WriteRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(5))
+	p := pqfixture.MakePlan(t, src, jagSeqCfg)
 	both, err := feature.ParseSpec([]byte(`tensors: [{name: a, column: ev.a, dtype: I32, list: {jagged: true}}, {name: b, column: ev.b, dtype: I32, list: {jagged: true}}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 // TestRunOneMemoryBudget: staging and the values arena held in anonymous
@@ -92,5 +94,32 @@ func TestAdmissionLongRowsJobs4(t *testing.T) {
 	checkHeapBound(t, sum, peakLive, limit, pages)
 	if snapshot(t, out) != snapshot(t, whole) {
 		t.Errorf("bounded run's shards differ from the default run's")
+	}
+}
+
+// TestRunObjectStoreReadAheadShare: reading an object store, whose
+// read-ahead holds a quarter of the limit (at most 256 MiB), the run's
+// anonymous and heap shares add up to the rest of the limit; reading a
+// local directory, to the whole limit. The shards are the same.
+func TestRunObjectStoreReadAheadShare(t *testing.T) {
+	p, spec := fixture(t, pqfixture.DefaultConfig)
+	const limit = 64 << 20
+	var snaps []string
+	for _, c := range []struct {
+		objectStore bool
+		want        int64
+	}{{false, limit}, {true, limit - limit/4}} {
+		out := filepath.Join(t.TempDir(), "out")
+		sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, MemoryLimit: limit, ObjectStore: c.objectStore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum.AnonBudgetBytes + sum.HeapBudgetBytes; got != c.want {
+			t.Errorf("object store %v: anonymous %d + heap %d = %d bytes, want %d", c.objectStore, sum.AnonBudgetBytes, sum.HeapBudgetBytes, got, c.want)
+		}
+		snaps = append(snaps, snapshot(t, out))
+	}
+	if snaps[0] != snaps[1] {
+		t.Error("the shards differ with the read-ahead share")
 	}
 }

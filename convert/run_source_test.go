@@ -3,7 +3,6 @@ package convert
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/source"
@@ -68,22 +68,14 @@ func TestErrorsNameFilesRelativeToTheRoot(t *testing.T) {
 // that could not be read (permission denied) failed convert with "source
 // changed since the plan was made": the error gives the real cause.
 func TestUnreadableSourceIsNotReportedChanged(t *testing.T) {
-	p := caseSource(t, "B19-corrupt-files", "good.parquet")
+	p := pqfixture.CaseSource(t, "B19-corrupt-files", "good.parquet")
 	local, err := source.NewLocal(p.Source.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(context.Background(), Options{Plan: p, Source: denyStore{local}, Output: filepath.Join(t.TempDir(), "out"),
+	_, err = Run(context.Background(), Options{Plan: p, Source: pqfixture.DenyStore{Local: local}, Output: filepath.Join(t.TempDir(), "out"),
 		Spec: &feature.Spec{Tensors: []feature.TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}})
 	if errors.Is(err, feature.ErrSourceChanged) || !errors.Is(err, fs.ErrPermission) || err.Error() != "good.parquet: open: permission denied" {
 		t.Errorf("got %v, want the permission error naming good.parquet", err)
 	}
-}
-
-// denyStore is a local store whose files cannot be opened, as a file of
-// mode 0 is for a user other than root.
-type denyStore struct{ *source.Local }
-
-func (s denyStore) Open(ctx context.Context, name string) (source.Object, error) {
-	return nil, &source.Error{File: name, Err: fmt.Errorf("open: %w", fs.ErrPermission)}
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,144 +20,33 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
 )
 
-type testRow struct {
-	ID    int64     `parquet:"id"`
-	X     float32   `parquet:"x"`
-	Emb   []float32 `parquet:"emb,list"`
-	Label string    `parquet:"label,dict"`
-	Opt   *int32    `parquet:"opt,optional"`
-}
-
-func makeRow(id int64) testRow {
-	r := testRow{ID: id, X: float32(id) * 0.5, Label: fmt.Sprintf("L%d", id%7)}
-	for k := int64(0); k < id%6; k++ {
-		r.Emb = append(r.Emb, float32(id*10+k))
-	}
-	if id%5 != 0 {
-		v := int32(id)
-		r.Opt = &v
-	}
-	return r
-}
-
-// writeParquet writes rows [first, first+n) of makeRow to dir/name.
-func writeParquet(t testing.TB, path string, first, n int64, rowsPerGroup int64, codec compress.Codec) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[testRow](f, parquet.Compression(codec), parquet.MaxRowsPerRowGroup(rowsPerGroup))
-	rows := make([]testRow, 0, 1024)
-	for id := first; id < first+n; id++ {
-		rows = append(rows, makeRow(id))
-		if len(rows) == cap(rows) {
-			if _, err := w.Write(rows); err != nil {
-				t.Fatal(err)
-			}
-			rows = rows[:0]
-		}
-	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func makePlan(t testing.TB, dir string, cfg plan.Config) *plan.Plan {
-	t.Helper()
-	src, err := source.Discover(context.Background(), []string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.New(src, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-const testSpecYAML = `
-tensors:
-  - name: id
-    column: id
-    dtype: I64
-  - name: x
-    column: x
-    dtype: F16
-  - name: emb
-    column: emb
-    dtype: F32
-    shape: [4]
-    list: {pad: -1, truncate: true, lengths: true}
-  - name: label
-    column: label
-    dtype: I64
-    bytes: {mode: hash, buckets: 1000}
-  - name: opt
-    column: opt
-    dtype: I32
-    nulls: {fill: -7, mask: true}
-`
-
 // fixture writes two source files (700 + 300 rows, row groups of 128) and
 // returns the plan and spec.
 func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
-	writeParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
-	spec, err := feature.ParseSpec([]byte(testSpecYAML), "features.yaml")
+	pqfixture.WriteParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
+	pqfixture.WriteParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
+	spec, err := feature.ParseSpec([]byte(pqfixture.SpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return makePlan(t, src, cfg), spec
-}
-
-var defaultCfg = plan.Config{Seed: 7, Epochs: 2, GlobalBatch: 64, WorldSize: 2, Workers: 2, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
-
-// expectSample returns the expected bytes of each output tensor for id.
-func expectSample(id uint64) [][]byte {
-	r := makeRow(int64(id))
-	le := binary.LittleEndian
-	idb := le.AppendUint64(nil, uint64(r.ID))
-	h, _ := shardfmt.F64ToF16(float64(r.X))
-	xb := le.AppendUint16(nil, h)
-	var emb []byte
-	for k := 0; k < 4; k++ {
-		v := float32(-1)
-		if k < len(r.Emb) {
-			v = r.Emb[k]
-		}
-		emb = le.AppendUint32(emb, math.Float32bits(v))
-	}
-	lens := le.AppendUint32(nil, uint32(len(r.Emb)))
-	lab := le.AppendUint64(nil, feature.FNV1a64([]byte(r.Label))%1000)
-	opt, mask := le.AppendUint32(nil, uint32(0xfffffff9)), []byte{0}
-	if r.Opt != nil {
-		opt, mask = le.AppendUint32(nil, uint32(*r.Opt)), []byte{1}
-	}
-	return [][]byte{idb, xb, emb, lens, lab, opt, mask}
+	return pqfixture.MakePlan(t, src, cfg), spec
 }
 
 func TestRunEndToEnd(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	out := filepath.Join(t.TempDir(), "out")
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, ToolVersion: "test"})
 	if err != nil {
@@ -218,7 +106,7 @@ func TestRunEndToEnd(t *testing.T) {
 				if e.Epoch == 0 {
 					seen[id]++
 				}
-				for ti, wantB := range expectSample(id) {
+				for ti, wantB := range pqfixture.ExpectSample(id) {
 					n := int(geo.SampleBytes[ti])
 					got := block[int(geo.SlabOffset[ti])+i*n:][:n]
 					if !bytes.Equal(got, wantB) {
@@ -249,7 +137,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		for ti, w := range expectSample(id) {
+		for ti, w := range pqfixture.ExpectSample(id) {
 			if got := s.Sample(ti, i); !bytes.Equal(got, w) {
 				t.Errorf("Materialize id %d tensor %d = %x, want %x", id, ti, got, w)
 			}
@@ -342,7 +230,7 @@ func TestRunSubsetOfRanks(t *testing.T) {
 }
 
 func TestRunFailureLeavesNothing(t *testing.T) {
-	p, _ := fixture(t, defaultCfg)
+	p, _ := fixture(t, pqfixture.DefaultConfig)
 	bad, err := feature.ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +245,7 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 		t.Errorf("output directory left after failure: %v", listTree(t, out))
 	}
 	// An existing complete output is untouched by a failed run into it.
-	_, spec := fixture(t, defaultCfg)
+	_, spec := fixture(t, pqfixture.DefaultConfig)
 	good := filepath.Join(t.TempDir(), "good")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: good}); err != nil {
 		t.Fatal(err)
@@ -383,9 +271,9 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 }
 
 func TestRunSourceChanged(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	f := filepath.Join(p.Source.Root, "part-1.parquet")
-	writeParquet(t, f, 700, 299, 128, &parquet.Snappy)
+	pqfixture.WriteParquet(t, f, 700, 299, 128, &parquet.Snappy)
 	out := filepath.Join(t.TempDir(), "o")
 	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out})
 	if !errors.Is(err, feature.ErrSourceChanged) || !strings.Contains(err.Error(), "part-1.parquet") {
@@ -397,7 +285,7 @@ func TestRunSourceChanged(t *testing.T) {
 }
 
 func TestRunLockHeld(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	out := t.TempDir()
 	l, err := dirlock.Acquire(filepath.Join(out, LockName))
 	if err != nil {
@@ -449,7 +337,7 @@ func TestLZ4RawRoundTrip(t *testing.T) {
 			}
 			w.Close()
 			f.Close()
-			p := makePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+			p := pqfixture.MakePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 			spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "v", Column: "v", DType: "I64"}}}
 			out := t.TempDir()
 			if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
@@ -498,7 +386,7 @@ func mustDiscover(t *testing.T, dir string) plan.Source {
 // TestRunCancelledKeepsCommittedShards: an interrupted run leaves complete
 // shards listed in the manifest and no temporaries; the rerun finishes.
 func TestRunCancelledKeepsCommittedShards(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	var once bool
@@ -538,16 +426,16 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 	}
 	src := t.TempDir()
 	for i := 0; i < n; i++ {
-		writeParquet(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)), int64(3*i), 3, 3, &parquet.Snappy)
+		pqfixture.WriteParquet(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)), int64(3*i), 3, 3, &parquet.Snappy)
 	}
-	p := makePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	testutil.LowerFDLimit(t, 64)
 	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
 	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{0, uint64(3*n - 1)}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(i64s(s.Data[0])); got != fmt.Sprint([]int64{0, int64(3*n - 1)}) {
+	if got := fmt.Sprint(pqfixture.I64s(s.Data[0])); got != fmt.Sprint([]int64{0, int64(3*n - 1)}) {
 		t.Errorf("ids %s", got)
 	}
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir(), Jobs: 2})
@@ -565,7 +453,7 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 // (and cancelled the run), and must still run, so the error names row
 // group 0, as a run with Jobs 1 does.
 func TestRunErrorIndependentOfScheduling(t *testing.T) {
-	p, _ := fixture(t, defaultCfg)
+	p, _ := fixture(t, pqfixture.DefaultConfig)
 	bad, err := feature.ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -664,7 +552,7 @@ func TestRunResumesSpecV1ShardSet(t *testing.T) {
 // The manifest records what the shards cannot show: source files with no
 // rows, and each epoch's ids left out by remainder "drop".
 func TestManifestListsEmptyFilesAndDroppedIDs(t *testing.T) {
-	p0 := caseSource(t, "B17-empty-files", "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
+	p0 := pqfixture.CaseSource(t, "B17-empty-files", "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
 	// 150 samples, global batch 16: 6 ids dropped per epoch.
 	p, err := plan.New(p0.Source, plan.Config{Seed: 9, Epochs: 2, GlobalBatch: 16, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	if err != nil {
@@ -705,7 +593,7 @@ func TestManifestListsEmptyFilesAndDroppedIDs(t *testing.T) {
 		}
 	}
 	// Nothing dropped, no empty files: both fields omitted.
-	p1 := caseSource(t, "B17-empty-files", "part-0.parquet")
+	p1 := pqfixture.CaseSource(t, "B17-empty-files", "part-0.parquet")
 	out1 := filepath.Join(t.TempDir(), "out")
 	if _, err := Run(context.Background(), Options{Plan: p1, Spec: spec, Output: out1}); err != nil {
 		t.Fatal(err)
@@ -719,7 +607,7 @@ func TestManifestListsEmptyFilesAndDroppedIDs(t *testing.T) {
 // before the first shard is written; a rerun with other plan bytes is
 // refused unless Force; a failed run into a new directory leaves no copy.
 func TestRunWritesPlanCopy(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	planBytes, err := p.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -803,7 +691,7 @@ func TestRunWritesPlanCopy(t *testing.T) {
 // TestRunRemovesPlanCopyTemporaries: a run killed while writing plan.json
 // leaves its temporary file; the next run removes it.
 func TestRunRemovesPlanCopyTemporaries(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	out := t.TempDir()
 	tmp := filepath.Join(out, PlanFileName+".tmp-123456")
 	if err := os.WriteFile(tmp, []byte("{"), 0o644); err != nil {
@@ -821,7 +709,7 @@ func TestRunRemovesPlanCopyTemporaries(t *testing.T) {
 // and once as committed, in that order, never concurrently with itself or
 // Progress; write progress for a shard falls between its two events.
 func TestRunShardEvents(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	var busy atomic.Int32
 	enter := func() {
 		if busy.Add(1) != 1 {
@@ -928,7 +816,7 @@ func shardsOnDisk(t *testing.T, out string) []string {
 // the run rewrote) and none of the run's shards. The order of its steps
 // (manifest first, shards after) is pinned in shardset's Txn tests.
 func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	run := func(out string, epochs []int) error {
 		_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: epochs})
 		return err
@@ -1001,8 +889,8 @@ func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 // so the directory no longer looked as it did before the run.
 func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	pqfixture.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	spec, err := feature.ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -1036,7 +924,7 @@ func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 // run into an existing set is renamed into place and then its directory
 // fsync fails; the run fails and leaves the set as it was.
 func TestFailedDirSyncLeavesNoUnlistedShard(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	out := filepath.Join(t.TempDir(), "out")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: []int{0}}); err != nil {
 		t.Fatal(err)
@@ -1071,7 +959,7 @@ func TestFailedDirSyncLeavesNoUnlistedShard(t *testing.T) {
 // summary and warns once; cast.overflow error fails at the first one, id
 // 465 = part-0.parquet row group 3 (rows of 128), row 81.
 func TestRunCountsOverflows(t *testing.T) {
-	p, _ := fixture(t, defaultCfg)
+	p, _ := fixture(t, pqfixture.DefaultConfig)
 	spec, err := feature.ParseSpec([]byte(`tensors:
   - {name: id, column: id, dtype: I64}
   - {name: id8, column: id, dtype: F8_E4M3}
@@ -1102,7 +990,7 @@ func TestRunCountsOverflows(t *testing.T) {
 
 	spec.Tensors[1].Cast = &feature.CastPolicy{Overflow: "error"}
 	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir()})
-	mustContainAll(t, err, `part-0.parquet: column "id", row group 3, row 81: value 465 overflows F8_E4M3 (largest finite 448; cast.overflow is error)`)
+	pqfixture.MustContainAll(t, err, `part-0.parquet: column "id", row group 3, row 81: value 465 overflows F8_E4M3 (largest finite 448; cast.overflow is error)`)
 	if !errors.Is(err, feature.ErrValue) {
 		t.Errorf("error %v does not wrap feature.ErrValue", err)
 	}

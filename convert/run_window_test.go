@@ -22,6 +22,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
@@ -129,7 +130,7 @@ func TestSlicedRowGroupsMatchWhole(t *testing.T) {
 	}
 	writeSliceRows(t, filepath.Join(src, "part-0.parquet"), 0, 2000, 1000, nulls, nil)
 	writeSliceRows(t, filepath.Join(src, "part-1.parquet"), 2000, 600, 256, nulls, nil)
-	p := makePlan(t, src, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 96, WorldSize: 3, Workers: 2, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 96, WorldSize: 3, Workers: 2, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	spec, err := feature.ParseSpec([]byte(sliceSpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestSlicedRowGroupErrorsMatchWhole(t *testing.T) {
 	short := map[int64]bool{1300: true, 1900: true}
 	writeSliceRows(t, filepath.Join(src, "part-0.parquet"), 0, 2000, 1000, nulls, short)
 	writeSliceRows(t, filepath.Join(src, "part-1.parquet"), 2000, 100, 100, nil, nil)
-	p := makePlan(t, src, plan.Config{Seed: 5, Epochs: 1, GlobalBatch: 50, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 5, Epochs: 1, GlobalBatch: 50, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	const (
 		id      = "{name: id, columns: [id, id], dtype: I64}"
 		opt     = "{name: opt, column: opt, dtype: I32}"
@@ -224,7 +225,7 @@ func TestSlicedRowGroupErrorsMatchWhole(t *testing.T) {
 // x of row group 1 (case B19) fails a run whose row groups are sliced with
 // the error of a run that decodes them whole.
 func TestSlicedRowGroupDecodeErrorMatchesWhole(t *testing.T) {
-	p := caseSource(t, "B19-corrupt-files", "bad_page_header_rg1_x.parquet")
+	p := pqfixture.CaseSource(t, "B19-corrupt-files", "bad_page_header_rg1_x.parquet")
 	spec, err := feature.ParseSpec([]byte("tensors: [{name: id, columns: [id, id], dtype: I64}, {name: x, column: x, dtype: F32}]"), "spec.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +282,7 @@ func TestSlicedErrorPiecesSizedByLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 5,000 ranks, batch 1 each, one epoch of 2 steps: rank 0 needs 2 rows.
-	p := makePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: rows / 2, WorldSize: rows / 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: rows / 2, WorldSize: rows / 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I64}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +331,7 @@ func TestSlicedDecodeErrorOrderWithinChunk(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	writeRows(t, path, sch, rows, parquet.PageBufferSize(512), parquet.Compression(&parquet.Snappy))
+	pqfixture.WriteRows(t, path, sch, rows, parquet.PageBufferSize(512), parquet.Compression(&parquet.Snappy))
 	// Flip a byte near the end of the column chunk: in the last page's body.
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -349,7 +350,7 @@ func TestSlicedDecodeErrorOrderWithinChunk(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: emb, column: emb, dtype: F32, shape: [2], list: {pad: 0, truncate: true}}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -403,7 +404,7 @@ func TestSliceEstimateCountsSourceValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	data = nil
-	p := makePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	const bound = 8 << 20 // live at the decoded pieces (measuredRun); whole, the column chunks take 30-58 MiB
 	decodes, reset := countDecodes(t)
 	for _, sp := range []string{
@@ -537,26 +538,7 @@ func writeShapes(t testing.TB, path string, delta bool, first, n int64, d shapes
 		}
 		rows = append(rows, row)
 	}
-	writeRows(t, path, sch, rows, opts...)
-}
-
-// writeRows writes rows of schema sch to a new file at path.
-func writeRows(t testing.TB, path string, sch *parquet.Schema, rows []parquet.Row, opts ...parquet.WriterOption) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[any](f, append([]parquet.WriterOption{sch}, opts...)...)
-	if _, err := w.WriteRows(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.WriteRows(t, path, sch, rows, opts...)
 }
 
 // compareSliced runs p and spec with row groups whole (the default limit) and
@@ -636,7 +618,7 @@ func TestSlicedShapesMatchWhole(t *testing.T) {
 			src := t.TempDir()
 			writeShapes(t, filepath.Join(src, "a.parquet"), v.delta, 0, 700, shapesData{}, append(v.opts, parquet.MaxRowsPerRowGroup(300))...)
 			writeShapes(t, filepath.Join(src, "b.parquet"), v.delta, 700, 250, shapesData{}, append(v.opts, parquet.MaxRowsPerRowGroup(1000))...)
-			p := makePlan(t, src, plan.Config{Seed: 9, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+			p := pqfixture.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 			compareSliced(t, p, shapesSpecYAML, nil, nil, []int64{1, 4 << 10, 64 << 10}, []int{1, 2})
 			compareSliced(t, p, shapesSpecYAML, []int{1}, []int{3}, []int64{4 << 10}, []int{2})
 			for _, cfg := range []plan.Config{
@@ -644,7 +626,7 @@ func TestSlicedShapesMatchWhole(t *testing.T) {
 				{Seed: 4, Epochs: 1, GlobalBatch: 30, WorldSize: 3, Workers: 1, Shuffle: plan.ShuffleBlocks, Window: 2, Remainder: plan.RemainderPartial},
 				{Seed: 5, Epochs: 1, GlobalBatch: 475, WorldSize: 475, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop},
 			} {
-				compareSliced(t, makePlan(t, src, cfg), shapesSpecYAML, nil, []int{1}, []int64{4 << 10}, []int{2})
+				compareSliced(t, pqfixture.MakePlan(t, src, cfg), shapesSpecYAML, nil, []int{1}, []int64{4 << 10}, []int{2})
 			}
 		})
 	}
@@ -722,7 +704,7 @@ func TestSlicedValueErrorsMatchWhole(t *testing.T) {
 			opts := []parquet.WriterOption{parquet.PageBufferSize(256), parquet.DictionaryMaxBytes(60), parquet.DataPageVersion(2)}
 			writeShapes(t, filepath.Join(src, "a.parquet"), false, 0, 600, c.data, append(opts, parquet.MaxRowsPerRowGroup(300))...)
 			writeShapes(t, filepath.Join(src, "b.parquet"), false, 600, 400, c.data, append(opts, parquet.MaxRowsPerRowGroup(1000))...)
-			p := makePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+			p := pqfixture.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 			compareSliced(t, p, c.spec, nil, nil, []int64{1, 4 << 10}, []int{1, 2})
 		})
 	}
@@ -745,7 +727,7 @@ func TestSlicedJobsProgressMatchWhole(t *testing.T) {
 	}
 	writeSliceRows(t, filepath.Join(src, "part-0.parquet"), 0, 900, 450, nulls, nil)
 	writeSliceRows(t, filepath.Join(src, "part-1.parquet"), 900, 300, 300, nulls, nil)
-	p := makePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 60, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 60, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	spec, err := feature.ParseSpec([]byte(sliceSpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -796,7 +778,7 @@ func TestSlicedJobsProgressMatchWhole(t *testing.T) {
 func TestSlicedCancelPrompt(t *testing.T) {
 	src := t.TempDir()
 	writeSliceRows(t, filepath.Join(src, "part-0.parquet"), 0, 2000, 1000, nil, nil)
-	p := makePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 50, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 50, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	spec, err := feature.ParseSpec([]byte(sliceSpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -900,7 +882,7 @@ func TestHostileValueCountBreaksAdmission(t *testing.T) {
 		if hostile {
 			rewriteNumValues(t, path, 0, 0, 1<<60-1)
 		}
-		p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
+		p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
 		spec, err := feature.ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I64}]`), "s.yaml")
 		if err != nil {
 			t.Fatal(err)
@@ -1009,7 +991,7 @@ func TestSlicedErrorAfterTheLastRow(t *testing.T) {
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I64}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -1061,7 +1043,7 @@ func TestRowGroupOverLimitIsSliced(t *testing.T) {
 		// this one take half a minute.
 		t.Skip("measures memory; slow under the race detector")
 	}
-	p := caseSource(t, "B07-dict-fallback", "dict_then_plain.parquet")
+	p := pqfixture.CaseSource(t, "B07-dict-fallback", "dict_then_plain.parquet")
 	spec := stackedSpec(t, 512)
 	whole := filepath.Join(t.TempDir(), "whole")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 1}); err != nil {
@@ -1139,7 +1121,7 @@ func TestColumnChunkOverLimitIsSliced(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows = nil
-	p := makePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 1000, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 1000, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	spec, err := feature.ParseSpec([]byte("tensors: [{name: emb, column: emb, dtype: F32, shape: [32]}]"), "spec.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -1177,7 +1159,7 @@ func TestSlicedEverySliceFailsManyJobs(t *testing.T) {
 	opts := []parquet.WriterOption{parquet.PageBufferSize(256), parquet.DictionaryMaxBytes(60), parquet.DataPageVersion(2)}
 	writeShapes(t, filepath.Join(src, "a.parquet"), false, 0, 600, shapesData{vecLen: func(id int64) int { return 2 + int(id%5)/4 }}, append(opts, parquet.MaxRowsPerRowGroup(300))...)
 	writeShapes(t, filepath.Join(src, "b.parquet"), false, 600, 400, shapesData{}, append(opts, parquet.MaxRowsPerRowGroup(1000))...)
-	p := makePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 	for _, sp := range []string{
 		`tensors: [{name: xy, columns: [y, x], dtype: F32}]`,
 		`tensors: [{name: id, column: id, dtype: I64}, {name: vec, column: vec, dtype: F32, shape: [3]}, {name: xy, columns: [y, x], dtype: F32}]`,
@@ -1214,7 +1196,7 @@ func TestSlicedBigDictStringsBothForms(t *testing.T) {
 	if err := parquet.WriteFile(filepath.Join(src, "a.parquet"), rows, parquet.PageBufferSize(8<<10), parquet.MaxRowsPerRowGroup(4000)); err != nil {
 		t.Fatal(err)
 	}
-	p := makePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 10, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 10, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	for _, sp := range []string{
 		`tensors: [{name: h, column: name, dtype: I64, bytes: {mode: hash, buckets: 1000003}}, {name: p, column: name, dtype: U8, bytes: {mode: pad, max_len: 3, truncate: true}}, {name: v, column: val, dtype: I64, bytes: {mode: hash, buckets: 77}}, {name: id, column: id, dtype: I64}]`,
 		`tensors: [{name: h, column: name, dtype: I64, bytes: {mode: hash, buckets: 1000003}}, {name: o, column: opt, dtype: I32}]`,

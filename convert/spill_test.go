@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -171,8 +172,8 @@ func TestSpillManyRanksKeepsFewShardsOpen(t *testing.T) {
 // in-memory run's.
 func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 5000, 1000, &parquet.Snappy)
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad})
+	pqfixture.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 5000, 1000, &parquet.Snappy)
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad})
 	if got := fmt.Sprint(p.Derived.PartitionRows, p.Steps()); got != "[2000 1000 1000 1000] 200" {
 		t.Fatalf("partitions and steps %s", got)
 	}
@@ -213,7 +214,7 @@ func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 // matrixSpecYAML adds a padded bytes tensor (with lengths) to the test spec,
 // so the records hold every kind of tensor: integers, an F16 cast, a list
 // with lengths, hashed and padded bytes, a null mask.
-const matrixSpecYAML = testSpecYAML + `
+const matrixSpecYAML = pqfixture.SpecYAML + `
   - name: lab_pad
     column: label
     dtype: U8
@@ -258,10 +259,10 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 			src := t.TempDir()
 			var first int64
 			for i, n := range c.rows {
-				writeParquet(t, filepath.Join(src, fmt.Sprintf("part-%d.parquet", i)), first, n, c.rg, &parquet.Snappy)
+				pqfixture.WriteParquet(t, filepath.Join(src, fmt.Sprintf("part-%d.parquet", i)), first, n, c.rg, &parquet.Snappy)
 				first += n
 			}
-			p := makePlan(t, src, c.cfg)
+			p := pqfixture.MakePlan(t, src, c.cfg)
 			ref := filepath.Join(t.TempDir(), "mem")
 			sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2, Epochs: c.epochs, Ranks: c.ranks})
 			if err != nil {
@@ -318,7 +319,7 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 // leaves no new output directory, and leaves an
 // existing shard set it was to replace (--force) byte for byte as it was.
 func TestSpillTransformErrorLeavesNothing(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	good := filepath.Join(t.TempDir(), "good")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: good, MemoryLimit: 1}); err != nil {
 		t.Fatal(err)
@@ -364,7 +365,7 @@ func TestSpillTransformErrorLeavesNothing(t *testing.T) {
 // shards committed, each complete, no temporary is left, and a rerun
 // completes to the bytes of an uninterrupted run.
 func TestSpillCancelledKeepsCommittedShards(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	clean := filepath.Join(t.TempDir(), "clean")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: clean}); err != nil {
 		t.Fatal(err)
@@ -421,7 +422,7 @@ func TestSpillCancelledKeepsCommittedShards(t *testing.T) {
 // committed has done all its work, so it reports success, in memory and
 // spilled alike, and its output equals an uncancelled run's.
 func TestCancelAfterLastCommitIsSuccess(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, pqfixture.DefaultConfig)
 	clean := filepath.Join(t.TempDir(), "clean")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: clean}); err != nil {
 		t.Fatal(err)
@@ -460,7 +461,7 @@ func TestSpillLargeRecordsAllocateAFewRecords(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes a 40 MB value")
 	}
-	p := caseSource(t, "B21-huge-string", "hugestr.parquet")
+	p := pqfixture.CaseSource(t, "B21-huge-string", "hugestr.parquet")
 	spec, err := feature.ParseSpec([]byte("tensors: [{name: t, column: text, dtype: U8, bytes: {mode: pad, max_len: 4000000, truncate: true}}]"), "spec.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -499,8 +500,8 @@ func TestSpillLargeRecordsAllocateAFewRecords(t *testing.T) {
 // entries are written at once through one scratch entry.
 func TestSpillManyWindowsKeepNoRecordBuffers(t *testing.T) {
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 100, 100, &parquet.Snappy)
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	pqfixture.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 100, 100, &parquet.Snappy)
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	const rec = 300000
 	s, err := newSpiller(context.Background(), p, []shardKey{{0, 0}}, rec, 256<<10, 1, 1)
 	if err != nil {

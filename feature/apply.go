@@ -11,8 +11,8 @@ import (
 	"github.com/prepml/prep/shardfmt"
 )
 
-// run is a stretch of needed rows [lo, hi) of a row group whose samples go
-// to consecutive staging slots starting at dst.
+// RowRun is a stretch of wanted rows [Lo, Hi) of a row group whose
+// samples go to consecutive record slots starting at Dst.
 type RowRun struct {
 	Lo, Hi int
 	Dst    int64
@@ -297,7 +297,7 @@ func countFalse(v []bool) int {
 	return n
 }
 
-// records is the staging layout: one fixed-size record per staging slot
+// Records is the staging layout: one fixed-size record per staging slot
 // holding every output tensor's sample bytes back to back (tensor t at
 // off[t], size[t] bytes), so that gathering a sample touches one place. A
 // jagged tensor's part is its reference into the values arena (arena.go).
@@ -308,7 +308,7 @@ type Records struct {
 	Size []int // per tensor: sample bytes
 }
 
-// newRecords lays out records for the tensors over data (which must hold
+// NewRecords lays out records for the tensors over data (which must hold
 // slots*rec bytes, see recordSize).
 func NewRecords(tensors []shardfmt.TensorInfo, data []byte) *Records {
 	r := &Records{Data: data}
@@ -321,7 +321,7 @@ func NewRecords(tensors []shardfmt.TensorInfo, data []byte) *Records {
 	return r
 }
 
-// recordSize returns the bytes of one staging record for the tensors.
+// RecordSize returns the bytes of one staging record for the tensors.
 func RecordSize(tensors []shardfmt.TensorInfo) int {
 	n := 0
 	for _, t := range tensors {
@@ -330,7 +330,7 @@ func RecordSize(tensors []shardfmt.TensorInfo) int {
 	return n
 }
 
-// at returns tensor t's bytes of staging slot slot.
+// At returns tensor t's bytes of staging slot slot.
 func (r *Records) At(t int, slot int64) []byte {
 	o := int(slot)*r.Rec + r.Off[t]
 	return r.Data[o : o+r.Size[t] : o+r.Size[t]]

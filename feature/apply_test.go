@@ -14,6 +14,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
@@ -63,30 +64,6 @@ func convertRows(t *testing.T, spec TensorSpec, schema fileSchema, cols ...*pqre
 	return outs, bufs, nil
 }
 
-func f32s(b []byte) []uint32 {
-	out := make([]uint32, len(b)/4)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
-}
-
-func i64s(b []byte) []int64 {
-	out := make([]int64, len(b)/8)
-	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return out
-}
-
-func i32s(b []byte) []int32 {
-	out := make([]int32, len(b)/4)
-	for i := range out {
-		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 func mustNum(s string) *Number {
 	n, err := ParseNumber(s)
 	if err != nil {
@@ -118,7 +95,7 @@ func TestNullPolicyZerosAndNulls(t *testing.T) {
 	if len(outs) != 2 || outs[1].Name != "x_mask" || outs[1].DType != shardfmt.U8 {
 		t.Fatalf("outputs %+v", outs)
 	}
-	if got, w := f32s(bufs[0]), []uint32{nan32, 0, math.Float32bits(1.5), nan32}; fmt.Sprint(got) != fmt.Sprint(w) {
+	if got, w := pqfixture.F32s(bufs[0]), []uint32{nan32, 0, math.Float32bits(1.5), nan32}; fmt.Sprint(got) != fmt.Sprint(w) {
 		t.Errorf("x = %x, want %x", got, w)
 	}
 	if got := fmt.Sprint(bufs[1]); got != "[0 1 1 0]" {
@@ -128,7 +105,7 @@ func TestNullPolicyZerosAndNulls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(i64s(bufs[0]), bufs[1]); got != "[0 -1 7 -1] [1 0 1 0]" {
+	if got := fmt.Sprint(pqfixture.I64s(bufs[0]), bufs[1]); got != "[0 -1 7 -1] [1 0 1 0]" {
 		t.Errorf("y = %s", got)
 	}
 	// A fill that does not fit the dtype is a spec error.
@@ -154,8 +131,8 @@ func TestListNullElement(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []uint32{math.Float32bits(3), nan32, math.Float32bits(2), math.Float32bits(4), math.Float32bits(5), math.Float32bits(6)}
-	if fmt.Sprint(f32s(bufs[0])) != fmt.Sprint(want) {
-		t.Errorf("v = %x", f32s(bufs[0]))
+	if fmt.Sprint(pqfixture.F32s(bufs[0])) != fmt.Sprint(want) {
+		t.Errorf("v = %x", pqfixture.F32s(bufs[0]))
 	}
 	if got := fmt.Sprint(bufs[1]); got != "[1 0 1 1 1 1]" {
 		t.Errorf("element mask = %s", got)
@@ -187,13 +164,13 @@ func TestListPadTruncate(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []float32
-		for _, b := range f32s(bufs[0]) {
+		for _, b := range pqfixture.F32s(bufs[0]) {
 			got = append(got, math.Float32frombits(b))
 		}
 		if s := fmt.Sprint(got); s != "[1 2 3 0 4 5 0 0 0 0 0 0 6 7 8 9]" {
 			t.Errorf("%s: v = %s", phys, s)
 		}
-		if s := fmt.Sprint(i32s(bufs[1])); s != "[3 2 0 5]" {
+		if s := fmt.Sprint(pqfixture.I32s(bufs[1])); s != "[3 2 0 5]" {
 			t.Errorf("%s: lengths = %s", phys, s)
 		}
 	}
@@ -242,7 +219,7 @@ func TestSparseRuns(t *testing.T) {
 	if err := plans[0].apply(c, 0, 0, []RowRun{{1, 2, 0}, {4, 6, 1}}, NewRecords(outs, buf), chunkLoc{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(i32s(buf)); got != "[11 14 15]" {
+	if got := fmt.Sprint(pqfixture.I32s(buf)); got != "[11 14 15]" {
 		t.Errorf("got %s", got)
 	}
 }
@@ -263,7 +240,7 @@ func TestBytesPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprint([]int64{int64(0xaf63dc4c8601ec8c % 1000), int64(0x85944171f73967e8 % 1000), -1})
-	if got := fmt.Sprint(i64s(bufs[0])); got != want {
+	if got := fmt.Sprint(pqfixture.I64s(bufs[0])); got != want {
 		t.Errorf("hash = %s, want %s", got, want)
 	}
 	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "U8",
@@ -289,7 +266,7 @@ func TestBytesPolicies(t *testing.T) {
 	if len(outs) != 3 || outs[2].Name != "text_lengths" {
 		t.Fatalf("outs %+v", outs)
 	}
-	if got := fmt.Sprintf("%q %v %v", bufs[0], bufs[1], i32s(bufs[2])); got != `"a\x00\x00\x00foob\x00\x00\x00\x00" [1 1 0] [1 6 0]` {
+	if got := fmt.Sprintf("%q %v %v", bufs[0], bufs[1], pqfixture.I32s(bufs[2])); got != `"a\x00\x00\x00foob\x00\x00\x00\x00" [1 1 0] [1 6 0]` {
 		t.Errorf("pad = %s", got)
 	}
 	// B21: a max value size names row and length.
@@ -314,7 +291,7 @@ func TestFloat16Input(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprintf("%08x", f32s(bufs[0])); got != "[3f800000 c0000000 477fe000 7f800000 7fc02000 33800000 80000000 00000000]" {
+	if got := fmt.Sprintf("%08x", pqfixture.F32s(bufs[0])); got != "[3f800000 c0000000 477fe000 7f800000 7fc02000 33800000 80000000 00000000]" {
 		t.Errorf("widened = %s", got)
 	}
 	if got := fmt.Sprint(bufs[1]); got != "[1 1 1 1 1 1 1 0]" {
@@ -332,7 +309,7 @@ func TestFloat16Input(t *testing.T) {
 		t.Errorf("unannotated: %v", err)
 	}
 	_, bufs, err = convertRows(t, TensorSpec{Name: "h", Column: "h", DType: "F32", Nulls: &NullPolicy{Fill: mustNum("0")}, Cast: &CastPolicy{FromUnannotated: "F16"}}, schemaOf("f16_unannotated_flba2.parquet", raw), c)
-	if err != nil || f32s(bufs[0])[4] != 0x7fc02000 {
+	if err != nil || pqfixture.F32s(bufs[0])[4] != 0x7fc02000 {
 		t.Errorf("declared: %v", err)
 	}
 }
@@ -393,7 +370,7 @@ func TestDecimalAndInt96Columns(t *testing.T) {
 	binary.LittleEndian.PutUint32(raw[8:], 2440589)
 	tc := &pqread.Column{Info: ti, Kind: pqread.KindInt96, Width: 12, Rows: 1, FixedData: raw}
 	_, bufs, err = convertRows(t, TensorSpec{Name: "ts", Column: "ts", DType: "I64"}, schemaOf("t.parquet", ti), tc)
-	if err != nil || i64s(bufs[0])[0] != 86400e9+5 {
+	if err != nil || pqfixture.I64s(bufs[0])[0] != 86400e9+5 {
 		t.Errorf("int96: %v %v", err, bufs)
 	}
 }
@@ -425,7 +402,7 @@ func TestLocalTimestampIsSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(i64s(bufs[0])); got != "[-1 0 -86400000]" {
+	if got := fmt.Sprint(pqfixture.I64s(bufs[0])); got != "[-1 0 -86400000]" {
 		t.Errorf("TIMESTAMP(MILLIS,false) = %s", got)
 	}
 	tm := pqread.ColumnInfo{Name: "tm", Physical: "INT32", Logical: "TIME(MILLIS,false)", TimeUnit: "MILLIS"}
@@ -434,7 +411,7 @@ func TestLocalTimestampIsSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(i64s(bufs[0])); got != "[-5 7]" {
+	if got := fmt.Sprint(pqfixture.I64s(bufs[0])); got != "[-5 7]" {
 		t.Errorf("TIME(MILLIS,false) = %s", got)
 	}
 	// INT(32,false) keeps its unsigned reading: all bits set is 2^32-1.
@@ -444,7 +421,7 @@ func TestLocalTimestampIsSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(i64s(bufs[0])); got != "[4294967295 3]" {
+	if got := fmt.Sprint(pqfixture.I64s(bufs[0])); got != "[4294967295 3]" {
 		t.Errorf("INT(32,false) = %s", got)
 	}
 }
@@ -463,7 +440,7 @@ func TestBytesHashDictForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprint([]int64{int64(0xaf63dc4c8601ec8c % 1000), int64(0x85944171f73967e8 % 1000), -1})
-	if got := fmt.Sprint(i64s(bufs[0])); got != want || len(outs) != 2 || fmt.Sprint(bufs[1]) != "[1 1 0]" {
+	if got := fmt.Sprint(pqfixture.I64s(bufs[0])); got != want || len(outs) != 2 || fmt.Sprint(bufs[1]) != "[1 1 0]" {
 		t.Errorf("hash = %s mask %v, want %s [1 1 0]", got, bufs[1:], want)
 	}
 	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64", MaxValueBytes: 5,
@@ -671,11 +648,11 @@ func TestFixedWidthNullsEveryLayout(t *testing.T) {
 				}
 				dir := t.TempDir()
 				path := filepath.Join(dir, "v.parquet")
-				writeRows(t, path, sch, data, l.opts...)
+				pqfixture.WriteRows(t, path, sch, data, l.opts...)
 				first, last := nullPageEdges(t, path)
 				nullFirst += first
 				nullLast += last
-				p := makePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+				p := pqfixture.MakePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 				s, err := materializeAll(t, p, "tensors: ["+c.spec+"]")
 				if err != nil {
 					t.Fatal(err)
@@ -784,8 +761,8 @@ func TestFixedWidthNullElementsInLists(t *testing.T) {
 		data = append(data, row)
 	}
 	dir := t.TempDir()
-	writeRows(t, filepath.Join(dir, "v.parquet"), sch, data, parquet.PageBufferSize(40))
-	p := makePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+	pqfixture.WriteRows(t, filepath.Join(dir, "v.parquet"), sch, data, parquet.PageBufferSize(40))
+	p := pqfixture.MakePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 	s, err := materializeAll(t, p, `
 tensors:
   - {name: j, column: v, dtype: I64, list: {jagged: true, element_fill: -1, element_mask: true}}

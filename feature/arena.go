@@ -42,7 +42,7 @@ type arenaSlot struct{ base, size int64 }
 // rowGroupKey names a row group of a source file.
 type rowGroupKey struct{ fi, rg int }
 
-// arena is the values arena of a run (nil when no tensor is jagged).
+// Arena is the values arena of a run (nil when no tensor is jagged).
 type Arena struct {
 	size    int64
 	regions map[rowGroupKey][]arenaSlot // per row group read: per jagged ordinal
@@ -163,7 +163,7 @@ func (a *Arena) region(size int64) arenaSlot {
 	return s
 }
 
-// place puts the arena in anonymous memory when it and recBytes of staging
+// Place puts the arena in anonymous memory when it and recBytes of staging
 // records fit memoryLimit, the anonymous share of the run's limit (and the
 // mapping succeeds), else marks it for a
 // file (open); it sets the write buffer of a file arena's regions so
@@ -177,10 +177,10 @@ func (a *Arena) Place(recBytes, memoryLimit int64, jobs int) {
 	a.bufCap = int(min(256<<10, max(4<<10, memoryLimit/int64(16*max(1, jobs)*a.jagged))))
 }
 
-// inMemory reports whether the arena is in anonymous memory (or empty).
+// InMemory reports whether the arena is in anonymous memory (or empty).
 func (a *Arena) InMemory() bool { return a.mem != nil || a.size == 0 }
 
-// memBytes is the anonymous memory the arena takes (0 in a file or
+// MemBytes is the anonymous memory the arena takes (0 in a file or
 // without jagged tensors): counted against the memory limit, though only
 // the pages written are touched.
 func (a *Arena) MemBytes() int64 {
@@ -190,7 +190,7 @@ func (a *Arena) MemBytes() int64 {
 	return a.size
 }
 
-// diskBytes is the space the arena takes on disk (0 in memory).
+// DiskBytes is the space the arena takes on disk (0 in memory).
 func (a *Arena) DiskBytes() int64 {
 	if a == nil || a.InMemory() {
 		return 0
@@ -198,7 +198,7 @@ func (a *Arena) DiskBytes() int64 {
 	return a.size
 }
 
-// open creates the arena's file under dir, every block reserved
+// Open creates the arena's file under dir, every block reserved
 // (reserveSpace: ErrNoSpace now rather than midway), unless it is in
 // memory.
 func (a *Arena) Open(dir string) error {
@@ -221,7 +221,7 @@ func (a *Arena) Open(dir string) error {
 	return nil
 }
 
-// close releases the arena's memory or file (and the run's temporary
+// Close releases the arena's memory or file (and the run's temporary
 // directory, when it made it).
 func (a *Arena) Close() {
 	if a == nil {
@@ -238,7 +238,7 @@ func (a *Arena) Close() {
 	}
 }
 
-// readAt fills dst with the arena's bytes at off.
+// ReadAt fills dst with the arena's bytes at off.
 func (a *Arena) ReadAt(dst []byte, off int64) error {
 	if off < 0 || off+int64(len(dst)) > a.size {
 		return fmt.Errorf("%w: values arena read [%d, %d) beyond its %d bytes", ErrInternal, off, off+int64(len(dst)), a.size)

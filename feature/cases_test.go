@@ -6,34 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
 
 // The field cases of testdata/cases (see its README.md): real files that
 // other readers got wrong, with the expected values from their case.json.
-
-// caseSource copies the named files of a case into a fresh source directory
-// (so a plan covers only them) and returns a plan in source order.
-func caseSource(t *testing.T, caseDir string, files ...string) *plan.Plan {
-	t.Helper()
-	src := t.TempDir()
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join("..", "testdata", "cases", caseDir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
-}
 
 // materializeAll converts every sample of p with the YAML spec.
 func materializeAll(t *testing.T, p *plan.Plan, specYAML string) (*Samples, error) {
@@ -61,28 +42,16 @@ func tensorIndex(t *testing.T, s *Samples, name string) int {
 
 func f32bitsOf(t *testing.T, s *Samples, name string) []string {
 	var out []string
-	for _, w := range f32s(s.Data[tensorIndex(t, s, name)]) {
+	for _, w := range pqfixture.F32s(s.Data[tensorIndex(t, s, name)]) {
 		out = append(out, fmt.Sprintf("%08x", w))
 	}
 	return out
 }
 
-func mustContainAll(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one naming %q", parts)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("error %q does not name %q", err, p)
-		}
-	}
-}
-
 func TestCaseB01ZeroVsNull(t *testing.T) {
-	p := caseSource(t, "B01-zero-vs-null", "zeros_and_nulls.parquet")
+	p := pqfixture.CaseSource(t, "B01-zero-vs-null", "zeros_and_nulls.parquet")
 	_, err := materializeAll(t, p, "tensors: [{name: x, column: x, dtype: F32}]")
-	mustContainAll(t, err, "zeros_and_nulls.parquet", `column "x"`, "row group 0", "row 0", "2 nulls")
+	pqfixture.MustContainAll(t, err, "zeros_and_nulls.parquet", `column "x"`, "row group 0", "row 0", "2 nulls")
 	s, err := materializeAll(t, p, `
 tensors:
   - {name: x, column: x, dtype: F32, nulls: {fill: NaN, mask: true}}
@@ -91,18 +60,18 @@ tensors:
 		t.Fatal(err)
 	}
 	x := f32bitsOf(t, s, "x")
-	if !math.IsNaN(float64(math.Float32frombits(f32s(s.Data[0])[0]))) || x[1] != "00000000" || x[2] != "3fc00000" || !math.IsNaN(float64(math.Float32frombits(f32s(s.Data[0])[3]))) {
+	if !math.IsNaN(float64(math.Float32frombits(pqfixture.F32s(s.Data[0])[0]))) || x[1] != "00000000" || x[2] != "3fc00000" || !math.IsNaN(float64(math.Float32frombits(pqfixture.F32s(s.Data[0])[3]))) {
 		t.Errorf("x = %v", x)
 	}
-	if got := fmt.Sprint(s.Data[tensorIndex(t, s, "x_mask")], i64s(s.Data[tensorIndex(t, s, "y")]), s.Data[tensorIndex(t, s, "y_mask")]); got != "[0 1 1 0] [0 -1 7 -1] [1 0 1 0]" {
+	if got := fmt.Sprint(s.Data[tensorIndex(t, s, "x_mask")], pqfixture.I64s(s.Data[tensorIndex(t, s, "y")]), s.Data[tensorIndex(t, s, "y_mask")]); got != "[0 1 1 0] [0 -1 7 -1] [1 0 1 0]" {
 		t.Errorf("x mask, y, y mask = %s", got)
 	}
 }
 
 func TestCaseB03ListNullElement(t *testing.T) {
-	p := caseSource(t, "B03-list-null-element", "list_null_elem.parquet")
+	p := pqfixture.CaseSource(t, "B03-list-null-element", "list_null_elem.parquet")
 	_, err := materializeAll(t, p, "tensors: [{name: v, column: v, dtype: F32, shape: [3]}]")
-	mustContainAll(t, err, "list_null_elem.parquet", `column "v"`, "row 0", "element 1")
+	pqfixture.MustContainAll(t, err, "list_null_elem.parquet", `column "v"`, "row 0", "element 1")
 	s, err := materializeAll(t, p, "tensors: [{name: v, column: v, dtype: F32, shape: [3], list: {element_fill: NaN, element_mask: true}}]")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +86,7 @@ func TestCaseB03ListNullElement(t *testing.T) {
 
 func TestCaseB04ListLayouts(t *testing.T) {
 	for _, f := range []string{"emb_array_duckdb.parquet", "emb_bare_repeated.parquet", "emb_list_duckdb.parquet", "emb_list_parquet_go.parquet"} {
-		p := caseSource(t, "B04-list-layouts", f)
+		p := pqfixture.CaseSource(t, "B04-list-layouts", f)
 		s, err := materializeAll(t, p, "tensors: [{name: emb, column: emb, dtype: F32, shape: [4]}]")
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -148,18 +117,18 @@ func TestCaseB04ListLayouts(t *testing.T) {
 
 func TestCaseB06RaggedLists(t *testing.T) {
 	for _, f := range []string{"ragged.parquet", "ragged_double.parquet"} {
-		p := caseSource(t, "B06-ragged-lists", f)
+		p := pqfixture.CaseSource(t, "B06-ragged-lists", f)
 		_, err := materializeAll(t, p, "tensors: [{name: v, column: v, dtype: F32, shape: [4]}]")
-		mustContainAll(t, err, f, `column "v"`, "row 0", "length 3, not 4", "4 rows")
+		pqfixture.MustContainAll(t, err, f, `column "v"`, "row 0", "length 3, not 4", "4 rows")
 		s, err := materializeAll(t, p, "tensors: [{name: v, column: v, dtype: F32, shape: [4], list: {pad: 0, truncate: true, lengths: true}}]")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var vals []float32
-		for _, b := range f32s(s.Data[0]) {
+		for _, b := range pqfixture.F32s(s.Data[0]) {
 			vals = append(vals, math.Float32frombits(b))
 		}
-		if got := fmt.Sprint(vals, i32s(s.Data[1])); got != "[1 2 3 0 4 5 0 0 0 0 0 0 6 7 8 9] [3 2 0 5]" {
+		if got := fmt.Sprint(vals, pqfixture.I32s(s.Data[1])); got != "[1 2 3 0 4 5 0 0 0 0 0 0 6 7 8 9] [3 2 0 5]" {
 			t.Errorf("%s: %s", f, got)
 		}
 		// Jagged: no padding, nothing cut; the empty row has no values.
@@ -168,7 +137,7 @@ func TestCaseB06RaggedLists(t *testing.T) {
 			t.Fatal(err)
 		}
 		vals = vals[:0]
-		for _, b := range f32s(j.Data[0]) {
+		for _, b := range pqfixture.F32s(j.Data[0]) {
 			vals = append(vals, math.Float32frombits(b))
 		}
 		if got := fmt.Sprint(vals, j.Offsets[0]); got != "[1 2 3 4 5 6 7 8 9 10] [0 3 5 5 10]" {
@@ -181,14 +150,14 @@ func TestCaseB13NegativeDecimals(t *testing.T) {
 	f64 := "[c0c81cd5c28f5c29 bf847ae147ae147b 3f847ae147ae147b 0000000000000000 4132d687e3d70a3d]"
 	f32 := "[c640e6ae bc23d70a 3c23d70a 00000000 4996b43f]"
 	for file, cols := range map[string][]string{"decimals_duckdb.parquet": {"s", "m", "b"}, "decimal_flba13.parquet": {"b"}} {
-		p := caseSource(t, "B13-negative-decimals", file)
+		p := pqfixture.CaseSource(t, "B13-negative-decimals", file)
 		for _, c := range cols {
 			s, err := materializeAll(t, p, fmt.Sprintf("tensors: [{name: d, column: %s, dtype: F64}, {name: f, column: %s, dtype: F32}]", c, c))
 			if err != nil {
 				t.Fatalf("%s %s: %v", file, c, err)
 			}
 			var got []string
-			for _, v := range i64s(s.Data[0]) {
+			for _, v := range pqfixture.I64s(s.Data[0]) {
 				got = append(got, fmt.Sprintf("%016x", uint64(v)))
 			}
 			if fmt.Sprint(got) != f64 {
@@ -203,7 +172,7 @@ func TestCaseB13NegativeDecimals(t *testing.T) {
 
 func TestCaseB14Float16Input(t *testing.T) {
 	for _, f := range []string{"f16_plain.parquet", "f16_byte_stream_split.parquet"} {
-		p := caseSource(t, "B14-float16-input", f)
+		p := pqfixture.CaseSource(t, "B14-float16-input", f)
 		s, err := materializeAll(t, p, "tensors: [{name: h, column: h, dtype: F32, nulls: {fill: 0, mask: true}}, {name: r, column: h, dtype: F16, nulls: {fill: 0}}]")
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -215,9 +184,9 @@ func TestCaseB14Float16Input(t *testing.T) {
 			t.Errorf("%s: F16 bits, mask = %s", f, got)
 		}
 	}
-	p := caseSource(t, "B14-float16-input", "f16_unannotated_flba2.parquet")
+	p := pqfixture.CaseSource(t, "B14-float16-input", "f16_unannotated_flba2.parquet")
 	_, err := materializeAll(t, p, "tensors: [{name: h, column: h, dtype: F32, nulls: {fill: 0}}]")
-	mustContainAll(t, err, "f16_unannotated_flba2.parquet", `"h"`, "FLOAT16")
+	pqfixture.MustContainAll(t, err, "f16_unannotated_flba2.parquet", `"h"`, "FLOAT16")
 	s, err := materializeAll(t, p, "tensors: [{name: h, column: h, dtype: F32, nulls: {fill: 0}, cast: {from_unannotated: F16}}]")
 	if err != nil {
 		t.Fatal(err)
@@ -228,13 +197,13 @@ func TestCaseB14Float16Input(t *testing.T) {
 }
 
 func TestCaseB16NaNInf(t *testing.T) {
-	p := caseSource(t, "B16-nan-inf", "nan_inf_two_row_groups.parquet")
+	p := pqfixture.CaseSource(t, "B16-nan-inf", "nan_inf_two_row_groups.parquet")
 	s, err := materializeAll(t, p, "tensors: [{name: x, column: x, dtype: F64}]")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, v := range i64s(s.Data[0]) {
+	for _, v := range pqfixture.I64s(s.Data[0]) {
 		got = append(got, fmt.Sprintf("%016x", uint64(v)))
 	}
 	want := "[7ff8000000000000 3ff0000000000000 4000000000000000 7ff0000000000000 fff0000000000000 7ff8000000000000 7ff8000000000001 4008000000000000 8000000000000000 0000000000000001]"
@@ -242,17 +211,17 @@ func TestCaseB16NaNInf(t *testing.T) {
 		t.Errorf("x = %v", got)
 	}
 	_, err = materializeAll(t, p, "tensors: [{name: x, column: x, dtype: F64, nan: {policy: error}}]")
-	mustContainAll(t, err, "nan_inf_two_row_groups.parquet", `column "x"`, "row group 0", "row 0", "NaN")
+	pqfixture.MustContainAll(t, err, "nan_inf_two_row_groups.parquet", `column "x"`, "row group 0", "row 0", "NaN")
 }
 
 func TestCaseB21HugeString(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes a 40 MB value")
 	}
-	p := caseSource(t, "B21-huge-string", "hugestr.parquet")
+	p := pqfixture.CaseSource(t, "B21-huge-string", "hugestr.parquet")
 	_, err := materializeAll(t, p, "tensors: [{name: t, column: text, dtype: I64, max_value_bytes: 1000000, bytes: {mode: hash, buckets: 100}}]")
 	// Refused by pqread before the value is copied out of its page.
-	mustContainAll(t, err, "hugestr.parquet", `column "text"`, "row group 0", "row 1", "value length 40000000 exceeds the limit of 1000000 bytes")
+	pqfixture.MustContainAll(t, err, "hugestr.parquet", `column "text"`, "row group 0", "row 1", "value length 40000000 exceeds the limit of 1000000 bytes")
 	if !errors.Is(err, pqread.ErrLimit) {
 		t.Errorf("error %v does not wrap pqread.ErrLimit", err)
 	}
@@ -260,19 +229,19 @@ func TestCaseB21HugeString(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprintf("%q %v", s.Data[0], i32s(s.Data[1])); got != `"small\x00\x00\x00xxxxxxxxsmall\x00\x00\x00" [5 40000000 5]` {
+	if got := fmt.Sprintf("%q %v", s.Data[0], pqfixture.I32s(s.Data[1])); got != `"small\x00\x00\x00xxxxxxxxsmall\x00\x00\x00" [5 40000000 5]` {
 		t.Errorf("got %s", got)
 	}
 }
 
 func TestCaseB23ColumnOrder(t *testing.T) {
-	p := caseSource(t, "B23-column-order", "f1.parquet", "f2.parquet")
+	p := pqfixture.CaseSource(t, "B23-column-order", "f1.parquet", "f2.parquet")
 	s, err := materializeAll(t, p, "tensors: [{name: id, column: id, dtype: I64}, {name: xy, columns: [x, y], dtype: F32}]")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := i64s(s.Data[0])
-	xy := f32s(s.Data[1])
+	ids := pqfixture.I64s(s.Data[0])
+	xy := pqfixture.F32s(s.Data[1])
 	for i, id := range ids {
 		if math.Float32frombits(xy[2*i]) != float32(id) || xy[2*i+1] != math.Float32bits(-float32(id)) && !(id == 0 && xy[2*i+1] == 0) {
 			t.Errorf("row %d: id %d x %v y %08x", i, id, math.Float32frombits(xy[2*i]), xy[2*i+1])
@@ -284,7 +253,7 @@ func TestCaseB23ColumnOrder(t *testing.T) {
 }
 
 func TestCaseB25ColumnNames(t *testing.T) {
-	p := caseSource(t, "B25-column-names", "names.parquet")
+	p := pqfixture.CaseSource(t, "B25-column-names", "names.parquet")
 	s, err := materializeAll(t, p, `
 tensors:
   - {name: "Тест", column: "Тест", dtype: I32}
@@ -299,14 +268,14 @@ tensors:
 	var got []string
 	for i, ti := range s.Tensors {
 		if ti.DType.String() == "I32" {
-			got = append(got, fmt.Sprint(ti.Name, "=", i32s(s.Data[i])[0]))
+			got = append(got, fmt.Sprint(ti.Name, "=", pqfixture.I32s(s.Data[i])[0]))
 		} else {
-			got = append(got, fmt.Sprint(ti.Name, "=", math.Float32frombits(f32s(s.Data[i])[0])))
+			got = append(got, fmt.Sprint(ti.Name, "=", math.Float32frombits(pqfixture.F32s(s.Data[i])[0])))
 		}
 	}
 	if fmt.Sprint(got) != "[Тест=1 ест=2 région=6 Creation-Time=7 top=3.5 nested=4.5]" {
 		t.Errorf("got %v", got)
 	}
 	_, err = materializeAll(t, p, "tensors: [{name: ab, column: a.b, dtype: F32}]")
-	mustContainAll(t, err, "a.b", "ambiguous")
+	pqfixture.MustContainAll(t, err, "a.b", "ambiguous")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/pqread"
 )
 
@@ -45,7 +46,7 @@ func TestCompileNestedColumnByNaturalName(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p := makePlan(t, dir, defaultCfg)
+	p := pqfixture.MakePlan(t, dir, pqfixture.DefaultConfig)
 	for _, c := range []struct {
 		column string
 		is     error

@@ -239,7 +239,7 @@ func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask) (*pqread.Column, er
 	return col, nil
 }
 
-// blockRows returns the staging slots per assembly block for records of rec
+// BlockRows returns the staging slots per assembly block for records of rec
 // bytes: blockBytes of records, at least 64 of them (fewer, down to one,
 // when 64 would exceed blockMaxBytes: a spilled run allocates a block per
 // decode worker, and 64 records of megabytes each would outgrow

@@ -54,50 +54,40 @@
 //
 // # Checks first
 //
-// Before the output directory is touched, Run loads nothing lazily: every
-// source file must still have the size and footer SHA-256 the plan recorded
-// (ErrSourceChanged names the file), every footer must open with pqread, and
-// every spec column must resolve in every file with a type that converts to
-// its dtype and agrees across files (columns are matched by name, never by
-// position; differing types need cast.widen). Any failure returns before a
-// file is written.
+// Compile loads nothing lazily: every source file must still have the
+// size and footer SHA-256 the plan recorded (ErrSourceChanged names the
+// file), every footer must open with pqread, and every spec column must
+// resolve in every file with a type that converts to its dtype and agrees
+// across files (columns are matched by name, never by position; differing
+// types need cast.widen). A caller that checks before it writes (convert
+// before the output directory is touched) gets every such failure from
+// Compile.
 //
 // # Stage 1: decode once
 //
-// The set of sample ids needed by the requested (epoch, rank) shards is a
-// bitmap over [0, N) with a popcount prefix per 64-bit word; the compact rank
-// of an id among the needed ids is its staging slot. Each row group holding a
-// needed id is read (the others are skipped: a partitioned plan reads only
-// its own partition); each of the spec's column chunks in it is decoded with
-// pqread, transformed (apply.go, cast.go) and written, for the needed
-// rows only, into staging: one fixed-size record per needed id holding every
-// output tensor's sample bytes back to back (so gathering a sample later
-// touches one place), sized exactly (needed ids x record bytes), outside the
-// Go heap. Staging that fits the memory limit is private anonymous memory
-// (mmap MAP_ANONYMOUS, 2 MiB aligned, madvise MADV_HUGEPAGE on Linux): rows
-// are assembled in place, with no staging file, no write system calls and,
-// with transparent huge pages, few TLB misses when stage 2 reads records at
-// random. Larger staging (or where the anonymous mapping fails) is spilled
-// to disk by output window (spill.go): the requested epochs' steps are cut,
-// for groups of as many ranks as stage 2 writes shards at once, into
-// windows whose records fit MemoryLimit, stage 1 appends each record,
-// tagged with its slot, to its window's region of OUT/.prep-tmp/<pid>/spill.bin
-// (pwrite), and stage 2 reads one window back at a time, so memory stays
-// bounded by the limit whatever the input size, for one more write and read
-// of the records. Every block of the spill file is reserved (fallocate, or
-// zeros written where the file system lacks it) before stage 1, so a disk
-// that fills up fails the run at the start with ErrNoSpace. Either way the
-// shards hold the same bytes, so they do not depend on where staging
-// lived. A string column hashed into buckets (bytes.mode hash) is read in
-// dictionary form where its pages allow (pqread.ReadColumnDict), so each
-// distinct string is hashed once per column chunk. Column chunks are decoded in
-// parallel (the decode workers) with the
-// estimated bytes of decoded chunks in flight bounded by the memory limit.
-// Data errors (nulls, list lengths, ranges, NaN policy, unsupported
-// encodings, corrupt pages) all surface here, before any shard is written.
-// Values too large for an F16, BF16 or F8 tensor are stored as ±Inf (±448
-// for F8_E4M3), counted per tensor in convert.Summary.Overflows and logged as a
-// warning, or refused with ErrValue under cast.overflow: error (cast.go).
+// Program.Decode decodes the members of an IDSet, a bitmap over [0, N)
+// with a popcount prefix per 64-bit word; the compact rank of an id among
+// the members is its slot. Each row group holding a member is read (the
+// others are skipped: a partitioned plan reads only its own partition);
+// each of the spec's column chunks in it is decoded with pqread,
+// transformed (apply.go, cast.go) and written, for the wanted rows only,
+// into records: one fixed-size record per member holding every output
+// tensor's sample bytes back to back (so gathering a sample later touches
+// one place; Records). Where the records go is the caller's RecordSink:
+// assembled in place in memory (NewMemSink: convert's anonymous staging,
+// HeldSamples), or built a block at a time in scratch and handed over
+// (convert's spill). Either way the records hold the same bytes. A string
+// column hashed into buckets (bytes.mode hash) is read in dictionary form
+// where its pages allow (pqread.ReadColumnDict), so each distinct string
+// is hashed once per column chunk. Column chunks are decoded in parallel
+// (the decode workers) with the estimated bytes of decoded chunks in
+// flight bounded by the memory given to Decode (Budget.Decode for a
+// conversion). Data errors (nulls, list lengths, ranges, NaN policy,
+// unsupported encodings, corrupt pages) all surface here, before any
+// shard is written. Values too large for an F16, BF16 or F8 tensor are
+// stored as ±Inf (±448 for F8_E4M3), counted per tensor
+// (Program.Overflows), or refused with ErrValue under cast.overflow: error
+// (cast.go).
 //
 // # Jagged tensors
 //
@@ -156,24 +146,18 @@
 //
 // # Memory
 //
-// Everything proportional to the data counts against one budget,
-// MemoryLimit. Anonymous memory comes first and takes at most half of
-// it: the staging records (else a spilled run's stage-2 window) and,
-// when it fits beside them, the values arena (else a file). The rest is
-// the Go heap's (Summary.HeapBudgetBytes, handed to Options.HeapLimit,
-// which prep convert makes the Go runtime's soft memory limit, so that
-// garbage stays within it too); half of that is admitted live: the
-// estimated bytes of decoded column chunks in flight in stage 1 and the
-// jagged batch blocks of stage 2 (at least one block), the other half
-// being the collector's room for garbage. Summary.AdmittedPeakBytes is
-// the most the admission held at once. Beyond the budget: Jobs fixed
-// batch blocks, the images decoding at once (max(MemoryLimit/4, 1 MiB)
-// of decoding memory together, each image's size checked from its
-// header before it is decoded: image.go), the id bitmap (2 bits per
-// source row), the page buffers of the pages being read, a long row's
-// decode copies (below), and the program itself; BENCHMARKS.md (Memory
-// limit) measures peak RSS against MemoryLimit plus its stated constant
-// on long-row inputs.
+// Everything proportional to the data counts against one budget, the
+// memory limit (Budget, budget.go, with its table of shares): a
+// conversion's anonymous share and Go heap are convert's (convert/doc.go,
+// Memory); within the heap, half is admitted live, the estimated bytes of
+// decoded column chunks in flight in stage 1 (the memory given to
+// Program.Decode) among them. Beyond the budget: the images decoding at
+// once (Budget.Images of decoding memory together, each image's size
+// checked from its header before it is decoded: image.go), the id bitmap
+// (2 bits per source row), the page buffers of the pages being read, a
+// long row's decode copies (below), and the program itself;
+// BENCHMARKS.md (Memory limit) measures peak RSS against the limit plus
+// its stated constant on long-row inputs.
 // A row group is normally decoded whole (every needed column chunk of it at
 // once, in parallel, so its records can be assembled). One whose needed
 // column chunks together would take more than MemoryLimit (by the estimate
@@ -232,7 +216,7 @@
 // MiB live at their pieces, their 10.4 MiB pages included), and strings
 // padded from a dictionary whose copies take more than the chunk's
 // uncompressed size, which the footer does not tell. Garbage comes on top
-// of the live bytes, within the Go heap's share (Options.HeapLimit). A
+// of the live bytes, within the Go heap's share (convert.Options.HeapLimit). A
 // limit below
 // MinMemoryLimit (1 MiB) is refused by prep convert and prep verify: it
 // would cut row groups into windows of a few rows, slowly.

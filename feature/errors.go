@@ -58,6 +58,8 @@ type Error struct {
 	Err      error
 }
 
+// Error returns the cause prefixed with the location: file, column,
+// tensor, row group, row and element, those known.
 func (e *Error) Error() string {
 	var parts []string
 	if e.Column != "" {
@@ -93,7 +95,7 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// valueErrorf returns an error wrapping ErrValue with a formatted reason.
+// ValueErrorf returns an error wrapping ErrValue with a formatted reason.
 func ValueErrorf(format string, args ...any) error {
 	return &reasonError{sentinel: ErrValue, msg: fmt.Sprintf(format, args...)}
 }

@@ -8,7 +8,7 @@ import (
 // slot of each (its rank among them). Stage 1 reads only the row groups
 // holding a needed id and stages only the needed rows.
 
-// idSet is the set of sample ids a run needs, with the compact rank of each
+// IDSet is the set of sample ids a run needs, with the compact rank of each
 // member (its index among the members in id order), which is its staging
 // slot. Members lie in the window [lo, lo+64*len(words)) (lo a multiple
 // of 64; the whole [0, n) for a run): memory 2 bits per id of the window.
@@ -20,6 +20,8 @@ type IDSet struct {
 	count uint64
 }
 
+// NewIDSet returns an empty set of ids below n over the whole [0, n)
+// (2 bits per id once sealed).
 func NewIDSet(n uint64) *IDSet {
 	return &IDSet{n: n, words: make([]uint64, (n+63)/64)}
 }
@@ -32,13 +34,13 @@ func newIDSetWithin(n, lo, hi uint64) *IDSet {
 	return &IDSet{n: n, lo: lo, words: make([]uint64, (hi-lo+63)/64)}
 }
 
-// add adds id, which must lie in the set's window.
+// Add adds id, which must lie in the set's window.
 func (s *IDSet) Add(id uint64) { i := id - s.lo; s.words[i>>6] |= 1 << (i & 63) }
 
-// remove removes id, which must lie in the set's window.
+// Remove removes id, which must lie in the set's window.
 func (s *IDSet) Remove(id uint64) { i := id - s.lo; s.words[i>>6] &^= 1 << (i & 63) }
 
-// fill adds every id in [0, n) (a set over the whole [0, n), lo 0).
+// Fill adds every id in [0, n) (a set over the whole [0, n), lo 0).
 func (s *IDSet) Fill() {
 	for i := range s.words {
 		s.words[i] = ^uint64(0)
@@ -48,13 +50,15 @@ func (s *IDSet) Fill() {
 	}
 }
 
+// Has reports whether id is a member (false for an id outside the set's
+// window).
 func (s *IDSet) Has(id uint64) bool {
 	i := id - s.lo // below lo: wraps past the window
 	w := i >> 6
 	return w < uint64(len(s.words)) && s.words[w]&(1<<(i&63)) != 0
 }
 
-// seal computes the ranks; call after the last add.
+// Seal computes the ranks; call after the last add.
 func (s *IDSet) Seal() {
 	s.ranks = make([]uint64, len(s.words))
 	var c uint64
@@ -65,7 +69,7 @@ func (s *IDSet) Seal() {
 	s.count = c
 }
 
-// rank returns the staging slot of member id.
+// Rank returns the staging slot of member id.
 func (s *IDSet) Rank(id uint64) uint64 {
 	i := id - s.lo
 	w := i >> 6

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -19,80 +18,10 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
-
-// requirePIL skips t unless /usr/bin/python3 imports PIL and numpy
-// (Debian's python3-pil and python3-numpy), except under CI=true, where
-// .ci/run installs them and their absence fails t.
-func requirePIL(t testing.TB) {
-	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import PIL, numpy").Run(); err != nil {
-		msg := "/usr/bin/python3 with PIL and numpy not available (apt-get install python3-pil python3-numpy)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip("skipping: " + msg)
-	}
-}
-
-// pilImages writes testdata/pilref.py's test images into a temporary
-// directory and returns it.
-func pilImages(t testing.TB) string {
-	t.Helper()
-	requirePIL(t)
-	dir := t.TempDir()
-	out, err := exec.Command("/usr/bin/python3", "testdata/pilref.py", "gen", dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pilref.py gen: %v\n%s", err, out)
-	}
-	return dir
-}
-
-// pilJob is one reference image Pillow computes (pilref.py ref).
-type pilJob struct {
-	Src      string  `json:"src"`
-	Out      string  `json:"out"`
-	Channels int     `json:"channels"`
-	Size     []int64 `json:"size,omitempty"`
-	Resize   string  `json:"resize,omitempty"`
-	Filter   string  `json:"filter,omitempty"`
-	Fill     int     `json:"fill,omitempty"`
-}
-
-// pilRef runs jobs through pilref.py and returns, per job, Pillow's
-// pixels and [height, width].
-func pilRef(t testing.TB, jobs []pilJob) ([][]byte, [][2]int) {
-	t.Helper()
-	dir := t.TempDir()
-	var in bytes.Buffer
-	for i := range jobs {
-		jobs[i].Out = filepath.Join(dir, fmt.Sprintf("%d.raw", i))
-		b, _ := json.Marshal(jobs[i])
-		in.Write(append(b, '\n'))
-	}
-	cmd := exec.Command("/usr/bin/python3", "testdata/pilref.py", "ref")
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pilref.py ref: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	pix := make([][]byte, len(jobs))
-	sizes := make([][2]int, len(jobs))
-	for i := range jobs {
-		if err := json.Unmarshal([]byte(lines[i]), &sizes[i]); err != nil {
-			t.Fatal(err)
-		}
-		if pix[i], err = os.ReadFile(jobs[i].Out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return pix, sizes
-}
 
 // testImagePlan returns the image plan of an H x W x c tensor.
 func testImagePlan(h, w, c int, resize, filter string) *imagePlan {
@@ -121,37 +50,23 @@ func decodeFile(t testing.TB, ip *imagePlan, path string) ([]byte, int, int) {
 	return dst, oh, ow
 }
 
-// diffStats returns the mean and largest absolute difference of a and b.
-func diffStats(a, b []byte) (mean float64, most int) {
-	var sum int
-	for i := range a {
-		d := int(a[i]) - int(b[i])
-		if d < 0 {
-			d = -d
-		}
-		sum += d
-		most = max(most, d)
-	}
-	return float64(sum) / float64(len(a)), most
-}
-
 // TestImagePNGMatchesPIL: PNGs (RGB, grey, palette, RGB with alpha, grey
 // with alpha, and the eight EXIF orientations) decoded at their own size,
 // so passed through without resampling, equal Pillow's pixels after
 // ImageOps.exif_transpose and convert("RGB") or convert("L") exactly.
 func TestImagePNGMatchesPIL(t *testing.T) {
-	dir := pilImages(t)
+	dir := pqfixture.PILImages(t)
 	names := []string{"rgb.png", "grey.png", "palette.png", "rgba.png", "greya.png", "big.png", "wide.png", "tall.png"}
 	for o := 1; o <= 8; o++ {
 		names = append(names, fmt.Sprintf("orient%d.png", o))
 	}
-	var jobs []pilJob
+	var jobs []pqfixture.PILJob
 	for _, n := range names {
 		for _, c := range []int{3, 1} {
-			jobs = append(jobs, pilJob{Src: filepath.Join(dir, n), Channels: c})
+			jobs = append(jobs, pqfixture.PILJob{Src: filepath.Join(dir, n), Channels: c})
 		}
 	}
-	want, sizes := pilRef(t, jobs)
+	want, sizes := pqfixture.PILRef(t, jobs)
 	for i, j := range jobs {
 		ip := testImagePlan(sizes[i][0], sizes[i][1], j.Channels, "", "")
 		got, oh, ow := decodeFile(t, ip, j.Src)
@@ -159,41 +74,32 @@ func TestImagePNGMatchesPIL(t *testing.T) {
 			t.Errorf("%s: size %dx%d, Pillow %dx%d", filepath.Base(j.Src), oh, ow, sizes[i][0], sizes[i][1])
 		}
 		if !bytes.Equal(got, want[i]) {
-			mean, most := diffStats(got, want[i])
+			mean, most := pqfixture.DiffStats(got, want[i])
 			t.Errorf("%s channels %d: differs from Pillow (mean %.3f, max %d)", filepath.Base(j.Src), j.Channels, mean, most)
 		}
 	}
 }
 
-// Stated bounds of a lossy image's decode against Pillow's (libjpeg-turbo
-// and libwebp of Debian 12): the chroma upsampling and colour conversion
-// are theirs (ycc.go), the inverse DCTs round their own ways (measured
-// here: mean 0.05, largest 3).
-const (
-	lossyMaxMAE  = 0.25 // mean absolute difference per channel value
-	lossyMaxDiff = 4    // largest absolute difference
-)
-
 // TestImageLossyWithinPIL: JPEGs (4:2:0, 4:4:4, 4:2:2, grey, CMYK, EXIF
 // orientation 6, odd sizes, one pixel wide) and a lossy WebP decode within the stated mean absolute
 // error of Pillow's decode; a lossless WebP equals it exactly.
 func TestImageLossyWithinPIL(t *testing.T) {
-	dir := pilImages(t)
+	dir := pqfixture.PILImages(t)
 	cases := []struct {
 		name  string
 		bound float64
-	}{{"q90.jpg", lossyMaxMAE}, {"q90_444.jpg", lossyMaxMAE}, {"grey.jpg", lossyMaxMAE}, {"cmyk.jpg", lossyMaxMAE}, {"orient6.jpg", lossyMaxMAE}, {"odd.jpg", lossyMaxMAE}, {"thin.jpg", lossyMaxMAE}, {"422.jpg", lossyMaxMAE}, {"lossy.webp", lossyMaxMAE}, {"lossless.webp", 0}}
-	var jobs []pilJob
+	}{{"q90.jpg", pqfixture.LossyMaxMAE}, {"q90_444.jpg", pqfixture.LossyMaxMAE}, {"grey.jpg", pqfixture.LossyMaxMAE}, {"cmyk.jpg", pqfixture.LossyMaxMAE}, {"orient6.jpg", pqfixture.LossyMaxMAE}, {"odd.jpg", pqfixture.LossyMaxMAE}, {"thin.jpg", pqfixture.LossyMaxMAE}, {"422.jpg", pqfixture.LossyMaxMAE}, {"lossy.webp", pqfixture.LossyMaxMAE}, {"lossless.webp", 0}}
+	var jobs []pqfixture.PILJob
 	for _, c := range cases {
-		jobs = append(jobs, pilJob{Src: filepath.Join(dir, c.name), Channels: 3})
+		jobs = append(jobs, pqfixture.PILJob{Src: filepath.Join(dir, c.name), Channels: 3})
 	}
-	want, sizes := pilRef(t, jobs)
+	want, sizes := pqfixture.PILRef(t, jobs)
 	for i, c := range cases {
 		ip := testImagePlan(sizes[i][0], sizes[i][1], 3, "", "")
 		got, _, _ := decodeFile(t, ip, jobs[i].Src)
-		mean, most := diffStats(got, want[i])
+		mean, most := pqfixture.DiffStats(got, want[i])
 		t.Logf("%s: mean absolute difference %.3f, max %d", c.name, mean, most)
-		if mean > c.bound || most > lossyMaxDiff || (c.bound == 0 && most != 0) {
+		if mean > c.bound || most > pqfixture.LossyMaxDiff || (c.bound == 0 && most != 0) {
 			t.Errorf("%s: mean absolute difference %.3f (max %d), bound %.1f", c.name, mean, most, c.bound)
 		}
 	}
@@ -205,7 +111,7 @@ func TestImageLossyWithinPIL(t *testing.T) {
 // within 1 (on at most 1 value in 1000) for lanczos, whose kernel calls
 // sin (Go's math.Sin and the C library's may differ in the last bit).
 func TestImageResizeMatchesPIL(t *testing.T) {
-	dir := pilImages(t)
+	dir := pqfixture.PILImages(t)
 	type c struct {
 		src    string
 		size   []int64
@@ -219,15 +125,15 @@ func TestImageResizeMatchesPIL(t *testing.T) {
 			}
 		}
 	}
-	var jobs []pilJob
+	var jobs []pqfixture.PILJob
 	for _, k := range cases {
 		for _, f := range []string{"bilinear", "area", "lanczos"} {
 			for _, ch := range []int{3, 1} {
-				jobs = append(jobs, pilJob{Src: filepath.Join(dir, k.src), Channels: ch, Size: k.size, Resize: k.resize, Filter: f, Fill: 17})
+				jobs = append(jobs, pqfixture.PILJob{Src: filepath.Join(dir, k.src), Channels: ch, Size: k.size, Resize: k.resize, Filter: f, Fill: 17})
 			}
 		}
 	}
-	want, _ := pilRef(t, jobs)
+	want, _ := pqfixture.PILRef(t, jobs)
 	var lanczosOff, lanczosAll int
 	for i, j := range jobs {
 		ip := testImagePlan(int(j.Size[0]), int(j.Size[1]), j.Channels, j.Resize, j.Filter)
@@ -239,7 +145,7 @@ func TestImageResizeMatchesPIL(t *testing.T) {
 			}
 			continue
 		}
-		mean, most := diffStats(got, want[i])
+		mean, most := pqfixture.DiffStats(got, want[i])
 		if j.Filter == "lanczos" && most <= 1 {
 			lanczosOff += int(mean*float64(len(got)) + 0.5)
 			lanczosAll += len(got)
@@ -253,85 +159,18 @@ func TestImageResizeMatchesPIL(t *testing.T) {
 	}
 }
 
-// imgRow is a row of the image test files: an image in a binary column
-// and, as Hugging Face datasets write images, in a struct<bytes, path>.
-type imgRow struct {
-	ID  int64    `parquet:"id"`
-	Img []byte   `parquet:"img,optional"`
-	HF  *hfImage `parquet:"hf,optional"`
-}
-
-type hfImage struct {
-	Bytes []byte `parquet:"bytes,optional"`
-	Path  string `parquet:"path"`
-}
-
-// imgSources are the images of the test rows, by row id modulo their
-// count: the names of pilImages' files, "" for a null row, "!trunc" for
-// a truncated JPEG and "!gif" for a GIF.
-var imgSources = []string{"big.png", "q90.jpg", "wide.png", "", "tall.png", "lossy.webp", "!trunc", "palette.png", "orient6.png", "!gif", "grey.jpg"}
-
-// imgBytes returns the encoded image of name from dir (imgSources).
-func imgBytes(t testing.TB, dir, name string) []byte {
-	switch name {
-	case "":
-		return nil
-	case "!gif":
-		return []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;")
-	case "!trunc":
-		b := imgBytes(t, dir, "q90.jpg")
-		return b[:len(b)/3]
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// imgFixture writes n image rows (row groups of rg) from pilImages' files
+// imgFixture writes n image rows (row groups of rg) from pqfixture.PILImages' files
 // and returns the plan, the images' directory and the spec parsed from
 // yaml.
 func imgFixture(t testing.TB, n, rg int, yaml string) (*plan.Plan, string, *Spec) {
 	t.Helper()
-	dir := pilImages(t)
-	src := t.TempDir()
-	var rows []imgRow
-	for id := range n {
-		b := imgBytes(t, dir, imgSources[id%len(imgSources)])
-		r := imgRow{ID: int64(id), Img: b, HF: &hfImage{Bytes: b, Path: fmt.Sprintf("img%d", id)}}
-		rows = append(rows, r)
-	}
-	f, err := os.Create(filepath.Join(src, "images.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[imgRow](f, parquet.MaxRowsPerRowGroup(int64(rg)))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	p, dir := pqfixture.ImageSource(t, n, rg)
 	spec, err := ParseSpec([]byte(yaml), "images.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return makePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}), dir, spec
+	return p, dir, spec
 }
-
-const imgSpecYAML = `
-tensors:
-  - name: img
-    column: img
-    nulls: {}
-    image: {size: [40, 56], filter: area, invalid: fill, fill: 5, original_size: true}
-  - name: hf
-    column: hf
-    nulls: {mask: true}
-    image: {size: [24, 24], channels: 1, resize: fit, filter: lanczos, invalid: fill, fill: 9, dtype: U8}
-`
 
 // bombPNG returns a valid PNG signature and IHDR declaring w x h RGBA
 // pixels, followed by a few bytes of IDAT and IEND: a decompression bomb
@@ -398,10 +237,10 @@ func TestImageFormats(t *testing.T) {
 	}
 }
 
-// BenchmarkImageJPEG224 decodes a 256x256 JPEG of pilImages and resizes it
+// BenchmarkImageJPEG224 decodes a 256x256 JPEG of pqfixture.PILImages and resizes it
 // to U8 [224, 224, 3] (bilinear), as make bench's image section does.
 func BenchmarkImageJPEG224(b *testing.B) {
-	dir := pilImages(b)
+	dir := pqfixture.PILImages(b)
 	data, err := os.ReadFile(filepath.Join(dir, "q90.jpg"))
 	if err != nil {
 		b.Fatal(err)
@@ -443,7 +282,7 @@ func TestImageSpecCanonicalForm(t *testing.T) {
 	if got := string(s.CanonicalJSON()); got != want {
 		t.Errorf("canonical form\n%s\nwant\n%s", got, want)
 	}
-	requirePIL(t)
+	pqfixture.RequirePIL(t)
 	cmd := exec.Command("/usr/bin/python3", "-c", `import hashlib, json, sys
 out = json.dumps(json.loads(sys.stdin.buffer.read()), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 print("v2:sha256:" + hashlib.sha256(out).hexdigest())`)
@@ -524,8 +363,8 @@ func TestImageBombRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := parquet.NewGenericWriter[imgRow](f)
-	if _, err := w.Write([]imgRow{{ID: 0, Img: bombPNG(8, 8)[:0]}, {ID: 1, Img: bomb}}); err != nil {
+	w := parquet.NewGenericWriter[pqfixture.ImageRow](f)
+	if _, err := w.Write([]pqfixture.ImageRow{{ID: 0, Img: bombPNG(8, 8)[:0]}, {ID: 1, Img: bomb}}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -534,7 +373,7 @@ func TestImageBombRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
 	_, err = Materialize(context.Background(), nil, p, spec, []uint64{0, 1}, Bounds{Memory: 64 << 20})
 	if !errors.Is(err, pqread.ErrLimit) || !strings.Contains(err.Error(), `bomb.parquet`) || !strings.Contains(err.Error(), "row 1") || !strings.Contains(err.Error(), "raise --memory-limit") {
 		t.Errorf("error %v, want a limit error naming bomb.parquet, row 1 and --memory-limit", err)

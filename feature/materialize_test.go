@@ -3,9 +3,12 @@ package feature
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 )
 
@@ -20,25 +23,25 @@ func TestHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if h.Len() != len(ids) || len(h.Tensors()) != len(expectSample(0)) {
+	if h.Len() != len(ids) || len(h.Tensors()) != len(pqfixture.ExpectSample(0)) {
 		t.Fatalf("%d samples of %d tensors", h.Len(), len(h.Tensors()))
 	}
 	for i, id := range ids {
-		for ti, w := range expectSample(id) {
+		for ti, w := range pqfixture.ExpectSample(id) {
 			if got := h.Sample(ti, i); !bytes.Equal(got, w) {
 				t.Errorf("id %d tensor %s = %x, want %x", id, h.Tensors()[ti].Name, got, w)
 			}
 		}
 	}
 
-	pj, specj := jagFixture(t, jagCfg)
+	pj, specj := jagFixture(t, pqfixture.JagConfig)
 	ids = []uint64{0, 3, 7, 8, 14, 499, 500, 729}
 	hj, err := Hold(context.Background(), nil, pj, specj, ids, Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		for ti, w := range jagExpect(id) {
+		for ti, w := range pqfixture.JagExpect(id) {
 			if got := hj.Sample(ti, i); !bytes.Equal(got, w) {
 				t.Errorf("jagged id %d tensor %s = %x, want %x", id, hj.Tensors()[ti].Name, got, w)
 			}
@@ -112,4 +115,30 @@ func TestIDSetWithin(t *testing.T) {
 	if r := s.runs(0, 100); len(r) != 0 {
 		t.Errorf("runs before the window: %+v", r)
 	}
+}
+
+// fixture writes two source files (700 + 300 rows, row groups of 128) and
+// returns the plan and spec.
+func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
+	t.Helper()
+	src := t.TempDir()
+	pqfixture.WriteParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
+	pqfixture.WriteParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
+	spec, err := ParseSpec([]byte(pqfixture.SpecYAML), "features.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pqfixture.MakePlan(t, src, cfg), spec
+}
+
+func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
+	t.Helper()
+	src := t.TempDir()
+	pqfixture.WriteJagged(t, filepath.Join(src, "a.parquet"), 0, 500, 128, nil)
+	pqfixture.WriteJagged(t, filepath.Join(src, "b.parquet"), 500, 230, 1000, nil)
+	spec, err := ParseSpec([]byte(pqfixture.JagSpecYAML), "jagged.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pqfixture.MakePlan(t, src, cfg), spec
 }

@@ -21,6 +21,7 @@ type PackedBudgetError struct {
 	Need, Budget int64
 }
 
+// Error says the bytes the documents need and the budget they exceed.
 func (e *PackedBudgetError) Error() string {
 	return fmt.Sprintf("its packed rows' documents take %d bytes decoded, more than the %d bytes the documents held at once may take", e.Need, e.Budget)
 }

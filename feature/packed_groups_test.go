@@ -5,7 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/source"
 )
 
 // TestPackedGroupsDecode: PackedGroups.Decode takes consecutive steps
@@ -80,7 +82,7 @@ func TestPackedGroupsDecode(t *testing.T) {
 		i := 0
 		for _, pc := range lay.Row(r) {
 			for k := pc.Offset; k < pc.Offset+pc.Len; k++ {
-				if got, want := i32At(bufs[0], i), f.docs[pc.Doc][k]; got != want {
+				if got, want := pqfixture.I32At(bufs[0], i), f.docs[pc.Doc][k]; got != want {
 					t.Fatalf("row %d token %d: %d, DuckDB %d", r, i, got, want)
 				}
 				i++
@@ -92,4 +94,25 @@ func TestPackedGroupsDecode(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, ErrValue) || be.Need != bytes(1) || be.Budget != bytes(1)-1 {
 		t.Fatalf("budget below row %d's documents: %v, want a PackedBudgetError needing %d", rows[0], err, bytes(1))
 	}
+}
+
+type packedFixture struct {
+	dir     string
+	src     plan.Source
+	lengths []uint32
+	docs    [][]int64
+}
+
+func newPackedFixture(t *testing.T, rows int) *packedFixture {
+	t.Helper()
+	f := &packedFixture{dir: pqfixture.TokenFiles(t, rows)}
+	var err error
+	if f.src, err = source.Discover(context.Background(), []string{f.dir}); err != nil {
+		t.Fatal(err)
+	}
+	if f.lengths, err = TokenLengths(context.Background(), nil, f.src, "tokens", 2); err != nil {
+		t.Fatal(err)
+	}
+	f.docs = pqfixture.DuckDocs(t, f.dir)
+	return f
 }

@@ -10,34 +10,15 @@ import (
 	"testing"
 
 	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/source"
 )
-
-// tokenFiles writes, with DuckDB, rows documents with a list<INT32>
-// column tokens (lengths 0 to 700, every 13th row null, every 17th
-// empty) over three files of small row groups, one written with data
-// pages V2, and returns the source directory.
-func tokenFiles(t *testing.T, rows int) string {
-	t.Helper()
-	dir := t.TempDir()
-	q := func(name string) string { return duckdbtest.Quote(filepath.Join(dir, name)) }
-	duckdbtest.Query(t, fmt.Sprintf(`
-CREATE TABLE t AS SELECT i AS id,
-  CASE WHEN i %% 13 = 5 THEN NULL WHEN i %% 17 = 3 THEN []::INT[]
-       ELSE list_transform(range((i * 7919) %% 701), x -> (x * 31 + i)::INT) END AS tokens
-FROM range(%d) r(i);
-COPY (SELECT * FROM t WHERE id < %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 100);
-COPY (SELECT * FROM t WHERE id >= %d AND id < %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 64, COMPRESSION zstd);
-COPY (SELECT * FROM t WHERE id >= %d ORDER BY id) TO %s (FORMAT parquet, ROW_GROUP_SIZE 250, PARQUET_VERSION v2);
-SELECT 1`, rows, rows/3, q("a.parquet"), rows/3, 2*rows/3, q("b.parquet"), 2*rows/3, q("c.parquet")))
-	return dir
-}
 
 // TestTokenLengthsMatchDuckDB: the lengths read from levels alone equal
 // DuckDB's len(tokens) (0 for null) for every row, in sample id order
 // (files by path, rows in order).
 func TestTokenLengthsMatchDuckDB(t *testing.T) {
-	dir := tokenFiles(t, 1200)
+	dir := pqfixture.TokenFiles(t, 1200)
 	src, err := source.Discover(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +39,7 @@ func TestTokenLengthsMatchDuckDB(t *testing.T) {
 }
 
 func TestTokenLengthsErrors(t *testing.T) {
-	dir := tokenFiles(t, 90)
+	dir := pqfixture.TokenFiles(t, 90)
 	src, err := source.Discover(context.Background(), []string{dir})
 	if err != nil {
 		t.Fatal(err)

@@ -237,7 +237,7 @@ func taskRowBytes(g *rowGroupJob, task decodeTask) int64 {
 	return max(1, (task.bytes+g.rows-1)/g.rows)
 }
 
-// admission bounds the estimated bytes of decoded column chunks in flight
+// Admission bounds the estimated bytes of decoded column chunks in flight
 // by a limit: a row group is admitted whole (a windowed one counts one
 // window) when its cost fits beside what is in flight, or when nothing is,
 // and its cost counts until its records are assembled (release). A
@@ -256,14 +256,14 @@ type Admission struct {
 	growers  []int // sequence numbers of the grow calls waiting
 }
 
-// newAdmission returns an admission of limit bytes, nothing in flight.
+// NewAdmission returns an admission of limit bytes, nothing in flight.
 func NewAdmission(limit int64) *Admission {
 	a := &Admission{limit: limit, workers: 1}
 	a.cond = sync.NewCond(&a.mu)
 	return a
 }
 
-// admit waits until cost fits the limit beside what is in flight (or
+// Admit waits until cost fits the limit beside what is in flight (or
 // nothing is) and no grow is waiting, and counts it; false when ctx is
 // done (it is checked whenever a release wakes the wait).
 func (a *Admission) Admit(ctx context.Context, cost int64) bool {
@@ -281,7 +281,7 @@ func (a *Admission) Admit(ctx context.Context, cost int64) bool {
 	return true
 }
 
-// release gives back cost admitted earlier.
+// Release gives back cost admitted earlier.
 func (a *Admission) Release(cost int64) {
 	a.mu.Lock()
 	a.inFlight -= cost
@@ -324,7 +324,7 @@ func (a *Admission) grow(seq int, n int64, stop func() bool) bool {
 	return true
 }
 
-// peakBytes returns the most bytes the admission has held in flight at
+// PeakBytes returns the most bytes the admission has held in flight at
 // once: the high-water mark of the costs admitted and grown, less those
 // released, as the run's own accounting counts them (not the heap).
 func (a *Admission) PeakBytes() int64 {
@@ -347,7 +347,7 @@ func (a *Admission) shrink(n int64) {
 	a.mu.Unlock()
 }
 
-// wake wakes every wait to check its context or stop.
+// Wake wakes every wait to check its context or stop.
 func (a *Admission) Wake() {
 	a.mu.Lock()
 	a.cond.Broadcast()

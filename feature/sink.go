@@ -2,7 +2,7 @@ package feature
 
 // The stage-1 sink: where decode workers hand the records they assemble.
 
-// recordSink is one decode worker's way into a stage: stage 1 assembles
+// RecordSink is one decode worker's way into a stage: stage 1 assembles
 // each block of records where block says, then hands it over with put.
 type RecordSink interface {
 	// inPlace reports whether records are assembled straight into the

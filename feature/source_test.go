@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,18 +12,11 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/source"
 )
-
-// denyStore is a local store whose files cannot be opened, as a file of
-// mode 0 is for a user other than root.
-type denyStore struct{ *source.Local }
-
-func (s denyStore) Open(ctx context.Context, name string) (source.Object, error) {
-	return nil, &source.Error{File: name, Err: fmt.Errorf("open: %w", fs.ErrPermission)}
-}
 
 // TestMaxValueBytesEnforcedByReader: a spec's max_value_bytes reaches
 // pqread's Limits, so a long BYTE_ARRAY value fails inside the reader
@@ -46,7 +38,7 @@ func TestMaxValueBytesEnforcedByReader(t *testing.T) {
 	if err := parquet.WriteFile(filepath.Join(src, "s.parquet"), rows, parquet.MaxRowsPerRowGroup(100)); err != nil {
 		t.Fatal(err)
 	}
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+	p := pqfixture.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 
 	for _, c := range []struct {
 		name, spec string
@@ -72,9 +64,9 @@ func TestMaxValueBytesEnforcedByReader(t *testing.T) {
 				}
 				return
 			}
-			mustContainAll(t, err, "s.parquet", c.msg)
+			pqfixture.MustContainAll(t, err, "s.parquet", c.msg)
 			if c.reader {
-				mustContainAll(t, err, "value length 5000 exceeds the limit of")
+				pqfixture.MustContainAll(t, err, "value length 5000 exceeds the limit of")
 			}
 			if got := errors.Is(err, pqread.ErrLimit); got != c.reader {
 				t.Errorf("errors.Is(err, pqread.ErrLimit) = %v, want %v: %v", got, c.reader, err)

@@ -83,7 +83,7 @@ func (s *Spec) hashV1() string {
 	return SpecHashV1 + hex.EncodeToString(h[:])
 }
 
-// manifestSpec returns the spec as the manifest of a shard set with spec
+// ManifestSpec returns the spec as the manifest of a shard set with spec
 // hash h records it: the canonical form of h's version, so that the
 // manifest's spec digests to its hash.
 func (s *Spec) ManifestSpec(h string) json.RawMessage {

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/prepml/prep/internal/pqfixture"
 )
 
 // specHashExample sets every key version 1 of the canonical form knows, with strings that JSON
@@ -26,7 +28,7 @@ func TestSpecHashGolden(t *testing.T) {
 	for _, c := range []struct {
 		name, yaml, canonical, v2, v1 string
 	}{
-		{"run_test fixture", testSpecYAML,
+		{"run_test fixture", pqfixture.SpecYAML,
 			`{"tensors":[{"column":"id","dtype":"I64","name":"id"},{"column":"x","dtype":"F16","name":"x"},{"column":"emb","dtype":"F32","list":{"lengths":true,"pad":"-1","truncate":true},"name":"emb","shape":[4]},{"bytes":{"buckets":1000,"mode":"hash"},"column":"label","dtype":"I64","name":"label"},{"column":"opt","dtype":"I32","name":"opt","nulls":{"fill":"-7","mask":true}}]}`,
 			"v2:sha256:0ccc233d7bb852c0cb40034b81fc96be82e2c4a2b973b4d8518bd8f3f1027262",
 			"sha256:94c7c15d0d46ef617aee5522f4e27d1263f845f521f7de4c8eb752ab7fd901a6"},
@@ -114,7 +116,7 @@ func TestSpecCanonicalFormIsPythonsJSON(t *testing.T) {
 doc = json.loads(sys.stdin.buffer.read())
 out = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 print("v2:sha256:" + hashlib.sha256(out).hexdigest())`
-	for _, y := range []string{testSpecYAML, specHashExample, jaggedSpecExample, partSpec, "tensors:\n  - {name: plain, column: \"tab\\tq\\\"\\\\\\u0001\\u001f\", dtype: I64}\n"} {
+	for _, y := range []string{pqfixture.SpecYAML, specHashExample, jaggedSpecExample, partSpec, "tensors:\n  - {name: plain, column: \"tab\\tq\\\"\\\\\\u0001\\u001f\", dtype: I64}\n"} {
 		s, err := ParseSpec([]byte(y), "f.yaml")
 		if err != nil {
 			t.Fatal(err)

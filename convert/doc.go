@@ -19,7 +19,8 @@
 //     read from the values arena (feature.Arena).
 //   - packed_write.go: the shards of a packed plan, their documents
 //     decoded in groups (feature.PackedGroups).
-//   - mismatch.go: why an output directory's shard set is not this run's.
+//   - mismatch.go, output_errors.go: why an output directory's shard set
+//     is not this run's (ErrOutputMismatch).
 //   - vmhwm.go, maxrss_*.go: peak RSS for the summary.
 //
 // # Stages

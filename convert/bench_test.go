@@ -10,6 +10,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/featuretest"
 	"github.com/prepml/prep/plan"
 )
 
@@ -72,8 +74,8 @@ func BenchmarkConvert(b *testing.B) {
 	}
 	f.Close()
 	st, _ := os.Stat(path)
-	p := makePlan(b, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1024, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
-	spec, err := ParseSpec([]byte(benchSpecYAML), "bench.yaml")
+	p := featuretest.MakePlan(b, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1024, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	spec, err := feature.ParseSpec([]byte(benchSpecYAML), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func BenchmarkConvertJaggedZipf(b *testing.B) {
 	}
 	dir := b.TempDir()
 	raw := writeZipfLists(b, filepath.Join(dir, "zipf.parquet"), rows)
-	p := makePlan(b, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1024, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	p := featuretest.MakePlan(b, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1024, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	specs := map[string]string{
 		"jagged": `tensors: [{name: id, column: id, dtype: I64}, {name: hist, column: hist, dtype: I32, list: {jagged: true}}]`,
 		"fixed":  `tensors: [{name: id, column: id, dtype: I64}, {name: hist, column: hist, dtype: I32, shape: [1024], list: {pad: 0}}]`,
@@ -150,7 +152,7 @@ func BenchmarkConvertJaggedZipf(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, name := range []string{"jagged", "fixed"} {
-			spec, err := ParseSpec([]byte(specs[name]), name+".yaml")
+			spec, err := feature.ParseSpec([]byte(specs[name]), name+".yaml")
 			if err != nil {
 				b.Fatal(err)
 			}

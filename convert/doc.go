@@ -1,90 +1,50 @@
 // Package convert materializes a plan's epochs and ranks into tensor shard
-// files (`prep convert`): it decodes each needed Parquet column chunk once,
-// applies the feature spec's declared transforms, and writes one shard per
-// (epoch, rank) in step order, plus the shard set's manifest.json.
+// files (`prep convert`): it compiles the feature spec against the source
+// (feature.Compile), decodes each needed Parquet column chunk once into
+// staging (feature.Program.Decode, stage 1), and writes one shard per
+// (epoch, rank) in step order (stage 2), plus the shard set's
+// manifest.json. What a sample's bytes are is package feature's; this
+// package owns writing a shard set: resume, staging, spill, stage 2,
+// jagged blocks, commit and rollback.
 //
-// # Stages, one file each
+// # Files
 //
-//   - spec.go, spechash.go: the feature spec (SPEC.md), its validation,
-//     canonical form and versioned hash.
-//   - source.go: the plan's source files, checked through package source;
-//     each footer held only while its file is read.
-//   - compile.go: spec × source schemas -> one tensor plan per tensor
-//     (columns resolved in every file, classes, modes, fill bytes).
-//   - idset.go: the needed sample ids and their staging slots.
-//   - schedule.go: the schedule (column chunk tasks in task order, their
-//     estimated cost, the row windows of a row group over the memory
-//     limit, admission under the limit).
-//   - decode.go, window.go: the decode workers and assembly of records,
-//     a row group read in row windows by pqread's forward-only column
-//     readers when it does not fit whole; each block of records goes
-//     where the stage's sink says (staging.go).
-//   - apply.go, cast.go, logical.go: a decoded column's values into
-//     records: logical types (DECIMAL, INT96) turned into values in one
-//     place (logical.go), then every dtype conversion's rounding and range
-//     rule (cast.go).
+//   - run.go: Run, orchestration, the output directory, resume, rollback.
+//   - needed.go: the sample ids the requested shards hold (a feature.IDSet).
 //   - staging.go, spill.go: where records wait between the stages, in
-//     memory or spilled by output window, behind one interface (stage,
-//     and recordSink, the way in of each decode worker).
-//   - arena.go, jagged.go: jagged tensors (list.jagged): the values arena,
-//     their transform, and their 2.0 batch blocks.
-//   - maps.go: map policies (SPEC.md §2.6) compiled into jagged plans or
-//     one dense plan, the dense transform, and the check that the leaves
-//     of one list or map agree row by row.
-//   - bytes_jagged.go: jagged bytes (bytes.mode jagged), a string or
-//     binary column's values kept whole as a jagged U8 tensor.
-//   - image.go, ycc.go, exif.go, resample.go: images (SPEC.md §2.8):
-//     decoding, colour conversion, EXIF orientation and the resampler,
-//     images decoded in parallel within Jobs and a share of MemoryLimit.
+//     anonymous memory or spilled to disk by output window, behind one
+//     interface (stage), each handing stage 1 its feature.RecordSink.
 //   - write.go, gather.go: stage 2, the one shard writer.
-//   - run.go: orchestration, the output directory, rollback.
+//   - jagged_block.go: a batch's 2.0 block of jagged tensors, its values
+//     read from the values arena (feature.Arena).
+//   - packed_write.go: the shards of a packed plan, their documents
+//     decoded in groups (feature.PackedGroups).
+//   - mismatch.go, output_errors.go: why an output directory's shard set
+//     is not this run's (ErrOutputMismatch).
+//   - vmhwm.go, maxrss_*.go: peak RSS for the summary.
 //
-// # Checks first
+// # Stages
 //
-// Before the output directory is touched, Run loads nothing lazily: every
-// source file must still have the size and footer SHA-256 the plan recorded
-// (ErrSourceChanged names the file), every footer must open with pqread, and
-// every spec column must resolve in every file with a type that converts to
-// its dtype and agrees across files (columns are matched by name, never by
-// position; differing types need cast.widen). Any failure returns before a
-// file is written.
-//
-// # Stage 1: decode once
-//
-// The set of sample ids needed by the requested (epoch, rank) shards is a
-// bitmap over [0, N) with a popcount prefix per 64-bit word; the compact rank
-// of an id among the needed ids is its staging slot. Each row group holding a
-// needed id is read (the others are skipped: a partitioned plan reads only
-// its own partition); each of the spec's column chunks in it is decoded with
-// pqread, transformed (apply.go, cast.go) and written, for the needed
-// rows only, into staging: one fixed-size record per needed id holding every
-// output tensor's sample bytes back to back (so gathering a sample later
-// touches one place), sized exactly (needed ids x record bytes), outside the
-// Go heap. Staging that fits Options.MemoryLimit is private anonymous memory
-// (mmap MAP_ANONYMOUS, 2 MiB aligned, madvise MADV_HUGEPAGE on Linux): rows
-// are assembled in place, with no staging file, no write system calls and,
-// with transparent huge pages, few TLB misses when stage 2 reads records at
-// random. Larger staging (or where the anonymous mapping fails) is spilled
-// to disk by output window (spill.go): the requested epochs' steps are cut,
-// for groups of as many ranks as stage 2 writes shards at once, into
-// windows whose records fit MemoryLimit, stage 1 appends each record,
-// tagged with its slot, to its window's region of OUT/.prep-tmp/<pid>/spill.bin
-// (pwrite), and stage 2 reads one window back at a time, so memory stays
-// bounded by the limit whatever the input size, for one more write and read
-// of the records. Every block of the spill file is reserved (fallocate, or
-// zeros written where the file system lacks it) before stage 1, so a disk
-// that fills up fails the run at the start with ErrNoSpace. Either way the
-// shards hold the same bytes, so they do not depend on where staging
-// lived. A string column hashed into buckets (bytes.mode hash) is read in
-// dictionary form where its pages allow (pqread.ReadColumnDict), so each
-// distinct string is hashed once per column chunk. Column chunks are decoded in
-// parallel (Options.Jobs) with the
-// estimated bytes of decoded chunks in flight bounded by Options.MemoryLimit.
-// Data errors (nulls, list lengths, ranges, NaN policy, unsupported
-// encodings, corrupt pages) all surface here, before any shard is written.
-// Values too large for an F16, BF16 or F8 tensor are stored as ±Inf (±448
-// for F8_E4M3), counted per tensor in Summary.Overflows and logged as a
-// warning, or refused with ErrValue under cast.overflow: error (cast.go).
+// Run checks every input first (feature.Compile: source files unchanged
+// since the plan, every spec column resolved in every file) and returns
+// before the output directory is touched on any failure. The set of
+// sample ids the requested shards hold is a feature.IDSet; the compact
+// rank of an id among them is its staging slot. Staging that fits half of
+// Options.MemoryLimit is private anonymous memory (internal/sysmem:
+// mmap MAP_ANONYMOUS, 2 MiB aligned, madvise MADV_HUGEPAGE on Linux):
+// records are assembled in place, with no staging file and no write
+// system calls. Larger staging (or where the anonymous mapping fails) is
+// spilled to disk by output window (spill.go): the requested epochs'
+// steps are cut, for groups of as many ranks as stage 2 writes shards at
+// once, into windows whose records fit the limit, stage 1 appends each
+// record, tagged with its slot, to its window's region of
+// OUT/.prep-tmp/<pid>/spill.bin (pwrite), and stage 2 reads one window
+// back at a time, so memory stays bounded by the limit whatever the input
+// size. Every block of the spill file is reserved (fallocate, or zeros
+// written where the file system lacks it) before stage 1, so a disk that
+// fills up fails the run at the start with feature.ErrNoSpace. Either way
+// the shards hold the same bytes. Package feature's documentation
+// describes stage 1 itself.
 //
 // # Stage 2: gather
 //
@@ -97,61 +57,6 @@
 // rewritten atomically, so it never lists a half-written shard.
 // Options.OnShard reports each shard's start and commit (the CLI labels its
 // write bar "epoch e rank r" with them).
-//
-// # Jagged tensors
-//
-// A jagged tensor (SPEC.md §2.3.1) has no fixed sample size, so its part of
-// a staging record is a fixed reference, 16 bytes: the byte offset of the
-// sample's values in the run's values arena and their count (u64 each,
-// little-endian); the records keep their fixed size and everything above
-// (idset slots, spill windows, gather) works on them unchanged. Before
-// stage 1 every row group read gets, per jagged output tensor, a region
-// of the arena sized from the footer: a column chunk holds at most as
-// many values as level entries, which pqread.File.DecodedSize counts
-// (arena.go, valuesBound), and pqread refuses a chunk with more. The
-// worker assembling a row group writes its needed rows' values into its
-// regions in row order (whole, in row windows, in memory or spilled
-// alike), so workers never coordinate and the arena's contents, like the
-// shards, do not depend on Jobs. The arena is anonymous memory when it and
-// the staging records together fit half of MemoryLimit (only the pages written are
-// touched), else OUT/.prep-tmp/<pid>/values.bin, reserved before stage 1
-// like the spill file (counted in the free-space check and in ErrNoSpace's
-// numbers) and written through a small buffer per region. Stage 2 gathers
-// the references with the fixed samples, writes each jagged tensor's
-// offsets slab from their counts and reads its values into the batch
-// block (shardfmt's 2.0 layout, Geometry.BatchLayout) with one copy or
-// pread per stretch of samples whose values lie next to each other in the
-// arena, so memory stays bounded whatever the row lengths: a block may
-// take at most max(MemoryLimit/4, 1 MiB) (a larger batch is refused naming
-// epoch, rank, step and tensor), the blocks being built and written at
-// once at most twice that, and a row whose values alone exceed a block's
-// bound is refused in stage 1 naming file, column, row group and row. A
-// shard without a jagged tensor is written exactly as before; the
-// free-space check estimates a jagged shard's size from above (the
-// arena's bytes per needed sample for every slot).
-//
-// # Maps and the leaves of one list
-//
-// A map policy compiles into plans over the map's leaves, which pqread
-// reads as one-level lists sharing their map's offsets (ColumnInfo.Group,
-// MapRole): without map.keys, two jagged plans, <name>.keys over the key
-// leaf (key_dtype, or key_bytes hashing or padding string keys into the
-// arena) and <name>.values over the value leaf (with <name>_mask and
-// <name>_element_mask), so each is an ordinary jagged tensor of one
-// column; with map.keys, one dense plan (modeMapDense) of two columns,
-// whose value column's transform reads the key column of the same rows
-// (decoder.keyOf) and looks each key up in a map of the listed keys built
-// at compile time, so a row costs its entries, not the number of keys
-// listed. Tensors reading leaves of one Group (a map's key and value, the
-// fields of a list of structs) must agree on every row's length and
-// nullness: once the columns of a row group (or row window) are decoded,
-// and before any transform, groupMismatch compares their Offsets and
-// RowValid (one pass over the rows, usually one slices.Equal) and refuses
-// a mismatch as pqread.ErrCorrupt naming file, group, both columns, row
-// group and row. A windowed row group with such tasks in a run staging in
-// memory is read as a spilled run reads it (every column's window at once,
-// within the same memory bound) instead of one column at a time, so that
-// the columns of a group are there together.
 //
 // # Output directory
 //
@@ -186,91 +91,9 @@
 // estimated bytes of decoded column chunks in flight in stage 1 and the
 // jagged batch blocks of stage 2 (at least one block), the other half
 // being the collector's room for garbage. Summary.AdmittedPeakBytes is
-// the most the admission held at once. Beyond the budget: Jobs fixed
-// batch blocks, the images decoding at once (max(MemoryLimit/4, 1 MiB)
-// of decoding memory together, each image's size checked from its
-// header before it is decoded: image.go), the id bitmap (2 bits per
-// source row), the page buffers of the pages being read, a long row's
-// decode copies (below), and the program itself; BENCHMARKS.md (Memory
-// limit) measures peak RSS against MemoryLimit plus its stated constant
-// on long-row inputs.
-// A row group is normally decoded whole (every needed column chunk of it at
-// once, in parallel, so its records can be assembled). One whose needed
-// column chunks together would take more than MemoryLimit (by the estimate
-// of schedule.go), including a row group of a single column chunk, is instead
-// read forward in row windows by one worker (Jobs such row groups at
-// once): its needed rows are cut into windows whose columns take about
-// half the limit over Jobs (at least one row each), and every column chunk
-// is read once, from its first page to its last, by a pqread.ColumnReader
-// (holding the window's rows and the rest of the page that ends it). With
-// staging in memory each column chunk is read alone, window by window, its
-// transform applied straight into the staging records, so one window of
-// one column and one page are held; there a window of a list column is
-// read in pieces of at most its share of the window's bytes in level
-// entries (pqread.ColumnReader.NextWithin; a longer row is a piece alone),
-// so a few long rows among short ones take their own length, not the
-// window's rows times it. A spilled run builds each window's records
-// whole, so it holds a piece of every column at once: the piece's rows
-// are those every list column holds within its entry budget
-// (pqread.ColumnReader.Peek, then NextWithin of that many rows), so the
-// columns agree on its rows and long rows take their own length there too
-// (ten rows of 2,000,000 I32 values, spilled under a 32 MiB limit: 34 to
-// 41 MiB live, median 37, where windows of rows read together took 47 to
-// 54, median 54). A windowed row group is admitted at its
-// estimate (its columns' entry budgets, at twice an entry's decoded
-// bytes); before a page's body is read that takes a column past its
-// budget (a row longer than it), the row group's admitted bytes grow to
-// cover the column's entries at that rate (pqread.ColumnReader.OnPage),
-// waiting for others' releases, and shrink once no reader holds them, so
-// Jobs windowed row groups with long rows decode those rows about one at
-// a time within the limit (twenty rows of 1,500,000 values in four row
-// groups under Jobs 4 and 32 MiB: 46 MiB live, where admission by the
-// estimate alone took 110 to 119); waits are served in task order, and
-// the first over the limit only when every holder or worker waits. A row
-// of a list column holds at most MaxRowSlots level entries, lowered from
-// pqread's default (16M) to the largest bound of the spec's list
-// tensors: a jagged block's values for a jagged tensor, MemoryLimit over
-// 22 bytes for a fixed list (truncated or padded, but decoded whole
-// first); pqread refuses a longer row as its levels are decoded, naming
-// file, column, row group and row. 512 INT64 columns of a 1,000,000-row row
-// group stacked into an I64 tensor, about 4 GiB decoded, or one embedding list
-// column of a huge row group, convert under a 1 GiB limit, with every page
-// decoded once. The output and the errors are those of the whole row group (the
-// first failing column in task order, a decode error anywhere in its chunk
-// before a transform error of it, then its earliest row, with counts over
-// the whole column chunk), found in the same forward pass: after a failure
-// only the columns before it (and a column whose failure is a transform
-// error) are read on.
-// A column chunk's decoded size is estimated as the larger of the tensor's
-// output per row and the footer's sizes (pqread.File.DecodedSize: values
-// and levels of the source, such as whole strings hashed or padded to a
-// few bytes). What remains beyond the limit is the page buffers (one
-// page, bounded by the reader's page size limit, 256 MiB, per column read
-// at once, and a page holds a whole row: a long row's page is at least its
-// encoded size, so a piece holding one holds its page beside its values;
-// ten rows of 2,000,000 I32 values under a 32 MiB limit hold about 19
-// MiB live at their pieces, their 10.4 MiB pages included), and strings
-// padded from a dictionary whose copies take more than the chunk's
-// uncompressed size, which the footer does not tell. Garbage comes on top
-// of the live bytes, within the Go heap's share (Options.HeapLimit). A
-// limit below
-// MinMemoryLimit (1 MiB) is refused by prep convert and prep verify: it
-// would cut row groups into windows of a few rows, slowly.
-// Staging takes at most half of MemoryLimit: anonymous memory when it
-// fits, else one spill window at a time (plus, under remainder pad, the records of the
-// pad samples: fewer than a global batch per epoch; a partitioned plan's
-// pads, which can be most of a rank's slots, are spilled like every other
-// sample). Summary.PeakRSSBytes
-// reports getrusage's peak RSS (column chunks are read page by page into
-// pooled buffers through pqread's Input, never mapped);
-// Summary.SpillBytes and SpillWindows say whether and how a run spilled.
-//
-// # Column names
-//
-// Spec column names use pqread's syntax: a top-level column is its name; a
-// nested field is the dot-joined field path ("a.b"); a dot or backslash
-// inside a field name is escaped with a backslash (a top-level column named
-// "a.b" is `a\.b`); a JSON array of field names (`["a.b"]`) is also
-// accepted. LIST wrapper levels are not part of the name. An ambiguous name
-// is an error.
+// the most the admission held at once. A jagged batch block may take at
+// most max(MemoryLimit/4, 1 MiB) (a larger batch is refused naming epoch,
+// rank, step and tensor), the blocks being built and written at once at
+// most twice that. Package feature's documentation gives the rest of
+// stage 1's memory (row windows, images, long rows).
 package convert

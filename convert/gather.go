@@ -3,6 +3,8 @@ package convert
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/prepml/prep/feature"
 )
 
 // gatherer copies samples from the staging records into batch blocks (stage
@@ -20,7 +22,7 @@ import (
 type gatherer struct {
 	data []byte // staging records
 	rec  int    // bytes per record
-	set  *idSet
+	set  *feature.IDSet
 	off  []int    // per tensor: offset in the record
 	size []int    // per tensor: sample bytes
 	slab []int    // per tensor: slab offset in the block
@@ -31,9 +33,9 @@ type gatherer struct {
 
 // newGatherer prepares copies from bufs (records of the ids in set) into
 // the blocks of o (and its jagged references).
-func newGatherer(bufs *records, set *idSet, o *shardOut) *gatherer {
+func newGatherer(bufs *feature.Records, set *feature.IDSet, o *shardOut) *gatherer {
 	geo := o.geo
-	g := &gatherer{data: bufs.data, rec: bufs.rec, set: set, off: bufs.off, size: bufs.size,
+	g := &gatherer{data: bufs.Data, rec: bufs.Rec, set: set, off: bufs.Off, size: bufs.Size,
 		slab: make([]int, len(geo.SlabOffset)), src: make([]int, 0, geo.BatchSize)}
 	for t, off := range geo.SlabOffset {
 		g.slab[t] = int(off)
@@ -55,12 +57,12 @@ func (g *gatherer) gather(block []byte, ids []uint64) error {
 	g.src = g.src[:0]
 	limit := len(g.data) - g.rec
 	for _, id := range ids {
-		if id >= g.set.n || !g.set.has(id) {
-			return fmt.Errorf("%w: sample %d is not staged", ErrInternal, id)
+		if id >= g.set.Bound() || !g.set.Has(id) {
+			return fmt.Errorf("%w: sample %d is not staged", feature.ErrInternal, id)
 		}
-		o := int(g.set.rank(id)) * g.rec
+		o := int(g.set.Rank(id)) * g.rec
 		if o > limit {
-			return fmt.Errorf("%w: staging record of sample %d at %d beyond %d bytes", ErrInternal, id, o, len(g.data))
+			return fmt.Errorf("%w: staging record of sample %d at %d beyond %d bytes", feature.ErrInternal, id, o, len(g.data))
 		}
 		g.src = append(g.src, o)
 	}
@@ -77,7 +79,7 @@ func (g *gatherer) gatherAt(data, block []byte, src []int) error {
 	limit := len(data) - g.rec
 	for _, o := range src {
 		if o < 0 || o > limit {
-			return fmt.Errorf("%w: record at %d beyond %d bytes", ErrInternal, o, len(data))
+			return fmt.Errorf("%w: record at %d beyond %d bytes", feature.ErrInternal, o, len(data))
 		}
 	}
 	return g.copySlabs(data, block, src)
@@ -95,12 +97,12 @@ func (g *gatherer) copySlabs(data, block []byte, offs []int) error {
 		var dst unsafe.Pointer
 		if g.refs != nil && g.refs[t] != nil {
 			if len(offs)*n > len(g.refs[t]) {
-				return fmt.Errorf("%w: %d references of tensor %d, room for %d", ErrInternal, len(offs), t, len(g.refs[t])/n)
+				return fmt.Errorf("%w: %d references of tensor %d, room for %d", feature.ErrInternal, len(offs), t, len(g.refs[t])/n)
 			}
 			dst = unsafe.Pointer(unsafe.SliceData(g.refs[t]))
 		} else {
 			if end := g.slab[t] + len(offs)*n; end > len(block) || g.slab[t] < 0 {
-				return fmt.Errorf("%w: slab %d ends at %d, block has %d bytes", ErrInternal, t, end, len(block))
+				return fmt.Errorf("%w: slab %d ends at %d, block has %d bytes", feature.ErrInternal, t, end, len(block))
 			}
 			dst = unsafe.Pointer(unsafe.SliceData(block[g.slab[t]:]))
 		}

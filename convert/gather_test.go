@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -22,19 +23,19 @@ func TestGatherMatchesPlainCopy(t *testing.T) {
 		{Name: "big", DType: shardfmt.F64, Shape: []uint64{40}},
 	}
 	const n = 300
-	set := newIDSet(n)
+	set := feature.NewIDSet(n)
 	for id := uint64(0); id < n; id++ {
 		if id%3 != 1 {
-			set.add(id)
+			set.Add(id)
 		}
 	}
-	set.seal()
-	rec := recordSize(tensors)
-	data := make([]byte, int(set.count)*rec)
+	set.Seal()
+	rec := feature.RecordSize(tensors)
+	data := make([]byte, int(set.Len())*rec)
 	for i := range data {
 		data[i] = byte(i*7 + i>>8)
 	}
-	bufs := newRecords(tensors, data)
+	bufs := feature.NewRecords(tensors, data)
 	const b = 16
 	geo, err := shardfmt.NewGeometry(b, tensors)
 	if err != nil {
@@ -50,7 +51,7 @@ func TestGatherMatchesPlainCopy(t *testing.T) {
 		for i, id := range ids {
 			for tt := range tensors {
 				m := int(geo.SampleBytes[tt])
-				copy(want[int(geo.SlabOffset[tt])+i*m:][:m], bufs.at(tt, int64(set.rank(id))))
+				copy(want[int(geo.SlabOffset[tt])+i*m:][:m], bufs.At(tt, int64(set.Rank(id))))
 			}
 		}
 		if !bytes.Equal(got, want) {
@@ -76,10 +77,10 @@ func BenchmarkGather(b *testing.B) {
 	if testing.Short() {
 		n = 200_000
 	}
-	set := newIDSet(n)
-	set.fill()
-	set.seal()
-	rec := recordSize(tensors)
+	set := feature.NewIDSet(n)
+	set.Fill()
+	set.Seal()
+	rec := feature.RecordSize(tensors)
 	st := newStaging(int64(n) * int64(rec))
 	if st == nil {
 		st = &staging{data: make([]byte, int64(n)*int64(rec))}
@@ -92,7 +93,7 @@ func BenchmarkGather(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := newGatherer(newRecords(tensors, st.data), set, &shardOut{geo: geo})
+	g := newGatherer(feature.NewRecords(tensors, st.data), set, &shardOut{geo: geo})
 	block := make([]byte, geo.BlockSize)
 	ids := make([]uint64, 1024)
 	x := uint64(88172645463325252)

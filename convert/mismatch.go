@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 )
 
@@ -17,7 +18,7 @@ import (
 // most three, then a count), the spec by hash. It returns "" when it can
 // name none (no readable plan copy and the same spec): the caller then
 // shows the fingerprints.
-func inputDifferences(oldPlan []byte, oldSpec string, p *plan.Plan, s *Spec) string {
+func inputDifferences(oldPlan []byte, oldSpec string, p *plan.Plan, s *feature.Spec) string {
 	var out []string
 	if oldPlan != nil {
 		if op, err := plan.Parse(oldPlan); err == nil {

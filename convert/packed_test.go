@@ -12,31 +12,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/featuretest"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/source"
 )
-
-// duckDocs returns DuckDB's reading of the token column of the files
-// under dir, in sample id order (files by path, rows in order); nil for a
-// null list.
-func duckDocs(t *testing.T, dir string) [][]int64 {
-	t.Helper()
-	res := duckdbtest.Query(t, fmt.Sprintf(`SELECT tokens FROM read_parquet(%s, filename = true, file_row_number = true) ORDER BY filename, file_row_number`,
-		duckdbtest.Quote(filepath.Join(dir, "*.parquet"))))
-	docs := make([][]int64, len(res.Rows))
-	for i, r := range res.Rows {
-		if r[0] == nil {
-			continue
-		}
-		for _, v := range duckdbtest.List(t, r[0]) {
-			docs[i] = append(docs[i], duckdbtest.Int64(t, v))
-		}
-	}
-	return docs
-}
 
 type packedFixture struct {
 	dir     string
@@ -47,19 +29,17 @@ type packedFixture struct {
 
 func newPackedFixture(t *testing.T, rows int) *packedFixture {
 	t.Helper()
-	f := &packedFixture{dir: tokenFiles(t, rows)}
+	f := &packedFixture{dir: featuretest.TokenFiles(t, rows)}
 	var err error
 	if f.src, err = source.Discover(context.Background(), []string{f.dir}); err != nil {
 		t.Fatal(err)
 	}
-	if f.lengths, err = TokenLengths(context.Background(), nil, f.src, "tokens", 2); err != nil {
+	if f.lengths, err = feature.TokenLengths(context.Background(), nil, f.src, "tokens", 2); err != nil {
 		t.Fatal(err)
 	}
-	f.docs = duckDocs(t, f.dir)
+	f.docs = featuretest.DuckDocs(t, f.dir)
 	return f
 }
-
-func i32At(b []byte, i int) int64 { return int64(int32(binary.LittleEndian.Uint32(b[4*i:]))) }
 
 // checkPackedShards reads every shard of out back and checks each packed
 // row against DuckDB's documents: its tokens are the concatenation of the
@@ -128,11 +108,11 @@ func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string)
 						wantTok, wantSeg, wantPos = append(wantTok, pk.Pad), append(wantSeg, 0), append(wantPos, 0)
 					}
 					for x := 0; x < L; x++ {
-						if got := i32At(tok, i*L+x); got != wantTok[x] {
+						if got := featuretest.I32At(tok, i*L+x); got != wantTok[x] {
 							t.Fatalf("epoch %d rank %d step %d row %d (slot %d) token %d: %d, want %d", e, r, k, id, i, x, got, wantTok[x])
 						}
-						if i32At(seg, i*L+x) != wantSeg[x] || i32At(pos, i*L+x) != wantPos[x] {
-							t.Fatalf("row %d slot %d: segment id %d position %d, want %d %d", id, x, i32At(seg, i*L+x), i32At(pos, i*L+x), wantSeg[x], wantPos[x])
+						if featuretest.I32At(seg, i*L+x) != wantSeg[x] || featuretest.I32At(pos, i*L+x) != wantPos[x] {
+							t.Fatalf("row %d slot %d: segment id %d position %d, want %d %d", id, x, featuretest.I32At(seg, i*L+x), featuretest.I32At(pos, i*L+x), wantSeg[x], wantPos[x])
 						}
 					}
 					lo := binary.LittleEndian.Uint64(cu.Offsets[8*i:])
@@ -141,7 +121,7 @@ func checkPackedShards(t *testing.T, f *packedFixture, p *plan.Plan, out string)
 						t.Fatalf("row %d: %d cu_seqlens, want %v", id, hi-lo, wantCu)
 					}
 					for x := range wantCu {
-						if got := i32At(cu.Values, int(lo)+x); got != wantCu[x] {
+						if got := featuretest.I32At(cu.Values, int(lo)+x); got != wantCu[x] {
 							t.Fatalf("row %d: cu_seqlens[%d] = %d, want %v", id, x, got, wantCu)
 						}
 					}
@@ -170,7 +150,7 @@ func TestRunPackedMatchesDuckDB(t *testing.T) {
 		t.Fatalf("fixture too small: %+v", p.Packing)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +181,7 @@ func TestRunPackedSplitNoneCountsDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -241,17 +221,17 @@ func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, plan.ErrMismatch) {
 		t.Fatalf("changed lengths: %v", err)
 	}
-	for _, s := range []*Spec{
-		{Tensors: []TensorSpec{{Name: "x", Column: "id", DType: "I64"}}},
-		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "F32"}}},
-		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64"}}},
-		{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: "row"}}}},
+	for _, s := range []*feature.Spec{
+		{Tensors: []feature.TensorSpec{{Name: "x", Column: "id", DType: "I64"}}},
+		{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "F32"}}},
+		{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64"}}},
+		{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}, {Name: "id", Column: "id", DType: "I64", Packed: &feature.PackedPolicy{Per: "row"}}}},
 	} {
-		if _, err := Run(context.Background(), Options{Plan: p, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) {
+		if _, err := Run(context.Background(), Options{Plan: p, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, feature.ErrSpec) {
 			t.Errorf("spec %+v: %v", s.Tensors, err)
 		}
 	}
@@ -259,8 +239,8 @@ func TestRunPackedRefusesChangedSourceAndBadSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64", Packed: &PackedPolicy{Per: PackedPerToken}}}}
-	if _, err := Run(context.Background(), Options{Plan: unpacked, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "packed policy") {
+	s := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64", Packed: &feature.PackedPolicy{Per: feature.PackedPerToken}}}}
+	if _, err := Run(context.Background(), Options{Plan: unpacked, Spec: s, Output: filepath.Join(t.TempDir(), "o")}); !errors.Is(err, feature.ErrSpec) || !strings.Contains(err.Error(), "packed policy") {
 		t.Errorf("packed policy in an unpacked plan: %v", err)
 	}
 }
@@ -292,7 +272,7 @@ func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 			docs++
 		}
 	}
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	limit := all / 2
 	out := filepath.Join(t.TempDir(), "out")
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, MemoryLimit: limit})
@@ -368,7 +348,7 @@ func TestRunPackedHeldWithinMemoryLimit(t *testing.T) {
 		t.Fatalf("rank 0 only, limit %d: %d decoded, want its %d documents (of %d)", 2*needBytes, one.SamplesDecoded, len(need), docs)
 	}
 	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1, MemoryLimit: 512})
-	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {
+	if !errors.Is(err, feature.ErrValue) || !strings.Contains(err.Error(), "raise --memory-limit") {
 		t.Fatalf("limit below one step: %v", err)
 	}
 }
@@ -387,23 +367,23 @@ func TestPackedSpecRefusesExportFileNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := func(name string) TensorSpec {
-		return TensorSpec{Name: name, Column: "id", DType: "I64", Packed: &PackedPolicy{Per: PackedPerDocument}}
+	doc := func(name string) feature.TensorSpec {
+		return feature.TensorSpec{Name: name, Column: "id", DType: "I64", Packed: &feature.PackedPolicy{Per: feature.PackedPerDocument}}
 	}
-	tok := TensorSpec{Name: "tokens", Column: "tokens", DType: "I32"}
+	tok := feature.TensorSpec{Name: "tokens", Column: "tokens", DType: "I32"}
 	for _, c := range []struct {
-		spec []TensorSpec
+		spec []feature.TensorSpec
 		name string
 	}{
-		{[]TensorSpec{tok, doc("documents")}, "documents"},
-		{[]TensorSpec{tok, doc("documents_offsets")}, "documents_offsets"},
-		{[]TensorSpec{tok, doc("documents_sources")}, "documents_sources"},
-		{[]TensorSpec{tok, doc("d"), doc("d_offsets")}, "d_offsets"},
-		{[]TensorSpec{tok, doc("tokens_cu_seqlens_offsets")}, "tokens_cu_seqlens_offsets"},
+		{[]feature.TensorSpec{tok, doc("documents")}, "documents"},
+		{[]feature.TensorSpec{tok, doc("documents_offsets")}, "documents_offsets"},
+		{[]feature.TensorSpec{tok, doc("documents_sources")}, "documents_sources"},
+		{[]feature.TensorSpec{tok, doc("d"), doc("d_offsets")}, "d_offsets"},
+		{[]feature.TensorSpec{tok, doc("tokens_cu_seqlens_offsets")}, "tokens_cu_seqlens_offsets"},
 	} {
 		out := filepath.Join(t.TempDir(), "o")
-		_, err := Run(context.Background(), Options{Plan: p, Spec: &Spec{Tensors: c.spec}, Output: out})
-		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), strconv.Quote(c.name)) {
+		_, err := Run(context.Background(), Options{Plan: p, Spec: &feature.Spec{Tensors: c.spec}, Output: out})
+		if !errors.Is(err, feature.ErrSpec) || !strings.Contains(err.Error(), strconv.Quote(c.name)) {
 			t.Errorf("tensor %q: %v; want a spec error naming it", c.name, err)
 		}
 		if _, serr := os.Stat(out); serr == nil {

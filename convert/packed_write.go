@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/prepml/prep/feature"
 )
 
 // The writing side of a packed run (packed.go): shards written one after
@@ -24,20 +26,20 @@ import (
 // refused, naming the bytes it needs.
 //
 // When a footer bound of every document fits the half, every document is
-// decoded once and the lengths are taken from them (decodeAll), whatever
+// decoded once and the lengths are taken from them (DecodeAllPacked), whatever
 // shards todo names: a packed row's documents come from anywhere in the
 // source (the packing visits documents in a permuted or interleaved
 // order), so even one rank's shards need documents of nearly every row
 // group, and the levels pass a group-by-group run starts with would read
 // the token column a second time.
 func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
-	budget := max(1, r.o.MemoryLimit/2)
-	ps, all, held, err := decodeAll(ctx, r.o, r.p, r.spec, budget)
+	budget := feature.NewBudget(r.o.MemoryLimit).PackedDocuments()
+	ps, all, err := feature.DecodeAllPacked(ctx, r.o.Source, r.o.MemoryLimit, r.p, r.spec, budget)
 	if err != nil {
 		return err
 	}
 	if ps == nil {
-		if ps, err = preparePacked(ctx, r.o, r.p, r.spec); err != nil {
+		if ps, err = feature.OpenPackedGroups(ctx, r.o.Source, r.o.Jobs, r.p, r.spec); err != nil {
 			return err
 		}
 	}
@@ -45,14 +47,14 @@ func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 	defer gr.close()
 	if all != nil {
 		for _, k := range todo { // the layouts of the shards' epochs (PLAN.md §12.1)
-			if _, err := ps.lays.epoch(ctx, k.epoch); err != nil {
+			if _, err := ps.Layout(ctx, k.epoch); err != nil {
 				all.Close()
 				return err
 			}
 		}
 		gr.docs, gr.end = all, [2]int{len(todo), 0}
-		r.sum.SamplesDecoded, r.sum.PackedHeldPeakBytes = int64(len(all.docs)), held
-		r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = all.held.rowGroupsRead, all.held.rowGroupsSkipped
+		r.sum.SamplesDecoded, r.sum.PackedHeldPeakBytes = int64(all.Len()), all.HeldBytes()
+		r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = all.RowGroups()
 	}
 	if err := r.writePlanCopy(); err != nil {
 		return err
@@ -72,10 +74,10 @@ func (r *runner) runPacked(ctx context.Context, todo []shardKey) error {
 // (runPacked). Positions are (shard index in todo, step), in order.
 type packedGroups struct {
 	r      *runner
-	ps     *packedSource
+	ps     *feature.PackedGroups
 	todo   []shardKey
 	budget int64
-	docs   *PackedDocuments
+	docs   *feature.PackedDocuments
 	end    [2]int // the current group's end position (exclusive)
 	ids    []uint64
 }
@@ -89,7 +91,7 @@ func (g *packedGroups) close() {
 
 // at returns the documents of the group holding step of shard si,
 // decoding the next group when that step is past the current one.
-func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, error) {
+func (g *packedGroups) at(ctx context.Context, si, step int) (*feature.PackedDocuments, error) {
 	if g.docs != nil && (si < g.end[0] || si == g.end[0] && step < g.end[1]) {
 		return g.docs, nil
 	}
@@ -103,7 +105,7 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 	}
 	pos := [2]int{si, step}
 	cur := pos
-	docs, n, held, err := g.ps.group(ctx, func(i int) ([]uint64, bool, error) {
+	docs, n, err := g.ps.Decode(ctx, func(i int) ([]uint64, bool, error) {
 		if i > 0 {
 			cur = next(cur)
 		}
@@ -114,11 +116,11 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 		var err error
 		g.ids, _, err = r.p.RankBatch(k.epoch, k.rank, cur[1], g.ids)
 		return g.ids, true, err
-	}, g.budget)
-	var be *PackedBudgetError
+	}, g.budget, feature.NewBudget(r.o.MemoryLimit).PackedDecode())
+	var be *feature.PackedBudgetError
 	if errors.As(err, &be) {
 		k := g.todo[si]
-		return nil, valueErrorf("epoch %d, rank %d, step %d: its packed rows' documents take %d bytes decoded, more than half of --memory-limit (%d bytes): raise --memory-limit to at least %d", k.epoch, k.rank, step, be.Need, be.Budget, 2*be.Need)
+		return nil, feature.ValueErrorf("epoch %d, rank %d, step %d: its packed rows' documents take %d bytes decoded, more than half of --memory-limit (%d bytes): raise --memory-limit to at least %d", k.epoch, k.rank, step, be.Need, be.Budget, 2*be.Need)
 	}
 	if err != nil {
 		return nil, err
@@ -126,14 +128,12 @@ func (g *packedGroups) at(ctx context.Context, si, step int) (*PackedDocuments, 
 	for range n {
 		pos = next(pos)
 	}
-	if g.docs, err = g.ps.decode(ctx, r.o.Source, docs, Bounds{Memory: max(1, r.o.MemoryLimit/2), Run: r.o.MemoryLimit}); err != nil {
-		return nil, err
-	}
-	g.end = pos
-	r.sum.SamplesDecoded += int64(len(docs))
-	r.sum.RowGroupsRead += g.docs.held.rowGroupsRead
-	r.sum.RowGroupsSkipped += g.docs.held.rowGroupsSkipped
-	r.sum.PackedHeldPeakBytes = max(r.sum.PackedHeldPeakBytes, held)
+	g.docs, g.end = docs, pos
+	read, skipped := docs.RowGroups()
+	r.sum.SamplesDecoded += int64(docs.Len())
+	r.sum.RowGroupsRead += read
+	r.sum.RowGroupsSkipped += skipped
+	r.sum.PackedHeldPeakBytes = max(r.sum.PackedHeldPeakBytes, docs.HeldBytes())
 	return g.docs, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 )
 
@@ -32,7 +33,7 @@ func TestRunPackedCountsRowGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := &Spec{Tensors: []TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: filepath.Join(t.TempDir(), "out"), Jobs: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/sysmem"
 	"github.com/prepml/prep/plan"
-	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/source"
@@ -41,35 +42,29 @@ const (
 	StageWrite  = "write"  // stage 2: samples and shard bytes written
 )
 
-// MinMemoryLimit is the least memory limit prep convert and prep verify
-// --deep accept (1 MiB). Below it a row group is read in windows of a few
-// rows each, millions of them for a large row group, which takes far
-// longer and, for the bookkeeping of every window and page, more memory
-// than a run at MinMemoryLimit. Run itself takes any positive
-// Options.MemoryLimit (a small limit makes small inputs exercise row
-// windows and spilling), but promises bounded memory only from
-// MinMemoryLimit up.
-const MinMemoryLimit = 1 << 20
-
 // Options configures Run.
 type Options struct {
 	Plan *plan.Plan // the loaded plan (plan.Load or plan.Parse)
 	// PlanBytes are the bytes of the plan file Plan was parsed from, copied
 	// to Output/plan.json; nil: Plan.Marshal().
 	PlanBytes []byte
-	Spec      *Spec  // a validated feature spec
-	Output    string // shard set directory; created if missing
+	Spec      *feature.Spec // a validated feature spec
+	Output    string        // shard set directory; created if missing
 
 	Epochs []int // epochs to materialize; nil = all
 	Ranks  []int // ranks to materialize; nil = all
 
 	Jobs        int   // parallel column chunks (stage 1); stage 2 writes 2*Jobs shards at once (1 for Jobs 1); <= 0: GOMAXPROCS
-	MemoryLimit int64 // bytes of memory proportional to the data, all counted against it: staging and the values arena in anonymous memory (at most half; larger ones spill to disk), decoded column chunks in flight (estimated) and jagged batch blocks in the Go heap; <= 0: 1 GiB
-	Force       bool  // replace an output made from another plan, source or spec
+	MemoryLimit int64 // bytes of memory proportional to the data, all counted against it (--memory-limit; its shares: feature.Budget): staging and the values arena in anonymous memory (at most half; larger ones spill to disk), decoded column chunks in flight (estimated) and jagged batch blocks in the Go heap; <= 0: feature.DefaultMemoryLimit
+	// ObjectStore reports that Source is an object store, whose read-ahead
+	// (feature.Budget.ReadAhead) counts against MemoryLimit: the run's own
+	// shares are those of the rest (feature.Budget.AfterReadAhead).
+	ObjectStore bool
+	Force       bool // replace an output made from another plan, source or spec
 
 	ToolVersion string       // recorded in shards and manifest
 	Logger      *slog.Logger // nil: discard
-	Limits      pqread.Limits
+	Limits      feature.Limits
 	// Source is where the plan's files are read from; nil: the local
 	// directory Plan.Source.Root.
 	Source source.Store
@@ -134,7 +129,7 @@ type Summary struct {
 	AdmittedPeakBytes int64 `json:"admitted_peak_bytes"`
 	// PackedHeldPeakBytes, for a packed plan, is the most bytes of decoded
 	// documents held at once (tokens at the dtype's size plus their
-	// staging records), at most half of MemoryLimit (convert/packed.go).
+	// staging records), at most half of MemoryLimit (feature/packed.go).
 	PackedHeldPeakBytes int64  `json:"packed_held_peak_bytes,omitempty"`
 	StaleLock           string `json:"stale_lock,omitempty"`
 	// Overflows counts, per tensor name, the source values decoded this run
@@ -162,9 +157,11 @@ func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 	if o.Jobs <= 0 {
 		o.Jobs = runtime.GOMAXPROCS(0)
 	}
-	if o.MemoryLimit <= 0 {
-		o.MemoryLimit = 1 << 30
+	budget := feature.NewBudget(o.MemoryLimit)
+	if o.ObjectStore {
+		budget = budget.AfterReadAhead()
 	}
+	o.MemoryLimit = budget.Limit
 	p, spec := o.Plan, o.Spec
 	if p == nil || spec == nil {
 		return nil, fmt.Errorf("convert: plan and spec are required")
@@ -183,27 +180,23 @@ func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 
 	// Everything that can fail on the inputs fails here, before the output
 	// directory is touched.
-	var files []*sourceFile
-	var plans []*tensorPlan
+	var prog *feature.Program
 	var tensors []shardfmt.TensorInfo
 	if p.Packing != nil {
 		// A packed plan (packed.go): its samples are packed rows.
-		if tensors, err = PackedTensors(spec, p.Packing); err != nil {
+		if tensors, err = feature.PackedTensors(spec, p.Packing); err != nil {
 			return nil, err
 		}
 	} else {
-		files, plans, err = openForSpec(ctx, p, o.Source, spec, rowSlotLimit(spec, o.Limits, o.MemoryLimit), o.MemoryLimit/4)
-		if err != nil {
+		if prog, err = feature.Compile(ctx, p, o.Source, spec, feature.Budget{Limit: o.MemoryLimit, Reader: o.Limits}); err != nil {
 			return nil, err
 		}
-		tensors = outputs(plans)
+		defer prog.Close()
+		tensors = prog.Tensors()
 	}
-	defer closeSources(files)
-	defer relativeNames(&err, files)
-	defer explainRowSlots(&err, plans, o.Limits.MaxRowSlots)
 	geo, err := shardfmt.NewGeometry(p.BatchSize(), tensors)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+		return nil, fmt.Errorf("%w: %v", feature.ErrSpec, err)
 	}
 	prov := shardfmt.Provenance{
 		PlanFingerprint: p.Fingerprint, SourceFingerprint: p.SourceFingerprint, SpecHash: spec.Hash(),
@@ -223,7 +216,7 @@ func Run(ctx context.Context, o Options) (_ *Summary, err error) {
 	}
 	stopSampler := sampleHeap(&sum.PeakHeapBytes)
 	defer stopSampler()
-	r := &runner{o: o, p: p, spec: spec, files: files, plans: plans, tensors: tensors, geo: geo, prov: prov,
+	r := &runner{o: o, p: p, spec: spec, prog: prog, tensors: tensors, geo: geo, prov: prov,
 		log: log, sum: sum, tx: tx}
 	err = r.run(ctx, epochs, ranks)
 	switch {
@@ -289,9 +282,8 @@ func sampleHeap(peak *int64) (stop func()) {
 type runner struct {
 	o       Options
 	p       *plan.Plan
-	spec    *Spec
-	files   []*sourceFile
-	plans   []*tensorPlan
+	spec    *feature.Spec
+	prog    *feature.Program // the compiled spec; nil for a packed plan
 	tensors []shardfmt.TensorInfo
 	geo     shardfmt.Geometry
 	prov    shardfmt.Provenance
@@ -300,9 +292,9 @@ type runner struct {
 
 	tx *shardset.Txn // the output's write transaction: lock, commits, rollback
 
-	arena     *arena     // jagged tensors' values; nil when none
-	jagBlock  int64      // the most bytes of a jagged batch block (jaggedLimits)
-	jagBudget *admission // bytes of jagged batch blocks being built and written
+	arena     *feature.Arena     // jagged tensors' values; nil when none
+	jagBlock  int64              // the most bytes of a jagged batch block (feature.Budget.JaggedBlock)
+	jagBudget *feature.Admission // bytes of jagged batch blocks being built and written
 	// jagCtx is stage 2's context (writeShards): a writer waiting on
 	// jagBudget stops waiting when it is cancelled.
 	jagCtx context.Context
@@ -351,7 +343,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 			// The set keeps the hash it was made with (an earlier version's
 			// too: MatchesHash), in the manifest and in every new shard.
 			r.manifest = old
-			r.manifest.Spec = r.spec.manifestSpec(old.SpecHash)
+			r.manifest.Spec = r.spec.ManifestSpec(old.SpecHash)
 			r.prov.SpecHash = old.SpecHash
 			for _, s := range old.Shards {
 				if r.tx.Complete(s) {
@@ -378,7 +370,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if r.manifest == nil {
 		r.manifest = &shardfmt.Manifest{Format: shardfmt.ManifestFormat, ToolVersion: r.o.ToolVersion,
 			PlanFingerprint: r.p.Fingerprint, SourceFingerprint: r.p.SourceFingerprint, SpecHash: r.prov.SpecHash,
-			Spec: r.spec.manifestSpec(r.prov.SpecHash), BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
+			Spec: r.spec.ManifestSpec(r.prov.SpecHash), BatchSize: r.p.BatchSize(), Tensors: r.tensors, Shards: []shardfmt.ShardEntry{}}
 		if r.geo.HasJagged() {
 			r.manifest.ShardFormat = fmt.Sprintf("%d.%d", shardfmt.JaggedMajorVersion, shardfmt.JaggedMinorVersion)
 		}
@@ -418,11 +410,10 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if err != nil {
 		return err
 	}
-	stageTotal := int64(set.count) * int64(recordSize(r.tensors))
-	block, _ := jaggedLimits(r.o.MemoryLimit)
-	setRowLimit(r.plans, r.o.MemoryLimit)
-	setImageLimits(r.plans, r.o.MemoryLimit, r.o.Jobs)
-	r.arena = newArena(r.files, r.plans, r.tensors, set)
+	stageTotal := int64(set.Len()) * int64(feature.RecordSize(r.tensors))
+	budget := feature.NewBudget(r.o.MemoryLimit)
+	block := budget.JaggedBlock()
+	r.arena = r.prog.NewArena(set)
 	var shardTotal int64
 	for _, k := range todo {
 		n, err := r.shardSize(k, set)
@@ -434,36 +425,36 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	// One budget (see Memory in the package documentation): the staging
 	// records and the values arena held in anonymous memory take at most
 	// half of the limit; the Go heap has the rest.
-	anonCap := r.o.MemoryLimit / 2
+	anonCap := budget.Anon()
 	st, err := newStage(ctx, r.p, todo, set, r.tensors, anonCap, r.o.Jobs)
 	if err != nil {
 		return err
 	}
 	defer st.close()
 	if r.arena != nil {
-		r.arena.place(st.memBytes(), anonCap, r.o.Jobs)
-		defer r.arena.close()
-		r.sum.ValuesArenaBytes, r.sum.ValuesArenaFile = r.arena.size, !r.arena.inMemory()
+		r.arena.Place(st.memBytes(), anonCap, r.o.Jobs)
+		defer r.arena.Close()
+		r.sum.ValuesArenaBytes, r.sum.ValuesArenaFile = r.arena.Size(), !r.arena.InMemory()
 	}
-	heap := r.o.MemoryLimit - st.memBytes() - r.arena.memBytes()
+	heap := budget.Heap(st.memBytes() + r.arena.MemBytes())
 	r.sum.AnonBudgetBytes, r.sum.HeapBudgetBytes = r.o.MemoryLimit-heap, heap
 	if r.o.HeapLimit != nil {
 		r.o.HeapLimit(heap)
 	}
-	r.jagBlock, r.jagBudget = block, newAdmission(max(block, heap/2))
-	need := st.diskBytes() + r.arena.diskBytes() + shardTotal
-	if free, ok := freeBytes(out); ok && free < need {
-		if a := r.arena.diskBytes(); a > 0 {
-			return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d values arena + %d for %d shards), %d free", out, ErrNoSpace, need, st.diskBytes(), a, shardTotal, len(todo), free)
+	r.jagBlock, r.jagBudget = block, feature.NewAdmission(budget.JaggedInFlight(heap))
+	need := st.diskBytes() + r.arena.DiskBytes() + shardTotal
+	if free, ok := sysmem.FreeBytes(out); ok && free < need {
+		if a := r.arena.DiskBytes(); a > 0 {
+			return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d values arena + %d for %d shards), %d free", out, feature.ErrNoSpace, need, st.diskBytes(), a, shardTotal, len(todo), free)
 		}
-		return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d for %d shards), %d free", out, ErrNoSpace, need, st.diskBytes(), shardTotal, len(todo), free)
+		return fmt.Errorf("%s: %w: need %d bytes (%d spill + %d for %d shards), %d free", out, feature.ErrNoSpace, need, st.diskBytes(), shardTotal, len(todo), free)
 	}
 	tmp := filepath.Join(out, TempDirName, strconv.Itoa(os.Getpid()))
 	if err := st.open(tmp); err != nil {
 		return err
 	}
 	if r.arena != nil {
-		if err := r.arena.open(tmp); err != nil {
+		if err := r.arena.Open(tmp); err != nil {
 			return err
 		}
 	}
@@ -476,21 +467,21 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	// Stage 1: decode once into staging.
 	t1 := time.Now()
 	if r.o.OnStage != nil {
-		r.o.OnStage(StageDecode, int64(set.count), 0)
+		r.o.OnStage(StageDecode, int64(set.Len()), 0)
 	}
-	dec := &decoder{files: r.files, plans: r.plans, set: set, bufs: st.records(), sink: st.sink, arena: r.arena, jobs: r.o.Jobs, memoryLimit: heap / 2,
-		progress: func(rows int64) { r.progress(StageDecode, rows, 0) }}
-	if err := dec.run(ctx); err != nil {
+	ds, err := r.prog.Decode(ctx, set, feature.Target{Records: st.records(), Sink: st.sink, Arena: r.arena}, r.o.Jobs, budget.Decode(heap),
+		func(rows int64) { r.progress(StageDecode, rows, 0) })
+	if err != nil {
 		return err
 	}
 	if err := st.finish(); err != nil {
 		return err
 	}
 	r.reportOverflows()
-	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = dec.rowGroupsRead, dec.rowGroupsSkipped
-	r.sum.RowGroupsSliced, r.sum.RowSlices = dec.rowGroupsSliced, dec.rowSlices
-	r.sum.AdmittedPeakBytes = dec.adm.peakBytes()
-	r.sum.SamplesDecoded, r.sum.StagingBytes = int64(set.count), stageTotal
+	r.sum.RowGroupsRead, r.sum.RowGroupsSkipped = ds.RowGroupsRead, ds.RowGroupsSkipped
+	r.sum.RowGroupsSliced, r.sum.RowSlices = ds.RowGroupsSliced, ds.RowSlices
+	r.sum.AdmittedPeakBytes = ds.AdmittedPeakBytes
+	r.sum.SamplesDecoded, r.sum.StagingBytes = int64(set.Len()), stageTotal
 	r.sum.DecodeSeconds = time.Since(t1).Seconds()
 
 	if r.replace != nil {
@@ -512,7 +503,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 	if err := r.writeShards(ctx, st); err != nil {
 		return err
 	}
-	r.sum.AdmittedPeakBytes = max(r.sum.AdmittedPeakBytes, r.jagBudget.peakBytes())
+	r.sum.AdmittedPeakBytes = max(r.sum.AdmittedPeakBytes, r.jagBudget.PeakBytes())
 	r.sum.WriteSeconds = time.Since(t2).Seconds()
 	return nil
 }
@@ -524,7 +515,7 @@ func (r *runner) run(ctx context.Context, epochs, ranks []int) error {
 // the alignment of the values slabs and the block, plus the values, each
 // sample slot taking the arena's bytes per needed sample (the footers'
 // bound over the row groups read).
-func (r *runner) shardSize(k shardKey, set *idSet) (int64, error) {
+func (r *runner) shardSize(k shardKey, set *feature.IDSet) (int64, error) {
 	opts := r.writerOptions(k)
 	if r.arena == nil {
 		return shardfmt.FileSize(opts)
@@ -540,9 +531,9 @@ func (r *runner) shardSize(k shardKey, set *idSet) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	j := int64(r.arena.jagged)
+	j := int64(r.arena.Jagged())
 	batches := int64(opts.NumBatches)
-	perSample := (r.arena.size + int64(set.count) - 1) / max(1, int64(set.count))
+	perSample := (r.arena.Size() + int64(set.Len()) - 1) / max(1, int64(set.Len()))
 	n += shardfmt.BlockAlign + batches*(shardfmt.BatchEntryLenV2+8*j+j*shardfmt.SlabAlign+shardfmt.BlockAlign)
 	return n + batches*int64(opts.BatchSize)*perSample, nil
 }
@@ -550,21 +541,17 @@ func (r *runner) shardSize(k shardKey, set *idSet) (int64, error) {
 // reportOverflows copies stage 1's narrow-float overflow counts into the
 // summary and logs one warning per tensor that had any.
 func (r *runner) reportOverflows() {
-	for _, tp := range r.plans {
-		n := tp.overflows.Load()
-		if n == 0 {
-			continue
-		}
+	for _, ov := range r.prog.Overflows() {
 		if r.sum.Overflows == nil {
 			r.sum.Overflows = map[string]int64{}
 		}
-		r.sum.Overflows[tp.spec.Name] += n
+		r.sum.Overflows[ov.Tensor] += ov.Count
 		stored := "±Inf"
-		if tp.dt == shardfmt.F8_E4M3 {
+		if ov.DType == shardfmt.F8_E4M3 {
 			stored = "±448"
 		}
 		r.log.Warn("values too large for the tensor's dtype were stored as "+stored+" (set cast.overflow: error to refuse them)",
-			"tensor", tp.spec.Name, "dtype", tp.dt.String(), "count", n)
+			"tensor", ov.Tensor, "dtype", ov.DType.String(), "count", ov.Count)
 	}
 }
 
@@ -625,7 +612,7 @@ func selectRange(what string, req []int, n int) ([]int, error) {
 	var out []int
 	for _, v := range req {
 		if v < 0 || v >= n {
-			return nil, fmt.Errorf("%w: %s %d not in the plan's [0, %d)", ErrSpec, what, v, n)
+			return nil, fmt.Errorf("%w: %s %d not in the plan's [0, %d)", feature.ErrSpec, what, v, n)
 		}
 		if !seen[v] {
 			seen[v] = true
@@ -633,16 +620,6 @@ func selectRange(what string, req []int, n int) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// freeBytes returns the bytes available to unprivileged users on the file
-// system holding dir.
-func freeBytes(dir string) (int64, bool) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, false
-	}
-	return int64(st.Bavail) * int64(st.Bsize), true
 }
 
 // peakRSS returns the process's peak resident set size in bytes: VmHWM

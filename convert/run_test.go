@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -20,143 +20,33 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/internal/featuretest"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
 )
 
-type testRow struct {
-	ID    int64     `parquet:"id"`
-	X     float32   `parquet:"x"`
-	Emb   []float32 `parquet:"emb,list"`
-	Label string    `parquet:"label,dict"`
-	Opt   *int32    `parquet:"opt,optional"`
-}
-
-func makeRow(id int64) testRow {
-	r := testRow{ID: id, X: float32(id) * 0.5, Label: fmt.Sprintf("L%d", id%7)}
-	for k := int64(0); k < id%6; k++ {
-		r.Emb = append(r.Emb, float32(id*10+k))
-	}
-	if id%5 != 0 {
-		v := int32(id)
-		r.Opt = &v
-	}
-	return r
-}
-
-// writeParquet writes rows [first, first+n) of makeRow to dir/name.
-func writeParquet(t testing.TB, path string, first, n int64, rowsPerGroup int64, codec compress.Codec) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[testRow](f, parquet.Compression(codec), parquet.MaxRowsPerRowGroup(rowsPerGroup))
-	rows := make([]testRow, 0, 1024)
-	for id := first; id < first+n; id++ {
-		rows = append(rows, makeRow(id))
-		if len(rows) == cap(rows) {
-			if _, err := w.Write(rows); err != nil {
-				t.Fatal(err)
-			}
-			rows = rows[:0]
-		}
-	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func makePlan(t testing.TB, dir string, cfg plan.Config) *plan.Plan {
-	t.Helper()
-	src, err := source.Discover(context.Background(), []string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.New(src, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-const testSpecYAML = `
-tensors:
-  - name: id
-    column: id
-    dtype: I64
-  - name: x
-    column: x
-    dtype: F16
-  - name: emb
-    column: emb
-    dtype: F32
-    shape: [4]
-    list: {pad: -1, truncate: true, lengths: true}
-  - name: label
-    column: label
-    dtype: I64
-    bytes: {mode: hash, buckets: 1000}
-  - name: opt
-    column: opt
-    dtype: I32
-    nulls: {fill: -7, mask: true}
-`
-
 // fixture writes two source files (700 + 300 rows, row groups of 128) and
 // returns the plan and spec.
-func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
+func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
-	writeParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
-	spec, err := ParseSpec([]byte(testSpecYAML), "features.yaml")
+	featuretest.WriteParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
+	featuretest.WriteParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
+	spec, err := feature.ParseSpec([]byte(featuretest.SpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return makePlan(t, src, cfg), spec
-}
-
-var defaultCfg = plan.Config{Seed: 7, Epochs: 2, GlobalBatch: 64, WorldSize: 2, Workers: 2, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}
-
-// expectSample returns the expected bytes of each output tensor for id.
-func expectSample(id uint64) [][]byte {
-	r := makeRow(int64(id))
-	le := binary.LittleEndian
-	idb := le.AppendUint64(nil, uint64(r.ID))
-	h, _ := shardfmt.F64ToF16(float64(r.X))
-	xb := le.AppendUint16(nil, h)
-	var emb []byte
-	for k := 0; k < 4; k++ {
-		v := float32(-1)
-		if k < len(r.Emb) {
-			v = r.Emb[k]
-		}
-		emb = le.AppendUint32(emb, math.Float32bits(v))
-	}
-	lens := le.AppendUint32(nil, uint32(len(r.Emb)))
-	lab := le.AppendUint64(nil, FNV1a64([]byte(r.Label))%1000)
-	opt, mask := le.AppendUint32(nil, uint32(0xfffffff9)), []byte{0}
-	if r.Opt != nil {
-		opt, mask = le.AppendUint32(nil, uint32(*r.Opt)), []byte{1}
-	}
-	return [][]byte{idb, xb, emb, lens, lab, opt, mask}
+	return featuretest.MakePlan(t, src, cfg), spec
 }
 
 func TestRunEndToEnd(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	out := filepath.Join(t.TempDir(), "out")
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 2, ToolVersion: "test"})
 	if err != nil {
@@ -216,7 +106,7 @@ func TestRunEndToEnd(t *testing.T) {
 				if e.Epoch == 0 {
 					seen[id]++
 				}
-				for ti, wantB := range expectSample(id) {
+				for ti, wantB := range featuretest.ExpectSample(id) {
 					n := int(geo.SampleBytes[ti])
 					got := block[int(geo.SlabOffset[ti])+i*n:][:n]
 					if !bytes.Equal(got, wantB) {
@@ -242,12 +132,12 @@ func TestRunEndToEnd(t *testing.T) {
 
 	// Materialize gives the same bytes.
 	ids := []uint64{999, 0, 5, 700, 5}
-	s, err := Materialize(context.Background(), p, spec, ids)
+	s, err := feature.Materialize(context.Background(), nil, p, spec, ids, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		for ti, w := range expectSample(id) {
+		for ti, w := range featuretest.ExpectSample(id) {
 			if got := s.Sample(ti, i); !bytes.Equal(got, w) {
 				t.Errorf("Materialize id %d tensor %d = %x, want %x", id, ti, got, w)
 			}
@@ -340,22 +230,22 @@ func TestRunSubsetOfRanks(t *testing.T) {
 }
 
 func TestRunFailureLeavesNothing(t *testing.T) {
-	p, _ := fixture(t, defaultCfg)
-	bad, err := ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
+	p, _ := fixture(t, featuretest.DefaultConfig)
+	bad, err := feature.ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A new output directory: it must not exist afterwards.
 	out := filepath.Join(t.TempDir(), "new")
 	_, err = Run(context.Background(), Options{Plan: p, Spec: bad, Output: out})
-	if err == nil || !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), `part-0.parquet: column "opt", row group 0, row 0: null value`) {
+	if err == nil || !errors.Is(err, feature.ErrValue) || !strings.Contains(err.Error(), `part-0.parquet: column "opt", row group 0, row 0: null value`) {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("output directory left after failure: %v", listTree(t, out))
 	}
 	// An existing complete output is untouched by a failed run into it.
-	_, spec := fixture(t, defaultCfg)
+	_, spec := fixture(t, featuretest.DefaultConfig)
 	good := filepath.Join(t.TempDir(), "good")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: good}); err != nil {
 		t.Fatal(err)
@@ -370,9 +260,9 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 		t.Errorf("other spec without force: %v", err)
 	}
 	// Missing column: a schema error before anything is written.
-	missing, _ := ParseSpec([]byte("tensors:\n  - {name: z, column: nope, dtype: I32}\n"), "m.yaml")
+	missing, _ := feature.ParseSpec([]byte("tensors:\n  - {name: z, column: nope, dtype: I32}\n"), "m.yaml")
 	_, err = Run(context.Background(), Options{Plan: p, Spec: missing, Output: good})
-	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), `part-0.parquet: column "nope"`) {
+	if !errors.Is(err, feature.ErrSchema) || !strings.Contains(err.Error(), `part-0.parquet: column "nope"`) {
 		t.Errorf("missing column: %v", err)
 	}
 	if after := snapshot(t, good); after != before {
@@ -381,12 +271,12 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 }
 
 func TestRunSourceChanged(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	f := filepath.Join(p.Source.Root, "part-1.parquet")
-	writeParquet(t, f, 700, 299, 128, &parquet.Snappy)
+	featuretest.WriteParquet(t, f, 700, 299, 128, &parquet.Snappy)
 	out := filepath.Join(t.TempDir(), "o")
 	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out})
-	if !errors.Is(err, ErrSourceChanged) || !strings.Contains(err.Error(), "part-1.parquet") {
+	if !errors.Is(err, feature.ErrSourceChanged) || !strings.Contains(err.Error(), "part-1.parquet") {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
@@ -395,7 +285,7 @@ func TestRunSourceChanged(t *testing.T) {
 }
 
 func TestRunLockHeld(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	out := t.TempDir()
 	l, err := dirlock.Acquire(filepath.Join(out, LockName))
 	if err != nil {
@@ -447,8 +337,8 @@ func TestLZ4RawRoundTrip(t *testing.T) {
 			}
 			w.Close()
 			f.Close()
-			p := makePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
-			spec := &Spec{Tensors: []TensorSpec{{Name: "v", Column: "v", DType: "I64"}}}
+			p := featuretest.MakePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
+			spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "v", Column: "v", DType: "I64"}}}
 			out := t.TempDir()
 			if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
 				t.Fatal(err)
@@ -496,7 +386,7 @@ func mustDiscover(t *testing.T, dir string) plan.Source {
 // TestRunCancelledKeepsCommittedShards: an interrupted run leaves complete
 // shards listed in the manifest and no temporaries; the rerun finishes.
 func TestRunCancelledKeepsCommittedShards(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	var once bool
@@ -536,16 +426,16 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 	}
 	src := t.TempDir()
 	for i := 0; i < n; i++ {
-		writeParquet(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)), int64(3*i), 3, 3, &parquet.Snappy)
+		featuretest.WriteParquet(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)), int64(3*i), 3, 3, &parquet.Snappy)
 	}
-	p := makePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
+	p := featuretest.MakePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	testutil.LowerFDLimit(t, 64)
-	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
-	s, err := Materialize(context.Background(), p, spec, []uint64{0, uint64(3*n - 1)})
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{0, uint64(3*n - 1)}, feature.Bounds{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(i64s(s.Data[0])); got != fmt.Sprint([]int64{0, int64(3*n - 1)}) {
+	if got := fmt.Sprint(featuretest.I64s(s.Data[0])); got != fmt.Sprint([]int64{0, int64(3*n - 1)}) {
 		t.Errorf("ids %s", got)
 	}
 	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir(), Jobs: 2})
@@ -563,17 +453,17 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 // (and cancelled the run), and must still run, so the error names row
 // group 0, as a run with Jobs 1 does.
 func TestRunErrorIndependentOfScheduling(t *testing.T) {
-	p, _ := fixture(t, defaultCfg)
-	bad, err := ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
+	p, _ := fixture(t, featuretest.DefaultConfig)
+	bad, err := feature.ParseSpec([]byte("tensors:\n  - {name: opt, column: opt, dtype: I32}\n"), "bad.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { beforeDecode = nil }()
+	defer func() { feature.BeforeDecode = nil }()
 	const want = `part-0.parquet: column "opt", row group 0, row 0: null value`
 	for _, jobs := range []int{1, 2, 3} {
-		beforeDecode = nil
+		feature.BeforeDecode = nil
 		if jobs > 1 { // another worker can fail row group 1 meanwhile
-			beforeDecode = func(seq int, ctx context.Context) {
+			feature.BeforeDecode = func(seq int, ctx context.Context) {
 				if seq == 0 {
 					select {
 					case <-ctx.Done():
@@ -583,7 +473,7 @@ func TestRunErrorIndependentOfScheduling(t *testing.T) {
 			}
 		}
 		_, err := Run(context.Background(), Options{Plan: p, Spec: bad, Output: filepath.Join(t.TempDir(), "o"), Jobs: jobs})
-		if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), want) {
+		if !errors.Is(err, feature.ErrValue) || !strings.Contains(err.Error(), want) {
 			t.Errorf("jobs %d: err = %v, want one naming %q", jobs, err, want)
 		}
 	}
@@ -625,7 +515,7 @@ func TestRunResumesSpecV1ShardSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Source.Root = filepath.Join(dir, "src")
-	spec, err := LoadSpec(filepath.Join(dir, "spec.yaml"))
+	spec, err := feature.LoadSpec(filepath.Join(dir, "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +524,7 @@ func TestRunResumesSpecV1ShardSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(m.SpecHash, SpecHashV1) || strings.HasPrefix(m.SpecHash, SpecHashV2) || spec.Hash() == m.SpecHash || !spec.MatchesHash(m.SpecHash) {
+	if !strings.HasPrefix(m.SpecHash, feature.SpecHashV1) || strings.HasPrefix(m.SpecHash, feature.SpecHashV2) || spec.Hash() == m.SpecHash || !spec.MatchesHash(m.SpecHash) {
 		t.Fatalf("fixture spec hash %s, this spec %s: want a version 1 hash of the same spec", m.SpecHash, spec.Hash())
 	}
 	opts := Options{Plan: p, PlanBytes: planBytes, Spec: spec, Output: out, Jobs: 2, ToolVersion: "dev"}
@@ -662,14 +552,14 @@ func TestRunResumesSpecV1ShardSet(t *testing.T) {
 // The manifest records what the shards cannot show: source files with no
 // rows, and each epoch's ids left out by remainder "drop".
 func TestManifestListsEmptyFilesAndDroppedIDs(t *testing.T) {
-	p0 := caseSource(t, "B17-empty-files", "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
+	p0 := featuretest.CaseSource(t, "B17-empty-files", "part-0.parquet", "part-1.parquet", "part-2.parquet", "part-3.parquet")
 	// 150 samples, global batch 16: 6 ids dropped per epoch.
 	p, err := plan.New(p0.Source, plan.Config{Seed: 9, Epochs: 2, GlobalBatch: 16, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}}}
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out}); err != nil {
 		t.Fatal(err)
 	}
@@ -703,7 +593,7 @@ func TestManifestListsEmptyFilesAndDroppedIDs(t *testing.T) {
 		}
 	}
 	// Nothing dropped, no empty files: both fields omitted.
-	p1 := caseSource(t, "B17-empty-files", "part-0.parquet")
+	p1 := featuretest.CaseSource(t, "B17-empty-files", "part-0.parquet")
 	out1 := filepath.Join(t.TempDir(), "out")
 	if _, err := Run(context.Background(), Options{Plan: p1, Spec: spec, Output: out1}); err != nil {
 		t.Fatal(err)
@@ -717,7 +607,7 @@ func TestManifestListsEmptyFilesAndDroppedIDs(t *testing.T) {
 // before the first shard is written; a rerun with other plan bytes is
 // refused unless Force; a failed run into a new directory leaves no copy.
 func TestRunWritesPlanCopy(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	planBytes, err := p.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -801,7 +691,7 @@ func TestRunWritesPlanCopy(t *testing.T) {
 // TestRunRemovesPlanCopyTemporaries: a run killed while writing plan.json
 // leaves its temporary file; the next run removes it.
 func TestRunRemovesPlanCopyTemporaries(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	out := t.TempDir()
 	tmp := filepath.Join(out, PlanFileName+".tmp-123456")
 	if err := os.WriteFile(tmp, []byte("{"), 0o644); err != nil {
@@ -819,7 +709,7 @@ func TestRunRemovesPlanCopyTemporaries(t *testing.T) {
 // and once as committed, in that order, never concurrently with itself or
 // Progress; write progress for a shard falls between its two events.
 func TestRunShardEvents(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	var busy atomic.Int32
 	enter := func() {
 		if busy.Add(1) != 1 {
@@ -926,7 +816,7 @@ func shardsOnDisk(t *testing.T, out string) []string {
 // the run rewrote) and none of the run's shards. The order of its steps
 // (manifest first, shards after) is pinned in shardset's Txn tests.
 func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	run := func(out string, epochs []int) error {
 		_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: epochs})
 		return err
@@ -999,9 +889,9 @@ func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 // so the directory no longer looked as it did before the run.
 func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
-	spec, err := ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
+	featuretest.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
+	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	spec, err := feature.ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1034,7 +924,7 @@ func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 // run into an existing set is renamed into place and then its directory
 // fsync fails; the run fails and leaves the set as it was.
 func TestFailedDirSyncLeavesNoUnlistedShard(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	out := filepath.Join(t.TempDir(), "out")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out, Jobs: 1, Epochs: []int{0}}); err != nil {
 		t.Fatal(err)
@@ -1061,5 +951,51 @@ func TestFailedDirSyncLeavesNoUnlistedShard(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(out, shardfmt.ManifestName)); string(after) != string(before) {
 		t.Error("manifest not restored byte for byte")
+	}
+}
+
+// TestRunCountsOverflows: ids 0..999 cast to F8_E4M3 overflow for 465..999
+// (464 ties to 448); the run stores them saturated, reports 535 in the
+// summary and warns once; cast.overflow error fails at the first one, id
+// 465 = part-0.parquet row group 3 (rows of 128), row 81.
+func TestRunCountsOverflows(t *testing.T) {
+	p, _ := fixture(t, featuretest.DefaultConfig)
+	spec, err := feature.ParseSpec([]byte(`tensors:
+  - {name: id, column: id, dtype: I64}
+  - {name: id8, column: id, dtype: F8_E4M3}
+  - {name: x, column: x, dtype: F16}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Overflows) != 1 || sum.Overflows["id8"] != 535 {
+		t.Errorf("overflows %v, want map[id8:535]", sum.Overflows)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "tensor=id8 dtype=F8_E4M3 count=535") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	s, err := feature.Materialize(context.Background(), nil, p, spec, []uint64{464, 465, 999}, feature.Bounds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Data[1]; !bytes.Equal(got, []byte{0x7e, 0x7e, 0x7e}) {
+		t.Errorf("saturated values %x", got)
+	}
+
+	spec.Tensors[1].Cast = &feature.CastPolicy{Overflow: "error"}
+	_, err = Run(context.Background(), Options{Plan: p, Spec: spec, Output: t.TempDir()})
+	featuretest.MustContainAll(t, err, `part-0.parquet: column "id", row group 3, row 81: value 465 overflows F8_E4M3 (largest finite 448; cast.overflow is error)`)
+	if !errors.Is(err, feature.ErrValue) {
+		t.Errorf("error %v does not wrap feature.ErrValue", err)
+	}
+	spec.Tensors[1].Cast = &feature.CastPolicy{Overflow: "clip"}
+	if err := spec.Validate(); !errors.Is(err, feature.ErrSpec) {
+		t.Errorf("cast.overflow clip accepted: %v", err)
 	}
 }

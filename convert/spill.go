@@ -9,7 +9,9 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/pool"
+	"github.com/prepml/prep/internal/sysmem"
 	"github.com/prepml/prep/plan"
 )
 
@@ -83,11 +85,11 @@ type spiller struct {
 	groups  []spillGroup
 	routes  []spillRoute // one per requested epoch, ascending
 	windows []*spillWindow
-	bufCap  int      // bytes per route buffer
-	dir     string   // the run's temporary directory, holding the spill file
-	layout  *records // the record layout (no data)
-	jobs    int      // goroutines reading a window back, and shards written at once
-	win     *staging // stage 2's window buffer in anonymous memory (phases), nil before
+	bufCap  int              // bytes per route buffer
+	dir     string           // the run's temporary directory, holding the spill file
+	layout  *feature.Records // the record layout (no data)
+	jobs    int              // goroutines reading a window back, and shards written at once
+	win     *staging         // stage 2's window buffer in anonymous memory (phases), nil before
 }
 
 // spillChunk is the read size of stage 2 (rounded down to whole entries).
@@ -161,7 +163,7 @@ func (s *spiller) open(dir string) error {
 	}
 	s.file = f
 	if total := s.spillBytes(); total > 0 {
-		if err := reserveSpace(f, total); err != nil {
+		if err := sysmem.Reserve(f, total); err != nil {
 			s.close()
 			return err
 		}
@@ -194,15 +196,15 @@ func (s *spiller) close() {
 		s.file = nil
 	}
 	if s.dir != "" {
-		removeTemp(s.dir)
+		sysmem.RemoveTemp(s.dir)
 		s.dir = ""
 	}
 }
 
-func (s *spiller) records() *records { return s.layout }
-func (s *spiller) sink() recordSink  { return &spillSink{s: s, rb: s.newRouteBuffers()} }
-func (s *spiller) diskBytes() int64  { return s.spillBytes() }
-func (s *spiller) memBytes() int64   { return int64(s.windowSlots()) * int64(s.rec) }
+func (s *spiller) records() *feature.Records { return s.layout }
+func (s *spiller) sink() feature.RecordSink  { return &spillSink{s: s, rb: s.newRouteBuffers()} }
+func (s *spiller) diskBytes() int64          { return s.spillBytes() }
+func (s *spiller) memBytes() int64           { return int64(s.windowSlots()) * int64(s.rec) }
 
 // windowSlots is the most record slots of one output window: stage 2's
 // window buffer holds that many records.
@@ -306,21 +308,21 @@ type spillSink struct {
 	rb *routeBuffers
 }
 
-func (k *spillSink) inPlace() bool { return false }
+func (k *spillSink) InPlace() bool { return false }
 
-func (k *spillSink) block(_ []run, _ int64, slots int, scratch []byte) (*records, []byte) {
+func (k *spillSink) Block(_ []feature.RowRun, _ int64, slots int, scratch []byte) (*feature.Records, []byte) {
 	l := k.s.layout
-	if len(scratch) < slots*l.rec {
-		scratch = make([]byte, blockRows(l.rec)*l.rec)
+	if len(scratch) < slots*l.Rec {
+		scratch = make([]byte, feature.BlockRows(l.Rec)*l.Rec)
 	}
-	return &records{data: scratch[:slots*l.rec], rec: l.rec, off: l.off, size: l.size}, scratch
+	return &feature.Records{Data: scratch[:slots*l.Rec], Rec: l.Rec, Off: l.Off, Size: l.Size}, scratch
 }
 
-func (k *spillSink) put(start uint64, blk []run, r *records) error {
-	return k.s.route(k.rb, start, blk, r.data)
+func (k *spillSink) Put(start uint64, blk []feature.RowRun, r *feature.Records) error {
+	return k.s.route(k.rb, start, blk, r.Data)
 }
 
-func (k *spillSink) flush() error { return k.s.flushAll(k.rb) }
+func (k *spillSink) Flush() error { return k.s.flushAll(k.rb) }
 
 // routeBuffers is one decode worker's append buffers, one per window, and
 // one scratch entry for records too large to buffer (see add).
@@ -336,13 +338,13 @@ func (s *spiller) newRouteBuffers() *routeBuffers {
 // route sends the records of one assembled block to their windows: blk's
 // runs give rows of a row group whose first sample id is start, and their
 // records at slot dst.. of data.
-func (s *spiller) route(rb *routeBuffers, start uint64, blk []run, data []byte) error {
+func (s *spiller) route(rb *routeBuffers, start uint64, blk []feature.RowRun, data []byte) error {
 	rec := s.rec
 	var occ []plan.Position
 	for _, r := range blk {
-		for row := r.lo; row < r.hi; row++ {
+		for row := r.Lo; row < r.Hi; row++ {
 			id := start + uint64(row)
-			o := (int(r.dst) + row - r.lo) * rec
+			o := (int(r.Dst) + row - r.Lo) * rec
 			record := data[o : o+rec : o+rec]
 			for ri := range s.routes {
 				rt := &s.routes[ri]
@@ -414,7 +416,7 @@ func (s *spiller) flush(wi int, buf []byte) error {
 	n := int64(len(buf))
 	off := w.fill.Add(n) - n
 	if off+n > w.count*int64(s.ent) {
-		return fmt.Errorf("%w: spill window %d overflows its %d records", ErrInternal, wi, w.count)
+		return fmt.Errorf("%w: spill window %d overflows its %d records", feature.ErrInternal, wi, w.count)
 	}
 	if _, err := s.file.WriteAt(buf, w.base+off); err != nil {
 		return fmt.Errorf("writing spill file: %w", err)
@@ -428,7 +430,7 @@ func (s *spiller) flush(wi int, buf []byte) error {
 func (s *spiller) checkFull() error {
 	for wi, w := range s.windows {
 		if got, want := w.fill.Load(), w.count*int64(s.ent); got != want {
-			return fmt.Errorf("%w: spill window %d (epoch %d, steps %d-%d) holds %d bytes, want %d", ErrInternal,
+			return fmt.Errorf("%w: spill window %d (epoch %d, steps %d-%d) holds %d bytes, want %d", feature.ErrInternal,
 				wi, s.groups[w.group].epoch, w.s0, w.s1-1, got, want)
 		}
 	}
@@ -461,7 +463,7 @@ func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error 
 			for o := 0; o < len(b); o += s.ent {
 				slot := binary.LittleEndian.Uint64(b[o:])
 				if slot >= slots {
-					return fmt.Errorf("%w: spill record slot %d beyond window %d's %d", ErrInternal, slot, wi, slots)
+					return fmt.Errorf("%w: spill record slot %d beyond window %d's %d", feature.ErrInternal, slot, wi, slots)
 				}
 				copy(dst[int(slot)*s.rec:], b[o+8:o+s.ent])
 			}
@@ -471,6 +473,6 @@ func (s *spiller) load(ctx context.Context, wi int, dst []byte, jobs int) error 
 	if err != nil {
 		return err
 	}
-	dropRange(s.file, w.base, total*int64(s.ent))
+	sysmem.DropRange(s.file, w.base, total*int64(s.ent))
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/featuretest"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -73,7 +75,7 @@ func TestSpillMatchesInMemory(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					rec := int64(recordSize(m.Tensors))
+					rec := int64(feature.RecordSize(m.Tensors))
 					epochs, ranks := sub.epochs, sub.ranks
 					if epochs == nil {
 						epochs = []int{0, 1, 2}
@@ -170,12 +172,12 @@ func TestSpillManyRanksKeepsFewShardsOpen(t *testing.T) {
 // in-memory run's.
 func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 5000, 1000, &parquet.Snappy)
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad})
+	featuretest.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 5000, 1000, &parquet.Snappy)
+	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad})
 	if got := fmt.Sprint(p.Derived.PartitionRows, p.Steps()); got != "[2000 1000 1000 1000] 200" {
 		t.Fatalf("partitions and steps %s", got)
 	}
-	spec := &Spec{Tensors: []TensorSpec{{Name: "id", Column: "id", DType: "I64"}, {Name: "x", Column: "x", DType: "F32"}}}
+	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "id", Column: "id", DType: "I64"}, {Name: "x", Column: "x", DType: "F32"}}}
 	var todo []shardKey
 	for e := range 2 {
 		for k := range 4 {
@@ -212,7 +214,7 @@ func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 // matrixSpecYAML adds a padded bytes tensor (with lengths) to the test spec,
 // so the records hold every kind of tensor: integers, an F16 cast, a list
 // with lengths, hashed and padded bytes, a null mask.
-const matrixSpecYAML = testSpecYAML + `
+const matrixSpecYAML = featuretest.SpecYAML + `
   - name: lab_pad
     column: label
     dtype: U8
@@ -248,7 +250,7 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 		{"partition padded past its length", []int64{700, 250, 40}, 700, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 20, WorldSize: 2, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad}, nil, nil},
 		{"none pad five ranks", []int64{333, 400, 1}, 50, plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 200, WorldSize: 5, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad}, nil, nil},
 	}
-	spec, err := ParseSpec([]byte(matrixSpecYAML), "features.yaml")
+	spec, err := feature.ParseSpec([]byte(matrixSpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,10 +259,10 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 			src := t.TempDir()
 			var first int64
 			for i, n := range c.rows {
-				writeParquet(t, filepath.Join(src, fmt.Sprintf("part-%d.parquet", i)), first, n, c.rg, &parquet.Snappy)
+				featuretest.WriteParquet(t, filepath.Join(src, fmt.Sprintf("part-%d.parquet", i)), first, n, c.rg, &parquet.Snappy)
 				first += n
 			}
-			p := makePlan(t, src, c.cfg)
+			p := featuretest.MakePlan(t, src, c.cfg)
 			ref := filepath.Join(t.TempDir(), "mem")
 			sum, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: ref, Jobs: 2, Epochs: c.epochs, Ranks: c.ranks})
 			if err != nil {
@@ -271,7 +273,7 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := int64(recordSize(m.Tensors))
+			rec := int64(feature.RecordSize(m.Tensors))
 			epochs, ranks := c.epochs, c.ranks
 			if epochs == nil {
 				epochs = []int{0, 1, 2}[:c.cfg.Epochs]
@@ -317,7 +319,7 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 // leaves no new output directory, and leaves an
 // existing shard set it was to replace (--force) byte for byte as it was.
 func TestSpillTransformErrorLeavesNothing(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	good := filepath.Join(t.TempDir(), "good")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: good, MemoryLimit: 1}); err != nil {
 		t.Fatal(err)
@@ -329,14 +331,14 @@ func TestSpillTransformErrorLeavesNothing(t *testing.T) {
 		{"tensors:\n  - {name: x, column: x, dtype: F32}\n  - {name: id, column: id, dtype: I8}\n",
 			`part-0.parquet: column "id", row group 1, row 0: value 128 out of range for I8 [-128, 127]`},
 	} {
-		bad, err := ParseSpec([]byte(c.yaml), "bad.yaml")
+		bad, err := feature.ParseSpec([]byte(c.yaml), "bad.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, limit := range []int64{0, 1, 2000} { // 0: in memory
 			for _, jobs := range []int{1, 3} {
 				out := filepath.Join(t.TempDir(), "new")
-				same := func(err error) bool { return errors.Is(err, ErrValue) && err.Error() == c.err }
+				same := func(err error) bool { return errors.Is(err, feature.ErrValue) && err.Error() == c.err }
 				_, err := Run(context.Background(), Options{Plan: p, Spec: bad, Output: out, MemoryLimit: limit, Jobs: jobs})
 				if !same(err) {
 					t.Errorf("limit %d, jobs %d: err = %v, want %s", limit, jobs, err, c.err)
@@ -363,7 +365,7 @@ func TestSpillTransformErrorLeavesNothing(t *testing.T) {
 // shards committed, each complete, no temporary is left, and a rerun
 // completes to the bytes of an uninterrupted run.
 func TestSpillCancelledKeepsCommittedShards(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	clean := filepath.Join(t.TempDir(), "clean")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: clean}); err != nil {
 		t.Fatal(err)
@@ -420,7 +422,7 @@ func TestSpillCancelledKeepsCommittedShards(t *testing.T) {
 // committed has done all its work, so it reports success, in memory and
 // spilled alike, and its output equals an uncancelled run's.
 func TestCancelAfterLastCommitIsSuccess(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	clean := filepath.Join(t.TempDir(), "clean")
 	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: clean}); err != nil {
 		t.Fatal(err)
@@ -459,8 +461,8 @@ func TestSpillLargeRecordsAllocateAFewRecords(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes a 40 MB value")
 	}
-	p := caseSource(t, "B21-huge-string", "hugestr.parquet")
-	spec, err := ParseSpec([]byte("tensors: [{name: t, column: text, dtype: U8, bytes: {mode: pad, max_len: 4000000, truncate: true}}]"), "spec.yaml")
+	p := featuretest.CaseSource(t, "B21-huge-string", "hugestr.parquet")
+	spec, err := feature.ParseSpec([]byte("tensors: [{name: t, column: text, dtype: U8, bytes: {mode: pad, max_len: 4000000, truncate: true}}]"), "spec.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,8 +500,8 @@ func TestSpillLargeRecordsAllocateAFewRecords(t *testing.T) {
 // entries are written at once through one scratch entry.
 func TestSpillManyWindowsKeepNoRecordBuffers(t *testing.T) {
 	src := t.TempDir()
-	writeParquet(t, filepath.Join(src, "a.parquet"), 0, 100, 100, &parquet.Snappy)
-	p := makePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
+	featuretest.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 100, 100, &parquet.Snappy)
+	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	const rec = 300000
 	s, err := newSpiller(context.Background(), p, []shardKey{{0, 0}}, rec, 256<<10, 1, 1)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/sysmem"
 	"github.com/prepml/prep/internal/testutil"
 )
 
@@ -28,9 +30,9 @@ func allocatedBytes(t *testing.T, path string) int64 {
 // withoutFallocate makes reserveSpace see a file system without fallocate
 // for the rest of the test.
 func withoutFallocate(t *testing.T) {
-	old := fallocate
-	fallocate = func(*os.File, int64) error { return os.NewSyscallError("fallocate", unix.EOPNOTSUPP) }
-	t.Cleanup(func() { fallocate = old })
+	old := sysmem.Fallocate
+	sysmem.Fallocate = func(*os.File, int64) error { return os.NewSyscallError("fallocate", unix.EOPNOTSUPP) }
+	t.Cleanup(func() { sysmem.Fallocate = old })
 }
 
 // TestSpillBlocksReserved pins the fix for a full disk found midway: the
@@ -49,7 +51,7 @@ func TestSpillBlocksReserved(t *testing.T) {
 			if err := s.open(dir); err != nil {
 				t.Fatal(err)
 			}
-			defer removeTemp(dir)
+			defer sysmem.RemoveTemp(dir)
 			defer s.close()
 			path := filepath.Join(dir, SpillFileName)
 			fi, err := os.Stat(path)
@@ -80,11 +82,11 @@ func TestSpillDiskFull(t *testing.T) {
 			dir := filepath.Join(fs, TempDirName, "1")
 			s := &spiller{ent: 8, windows: []*spillWindow{{count: 1 << 20}}}
 			err := s.open(dir)
-			removeTemp(dir)
+			sysmem.RemoveTemp(dir)
 			if err == nil {
 				t.Fatal("8 MiB of spill on a 1 MiB file system succeeded")
 			}
-			if !errors.Is(err, ErrNoSpace) {
+			if !errors.Is(err, feature.ErrNoSpace) {
 				t.Fatalf("error %v does not wrap ErrNoSpace", err)
 			}
 			for _, s := range []string{filepath.Join(dir, SpillFileName), "need 8388608 bytes", " free", "no space left on device"} {
@@ -95,7 +97,7 @@ func TestSpillDiskFull(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(fs, TempDirName)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("temporary directory left behind: %v", err)
 			}
-			if free, _ := freeBytes(fs); free < 1<<20-64<<10 {
+			if free, _ := sysmem.FreeBytes(fs); free < 1<<20-64<<10 {
 				t.Errorf("only %d bytes free after the failure: the partial reservation was not released", free)
 			}
 		})
@@ -106,18 +108,18 @@ func TestSpillDiskFull(t *testing.T) {
 // memory limit is anonymous memory (zeroed, writable, huge-page aligned
 // where supported), and anonStaging refuses one byte over the limit.
 func TestStagingAnonymousWithinLimit(t *testing.T) {
-	if !anonSupported {
+	if !sysmem.AnonSupported {
 		t.Skip("no anonymous staging on this platform")
 	}
 	const size = 5<<20 + 112
-	if !anonStaging(size, size) || anonStaging(size, size-1) || anonStaging(0, size) {
-		t.Fatalf("anonStaging(%d, limit): want true at the limit, false one byte over and for 0 bytes", size)
+	if !sysmem.AnonFits(size, size) || sysmem.AnonFits(size, size-1) || sysmem.AnonFits(0, size) {
+		t.Fatalf("sysmem.AnonFits(%d, limit): want true at the limit, false one byte over and for 0 bytes", size)
 	}
 	st := newStaging(size)
 	if st == nil || st.anon == nil || len(st.data) != size {
 		t.Fatalf("newStaging(%d) = %+v; want %d bytes of anonymous memory", size, st, size)
 	}
-	if a := uintptr(unsafe.Pointer(unsafe.SliceData(st.data))) % hugePage; a != 0 {
+	if a := uintptr(unsafe.Pointer(unsafe.SliceData(st.data))) % sysmem.HugePage; a != 0 {
 		t.Errorf("anonymous staging starts %d bytes past a huge page boundary", a)
 	}
 	for i := 0; i < size; i += 4096 {
@@ -133,44 +135,22 @@ func TestStagingAnonymousWithinLimit(t *testing.T) {
 	}
 }
 
-// TestMemSinkAssemblesInPlace: a block's records are the staging records
-// themselves, its runs' slots made absolute, and nothing is left to hand
-// over.
-func TestMemSinkAssemblesInPlace(t *testing.T) {
-	recs := &records{data: make([]byte, 10*8), rec: 8, off: []int{0}, size: []int{8}}
-	var s recordSink = memSink{recs}
-	blk := []run{{lo: 0, hi: 2, dst: 0}, {lo: 5, hi: 6, dst: 2}}
-	got, scratch := s.block(blk, 4, 3, nil)
-	if !s.inPlace() || got != recs || scratch != nil {
-		t.Fatalf("block = %p, scratch %d bytes; want the staging records %p and no scratch", got, len(scratch), recs)
-	}
-	if blk[0].dst != 4 || blk[1].dst != 6 {
-		t.Fatalf("slots %d, %d; want 4, 6", blk[0].dst, blk[1].dst)
-	}
-	if err := s.put(0, blk, got); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.flush(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestSpillSinkBuildsBlocksInScratch: a spilled stage's block is built in
 // the worker's scratch (allocated once, at the largest block), laid out as
 // the stage's records, its runs' slots left relative to the block.
 func TestSpillSinkBuildsBlocksInScratch(t *testing.T) {
-	layout := &records{rec: 16, off: []int{0, 8}, size: []int{8, 8}}
+	layout := &feature.Records{Rec: 16, Off: []int{0, 8}, Size: []int{8, 8}}
 	s := &spillSink{s: &spiller{layout: layout}}
-	blk := []run{{lo: 0, hi: 3, dst: 0}}
-	got, scratch := s.block(blk, 100, 3, nil)
-	if s.inPlace() || len(scratch) != blockRows(16)*16 || len(got.data) != 3*16 || &got.data[0] != &scratch[0] {
-		t.Fatalf("block: %d bytes in %d of scratch", len(got.data), len(scratch))
+	blk := []feature.RowRun{{Lo: 0, Hi: 3, Dst: 0}}
+	got, scratch := s.Block(blk, 100, 3, nil)
+	if s.InPlace() || len(scratch) != feature.BlockRows(16)*16 || len(got.Data) != 3*16 || &got.Data[0] != &scratch[0] {
+		t.Fatalf("block: %d bytes in %d of scratch", len(got.Data), len(scratch))
 	}
-	if got.rec != 16 || fmt.Sprint(got.off, got.size) != "[0 8] [8 8]" || blk[0].dst != 0 {
-		t.Fatalf("layout %d %v %v, slot %d", got.rec, got.off, got.size, blk[0].dst)
+	if got.Rec != 16 || fmt.Sprint(got.Off, got.Size) != "[0 8] [8 8]" || blk[0].Dst != 0 {
+		t.Fatalf("layout %d %v %v, slot %d", got.Rec, got.Off, got.Size, blk[0].Dst)
 	}
-	again, scratch2 := s.block(blk, 103, 2, scratch)
-	if &scratch2[0] != &scratch[0] || len(again.data) != 2*16 {
+	again, scratch2 := s.Block(blk, 103, 2, scratch)
+	if &scratch2[0] != &scratch[0] || len(again.Data) != 2*16 {
 		t.Fatal("scratch not reused for a smaller block")
 	}
 }

@@ -50,7 +50,7 @@ func (r *runner) writeShards(ctx context.Context, st stage) error {
 	if r.jagBudget != nil {
 		// A failure or Ctrl-C wakes writers waiting for jagged block budget.
 		r.jagCtx = wctx
-		defer context.AfterFunc(wctx, r.jagBudget.wake)()
+		defer context.AfterFunc(wctx, r.jagBudget.Wake)()
 	}
 	var failMu sync.Mutex
 	var failed error
@@ -203,7 +203,7 @@ func (r *runner) writeStep(o *shardOut, step int, fill fillFunc) error {
 		if block, held, err = r.jaggedBlock(o, step, len(ids)); err != nil {
 			return err
 		}
-		defer r.jagBudget.release(held)
+		defer r.jagBudget.Release(held)
 	}
 	if err := o.w.WriteBatch(block, ids, pads); err != nil {
 		return err

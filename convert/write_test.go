@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/internal/featuretest"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -18,7 +19,7 @@ import (
 // that shard's failure, never the cancellation it causes in the others, and
 // no shard, temporary file or manifest is left.
 func TestWriteShardsFirstFailureIsTheError(t *testing.T) {
-	p, spec := fixture(t, defaultCfg)
+	p, spec := fixture(t, featuretest.DefaultConfig)
 	for _, c := range []struct {
 		name  string
 		limit int64

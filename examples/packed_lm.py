@@ -11,7 +11,7 @@ batch is [B, L] tokens with no padding wasted, and the attention is causal
     # 400 documents rotate through the epochs instead of the same 120
     python3 examples/packed_lm.py --demo --mixture
 
-The shard set holds, per packed row (convert/SPEC.md §2.9):
+The shard set holds, per packed row (feature/SPEC.md §2.9):
 
     tokens             int32 [B, L]   the documents' tokens, each followed by the EOD id, then pad ids
     tokens_segment_ids int32 [B, L]   1..k for the row's k documents (pieces), 0 for padding

@@ -24,7 +24,7 @@ func beBytes(n *big.Int, width int) []byte {
 }
 
 // DecimalInt64ToFloat64 and DecimalToFloat64 are the tests' oracle for the
-// value of a DECIMAL column (prep converts decimals in convert/logical.go):
+// value of a DECIMAL column (prep converts decimals in feature/logical.go):
 // strconv.ParseFloat, which rounds correctly, of the exact decimal text.
 func DecimalInt64ToFloat64(unscaled int64, scale int) float64 {
 	return decimalOracle(big.NewInt(unscaled), scale)

@@ -7,7 +7,7 @@ import (
 )
 
 // TestImportDirection pins the import rules on the input side: pqread
-// imports no prep package, only source and convert import pqread, source
+// imports no prep package, only source and feature import pqread, source
 // builds on pqread and plan only (small internal helpers aside), and
 // verify reaches the source through source, never through convert.
 func TestImportDirection(t *testing.T) {
@@ -23,8 +23,8 @@ func TestImportDirection(t *testing.T) {
 		f := strings.Fields(line)
 		pkg := strings.TrimPrefix(f[0], mod)
 		for _, imp := range f[1:] {
-			if imp == mod+"pqread" && pkg != "source" && pkg != "convert" {
-				t.Errorf("%s imports pqread: only source and convert read Parquet", pkg)
+			if imp == mod+"pqread" && pkg != "source" && pkg != "feature" {
+				t.Errorf("%s imports pqread: only source and feature read Parquet", pkg)
 			}
 		}
 	}

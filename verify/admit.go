@@ -12,7 +12,7 @@ import (
 // against limit bytes. One comparison is always admitted when nothing is
 // in flight, so a block larger than the limit is compared alone (the
 // work is serialised), never refused. It is convert's admission
-// (convert/schedule.go) without the growth of admitted costs.
+// (feature/schedule.go) without the growth of admitted costs.
 type blockAdmission struct {
 	mu       sync.Mutex
 	cond     *sync.Cond

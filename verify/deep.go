@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
@@ -243,11 +244,11 @@ func (c *checker) newDeepCheck(s *shardCheck, r *shardfmt.Reader, path string, i
 	}
 	// Each of the Jobs checks that may run at once gets an equal share of
 	// the limit: a quarter for the samples prefetched, half for decoding.
-	share := max(1, c.opts.MemoryLimit/int64(max(1, c.opts.Jobs)))
+	decode, prefetch := feature.NewBudget(c.opts.MemoryLimit).VerifyCheck(c.opts.Jobs)
 	if ml, ok := src.(MemoryLimiter); ok {
-		ml.SetMemoryLimit(max(1, share/2))
+		ml.SetMemoryLimit(decode)
 	}
-	d.fetchMax = uint64(max(1, share/4))
+	d.fetchMax = uint64(prefetch)
 	// The expected block is kept between batches only when every Jobs
 	// check's pair of blocks fits the blocks' quarter of the limit at
 	// once; otherwise it is allocated per admitted batch (compareAdmitted).

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -232,13 +233,14 @@ func (x *partIndex) index(id uint64) int {
 // group of shards (their integrity checked and needs merged), then adds
 // each shard's findings to it.
 func (c *checker) runDeepParts(ctx context.Context, checks []*deepCheck) {
-	budget := uint64(max(1, c.opts.MemoryLimit/2))
+	part, decode := feature.NewBudget(c.opts.MemoryLimit).VerifyParts()
+	budget := uint64(part)
 	var cur, nxt partIndex
 	for _, g := range c.groups {
 		slices.SortFunc(g.shards, func(a, b *deepCheck) int { return a.part.idx - b.part.idx })
 		src := g.shards[0].part.src
 		if ml, ok := src.(MemoryLimiter); ok {
-			ml.SetMemoryLimit(max(1, c.opts.MemoryLimit/4))
+			ml.SetMemoryLimit(decode)
 		}
 		for _, d := range g.shards {
 			d.part.src = src

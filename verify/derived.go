@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/shardfmt"
 )
 
@@ -13,7 +14,7 @@ import (
 // against the source through the same transforms convert wrote it with,
 // so a fault shared by the two (a derived tensor declared or filled
 // wrongly by both) would pass it. The tensors a feature spec derives
-// beside a tensor (convert/SPEC.md §2.7: <name>_mask, <name>_element_mask,
+// beside a tensor (feature/SPEC.md §2.7: <name>_mask, <name>_element_mask,
 // <name>_lengths, <name>_inner_lengths) are therefore also checked on
 // their own, from the manifest's spec and the shard alone:
 //
@@ -99,7 +100,7 @@ func derivedRules(spec any, ts []shardfmt.TensorInfo) ([]derivedRule, error) {
 		base := index(st.Name)
 		jaggedMap := st.Map != nil && st.Map.Keys == nil
 		if jaggedMap {
-			base = index(st.Name + ".values")
+			base = index(feature.DerivedName(st.Name, feature.DerivedMapValues))
 		}
 		if base < 0 {
 			continue // the shard identity check reports a missing tensor
@@ -115,14 +116,14 @@ func derivedRules(spec any, ts []shardfmt.TensorInfo) ([]derivedRule, error) {
 			if stacks {
 				sh = bi.Shape
 			}
-			one(derivedMask, st.Name+"_mask", shardfmt.U8, sh, false)
+			one(derivedMask, feature.DerivedName(st.Name, feature.DerivedMask), shardfmt.U8, sh, false)
 		}
 		if st.List != nil && st.List.ElementMask && (st.Map == nil || jaggedMap) {
 			sh := bi.Shape
 			if bi.Jagged {
 				sh = nil
 			}
-			one(derivedElemMask, st.Name+"_element_mask", shardfmt.U8, sh, bi.Jagged)
+			one(derivedElemMask, feature.DerivedName(st.Name, feature.DerivedElementMask), shardfmt.U8, sh, bi.Jagged)
 		}
 		if (st.List != nil && st.List.Lengths) || (st.Bytes != nil && st.Bytes.Lengths) {
 			ld := ""
@@ -135,11 +136,11 @@ func derivedRules(spec any, ts []shardfmt.TensorInfo) ([]derivedRule, error) {
 			if ld == "I64" {
 				dt = shardfmt.I64
 			}
-			one(derivedLengths, st.Name+"_lengths", dt, nil, false)
+			one(derivedLengths, feature.DerivedName(st.Name, feature.DerivedLengths), dt, nil, false)
 		}
-		if listJagged && st.Map == nil && index(st.Name+"_inner_lengths") >= 0 {
+		if listJagged && st.Map == nil && index(feature.DerivedName(st.Name, feature.DerivedInnerLengths)) >= 0 {
 			// Only a list of lists has it, known from the source alone.
-			one(derivedInnerLens, st.Name+"_inner_lengths", shardfmt.I64, nil, true)
+			one(derivedInnerLens, feature.DerivedName(st.Name, feature.DerivedInnerLengths), shardfmt.I64, nil, true)
 		}
 	}
 	// Each rule's siblings (of the same base), and its declaration.

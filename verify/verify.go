@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -168,14 +169,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
 	}
-	if opts.MemoryLimit <= 0 {
-		opts.MemoryLimit = 1 << 30
-	}
+	opts.MemoryLimit = feature.NewBudget(opts.MemoryLimit).Limit
 	if opts.MaxPerShard <= 0 {
 		opts.MaxPerShard = 20
 	}
 	c := &checker{opts: opts, set: set, rep: &Report{Dir: opts.Dir, Findings: []Finding{}},
-		blocks: newBlockAdmission(opts.MemoryLimit / 4)}
+		blocks: newBlockAdmission(feature.NewBudget(opts.MemoryLimit).VerifyBlocks())}
 	c.run(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err

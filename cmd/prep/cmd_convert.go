@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/launcher"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/source"
@@ -58,7 +59,7 @@ for example --tensor label=label:I64 --tensor pix=a,b,c,d:U8:2x2;
 --tensor NAME=COL:DTYPE:jagged reads a LIST column as a jagged tensor
 (every element of each row, no padding), e.g. --tensor clicks=clicks:I64:jagged.
 
-The feature spec (YAML; keys in convert/SPEC.md) names each tensor's columns,
+The feature spec (YAML; keys in feature/SPEC.md) names each tensor's columns,
 dtype, per-sample shape, and the null, NaN, list, bytes, map and cast
 policies: a list is read at a fixed length (padded or truncated) or, with
 list: {jagged: true}, as a jagged tensor (values plus offsets; a list of
@@ -89,7 +90,7 @@ Errors in flags exit 2; errors in the spec file, plan or source exit 1.`,
 	f.StringVar(&o.epochs, "epochs", "", "epochs to write, e.g. 0-2 or 0,3 (default all)")
 	f.StringVar(&o.ranks, "ranks", "", "ranks to write, e.g. 0-7 or 2,5; auto reads the launcher's rank variables (default all)")
 	f.IntVar(&o.jobs, "jobs", 0, "parallel column chunks and shards, at most 1024 (default: number of CPUs)")
-	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on memory proportional to the data: staging kept in memory (at most half; larger staging spills to DIR/.prep-tmp by output window), decoded column chunks in flight and the garbage they leave; at least 1MiB, e.g. 512MiB, 4GiB")
+	f.StringVar(&o.memoryLimit, "memory-limit", defaultMemoryLimit, "bound on memory proportional to the data: staging kept in memory (at most half; larger staging spills to DIR/.prep-tmp by output window), decoded column chunks in flight and the garbage they leave; at least 1MiB, e.g. 512MiB, 4GiB")
 	f.BoolVar(&o.force, "force", false, "replace an output made from another plan, source or spec")
 	f.BoolVar(&o.asJSON, "json", false, "print the summary as JSON on stdout")
 	addRankFlags(cmd, &o.ops)
@@ -142,13 +143,13 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	if err != nil {
 		return usagef("--epochs: %v", err)
 	}
-	spec := &convert.Spec{}
+	spec := &feature.Spec{}
 	if o.specPath != "" {
-		if spec, err = convert.LoadSpec(o.specPath); err != nil {
+		if spec, err = feature.LoadSpec(o.specPath); err != nil {
 			return err
 		}
 	}
-	extra, err := convert.ParseTensorFlags(o.tensors)
+	extra, err := feature.ParseTensorFlags(o.tensors)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -180,7 +181,6 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 		return err
 	}
 	if remote != nil {
-		mem -= readAhead
 		defer func() { srcStats = remote.stats() }()
 		defer remote.close()
 	}
@@ -199,7 +199,7 @@ func runConvert(ctx context.Context, g *globalOptions, o *convertOptions) (err e
 	lastEpoch, lastRank := 0, 0
 	opts := convert.Options{
 		Plan: p, PlanBytes: planBytes, Spec: spec, Output: o.output, Epochs: epochs, Ranks: ranks,
-		Jobs: o.jobs, MemoryLimit: mem, Force: o.force, Source: store,
+		Jobs: o.jobs, MemoryLimit: mem, ObjectStore: remote != nil, Force: o.force, Source: store,
 		ToolVersion: buildVersion().tool(), Logger: g.log, HeapLimit: setGoMemoryLimit,
 		OnStage: func(stage string, rows, bytes int64) {
 			bar.Finish()
@@ -307,16 +307,20 @@ func formatCounts(m map[string]int64) string {
 // parseByteSize parses a byte size: a number with an optional unit B, KB, MB,
 // GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), from 1 byte
 // up to the int64 limit.
+// defaultMemoryLimit is the default of every --memory-limit flag:
+// feature.DefaultMemoryLimit, in GiB.
+var defaultMemoryLimit = fmt.Sprintf("%dGiB", feature.DefaultMemoryLimit>>30)
+
 // parseMemoryLimit parses a --memory-limit value (parseByteSize's syntax)
-// of at least convert.MinMemoryLimit; any other value is a usage error
+// of at least feature.MinMemoryLimit; any other value is a usage error
 // (exit code 2) naming the flag, and one below the minimum gives it.
 func parseMemoryLimit(s string) (int64, error) {
 	n, err := parseByteSize(s)
 	if err != nil {
 		return 0, usagef("--memory-limit: %v", err)
 	}
-	if n < convert.MinMemoryLimit {
-		return 0, usagef("--memory-limit %s is below the minimum of %s (row groups would be read a few rows at a time)", strings.TrimSpace(s), formatBytes(convert.MinMemoryLimit))
+	if n < feature.MinMemoryLimit {
+		return 0, usagef("--memory-limit %s is below the minimum of %s (row groups would be read a few rows at a time)", strings.TrimSpace(s), formatBytes(feature.MinMemoryLimit))
 	}
 	return n, nil
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/describe"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/source"
@@ -36,7 +36,7 @@ func packedPieces(ctx context.Context, dir, sourceRoot string, epoch int, io *s3
 		return nil, storeError(err, sourceRoot)
 	}
 	defer ps.Close()
-	lay, err := convert.ReadPackLayout(ctx, ps.Store, p, epoch, 0)
+	lay, err := feature.ReadPackLayout(ctx, ps.Store, p, epoch, 0)
 	if err != nil {
 		return nil, fmt.Errorf("naming the documents of packed rows: %w", err)
 	}

@@ -145,7 +145,7 @@ the sample ids of a rank.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.sources, "source", nil, "Parquet file, directory or glob (repeatable)")
 	f.StringVar(&o.sourcesFile, "sources", "", "sources file (YAML): named sources with weights and row filters, mixed per epoch and per global batch")
-	f.StringVar(&o.memoryLimit, "memory-limit", "1GiB", "bound on the filter columns decoded at once (--sources with filters; larger row groups are read in row windows), at least 1MiB")
+	f.StringVar(&o.memoryLimit, "memory-limit", defaultMemoryLimit, "bound on the filter columns decoded at once (--sources with filters; larger row groups are read in row windows), at least 1MiB")
 	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed; every value, 0 included, is an ordinary seed")
 	f.IntVar(&o.epochs, "epochs", 1, "number of epochs")
 	f.IntVar(&o.globalBatch, "global-batch", 0, "global batch G: samples per step over all ranks")

@@ -67,9 +67,10 @@ func (d *deepFlag) Set(s string) error {
 
 func (d *deepFlag) Type() string { return "fraction" }
 
-// sourceOpener is the --deep value reader: convert's materializer. Tests
-// replace it.
-var sourceOpener verify.SourceOpener = convertSource
+// sourceOpener returns the --deep value reader (verify.FeatureSource, the
+// decoder convert writes shards with) over the stores of store, under the
+// --memory-limit mem. Tests replace it.
+var sourceOpener = verify.FeatureSource
 
 func newVerifyCmd(g *globalOptions) *cobra.Command {
 	o := &verifyOptions{}
@@ -133,7 +134,7 @@ source_unreadable, value_mismatch.`,
 	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
 	f.BoolVar(&o.recompute, "recompute-plan", false, "recompute every batch's ids from the plan's inputs instead of trusting the epoch digests in the plan file (slower; implied by --deep)")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
-	f.StringVar(&o.memLimit, "memory-limit", "1GiB", "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), at least 1MiB, e.g. 512MiB")
+	f.StringVar(&o.memLimit, "memory-limit", defaultMemoryLimit, "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), at least 1MiB, e.g. 512MiB")
 	return cmd
 }
 
@@ -159,13 +160,12 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 	// One Store per source root, an object store's client shared by the
 	// fingerprint check and every shard's deep source.
 	stores := &storeCache{ctx: ctx, io: &o.io, readAhead: readAheadShare(mem)}
-	deepStores, deepRunLimit = stores, mem
-	defer func() { deepStores, deepRunLimit = nil, 0; stores.close() }()
+	defer stores.close()
 	sourceRoot := o.sourceRoot
 	bar := g.newProgress("verify", -1)
 	opts := verify.Options{
 		Dir: dir, PlanPath: o.planPath, Deep: o.deep.on, DeepFraction: o.deep.fraction, Seed: o.seed,
-		Source: sourceOpener, SourceRoot: sourceRoot, Store: stores.store, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
+		Source: sourceOpener(stores.store, mem), SourceRoot: sourceRoot, Store: stores.store, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
 		Progress:      func(n int64) { bar.Add(0, n) },
 		RecomputePlan: o.recompute,
 		MemoryLimit:   mem,

@@ -11,7 +11,10 @@ import (
 	"testing"
 
 	"github.com/prepml/prep/internal/pqfixture"
+	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
+	"github.com/prepml/prep/source"
+	"github.com/prepml/prep/verify"
 	"github.com/prepml/prep/verify/verifytest"
 )
 
@@ -114,7 +117,9 @@ func TestVerifyCommandDeep(t *testing.T) {
 	f := verifytest.Build(t)
 	old := sourceOpener
 	defer func() { sourceOpener = old }()
-	sourceOpener = verifytest.OpenSource
+	sourceOpener = func(func(*plan.Plan, string) (source.Store, error), int64) verify.SourceOpener {
+		return verifytest.OpenSource
+	}
 	if code, out, _ := runCLI("verify", f.Dir, "--deep=0.5", "--seed", "3"); code != 0 || !strings.Contains(out, "0 findings") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}

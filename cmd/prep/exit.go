@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/spf13/cobra"
 )
 
@@ -17,7 +17,7 @@ const (
 	exitFailed = 1
 	exitUsage  = 2
 	exitLocked = 3 // returned through dirlock.HeldError's ExitCode
-	exitCrash  = 4 // a panic caught in run, or convert.ErrInternal: a bug in prep, never a usage error
+	exitCrash  = 4 // a panic caught in run, or feature.ErrInternal: a bug in prep, never a usage error
 )
 
 // usageError marks an error caused by bad flags or arguments (exit 2).
@@ -60,7 +60,7 @@ func exitCode(err error, stderr io.Writer, log *slog.Logger) int {
 		code = exitUsage
 	case errors.As(err, &ec):
 		code = ec.ExitCode()
-	case errors.Is(err, convert.ErrInternal):
+	case errors.Is(err, feature.ErrInternal):
 		code = exitCrash
 	}
 	if log != nil {

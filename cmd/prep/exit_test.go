@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/internal/dirlock"
 	"github.com/prepml/prep/verify/verifytest"
 )
@@ -120,13 +120,13 @@ func TestPanicIsNotUsageError(t *testing.T) {
 
 // TestInternalErrorExits4 pins the fault where a broken invariant of
 // convert (an "internal:" error, such as a values arena read beyond its
-// end) exited 1 like bad input: an error wrapping convert.ErrInternal, at
+// end) exited 1 like bad input: an error wrapping feature.ErrInternal, at
 // any depth, exits exitCrash, the documented code of an internal error.
 func TestInternalErrorExits4(t *testing.T) {
 	old := subcommands
 	defer func() { subcommands = old }()
-	inner := &convert.Error{Tensor: "s", RowGroup: -1, Row: -1, Element: -1,
-		Err: fmt.Errorf("%w: values arena read [0, 96) beyond its 64 bytes", convert.ErrInternal)}
+	inner := &feature.Error{Tensor: "s", RowGroup: -1, Row: -1, Element: -1,
+		Err: fmt.Errorf("%w: values arena read [0, 96) beyond its 64 bytes", feature.ErrInternal)}
 	subcommands = append(append([]func(*globalOptions) *cobra.Command(nil), old...), func(*globalOptions) *cobra.Command {
 		return &cobra.Command{Use: "internal-for-test", RunE: func(*cobra.Command, []string) error {
 			return fmt.Errorf("epoch 0, rank 1: %w", inner)

@@ -9,7 +9,7 @@
 //	2  usage error (bad flags or arguments)
 //	3  another run holds the output directory's lock
 //	4  internal error (a bug): prep panicked (the panic and stack are
-//	   printed) or found one of its own invariants broken (convert.ErrInternal)
+//	   printed) or found one of its own invariants broken (feature.ErrInternal)
 package main
 
 import (

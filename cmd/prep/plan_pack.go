@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/source"
 )
@@ -82,7 +82,7 @@ func newPackedPlan(ctx context.Context, g *globalOptions, src plan.Source, remot
 		}
 		st = s3
 	}
-	lengths, err := convert.TokenLengths(ctx, st, src, po.Column, 0)
+	lengths, err := feature.TokenLengths(ctx, st, src, po.Column, 0)
 	if err != nil {
 		return nil, fmt.Errorf("packing: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/source"
 )
@@ -50,7 +51,7 @@ func (o *s3Flags) options() source.S3Options {
 // read-ahead (fetched column chunks not yet decoded): a quarter, at most
 // source.DefaultReadAheadBytes. The decoder gets the rest.
 func readAheadShare(memoryLimit int64) int64 {
-	return min(memoryLimit/4, source.DefaultReadAheadBytes)
+	return feature.NewBudget(memoryLimit).ReadAhead()
 }
 
 // s3Source is an object-store source opened for one command: the client

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/source"
@@ -144,7 +145,7 @@ func convertWith(t testing.TB, specText string, write func(path string)) (out, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := convert.ParseSpec([]byte(specText), "features.yaml")
+	spec, err := feature.ParseSpec([]byte(specText), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func listPackages(t *testing.T) map[string]pkg {
 		}
 		pkgs[rel(p.ImportPath)] = p
 	}
-	for _, want := range []string{"convert", "verify", "describe", "plan", "pqread", "gpuload", "source", "shardfmt"} {
+	for _, want := range []string{"convert", "feature", "verify", "describe", "plan", "pqread", "gpuload", "source", "shardfmt"} {
 		if _, ok := pkgs[want]; !ok {
 			t.Fatalf("go list did not report package %s", want)
 		}
@@ -120,6 +120,9 @@ var rules = []rule{
 		bad := append(noDep(pkgs, "describe", "verify", "convert", "feature"), noDep(pkgs, "verify", "describe")...)
 		slices.Sort(bad)
 		return bad
+	}},
+	{"feature imports none of convert, verify, shardset", func(pkgs map[string]pkg) []string {
+		return noDep(pkgs, "feature", "convert", "verify", "shardset")
 	}},
 	{"plan imports no other prep package but internal helpers", func(pkgs map[string]pkg) []string {
 		var bad []string
@@ -186,10 +189,10 @@ var rules = []rule{
 		slices.Sort(bad)
 		return bad
 	}},
-	{"only source and convert import pqread", func(pkgs map[string]pkg) []string {
+	{"only source and feature import pqread", func(pkgs map[string]pkg) []string {
 		var bad []string
 		for name, p := range pkgs {
-			if under(name, "pqread") || under(name, "source") || under(name, "convert") {
+			if under(name, "pqread") || under(name, "source") || under(name, "feature") {
 				continue
 			}
 			for _, imp := range p.Imports {

@@ -21,7 +21,7 @@ import (
 // two ranks with a padded last batch, converts it with
 // testdata/jagged/derived.yaml and exports every batch; each tensor's
 // declared shape and each sample's bytes must be what DuckDB's reading of
-// the sample's row gives, by the rules of convert/SPEC.md (the hash is Go's
+// the sample's row gives, by the rules of feature/SPEC.md (the hash is Go's
 // hash/fnv FNV-1a 64).
 
 // derivedRows is the number of rows of the source: 400 in a.parquet (row
@@ -230,7 +230,7 @@ func hashed(s string, buckets uint64) []byte {
 }
 
 // expectedSample is what derived.yaml makes of one DuckDB row, by
-// convert/SPEC.md.
+// feature/SPEC.md.
 func expectedSample(t *testing.T, row []any) exportedSample {
 	t.Helper()
 	e := exportedSample{}

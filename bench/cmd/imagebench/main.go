@@ -1,4 +1,4 @@
-// Command imagebench measures prep convert's image policy (convert/SPEC.md
+// Command imagebench measures prep convert's image policy (feature/SPEC.md
 // §2.8) and writes the "Images" section into bench/image-results.md
 // (-section), which bench/cmd/benchrun includes in every BENCHMARKS.md it
 // renders, and into BENCHMARKS.md itself (between the markers

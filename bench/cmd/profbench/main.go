@@ -23,6 +23,7 @@ import (
 
 	"github.com/prepml/prep/bench/internal/hostload"
 	"github.com/prepml/prep/convert"
+	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/gpuload"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/verify"
@@ -84,7 +85,7 @@ func run(stage string, args []string) error {
 		if err != nil {
 			return err
 		}
-		spec, err := convert.LoadSpec(*specPath)
+		spec, err := feature.LoadSpec(*specPath)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,107 @@
+package feature
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/internal/featuretest"
+	"github.com/prepml/prep/pqread"
+)
+
+// nestRow has a map, a list of lists and a struct beside a scalar column.
+type nestRow struct {
+	ID int64            `parquet:"id"`
+	M  map[string]int64 `parquet:"m"`
+	LL [][]int64        `parquet:"ll,list"`
+	S  struct {
+		A int64 `parquet:"a"`
+		B int64 `parquet:"b"`
+	} `parquet:"s"`
+}
+
+// TestCompileNestedColumnByNaturalName pins the schema check's message for a
+// spec naming a nested column by its natural name: a map m asks for its key
+// or value leaf, a list of lists ll (which pqread reads) is refused as an
+// unsupported parquet feature saying why (it used to be "column not found"
+// listing wrapper levels such as ll.list.element.list.element), and a struct
+// s asks for one of its leaves.
+func TestCompileNestedColumnByNaturalName(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "n.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[nestRow](f)
+	if _, err := w.Write([]nestRow{{ID: 1, M: map[string]int64{"a": 1}, LL: [][]int64{{1, 2}, {3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := featuretest.MakePlan(t, dir, featuretest.DefaultConfig)
+	for _, c := range []struct {
+		column string
+		is     error
+		want   string
+	}{
+		{"m", ErrSchema, `n.parquet: column "m": "m" is a map, not a leaf column; give it a map policy (map: {key_dtype: D}, map: {key_bytes: ...} or map: {keys: [...], fill: F}) or name one of its leaf columns "m.key", "m.value"`},
+		{"ll", pqread.ErrUnsupported, `n.parquet: column "ll": unsupported parquet feature: LIST<LIST<INT64 INT(64,true)>> column is a list of lists (2 levels of repetition); a tensor reads one level of lists (a jagged one, list: {jagged: true}, reads two)`},
+		{"s", ErrSchema, `n.parquet: column "s": "s" is a group, not a leaf column; name one of its leaf columns "s.a", "s.b"`},
+	} {
+		spec := &Spec{Tensors: []TensorSpec{{Name: "t", Column: c.column, DType: "I64"}}}
+		files, _, err := openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 0)
+		closeSources(files)
+		if err == nil || !errors.Is(err, c.is) || err.Error() != c.want {
+			t.Errorf("column %s: err = %v\nwant %s", c.column, err, c.want)
+		}
+	}
+}
+
+// TestNarrowFloatConstantsRefused pins the fault where element_fill 1e6
+// for F16 silently became +Inf: a fill, pad or element fill beyond a
+// narrow float dtype's largest finite value is refused whatever
+// cast.overflow, like an out-of-range integer fill; the largest finite
+// value and an explicit infinity are accepted.
+func TestNarrowFloatConstantsRefused(t *testing.T) {
+	list := schemaOf("a.parquet", pqread.ColumnInfo{Name: "v", Physical: "DOUBLE", Kind: pqread.KindFloat64, List: true, MaxDef: 3, MaxRep: 1})
+	scalar := schemaOf("a.parquet", pqread.ColumnInfo{Name: "x", Physical: "DOUBLE", Kind: pqread.KindFloat64, MaxDef: 1})
+	for _, c := range []struct {
+		spec   string
+		schema fileSchema
+		want   string // "" = accepted
+	}{
+		{`{name: v, column: v, dtype: F16, list: {jagged: true, element_fill: 1e6}}`, list,
+			`tensor "v": list.element_fill 1e+06: 1e+06 overflows F16 (largest finite 65504); write Inf or -Inf for an infinite value`},
+		{`{name: v, column: v, dtype: F16, list: {jagged: true, element_fill: 1e6}, cast: {overflow: inf}}`, list,
+			`tensor "v": list.element_fill 1e+06: 1e+06 overflows F16 (largest finite 65504); write Inf or -Inf for an infinite value`},
+		{`{name: v, column: v, dtype: F16, shape: [2], list: {pad: 70000}}`, list,
+			`tensor "v": list.pad 70000: 70000 overflows F16 (largest finite 65504); write Inf or -Inf for an infinite value`},
+		{`{name: x, column: x, dtype: BF16, nulls: {fill: -1e39}}`, scalar,
+			`tensor "x": nulls.fill -1e+39: -1e+39 overflows BF16 (largest finite 3.3895314e38); write Inf or -Inf for an infinite value`},
+		{`{name: x, column: x, dtype: F8_E4M3, nulls: {fill: 500}}`, scalar,
+			`tensor "x": nulls.fill 500: 500 overflows F8_E4M3 (largest finite 448); write Inf or -Inf for an infinite value`},
+		{`{name: v, column: v, dtype: F16, list: {jagged: true, element_fill: 65504}}`, list, ""},
+		{`{name: v, column: v, dtype: F16, list: {jagged: true, element_fill: -Inf}}`, list, ""},
+		{`{name: x, column: x, dtype: F16, nulls: {fill: Inf}}`, scalar, ""},
+	} {
+		spec, err := ParseSpec([]byte("tensors: ["+c.spec+"]"), "s.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		_, err = compileTensor(&spec.Tensors[0], []fileSchema{c.schema})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", c.spec, err)
+		case c.want != "" && (err == nil || err.Error() != c.want || !errors.Is(err, ErrSpec)):
+			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
+		}
+	}
+}

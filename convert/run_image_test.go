@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/prepml/prep/feature"
-	"github.com/prepml/prep/internal/featuretest"
+	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prepml/prep/internal/featuretest"
+	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/shardfmt"
 )
 

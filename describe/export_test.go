@@ -15,8 +15,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/prepml/prep/convert/converttest"
 	"github.com/prepml/prep/describe"
-	"github.com/prepml/prep/internal/deepfixture"
 	"github.com/prepml/prep/internal/npy"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/shardfmt"
@@ -369,12 +369,12 @@ print(",".join(str(i) for i in s.tolist()), len(h), len(p))`
 // TestExportMatchesParquet exports batches of a converted set and compares
 // every value with the source read by parquet-go's own row reader.
 func TestExportMatchesParquet(t *testing.T) {
-	out, src, p := deepfixture.Convert(t)
-	rows, err := parquet.ReadFile[deepfixture.Row](filepath.Join(src, "part-0.parquet"))
+	out, src, p := converttest.Convert(t)
+	rows, err := parquet.ReadFile[converttest.Row](filepath.Join(src, "part-0.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != deepfixture.Rows {
+	if len(rows) != converttest.Rows {
 		t.Fatalf("read %d rows", len(rows))
 	}
 	for _, rk := range [][3]int{{0, 0, 0}, {1, 1, p.Steps() - 1}, {0, 1, 2}} {
@@ -418,8 +418,8 @@ func TestExportMatchesParquet(t *testing.T) {
 // with a jagged tensor from a Parquet LIST column and compares the values
 // and offsets files with the lists parquet-go's own row reader finds.
 func TestExportJaggedMatchesParquet(t *testing.T) {
-	out, src, p := deepfixture.ConvertJagged(t)
-	rows, err := parquet.ReadFile[deepfixture.JaggedRow](filepath.Join(src, "part-0.parquet"))
+	out, src, p := converttest.ConvertJagged(t)
+	rows, err := parquet.ReadFile[converttest.JaggedRow](filepath.Join(src, "part-0.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/prepml/prep/internal/featuretest"
+	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/prepml/prep/internal/featuretest"
+	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/plan"
 )
 

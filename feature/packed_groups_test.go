@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/prepml/prep/internal/featuretest"
+	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/source"
 )

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/internal/duckdbtest"
-	"github.com/prepml/prep/internal/featuretest"
 	"github.com/prepml/prep/source"
 )
 

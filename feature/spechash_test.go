@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prepml/prep/internal/featuretest"
+	"github.com/prepml/prep/feature/featuretest"
 )
 
 // specHashExample sets every key version 1 of the canonical form knows, with strings that JSON

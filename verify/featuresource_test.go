@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prepml/prep/internal/deepfixture"
+	"github.com/prepml/prep/convert/converttest"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
@@ -26,7 +26,7 @@ import (
 // rewritten with one value changed (same size and footer, so only the value
 // comparison can tell), then after a change that alters the footer.
 func TestDeepOverConvertedParquet(t *testing.T) {
-	out, src, p := deepfixture.Convert(t)
+	out, src, p := converttest.Convert(t)
 	opts := verify.Options{Dir: out, Deep: true, Source: verify.FeatureSource(nil, 0), MaxPerShard: 100}
 	rep := verifytest.Run(t, opts)
 	if !rep.OK || rep.DeepBatches != 4*p.Steps() || rep.Batches != 4*p.Steps() {
@@ -38,7 +38,7 @@ func TestDeepOverConvertedParquet(t *testing.T) {
 	path := filepath.Join(src, "part-0.parquet")
 	before := footerBytes(t, path)
 	const id, newX = 17, 1001.0625 // unique, inside row group 0's range
-	deepfixture.WriteSource(t, path, map[int64]float64{id: newX})
+	converttest.WriteSource(t, path, map[int64]float64{id: newX})
 	if !bytes.Equal(before, footerBytes(t, path)) {
 		t.Fatal("test premise: the rewrite changed the footer")
 	}
@@ -70,11 +70,11 @@ func TestDeepOverConvertedParquet(t *testing.T) {
 	for _, x := range rep.Findings {
 		switch x.Tensor {
 		case "x":
-			if *x.Element != 0 || x.Expected != f64(newX) || x.Actual != f64(deepfixture.X(id)) {
+			if *x.Element != 0 || x.Expected != f64(newX) || x.Actual != f64(converttest.X(id)) {
 				t.Errorf("x finding: %s", x)
 			}
 		case "feat":
-			if *x.Element != 1 || x.Expected != f32(newX) || x.Actual != f32(deepfixture.X(id)) {
+			if *x.Element != 1 || x.Expected != f32(newX) || x.Actual != f32(converttest.X(id)) {
 				t.Errorf("feat finding: %s", x)
 			}
 		}
@@ -82,7 +82,7 @@ func TestDeepOverConvertedParquet(t *testing.T) {
 
 	// A new maximum changes the footer's statistics: the file no longer
 	// matches the plan and the values cannot be trusted or compared.
-	deepfixture.WriteSource(t, path, map[int64]float64{id: 5000})
+	converttest.WriteSource(t, path, map[int64]float64{id: 5000})
 	rep = verifytest.Run(t, opts)
 	if rep.OK || rep.Findings[0].Kind != verify.KindSourceChanged || rep.Findings[0].What != "footer sha256" {
 		t.Fatalf("footer change:\n%s", verifytest.Lines(rep))
@@ -146,7 +146,7 @@ func (l limitRecorder) Prefetch(ctx context.Context, ids []uint64) error {
 // the samples prefetched (at least one batch). Under a 2 KiB limit, far
 // below the row groups' size, the set still verifies clean.
 func TestDeepHonoursMemoryLimit(t *testing.T) {
-	out, _, p := deepfixture.Convert(t)
+	out, _, p := converttest.Convert(t)
 	var (
 		mu      sync.Mutex
 		limits  []int64
@@ -194,7 +194,7 @@ func TestDeepHonoursMemoryLimit(t *testing.T) {
 // tell. The finding names the batch, slot, sample, tensor and element,
 // with both values exact.
 func TestDeepOverConvertedJaggedParquet(t *testing.T) {
-	out, _, p := deepfixture.ConvertJagged(t)
+	out, _, p := converttest.ConvertJagged(t)
 	m := deepManifest(t, out)
 	if m.ShardFormat != "2.0" {
 		t.Fatalf("manifest shard_format %q, want 2.0", m.ShardFormat)
@@ -220,7 +220,7 @@ func TestDeepOverConvertedJaggedParquet(t *testing.T) {
 			return block, ids, pads
 		}
 		for i, sid := range ids {
-			if len(deepfixture.L(int64(sid))) >= 2 {
+			if len(converttest.L(int64(sid))) >= 2 {
 				bk, slot, id = k, i, sid
 				break
 			}
@@ -251,7 +251,7 @@ func TestDeepOverConvertedJaggedParquet(t *testing.T) {
 	x := rep.Findings[0]
 	want := verify.Finding{Kind: verify.KindValueMismatch, Shard: m.Shards[1].Path, Epoch: &m.Shards[1].Epoch, Rank: &m.Shards[1].Rank,
 		Batch: &bk, Tensor: "l", SampleID: &id, Element: new(int), What: "value",
-		Expected: strconv.Itoa(int(deepfixture.L(int64(id))[1])), Actual: "424242",
+		Expected: strconv.Itoa(int(converttest.L(int64(id))[1])), Actual: "424242",
 		Message: "slot " + strconv.Itoa(slot) + " differs from the source"}
 	*want.Element = 1
 	if x.String() != want.String() {

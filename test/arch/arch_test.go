@@ -124,6 +124,21 @@ var rules = []rule{
 	{"feature imports none of convert, verify, shardset", func(pkgs map[string]pkg) []string {
 		return noDep(pkgs, "feature", "convert", "verify", "shardset")
 	}},
+	{"internal/* needs no prep package above shardfmt (fixtures that need convert or feature live in convert/converttest and feature/featuretest)", func(pkgs map[string]pkg) []string {
+		var bad []string
+		for name, p := range pkgs {
+			if !under(name, "internal") {
+				continue
+			}
+			for _, d := range p.Deps {
+				if inTree(d) && !under(rel(d), "internal") && !under(rel(d), "shardfmt") {
+					bad = append(bad, name+" needs "+rel(d))
+				}
+			}
+		}
+		slices.Sort(bad)
+		return bad
+	}},
 	{"plan imports no other prep package but internal helpers", func(pkgs map[string]pkg) []string {
 		var bad []string
 		for _, d := range pkgs["plan"].Deps {

@@ -1,8 +1,8 @@
-// Package deepfixture builds the small real shard set the tests of
+// Package converttest builds the small real shard set the tests of
 // verify --deep and export compare against their Parquet source: one file
 // of Rows rows written by parquet-go, planned and converted with Spec by
 // convert.Run. It is for tests only.
-package deepfixture
+package converttest
 
 import (
 	"context"

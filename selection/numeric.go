@@ -46,7 +46,7 @@ const maxDecimalWidth = 38
 var (
 	two64    = new(big.Int).Lsh(big.NewInt(1), 64)
 	mask64   = new(big.Int).Sub(two64, big.NewInt(1))
-	minHuge  = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 127))             // HUGEINT's least value, -2^127
+	minHuge  = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 127))                // HUGEINT's least value, -2^127
 	maxHuge  = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 127), big.NewInt(1)) // 2^127-1
 	maxUHuge = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1)) // UHUGEINT's largest, 2^128-1
 )

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -264,4 +265,99 @@ func TestSelectNumbersMatchDuckDB(t *testing.T) {
 		t.Errorf("no row group was skipped by its statistics: the test does not exercise pruning")
 	}
 	t.Logf("%d filters, %d row groups skipped", len(filters), skipped)
+}
+
+// TestSelectHiveIntegerKeysMatchDuckDB: an INTEGER partition key (k,
+// inferred, as DuckDB's hive_types_autocast infers BIGINT) compared with
+// decimals, integers beyond int64 and DOUBLE literals by every operator,
+// IN and BETWEEN: PrunePartitions keeps exactly the files holding a row
+// DuckDB selects, and Select selects DuckDB's rows (all filters in one
+// DuckDB query over hive_partitioning).
+func TestSelectHiveIntegerKeysMatchDuckDB(t *testing.T) {
+	duckdbtest.Require(t)
+	dir := t.TempDir()
+	keys := []string{"1", "2", "10", "-3", "9223372036854775807", "9007199254740992", "9007199254740993", "-9223372036854775808", HiveNull}
+	var files []File
+	var abs, rels []string
+	for i, k := range keys {
+		rel := "k=" + k + "/p.parquet"
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFilterFile(t, p, 2, 2*i) // ids 2i, 2i+1
+		files = append(files, File{Path: rel, RowGroups: []int64{2}})
+		abs = append(abs, p)
+		rels = append(rels, rel)
+	}
+	hkeys, vals, err := source.HivePartitions(dir, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, typed, err := PartitionColumns(hkeys, rels, vals, nil)
+	if err != nil || len(part) != 1 || part[0].Type != Int {
+		t.Fatalf("partition types %+v: %v", part, err)
+	}
+	for i := range files {
+		files[i].Partition = typed[i]
+	}
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var filters []string
+	for _, op := range []string{"=", "<>", "<", "<=", ">", ">="} {
+		for _, l := range []string{"9223372036854775806.5", "9223372036854775807.0", "9223372036854775808", "9007199254740992.0", "9007199254740992.5",
+			"9007199254740993.0", "9007199254740992e0", "1.5", "-2.5", "10.0", "-9223372036854775808.5", "-9223372036854775809", "2e0"} {
+			filters = append(filters, "k "+op+" "+l)
+		}
+	}
+	filters = append(filters, "k IN (1.5, 2)", "k IN (1.5, 2.5)", "k NOT IN (1.5, 2.5)", "k NOT IN (1.5, NULL)", "k IN (9007199254740993.0, 1e0)",
+		"k BETWEEN 1.5 AND 10.0", "k NOT BETWEEN 1.5 AND 10.0", "k BETWEEN 9007199254740992.5 AND 9223372036854775808", "k BETWEEN 1.5 AND 1e1",
+		"NOT (k = 1.5)", "k > 9223372036854775806.5 OR lang = 'en'", "k < 1.5 AND quality > 0.5")
+	var cols []string
+	for i, f := range filters {
+		cols = append(cols, fmt.Sprintf("CASE WHEN (%s) THEN 1 ELSE 0 END AS k%d", f, i))
+	}
+	q := duckdbtest.Query(t, fmt.Sprintf("SELECT id, %s FROM read_parquet(%s, hive_partitioning=true) ORDER BY id",
+		strings.Join(cols, ", "), duckdbtest.Quote(filepath.Join(dir, "**", "*.parquet"))))
+	for i, filter := range filters {
+		var want []int64
+		for _, row := range q.Rows {
+			if duckdbtest.Int64(t, row[1+i]) == 1 {
+				want = append(want, duckdbtest.Int64(t, row[0]))
+			}
+		}
+		keep, err := PrunePartitions(filter, part, typed)
+		if err != nil {
+			t.Errorf("%s: %v", filter, err)
+			continue
+		}
+		for f, k := range keep {
+			has := false
+			for _, id := range want {
+				has = has || id/2 == int64(f)
+			}
+			if has && !k {
+				t.Errorf("%s: prunes %s, which holds DuckDB's rows", filter, rels[f])
+			}
+			if !has && k && !strings.Contains(filter, "lang") && !strings.Contains(filter, "quality") {
+				t.Errorf("%s: keeps %s, which holds none of DuckDB's rows", filter, rels[f])
+			}
+		}
+		_, res, err := Select(context.Background(), st, files, filter, 0, part)
+		if err != nil {
+			t.Errorf("%s: %v", filter, err)
+			continue
+		}
+		var got []int64
+		for _, r := range res.Ranges {
+			for k := r[0]; k < r[0]+r[1]; k++ {
+				got = append(got, int64(k))
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: selected %v\nDuckDB %v", filter, got, want)
+		}
+	}
 }

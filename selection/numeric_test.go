@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -358,6 +359,37 @@ func TestSelectHiveIntegerKeysMatchDuckDB(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: selected %v\nDuckDB %v", filter, got, want)
+		}
+	}
+}
+
+// TestNumberRefusals: an INTEGER column compared with a FLOAT (32-bit)
+// column, and literals DuckDB 1.5 does not cast to the nearest FLOAT or
+// DOUBLE, are refused at the token; the same literals elsewhere, and
+// INTEGER against DOUBLE or FLOAT against DOUBLE columns, are not.
+// (16777217.5: DuckDB's FLOAT is 16777216 (TestSelectNumbersMatchDuckDB),
+// the nearest 16777218; 9007199254740993.1: DuckDB's DOUBLE adds
+// 9007199254740993 (2^53 as a double) and 0.1, giving 2^53, the nearest
+// is 2^53+2.)
+func TestNumberRefusals(t *testing.T) {
+	cols := []Column{{Name: "f", Type: Float, Float32: true}, {Name: "d", Type: Float}, {Name: "x", Type: Int}}
+	for filter, want := range map[string]string{
+		"x = f":                             `comparing INTEGER column x with FLOAT (32-bit) column f is not supported: DuckDB rounds the integers to FLOAT first at "=" (offset 2)`,
+		"f BETWEEN 1 AND x":                 `comparing INTEGER column x with FLOAT (32-bit) column f is not supported`,
+		"f >= 16777217.5":                   `16777217.5 is compared with a FLOAT (32-bit) column and has more digits than a FLOAT holds: DuckDB rounds it to 1.6777216e+07, not to the nearest FLOAT 1.6777218e+07: write it with fewer digits at "16777217.5" (offset 5)`,
+		"f IN (0.5, 16777217.5)":            `DuckDB rounds it to 1.6777216e+07, not to the nearest FLOAT 1.6777218e+07`,
+		"d > 9007199254740993.1":            `9007199254740993.1 has more digits than a DOUBLE holds, and DuckDB rounds it to 9.007199254740992e+15, not to the nearest DOUBLE 9.007199254740994e+15: write it with fewer digits at "9007199254740993.1" (offset 4)`,
+		"x IN (1e0, 9007199254740993.1)":    `DuckDB rounds it to 9.007199254740992e+15, not to the nearest DOUBLE 9.007199254740994e+15`,
+		"f > 1e0 OR d < 9007199254740993.1": `not to the nearest DOUBLE`,
+	} {
+		_, err := Compile(filter, cols)
+		if err == nil || !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", filter, err, want)
+		}
+	}
+	for _, filter := range []string{"x = d", "f < d", "x > 9007199254740993.1", "f < 9007199254740993.1", "x = 16777217.5", "d > 16777217.5", "f = f", "x = x"} {
+		if _, err := Compile(filter, cols); err != nil {
+			t.Errorf("%s: %v", filter, err)
 		}
 	}
 }

@@ -393,3 +393,31 @@ func TestNumberRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectFloatWidthsDiffer: a filter column that is FLOAT (32-bit) in
+// one file and DOUBLE in another is refused naming both types (its
+// literals would be cast differently), not compared in one of them.
+func TestSelectFloatWidthsDiffer(t *testing.T) {
+	type f32Row struct {
+		V float32 `parquet:"v"`
+	}
+	type f64Row struct {
+		V float64 `parquet:"v"`
+	}
+	dir := t.TempDir()
+	pqfixture.Of(f32Row{0.7}).WriteFile(t, filepath.Join(dir, "a.parquet"))
+	pqfixture.Of(f64Row{0.7}).WriteFile(t, filepath.Join(dir, "b.parquet"))
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Path: "a.parquet", RowGroups: []int64{1}}, {Path: "b.parquet", RowGroups: []int64{1}}}
+	_, _, err = Select(context.Background(), st, files, "v >= 0.7", 0, nil)
+	if want := "b.parquet: column v is DOUBLE here but FLOAT in a.parquet"; err == nil || !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want %q", err, want)
+	}
+	_, res, err := Select(context.Background(), st, files[:1], "v >= 0.7", 0, nil)
+	if err != nil || res.Selected != 1 {
+		t.Errorf("FLOAT 0.7 >= 0.7: %+v %v, want the row selected", res, err)
+	}
+}

@@ -134,13 +134,6 @@ func integerToFloat(n *big.Int) float32 {
 	return float32(hugeToDouble(n))
 }
 
-// decimalStorageInt reports whether a DECIMAL of this width is stored in
-// an int16 or int32 (widths up to 9), where DuckDB 1.5 always converts
-// the unscaled value to DOUBLE at once.
-func decimalStorageInt(width int) (int16, int32 bool) {
-	return width <= 4, width <= 9
-}
-
 // decimalToDouble is DuckDB 1.5's cast of DECIMAL(width, scale) to DOUBLE
 // (TryCastDecimalToFloatingPoint, src/common/operator/cast_operators.cpp):
 // the unscaled value over 10^scale when the unscaled value is exact in a
@@ -154,9 +147,10 @@ func decimalToDouble(n *big.Int, width, scale int) float64 {
 		}
 		return hugeToDouble(v)
 	}
-	_, i32 := decimalStorageInt(width)
 	p := pow10d(scale)
-	if scale == 0 || i32 || n.CmpAbs(big.NewInt(1<<53)) <= 0 {
+	// Stored in an int16 or int32 (width <= 9), the unscaled value is
+	// always exact in a double (IsRepresentableExactly).
+	if scale == 0 || width <= 9 || n.CmpAbs(big.NewInt(1<<53)) <= 0 {
 		return float64(conv(n) / p)
 	}
 	div, mod := new(big.Int).QuoRem(n, pow10(scale), new(big.Int))
@@ -174,9 +168,9 @@ func decimalToFloat(n *big.Int, width, scale int) float32 {
 		}
 		return float32(hugeToDouble(v))
 	}
-	i16, _ := decimalStorageInt(width)
 	p := float32(pow10d(scale))
-	if scale == 0 || i16 || n.CmpAbs(big.NewInt(1<<24)) <= 0 {
+	// Stored in an int16 (width <= 4), the fast path is always taken.
+	if scale == 0 || width <= 4 || n.CmpAbs(big.NewInt(1<<24)) <= 0 {
 		return float32(conv(n) / p)
 	}
 	div, mod := new(big.Int).QuoRem(n, pow10(scale), new(big.Int))

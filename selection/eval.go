@@ -45,6 +45,7 @@ type Column struct {
 	Name        string
 	Type        Type
 	Unsupported string
+	Float32     bool // a FLOAT (32-bit) column of Type Float (SELECTION.md "Numbers")
 }
 
 // Filter is a parsed, type-checked filter.
@@ -168,6 +169,9 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 	}
 	if root.typ != Bool && root.typ != Null {
 		return nil, bad(root, "a filter must be a condition: %s", describe(root))
+	}
+	if err := coerceNumbers(text, root, f.Columns); err != nil {
+		return nil, err
 	}
 	lowerDates(root)
 	return f, nil

@@ -165,6 +165,9 @@ type Node struct {
 	col  int     // column index in Filter.Columns, for col
 	// litBytes is a text literal's bytes, set by Compile.
 	litBytes []byte
+	// num is a numeric literal as written (its DuckDB type and exact
+	// value), set by Parse; nil for any other node.
+	num *numLit
 }
 
 var keywords = map[string]bool{"AND": true, "OR": true, "NOT": true, "IN": true, "BETWEEN": true, "IS": true, "NULL": true, "LIKE": true, "TRUE": true, "FALSE": true}
@@ -365,14 +368,18 @@ func (p *parser) operand() (*Node, error) {
 	case tString:
 		return &Node{Op: "lit", Lit: Value{Type: String, S: t.text}, Pos: t.pos, Raw: t.raw}, nil
 	case tNumber:
+		num, ok := parseNum(t.text)
+		if !ok {
+			return nil, p.errAt(t, "not a number")
+		}
 		if v, err := strconv.ParseInt(t.text, 10, 64); err == nil {
-			return &Node{Op: "lit", Lit: Value{Type: Int, I: v}, Pos: t.pos, Raw: t.raw}, nil
+			return &Node{Op: "lit", Lit: Value{Type: Int, I: v}, Pos: t.pos, Raw: t.raw, num: num}, nil
 		}
 		v, err := strconv.ParseFloat(t.text, 64)
 		if err != nil {
 			return nil, p.errAt(t, "not a number")
 		}
-		return &Node{Op: "lit", Lit: Value{Type: Float, F: v}, Pos: t.pos, Raw: t.raw}, nil
+		return &Node{Op: "lit", Lit: Value{Type: Float, F: v}, Pos: t.pos, Raw: t.raw, num: num}, nil
 	case tIdent:
 		switch t.kw {
 		case "TRUE", "FALSE":

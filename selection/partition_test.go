@@ -168,7 +168,7 @@ func TestPartitionColumnsTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(cols) != "[{day DATE } {n INTEGER } {code TEXT } {z INTEGER } {zero TEXT }]" {
+	if fmt.Sprint(cols) != "[{day DATE  false} {n INTEGER  false} {code TEXT  false} {z INTEGER  false} {zero TEXT  false}]" {
 		t.Errorf("inferred %v", cols)
 	}
 	// Python: (date(2026, 11, 1) - date(1970, 1, 1)).days == 20758.

@@ -138,6 +138,13 @@ func TestSelectPrunesPages(t *testing.T) {
 		{"id > 600 AND (lang = 'fr' OR flag)", []string{"id", "lang"}, true, []int{1}},
 		{"lang = 'zz' OR id BETWEEN 450 AND 550", []string{"lang", "id"}, true, []int{0, 1}},
 		{"id = NULL", []string{"id"}, false, nil},
+		// Decimals against an integer column prune by their int64 bounds
+		// (id > 41.5 is id >= 42; id = 42.5 holds for no row).
+		{"id > 41.5 AND id < 42.5", []string{"id"}, true, []int{0}},
+		{"id BETWEEN 129.5 AND 170.2 OR id >= 989.9", []string{"id"}, true, []int{0, 1}},
+		{"id IN (3.0, 480.5, 777)", []string{"id"}, true, []int{0, 1}},
+		{"(id < 59.5 OR id > 940.5) AND n >= -0.5", []string{"id", "n"}, true, []int{0, 1}},
+		{"id = 42.5", []string{"id"}, false, nil},
 	} {
 		_, res, err := Select(context.Background(), st, files, tc.filter, 0, nil)
 		if err != nil {

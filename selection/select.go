@@ -15,7 +15,7 @@ import (
 func Columns(cols []source.ScalarColumn) []Column {
 	out := make([]Column, len(cols))
 	for i, c := range cols {
-		out[i] = Column{Name: c.Name, Unsupported: c.Unsupported}
+		out[i] = Column{Name: c.Name, Unsupported: c.Unsupported, Float32: c.Float32}
 		switch c.Type {
 		case source.ScalarBool:
 			out[i].Type = Bool
@@ -119,7 +119,7 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 		}
 		for i, c := range g.Columns {
 			if i >= len(f.Columns) || c != f.Columns[i] {
-				return nil, nil, fmt.Errorf("%s: column %s is %s here but %s in %s: %w", fl.Path, c.Name, c.Type, typeOf(f.Columns, c.Name), files[0].Path, ErrFilter)
+				return nil, nil, fmt.Errorf("%s: column %s is %s here but %s in %s: %w", fl.Path, c.Name, SQLType(c), typeOf(f.Columns, c.Name), files[0].Path, ErrFilter)
 			}
 		}
 	}
@@ -187,13 +187,13 @@ func (r *Result) add(start, n uint64) {
 	r.Ranges = append(r.Ranges, [2]uint64{start, n})
 }
 
-func typeOf(cols []Column, name string) Type {
+func typeOf(cols []Column, name string) string {
 	for _, c := range cols {
 		if c.Name == name {
-			return c.Type
+			return SQLType(c)
 		}
 	}
-	return Null
+	return Null.String()
 }
 
 // selectFile evaluates f over one file whose first row is base of the

@@ -28,6 +28,10 @@ type ScalarColumn struct {
 	Name        string
 	Type        ScalarType
 	Unsupported string
+	// Float32 is true for a FLOAT (32-bit) column of type ScalarFloat,
+	// whose comparisons with literals are made in float32 (DuckDB's
+	// typing; selection/SELECTION.md).
+	Float32 bool
 }
 
 // Scalars is one column's values over the rows of a row group: Valid[i]
@@ -154,7 +158,7 @@ func FileColumns(ctx context.Context, st Store, name string) ([]ScalarColumn, er
 	var out []ScalarColumn
 	for _, c := range d.Columns {
 		t, why := scalarType(c)
-		out = append(out, ScalarColumn{Name: c.Name, Type: t, Unsupported: why})
+		out = append(out, ScalarColumn{Name: c.Name, Type: t, Unsupported: why, Float32: t == ScalarFloat && c.Kind == pqread.KindFloat32})
 	}
 	return out, nil
 }

@@ -233,7 +233,8 @@ func ReadSourcesFile(path string) (*SourcesFile, error) {
 // ParseSourcesFile parses a sources file's bytes. It checks, before any
 // data is read: valid YAML with only the known keys, at least one source,
 // every source with a unique name of 1 to 64 [A-Za-z0-9_.-], at least one
-// path (all local or all s3://), a weight that is a plain decimal number
+// path (all local or all s3://; a relative local path is resolved against
+// the sources file's directory, resolvePath), a weight that is a plain decimal number
 // greater than 0, a filter, when the key is given, that is a string
 // holding more than white space, partitions mapping each key once to int,
 // date or string, and epoch_samples a positive integer. Errors wrap
@@ -308,9 +309,15 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 		if len(spec.Paths) == 0 || slicesHasEmpty(spec.Paths) {
 			return nil, bad(s.line, "%s has no path: give a file, directory or glob, or an s3:// URL", what)
 		}
+		for j, p := range spec.Paths {
+			spec.Paths[j] = resolvePath(path, p)
+		}
 		if s.Weight.Kind != 0 {
 			if s.Weight.Kind != yaml.ScalarNode {
 				return nil, bad(s.Weight.Line, "%s: weight must be a number", what)
+			}
+			if w := strings.TrimSpace(s.Weight.Value); strings.HasPrefix(w, "-") {
+				return nil, bad(s.Weight.Line, "%s: weight %s must be greater than 0", what, w)
 			}
 			if _, err := plan.ParseWeight(s.Weight.Value); err != nil {
 				return nil, bad(s.Weight.Line, "%s: %v", what, err)
@@ -360,6 +367,18 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 		return nil, bad(0, "local paths and s3:// URLs cannot be mixed in one plan (one plan reads one root)")
 	}
 	return out, nil
+}
+
+// resolvePath is a source's path p as written in the sources file at
+// file: an s3:// URL or an absolute path as it is, a relative one (a file,
+// directory or glob) joined to the sources file's directory, as compose
+// files, dbt and Hydra resolve theirs; the working directory plays no part.
+// An error reading it names the joined path, the one tried.
+func resolvePath(file, p string) string {
+	if IsS3URL(p) || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(file), p)
 }
 
 func validMixName(s string) bool {

@@ -43,7 +43,7 @@ type SourceSpec struct {
 // partitions: {date: date, shard: int, region: string}.
 type PartitionDecl struct {
 	Key  string // the key, as in its key=value directory levels
-	Type string // "int", "date" or "string"
+	Type string // "int", "date", "timestamp" or "string"
 	Line int    // the sources file line of the declaration
 }
 
@@ -55,7 +55,7 @@ type PartitionDecl struct {
 //	    weight: 0.7                # optional
 //	    filter: "lang = 'en'"      # optional
 //	    partitions:                # optional: hive key types
-//	      date: date               # int, date or string
+//	      date: date               # int, date, timestamp or string
 //	  - name: code
 //	    path: /data/code/
 //	    weight: 0.3
@@ -237,7 +237,7 @@ func ReadSourcesFile(path string) (*SourcesFile, error) {
 // the sources file's directory, resolvePath), a weight that is a plain decimal number
 // greater than 0, a filter, when the key is given, that is a string
 // holding more than white space, partitions mapping each key once to int,
-// date or string, and epoch_samples a positive integer. Errors wrap
+// date, timestamp or string, and epoch_samples a positive integer. Errors wrap
 // ErrSourcesFile and name the file, the line and the source.
 func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 	bad := func(line int, format string, args ...any) error {
@@ -339,8 +339,8 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 			}
 			for j := 0; j+1 < len(s.Parts.Content); j += 2 {
 				k, v := s.Parts.Content[j], s.Parts.Content[j+1]
-				if v.Kind != yaml.ScalarNode || (v.Value != "int" && v.Value != "date" && v.Value != "string") {
-					return nil, bad(v.Line, "%s: partition key %s: type %q: want int, date or string", what, k.Value, v.Value)
+				if v.Kind != yaml.ScalarNode || (v.Value != "int" && v.Value != "date" && v.Value != "timestamp" && v.Value != "string") {
+					return nil, bad(v.Line, "%s: partition key %s: type %q: want int, date, timestamp or string", what, k.Value, v.Value)
 				}
 				if k.Value == "" || strings.ContainsAny(k.Value, "=/") {
 					return nil, bad(k.Line, "%s: partition key %q: a key is the text before '=' in a directory level", what, k.Value)

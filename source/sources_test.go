@@ -118,7 +118,7 @@ func TestParseSourcesFileRefused(t *testing.T) {
 		{"sources:\n  - path: x/\n", "s.yaml:2: source 0 has no name"},
 		{"sources:\n  - name: a b\n    path: x/\n", "source a b: the name must be"},
 		{"sources:\n  - name: a\n    paths: x/\n", `s.yaml:3: unknown key "paths" in a source (keys: name, path, weight, filter, partitions): bad sources file`},
-		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      day: datetime\n", `s.yaml:5: source a: partition key day: type "datetime": want int, date or string`},
+		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      day: datetime\n", `s.yaml:5: source a: partition key day: type "datetime": want int, date, timestamp or string`},
 		{"sources:\n  - name: a\n    path: x/\n    partitions: [day]\n", `s.yaml:4: source a: partitions must map each key to its type`},
 		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      day: date\n      day: int\n", `source a: partition key day is declared twice (first at line 5)`},
 		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      a=b: int\n", `s.yaml:5: source a: partition key "a=b"`},

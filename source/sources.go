@@ -417,7 +417,8 @@ func pathCount(ss []SourceSpec) int {
 // files included), as plan.MixSource.Files takes them. A file in two
 // parts is refused (wrapping ErrSourcesFile, naming both sources): its
 // rows could not name their source. Parts from different buckets, or local
-// and remote, are refused too.
+// and remote, are refused too. The files the parts' discoveries left out as
+// not Parquet are the combined source's Skipped, sorted.
 func Combine(names []string, parts []plan.Source) (plan.Source, [][]string, error) {
 	if len(parts) == 0 || len(parts) != len(names) {
 		return plan.Source{}, nil, fmt.Errorf("combining %d sources with %d names: %w", len(parts), len(names), ErrSourcesFile)
@@ -487,7 +488,9 @@ func Combine(names []string, parts []plan.Source) (plan.Source, [][]string, erro
 			}
 		}
 		sort.Strings(files[i])
+		out.Skipped = append(out.Skipped, p.Skipped...)
 	}
+	sort.Strings(out.Skipped)
 	if err := out.Normalize(); err != nil {
 		return plan.Source{}, nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
@@ -135,6 +134,8 @@ func compilePartition(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		}
 		typ, v := fp.keys[k].Type, fp.values[k]
 		switch {
+		case typ == "timestamp":
+			return nil, bad(f, "partition %s is a timestamp key of source %s: it cannot be written as a tensor (declare it string under partitions: and hash it)", t.Partition, fp.source)
 		case typ == "string" && t.Bytes == nil:
 			return nil, bad(f, "partition %s is a string key of source %s: give bytes: {mode: hash, buckets: N} with dtype I64 (the one mode for a string key)", t.Partition, fp.source)
 		case typ != "string" && t.Bytes != nil:
@@ -156,11 +157,11 @@ func compilePartition(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			}
 			n = x
 		case "date":
-			d, err := time.Parse("2006-01-02", v)
-			if err != nil || len(v) != 10 {
-				return nil, bad(f, "partition %s=%s: %q is not a date written YYYY-MM-DD, as the plan types it date", t.Partition, v, v)
+			d, ok := plan.ParsePartitionDate(v)
+			if !ok {
+				return nil, bad(f, "partition %s=%s: %q is not a date written Y-M-D, as the plan types it date", t.Partition, v, v)
 			}
-			n = d.Unix() / 86400
+			n = d
 		default:
 			n = int64(FNV1a64([]byte(v)) % t.Bytes.Buckets)
 		}

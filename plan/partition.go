@@ -7,8 +7,8 @@ import (
 )
 
 // PartitionKey is one hive partition key of a mixture source: the key of
-// its files' key=value directory levels, and its type ("int", "date" or
-// "string"; selection/SELECTION.md), declared in the sources file or
+// its files' key=value directory levels, and its type ("int", "date",
+// "timestamp" or "string"; selection/SELECTION.md), declared in the sources file or
 // inferred from every value when the plan was made.
 type PartitionKey struct {
 	Key  string `json:"key"`
@@ -85,7 +85,7 @@ func partitionLayout(keys []PartitionKey) string {
 }
 
 // checkPartitions checks a source's partition keys: each named once, not
-// empty, without '=' or '/', of type int, date or string, and every file
+// empty, without '=' or '/', of type int, date, timestamp or string, and every file
 // of the source under their levels (PartitionValues).
 func checkPartitions(ms *MixSource) error {
 	seen := map[string]bool{}
@@ -95,8 +95,8 @@ func checkPartitions(ms *MixSource) error {
 			return fmt.Errorf("source %s: partition key %q is not a key of a key=value level", ms.Name, p.Key)
 		case seen[p.Key]:
 			return fmt.Errorf("source %s: partition key %s is given twice", ms.Name, p.Key)
-		case p.Type != "int" && p.Type != "date" && p.Type != "string":
-			return fmt.Errorf("source %s: partition key %s has type %q: want int, date or string", ms.Name, p.Key, p.Type)
+		case p.Type != "int" && p.Type != "date" && p.Type != "timestamp" && p.Type != "string":
+			return fmt.Errorf("source %s: partition key %s has type %q: want int, date, timestamp or string", ms.Name, p.Key, p.Type)
 		}
 		seen[p.Key] = true
 	}

@@ -43,6 +43,11 @@ type Source struct {
 	Root       string       `json:"root"` // absolute directory the relative paths are resolved against; not fingerprinted
 	Files      []SourceFile `json:"files"`
 	EmptyFiles []SourceFile `json:"empty_files,omitempty"` // files with 0 rows, sorted by path; not fingerprinted
+	// Skipped are the regular files a directory walk or listing found
+	// and left out as not Parquet (neither named *.parquet nor ending in
+	// the PAR1 magic; source.Discover), absolute local paths or s3:// URLs,
+	// sorted: reported by prep plan, never written to the plan file.
+	Skipped []string `json:"-"`
 
 	index *sourceIndex
 }

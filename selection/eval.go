@@ -22,12 +22,13 @@ const (
 	Int
 	Float
 	String
-	Date // days since 1970-01-01 (partition columns; SELECTION.md)
+	Date      // days since 1970-01-01 (partition columns; SELECTION.md)
+	Timestamp // microseconds since 1970-01-01 00:00:00, no time zone (partition columns)
 )
 
 // String returns the type's SQL-style name, as errors print it.
 func (t Type) String() string {
-	return [...]string{"NULL", "BOOLEAN", "INTEGER", "FLOAT", "TEXT", "DATE"}[t]
+	return [...]string{"NULL", "BOOLEAN", "INTEGER", "FLOAT", "TEXT", "DATE", "TIMESTAMP"}[t]
 }
 
 // Value is a literal.
@@ -95,7 +96,7 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 		ta, tb := a.typ, b.typ
 		switch {
 		case ta == Null || tb == Null:
-		case ta == Date || tb == Date:
+		case temporal(ta) || temporal(tb):
 			return coerceDate(text, op, a, b)
 		case (ta == Int || ta == Float) && (tb == Int || tb == Float):
 		case ta == tb && (ta == String || ta == Bool):

@@ -14,18 +14,37 @@ import (
 // HiveNull is the partition value Hive and Spark write for a NULL key.
 const HiveNull = "__HIVE_DEFAULT_PARTITION__"
 
+// ErrPartitionType is wrapped by the errors of PartitionColumns: a
+// declared key that is not a level of the layout, a value that does not
+// parse as its key's declared type, and a key whose values look like dates
+// in a form prep does not read.
+var ErrPartitionType = errors.New("bad partition type")
+
+// partitionTypeError marks err as ErrPartitionType without changing its
+// message.
+type partitionTypeError struct{ err error }
+
+func (e partitionTypeError) Error() string        { return e.err.Error() }
+func (e partitionTypeError) Unwrap() error        { return e.err }
+func (e partitionTypeError) Is(target error) bool { return target == ErrPartitionType }
+
 // PartitionColumns types hive partition keys from their values (values[f]
 // is file f's value per key, files[f] its name for messages). A key
-// declared in declared (key -> Int, Date or String) has that type, and each
-// of its values must parse as it; any other key is inferred as DuckDB's
-// hive_types_autocast does for these types: INTEGER when every value is an
-// int64 in canonical decimal form (no leading zeros or '+': "007" stays
-// text), else DATE when every value is a YYYY-MM-DD date (ParseDate), else
-// TEXT. HiveNull is NULL in any type. It
-// returns the columns and each file's values; a declared key that is not a
-// level of the layout, or a value that does not parse as its declared
-// type, is an error naming the key, the value and the file (wrapping
-// ErrFilter).
+// declared in declared (key -> Int, Date, Timestamp or String) has that
+// type, and each of its values must parse as it. Any other key is inferred
+// as DuckDB's hive_types_autocast does: each value is INTEGER (an int64 in
+// canonical decimal form: no leading zero or '+', so "007" is text), DATE
+// (ParseDate: "2026-11-1" and "2026-11-01" are one day), TIMESTAMP
+// (ParseTimestamp: a date with a time of day) or TEXT, and the key has the
+// one type all its values have, else TEXT (DuckDB reads "2026-11-01" next to
+// "2026-11-01 10:00" as VARCHAR too). HiveNull is NULL in any type; a key of
+// only NULLs is INTEGER. A key with no TEXT value but a value that looks
+// like a date (DateLike) in a form prep does not read (" 2026-11-01",
+// "2026-11-01T10:00:00Z", "2026-02-30") is refused: DuckDB may type it
+// DATE or TIMESTAMP where prep would compare text; declaring the key
+// string compares it as text. It returns the columns and each file's
+// values; errors (wrapping ErrPartitionType) name the key, the value and
+// the file, or the declared key that is not a level of the layout.
 func PartitionColumns(keys, files []string, values [][]string, declared map[string]Type) ([]Column, [][]Value, error) {
 	known := map[string]bool{}
 	for _, k := range keys {
@@ -33,7 +52,7 @@ func PartitionColumns(keys, files []string, values [][]string, declared map[stri
 	}
 	for k := range declared {
 		if !known[k] {
-			return nil, nil, fmt.Errorf("declared partition key %s is not a level of the layout (its keys: %s): %w", k, strings.Join(keys, "/"), ErrFilter)
+			return nil, nil, partitionTypeError{fmt.Errorf("declared partition key %s is not a level of the layout (its keys: %s)", k, strings.Join(keys, "/"))}
 		}
 	}
 	cols := make([]Column, len(keys))
@@ -42,7 +61,12 @@ func PartitionColumns(keys, files []string, values [][]string, declared map[stri
 			cols[k] = Column{Name: key, Type: t}
 			continue
 		}
-		cols[k] = Column{Name: key, Type: inferPartition(values, k)}
+		t, odd := inferPartition(values, k)
+		if odd >= 0 {
+			v := values[odd][k]
+			return nil, nil, partitionTypeError{fmt.Errorf("%s: partition %s=%s: %q looks like a date or timestamp but is not one prep reads (Y-M-D, or Y-M-D HH:MM[:SS[.ffffff]] with ' ' or 'T', no time zone; a real calendar date): DuckDB may type key %s DATE or TIMESTAMP where prep would compare text; declare its type (partitions: {%s: string} compares text)", files[odd], key, v, v, key, key)}
+		}
+		cols[k] = Column{Name: key, Type: t}
 	}
 	out := make([][]Value, len(values))
 	for f, vs := range values {
@@ -50,8 +74,8 @@ func PartitionColumns(keys, files []string, values [][]string, declared map[stri
 		for k, v := range vs {
 			val, ok := partitionValue(cols[k].Type, v)
 			if !ok {
-				want := map[Type]string{Int: "a decimal integer (int64)", Date: "a date written YYYY-MM-DD"}[cols[k].Type]
-				return nil, nil, fmt.Errorf("%s: partition %s=%s: %q is not %s, as key %s is declared %s: %w", files[f], cols[k].Name, v, v, want, cols[k].Name, PartitionTypeName(cols[k].Type), ErrFilter)
+				want := map[Type]string{Int: "a decimal integer (int64)", Date: "a date written Y-M-D", Timestamp: "a timestamp written Y-M-D HH:MM[:SS[.ffffff]] (or a date)"}[cols[k].Type]
+				return nil, nil, partitionTypeError{fmt.Errorf("%s: partition %s=%s: %q is not %s, as key %s is declared %s", files[f], cols[k].Name, v, v, want, cols[k].Name, PartitionTypeName(cols[k].Type))}
 			}
 			out[f][k] = val
 		}
@@ -60,48 +84,86 @@ func PartitionColumns(keys, files []string, values [][]string, declared map[stri
 }
 
 // PartitionTypeName is a partition type as a sources file declares it and
-// a plan records it: "int", "date" or "string" (PartitionType's inverse).
+// a plan records it: "int", "date", "timestamp" or "string"
+// (PartitionType's inverse).
 func PartitionTypeName(t Type) string {
 	switch t {
 	case Int:
 		return "int"
 	case Date:
 		return "date"
+	case Timestamp:
+		return "timestamp"
 	}
 	return "string"
 }
 
 // PartitionType returns the partition type a sources file declares by
-// name: "int" (INTEGER), "date" (DATE) or "string" (TEXT); ok is false for
-// any other name.
+// name: "int" (INTEGER), "date" (DATE), "timestamp" (TIMESTAMP) or
+// "string" (TEXT); ok is false for any other name.
 func PartitionType(name string) (t Type, ok bool) {
 	switch name {
 	case "int":
 		return Int, true
 	case "date":
 		return Date, true
+	case "timestamp":
+		return Timestamp, true
 	case "string":
 		return String, true
 	}
 	return Null, false
 }
 
-// inferPartition is the inferred type of key k over every file's values.
-func inferPartition(values [][]string, k int) Type {
-	for _, t := range []Type{Int, Date} {
-		all := true
-		for _, vs := range values {
-			v, ok := partitionValue(t, vs[k])
-			if !ok || t == Int && v.Type == Int && strconv.FormatInt(v.I, 10) != vs[k] {
-				all = false
-				break
+// valueType is the type DuckDB's hive_types_autocast gives one partition
+// value as prep reads it: Null, Int, Date, Timestamp or String; odd is true
+// for a value that looks like a date in a form prep does not read.
+func valueType(v string) (t Type, odd bool) {
+	if v == HiveNull {
+		return Null, false
+	}
+	if i, err := strconv.ParseInt(v, 10, 64); err == nil && strconv.FormatInt(i, 10) == v {
+		return Int, false
+	}
+	if _, ok := ParseDate(v); ok {
+		return Date, false
+	}
+	if _, ok := ParseTimestamp(v); ok {
+		return Timestamp, false
+	}
+	return String, DateLike(v)
+}
+
+// inferPartition is the inferred type of key k over every file's values,
+// and the first file whose value is odd (valueType) when no value is TEXT
+// (-1 when none).
+func inferPartition(values [][]string, k int) (Type, int) {
+	t, odd, text := Null, -1, false
+	for f, vs := range values {
+		vt, o := valueType(vs[k])
+		switch {
+		case o:
+			if odd < 0 {
+				odd = f
 			}
-		}
-		if all {
-			return t
+		case vt == String:
+			text = true
+		case vt == Null:
+		case t == Null:
+			t = vt
+		case t != vt:
+			text = true // mixed types: DuckDB reads VARCHAR
 		}
 	}
-	return String
+	switch {
+	case text:
+		return String, -1
+	case odd >= 0:
+		return String, odd
+	case t == Null:
+		return Int, -1
+	}
+	return t, -1
 }
 
 // partitionValue is a partition value as written, as a value of type t.
@@ -116,6 +178,9 @@ func partitionValue(t Type, v string) (Value, bool) {
 	case Date:
 		d, ok := ParseDate(v)
 		return Value{Type: Date, I: d}, ok
+	case Timestamp:
+		us, ok := ParseTimestamp(v)
+		return Value{Type: Timestamp, I: us}, ok
 	}
 	return Value{Type: String, S: v}, true
 }
@@ -243,7 +308,7 @@ func constVector(v Value, rows int) Vector {
 		out.Valid = make([]bool, rows)
 	}
 	switch v.Type {
-	case Int, Null, Date:
+	case Int, Null, Date, Timestamp:
 		out.Ints = make([]int64, rows)
 		for i := range out.Ints {
 			out.Ints[i] = v.I

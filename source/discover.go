@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,9 +24,18 @@ const discoverParallel = 8
 // Discover expands paths into the plan source:
 //
 //   - a regular file is taken as is, whatever its name;
-//   - a directory is walked recursively for regular files named *.parquet
-//     (any case); entries whose name starts with "." or "_" (Spark and Hive
-//     temporary and marker files such as _SUCCESS, _temporary/) are skipped;
+//   - a directory is walked recursively for regular files: a name ending
+//     in .parquet (any case) is taken; any other name is taken when the
+//     file's last 4 bytes are the Parquet magic "PAR1" (or "PARE", which
+//     discovery then refuses as encrypted), as Hive and MapReduce
+//     (000000_0), Impala (*_data.0.parq) and other writers name their
+//     files: one 4-byte read per such file (IsParquetName, the rule S3
+//     listings follow too). Every other regular file is left out and
+//     reported (Source.Skipped; an error saying how many files were
+//     present when none is Parquet), never silently. Entries whose name
+//     starts with "." or "_" (Spark and Hive temporary and marker files
+//     such as _SUCCESS, _temporary/, .part-0.crc) and *.crc checksum files
+//     are ignored;
 //   - any other path containing *, ? or [ is a glob (filepath.Match syntax);
 //     each match is taken as a file or walked as a directory.
 //
@@ -72,12 +83,12 @@ func DiscoverWhere(ctx context.Context, paths []string, keep func(files []string
 // discoverLocal is DiscoverWhere; the top-level columns are collected only
 // when withCols is set (nil otherwise).
 func discoverLocal(ctx context.Context, paths []string, keep func(files []string) ([]bool, error), withCols bool) (plan.Source, TopColumns, error) {
-	files, err := expandPaths(paths)
+	files, skipped, err := expandPaths(paths)
 	if err != nil {
 		return plan.Source{}, nil, err
 	}
 	if len(files) == 0 {
-		return plan.Source{}, nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoInput)
+		return plan.Source{}, nil, fmt.Errorf("%s%s: %w", strings.Join(paths, ", "), skippedNote(skipped), ErrNoInput)
 	}
 	if keep != nil {
 		ok, err := keep(files)
@@ -127,18 +138,77 @@ func discoverLocal(ctx context.Context, paths []string, keep func(files []string
 			tc[f.Path] = cols[i]
 		}
 	}
-	src := plan.Source{Root: root, Files: results}
+	src := plan.Source{Root: root, Files: results, Skipped: skipped}
 	if err := src.Normalize(); err != nil {
 		return plan.Source{}, nil, err
 	}
 	return src, tc, nil
 }
 
+// IsParquetName reports whether a directory walk or listing takes the file
+// called name (its last path element) without looking at its bytes: a name
+// ending in .parquet, any case.
+func IsParquetName(name string) bool {
+	return strings.EqualFold(path.Ext(name), ".parquet")
+}
+
+// ignoredName reports whether a directory walk or listing ignores an entry
+// called name without reporting it: hidden ('.'), Spark and Hive markers
+// and temporary directories ('_': _SUCCESS, _temporary/, _committed_...),
+// and Hadoop's *.crc checksum files.
+func ignoredName(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || strings.EqualFold(path.Ext(name), ".crc")
+}
+
+// parquetMagic reports whether tail, a file's last bytes, ends in a
+// Parquet magic: "PAR1", or "PARE" (an encrypted footer, which discovery
+// then refuses by name).
+func parquetMagic(tail []byte) bool {
+	return len(tail) >= 4 && (string(tail[len(tail)-4:]) == "PAR1" || string(tail[len(tail)-4:]) == "PARE")
+}
+
+// hasParquetMagic reads the last 4 bytes of the local file at p.
+func hasParquetMagic(p string) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() < 4 {
+		return false, err
+	}
+	var b [4]byte
+	if _, err := f.ReadAt(b[:], st.Size()-4); err != nil {
+		return false, err
+	}
+	return parquetMagic(b[:]), nil
+}
+
+// skippedNote is the part of a "no parquet files found" error saying what
+// the walk or listing left out: "" when nothing; else how many files were
+// present and the first names.
+func skippedNote(skipped []string) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	names := skipped
+	if len(names) > 5 {
+		names = names[:5]
+	}
+	more := ""
+	if len(skipped) > len(names) {
+		more = fmt.Sprintf(", ... (%d more)", len(skipped)-len(names))
+	}
+	return fmt.Sprintf(": %d files present, none Parquet (not named *.parquet, and not ending in the PAR1 magic): %s%s", len(skipped), strings.Join(names, ", "), more)
+}
+
 // expandPaths returns the absolute, cleaned, de-duplicated and sorted list
-// of files that paths name.
-func expandPaths(paths []string) ([]string, error) {
+// of files that paths name, and the regular files directory walks left
+// out as not Parquet (absolute, sorted).
+func expandPaths(paths []string) ([]string, []string, error) {
 	seen := map[string]bool{}
-	var out []string
+	var out, skipped []string
 	var errs []error
 	add := func(p string) {
 		abs, err := filepath.Abs(p)
@@ -167,18 +237,32 @@ func expandPaths(paths []string) ([]string, error) {
 					return fmt.Errorf("walking %s: %w", q, err)
 				}
 				name := d.Name()
-				if q != p && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				if q != p && ignoredName(name) {
 					if d.IsDir() {
 						return filepath.SkipDir
 					}
 					return nil
 				}
-				if !d.IsDir() && strings.EqualFold(filepath.Ext(name), ".parquet") {
-					if d.Type().IsRegular() {
-						add(q)
-					} else if st, err := os.Stat(q); err == nil && st.Mode().IsRegular() {
-						add(q) // a symlink to a regular file
+				if d.IsDir() {
+					return nil
+				}
+				if !d.Type().IsRegular() {
+					if st, err := os.Stat(q); err != nil || !st.Mode().IsRegular() {
+						return nil // only a symlink to a regular file is a file
 					}
+				}
+				if IsParquetName(name) {
+					add(q)
+					return nil
+				}
+				ok, err := hasParquetMagic(q)
+				if err != nil {
+					return fmt.Errorf("reading %s: %w", q, err)
+				}
+				if ok {
+					add(q)
+				} else if abs, err := filepath.Abs(q); err == nil {
+					skipped = append(skipped, abs)
 				}
 				return nil
 			})
@@ -209,10 +293,11 @@ func expandPaths(paths []string) ([]string, error) {
 		visit(p, true)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sort.Strings(out)
-	return out, nil
+	sort.Strings(skipped)
+	return out, slices.Compact(skipped), nil
 }
 
 // commonDir returns the deepest directory containing every absolute path.

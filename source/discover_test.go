@@ -407,3 +407,77 @@ func TestDiscoverPaths(t *testing.T) {
 		t.Fatalf("nothing found: %v (client %v)", err, c)
 	}
 }
+
+// magicLayout is a directory as Spark, Hive, Impala and hand-made jobs
+// leave one: Parquet files under several names (rows given), files that
+// are not Parquet (rows -1: reported as skipped), and entries ignored
+// without a report (rows 0: hidden, markers, _temporary/, .crc).
+var magicLayout = []struct {
+	name string
+	rows int
+}{
+	{"a.parquet", 5}, {"b.PARQUET", 6}, {"c.pq", 7}, {"000000_0", 8}, {"sub/5a4b_data.0.parq", 9},
+	{"README.md", -1}, {"sub/notes.json", -1}, {"sub/empty", -1},
+	{"_SUCCESS", 0}, {".a.parquet.crc", 0}, {"part-0.crc", 0}, {"_temporary/0/x.parquet", 0}, {".hidden/y", 0},
+}
+
+// magicBytes is the content of a magicLayout entry: a Parquet file of its
+// rows, or text (one entry empty) for the rest.
+func magicBytes(t testing.TB, i int) []byte {
+	switch e := magicLayout[i]; {
+	case e.rows > 0:
+		return rowsParquet(t, e.rows, int64(i))
+	case e.name == "sub/empty":
+		return nil
+	case e.rows < 0:
+		return []byte("not parquet, though it ends in PAR")
+	}
+	return []byte("PAR1 marker or checksum")
+}
+
+// TestDiscoverTakesParquetByMagic: a directory walk takes every regular
+// non-hidden file named *.parquet or ending in the PAR1 magic (c.pq,
+// Hive's 000000_0, Impala's *_data.0.parq), reports the other regular
+// files in Source.Skipped and ignores hidden, _-prefixed and .crc
+// entries; with no Parquet file at all the error says how many files were
+// present and names them.
+func TestDiscoverTakesParquetByMagic(t *testing.T) {
+	dir := t.TempDir()
+	wantRows := map[string]int64{}
+	var wantSkipped []string
+	for i, e := range magicLayout {
+		p := filepath.Join(dir, filepath.FromSlash(e.name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, magicBytes(t, i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case e.rows > 0:
+			wantRows[e.name] = int64(e.rows)
+		case e.rows < 0:
+			wantSkipped = append(wantSkipped, p)
+		}
+	}
+	slices.Sort(wantSkipped)
+	src, err := Discover(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, f := range src.Files {
+		got[f.Path] = int64(f.Rows())
+	}
+	if fmt.Sprint(got) != fmt.Sprint(wantRows) || !slices.Equal(src.Skipped, wantSkipped) {
+		t.Errorf("files %v, skipped %v\nwant %v, %v", got, src.Skipped, wantRows, wantSkipped)
+	}
+	// Only non-Parquet files: the error counts and names them.
+	only := t.TempDir()
+	for _, n := range []string{"000000_0.txt", "notes", "_SUCCESS"} {
+		os.WriteFile(filepath.Join(only, n), []byte("text"), 0o644)
+	}
+	_, err = Discover(context.Background(), []string{only})
+	want := fmt.Sprintf("%s: 2 files present, none Parquet (not named *.parquet, and not ending in the PAR1 magic): %s, %s: no parquet files found", only, filepath.Join(only, "000000_0.txt"), filepath.Join(only, "notes"))
+	if !errors.Is(err, ErrNoInput) || err.Error() != want {
+		t.Errorf("only text: %v\nwant %s", err, want)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	workers "github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
@@ -23,14 +24,20 @@ type S3Entry struct {
 	Key  string // full key in the bucket
 	Size int64  // bytes, as listed
 	ETag string // as listed, quotes included
+	// walked: listed from a directory (a prefix ending in '/', or below
+	// a glob's match), not named: then it is taken only when it is
+	// Parquet (IsParquetName or the magic), as a local walk takes files.
+	walked bool
 }
 
 // List expands one s3:// source into the objects it names, sorted by key:
 //
 //   - s3://bucket/ or s3://bucket/prefix/ (ending in '/'): every object
-//     below the prefix whose name ends in .parquet (any case), skipping any
-//     key with a component below the prefix starting with '.' or '_'
-//     (Spark and Hive markers such as _SUCCESS, _temporary/);
+//     below the prefix, skipping any key with a component below the prefix
+//     starting with '.' or '_' (Spark and Hive markers such as _SUCCESS,
+//     _temporary/) and *.crc checksum objects; DiscoverS3 then takes those
+//     named *.parquet and, of the others, those ending in the PAR1 magic,
+//     and reports the rest (plan.Source.Skipped), as a local walk does;
 //   - a key containing *, ? or [: a glob (path.Match syntax, '*' does not
 //     cross '/'); a key with as many components as the pattern is taken
 //     when it matches, whatever its name; a longer key is taken when its
@@ -65,6 +72,7 @@ func (c *S3Client) listEach(ctx context.Context, source string, fn func(S3Entry)
 	case key == "" || strings.HasSuffix(key, "/"):
 		err := c.list(ctx, u.Bucket, key, func(e S3Entry) {
 			if inDir(e.Key[len(key):]) {
+				e.walked = true
 				count(e)
 			}
 		})
@@ -72,7 +80,7 @@ func (c *S3Client) listEach(ctx context.Context, source string, fn func(S3Entry)
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("%s: no .parquet object below it: %w", source, fs.ErrNotExist)
+			return fmt.Errorf("%s: no object below it (hidden, _-prefixed and .crc objects aside): %w", source, fs.ErrNotExist)
 		}
 		return nil
 	case strings.ContainsAny(key, "*?["):
@@ -90,7 +98,10 @@ func (c *S3Client) listEach(ctx context.Context, source string, fn func(S3Entry)
 			if ok, _ := path.Match(key, head); !ok {
 				return
 			}
-			if len(segs) == nseg || inDir(e.Key[len(head)+1:]) {
+			if len(segs) == nseg {
+				count(e)
+			} else if inDir(e.Key[len(head)+1:]) {
+				e.walked = true
 				count(e)
 			}
 		})
@@ -108,6 +119,7 @@ func (c *S3Client) listEach(ctx context.Context, source string, fn func(S3Entry)
 			case e.Key == key:
 				exact = append(exact, e)
 			case strings.HasPrefix(e.Key, key+"/") && inDir(e.Key[len(key)+1:]):
+				e.walked = true
 				below = append(below, e)
 			}
 		})
@@ -128,13 +140,12 @@ func (c *S3Client) listEach(ctx context.Context, source string, fn func(S3Entry)
 }
 
 // inDir reports whether rel, a key relative to a listed directory, is
-// taken from it: a .parquet name and no component starting with '.' or '_'.
+// listed from it: no component empty or ignored (ignoredName: starting
+// with '.' or '_', or a *.crc name). Whether it is Parquet is DiscoverS3's
+// question (IsParquetName, then the magic).
 func inDir(rel string) bool {
-	if !strings.EqualFold(path.Ext(rel), ".parquet") {
-		return false
-	}
 	for _, s := range strings.Split(rel, "/") {
-		if s == "" || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "_") {
+		if s == "" || ignoredName(s) {
 			return false
 		}
 	}
@@ -276,6 +287,7 @@ func (c *S3Client) discoverS3(ctx context.Context, sources []string, keep func(u
 		f    plan.SourceFile
 		etag string
 		cols []string
+		skip bool // not Parquet: neither named *.parquet nor ending in PAR1
 		err  error
 	}
 	var (
@@ -289,7 +301,7 @@ func (c *S3Client) discoverS3(ctx context.Context, sources []string, keep func(u
 		go func() {
 			defer wg.Done()
 			for r := range next {
-				r.f, r.etag, r.cols, r.err = st.footerInfo(ctx, r.e.Key, r.e, withCols)
+				r.f, r.etag, r.cols, r.skip, r.err = st.footerInfo(ctx, r.e.Key, r.e, withCols)
 			}
 		}()
 	}
@@ -319,6 +331,13 @@ func (c *S3Client) discoverS3(ctx context.Context, sources []string, keep func(u
 			break
 		}
 	}
+	var skipped []string
+	if keep != nil && lerr == nil {
+		// The objects not named *.parquet are checked for the magic before
+		// the layout sees them (one GET each; a Parquet one is opened again
+		// when taken).
+		listed, skipped, lerr = st.magicFilter(ctx, listed)
+	}
 	if keep != nil && lerr == nil {
 		sort.Slice(listed, func(i, j int) bool { return listed[i].Key < listed[j].Key })
 		urls := make([]string, len(listed))
@@ -341,6 +360,19 @@ func (c *S3Client) discoverS3(ctx context.Context, sources []string, keep func(u
 	wg.Wait()
 	if lerr != nil {
 		return plan.Source{}, nil, lerr
+	}
+	taken := all[:0]
+	for _, r := range all {
+		if r.skip && r.err == nil {
+			skipped = append(skipped, "s3://"+bucket+"/"+r.e.Key)
+			continue
+		}
+		taken = append(taken, r)
+	}
+	all = taken
+	sort.Strings(skipped)
+	if len(all) == 0 {
+		return plan.Source{}, nil, fmt.Errorf("%s%s: %w", strings.Join(sources, ", "), skippedNote(skipped), fs.ErrNotExist)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].e.Key < all[j].e.Key })
 	entries := make([]S3Entry, len(all))
@@ -365,7 +397,7 @@ func (c *S3Client) discoverS3(ctx context.Context, sources []string, keep func(u
 			tc[files[i].Path] = r.cols
 		}
 	}
-	src := plan.Source{Root: (&S3Store{bucket: bucket, prefix: dir}).String(), Files: files}
+	src := plan.Source{Root: (&S3Store{bucket: bucket, prefix: dir}).String(), Files: files, Skipped: skipped}
 	if err := src.Normalize(); err != nil {
 		return plan.Source{}, nil, err
 	}
@@ -387,20 +419,57 @@ func commonKeyDir(es []S3Entry) string {
 	return dir
 }
 
+// magicFilter returns the entries named *.parquet and those others whose
+// objects end in the Parquet magic (one suffix GET each, Concurrency at a
+// time), and the s3:// URLs of the rest.
+func (s *S3Store) magicFilter(ctx context.Context, es []S3Entry) ([]S3Entry, []string, error) {
+	skip := make([]bool, len(es))
+	err := workers.ForEach(ctx, len(es), s.c.o.Concurrency, func(i int) error {
+		if !es[i].walked || IsParquetName(es[i].Key) {
+			return nil
+		}
+		obj, err := s.OpenVersion(ctx, es[i].Key, es[i].ETag)
+		if err != nil {
+			return err
+		}
+		defer obj.Close()
+		skip[i] = !parquetMagic(obj.(*s3Object).tail)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var kept []S3Entry
+	var skipped []string
+	for i, e := range es {
+		if skip[i] {
+			skipped = append(skipped, "s3://"+s.bucket+"/"+e.Key)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	return kept, skipped, nil
+}
+
 // footerInfo opens one listed object (pinned to its listed ETag), checks
 // its tail and returns size, footer hash and row groups, its ETag and,
-// when withCols is set, its top-level columns (TopColumns).
-func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry, withCols bool) (plan.SourceFile, string, []string, error) {
-	var sf plan.SourceFile
+// when withCols is set, its top-level columns (TopColumns). An object
+// listed from a directory (S3Entry.walked), not named *.parquet, whose tail does not end in the Parquet magic is not
+// Parquet: skip is true and nothing else is returned (its one GET, the
+// tail's, is the check).
+func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry, withCols bool) (sf plan.SourceFile, etag string, cols []string, skip bool, err error) {
 	obj, err := s.OpenVersion(ctx, name, e.ETag)
 	if err != nil {
-		return sf, "", nil, err
+		return sf, "", nil, false, err
 	}
 	defer obj.Close()
 	o := obj.(*s3Object)
+	if e.walked && !IsParquetName(name) && !parquetMagic(o.tail) {
+		return sf, "", nil, true, nil
+	}
 	ft, err := o.footer(pqreadMaxFooter)
 	if err != nil {
-		return sf, "", nil, fmt.Errorf("%s: %w", o.url(), err)
+		return sf, "", nil, false, fmt.Errorf("%s: %w", o.url(), err)
 	}
 	// The same validation as a local file's (schema, physical types, row
 	// counts, every column chunk inside the data region), from the bytes
@@ -411,15 +480,14 @@ func (s *S3Store) footerInfo(ctx context.Context, name string, e S3Entry, withCo
 		if errors.As(err, &se) {
 			err = se.Err
 		}
-		return sf, "", nil, fmt.Errorf("%s: %w", o.url(), err)
+		return sf, "", nil, false, fmt.Errorf("%s: %w", o.url(), err)
 	}
 	defer pf.Close()
 	sf.Size, sf.FooterSHA256, sf.RowGroups = pf.Size(), pf.FooterSHA256(), pf.RowGroups()
-	var cols []string
 	if withCols {
 		cols = topColumns(pf.Columns())
 	}
-	return sf, o.etag, cols, nil
+	return sf, o.etag, cols, false, nil
 }
 
 // pqreadMaxFooter is the largest footer discovery reads (as for local

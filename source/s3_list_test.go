@@ -54,15 +54,17 @@ func TestListForms(t *testing.T) {
 		src  string
 		want []string
 	}{
-		{"s3://data/t/", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet"}},
-		{"s3://data/t", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet"}},
+		// A directory lists every object but hidden, _-prefixed and .crc
+		// ones; DiscoverS3 then decides which are Parquet.
+		{"s3://data/t/", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet", "t/day=2/e.json", "t/notes.txt"}},
+		{"s3://data/t", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet", "t/day=2/e.json", "t/notes.txt"}},
 		{"s3://data/t/a.parquet", []string{"t/a.parquet"}},
 		{"s3://data/t/notes.txt", []string{"t/notes.txt"}},
 		{"s3://data/t/day=*/*.parquet", []string{"t/day=1/c.parquet", "t/day=2/d.parquet"}},
-		{"s3://data/t/day=*", []string{"t/day=1/c.parquet", "t/day=2/d.parquet"}},
+		{"s3://data/t/day=*", []string{"t/day=1/c.parquet", "t/day=2/d.parquet", "t/day=2/e.json"}},
 		// A glob takes what it matches, as filepath.Glob does locally.
 		{"s3://data/t/*.parquet", []string{"t/.hidden.parquet", "t/a.parquet"}},
-		{"s3://data/", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet", "tt/g.parquet", "u/f.parquet"}},
+		{"s3://data/", []string{"t/a.parquet", "t/b.PARQUET", "t/day=1/c.parquet", "t/day=2/d.parquet", "t/day=2/e.json", "t/notes.txt", "tt/g.parquet", "u/f.parquet"}},
 	} {
 		got, err := e.c.List(context.Background(), tc.src)
 		if err != nil {
@@ -251,5 +253,66 @@ func TestDiscoverS3WhereKeeps(t *testing.T) {
 	bad := errors.New("no")
 	if _, _, err = e.c.DiscoverS3Where(context.Background(), []string{"s3://data/h/"}, func([]string) ([]bool, error) { return nil, bad }); err != bad {
 		t.Errorf("keep's error: %v", err)
+	}
+}
+
+// TestDiscoverS3TakesParquetByMagic: an s3:// directory is discovered as a
+// local walk of the same layout (magicLayout): the objects not named
+// *.parquet cost no more than their one tail GET, which is the magic
+// check; the non-Parquet ones are reported in Source.Skipped. With a keep
+// function (hive pruning), the objects not named *.parquet are checked
+// before keep sees the listing, so it never sees a non-Parquet object.
+func TestDiscoverS3TakesParquetByMagic(t *testing.T) {
+	e := newS3Env(t, S3Options{})
+	dir := t.TempDir()
+	listed := 0
+	for i, m := range magicLayout {
+		e.put(t, "m/"+m.name, magicBytes(t, i))
+		p := filepath.Join(dir, filepath.FromSlash(m.name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, magicBytes(t, i), 0o644)
+		if m.rows != 0 {
+			listed++
+		}
+	}
+	local, err := Discover(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := e.c.DiscoverS3(context.Background(), []string{"s3://data/m/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Fingerprint() != local.Fingerprint() || len(src.Skipped) != len(local.Skipped) {
+		t.Errorf("s3 %+v\nlocal %+v", src, local)
+	}
+	for i, s := range src.Skipped {
+		if want := "s3://data/m/" + filepath.ToSlash(strings.TrimPrefix(local.Skipped[i], dir+string(filepath.Separator))); s != want {
+			t.Errorf("skipped %s, want %s", s, want)
+		}
+	}
+	if c := e.srv.Counts(); c.Lists != 1 || c.Gets != int64(listed) {
+		t.Errorf("counts %+v, want 1 LIST and %d GETs (one per listed object)", c, listed)
+	}
+	var seen []string
+	src, _, err = e.c.DiscoverS3Where(context.Background(), []string{"s3://data/m/"}, func(urls []string) ([]bool, error) {
+		seen = urls
+		keep := make([]bool, len(urls))
+		for i := range keep {
+			keep[i] = true
+		}
+		return keep, nil
+	})
+	if err != nil || src.Fingerprint() != local.Fingerprint() || len(seen) != len(local.Files) || len(src.Skipped) != len(local.Skipped) {
+		t.Errorf("with keep: %v saw %v, %+v", err, seen, src)
+	}
+	e.put(t, "t/notes.txt", []byte("text"))
+	_, err = e.c.DiscoverS3(context.Background(), []string{"s3://data/t/"})
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "s3://data/t/: 1 files present, none Parquet (not named *.parquet, and not ending in the PAR1 magic): s3://data/t/notes.txt") {
+		t.Errorf("only text: %v", err)
+	}
+	// Named, not walked: taken whatever its name, so its footer is refused.
+	if _, err = e.c.DiscoverS3(context.Background(), []string{"s3://data/t/notes.txt"}); !errors.Is(err, pqread.ErrCorrupt) {
+		t.Errorf("named text object: %v", err)
 	}
 }

@@ -43,7 +43,7 @@ type SourceSpec struct {
 // partitions: {date: date, shard: int, region: string}.
 type PartitionDecl struct {
 	Key  string // the key, as in its key=value directory levels
-	Type string // "int", "date" or "string"
+	Type string // "int", "date", "timestamp" or "string"
 	Line int    // the sources file line of the declaration
 }
 
@@ -55,7 +55,7 @@ type PartitionDecl struct {
 //	    weight: 0.7                # optional
 //	    filter: "lang = 'en'"      # optional
 //	    partitions:                # optional: hive key types
-//	      date: date               # int, date or string
+//	      date: date               # int, date, timestamp or string
 //	  - name: code
 //	    path: /data/code/
 //	    weight: 0.3
@@ -233,10 +233,11 @@ func ReadSourcesFile(path string) (*SourcesFile, error) {
 // ParseSourcesFile parses a sources file's bytes. It checks, before any
 // data is read: valid YAML with only the known keys, at least one source,
 // every source with a unique name of 1 to 64 [A-Za-z0-9_.-], at least one
-// path (all local or all s3://), a weight that is a plain decimal number
+// path (all local or all s3://; a relative local path is resolved against
+// the sources file's directory, resolvePath), a weight that is a plain decimal number
 // greater than 0, a filter, when the key is given, that is a string
 // holding more than white space, partitions mapping each key once to int,
-// date or string, and epoch_samples a positive integer. Errors wrap
+// date, timestamp or string, and epoch_samples a positive integer. Errors wrap
 // ErrSourcesFile and name the file, the line and the source.
 func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 	bad := func(line int, format string, args ...any) error {
@@ -308,9 +309,15 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 		if len(spec.Paths) == 0 || slicesHasEmpty(spec.Paths) {
 			return nil, bad(s.line, "%s has no path: give a file, directory or glob, or an s3:// URL", what)
 		}
+		for j, p := range spec.Paths {
+			spec.Paths[j] = resolvePath(path, p)
+		}
 		if s.Weight.Kind != 0 {
 			if s.Weight.Kind != yaml.ScalarNode {
 				return nil, bad(s.Weight.Line, "%s: weight must be a number", what)
+			}
+			if w := strings.TrimSpace(s.Weight.Value); strings.HasPrefix(w, "-") {
+				return nil, bad(s.Weight.Line, "%s: weight %s must be greater than 0", what, w)
 			}
 			if _, err := plan.ParseWeight(s.Weight.Value); err != nil {
 				return nil, bad(s.Weight.Line, "%s: %v", what, err)
@@ -332,8 +339,8 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 			}
 			for j := 0; j+1 < len(s.Parts.Content); j += 2 {
 				k, v := s.Parts.Content[j], s.Parts.Content[j+1]
-				if v.Kind != yaml.ScalarNode || (v.Value != "int" && v.Value != "date" && v.Value != "string") {
-					return nil, bad(v.Line, "%s: partition key %s: type %q: want int, date or string", what, k.Value, v.Value)
+				if v.Kind != yaml.ScalarNode || (v.Value != "int" && v.Value != "date" && v.Value != "timestamp" && v.Value != "string") {
+					return nil, bad(v.Line, "%s: partition key %s: type %q: want int, date, timestamp or string", what, k.Value, v.Value)
 				}
 				if k.Value == "" || strings.ContainsAny(k.Value, "=/") {
 					return nil, bad(k.Line, "%s: partition key %q: a key is the text before '=' in a directory level", what, k.Value)
@@ -360,6 +367,18 @@ func ParseSourcesFile(path string, data []byte) (*SourcesFile, error) {
 		return nil, bad(0, "local paths and s3:// URLs cannot be mixed in one plan (one plan reads one root)")
 	}
 	return out, nil
+}
+
+// resolvePath is a source's path p as written in the sources file at
+// file: an s3:// URL or an absolute path as it is, a relative one (a file,
+// directory or glob) joined to the sources file's directory, as compose
+// files, dbt and Hydra resolve theirs; the working directory plays no part.
+// An error reading it names the joined path, the one tried.
+func resolvePath(file, p string) string {
+	if IsS3URL(p) || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(file), p)
 }
 
 func validMixName(s string) bool {
@@ -398,7 +417,8 @@ func pathCount(ss []SourceSpec) int {
 // files included), as plan.MixSource.Files takes them. A file in two
 // parts is refused (wrapping ErrSourcesFile, naming both sources): its
 // rows could not name their source. Parts from different buckets, or local
-// and remote, are refused too.
+// and remote, are refused too. The files the parts' discoveries left out as
+// not Parquet are the combined source's Skipped, sorted.
 func Combine(names []string, parts []plan.Source) (plan.Source, [][]string, error) {
 	if len(parts) == 0 || len(parts) != len(names) {
 		return plan.Source{}, nil, fmt.Errorf("combining %d sources with %d names: %w", len(parts), len(names), ErrSourcesFile)
@@ -468,7 +488,9 @@ func Combine(names []string, parts []plan.Source) (plan.Source, [][]string, erro
 			}
 		}
 		sort.Strings(files[i])
+		out.Skipped = append(out.Skipped, p.Skipped...)
 	}
+	sort.Strings(out.Skipped)
 	if err := out.Normalize(); err != nil {
 		return plan.Source{}, nil, err
 	}

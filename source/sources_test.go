@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -86,19 +87,38 @@ func TestParseSourcesFilePacking(t *testing.T) {
 	}
 }
 
+// TestParseSourcesFileRelativePaths: a relative path (file, directory or
+// glob) is joined to the sources file's directory, whatever the working
+// directory; absolute paths and s3:// URLs are kept as written.
+func TestParseSourcesFileRelativePaths(t *testing.T) {
+	sf, err := ParseSourcesFile(filepath.Join("conf", "mix", "s.yaml"), []byte("sources:\n  - name: a\n    path: [a.parquet, ../data/, 'parts/*.parquet', /abs/x.parquet]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join("conf", "mix", "a.parquet"), filepath.Join("conf", "data"), filepath.Join("conf", "mix", "parts", "*.parquet"), "/abs/x.parquet"}
+	if got := sf.Sources[0].Paths; !reflect.DeepEqual(got, want) {
+		t.Errorf("paths %q, want %q", got, want)
+	}
+	sf, err = ParseSourcesFile("/etc/prep/s.yaml", []byte("sources:\n  - name: a\n    path: s3://b/x/\n  - name: c\n    path: s3://b/y/\n"))
+	if err != nil || sf.Sources[0].Paths[0] != "s3://b/x/" {
+		t.Errorf("s3 path: %v %v", sf, err)
+	}
+}
+
 // TestParseSourcesFileRefused: every bad sources file is refused naming
 // the file, line, source and what is wrong.
 func TestParseSourcesFileRefused(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"sources:\n  - name: a\n    path: x/\n    weight: 0\n", "s.yaml:4: source a: weight 0 must be greater than 0"},
-		{"sources:\n  - name: a\n    path: x/\n    weight: -1\n", `s.yaml:4: source a: weight "-1" is not a plain decimal number`},
+		{"sources:\n  - name: a\n    path: x/\n    weight: -1\n", "s.yaml:4: source a: weight -1 must be greater than 0"},
+		{"sources:\n  - name: a\n    path: x/\n    weight: -0.5\n", "s.yaml:4: source a: weight -0.5 must be greater than 0"},
 		{"sources:\n  - name: a\n    path: x/\n    weight: lots\n", `weight "lots"`},
 		{"sources:\n  - name: a\n    path: x/\n  - name: a\n    path: y/\n", "s.yaml:4: source a is given twice (first at line 2)"},
 		{"sources:\n  - name: a\n", "s.yaml:2: source a has no path"},
 		{"sources:\n  - path: x/\n", "s.yaml:2: source 0 has no name"},
 		{"sources:\n  - name: a b\n    path: x/\n", "source a b: the name must be"},
 		{"sources:\n  - name: a\n    paths: x/\n", `s.yaml:3: unknown key "paths" in a source (keys: name, path, weight, filter, partitions): bad sources file`},
-		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      day: datetime\n", `s.yaml:5: source a: partition key day: type "datetime": want int, date or string`},
+		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      day: datetime\n", `s.yaml:5: source a: partition key day: type "datetime": want int, date, timestamp or string`},
 		{"sources:\n  - name: a\n    path: x/\n    partitions: [day]\n", `s.yaml:4: source a: partitions must map each key to its type`},
 		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      day: date\n      day: int\n", `source a: partition key day is declared twice (first at line 5)`},
 		{"sources:\n  - name: a\n    path: x/\n    partitions:\n      a=b: int\n", `s.yaml:5: source a: partition key "a=b"`},

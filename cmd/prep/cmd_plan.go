@@ -51,8 +51,11 @@ func newPlanCmd(g *globalOptions) *cobra.Command {
 and a few counts, and writes it to a small plan.json (format prep-plan/v1,
 spec in plan/PLAN.md). It reads only the Parquet footers.
 
-Sources are files, directories (walked recursively for *.parquet, skipping
-names that start with "." or "_") or globs; files are ordered by path relative
+Sources are files, directories (walked recursively for files named *.parquet
+or, under any other name such as Hive's 000000_0 or Impala's *.parq, ending
+in the PAR1 magic; names that start with "." or "_" and *.crc are ignored, and
+any other file left out is listed in the summary and in --json
+skipped_files) or globs; files are ordered by path relative
 to their common directory, and sample id = row index in that order. Every
 footer is checked before anything is written; all bad files are reported.
 
@@ -210,6 +213,9 @@ type planSummary struct {
 	Samples    uint64   `json:"samples"`
 	Files      int      `json:"files"`
 	EmptyFiles []string `json:"empty_files"`
+	// SkippedFiles are the regular files the directory walks or listings
+	// found and left out as not Parquet (plan.Source.Skipped).
+	SkippedFiles []string `json:"skipped_files"`
 	// SameFiles lists groups of source paths that are one file (hard or
 	// symbolic links): its rows are planned once per path. Reported, not
 	// an error.
@@ -350,6 +356,10 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	for _, f := range p.Source.EmptyFiles {
 		s.EmptyFiles = append(s.EmptyFiles, f.Path)
 	}
+	s.SkippedFiles = append([]string{}, src.Skipped...)
+	if len(s.SkippedFiles) > 0 {
+		g.log.Warn("files left out: not Parquet (not named *.parquet, and not ending in the PAR1 magic)", "count", len(s.SkippedFiles), "files", strings.Join(s.SkippedFiles, ", "))
+	}
 	s.SameFiles, s.IdlePairs = sum.SameFiles, sum.IdlePairs
 	for _, group := range s.SameFiles {
 		g.log.Warn("source paths name the same file (hard or symbolic links): its rows are planned once per path", "paths", strings.Join(group, ", "))
@@ -364,6 +374,9 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		fmt.Fprintf(w, " (+%d empty files: %s)", len(s.EmptyFiles), strings.Join(s.EmptyFiles, ", "))
 	}
 	fmt.Fprintln(w)
+	if len(s.SkippedFiles) > 0 {
+		fmt.Fprintf(w, "  skipped          %s not Parquet (not named *.parquet, no PAR1 magic): %s\n", count(len(s.SkippedFiles), "file"), strings.Join(s.SkippedFiles, ", "))
+	}
 	for _, group := range s.SameFiles {
 		fmt.Fprintf(w, "  same file        %s (planned %d times)\n", strings.Join(group, ", "), len(group))
 	}

@@ -255,3 +255,51 @@ func TestPlanReportsPathsOfTheSameFile(t *testing.T) {
 		t.Errorf("without links: exit %d, stdout %s, stderr %s; want same_files [] and no warning", code, out, errs)
 	}
 }
+
+// TestPlanReportsSkippedFiles: a directory with Parquet files under other
+// names (Hive's 000000_0, *.pq) plans them all (3 copies of a file DuckDB
+// counts 100 rows in), and the regular files left out as not Parquet
+// are named in --json skipped_files, in the text summary and in a warning;
+// _SUCCESS is ignored without a word. A sources file's relative path is
+// read from the sources file's directory, not the working directory.
+func TestPlanReportsSkippedFiles(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "ml", "venomx", "embeddings.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(src, "part"), 0o755)
+	for name, b := range map[string][]byte{"a.parquet": data, "part/000000_0": data, "c.pq": data, "notes.txt": []byte("text"), "_SUCCESS": nil} {
+		if err := os.WriteFile(filepath.Join(src, filepath.FromSlash(name)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runPrep("plan", "--source", src, "--global-batch", "4", "-o", filepath.Join(dir, "p.json"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s planSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	notes := filepath.Join(src, "notes.txt")
+	if s.Files != 3 || s.Samples != 3*100 || !reflect.DeepEqual(s.SkippedFiles, []string{notes}) {
+		t.Errorf("%d files, %d samples, skipped %v; want 3, 300, [%s]", s.Files, s.Samples, s.SkippedFiles, notes)
+	}
+	if !strings.Contains(errs, "files left out: not Parquet") || !strings.Contains(errs, notes) {
+		t.Errorf("stderr lacks the warning: %s", errs)
+	}
+	code, out, _ = runPrep("plan", "--source", src, "--global-batch", "4", "-o", filepath.Join(dir, "p.json"))
+	if want := "skipped          1 file not Parquet (not named *.parquet, no PAR1 magic): " + notes; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("summary lacks %q: %s", want, out)
+	}
+	// A sources file in conf/ naming ../src reads dir/src, from any
+	// working directory (the test's is cmd/prep).
+	os.MkdirAll(filepath.Join(dir, "conf"), 0o755)
+	os.WriteFile(filepath.Join(dir, "conf", "s.yaml"), []byte("sources:\n  - name: a\n    path: ../src\n"), 0o644)
+	code, out, errs = runPrep("plan", "--sources", filepath.Join(dir, "conf", "s.yaml"), "--global-batch", "4", "-o", filepath.Join(dir, "p.json"), "--json")
+	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.Samples != 3*100 || !reflect.DeepEqual(s.SkippedFiles, []string{notes}) {
+		t.Errorf("sources file: exit %d, %v, %s %s", code, err, out, errs)
+	}
+}

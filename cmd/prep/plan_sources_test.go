@@ -193,7 +193,7 @@ func TestPlanSourcesRefused(t *testing.T) {
 		want             string
 	}{
 		{"    weight: 0\n", "", "", "source web: weight 0 must be greater than 0"},
-		{"    weight: 0.7\n", "    weight: -0.3\n", "", `source code: weight "-0.3" is not a plain decimal`},
+		{"    weight: 0.7\n", "    weight: -0.3\n", "", `source code: weight -0.3 must be greater than 0`},
 		{"", "", "  - name: again\n    path: PLACEHOLDER\n", "is in both source code and source again"},
 		{"    filter: \"lang = 'en'\"\n", "", "", "source web: filter: part-0.parquet: unknown column lang (the source has: id, x) at \"lang\" (offset 0)"},
 		{"", "    filter: \"x = 'high'\"\n", "", "source code: filter: part-2.parquet: type mismatch: column x is FLOAT, 'high' is TEXT at \"=\" (offset 2)"},
@@ -483,7 +483,7 @@ func TestPlanSourcesHiveDeclared(t *testing.T) {
 		path, decl, filter, want string
 	}{
 		{"", "region: int", "id > 1", `source ev: region=eu/part-0.parquet: partition region=eu: "eu" is not a decimal integer (int64), as key region is declared int`},
-		{"", "region: date", "id > 1", `source ev: region=eu/part-0.parquet: partition region=eu: "eu" is not a date written YYYY-MM-DD, as key region is declared date`},
+		{"", "region: date", "id > 1", `source ev: region=eu/part-0.parquet: partition region=eu: "eu" is not a date written Y-M-D, as key region is declared date`},
 		{"", "day: date", "id > 1", "source ev: declared partition key day is not a level of the layout (its keys: region)"},
 		{"/region=eu/part-0.parquet", "region: string", "id > 1", "source ev: partitions are declared (region), but the path is not one directory of key=value levels"},
 		{"", "region: string", "regio = 'eu'", "source ev: filter: region=eu/part-0.parquet: unknown column regio (the source has: id, region, x)"},

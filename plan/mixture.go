@@ -103,9 +103,14 @@ type mixSrc struct {
 	selPrefix []uint64
 	selJump   []int // see selJumpRows
 	// selRow, when the source has at most selDirectMax selected rows
-	// all below 2^32: selRow[k] = the k-th selected row (an O(1) lookup
-	// per drawn sample instead of a search of the ranges); nil otherwise.
+	// whose sample ids are all below 2^32: selRow[k] = the sample id of
+	// the k-th selected row (one load per drawn sample instead of a search
+	// of the ranges and of the row groups); nil otherwise.
 	selRow []uint32
+	// contig: the source's rows are the sample ids [base, base+rows)
+	// (set by newMixState).
+	contig bool
+	base   uint64
 	digest string
 }
 
@@ -278,7 +283,7 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture, packed bool) ([]mixSr
 				}
 				out[s].selJump = append(out[s].selJump, j)
 			}
-			out[s].selRow = directSelection(sel, out[s].n)
+			out[s].selRow = directSelection(sel, out[s].n, idx, &out[s].part)
 			out[s].digest = selectionDigest(sel)
 			if out[s].n == 0 {
 				return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
@@ -393,27 +398,41 @@ func (mix *Mixture) resolved(srcs []mixSrc, t uint64) *Mixture {
 
 // selDirectMax bounds the selected rows of a source whose direct table
 // (4 bytes a row, 256 MiB at most) is built; above it, and when a
-// selected row is at or above 2^32, drawn rows are mapped by searching the
-// ranges through the jump table.
+// selected row's sample id is at or above 2^32, drawn rows are mapped by
+// searching the ranges through the jump table, then the row groups.
 const selDirectMax = 1 << 26
 
 // selDirectLimit is selDirectMax, lowered by tests to exercise the search.
 var selDirectLimit uint64 = selDirectMax
 
-// directSelection returns the table of the n selected rows of the ranges
-// sel ([start, count] in ascending order), or nil where selDirectMax or
-// the 32-bit row index does not allow one.
-func directSelection(sel [][2]uint64, n uint64) []uint32 {
-	if n == 0 || n > selDirectLimit || len(sel) == 0 {
+// directSelection returns the sample ids of the n selected rows of the
+// ranges sel ([start, count] of the source's rows pt, in ascending order),
+// or nil where selDirectMax or the 32-bit id does not allow a table.
+func directSelection(sel [][2]uint64, n uint64, idx *sourceIndex, pt *partition) []uint32 {
+	if n == 0 || n > selDirectLimit || len(sel) == 0 || len(pt.blocks) == 0 {
 		return nil
 	}
-	if last := sel[len(sel)-1]; last[0]+last[1] > 1<<32 {
+	last := sel[len(sel)-1]
+	lastRow := last[0] + last[1] - 1
+	j := firstAbove(pt.prefix[1:], lastRow)
+	if idx.blocks[pt.blocks[j]].start+(lastRow-pt.prefix[j]) >= 1<<32 {
 		return nil
 	}
-	t := make([]uint32, 0, n)
+	t := make([]uint32, n)
+	k, j := 0, 0
 	for _, r := range sel {
-		for x := r[0]; x < r[0]+r[1]; x++ {
-			t = append(t, uint32(x))
+		// Rows [x, r[0]+r[1]) of the range, a row group's run at a time.
+		for x, end := r[0], r[0]+r[1]; x < end; {
+			for pt.prefix[j+1] <= x {
+				j++
+			}
+			id := idx.blocks[pt.blocks[j]].start + (x - pt.prefix[j])
+			run := min(end, pt.prefix[j+1]) - x
+			for y := range run {
+				t[k] = uint32(id + y)
+				k++
+			}
+			x += run
 		}
 	}
 	return t

@@ -120,7 +120,7 @@ type mixSrc struct {
 // the first), then the uvarint of its length; the bytes in standard base64
 // with padding.
 func EncodeSelection(ranges [][2]uint64) string {
-	var buf []byte
+	buf := make([]byte, 0, 2*len(ranges)+16) // two bytes a range at least
 	var end uint64
 	for _, r := range ranges {
 		buf = binary.AppendUvarint(buf, r[0]-end)
@@ -138,7 +138,15 @@ func decodeSelection(s string, n uint64) ([][2]uint64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("selection is not base64: %v", err)
 	}
-	var out [][2]uint64
+	// One allocation: a range is two varints, and a varint ends at each
+	// byte below 0x80.
+	ends := 0
+	for _, c := range buf {
+		if c < 0x80 {
+			ends++
+		}
+	}
+	out := make([][2]uint64, 0, ends/2)
 	var end uint64
 	for len(buf) > 0 {
 		gap, k := binary.Uvarint(buf)
@@ -164,12 +172,16 @@ func decodeSelection(s string, n uint64) ([][2]uint64, error) {
 // per range.
 func selectionDigest(ranges [][2]uint64) string {
 	h := sha256.New()
-	var b [16]byte
+	buf := make([]byte, 0, 16<<10) // hashed a buffer at a time, not 16 bytes a call
 	for _, r := range ranges {
-		binary.LittleEndian.PutUint64(b[:8], r[0])
-		binary.LittleEndian.PutUint64(b[8:], r[1])
-		h.Write(b[:])
+		buf = binary.LittleEndian.AppendUint64(buf, r[0])
+		buf = binary.LittleEndian.AppendUint64(buf, r[1])
+		if len(buf) == cap(buf) {
+			h.Write(buf)
+			buf = buf[:0]
+		}
 	}
+	h.Write(buf)
 	return fmt.Sprintf("sha256:%x", h.Sum(nil))
 }
 

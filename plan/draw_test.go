@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -84,12 +86,40 @@ func BenchmarkRankBatchFilteredMixture(b *testing.B) {
 	}
 }
 
+// selectedRows decodes each source's selection text (PLAN.md §11.7: per
+// range the varint gap from the previous range's end, then the varint
+// length, in base64) into its selected rows in order; nil for a source
+// without a filter.
+func selectedRows(t *testing.T, mix *Mixture) [][]uint64 {
+	out := make([][]uint64, len(mix.Sources))
+	for i, s := range mix.Sources {
+		if s.Selection == "" {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(s.Selection)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var end uint64
+		for len(b) > 0 {
+			gap, k := binary.Uvarint(b)
+			ln, k2 := binary.Uvarint(b[k:])
+			b = b[k+k2:]
+			for x := end + gap; x < end+gap+ln; x++ {
+				out[i] = append(out[i], x)
+			}
+			end += gap + ln
+		}
+	}
+	return out
+}
+
 // refAppendRange is the per-slot definition of a mixture's epoch order
 // (PLAN.md §11.2–§11.4), slot by slot: merge each batch's draws by their
 // keys, then each draw's stream position through its pass's permutation
-// (Perm.Apply), then the local row to its sample id by searching the
-// selected ranges and the source's row groups.
-func refAppendRange(o mixOrder, lo, hi uint64, dst []uint64) []uint64 {
+// (Perm.Apply), then the local row to its sample id through the selected
+// rows sel (selectedRows) and a search of the source's row groups.
+func refAppendRange(o mixOrder, sel [][]uint64, lo, hi uint64, dst []uint64) []uint64 {
 	ms := o.ms
 	ms.build()
 	m := len(ms.src)
@@ -110,12 +140,8 @@ func refAppendRange(o mixOrder, lo, hi uint64, dst []uint64) []uint64 {
 			if ms.shuffle {
 				local = NewPerm(s.n, purposeMixture, ms.seed, p/s.n, uint64(i)).Apply(local)
 			}
-			if s.sel != nil {
-				k := 0
-				for s.selPrefix[k+1] <= local {
-					k++
-				}
-				local = s.sel[k][0] + local - s.selPrefix[k]
+			if sel[i] != nil {
+				local = sel[i][local]
 			}
 			k := 0
 			for s.part.prefix[k+1] <= local {
@@ -137,7 +163,8 @@ func refAppendRange(o mixOrder, lo, hi uint64, dst []uint64) []uint64 {
 // source, two, three and forty (more compositions than the kept sequences
 // allow, when their memory is capped at 0), global batches that divide T
 // and that leave a partial batch, over several epochs and from ranges
-// that start and end inside and across batches.
+// that start and end inside and across batches; and slotsOf gives every
+// id exactly the slots that hold it (none for an unselected row).
 func TestMixtureAppendRange(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	defer func(a int, b uint64) { patCacheBytes, selDirectLimit = a, b }(patCacheBytes, selDirectLimit)
@@ -184,9 +211,21 @@ func TestMixtureAppendRange(t *testing.T) {
 						t.Fatalf("%s: %v", f.name, err)
 					}
 					ms := p.st.mix
+					sel := selectedRows(t, f.mix)
 					for e := range uint64(3) {
 						o := mixOrder{ms: ms, epoch: e}
-						want := refAppendRange(o, 0, ms.t, nil)
+						want := refAppendRange(o, sel, 0, ms.t, nil)
+						// slotsOf, the inverse (through the ids table's
+						// search or the ranges'), lists each id's slots.
+						slots := map[uint64][]uint64{}
+						for q, id := range want {
+							slots[id] = append(slots[id], uint64(q))
+						}
+						for id := range ms.idx.n {
+							if got := ms.slotsOf(e, id); !slices.Equal(got, slots[id]) {
+								t.Fatalf("%s %s G=%d limits %v epoch %d: slotsOf(%d) = %v, want %v", f.name, shuffle, g, limits, e, id, got, slots[id])
+							}
+						}
 						ranges := [][2]uint64{{0, ms.t}, {0, 1}, {ms.t - 1, ms.t}, {3, 3}}
 						for range 30 {
 							lo := rng.Uint64N(ms.t)

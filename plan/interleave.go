@@ -395,12 +395,12 @@ func (ms *mixState) slotsOf(epoch uint64, id uint64) []uint64 {
 	s := &ms.src[i]
 	jb := sort.SearchInts(s.part.blocks, bi)
 	local := s.part.prefix[jb] + (id - idx.blocks[bi].start)
-	if s.sel != nil { // its index among the selected rows, if selected
-		j := sort.Search(len(s.sel), func(x int) bool { return s.sel[x][0]+s.sel[x][1] > local })
-		if j == len(s.sel) || local < s.sel[j][0] {
+	if s.digest != "" { // filtered: its index among the selected rows, if selected
+		k, ok := s.selectedIndex(idx, local)
+		if !ok {
 			return nil
 		}
-		local = s.selPrefix[j] + (local - s.sel[j][0])
+		local = k
 	}
 	lo := epoch * s.c // T·epochs < 2^63 (resolveMixture)
 	hiP := lo + s.c

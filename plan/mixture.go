@@ -97,8 +97,9 @@ type mixSrc struct {
 	part partition // its blocks in id order and their row prefix
 	n    uint64    // rows (selected rows with a filter)
 	c    uint64    // samples per epoch
-	// sel, with a filter: the selected ranges of the source's rows
-	// (before selection), selPrefix[j] = selected rows before range j.
+	// sel, with a filter and no selRow: the selected ranges of the
+	// source's rows (before selection), selPrefix[j] = selected rows
+	// before range j.
 	sel       [][2]uint64
 	selPrefix []uint64
 	selJump   []int // see selJumpRows
@@ -128,61 +129,6 @@ func EncodeSelection(ranges [][2]uint64) string {
 		end = r[0] + r[1]
 	}
 	return base64.StdEncoding.EncodeToString(buf)
-}
-
-// decodeSelection decodes EncodeSelection's text and checks it against a
-// source of n rows: lengths ≥ 1, gaps ≥ 1 after the first range, inside
-// [0, n).
-func decodeSelection(s string, n uint64) ([][2]uint64, error) {
-	buf, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("selection is not base64: %v", err)
-	}
-	// One allocation: a range is two varints, and a varint ends at each
-	// byte below 0x80.
-	ends := 0
-	for _, c := range buf {
-		if c < 0x80 {
-			ends++
-		}
-	}
-	out := make([][2]uint64, 0, ends/2)
-	var end uint64
-	for len(buf) > 0 {
-		gap, k := binary.Uvarint(buf)
-		if k <= 0 {
-			return nil, fmt.Errorf("selection: bad varint")
-		}
-		buf = buf[k:]
-		ln, k := binary.Uvarint(buf)
-		if k <= 0 {
-			return nil, fmt.Errorf("selection: bad varint")
-		}
-		buf = buf[k:]
-		if ln == 0 || len(out) > 0 && gap == 0 || gap > n || ln > n || end+gap > n-ln {
-			return nil, fmt.Errorf("selection: range %d (gap %d, length %d) is empty, adjacent to the previous one or past the source's %d rows", len(out), gap, ln, n)
-		}
-		out = append(out, [2]uint64{end + gap, ln})
-		end += gap + ln
-	}
-	return out, nil
-}
-
-// selectionDigest is "sha256:" + hex SHA-256 of LE64(start) LE64(length)
-// per range.
-func selectionDigest(ranges [][2]uint64) string {
-	h := sha256.New()
-	buf := make([]byte, 0, 16<<10) // hashed a buffer at a time, not 16 bytes a call
-	for _, r := range ranges {
-		buf = binary.LittleEndian.AppendUint64(buf, r[0])
-		buf = binary.LittleEndian.AppendUint64(buf, r[1])
-		if len(buf) == cap(buf) {
-			h.Write(buf)
-			buf = buf[:0]
-		}
-	}
-	h.Write(buf)
-	return fmt.Sprintf("sha256:%x", h.Sum(nil))
 }
 
 // resolveMixture checks mix against the normalized source and returns the
@@ -280,23 +226,9 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture, packed bool) ([]mixSr
 			return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
 		}
 		if ms.Filter != "" {
-			sel, err := decodeSelection(ms.Selection, out[s].n)
-			if err != nil {
+			if err := out[s].setSelection(ms.Selection, idx); err != nil {
 				return nil, 0, configErrorf("sources", "source %s: %v", ms.Name, err)
 			}
-			out[s].sel, out[s].selPrefix = sel, make([]uint64, len(sel)+1)
-			for j, r := range sel {
-				out[s].selPrefix[j+1] = out[s].selPrefix[j] + r[1]
-			}
-			out[s].n = out[s].selPrefix[len(sel)]
-			for j, k := 0, uint64(0); k < out[s].n; k += selJumpRows {
-				for out[s].selPrefix[j+1] <= k {
-					j++
-				}
-				out[s].selJump = append(out[s].selJump, j)
-			}
-			out[s].selRow = directSelection(sel, out[s].n, idx, &out[s].part)
-			out[s].digest = selectionDigest(sel)
 			if out[s].n == 0 {
 				return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
 			}
@@ -406,46 +338,4 @@ func (mix *Mixture) resolved(srcs []mixSrc, t uint64) *Mixture {
 		out.Sources[i] = s
 	}
 	return out
-}
-
-// selDirectMax bounds the selected rows of a source whose direct table
-// (4 bytes a row, 256 MiB at most) is built; above it, and when a
-// selected row's sample id is at or above 2^32, drawn rows are mapped by
-// searching the ranges through the jump table, then the row groups.
-const selDirectMax = 1 << 26
-
-// selDirectLimit is selDirectMax, lowered by tests to exercise the search.
-var selDirectLimit uint64 = selDirectMax
-
-// directSelection returns the sample ids of the n selected rows of the
-// ranges sel ([start, count] of the source's rows pt, in ascending order),
-// or nil where selDirectMax or the 32-bit id does not allow a table.
-func directSelection(sel [][2]uint64, n uint64, idx *sourceIndex, pt *partition) []uint32 {
-	if n == 0 || n > selDirectLimit || len(sel) == 0 || len(pt.blocks) == 0 {
-		return nil
-	}
-	last := sel[len(sel)-1]
-	lastRow := last[0] + last[1] - 1
-	j := firstAbove(pt.prefix[1:], lastRow)
-	if idx.blocks[pt.blocks[j]].start+(lastRow-pt.prefix[j]) >= 1<<32 {
-		return nil
-	}
-	t := make([]uint32, n)
-	k, j := 0, 0
-	for _, r := range sel {
-		// Rows [x, r[0]+r[1]) of the range, a row group's run at a time.
-		for x, end := r[0], r[0]+r[1]; x < end; {
-			for pt.prefix[j+1] <= x {
-				j++
-			}
-			id := idx.blocks[pt.blocks[j]].start + (x - pt.prefix[j])
-			run := min(end, pt.prefix[j+1]) - x
-			for y := range run {
-				t[k] = uint32(id + y)
-				k++
-			}
-			x += run
-		}
-	}
-	return t
 }

@@ -1,0 +1,157 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+)
+
+// A filtered source's selection (PLAN.md §11.7) as the plan uses it: the
+// selected rows' sample ids in a table (selRow) where that fits, else the
+// ranges with their prefix counts and jump table. The plan's text is
+// decoded in two passes over its varints, without the ranges in memory
+// when the table is built: the first checks every range and hashes the
+// selection digest, the second fills the table or the ranges.
+
+// selDirectMax bounds the selected rows of a source whose direct table
+// (4 bytes a row, 256 MiB at most) is built; above it, and when a
+// selected row's sample id is at or above 2^32, drawn rows are mapped by
+// searching the ranges through the jump table, then the row groups.
+const selDirectMax = 1 << 26
+
+// selDirectLimit is selDirectMax, lowered by tests to exercise the search.
+var selDirectLimit uint64 = selDirectMax
+
+// eachRange calls fn(start, length) for each range of a decoded selection
+// (EncodeSelection's bytes) in order, after checking it against a source
+// of n rows: length ≥ 1, gap ≥ 1 after the first range, inside [0, n). It
+// returns the number of ranges, or an error naming the first bad one.
+func eachRange(buf []byte, n uint64, fn func(start, length uint64)) (int, error) {
+	var end uint64
+	k := 0
+	for ; len(buf) > 0; k++ {
+		gap, a := binary.Uvarint(buf)
+		if a <= 0 {
+			return k, fmt.Errorf("selection: bad varint")
+		}
+		buf = buf[a:]
+		ln, a := binary.Uvarint(buf)
+		if a <= 0 {
+			return k, fmt.Errorf("selection: bad varint")
+		}
+		buf = buf[a:]
+		if ln == 0 || k > 0 && gap == 0 || gap > n || ln > n || end+gap > n-ln {
+			return k, fmt.Errorf("selection: range %d (gap %d, length %d) is empty, adjacent to the previous one or past the source's %d rows", k, gap, ln, n)
+		}
+		fn(end+gap, ln)
+		end += gap + ln
+	}
+	return k, nil
+}
+
+// setSelection sets s's selection from the plan's text (PLAN.md §11.7)
+// over its s.n rows: the digest, the selected row count as s.n, and the
+// ids table when at most selDirectLimit rows are selected and every
+// selected id is below 2^32, else the ranges, prefix counts and jump
+// table. Errors say what is wrong with the text.
+func (s *mixSrc) setSelection(text string, idx *sourceIndex) error {
+	buf, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return fmt.Errorf("selection is not base64: %v", err)
+	}
+	rows := s.n
+	h := sha256.New()
+	hb := make([]byte, 0, 16<<10) // hashed a buffer at a time, not 16 bytes a call
+	var total, lastRow uint64
+	ranges, err := eachRange(buf, rows, func(start, n uint64) {
+		hb = binary.LittleEndian.AppendUint64(hb, start)
+		hb = binary.LittleEndian.AppendUint64(hb, n)
+		if len(hb) == cap(hb) {
+			h.Write(hb)
+			hb = hb[:0]
+		}
+		total += n
+		lastRow = start + n - 1
+	})
+	if err != nil {
+		return err
+	}
+	h.Write(hb)
+	s.digest, s.n = fmt.Sprintf("sha256:%x", h.Sum(nil)), total
+	if total == 0 {
+		return nil
+	}
+	pt := &s.part
+	if total <= selDirectLimit && len(pt.blocks) > 0 && s.idOf(idx, lastRow) < 1<<32 {
+		// The ids table, a row group's run of each range at a time.
+		t := make([]uint32, total)
+		k, j := 0, 0
+		eachRange(buf, rows, func(x, n uint64) {
+			for end := x + n; x < end; {
+				for pt.prefix[j+1] <= x {
+					j++
+				}
+				id := idx.blocks[pt.blocks[j]].start + (x - pt.prefix[j])
+				run := min(end, pt.prefix[j+1]) - x
+				for y := range run {
+					t[k] = uint32(id + y)
+					k++
+				}
+				x += run
+			}
+		})
+		s.selRow = t
+		return nil
+	}
+	s.sel, s.selPrefix = make([][2]uint64, 0, ranges), make([]uint64, 1, ranges+1)
+	eachRange(buf, rows, func(x, n uint64) {
+		s.sel = append(s.sel, [2]uint64{x, n})
+		s.selPrefix = append(s.selPrefix, s.selPrefix[len(s.selPrefix)-1]+n)
+	})
+	for j, k := 0, uint64(0); k < total; k += selJumpRows {
+		for s.selPrefix[j+1] <= k {
+			j++
+		}
+		s.selJump = append(s.selJump, j)
+	}
+	return nil
+}
+
+// idOf returns the sample id of the source's row x (before selection).
+func (s *mixSrc) idOf(idx *sourceIndex, x uint64) uint64 {
+	pt := &s.part
+	j := firstAbove(pt.prefix[1:], x)
+	return idx.blocks[pt.blocks[j]].start + (x - pt.prefix[j])
+}
+
+// selectedIndex returns the index among the source's selected rows of its
+// row local (before selection), and false when that row is not selected.
+func (s *mixSrc) selectedIndex(idx *sourceIndex, local uint64) (uint64, bool) {
+	if s.selRow != nil { // ascending ids: search the table for the row's id
+		id := s.idOf(idx, local)
+		lo, hi := 0, len(s.selRow)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if uint64(s.selRow[m]) < id {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return uint64(lo), lo < len(s.selRow) && uint64(s.selRow[lo]) == id
+	}
+	lo, hi := 0, len(s.sel)
+	for lo < hi { // the first range ending after local
+		m := int(uint(lo+hi) >> 1)
+		if s.sel[m][0]+s.sel[m][1] > local {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	if lo == len(s.sel) || local < s.sel[lo][0] {
+		return 0, false
+	}
+	return s.selPrefix[lo] + (local - s.sel[lo][0]), true
+}

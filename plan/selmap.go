@@ -23,30 +23,45 @@ const selDirectMax = 1 << 26
 // selDirectLimit is selDirectMax, lowered by tests to exercise the search.
 var selDirectLimit uint64 = selDirectMax
 
-// eachRange calls fn(start, length) for each range of a decoded selection
-// (EncodeSelection's bytes) in order, after checking it against a source
-// of n rows: length ≥ 1, gap ≥ 1 after the first range, inside [0, n). It
-// returns the number of ranges, or an error naming the first bad one.
-func eachRange(buf []byte, n uint64, fn func(start, length uint64)) (int, error) {
+// eachRange calls fn with the ranges (start, length) of a decoded
+// selection (EncodeSelection's bytes) in order, up to 1024 at a time,
+// after checking each against a source of n rows: length ≥ 1, gap ≥ 1
+// after the first range, inside [0, n). It returns the number of ranges,
+// or an error naming the first bad one (fn has then been called with the
+// ranges before it, or some of them).
+func eachRange(buf []byte, n uint64, fn func(ranges [][2]uint64)) (int, error) {
+	var batch [1024][2]uint64
 	var end uint64
-	k := 0
+	k, b := 0, 0
 	for ; len(buf) > 0; k++ {
-		gap, a := binary.Uvarint(buf)
-		if a <= 0 {
-			return k, fmt.Errorf("selection: bad varint")
+		var gap, ln uint64
+		if len(buf) >= 2 && buf[0] < 0x80 && buf[1] < 0x80 { // both one byte: most ranges
+			gap, ln = uint64(buf[0]), uint64(buf[1])
+			buf = buf[2:]
+		} else {
+			var a int
+			gap, a = binary.Uvarint(buf)
+			if a <= 0 {
+				return k, fmt.Errorf("selection: bad varint")
+			}
+			buf = buf[a:]
+			ln, a = binary.Uvarint(buf)
+			if a <= 0 {
+				return k, fmt.Errorf("selection: bad varint")
+			}
+			buf = buf[a:]
 		}
-		buf = buf[a:]
-		ln, a := binary.Uvarint(buf)
-		if a <= 0 {
-			return k, fmt.Errorf("selection: bad varint")
-		}
-		buf = buf[a:]
 		if ln == 0 || k > 0 && gap == 0 || gap > n || ln > n || end+gap > n-ln {
 			return k, fmt.Errorf("selection: range %d (gap %d, length %d) is empty, adjacent to the previous one or past the source's %d rows", k, gap, ln, n)
 		}
-		fn(end+gap, ln)
+		batch[b] = [2]uint64{end + gap, ln}
 		end += gap + ln
+		if b++; b == len(batch) {
+			fn(batch[:])
+			b = 0
+		}
 	}
+	fn(batch[:b])
 	return k, nil
 }
 
@@ -62,22 +77,23 @@ func (s *mixSrc) setSelection(text string, idx *sourceIndex) error {
 	}
 	rows := s.n
 	h := sha256.New()
-	hb := make([]byte, 0, 16<<10) // hashed a buffer at a time, not 16 bytes a call
+	hb := make([]byte, 0, 16<<10) // hashed 1024 ranges at a time, not 16 bytes a call
 	var total, lastRow uint64
-	ranges, err := eachRange(buf, rows, func(start, n uint64) {
-		hb = binary.LittleEndian.AppendUint64(hb, start)
-		hb = binary.LittleEndian.AppendUint64(hb, n)
-		if len(hb) == cap(hb) {
-			h.Write(hb)
-			hb = hb[:0]
+	ranges, err := eachRange(buf, rows, func(rs [][2]uint64) {
+		for _, r := range rs {
+			hb = binary.LittleEndian.AppendUint64(hb, r[0])
+			hb = binary.LittleEndian.AppendUint64(hb, r[1])
+			total += r[1]
 		}
-		total += n
-		lastRow = start + n - 1
+		h.Write(hb)
+		hb = hb[:0]
+		if len(rs) > 0 {
+			lastRow = rs[len(rs)-1][0] + rs[len(rs)-1][1] - 1
+		}
 	})
 	if err != nil {
 		return err
 	}
-	h.Write(hb)
 	s.digest, s.n = fmt.Sprintf("sha256:%x", h.Sum(nil)), total
 	if total == 0 {
 		return nil
@@ -87,27 +103,31 @@ func (s *mixSrc) setSelection(text string, idx *sourceIndex) error {
 		// The ids table, a row group's run of each range at a time.
 		t := make([]uint32, total)
 		k, j := 0, 0
-		eachRange(buf, rows, func(x, n uint64) {
-			for end := x + n; x < end; {
-				for pt.prefix[j+1] <= x {
-					j++
+		eachRange(buf, rows, func(rs [][2]uint64) {
+			for _, r := range rs {
+				for x, end := r[0], r[0]+r[1]; x < end; {
+					for pt.prefix[j+1] <= x {
+						j++
+					}
+					id := idx.blocks[pt.blocks[j]].start + (x - pt.prefix[j])
+					run := min(end, pt.prefix[j+1]) - x
+					for y := range run {
+						t[k] = uint32(id + y)
+						k++
+					}
+					x += run
 				}
-				id := idx.blocks[pt.blocks[j]].start + (x - pt.prefix[j])
-				run := min(end, pt.prefix[j+1]) - x
-				for y := range run {
-					t[k] = uint32(id + y)
-					k++
-				}
-				x += run
 			}
 		})
 		s.selRow = t
 		return nil
 	}
 	s.sel, s.selPrefix = make([][2]uint64, 0, ranges), make([]uint64, 1, ranges+1)
-	eachRange(buf, rows, func(x, n uint64) {
-		s.sel = append(s.sel, [2]uint64{x, n})
-		s.selPrefix = append(s.selPrefix, s.selPrefix[len(s.selPrefix)-1]+n)
+	eachRange(buf, rows, func(rs [][2]uint64) {
+		for _, r := range rs {
+			s.sel = append(s.sel, r)
+			s.selPrefix = append(s.selPrefix, s.selPrefix[len(s.selPrefix)-1]+r[1])
+		}
 	})
 	for j, k := 0, uint64(0); k < total; k += selJumpRows {
 		for s.selPrefix[j+1] <= k {

@@ -124,8 +124,12 @@ func EncodeSelection(ranges [][2]uint64) string {
 	buf := make([]byte, 0, 2*len(ranges)+16) // two bytes a range at least
 	var end uint64
 	for _, r := range ranges {
-		buf = binary.AppendUvarint(buf, r[0]-end)
-		buf = binary.AppendUvarint(buf, r[1])
+		if gap := r[0] - end; gap < 0x80 && r[1] < 0x80 { // one byte each: most ranges
+			buf = append(buf, byte(gap), byte(r[1]))
+		} else {
+			buf = binary.AppendUvarint(buf, gap)
+			buf = binary.AppendUvarint(buf, r[1])
+		}
 		end = r[0] + r[1]
 	}
 	return base64.StdEncoding.EncodeToString(buf)

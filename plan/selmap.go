@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // A filtered source's selection (PLAN.md §11.7) as the plan uses it: the
@@ -174,4 +177,71 @@ func (s *mixSrc) selectedIndex(idx *sourceIndex, local uint64) (uint64, bool) {
 		return 0, false
 	}
 	return s.selPrefix[lo] + (local - s.sel[lo][0]), true
+}
+
+// selectionKey is how a selection set to "-" appears in the indented plan
+// file. Inside a JSON string every quote is escaped, so these bytes occur
+// only as the mixture sources' selection members, in source order.
+const selectionKey = `"selection": "-"`
+
+// marshalIndent returns json.MarshalIndent(p, "", "  "), without running
+// the JSON encoder and indenter over the selections, the bulk of a
+// filtered plan's bytes: they are marshalled as "-" and spliced in after,
+// each being base64 text, which JSON writes as it is. A selection holding
+// any other byte (a plan edited by hand) takes the plain path.
+func marshalIndent(p *Plan) ([]byte, error) {
+	if p.Mixture == nil {
+		return json.MarshalIndent(p, "", "  ")
+	}
+	var sels []string
+	size := 0
+	for _, s := range p.Mixture.Sources {
+		if s.Selection == "" {
+			continue
+		}
+		if !isBase64Text(s.Selection) {
+			return json.MarshalIndent(p, "", "  ")
+		}
+		sels = append(sels, s.Selection)
+		size += len(s.Selection)
+	}
+	if len(sels) == 0 {
+		return json.MarshalIndent(p, "", "  ")
+	}
+	q, m := *p, *p.Mixture
+	m.Sources = slices.Clone(m.Sources)
+	for i := range m.Sources {
+		if m.Sources[i].Selection != "" {
+			m.Sources[i].Selection = "-"
+		}
+	}
+	q.Mixture = &m
+	b, err := json.MarshalIndent(&q, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(b)+size)
+	for _, s := range sels {
+		i := bytes.Index(b, []byte(selectionKey))
+		if i < 0 {
+			return nil, fmt.Errorf("plan: marshalling: selection member not found")
+		}
+		out = append(out, b[:i+len(selectionKey)-2]...)
+		out = append(out, s...)
+		out = append(out, '"')
+		b = b[i+len(selectionKey):]
+	}
+	return append(out, b...), nil
+}
+
+// isBase64Text reports whether s holds only bytes of the standard base64
+// alphabet and its padding, none of which JSON escapes.
+func isBase64Text(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
+			return false
+		}
+	}
+	return true
 }

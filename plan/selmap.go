@@ -13,9 +13,10 @@ import (
 // A filtered source's selection (PLAN.md §11.7) as the plan uses it: the
 // selected rows' sample ids in a table (selRow) where that fits, else the
 // ranges with their prefix counts and jump table. The plan's text is
-// decoded in two passes over its varints, without the ranges in memory
-// when the table is built: the first checks every range and hashes the
-// selection digest, the second fills the table or the ranges.
+// decoded in passes over its varints, without the ranges in memory when
+// the table is built: the first checks every range and counts the rows,
+// then one hashes the selection digest while another fills the table or
+// the ranges.
 
 // selDirectMax bounds the selected rows of a source whose direct table
 // (4 bytes a row, 256 MiB at most) is built; above it, and when a
@@ -79,17 +80,11 @@ func (s *mixSrc) setSelection(text string, idx *sourceIndex) error {
 		return fmt.Errorf("selection is not base64: %v", err)
 	}
 	rows := s.n
-	h := sha256.New()
-	hb := make([]byte, 0, 16<<10) // hashed 1024 ranges at a time, not 16 bytes a call
 	var total, lastRow uint64
 	ranges, err := eachRange(buf, rows, func(rs [][2]uint64) {
 		for _, r := range rs {
-			hb = binary.LittleEndian.AppendUint64(hb, r[0])
-			hb = binary.LittleEndian.AppendUint64(hb, r[1])
 			total += r[1]
 		}
-		h.Write(hb)
-		hb = hb[:0]
 		if len(rs) > 0 {
 			lastRow = rs[len(rs)-1][0] + rs[len(rs)-1][1] - 1
 		}
@@ -97,7 +92,24 @@ func (s *mixSrc) setSelection(text string, idx *sourceIndex) error {
 	if err != nil {
 		return err
 	}
-	s.digest, s.n = fmt.Sprintf("sha256:%x", h.Sum(nil)), total
+	// The digest (a SHA-256 over 16 bytes a range) is hashed on another
+	// core while this one builds the table or the ranges.
+	digest := make(chan string, 1)
+	go func() {
+		h := sha256.New()
+		hb := make([]byte, 0, 16<<10) // hashed 1024 ranges at a time, not 16 bytes a call
+		eachRange(buf, rows, func(rs [][2]uint64) {
+			for _, r := range rs {
+				hb = binary.LittleEndian.AppendUint64(hb, r[0])
+				hb = binary.LittleEndian.AppendUint64(hb, r[1])
+			}
+			h.Write(hb)
+			hb = hb[:0]
+		})
+		digest <- fmt.Sprintf("sha256:%x", h.Sum(nil))
+	}()
+	defer func() { s.digest = <-digest }()
+	s.n = total
 	if total == 0 {
 		return nil
 	}

@@ -85,13 +85,23 @@ func (p *Plan) EpochDigestContext(ctx context.Context, e int, progress func(step
 		}
 		n := min(len(sums), leaves-base)
 		_ = pool.Workers(context.Background(), n, workers, func() func(int) error {
-			ids := make([]uint64, 0, p.BatchSize())
+			ids := make([]uint64, 0, p.Config.GlobalBatch)
 			buf := make([]byte, 0, 8*p.Config.GlobalBatch)
 			h := sha256.New()
 			return func(i int) error {
 				j := base + i
 				h.Reset()
 				for k := j * per; k < min(steps, (j+1)*per); k++ {
+					if p.Config.Shuffle != ShufflePartitioned {
+						// The step's rank batches in rank order are the
+						// global batch's slots, pads last: one call.
+						l, start := p.st.lane(e, 0, k)
+						var pads int
+						ids, pads = l.fill(start, uint64(p.Config.GlobalBatch), ids[:0])
+						buf = AppendDigestSlots(buf[:0], ids, pads)
+						h.Write(buf)
+						continue
+					}
 					for r := 0; r < p.Config.WorldSize; r++ {
 						var pads int
 						ids, pads, _ = p.RankBatch(e, r, k, ids)

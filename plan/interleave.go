@@ -35,6 +35,11 @@ type mixState struct {
 	ckpt     []uint64 // [c·m+i]: extras of source i in full batches [0, c·ckptEvery)
 	extraAll []uint64 // extras of source i over all full batches
 	partial  []bool   // source i takes one extra sample in the partial batch
+
+	perms    []permCache // per source: the last passes' permutations
+	patMu    sync.RWMutex
+	pats     map[patKey]*mixPattern // batch compositions' slot sequences
+	patBytes int                    // memory held by pats
 }
 
 func newMixState(idx *sourceIndex, srcs []mixSrc, t uint64, cfg Config) *mixState {
@@ -45,7 +50,9 @@ func newMixState(idx *sourceIndex, srcs []mixSrc, t uint64, cfg Config) *mixStat
 		for _, bi := range srcs[i].part.blocks {
 			ms.owner[bi] = int32(i)
 		}
+		srcs[i].contig, srcs[i].base = contiguous(idx, &srcs[i].part)
 	}
+	ms.perms = make([]permCache, m)
 	ms.kFull, ms.gp = t/ms.g, t%ms.g
 	for i := range srcs {
 		ms.flG[i] = mulDiv(ms.g, srcs[i].c, t)
@@ -335,9 +342,10 @@ func (o mixOrder) drawID(pp *passPerms, i int, d uint64) uint64 {
 // global maps source i's row index local to its sample id.
 func (ms *mixState) global(i int, local uint64) uint64 {
 	s := &ms.src[i]
-	if s.selRow != nil { // the local-th selected row, by table
-		local = uint64(s.selRow[local])
-	} else if s.sel != nil { // the local-th selected row
+	if s.selRow != nil { // the local-th selected row's id, by table
+		return uint64(s.selRow[local])
+	}
+	if s.sel != nil { // the local-th selected row
 		// selJump narrows the search to the ranges holding selected rows
 		// [k·selJumpRows, (k+1)·selJumpRows).
 		k := local / selJumpRows
@@ -379,28 +387,6 @@ func (o mixOrder) at(q uint64) uint64 { return o.appendRange(q, q+1, nil)[0] }
 // or none (see mixState.occurrences).
 func (o mixOrder) pos(uint64) uint64 { panic("plan: mixOrder.pos") }
 
-// appendRange appends the ids of slots [lo, hi) of the epoch (hi <= T).
-func (o mixOrder) appendRange(lo, hi uint64, dst []uint64) []uint64 {
-	ms := o.ms
-	m := len(ms.src)
-	cnt, start := make([]uint64, m), make([]uint64, m)
-	pp := o.newPerms()
-	for lo < hi {
-		b := lo / ms.g
-		base := b * ms.g
-		end := min(hi, base+ms.g) - base
-		ms.counts(b, cnt, start)
-		from := lo - base
-		merge(cnt, end, func(q uint64, i int, j uint64) {
-			if q >= from {
-				dst = append(dst, o.drawID(pp, i, start[i]+j))
-			}
-		})
-		lo = base + end
-	}
-	return dst
-}
-
 // slotsOf returns the slots of epoch (below T) holding id, ascending.
 func (ms *mixState) slotsOf(epoch uint64, id uint64) []uint64 {
 	idx := ms.idx
@@ -409,12 +395,12 @@ func (ms *mixState) slotsOf(epoch uint64, id uint64) []uint64 {
 	s := &ms.src[i]
 	jb := sort.SearchInts(s.part.blocks, bi)
 	local := s.part.prefix[jb] + (id - idx.blocks[bi].start)
-	if s.sel != nil { // its index among the selected rows, if selected
-		j := sort.Search(len(s.sel), func(x int) bool { return s.sel[x][0]+s.sel[x][1] > local })
-		if j == len(s.sel) || local < s.sel[j][0] {
+	if s.digest != "" { // filtered: its index among the selected rows, if selected
+		k, ok := s.selectedIndex(idx, local)
+		if !ok {
 			return nil
 		}
-		local = s.selPrefix[j] + (local - s.sel[j][0])
+		local = k
 	}
 	lo := epoch * s.c // T·epochs < 2^63 (resolveMixture)
 	hiP := lo + s.c

@@ -97,15 +97,21 @@ type mixSrc struct {
 	part partition // its blocks in id order and their row prefix
 	n    uint64    // rows (selected rows with a filter)
 	c    uint64    // samples per epoch
-	// sel, with a filter: the selected ranges of the source's rows
-	// (before selection), selPrefix[j] = selected rows before range j.
+	// sel, with a filter and no selRow: the selected ranges of the
+	// source's rows (before selection), selPrefix[j] = selected rows
+	// before range j.
 	sel       [][2]uint64
 	selPrefix []uint64
 	selJump   []int // see selJumpRows
 	// selRow, when the source has at most selDirectMax selected rows
-	// all below 2^32: selRow[k] = the k-th selected row (an O(1) lookup
-	// per drawn sample instead of a search of the ranges); nil otherwise.
+	// whose sample ids are all below 2^32: selRow[k] = the sample id of
+	// the k-th selected row (one load per drawn sample instead of a search
+	// of the ranges and of the row groups); nil otherwise.
 	selRow []uint32
+	// contig: the source's rows are the sample ids [base, base+rows)
+	// (set by newMixState).
+	contig bool
+	base   uint64
 	digest string
 }
 
@@ -115,57 +121,18 @@ type mixSrc struct {
 // the first), then the uvarint of its length; the bytes in standard base64
 // with padding.
 func EncodeSelection(ranges [][2]uint64) string {
-	var buf []byte
+	buf := make([]byte, 0, 2*len(ranges)+16) // two bytes a range at least
 	var end uint64
 	for _, r := range ranges {
-		buf = binary.AppendUvarint(buf, r[0]-end)
-		buf = binary.AppendUvarint(buf, r[1])
+		if gap := r[0] - end; gap < 0x80 && r[1] < 0x80 { // one byte each: most ranges
+			buf = append(buf, byte(gap), byte(r[1]))
+		} else {
+			buf = binary.AppendUvarint(buf, gap)
+			buf = binary.AppendUvarint(buf, r[1])
+		}
 		end = r[0] + r[1]
 	}
 	return base64.StdEncoding.EncodeToString(buf)
-}
-
-// decodeSelection decodes EncodeSelection's text and checks it against a
-// source of n rows: lengths ≥ 1, gaps ≥ 1 after the first range, inside
-// [0, n).
-func decodeSelection(s string, n uint64) ([][2]uint64, error) {
-	buf, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("selection is not base64: %v", err)
-	}
-	var out [][2]uint64
-	var end uint64
-	for len(buf) > 0 {
-		gap, k := binary.Uvarint(buf)
-		if k <= 0 {
-			return nil, fmt.Errorf("selection: bad varint")
-		}
-		buf = buf[k:]
-		ln, k := binary.Uvarint(buf)
-		if k <= 0 {
-			return nil, fmt.Errorf("selection: bad varint")
-		}
-		buf = buf[k:]
-		if ln == 0 || len(out) > 0 && gap == 0 || gap > n || ln > n || end+gap > n-ln {
-			return nil, fmt.Errorf("selection: range %d (gap %d, length %d) is empty, adjacent to the previous one or past the source's %d rows", len(out), gap, ln, n)
-		}
-		out = append(out, [2]uint64{end + gap, ln})
-		end += gap + ln
-	}
-	return out, nil
-}
-
-// selectionDigest is "sha256:" + hex SHA-256 of LE64(start) LE64(length)
-// per range.
-func selectionDigest(ranges [][2]uint64) string {
-	h := sha256.New()
-	var b [16]byte
-	for _, r := range ranges {
-		binary.LittleEndian.PutUint64(b[:8], r[0])
-		binary.LittleEndian.PutUint64(b[8:], r[1])
-		h.Write(b[:])
-	}
-	return fmt.Sprintf("sha256:%x", h.Sum(nil))
 }
 
 // resolveMixture checks mix against the normalized source and returns the
@@ -263,23 +230,9 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture, packed bool) ([]mixSr
 			return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
 		}
 		if ms.Filter != "" {
-			sel, err := decodeSelection(ms.Selection, out[s].n)
-			if err != nil {
+			if err := out[s].setSelection(ms.Selection, idx); err != nil {
 				return nil, 0, configErrorf("sources", "source %s: %v", ms.Name, err)
 			}
-			out[s].sel, out[s].selPrefix = sel, make([]uint64, len(sel)+1)
-			for j, r := range sel {
-				out[s].selPrefix[j+1] = out[s].selPrefix[j] + r[1]
-			}
-			out[s].n = out[s].selPrefix[len(sel)]
-			for j, k := 0, uint64(0); k < out[s].n; k += selJumpRows {
-				for out[s].selPrefix[j+1] <= k {
-					j++
-				}
-				out[s].selJump = append(out[s].selJump, j)
-			}
-			out[s].selRow = directSelection(sel, out[s].n)
-			out[s].digest = selectionDigest(sel)
 			if out[s].n == 0 {
 				return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
 			}
@@ -389,32 +342,4 @@ func (mix *Mixture) resolved(srcs []mixSrc, t uint64) *Mixture {
 		out.Sources[i] = s
 	}
 	return out
-}
-
-// selDirectMax bounds the selected rows of a source whose direct table
-// (4 bytes a row, 256 MiB at most) is built; above it, and when a
-// selected row is at or above 2^32, drawn rows are mapped by searching the
-// ranges through the jump table.
-const selDirectMax = 1 << 26
-
-// selDirectLimit is selDirectMax, lowered by tests to exercise the search.
-var selDirectLimit uint64 = selDirectMax
-
-// directSelection returns the table of the n selected rows of the ranges
-// sel ([start, count] in ascending order), or nil where selDirectMax or
-// the 32-bit row index does not allow one.
-func directSelection(sel [][2]uint64, n uint64) []uint32 {
-	if n == 0 || n > selDirectLimit || len(sel) == 0 {
-		return nil
-	}
-	if last := sel[len(sel)-1]; last[0]+last[1] > 1<<32 {
-		return nil
-	}
-	t := make([]uint32, 0, n)
-	for _, r := range sel {
-		for x := r[0]; x < r[0]+r[1]; x++ {
-			t = append(t, uint32(x))
-		}
-	}
-	return t
 }

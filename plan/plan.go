@@ -424,7 +424,7 @@ func Parse(data []byte) (*Plan, error) {
 // Marshal returns the plan file bytes: indented JSON with a trailing
 // newline. The same plan always gives the same bytes.
 func (p *Plan) Marshal() ([]byte, error) {
-	b, err := json.MarshalIndent(p, "", "  ")
+	b, err := marshalIndent(p) // json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package pqread
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -70,10 +71,16 @@ func (r *ColumnReader) decodeValues(enc format.Encoding, src []byte, count int) 
 		if bw > 32 {
 			return corruptf("dictionary index bit width %d above 32", bw)
 		}
-		if cap(r.idx) < count {
-			r.idx = make([]uint32, count)
+		var idx []uint32
+		if v.indexed { // straight into the values' indices, kept once checked
+			v.idx = slices.Grow(v.idx, count)
+			idx = v.idx[len(v.idx) : len(v.idx)+count]
+		} else {
+			if cap(r.idx) < count {
+				r.idx = make([]uint32, count)
+			}
+			idx = r.idx[:count]
 		}
-		idx := r.idx[:count]
 		if _, err := decodeHybrid(idx, src[1:], bw); err != nil {
 			return corruptf("dictionary indices: %v", err)
 		}
@@ -92,7 +99,7 @@ func (r *ColumnReader) decodeValues(enc format.Encoding, src []byte, count int) 
 			}
 		}
 		if v.indexed {
-			v.idx = append(v.idx, idx...)
+			v.idx = v.idx[:len(v.idx)+count]
 			v.dict = r.dict
 			return nil
 		}

@@ -106,12 +106,29 @@ func unpackLSB[T uint8 | uint32](out []T, src []byte, bw uint) {
 		return
 	}
 	mask := uint64(1)<<bw - 1
-	// Values whose 8-byte window lies inside src: one unaligned load each.
-	fast := 0
-	if len(src) >= 8 {
-		fast = min(len(out), ((len(src)-8)*8)/int(bw)+1)
+	j := 0
+	if bw <= 8 {
+		// Eight values take bw bytes: one load, eight shifts (dictionary
+		// indices of a few distinct values, levels).
+		for ; j+8 <= len(out) && (j>>3)*int(bw)+8 <= len(src); j += 8 {
+			w := binary.LittleEndian.Uint64(src[(j>>3)*int(bw):])
+			o := out[j : j+8 : j+8]
+			o[0] = T(w & mask)
+			o[1] = T(w >> bw & mask)
+			o[2] = T(w >> (2 * bw) & mask)
+			o[3] = T(w >> (3 * bw) & mask)
+			o[4] = T(w >> (4 * bw) & mask)
+			o[5] = T(w >> (5 * bw) & mask)
+			o[6] = T(w >> (6 * bw) & mask)
+			o[7] = T(w >> (7 * bw) & mask)
+		}
 	}
-	for j := 0; j < fast; j++ {
+	// Values whose 8-byte window lies inside src: one unaligned load each.
+	fast := j
+	if len(src) >= 8 {
+		fast = max(j, min(len(out), ((len(src)-8)*8)/int(bw)+1))
+	}
+	for ; j < fast; j++ {
 		p := uint(j) * bw
 		out[j] = T(binary.LittleEndian.Uint64(src[p>>3:]) >> (p & 7) & mask)
 	}

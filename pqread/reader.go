@@ -463,8 +463,14 @@ func (r *ColumnReader) complete(want int64) bool {
 // counts are trusted for preallocation only as far as the chunk's size
 // makes plausible; append grows beyond that if the data needs it.
 func (r *ColumnReader) alloc(n int64) {
-	r.vals = newValues(r.l.info.Kind, r.l.width, int(r.entryHint(n)))
-	r.vals.indexed = r.dictForm && r.vals.kind == KindBytes && r.maxRep == 0
+	hint := int(r.entryHint(n))
+	if r.dictForm && r.l.info.Kind == KindBytes && r.maxRep == 0 {
+		// Indexed values: room for the indices, none for the copied
+		// bytes' offsets (a fallback page grows them, unindex).
+		r.vals = &values{kind: KindBytes, width: r.l.width, indexed: true, idx: make([]uint32, 0, hint), offs: []int64{0}}
+	} else {
+		r.vals = newValues(r.l.info.Kind, r.l.width, hint)
+	}
 	if r.maxDef > 0 {
 		r.defs = make([]uint8, 0, r.entryHint(n))
 	}

@@ -308,10 +308,7 @@ func cmpColLit(op string, v *Vector, t Type, lit Value, out []uint8) bool {
 			}
 			break
 		}
-		for i, a := range fs {
-			// A NaN row is above x; -0 equals 0.
-			out[i] = tab[(1+b2i(a > x || a != a)-b2i(a < x))&3]
-		}
+		cmpFloats(op, fs, x, out)
 	case t == Int && lit.Type == Int:
 		y := lit.I
 		for i, a := range v.Ints[:len(out)] {
@@ -328,6 +325,40 @@ func cmpColLit(op string, v *Vector, t Type, lit Value, out []uint8) bool {
 		}
 	}
 	return true
+}
+
+// cmpFloats sets out[i] to T or F by fs[i] op x, x not NaN, in the
+// order of cmpFloat: a NaN row is above x, -0 equals 0. One loop per
+// operator, each row's result from the flags of two compares with no
+// branch (random data would mispredict one per row).
+func cmpFloats(op string, fs []float64, x float64, out []uint8) {
+	out = out[:len(fs)]
+	switch op {
+	case "=":
+		for i, a := range fs {
+			out[i] = uint8(b2i(a == x))
+		}
+	case "!=":
+		for i, a := range fs {
+			out[i] = uint8(b2i(a != x))
+		}
+	case "<":
+		for i, a := range fs {
+			out[i] = uint8(b2i(a < x))
+		}
+	case "<=":
+		for i, a := range fs {
+			out[i] = uint8(b2i(a <= x))
+		}
+	case ">": // above x or NaN: neither below nor equal
+		for i, a := range fs {
+			out[i] = uint8(b2i(!(a <= x)))
+		}
+	case ">=": // not below x (NaN included)
+		for i, a := range fs {
+			out[i] = uint8(b2i(!(a < x)))
+		}
+	}
 }
 
 // b2i is 1 for true, 0 for false.

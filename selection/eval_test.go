@@ -96,3 +96,25 @@ func TestEvalVecEqualsRowRandom(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEvalFloatCompare: `quality >= 0.5` over 2^20 rows of random
+// quality values (half above, so a branch per row would mispredict half
+// the time), the typed loop of cmpColLit.
+func BenchmarkEvalFloatCompare(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 1 << 20
+	v := Vector{Floats: make([]float64, n)}
+	for i := range v.Floats {
+		v.Floats[i] = float64(rng.IntN(1000)) / 1000
+	}
+	f, err := Compile("quality >= 0.5", []Column{{Name: "quality", Type: Float}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([]uint8, 0, n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out = f.Eval([]Vector{v}, n, out[:0])
+	}
+	b.ReportMetric(float64(b.N)*float64(n)/b.Elapsed().Seconds()/1e6, "Mrows/s")
+}

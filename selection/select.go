@@ -2,7 +2,9 @@ package selection
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 
@@ -151,7 +153,7 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 	if memory > 0 {
 		memory = max(1, memory/int64(par))
 	}
-	parts := make([]*Result, len(files))
+	parts := make([]*fileResult, len(files))
 	err := pool.ForEach(ctx, len(files), par, func(i int) error {
 		var err error
 		parts[i], err = selectFile(ctx, st, f, files[i], bases[i], names, data, isPart, memory)
@@ -162,16 +164,23 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 	}
 	n := 0
 	for _, p := range parts {
-		n += len(p.Ranges)
+		n += p.ranges.n
 	}
-	res := &Result{Ranges: make([][2]uint64, 0, n)} // one allocation, not a doubling copy per file
+	res := &Result{Ranges: make([][2]uint64, 0, n)} // one allocation, one copy of each file's ranges
 	for _, p := range parts {
 		res.RowGroups += p.RowGroups
 		res.Skipped += p.Skipped
 		res.PagesRead += p.PagesRead
 		res.PagesSkipped += p.PagesSkipped
-		for _, r := range p.Ranges {
-			res.add(r[0], r[1])
+		for _, c := range p.ranges.chunks {
+			if len(c) == 0 {
+				continue
+			}
+			res.add(c[0][0], c[0][1]) // joins the previous file's last range when adjacent
+			res.Ranges = append(res.Ranges, c[1:]...)
+			for _, r := range c[1:] {
+				res.Selected += r[1]
+			}
 		}
 	}
 	res.BytesRead = read.Load()
@@ -187,6 +196,83 @@ func (r *Result) add(start, n uint64) {
 	r.Ranges = append(r.Ranges, [2]uint64{start, n})
 }
 
+// rangeChunk is how many ranges one chunk of a rangeList holds (16 bytes
+// each: 512 KiB a chunk).
+const rangeChunk = 1 << 15
+
+// rangeList collects ascending ranges (start, length), joining adjacent
+// ones, in chunks of rangeChunk: it grows without copying what it holds.
+type rangeList struct {
+	chunks [][][2]uint64
+	n      int // ranges held
+}
+
+func (l *rangeList) add(start, n uint64) {
+	if k := len(l.chunks); k > 0 {
+		c := l.chunks[k-1]
+		if last := &c[len(c)-1]; last[0]+last[1] == start {
+			last[1] += n
+			return
+		}
+		if len(c) < cap(c) {
+			l.chunks[k-1] = append(c, [2]uint64{start, n})
+			l.n++
+			return
+		}
+	}
+	c := make([][2]uint64, 1, rangeChunk)
+	c[0] = [2]uint64{start, n}
+	l.chunks = append(l.chunks, c)
+	l.n++
+}
+
+// addTrue adds the rows i of tri that hold T as row base+i, run by run:
+// 64 rows at a time, each row's T flag packed into a bit of a word (eight
+// rows by one multiplication), each run of set bits found by counting
+// trailing zeros, with no branch per row.
+func (l *rangeList) addTrue(tri []uint8, base uint64) {
+	i := 0
+	for ; i+64 <= len(tri); i += 64 {
+		var w uint64
+		for k := 0; k < 8; k++ {
+			w |= packT(binary.LittleEndian.Uint64(tri[i+8*k:])) << (8 * k)
+		}
+		l.addWord(w, base+uint64(i))
+	}
+	var w uint64
+	for k, v := range tri[i:] {
+		w |= uint64(b2i(v == T)) << k
+	}
+	l.addWord(w, base+uint64(i))
+}
+
+// packT returns, for eight F, T or U values x (one per byte, little
+// endian), a byte whose bit k says byte k is T. T is 1 and the others 0
+// and 2, so byte k is T when its bit 0 is set and its bit 1 clear; the
+// multiplication gathers bit 0 of each byte into the top byte (the bits
+// land on distinct positions, so no carry disturbs them).
+func packT(x uint64) uint64 {
+	t := x &^ (x >> 1) & 0x0101010101010101
+	return t * 0x0102040810204080 >> 56
+}
+
+// addWord adds the rows base+k for the set bits k of w, run by run.
+func (l *rangeList) addWord(w, base uint64) {
+	off := uint64(0)
+	for w != 0 {
+		s := uint(bits.TrailingZeros64(w))
+		w >>= s
+		off += uint64(s)
+		n := uint(bits.TrailingZeros64(^w)) // 64 when the run fills w
+		l.add(base+off, uint64(n))
+		if n == 64 {
+			return
+		}
+		w >>= n
+		off += uint64(n)
+	}
+}
+
 func typeOf(cols []Column, name string) string {
 	for _, c := range cols {
 		if c.Name == name {
@@ -196,11 +282,18 @@ func typeOf(cols []Column, name string) string {
 	return Null.String()
 }
 
+// fileResult is the selection of one file: Result's counts, its ranges
+// in a rangeList.
+type fileResult struct {
+	Result
+	ranges rangeList
+}
+
 // selectFile evaluates f over one file whose first row is base of the
 // source: data[i] is f.Columns[i]'s index in names (the columns read), or
 // -1 for a partition column (isPart gives its index in fl.Partition).
-func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base uint64, names []string, data []int, isPart map[string]int, memory int64) (*Result, error) {
-	res := &Result{}
+func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base uint64, names []string, data []int, isPart map[string]int, memory int64) (*fileResult, error) {
+	res := &fileResult{}
 	var tri []uint8
 	starts := make([]uint64, len(fl.RowGroups))
 	s := base
@@ -262,17 +355,7 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 			}
 		}
 		tri = f.Eval(vecs, int(rows), tri[:0])
-		for i := 0; i < len(tri); i++ {
-			if tri[i] != T {
-				continue
-			}
-			j := i
-			for j < len(tri) && tri[j] == T {
-				j++
-			}
-			res.add(starts[g]+uint64(first)+uint64(i), uint64(j-i))
-			i = j
-		}
+		res.ranges.addTrue(tri, starts[g]+uint64(first))
 		return nil
 	}
 	var err error

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/prepml/prep/internal/duckdbtest"
@@ -211,4 +213,65 @@ func rowGroupsOf(n, g int64) []int64 {
 		out = append(out, min(n, g))
 	}
 	return out
+}
+
+// TestRangeListAddTrue: the ranges addTrue collects (64 rows a word, runs
+// by trailing-zero counts, chunks of rangeChunk ranges) are the runs of T
+// rows found one row at a time, for T, F and U rows at random densities,
+// runs crossing words and calls (adjacent calls join), lengths that are
+// and are not multiples of 64, and more ranges than one chunk holds.
+func TestRangeListAddTrue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		rows   int
+		pT, pU float64
+	}{{0, 0.5, 0}, {1, 1, 0}, {63, 0.5, 0.2}, {64, 1, 0}, {65, 0.9, 0.05}, {1000, 0.2, 0.3}, {4096, 0.97, 0}, {200000, 0.5, 0.1}, {3000, 0, 0.5}} {
+		var calls [][]uint8
+		var want [][2]uint64
+		base := uint64(rng.IntN(100))
+		row := base
+		for range 3 {
+			tri := make([]uint8, c.rows)
+			for i := range tri {
+				switch x := rng.Float64(); {
+				case x < c.pT:
+					tri[i] = T
+				case x < c.pT+c.pU:
+					tri[i] = U
+				}
+				if tri[i] != T {
+					continue
+				}
+				if k := len(want); k > 0 && want[k-1][0]+want[k-1][1] == row+uint64(i) {
+					want[k-1][1]++
+				} else {
+					want = append(want, [2]uint64{row + uint64(i), 1})
+				}
+			}
+			calls = append(calls, tri)
+			row += uint64(c.rows)
+		}
+		var l rangeList
+		row = base
+		for _, tri := range calls {
+			l.addTrue(tri, row)
+			row += uint64(len(tri))
+		}
+		var got [][2]uint64
+		for _, ch := range l.chunks {
+			got = append(got, ch...)
+		}
+		if !slices.Equal(got, want) || l.n != len(want) {
+			t.Fatalf("%d rows, p(T) %.2f: %d ranges (n %d), want %d; first difference at %d", c.rows, c.pT, len(got), l.n, len(want), firstDiffRange(got, want))
+		}
+	}
+}
+
+func firstDiffRange(a, b [][2]uint64) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

@@ -1,7 +1,7 @@
 package main
 
 // --cpuprofile and --trace on the commands that move data (convert, verify,
-// load): a CPU profile (runtime/pprof) and an execution trace
+// load) and on plan: a CPU profile (runtime/pprof) and an execution trace
 // (runtime/trace) of the command's run, for users to send with a report of
 // slowness. PREP_CPUPROFILE and PREP_TRACE name the files when the flags
 // are not given (a launcher's environment, a wrapper script).
@@ -19,7 +19,7 @@ import (
 )
 
 // profiledCommands are the commands that take --cpuprofile and --trace.
-var profiledCommands = map[string]bool{"convert": true, "verify": true, "load": true}
+var profiledCommands = map[string]bool{"convert": true, "verify": true, "load": true, "plan": true}
 
 // Environment variables naming the profile files when the flags are not
 // given.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/verify/verifytest"
 )
 
@@ -50,17 +51,23 @@ func checkTrace(t *testing.T, path string) {
 	}
 }
 
-// TestProfileFlags: verify and load write the CPU profile and the trace
-// named by --cpuprofile and --trace, and keep their exit status.
+// TestProfileFlags: verify, load and plan write the CPU profile and the
+// trace named by --cpuprofile and --trace, and keep their exit status.
 func TestProfileFlags(t *testing.T) {
 	f := verifytest.Build(t)
 	tmp := t.TempDir()
+	type row struct {
+		ID int64 `parquet:"id"`
+	}
+	src := filepath.Join(tmp, "d.parquet")
+	pqfixture.Of(row{1}, row{2}, row{3}, row{4}).WriteFile(t, src)
 	for _, c := range []struct {
 		name string
 		args []string
 	}{
 		{"verify", []string{"verify", f.Dir}},
 		{"load", []string{"load", f.Dir, "--epoch", "0", "--rank", "0", "-q"}},
+		{"plan", []string{"plan", "--source", src, "--global-batch", "4", "-o", filepath.Join(tmp, "plan.json"), "-q"}},
 	} {
 		cpu, tr := filepath.Join(tmp, c.name+".pprof"), filepath.Join(tmp, c.name+".trace")
 		code, out, errs := runCLI(append(c.args, "--cpuprofile", cpu, "--trace", tr)...)
@@ -102,8 +109,8 @@ func TestProfileEnvironment(t *testing.T) {
 }
 
 // TestProfileFlagErrors: a profile file that cannot be created is a usage
-// error (exit 2) naming the flag; commands other than convert, verify and
-// load have no such flag.
+// error (exit 2) naming the flag; commands other than convert, verify,
+// load and plan have no such flag.
 func TestProfileFlagErrors(t *testing.T) {
 	f := verifytest.Build(t)
 	bad := filepath.Join(t.TempDir(), "no-such-dir", "cpu.pprof")
@@ -114,7 +121,7 @@ func TestProfileFlagErrors(t *testing.T) {
 	if code, _, errs := runCLI("inspect", f.Dir, "--cpuprofile", filepath.Join(t.TempDir(), "x")); code != 2 {
 		t.Errorf("inspect --cpuprofile: exit %d, stderr %q; want 2 (unknown flag)", code, errs)
 	}
-	for _, c := range []string{"convert", "verify", "load"} {
+	for _, c := range []string{"convert", "verify", "load", "plan"} {
 		_, out, _ := runCLI(c, "--help")
 		if !strings.Contains(out, "--cpuprofile FILE") || !strings.Contains(out, "--trace FILE") || !strings.Contains(out, envCPUProfile) {
 			t.Errorf("%s --help does not document --cpuprofile, --trace and $%s", c, envCPUProfile)

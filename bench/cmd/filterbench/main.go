@@ -3,7 +3,7 @@
 // (default 20 M rows, 10 columns, 4 files of 5 M rows in row groups of 1 M):
 //
 //   - prep plan --sources with one source filtered by the predicate (wall
-//     time, median of -runs; the plan's own filter_bytes_read);
+//     and CPU time, median of -runs; the plan's own filter_bytes_read);
 //   - DuckDB SELECT count(*) ... WHERE <predicate> over the same files:
 //     the query's time as DuckDB's EXPLAIN ANALYZE reports it ("Total
 //     Time", without the process start-up), and the node process's wall
@@ -11,7 +11,9 @@
 //   - the filter columns' compressed size (DuckDB parquet_metadata), the
 //     floor of what any reader must read.
 //
-// It writes a Markdown section to -o (bench/filter-results.md).
+// The -runs rounds alternate: each runs prep once, then DuckDB. It writes
+// a Markdown section to -o (bench/filter-results.md) with the load average
+// at the end of the run.
 package main
 
 import (
@@ -63,28 +65,6 @@ func main() {
 	abs, _ := filepath.Abs(data)
 	srcFile := filepath.Join(*dir, "sources.yaml")
 	os.WriteFile(srcFile, []byte(fmt.Sprintf("sources:\n  - name: web\n    path: %s/\n    filter: %q\n", abs, predicate)), 0o644)
-	var planTimes []time.Duration
-	var sum struct {
-		Mixture struct {
-			Sources []struct {
-				Rows            uint64 `json:"rows"`
-				FilterBytesRead int64  `json:"filter_bytes_read"`
-			} `json:"sources"`
-		} `json:"mixture"`
-	}
-	for i := 0; i < *runs; i++ {
-		start := time.Now()
-		cmd := exec.Command(*prep, "plan", "--sources", srcFile, "--global-batch", "1024", "-o", filepath.Join(*dir, "plan.json"), "--json", "-q", "--progress", "never")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			log.Fatalf("prep plan: %v\n%s", err, stderr.String())
-		}
-		planTimes = append(planTimes, time.Since(start))
-		if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
-			log.Fatal(err)
-		}
-	}
 	list := "["
 	for i, f := range files {
 		if i > 0 {
@@ -103,10 +83,33 @@ func main() {
 		}
 		return time.Since(start), string(o)
 	}
-	var duckTimes, queryTimes []time.Duration
+	var sum struct {
+		Mixture struct {
+			Sources []struct {
+				Rows            uint64 `json:"rows"`
+				FilterBytesRead int64  `json:"filter_bytes_read"`
+			} `json:"sources"`
+		} `json:"mixture"`
+	}
+	// Rounds alternate prep and DuckDB, so that a change in the machine's
+	// load during the run moves both sides of the ratio alike.
+	var planTimes, planCPU, duckTimes, queryTimes, ratios []time.Duration
 	var count string
 	total := regexp.MustCompile(`Total Time: ([0-9.]+)s`)
 	for i := 0; i < *runs; i++ {
+		start := time.Now()
+		cmd := exec.Command(*prep, "plan", "--sources", srcFile, "--global-batch", "1024", "-o", filepath.Join(*dir, "plan.json"), "--json", "-q", "--progress", "never")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			log.Fatalf("prep plan: %v\n%s", err, stderr.String())
+		}
+		pt := time.Since(start)
+		planTimes = append(planTimes, pt)
+		planCPU = append(planCPU, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+		if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+			log.Fatal(err)
+		}
 		d, o := duckRun(fmt.Sprintf("SELECT count(*) FROM read_parquet(%s) WHERE %s", list, predicate))
 		duckTimes, count = append(duckTimes, d), o
 		_, o = duckRun(fmt.Sprintf("EXPLAIN ANALYZE SELECT count(*) FROM read_parquet(%s) WHERE %s", list, predicate))
@@ -115,7 +118,9 @@ func main() {
 			log.Fatalf("no Total Time in DuckDB's EXPLAIN ANALYZE: %.300s", o)
 		}
 		sec, _ := strconv.ParseFloat(m[1], 64)
-		queryTimes = append(queryTimes, time.Duration(sec*float64(time.Second)))
+		qt := time.Duration(sec * float64(time.Second))
+		queryTimes = append(queryTimes, qt)
+		ratios = append(ratios, time.Duration(float64(pt)/float64(qt)*float64(time.Millisecond)))
 	}
 	_, comp := duckRun(fmt.Sprintf("SELECT sum(total_compressed_size) FROM parquet_metadata(%s) WHERE path_in_schema IN ('lang', 'quality')", list))
 	var cres struct{ Rows [][]json.Number }
@@ -129,15 +134,18 @@ func main() {
 		log.Fatalf("prep selected %d rows, DuckDB counts %d", src.Rows, duckCount)
 	}
 	med := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
-	pt, dt, qt := med(planTimes), med(duckTimes), med(queryTimes)
+	pt, pc, dt, qt, rr := med(planTimes), med(planCPU), med(duckTimes), med(queryTimes), med(ratios)
+	load, _ := os.ReadFile("/proc/loadavg")
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Plan with a row filter\n\n")
-	fmt.Fprintf(&b, "`bench/cmd/filterbench` (`make bench`): %d rows, 10 columns, %d files, row groups of 1 M rows; filter `%s` selects %d rows (DuckDB agrees). Medians of %d runs on this machine, same run.\n\n", *rows, len(files), predicate, src.Rows, *runs)
+	fmt.Fprintf(&b, "`bench/cmd/filterbench` (`make bench`): %d rows, 10 columns, %d files, row groups of 1 M rows; filter `%s` selects %d rows (DuckDB agrees). Medians of %d rounds on this machine, each round prep then DuckDB; load average (1, 5, 15 min) at the end: %s.\n\n", *rows, len(files), predicate, src.Rows, *runs, strings.Join(strings.Fields(string(load))[:3], ", "))
 	fmt.Fprintf(&b, "| measure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| `prep plan --sources` (filter, footers, plan file) | %.2f s |\n", pt.Seconds())
+	fmt.Fprintf(&b, "| the same, CPU (user + system) | %.2f s |\n", pc.Seconds())
 	fmt.Fprintf(&b, "| DuckDB `SELECT count(*) ... WHERE` (EXPLAIN ANALYZE Total Time) | %.2f s |\n", qt.Seconds())
 	fmt.Fprintf(&b, "| DuckDB the same, whole node process (start-up included) | %.2f s |\n", dt.Seconds())
 	fmt.Fprintf(&b, "| ratio prep process / DuckDB query time (goal <= 2) | %.2fx |\n", pt.Seconds()/qt.Seconds())
+	fmt.Fprintf(&b, "| median of the rounds' ratios, prep process / DuckDB query time | %.2fx |\n", float64(rr)/float64(time.Millisecond))
 	fmt.Fprintf(&b, "| ratio prep process / DuckDB process | %.2fx |\n", pt.Seconds()/dt.Seconds())
 	fmt.Fprintf(&b, "| bytes prep read for the filter | %d |\n", src.FilterBytesRead)
 	fmt.Fprintf(&b, "| compressed size of the filter columns (lang, quality) | %d |\n", compressed)
@@ -150,7 +158,7 @@ func main() {
 
 // generate writes rows rows into 4 files under dir, unless done before.
 func generate(dir string, rows int) error {
-	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
+	if _, err := os.Stat(dir + ".done"); err == nil {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -188,5 +196,5 @@ func generate(dir string, rows int) error {
 			return err
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
+	return os.WriteFile(dir+".done", nil, 0o644) // beside the data, which holds only Parquet files
 }

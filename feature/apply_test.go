@@ -50,7 +50,7 @@ func convertRows(t *testing.T, spec TensorSpec, schema fileSchema, cols ...*pqre
 	recs := NewRecords(outs, make([]byte, rows*RecordSize(outs)))
 	for j, c := range cols {
 		loc := chunkLoc{file: schema.rel, column: plans[0].cols[0][j].Name, tensor: spec.Name, rowGroup: 0}
-		if err := plans[0].apply(c, 0, j, []RowRun{{0, rows, 0}}, recs, loc, nil); err != nil {
+		if err := plans[0].kind.apply(c, nil, 0, j, []RowRun{{0, rows, 0}}, recs, loc, nil); err != nil {
 			return outs, nil, err
 		}
 	}
@@ -216,7 +216,7 @@ func TestSparseRuns(t *testing.T) {
 	}
 	outs := outputs(plans)
 	buf := make([]byte, 3*sampleBytes(outs[0]))
-	if err := plans[0].apply(c, 0, 0, []RowRun{{1, 2, 0}, {4, 6, 1}}, NewRecords(outs, buf), chunkLoc{}, nil); err != nil {
+	if err := plans[0].kind.apply(c, nil, 0, 0, []RowRun{{1, 2, 0}, {4, 6, 1}}, NewRecords(outs, buf), chunkLoc{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(featuretest.I32s(buf)); got != "[11 14 15]" {
@@ -469,14 +469,14 @@ func TestSliceRowBase(t *testing.T) {
 	outs := outputs(plans)
 	buf := make([]byte, 3*sampleBytes(outs[0]))
 	loc := chunkLoc{file: "a.parquet", column: "v", rowGroup: 2, rowBase: 3}
-	if err := plans[0].apply(c.Slice(3, 6), 0, 0, []RowRun{{0, 3, 0}}, NewRecords(outs, buf), loc, nil); err != nil {
+	if err := plans[0].kind.apply(c.Slice(3, 6), nil, 0, 0, []RowRun{{0, 3, 0}}, NewRecords(outs, buf), loc, nil); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(buf) != "[13 9 15]" {
 		t.Errorf("rows 3-5 wrote %v, want [13 9 15]", buf)
 	}
 	loc.rowBase = 1
-	err = plans[0].apply(c.Slice(1, 4), 0, 0, []RowRun{{0, 3, 0}}, NewRecords(outs, buf), loc, nil)
+	err = plans[0].kind.apply(c.Slice(1, 4), nil, 0, 0, []RowRun{{0, 3, 0}}, NewRecords(outs, buf), loc, nil)
 	if err == nil || err.Error() != `a.parquet: column "v", row group 2, row 2: value 300 out of range for U8 [0, 255]` {
 		t.Errorf("err = %v", err)
 	}

@@ -130,24 +130,8 @@ func newArena(files []*sourceFile, plans []*tensorPlan, tensors []shardfmt.Tenso
 			}
 			slots := make([]arenaSlot, n)
 			for _, tp := range plans {
-				if tp.mode != modeJagged {
-					continue
-				}
-				ci := tp.cols[fi][0]
-				vals := valuesBound(f.decodedSize(rg, ci), ci)
-				if tp.bytesJag {
-					// Jagged bytes: the chunk's bytes, bounded by its
-					// uncompressed size (jaggedBytesBound).
-					slots[a.ord[tp.out]] = a.region(jaggedBytesBound(f.decodedSize(rg, ci)))
-					continue
-				}
-				slots[a.ord[tp.out]] = a.region(vals * int64(tp.es))
-				if tp.elemMask >= 0 {
-					slots[a.ord[tp.elemMask]] = a.region(vals)
-				}
-				if tp.innerLens >= 0 {
-					// At most one inner list per level entry.
-					slots[a.ord[tp.innerLens]] = a.region(8 * vals)
+				if vk, ok := tp.kind.(valuesKind); ok {
+					vk.regions(a, f, fi, rg, slots)
 				}
 			}
 			a.regions[rowGroupKey{fi, rg}] = slots

@@ -2,13 +2,40 @@ package feature
 
 import (
 	"github.com/prepml/prep/pqread"
+	"github.com/prepml/prep/shardfmt"
 )
 
 // Jagged bytes (bytes: {mode: jagged}, SPEC.md §2.4.1): a string or binary
 // column read as a jagged U8 tensor, each sample holding its value's bytes
-// exactly. It is a jagged tensor like a jagged list (modeJagged, values in
-// the arena, shard format 2.0) whose row is one value and whose values
-// are that value's bytes.
+// exactly. It is a jagged tensor like a jagged list (values in the arena,
+// shard format 2.0) whose row is one value and whose values are that
+// value's bytes.
+
+// bytesJaggedKind is a string or binary column read as jagged bytes.
+type bytesJaggedKind struct {
+	*tensorPlan
+	maxRow int64 // the most bytes of one row (setRowLimit)
+}
+
+// outputs: the tensor is jagged.
+func (tp *bytesJaggedKind) outputs(out []shardfmt.TensorInfo) []shardfmt.TensorInfo {
+	return tp.derived(out, true, nil, nil, nil)
+}
+
+// nullError: a null value is an empty one under a null policy only.
+func (tp *bytesJaggedKind) nullError(col *pqread.Column, loc chunkLoc, row int) error {
+	return tp.nullListError(col, loc, row)
+}
+
+// setRowLimit bounds a row's value to block bytes.
+func (tp *bytesJaggedKind) setRowLimit(block int64) { tp.maxRow = block / int64(tp.es) }
+
+// regions: the chunk's bytes, bounded by its uncompressed size
+// (jaggedBytesBound).
+func (tp *bytesJaggedKind) regions(a *Arena, f *sourceFile, fi, rg int, slots []arenaSlot) {
+	ci := tp.cols[fi][0]
+	slots[a.ord[tp.out]] = a.region(jaggedBytesBound(f.decodedSize(rg, ci)))
+}
 
 // bytesJagged reports whether t reads a string or binary column as jagged
 // bytes.
@@ -32,12 +59,12 @@ func (t *TensorSpec) validateBytesJagged() error {
 	return nil
 }
 
-// applyBytesJagged writes the needed rows of col (runs), a BYTE_ARRAY or
+// apply writes the needed rows of col (runs), a BYTE_ARRAY or
 // FIXED_LEN_BYTE_ARRAY column, as jagged U8 samples: each value's bytes
 // into the arena through vw, the row's reference into its record, and
 // its mask. A null row is an empty value under a null policy, else an
 // error.
-func (tp *tensorPlan) applyBytesJagged(col *pqread.Column, runs []RowRun, bufs *Records, loc chunkLoc, vw *valueWriter) error {
+func (tp *bytesJaggedKind) apply(col, _ *pqread.Column, _, _ int, runs []RowRun, bufs *Records, loc chunkLoc, vw *valueWriter) error {
 	for _, r := range runs {
 		for i := r.Lo; i < r.Hi; i++ {
 			slot := r.Dst + int64(i-r.Lo)

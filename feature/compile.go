@@ -28,29 +28,15 @@ const (
 	clsBytes
 )
 
-// tensorMode is how a tensor's samples are built from its columns.
-type tensorMode int
-
-const (
-	modeStack     tensorMode = iota + 1 // k scalar columns, one value each
-	modeList                            // one LIST column, L values
-	modeBytesHash                       // one string/binary column, hashed to I64
-	modeBytesPad                        // one string/binary column, padded bytes
-	modeJagged                          // one LIST column, all its elements (list.jagged)
-	modeMapDense                        // a MAP's key and value leaves, the values of given keys (map.keys)
-	modeImage                           // one binary column of encoded images, decoded to U8 [H, W, C] (image.go)
-	modePartition                       // a hive partition key's value, constant per file, no column (partition.go)
-)
-
-// tensorPlan is a TensorSpec compiled against the sources: dtypes, output
-// tensor indices, fill bytes, and per file the resolved columns.
+// tensorPlan is a TensorSpec compiled against the sources: what every
+// tensor kind shares (dtype, output tensor indices, fill bytes, and per
+// file the resolved columns), and its kind (kind.go), which embeds it.
 type tensorPlan struct {
 	spec      *TensorSpec
+	kind      tensorKind
 	dt        shardfmt.DType
 	enc       encoder
-	mode      tensorMode
 	shape     []uint64
-	perSample int // values per sample: k, L or max_len
 	es        int // bytes per value
 	out       int // index of the main tensor among the outputs
 	mask      int // index of <name>_mask, -1 if none
@@ -58,28 +44,15 @@ type tensorPlan struct {
 	lengths   int // index of <name>_lengths, -1 if none
 	lenDT     shardfmt.DType
 	fill      []byte // per value, nil = nulls are errors
-	pad       []byte // list pad value, nil = short rows are errors
 	elemFill  []byte // list null element value, nil = errors
 	nanError  bool
-	buckets   uint64
-	maxLen    int64
-	truncate  bool
 	text      bool // the column holds text (STRING, ENUM or JSON): truncation is a fix to suggest (tooLong)
 	maxValue  int64
-	maxRow    int64                 // jagged: the most values of one row (setRowLimit)
-	depth     int                   // jagged: 1 for a list, 2 for a list of lists
-	innerLens int                   // index of <name>_inner_lengths (depth 2), -1 if none
 	base      string                // the name <name>_mask and <name>_element_mask extend when not the spec's (a map's <name>.values)
-	mapRole   string                // jagged: "key" or "value" for a map's <name>.keys and <name>.values
-	denseKeys map[string]int        // modeMapDense, string keys: map.keys' index by key bytes
-	denseInts map[int64]int         // modeMapDense, integer keys: by value (unsigned keys by their bits)
 	overflows atomic.Int64          // narrow-float overflows stored as ±Inf (see cast.go)
-	img       *imagePlan            // modeImage: the compiled image policy
-	bytesJag  bool                  // modeJagged over a string or binary column (bytes.mode jagged): a row's values are its value's bytes
 	cols      [][]pqread.ColumnInfo // [file][j]
 	classes   [][]srcClass          // [file][j]
 	signature []string              // [j]: type signature of the first file
-	part      []partConst           // modePartition: [file] its value
 }
 
 // outputs returns the TensorInfo of every output tensor of the plans, in
@@ -88,42 +61,7 @@ type tensorPlan struct {
 func outputs(plans []*tensorPlan) []shardfmt.TensorInfo {
 	var out []shardfmt.TensorInfo
 	for _, tp := range plans {
-		tp.out = len(out)
-		jag := tp.mode == modeJagged
-		out = append(out, shardfmt.TensorInfo{Name: tp.spec.Name, DType: tp.dt, Shape: tp.shape, Jagged: jag})
-		tp.mask, tp.elemMask, tp.lengths = -1, -1, -1
-		if (tp.spec.Nulls != nil && tp.spec.Nulls.Mask) || tp.spec.imageMasked() {
-			tp.mask = len(out)
-			var sh []uint64
-			if tp.mode == modeStack {
-				sh = tp.shape
-			}
-			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.baseName(), DerivedMask), DType: shardfmt.U8, Shape: sh})
-		}
-		if tp.img != nil && tp.spec.Image.OriginalSize {
-			tp.img.origSize = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.spec.Name, DerivedOriginalSize), DType: shardfmt.I32, Shape: []uint64{2}})
-		}
-		if tp.spec.List != nil && tp.spec.List.ElementMask {
-			tp.elemMask = len(out)
-			// One byte per element: the fixed list's shape, or per value
-			// of a jagged tensor a scalar, whatever the per-value shape
-			// of its values (a padded string's [max_len]).
-			sh := tp.shape
-			if jag {
-				sh = nil
-			}
-			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.baseName(), DerivedElementMask), DType: shardfmt.U8, Shape: sh, Jagged: jag})
-		}
-		tp.innerLens = -1
-		if jag && tp.depth == 2 {
-			tp.innerLens = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.spec.Name, DerivedInnerLengths), DType: shardfmt.I64, Jagged: true})
-		}
-		if (tp.spec.List != nil && tp.spec.List.Lengths) || (tp.spec.Bytes != nil && tp.spec.Bytes.Lengths) {
-			tp.lengths = len(out)
-			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.spec.Name, DerivedLengths), DType: tp.lenDT, Shape: nil})
-		}
+		out = tp.kind.outputs(out)
 	}
 	return out
 }
@@ -364,27 +302,21 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 				Err: schemaErrorf("%s: an image policy reads a binary column (or a struct whose field bytes is one) holding one encoded image per row", typeSignature(first[0]))}
 		}
-		if err := tp.compileImage(); err != nil {
+		k, err := compileImage(tp)
+		if err != nil {
 			return nil, terr(err)
 		}
+		tp.kind = k
 	case tp.classes[0][0] == clsBytes && !isList && t.bytesJagged():
-		tp.mode = modeJagged
-		tp.bytesJag = true
-		tp.perSample = 1
-		tp.depth = 1
+		tp.kind = &bytesJaggedKind{tensorPlan: tp}
 	case tp.classes[0][0] == clsBytes && isList && !t.jagged():
 		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 			Err: schemaErrorf("%s: a list of strings or binary values becomes a tensor only as a jagged list: list: {jagged: true} with bytes: {mode: hash, buckets: N} (dtype I64, one per element) or {mode: pad, max_len: L} (dtype U8, [L] per element)", typeSignature(first[0]))}
 	case tp.classes[0][0] == clsBytes && !isList:
 		if t.Bytes.Mode == "hash" {
-			tp.mode = modeBytesHash
-			tp.buckets = t.Bytes.Buckets
-			tp.perSample = 1
+			tp.kind = &hashKind{tensorPlan: tp, buckets: t.Bytes.Buckets}
 		} else {
-			tp.mode = modeBytesPad
-			tp.maxLen = t.Bytes.MaxLen
-			tp.truncate = t.Bytes.Truncate
-			tp.perSample = int(t.Bytes.MaxLen)
+			tp.kind = &padKind{tensorPlan: tp, maxLen: t.Bytes.MaxLen, truncate: t.Bytes.Truncate}
 			if t.Shape == nil {
 				tp.shape = []uint64{uint64(t.Bytes.MaxLen)}
 			}
@@ -402,13 +334,12 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			}
 		}
 		if t.jagged() {
-			tp.mode = modeJagged
-			tp.perSample = 1
-			tp.depth = depth
+			jk := &jaggedKind{tensorPlan: tp, depth: depth, innerLens: -1}
+			tp.kind = jk
 			if b := t.Bytes; b != nil {
 				// A map's string keys (map.key_bytes): hashed to one I64,
 				// or padded to a U8 value of shape [max_len].
-				tp.buckets, tp.maxLen, tp.truncate = b.Buckets, b.MaxLen, b.Truncate
+				jk.buckets, jk.maxLen, jk.truncate = b.Buckets, b.MaxLen, b.Truncate
 				if b.Mode == "pad" {
 					tp.es = int(b.MaxLen)
 					tp.shape = []uint64{uint64(b.MaxLen)}
@@ -424,10 +355,10 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 				Err: specErrorf("list column needs a shape (the fixed number of values per sample: --tensor NAME=COL:DTYPE:SHAPE), or list: {jagged: true} (--tensor NAME=COL:DTYPE:jagged)")}
 		}
-		tp.mode = modeList
-		tp.perSample = int(shapeProduct(t.Shape))
+		lk := &listKind{tensorPlan: tp, length: int(shapeProduct(t.Shape))}
+		tp.kind = lk
 		if t.List != nil {
-			tp.truncate = t.List.Truncate
+			lk.truncate = t.List.Truncate
 			tp.lenDT, _ = lengthsDType(t.List.LengthsDType)
 		}
 	default:
@@ -435,8 +366,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 				Err: schemaErrorf("list policy given for a column that is not a list")}
 		}
-		tp.mode = modeStack
-		tp.perSample = len(first)
+		tp.kind = &stackKind{tensorPlan: tp}
 		if t.Shape == nil && len(first) > 1 {
 			tp.shape = []uint64{uint64(len(first))}
 		}
@@ -449,14 +379,18 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			tp.shape = append(tp.shape, uint64(d))
 		}
 	}
-	if t.Bytes != nil && tp.mode != modeBytesHash && tp.mode != modeBytesPad && (tp.mode != modeJagged || tp.classes[0][0] != clsBytes) {
+	_, isHash := tp.kind.(*hashKind)
+	_, isPad := tp.kind.(*padKind)
+	_, isJagged := tp.kind.(*jaggedKind)
+	_, isBytesJagged := tp.kind.(*bytesJaggedKind)
+	if t.Bytes != nil && !isHash && !isPad && ((!isJagged && !isBytesJagged) || tp.classes[0][0] != clsBytes) {
 		return nil, &Error{File: files[0].rel, Column: first[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1,
 			Err: schemaErrorf("bytes policy given for a %s column", typeSignature(first[0]))}
 	}
 	// Fill values.
 	fillEnc := tp.enc
 	fillEnc.overflows = nil // fill values are not source values
-	if tp.mode == modeBytesHash {
+	if isHash {
 		fillEnc = newEncoder(shardfmt.I64, "")
 	}
 	fillEnc.constant = true
@@ -474,7 +408,7 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		return b, nil
 	}
 	if t.Nulls != nil && t.Nulls.Fill != nil {
-		if tp.mode == modeBytesPad {
+		if isPad {
 			if !(t.Nulls.Fill.isInt && t.Nulls.Fill.i == 0) {
 				return nil, terr(specErrorf("nulls.fill in bytes pad mode must be 0 (an empty value)"))
 			}
@@ -485,12 +419,16 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	}
 	if l := t.List; l != nil {
 		if l.Pad != nil {
-			if tp.pad, err = enc(l.Pad, "list.pad"); err != nil {
+			pad, err := enc(l.Pad, "list.pad")
+			if err != nil {
 				return nil, err
+			}
+			if lk, ok := tp.kind.(*listKind); ok {
+				lk.pad = pad
 			}
 		}
 		switch {
-		case l.ElementFill != nil && tp.mode == modeJagged && t.Bytes != nil && t.Bytes.Mode == "pad":
+		case l.ElementFill != nil && isJagged && t.Bytes != nil && t.Bytes.Mode == "pad":
 			// A null string element: an empty value, max_len zero bytes.
 			if !(l.ElementFill.isInt && l.ElementFill.i == 0) {
 				return nil, terr(specErrorf("list.element_fill in bytes pad mode must be 0 (an empty value)"))

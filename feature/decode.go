@@ -225,7 +225,7 @@ func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask) (*pqread.Column, er
 		return nil, err
 	}
 	read := pf.ReadColumn
-	if tp.mode == modeBytesHash {
+	if tp.kind.dictForm() {
 		read = pf.ReadColumnDict // strings hashed once per dictionary entry
 	}
 	col, err := read(g.rg, ci)
@@ -328,13 +328,7 @@ func (d *decoder) assembleBlocks(ctx context.Context, g *rowGroupJob, runs []Row
 func (d *decoder) applyOne(g *rowGroupJob, task decodeTask, col, key *pqread.Column, rowBase int, runs []RowRun, target *Records, counts *chunkCounts, vw *valueWriter) error {
 	tp := d.plans[task.t]
 	loc := chunkLoc{file: d.files[g.fi].rel, column: tp.cols[g.fi][task.j].Name, tensor: tp.spec.Name, rowGroup: g.rg, rowBase: int64(rowBase), counts: counts}
-	if tp.mode == modeMapDense {
-		if task.j == 0 {
-			return nil
-		}
-		return tp.applyMapDense(key, col, g.fi, runs, target, loc)
-	}
-	return tp.apply(col, g.fi, task.j, runs, target, loc, vw)
+	return tp.kind.apply(col, key, g.fi, task.j, runs, target, loc, vw)
 }
 
 // firstError finds the error to report for a window w of g (the whole

@@ -18,7 +18,11 @@
 //   - source.go: the plan's source files, checked through package source;
 //     each footer held only while its file is read.
 //   - compile.go: spec × source schemas -> one tensor plan per tensor
-//     (columns resolved in every file, classes, modes, fill bytes).
+//     (columns resolved in every file, classes, its kind, fill bytes).
+//   - kind.go: the tensor kinds, one type per kind behind one interface
+//     (outputs, cost, apply), and the table of kinds and their files;
+//     kind_stack.go (stacked scalar columns), kind_list.go (fixed lists),
+//     kind_bytes.go (strings hashed or padded).
 //   - idset.go: the id bitmap (IDSet): a set of sample ids and the slot
 //     of each (its rank among them).
 //   - schedule.go: the schedule (column chunk tasks in task order, their
@@ -129,7 +133,7 @@
 // leaf (key_dtype, or key_bytes hashing or padding string keys into the
 // arena) and <name>.values over the value leaf (with <name>_mask and
 // <name>_element_mask), so each is an ordinary jagged tensor of one
-// column; with map.keys, one dense plan (modeMapDense) of two columns,
+// column; with map.keys, one dense plan (mapDenseKind) of two columns,
 // whose value column's transform reads the key column of the same rows
 // (decoder.keyOf) and looks each key up in a map of the listed keys built
 // at compile time, so a row costs its entries, not the number of keys

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/prepml/prep/pqread"
+	"github.com/prepml/prep/shardfmt"
 )
 
 // Image tensors (image policy, SPEC.md §2.8): each sample an encoded
@@ -155,6 +156,25 @@ func (p *ImagePolicy) canonical() object {
 	return o
 }
 
+// imageKind is a binary column of encoded images (image policy), each
+// decoded to U8 [H, W, C].
+type imageKind struct {
+	*tensorPlan
+	img *imagePlan
+}
+
+// outputs: <name>_original_size, under image.original_size, follows the
+// mask.
+func (tp *imageKind) outputs(out []shardfmt.TensorInfo) []shardfmt.TensorInfo {
+	return tp.derived(out, false, nil, func(out []shardfmt.TensorInfo) []shardfmt.TensorInfo {
+		if tp.spec.Image.OriginalSize {
+			tp.img.origSize = len(out)
+			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.spec.Name, DerivedOriginalSize), DType: shardfmt.I32, Shape: []uint64{2}})
+		}
+		return out
+	}, nil)
+}
+
 // imagePlan is an image policy compiled: the output geometry and the
 // run's decoding limits.
 type imagePlan struct {
@@ -188,8 +208,9 @@ func imageShare(memoryLimit int64) int64 {
 // limits under memoryLimit with jobs decoders.
 func setImageLimits(plans []*tensorPlan, memoryLimit int64, jobs int) {
 	var ir *imageRun
-	for _, tp := range plans {
-		if tp.img == nil {
+	for _, p := range plans {
+		tp, ok := p.kind.(*imageKind)
+		if !ok {
 			continue
 		}
 		if ir == nil {
@@ -502,12 +523,12 @@ func muldiv255(a, b uint32) uint32 {
 	return ((t >> 8) + t) >> 8
 }
 
-// applyImage decodes the needed rows of col (runs), a binary column, into
+// apply decodes the needed rows of col (runs), a binary column, into
 // image samples: at most the run's jobs images decoding at once across
 // the run (setImageLimits), the rows of runs spread over that many
 // goroutines; the error reported is that of the earliest failing row, so
 // it does not depend on scheduling.
-func (tp *tensorPlan) applyImage(col *pqread.Column, runs []RowRun, bufs *Records, loc chunkLoc) error {
+func (tp *imageKind) apply(col, _ *pqread.Column, _, _ int, runs []RowRun, bufs *Records, loc chunkLoc, _ *valueWriter) error {
 	ip := tp.img
 	type item struct {
 		row  int
@@ -563,7 +584,7 @@ func (tp *tensorPlan) applyImage(col *pqread.Column, runs []RowRun, bufs *Record
 // imageRow writes the image sample of row i of col into slot: decoded,
 // or filled (a null row under nulls, or an invalid image under
 // invalid: fill), with its mask and original size.
-func (tp *tensorPlan) imageRow(col *pqread.Column, i int, slot int64, bufs *Records, loc chunkLoc) error {
+func (tp *imageKind) imageRow(col *pqread.Column, i int, slot int64, bufs *Records, loc chunkLoc) error {
 	ip := tp.img
 	dst := bufs.At(tp.out, slot)
 	filled := func() {
@@ -618,12 +639,12 @@ func (tp *tensorPlan) imageRow(col *pqread.Column, i int, slot int64, bufs *Reco
 	return nil
 }
 
-// compileImage sets tp up as an image tensor: U8 [H, W, C].
-func (tp *tensorPlan) compileImage() error {
+// compileImage makes tp an image tensor: U8 [H, W, C].
+func compileImage(tp *tensorPlan) (*imageKind, error) {
 	p := tp.spec.Image
 	f, err := imageFilter(p.Filter)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c := int(p.Channels)
 	if c == 0 {
@@ -633,14 +654,13 @@ func (tp *tensorPlan) compileImage() error {
 	if resize == "" {
 		resize = "shorter-side"
 	}
-	tp.mode = modeImage
-	tp.img = &imagePlan{h: int(p.Size[0]), w: int(p.Size[1]), c: c, resize: resize, filter: f,
+	ik := &imageKind{tensorPlan: tp}
+	ik.img = &imagePlan{h: int(p.Size[0]), w: int(p.Size[1]), c: c, resize: resize, filter: f,
 		fill: p.Invalid == "fill", fillByte: byte(p.Fill), origSize: -1,
 		struc: tp.cols[0][0].Name != tp.spec.Column}
 	tp.shape = []uint64{uint64(p.Size[0]), uint64(p.Size[1]), uint64(c)}
-	tp.perSample = int(p.Size[0] * p.Size[1] * int64(c))
 	tp.es = 1
-	return nil
+	return ik, nil
 }
 
 // imageBytesField returns the spec column name of the field bytes of the

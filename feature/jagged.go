@@ -25,9 +25,66 @@ const jaggedBlockMin = 1 << 20
 func setRowLimit(plans []*tensorPlan, memoryLimit int64) {
 	block := NewBudget(memoryLimit).JaggedBlock()
 	for _, tp := range plans {
-		if tp.mode == modeJagged {
-			tp.maxRow = block / int64(tp.es)
+		if vk, ok := tp.kind.(valuesKind); ok {
+			vk.setRowLimit(block)
 		}
+	}
+}
+
+// jaggedKind is a jagged list (list.jagged): one LIST column, every
+// element of a row kept, values in the arena and a reference in the
+// record. It is also a list of lists (depth 2: the inner lists' values
+// flat, their lengths in <name>_inner_lengths) and a map's <name>.keys
+// or <name>.values (role), and a list of strings hashed or padded
+// (bytes.mode hash or pad: buckets, maxLen).
+type jaggedKind struct {
+	*tensorPlan
+	maxRow    int64  // the most values of one row (setRowLimit)
+	depth     int    // 1 for a list, 2 for a list of lists
+	innerLens int    // index of <name>_inner_lengths (depth 2), -1 if none
+	mapRole   string // "key" or "value" for a map's <name>.keys and <name>.values
+	buckets   uint64 // a list of strings hashed (bytes.mode hash)
+	maxLen    int64  // a list of strings padded (bytes.mode pad)
+	truncate  bool   // bytes.truncate
+}
+
+// outputs: the tensor and its element mask are jagged; a list of lists
+// has <name>_inner_lengths after them.
+func (tp *jaggedKind) outputs(out []shardfmt.TensorInfo) []shardfmt.TensorInfo {
+	tp.innerLens = -1
+	return tp.derived(out, true, nil, nil, func(out []shardfmt.TensorInfo) []shardfmt.TensorInfo {
+		if tp.depth == 2 {
+			tp.innerLens = len(out)
+			out = append(out, shardfmt.TensorInfo{Name: DerivedName(tp.spec.Name, DerivedInnerLengths), DType: shardfmt.I64, Jagged: true})
+		}
+		return out
+	})
+}
+
+// nullError: a null list (or map) is an empty one under a null policy
+// only.
+func (tp *jaggedKind) nullError(col *pqread.Column, loc chunkLoc, row int) error {
+	if tp.mapRole != "" {
+		return tp.nullMapError(col, loc, row)
+	}
+	return tp.nullListError(col, loc, row)
+}
+
+// setRowLimit bounds a row to the values of block bytes.
+func (tp *jaggedKind) setRowLimit(block int64) { tp.maxRow = block / int64(tp.es) }
+
+// regions: the values of the chunk (valuesBound) in the dtype, one byte
+// each for the element mask, and at most one inner list length per level
+// entry.
+func (tp *jaggedKind) regions(a *Arena, f *sourceFile, fi, rg int, slots []arenaSlot) {
+	ci := tp.cols[fi][0]
+	vals := valuesBound(f.decodedSize(rg, ci), ci)
+	slots[a.ord[tp.out]] = a.region(vals * int64(tp.es))
+	if tp.elemMask >= 0 {
+		slots[a.ord[tp.elemMask]] = a.region(vals)
+	}
+	if tp.innerLens >= 0 {
+		slots[a.ord[tp.innerLens]] = a.region(8 * vals)
 	}
 }
 
@@ -39,7 +96,7 @@ func setRowLimit(plans []*tensorPlan, memoryLimit int64) {
 // fixedRowEntryBytes. pqread refuses a longer row while reading its page,
 // naming file, column, row group and row, before its values are decoded.
 // A jagged tensor's own limit, when lower, is checked after decoding
-// (applyJagged).
+// (jaggedKind.apply).
 func rowSlotLimit(spec *Spec, lim pqread.Limits, memoryLimit int64) pqread.Limits {
 	b := NewBudget(memoryLimit)
 	block := b.JaggedBlock()
@@ -90,7 +147,10 @@ func explainRowSlots(err *error, plans []*tensorPlan, fixedCap int64) {
 			return slices.ContainsFunc(cs, func(c pqread.ColumnInfo) bool { return c.Name == pe.Column })
 		}) {
 			names = append(names, strconv.Quote(tp.spec.Name))
-			jagged = jagged || tp.mode == modeJagged || tp.mode == modeMapDense
+			switch tp.kind.(type) {
+			case valuesKind, *mapDenseKind:
+				jagged = true
+			}
 		}
 	}
 	tensor := "tensor " + strings.Join(names, ", ")
@@ -114,13 +174,15 @@ func explainRowSlots(err *error, plans []*tensorPlan, fixedCap int64) {
 // and validity (entryBytes), as a windowed row group's pieces count them.
 const fixedRowEntryBytes = 22
 
-// applyJagged writes the needed rows of col (runs) as jagged samples: each
+// apply writes the needed rows of col (runs) as jagged samples: each
 // row's elements converted to the dtype into the arena through vw, the
 // row's reference into its record, and its mask and element mask. A null
 // row is an empty list under a null policy, else an error; a null element
 // takes list.element_fill, or zero under element_mask alone, else is an
 // error.
-func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, runs []RowRun, bufs *Records, loc chunkLoc, vw *valueWriter) error {
+func (tp *jaggedKind) apply(col, _ *pqread.Column, fi, j int, runs []RowRun, bufs *Records, loc chunkLoc, vw *valueWriter) error {
+	cls := tp.classes[fi][j]
+	scale := tp.cols[fi][j].Scale
 	es := int64(tp.es)
 	off := col.Offsets
 	elemOK := tp.elemFill != nil || tp.elemMask >= 0
@@ -154,7 +216,7 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 			if col.ElemValid != nil && !elemOK {
 				for k := s; k < s+n; k++ {
 					if !col.ElemValid[k] {
-						return loc.err(int64(i), k-s, tp.nullElementError(loc.chunkCounts(tp, col).nullElems))
+						return loc.err(int64(i), k-s, tp.nullElementError(loc.chunkCounts(tp.tensorPlan, col).nullElems))
 					}
 				}
 			}
@@ -240,7 +302,7 @@ func (tp *tensorPlan) applyJagged(col *pqread.Column, cls srcClass, scale int, r
 // nullElementError is the error of a null element of a jagged tensor
 // without element_fill or element_mask, n being the null elements of the
 // column chunk: a map's null key or value is refused.
-func (tp *tensorPlan) nullElementError(n int) error {
+func (tp *jaggedKind) nullElementError(n int) error {
 	switch tp.mapRole {
 	case "key":
 		return ValueErrorf("null map key (%d null keys in this column chunk)", n)
@@ -250,6 +312,6 @@ func (tp *tensorPlan) nullElementError(n int) error {
 	return ValueErrorf("null list element (%d null elements in this column chunk; set list.element_fill or list.element_mask)", n)
 }
 
-// jaggedPiece is the most values of a row applyJagged converts into one
+// jaggedPiece is the most values of a row jaggedKind.apply converts into one
 // reservation of the arena.
 const jaggedPiece = 16 << 10

@@ -115,7 +115,7 @@ func isIntegerColumn(ci pqread.ColumnInfo) bool {
 // compileMap compiles t, a tensor with a map policy: without map.keys, two
 // jagged plans, <name>.keys over the key leaf and <name>.values over the
 // value leaf (which carries <name>_mask); with map.keys, one dense plan of
-// shape [len(keys)] over both leaves (modeMapDense). Errors are *Error
+// shape [len(keys)] over both leaves (mapDenseKind). Errors are *Error
 // naming file, column and tensor.
 func compileMap(t *TensorSpec, files []fileSchema) ([]*tensorPlan, error) {
 	m := t.Map
@@ -202,7 +202,7 @@ func compileMap(t *TensorSpec, files []fileSchema) ([]*tensorPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	kp.mapRole, vp.mapRole = "key", "value"
+	kp.kind.(*jaggedKind).mapRole, vp.kind.(*jaggedKind).mapRole = "key", "value"
 	vp.base = t.Name
 	return []*tensorPlan{kp, vp}, nil
 }
@@ -216,9 +216,8 @@ func compileMapDense(t *TensorSpec, vp *tensorPlan, keys []pqread.ColumnInfo, fi
 		return &Error{File: files[0].rel, Column: keys[0].Name, Tensor: t.Name, RowGroup: -1, Row: -1, Element: -1, Err: err}
 	}
 	vp.spec = t
-	vp.mode = modeMapDense
-	vp.depth = 0
-	vp.perSample = len(m.Keys)
+	mk := &mapDenseKind{tensorPlan: vp}
+	vp.kind = mk
 	vp.shape = []uint64{uint64(len(m.Keys))}
 	ksig := elemSignature(keys[0])
 	for fi := range vp.cols {
@@ -245,9 +244,9 @@ func compileMapDense(t *TensorSpec, vp *tensorPlan, keys []pqread.ColumnInfo, fi
 	vp.signature = []string{ksig, vp.signature[0]}
 	switch vp.classes[0][0] {
 	case clsBytes:
-		vp.denseKeys = make(map[string]int, len(m.Keys))
+		mk.denseKeys = make(map[string]int, len(m.Keys))
 		for i, k := range m.Keys {
-			vp.denseKeys[k] = i
+			mk.denseKeys[k] = i
 		}
 	default:
 		// The keys' range: of the widest key type among the files (a
@@ -267,7 +266,7 @@ func compileMapDense(t *TensorSpec, vp *tensorPlan, keys []pqread.ColumnInfo, fi
 		if vp.classes[0][0] == clsUint {
 			lo, hi = 0, uint64(1)<<bits-1 // bits <= 32 here, or 64: 1<<64-1 wraps to MaxUint64
 		}
-		vp.denseInts = make(map[int64]int, len(m.Keys))
+		mk.denseInts = make(map[int64]int, len(m.Keys))
 		for i, k := range m.Keys {
 			var v int64
 			var err error
@@ -284,10 +283,10 @@ func compileMapDense(t *TensorSpec, vp *tensorPlan, keys []pqread.ColumnInfo, fi
 			if out := err != nil || (vp.classes[0][0] == clsUint && uint64(v) > hi) || (vp.classes[0][0] != clsUint && (v < lo || v > int64(hi))); out {
 				return nil, terr(specErrorf("map.keys[%d] %q is out of the range of map %q's %s keys [%d, %d]; no row can hold it", i, k, t.Column, ksig, lo, hi))
 			}
-			if j, ok := vp.denseInts[v]; ok {
+			if j, ok := mk.denseInts[v]; ok {
 				return nil, terr(specErrorf("map.keys[%d] %q and map.keys[%d] %q are the same key", j, m.Keys[j], i, k))
 			}
-			vp.denseInts[v] = i
+			mk.denseInts[v] = i
 		}
 	}
 	fill, err := encodeNumber(vp, m.Fill)
@@ -310,19 +309,39 @@ func encodeNumber(tp *tensorPlan, n *Number) ([]byte, error) {
 	return b, e.putFloat(b, n.f)
 }
 
-// applyMapDense writes the needed rows of a map, key and val being its
+// mapDenseKind is a map read dense (map.keys): the values of the listed
+// keys, shape [len(keys)], from the map's key leaf (value 0) and value
+// leaf (value 1).
+type mapDenseKind struct {
+	*tensorPlan
+	denseKeys map[string]int // string keys: map.keys' index by key bytes
+	denseInts map[int64]int  // integer keys: by value (unsigned keys by their bits)
+}
+
+// keyed: the value leaf is applied with the key leaf of the same rows.
+func (tp *mapDenseKind) keyed() bool { return true }
+
+// nullError: a null map is all fill under a null policy only.
+func (tp *mapDenseKind) nullError(col *pqread.Column, loc chunkLoc, row int) error {
+	return tp.nullMapError(col, loc, row)
+}
+
+// apply writes the needed rows of a map, key and val being its
 // leaves' columns of the same rows (file fi), as dense samples: element i
 // the value of map.keys[i] in the row, map.fill where the row lacks it. A
 // null map row is all fill (mask 0) under nulls, else an error; a null
 // value of a listed key takes list.element_fill; a null key, a listed key
 // twice in one row and a null value without element_fill are errors
 // naming the row and entry; entries of keys not listed are not read.
-func (tp *tensorPlan) applyMapDense(key, val *pqread.Column, fi int, runs []RowRun, bufs *Records, loc chunkLoc) error {
+func (tp *mapDenseKind) apply(val, key *pqread.Column, fi, j int, runs []RowRun, bufs *Records, loc chunkLoc, _ *valueWriter) error {
+	if j == 0 {
+		return nil // applied with the value leaf
+	}
 	kcls, vcls := tp.classes[fi][0], tp.classes[fi][1]
 	scale := tp.cols[fi][1].Scale
 	kloc := loc
 	kloc.column = tp.cols[fi][0].Name
-	es, L := tp.es, tp.perSample
+	es, L := tp.es, len(tp.spec.Map.Keys)
 	seen := make([]int64, L) // row+1 of the row that last held key i
 	for _, r := range runs {
 		for i := r.Lo; i < r.Hi; i++ {
@@ -388,7 +407,7 @@ func slotBytes(col *pqread.Column, k int) []byte {
 // denseIndex returns the index in map.keys of the key in slot k of key,
 // and whether it is listed; an error for a string key over
 // max_value_bytes.
-func (tp *tensorPlan) denseIndex(key *pqread.Column, cls srcClass, k int) (int, bool, error) {
+func (tp *mapDenseKind) denseIndex(key *pqread.Column, cls srcClass, k int) (int, bool, error) {
 	if tp.denseKeys != nil {
 		b := slotBytes(key, k)
 		if tp.maxValue > 0 && int64(len(b)) > tp.maxValue {
@@ -429,7 +448,7 @@ func keyText(key *pqread.Column, cls srcClass, k int) string {
 // dst[(i-lo)*stride:]: hash, one I64 (FNV-1a 64 modulo buckets); pad,
 // maxLen bytes zero-padded. On failure (a value over max_len without
 // truncate, or over max_value_bytes) it returns the bad value's index.
-func (tp *tensorPlan) writeBytesValues(dst []byte, stride int, col *pqread.Column, lo, hi int) (int, error) {
+func (tp *jaggedKind) writeBytesValues(dst []byte, stride int, col *pqread.Column, lo, hi int) (int, error) {
 	for i := lo; i < hi; i++ {
 		v := slotBytes(col, i)
 		if tp.maxValue > 0 && int64(len(v)) > tp.maxValue {
@@ -533,7 +552,7 @@ func (d *decoder) jointTasks(g *rowGroupJob) bool {
 	groups := map[string]int{}
 	for _, task := range g.tasks {
 		tp := d.plans[task.t]
-		if tp.mode == modeMapDense {
+		if tp.kind.keyed() {
 			return true
 		}
 		ci := tp.cols[g.fi][task.j]
@@ -551,7 +570,7 @@ func (d *decoder) jointTasks(g *rowGroupJob) bool {
 // keyOf returns the key column a dense map's value task k applies with
 // (the task before it, of the same tensor), nil for any other task.
 func (d *decoder) keyOf(g *rowGroupJob, cols []*pqread.Column, k int) *pqread.Column {
-	if task := g.tasks[k]; d.plans[task.t].mode == modeMapDense && task.j == 1 {
+	if task := g.tasks[k]; d.plans[task.t].kind.keyed() && task.j == 1 {
 		return cols[k-1]
 	}
 	return nil

@@ -87,6 +87,18 @@ func (t *TensorSpec) validatePartition() error {
 	return nil
 }
 
+// partitionKind is a hive partition key's value, constant per file: no
+// column is read; applyFile writes each file's value.
+type partitionKind struct {
+	*tensorPlan
+	part []partConst // [file] its value
+}
+
+// apply is never called: a partition tensor reads no column.
+func (tp *partitionKind) apply(_, _ *pqread.Column, _, _ int, _ []RowRun, _ *Records, _ chunkLoc, _ *valueWriter) error {
+	return fmt.Errorf("%w: partition tensor %s has no column to apply", ErrInternal, tp.spec.Name)
+}
+
 // compilePartition compiles a partition tensor against every file: the
 // key must be a partition key of each file's source, and its type must
 // fit the spec (int: I64 or I32; date: I32 or I64, days since 1970-01-01;
@@ -96,8 +108,10 @@ func (t *TensorSpec) validatePartition() error {
 // without nulls.fill, are errors naming the file, the key and the value.
 func compilePartition(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 	dt, _ := shardfmt.ParseDType(t.DType)
-	tp := &tensorPlan{spec: t, dt: dt, mode: modePartition, es: dt.Size(), perSample: 1,
-		cols: make([][]pqread.ColumnInfo, len(files)), classes: make([][]srcClass, len(files)), part: make([]partConst, len(files))}
+	tp := &tensorPlan{spec: t, dt: dt, es: dt.Size(),
+		cols: make([][]pqread.ColumnInfo, len(files)), classes: make([][]srcClass, len(files))}
+	pk := &partitionKind{tensorPlan: tp, part: make([]partConst, len(files))}
+	tp.kind = pk
 	for _, d := range t.Shape {
 		tp.shape = append(tp.shape, uint64(d))
 	}
@@ -145,7 +159,7 @@ func compilePartition(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			if tp.fill == nil {
 				return nil, bad(f, "partition %s=%s is NULL (Hive's default partition): set nulls.fill to write a value for it", t.Partition, v)
 			}
-			tp.part[fi] = partConst{null: true}
+			pk.part[fi] = partConst{null: true}
 			continue
 		}
 		var n int64
@@ -168,7 +182,7 @@ func compilePartition(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 		if dt == shardfmt.I32 && (n < math.MinInt32 || n > math.MaxInt32) {
 			return nil, bad(f, "partition %s=%s: %d does not fit I32", t.Partition, v, n)
 		}
-		tp.part[fi] = partConst{val: partInt(dt, n)}
+		pk.part[fi] = partConst{val: partInt(dt, n)}
 	}
 	return tp, nil
 }
@@ -188,19 +202,22 @@ func partInt(dt shardfmt.DType, v int64) []byte {
 // fi into the slots of runs in target.
 func (d *decoder) applyPartitions(fi int, runs []RowRun, target *Records) {
 	for _, tp := range d.plans {
-		if tp.mode != modePartition {
-			continue
-		}
-		c := tp.part[fi]
-		v := c.val
-		if c.null {
-			v = tp.fill
-		}
-		for _, r := range runs {
-			for slot := r.Dst; slot < r.Dst+int64(r.Hi-r.Lo); slot++ {
-				copy(target.At(tp.out, slot), v)
-				tp.putMask(target, slot, !c.null)
-			}
+		tp.kind.applyFile(fi, runs, target)
+	}
+}
+
+// applyFile writes file fi's value of the partition key (or nulls.fill,
+// with 0 in the mask, where the file has none) into the slots of runs.
+func (tp *partitionKind) applyFile(fi int, runs []RowRun, target *Records) {
+	c := tp.part[fi]
+	v := c.val
+	if c.null {
+		v = tp.fill
+	}
+	for _, r := range runs {
+		for slot := r.Dst; slot < r.Dst+int64(r.Hi-r.Lo); slot++ {
+			copy(target.At(tp.out, slot), v)
+			tp.putMask(target, slot, !c.null)
 		}
 	}
 }

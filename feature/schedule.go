@@ -69,26 +69,11 @@ func chunkBytes(tp *tensorPlan, rows, footer int64) int64 {
 	// Capped at 1 PiB (a hostile footer's row count cannot make a row
 	// group's sum of these overflow): anything near it is sliced anyway.
 	const most = 1 << 50
-	per := rowCost(tp)
+	per := tp.kind.rowCost()
 	if rows > most/per {
 		return most
 	}
 	return min(max(rows*per, footer), most)
-}
-
-// rowCost is the estimated bytes per row of one decoded column chunk of tp,
-// from the tensor's output alone.
-func rowCost(tp *tensorPlan) int64 {
-	per := int64(tp.es)
-	switch tp.mode {
-	case modeList:
-		per = int64(tp.perSample * tp.es)
-	case modeBytesPad:
-		per = tp.maxLen
-	case modeBytesHash:
-		per = 32
-	}
-	return 2*per + 2
 }
 
 // plan lists the row groups to read and their column chunks, in (file, row

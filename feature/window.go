@@ -45,7 +45,7 @@ func (d *decoder) assembleWindows(ctx context.Context, g *rowGroupJob, scratch [
 		if err != nil {
 			return nil, err
 		}
-		if tp.mode == modeBytesHash {
+		if tp.kind.dictForm() {
 			return pf.ColumnReaderDict(g.rg, tp.cols[g.fi][task.j])
 		}
 		r, err := pf.ColumnReader(g.rg, tp.cols[g.fi][task.j])
@@ -304,7 +304,7 @@ func (d *decoder) sameChunks(g *rowGroupJob) []int {
 	same := make([]int, len(g.tasks))
 	for k, task := range g.tasks {
 		tp := d.plans[task.t]
-		kk := key{tp.cols[g.fi][task.j].Index, tp.mode == modeBytesHash}
+		kk := key{tp.cols[g.fi][task.j].Index, tp.kind.dictForm()}
 		if j, ok := first[kk]; ok {
 			same[k] = j
 		} else {

@@ -1,0 +1,93 @@
+package feature
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/pqread"
+)
+
+func TestBytesPolicies(t *testing.T) {
+	ci := pqread.ColumnInfo{Name: "text", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true}
+	c := &pqread.Column{Info: ci, Kind: pqread.KindBytes, Rows: 3, RowValid: []bool{true, true, false},
+		Data: []byte("afoobar"), ByteOffsets: []int64{0, 1, 7, 7}}
+	sch := schemaOf("s.parquet", ci)
+
+	_, _, err := convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64"}, sch, c)
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "bytes.mode") {
+		t.Errorf("no bytes policy: %v", err)
+	}
+	_, bufs, err := convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64",
+		Bytes: &BytesPolicy{Mode: "hash", Buckets: 1000}, Nulls: &NullPolicy{Fill: mustNum("-1")}}, sch, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint([]int64{int64(0xaf63dc4c8601ec8c % 1000), int64(0x85944171f73967e8 % 1000), -1})
+	if got := fmt.Sprint(featuretest.I64s(bufs[0])); got != want {
+		t.Errorf("hash = %s, want %s", got, want)
+	}
+	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "U8",
+		Bytes: &BytesPolicy{Mode: "pad", MaxLen: 4}, Nulls: &NullPolicy{Fill: mustNum("0")}}, sch, c)
+	if err == nil || err.Error() != `s.parquet: column "text", row group 0, row 1: value is 6 bytes long, more than max_len 4 (set bytes.truncate to keep the first 4, or raise bytes.max_len)` {
+		t.Errorf("err = %v", err)
+	}
+	// Binary values (an image, an encoded blob: no STRING annotation) are
+	// never advised to be truncated: a prefix of one is corrupt.
+	bin := pqread.ColumnInfo{Name: "png", Physical: "BYTE_ARRAY", Nullable: true}
+	cb := &pqread.Column{Info: bin, Kind: pqread.KindBytes, Rows: 3, RowValid: []bool{true, true, false},
+		Data: []byte("a\x89PNG\r\n"), ByteOffsets: []int64{0, 1, 7, 7}}
+	_, _, err = convertRows(t, TensorSpec{Name: "png", Column: "png", DType: "U8",
+		Bytes: &BytesPolicy{Mode: "pad", MaxLen: 4}, Nulls: &NullPolicy{Fill: mustNum("0")}}, schemaOf("b.parquet", bin), cb)
+	if err == nil || err.Error() != `b.parquet: column "png", row group 0, row 1: value is 6 bytes long, more than max_len 4 (raise bytes.max_len to at least 6, or use bytes.mode hash; truncating binary values such as images or encoded blobs would corrupt them)` {
+		t.Errorf("binary value over max_len: %v", err)
+	}
+	outs, bufs, err := convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "U8",
+		Bytes: &BytesPolicy{Mode: "pad", MaxLen: 4, Truncate: true, Lengths: true}, Nulls: &NullPolicy{Fill: mustNum("0"), Mask: true}}, sch, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 3 || outs[2].Name != "text_lengths" {
+		t.Fatalf("outs %+v", outs)
+	}
+	if got := fmt.Sprintf("%q %v %v", bufs[0], bufs[1], featuretest.I32s(bufs[2])); got != `"a\x00\x00\x00foob\x00\x00\x00\x00" [1 1 0] [1 6 0]` {
+		t.Errorf("pad = %s", got)
+	}
+	// B21: a max value size names row and length.
+	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64", MaxValueBytes: 5,
+		Bytes: &BytesPolicy{Mode: "hash", Buckets: 7}, Nulls: &NullPolicy{Fill: mustNum("0")}}, sch, c)
+	if want := `s.parquet: column "text", row group 0, row 1: value is 6 bytes long, more than max_value_bytes 5`; err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("max value: %v\nwant %s", err, want)
+	}
+}
+
+// A hash-mode column read in dictionary form (pqread.ReadColumnDict) gives
+// the buckets, fill values, mask and errors of the same column with its
+// values copied out (TestBytesPolicies).
+func TestBytesHashDictForm(t *testing.T) {
+	ci := pqread.ColumnInfo{Name: "text", Physical: "BYTE_ARRAY", Logical: "STRING", Nullable: true}
+	c := &pqread.Column{Info: ci, Kind: pqread.KindBytes, Rows: 3, RowValid: []bool{true, true, false},
+		DictIndex: []uint32{1, 0, 0}, DictData: []byte("foobara"), DictOffsets: []int64{0, 6, 7}}
+	sch := schemaOf("s.parquet", ci)
+	outs, bufs, err := convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64",
+		Bytes: &BytesPolicy{Mode: "hash", Buckets: 1000}, Nulls: &NullPolicy{Fill: mustNum("-1"), Mask: true}}, sch, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint([]int64{int64(0xaf63dc4c8601ec8c % 1000), int64(0x85944171f73967e8 % 1000), -1})
+	if got := fmt.Sprint(featuretest.I64s(bufs[0])); got != want || len(outs) != 2 || fmt.Sprint(bufs[1]) != "[1 1 0]" {
+		t.Errorf("hash = %s mask %v, want %s [1 1 0]", got, bufs[1:], want)
+	}
+	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64", MaxValueBytes: 5,
+		Bytes: &BytesPolicy{Mode: "hash", Buckets: 7}, Nulls: &NullPolicy{Fill: mustNum("0")}}, sch, c)
+	if want := `s.parquet: column "text", row group 0, row 1: value is 6 bytes long, more than max_value_bytes 5`; err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("max value: %v\nwant %s", err, want)
+	}
+	_, _, err = convertRows(t, TensorSpec{Name: "text", Column: "text", DType: "I64",
+		Bytes: &BytesPolicy{Mode: "hash", Buckets: 7}}, sch, c)
+	if want := `s.parquet: column "text", row group 0, row 2: null value (1 nulls in this column chunk; set nulls.fill to replace them)`; err == nil || err.Error() != want || !errors.Is(err, ErrValue) {
+		t.Errorf("null without fill: %v\nwant %s", err, want)
+	}
+}

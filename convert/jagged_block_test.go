@@ -19,6 +19,7 @@ import (
 
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
@@ -27,8 +28,8 @@ import (
 func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	featuretest.WriteJagged(t, filepath.Join(src, "a.parquet"), 0, 500, 128, nil)
-	featuretest.WriteJagged(t, filepath.Join(src, "b.parquet"), 500, 230, 1000, nil)
+	featuretest.JagFile(0, 500, nil).RowGroupRows(128).WriteFile(t, filepath.Join(src, "a.parquet"))
+	featuretest.JagFile(500, 230, nil).RowGroupRows(1000).WriteFile(t, filepath.Join(src, "b.parquet"))
 	spec, err := feature.ParseSpec([]byte(featuretest.JagSpecYAML), "jagged.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestRunJaggedNullErrors(t *testing.T) {
 func jagLongFixture(t testing.TB, n, rg int64, long func(id int64) int, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	featuretest.WriteJagged(t, filepath.Join(src, "a.parquet"), 0, n, rg, long)
+	featuretest.JagFile(0, n, long).RowGroupRows(rg).WriteFile(t, filepath.Join(src, "a.parquet"))
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: id, column: id, dtype: I64}, {name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}, nulls: {}}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +414,7 @@ func TestRunJaggedListOfLists(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	featuretest.WriteRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(25))
+	pqfixture.Raw(sch, rows...).RowGroupRows(25).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, jagSeqCfg)
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: ll, column: ll, dtype: I64, list: {jagged: true}, nulls: {mask: true}}]`), "s.yaml")
 	if err != nil {
@@ -533,7 +534,7 @@ func TestJaggedListOfStrings(t *testing.T) {
 		{str("longer", 0)},
 	}
 	src := t.TempDir()
-	featuretest.WriteRows(t, filepath.Join(src, "a.parquet"), sch, rows)
+	pqfixture.Raw(sch, rows...).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, jagSeqCfg)
 	spec, err := feature.ParseSpec([]byte(`tensors:
   - {name: h, column: s, dtype: I64, list: {jagged: true, element_fill: -1, element_mask: true}, nulls: {}, bytes: {mode: hash, buckets: 1000}}

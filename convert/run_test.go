@@ -25,6 +25,7 @@ import (
 	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -36,8 +37,8 @@ import (
 func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	featuretest.WriteParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
-	featuretest.WriteParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
+	featuretest.File(0, 700).RowGroupRows(128).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "part-0.parquet"))
+	featuretest.File(700, 300).RowGroupRows(128).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "part-1.parquet"))
 	spec, err := feature.ParseSpec([]byte(featuretest.SpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +274,7 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 func TestRunSourceChanged(t *testing.T) {
 	p, spec := fixture(t, featuretest.DefaultConfig)
 	f := filepath.Join(p.Source.Root, "part-1.parquet")
-	featuretest.WriteParquet(t, f, 700, 299, 128, &parquet.Snappy)
+	featuretest.File(700, 299).RowGroupRows(128).Codec(&parquet.Snappy).WriteFile(t, f)
 	out := filepath.Join(t.TempDir(), "o")
 	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out})
 	if !errors.Is(err, feature.ErrSourceChanged) || !strings.Contains(err.Error(), "part-1.parquet") {
@@ -330,13 +331,7 @@ func TestLZ4RawRoundTrip(t *testing.T) {
 			for i := range vals {
 				vals[i].V = int64(rng.Uint64())
 			}
-			f, _ := os.Create(filepath.Join(dir, "lz4raw.parquet"))
-			w := parquet.NewGenericWriter[lzRow](f, parquet.Compression(&parquet.Lz4Raw))
-			if _, err := w.Write(vals); err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
-			f.Close()
+			pqfixture.Of(vals...).Codec(&parquet.Lz4Raw).WriteFile(t, filepath.Join(dir, "lz4raw.parquet"))
 			p := featuretest.MakePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 			spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "v", Column: "v", DType: "I64"}}}
 			out := t.TempDir()
@@ -426,7 +421,7 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 	}
 	src := t.TempDir()
 	for i := 0; i < n; i++ {
-		featuretest.WriteParquet(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)), int64(3*i), 3, 3, &parquet.Snappy)
+		featuretest.File(int64(3*i), 3).RowGroupRows(3).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)))
 	}
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	testutil.LowerFDLimit(t, 64)
@@ -889,7 +884,7 @@ func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 // so the directory no longer looked as it did before the run.
 func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 	src := t.TempDir()
-	featuretest.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
+	featuretest.File(0, 64).RowGroupRows(64).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	spec, err := feature.ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
 	if err != nil {

@@ -3,10 +3,12 @@ package convert
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
@@ -183,15 +185,29 @@ func listTree(t testing.TB, dir string) []string {
 	return out
 }
 
-// snapshot returns the names and contents of every file under dir as one string.
+// snapshot returns the names of every file and directory under dir and
+// each file's SHA-256 as one string: two trees of the same snapshot hold
+// the same files, byte for byte.
 func snapshot(t testing.TB, dir string) string {
+	t.Helper()
 	var b strings.Builder
 	for _, rel := range listTree(t, dir) {
-		data, err := os.ReadFile(filepath.Join(dir, rel))
-		if err == nil {
-			fmt.Fprintf(&b, "%s %x\n", rel, data)
-		} else {
+		f, err := os.Open(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.Stat()
+		if err == nil && st.IsDir() {
 			fmt.Fprintf(&b, "%s/\n", rel)
+		} else if err == nil {
+			h := sha256.New()
+			if _, err = io.Copy(h, f); err == nil {
+				fmt.Fprintf(&b, "%s %x\n", rel, h.Sum(nil))
+			}
+		}
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	return b.String()

@@ -3,7 +3,6 @@ package convert
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -1063,24 +1062,9 @@ func checkSliced(t *testing.T, live, limit, bound int64, decodes int, out, whole
 	if decodes < 2 {
 		t.Errorf("the row group was not sliced")
 	}
-	if treeDigest(t, out) != treeDigest(t, whole) {
+	if snapshot(t, out) != snapshot(t, whole) {
 		t.Errorf("sliced output differs from the whole row group output")
 	}
-}
-
-// treeDigest is snapshot for large trees: each file's SHA-256 instead of its
-// bytes.
-func treeDigest(t testing.TB, dir string) string {
-	var b strings.Builder
-	for _, rel := range listTree(t, dir) {
-		data, err := os.ReadFile(filepath.Join(dir, rel))
-		if err == nil {
-			fmt.Fprintf(&b, "%s %x\n", rel, sha256.Sum256(data))
-		} else {
-			fmt.Fprintf(&b, "%s/\n", rel)
-		}
-	}
-	return b.String()
 }
 
 type embRow struct {
@@ -1214,11 +1198,7 @@ func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures memory; slow under the race detector")
 	}
-	p, spec := jagLongFixture(t, 640, 1000, longRows(64, 2_000_000), jagSeqCfg)
-	whole := filepath.Join(t.TempDir(), "whole")
-	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 2}); err != nil {
-		t.Fatal(err)
-	}
+	p, spec, whole := longRowsFixture(t)
 	out := filepath.Join(t.TempDir(), "spilled")
 	spillAlways = true
 	defer func() { spillAlways = false }()
@@ -1233,7 +1213,7 @@ func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
 	// MiB) beside its values, levels and validity.
 	const pages = 16 << 20
 	checkHeapBound(t, sum, peakLive, limit, pages)
-	if snapshot(t, out) != snapshot(t, whole) {
+	if snapshot(t, out) != whole {
 		t.Errorf("spilled run's shards differ from the in-memory run's")
 	}
 }

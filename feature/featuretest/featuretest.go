@@ -158,56 +158,56 @@ func JagSchema() *parquet.Schema {
 	})
 }
 
-// JagRows returns rows [first, first+n) of the jagged test file with their
-// levels (JagSchema): row id's v holds JagLen(id) values, or long(id) when
-// long is not nil, v[k] = 100*id + k unless JagNullElem(id, k); the list
-// is null where JagNullRow(id); w holds id%4 values, w[k] = -id - k.
-func JagRows(first, n int64, long func(id int64) int) []parquet.Row {
-	var rows []parquet.Row
-	for id := first; id < first+n; id++ {
-		row := parquet.Row{parquet.Int64Value(id).Level(0, 0, 0)}
-		m := JagLen(id)
-		if long != nil {
-			m = long(id)
-		}
-		switch {
-		case JagNullRow(id):
-			row = append(row, parquet.NullValue().Level(0, 0, 1))
-		case m == 0:
-			row = append(row, parquet.NullValue().Level(0, 1, 1))
-		default:
-			for k := range m {
-				rep := 1
-				if k == 0 {
-					rep = 0
-				}
-				if JagNullElem(id, k) {
-					row = append(row, parquet.NullValue().Level(rep, 2, 1))
-				} else {
-					row = append(row, parquet.Int32Value(int32(id*100)+int32(k)).Level(rep, 3, 1))
-				}
-			}
-		}
-		wm := int(id % 4)
-		if wm == 0 {
-			row = append(row, parquet.NullValue().Level(0, 0, 2))
-		}
-		for k := range wm {
+// JagRow returns row id of the jagged test file with its levels
+// (JagSchema): its v holds JagLen(id) values, or long(id) when long is not
+// nil, v[k] = 100*id + k unless JagNullElem(id, k); the list is null where
+// JagNullRow(id); w holds id%4 values, w[k] = -id - k.
+func JagRow(id int64, long func(id int64) int) parquet.Row {
+	m := JagLen(id)
+	if long != nil {
+		m = long(id)
+	}
+	row := make(parquet.Row, 0, 2+m+int(id%4))
+	row = append(row, parquet.Int64Value(id).Level(0, 0, 0))
+	switch {
+	case JagNullRow(id):
+		row = append(row, parquet.NullValue().Level(0, 0, 1))
+	case m == 0:
+		row = append(row, parquet.NullValue().Level(0, 1, 1))
+	default:
+		for k := range m {
 			rep := 1
 			if k == 0 {
 				rep = 0
 			}
-			row = append(row, parquet.Int32Value(-int32(id)-int32(k)).Level(rep, 1, 2))
+			if JagNullElem(id, k) {
+				row = append(row, parquet.NullValue().Level(rep, 2, 1))
+			} else {
+				row = append(row, parquet.Int32Value(int32(id*100)+int32(k)).Level(rep, 3, 1))
+			}
 		}
-		rows = append(rows, row)
 	}
-	return rows
+	wm := int(id % 4)
+	if wm == 0 {
+		row = append(row, parquet.NullValue().Level(0, 0, 2))
+	}
+	for k := range wm {
+		rep := 1
+		if k == 0 {
+			rep = 0
+		}
+		row = append(row, parquet.Int32Value(-int32(id)-int32(k)).Level(rep, 1, 2))
+	}
+	return row
 }
 
-// JagFile is the jagged test file of JagRows(first, n, long), in pages of
-// 1,024 bytes; the caller sets its row groups and writes it.
+// JagFile is the jagged test file of rows [first, first+n) (JagRow), in
+// pages of 1,024 bytes; the caller sets its row groups and writes it. Its
+// rows are made as they are written (pqfixture.GenerateRaw, the file Raw
+// writes from the same rows), so that a file of long rows is written
+// without holding them all.
 func JagFile(first, n int64, long func(id int64) int) *pqfixture.Builder {
-	return pqfixture.Raw(JagSchema(), JagRows(first, n, long)...).PageBytes(1024)
+	return pqfixture.GenerateRaw(JagSchema(), int(n), func(i int) parquet.Row { return JagRow(first+int64(i), long) }).PageBytes(1024)
 }
 
 // JagSpecYAML is the feature spec of the jagged test file, whose expected

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 )
 
@@ -47,32 +48,15 @@ func BenchmarkConvert(b *testing.B) {
 	}
 	dir := b.TempDir()
 	path := filepath.Join(dir, "bench.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[benchRow](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(100_000))
-	batch := make([]benchRow, 0, 4096)
-	emb := make([]float32, 16*4096)
-	for i := 0; i < rows; i++ {
+	pqfixture.Generate(rows, func(i int) benchRow {
 		x := float32(i)
-		e := emb[len(batch)*16 : len(batch)*16+16]
+		e := make([]float32, 16)
 		for k := range e {
 			e[k] = x*0.001 + float32(k)
 		}
-		batch = append(batch, benchRow{ID: int64(i), F0: x, F1: -x, F2: x / 3, F3: x * 7, F4: 1 / (x + 1), F5: x + 0.5, F6: x * x, F7: -x / 9,
-			Emb: e, Label: fmt.Sprintf("label-%d", (i*7919)%1000)})
-		if len(batch) == cap(batch) || i == rows-1 {
-			if _, err := w.Write(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	f.Close()
+		return benchRow{ID: int64(i), F0: x, F1: -x, F2: x / 3, F3: x * 7, F4: 1 / (x + 1), F5: x + 0.5, F6: x * x, F7: -x / 9,
+			Emb: e, Label: fmt.Sprintf("label-%d", (i*7919)%1000)}
+	}).WriteBatch(4096).Codec(&parquet.Snappy).RowGroupRows(100_000).WriteFile(b, path)
 	st, _ := os.Stat(path)
 	p := featuretest.MakePlan(b, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1024, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	spec, err := feature.ParseSpec([]byte(benchSpecYAML), "bench.yaml")
@@ -101,34 +85,17 @@ func writeZipfLists(b *testing.B, path string, rows int) int64 {
 		ID   int64   `parquet:"id"`
 		Hist []int32 `parquet:"hist,list"`
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[zipfRow](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(50_000))
 	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.7, 2, 1023)
 	var raw int64
-	batch := make([]zipfRow, 0, 1024)
-	for i := range rows {
+	// Rows are made in order, once each, as they are written.
+	pqfixture.Generate(rows, func(i int) zipfRow {
 		h := make([]int32, z.Uint64()+1)
 		for k := range h {
 			h[k] = int32(i + k)
 		}
 		raw += 4 * int64(len(h))
-		batch = append(batch, zipfRow{ID: int64(i), Hist: h})
-		if len(batch) == cap(batch) || i == rows-1 {
-			if _, err := w.Write(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		b.Fatal(err)
-	}
+		return zipfRow{ID: int64(i), Hist: h}
+	}).WriteBatch(1024).Codec(&parquet.Snappy).RowGroupRows(50_000).WriteFile(b, path)
 	return raw
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
@@ -27,8 +28,8 @@ import (
 func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	featuretest.WriteJagged(t, filepath.Join(src, "a.parquet"), 0, 500, 128, nil)
-	featuretest.WriteJagged(t, filepath.Join(src, "b.parquet"), 500, 230, 1000, nil)
+	featuretest.JagFile(0, 500, nil).RowGroupRows(128).WriteFile(t, filepath.Join(src, "a.parquet"))
+	featuretest.JagFile(500, 230, nil).RowGroupRows(1000).WriteFile(t, filepath.Join(src, "b.parquet"))
 	spec, err := feature.ParseSpec([]byte(featuretest.JagSpecYAML), "jagged.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -129,12 +130,62 @@ func TestRunJaggedNullErrors(t *testing.T) {
 func jagLongFixture(t testing.TB, n, rg int64, long func(id int64) int, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	featuretest.WriteJagged(t, filepath.Join(src, "a.parquet"), 0, n, rg, long)
+	featuretest.JagFile(0, n, long).RowGroupRows(rg).WriteFile(t, filepath.Join(src, "a.parquet"))
+	return featuretest.MakePlan(t, src, cfg), jagLongSpec(t)
+}
+
+// jagLongSpec is the spec of jagLongFixture's file: v as a jagged I32
+// tensor beside id.
+func jagLongSpec(t testing.TB) *feature.Spec {
+	t.Helper()
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: id, column: id, dtype: I64}, {name: v, column: v, dtype: I32, list: {jagged: true, element_fill: 0}, nulls: {}}]`), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return featuretest.MakePlan(t, src, cfg), spec
+	return spec
+}
+
+// The source of longRowsFixture and the snapshot of its shards under the
+// default limit, made once per process: the in-memory and the spilled
+// memory-bound tests read the same 80 MB of list values. longRowsDir is
+// under os.TempDir, removed by TestMain.
+var (
+	longRowsOnce  sync.Once
+	longRowsDir   string
+	longRowsWhole string // "" when making them failed
+)
+
+// longRowsFixture returns the plan (jagSeqCfg) and spec of jagLongFixture's
+// file of 640 rows in one row group, the rows whose id is 5 modulo 64 (ten)
+// of 2,000,000 values (longRows(64, 2_000_000)), and the snapshot of the
+// shards a run of 2 jobs under the default memory limit writes from them.
+// The file and that run are made once per process.
+func longRowsFixture(t *testing.T) (*plan.Plan, *feature.Spec, string) {
+	t.Helper()
+	longRowsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "convert-longrows")
+		if err != nil {
+			t.Fatal(err)
+		}
+		longRowsDir = dir
+		src := filepath.Join(dir, "src")
+		if err := os.Mkdir(src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		featuretest.JagFile(0, 640, longRows(64, 2_000_000)).RowGroupRows(1000).WriteFile(t, filepath.Join(src, "a.parquet"))
+		whole := filepath.Join(dir, "whole")
+		if _, err := Run(context.Background(), Options{Plan: featuretest.MakePlan(t, src, jagSeqCfg), Spec: jagLongSpec(t), Output: whole, Jobs: 2}); err != nil {
+			t.Fatal(err)
+		}
+		longRowsWhole = snapshot(t, whole)
+		if err := os.RemoveAll(whole); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if longRowsWhole == "" {
+		t.Fatal("the long rows' source or their run under the default limit failed in an earlier test")
+	}
+	return featuretest.MakePlan(t, filepath.Join(longRowsDir, "src"), jagSeqCfg), jagLongSpec(t), longRowsWhole
 }
 
 var jagSeqCfg = plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad}
@@ -260,11 +311,7 @@ func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures memory; slow under the race detector")
 	}
-	p, spec := jagLongFixture(t, 640, 1000, longRows(64, 2_000_000), jagSeqCfg)
-	whole := filepath.Join(t.TempDir(), "whole")
-	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 2}); err != nil {
-		t.Fatal(err)
-	}
+	p, spec, whole := longRowsFixture(t)
 	out := filepath.Join(t.TempDir(), "bounded")
 	const limit = 32 << 20
 	sum, peakLive := boundedRun(t, p, spec, out, 2, limit)
@@ -282,7 +329,7 @@ func TestRunJaggedLongRowsMemoryBound(t *testing.T) {
 	if values := int64(10 * 2_000_000 * 4); peakLive > values/2 {
 		t.Errorf("peak live heap %d MiB, want at most half the %d MiB of values", peakLive>>20, values>>20)
 	}
-	if snapshot(t, out) != snapshot(t, whole) {
+	if snapshot(t, out) != whole {
 		t.Errorf("bounded run's shards differ from the default run's")
 	}
 }
@@ -413,7 +460,7 @@ func TestRunJaggedListOfLists(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	featuretest.WriteRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(25))
+	pqfixture.Raw(sch, rows...).RowGroupRows(25).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, jagSeqCfg)
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: ll, column: ll, dtype: I64, list: {jagged: true}, nulls: {mask: true}}]`), "s.yaml")
 	if err != nil {
@@ -533,7 +580,7 @@ func TestJaggedListOfStrings(t *testing.T) {
 		{str("longer", 0)},
 	}
 	src := t.TempDir()
-	featuretest.WriteRows(t, filepath.Join(src, "a.parquet"), sch, rows)
+	pqfixture.Raw(sch, rows...).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, jagSeqCfg)
 	spec, err := feature.ParseSpec([]byte(`tensors:
   - {name: h, column: s, dtype: I64, list: {jagged: true, element_fill: -1, element_mask: true}, nulls: {}, bytes: {mode: hash, buckets: 1000}}

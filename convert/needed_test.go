@@ -57,8 +57,8 @@ func TestNeededIDsWithDrops(t *testing.T) {
 // for every shuffle mode and remainder policy.
 func TestNeededIDsShortcut(t *testing.T) {
 	src := t.TempDir()
-	featuretest.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 203, 16, &parquet.Snappy)
-	featuretest.WriteParquet(t, filepath.Join(src, "b.parquet"), 203, 50, 7, &parquet.Snappy)
+	featuretest.File(0, 203).RowGroupRows(16).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "a.parquet"))
+	featuretest.File(203, 50).RowGroupRows(7).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "b.parquet"))
 	for _, sh := range []plan.Shuffle{plan.ShuffleNone, plan.ShuffleGlobal, plan.ShuffleBlocks, plan.ShufflePartitioned} {
 		for _, rem := range []plan.Remainder{plan.RemainderDrop, plan.RemainderPad, plan.RemainderPartial} {
 			cfg := plan.Config{Seed: 5, Epochs: 2, GlobalBatch: 12, WorldSize: 3, Workers: 2, Shuffle: sh, Remainder: rem}

@@ -5,15 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 )
@@ -49,18 +47,7 @@ func bjFixture(t *testing.T, n int, dval func(int) string) *plan.Plan {
 	for id := range n {
 		rows = append(rows, bjRow{ID: int64(id), S: bjString(id), F: [4]byte{byte(id), 0, byte(id >> 8), 255}, D: dval(id)})
 	}
-	f, err := os.Create(filepath.Join(src, "bytes.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[bjRow](f, parquet.MaxRowsPerRowGroup(16))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	pqfixture.Of(rows...).RowGroupRows(16).WriteFile(t, filepath.Join(src, "bytes.parquet"))
 	return featuretest.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
@@ -43,9 +44,7 @@ func TestSourceTruncatedDuringConvert(t *testing.T) {
 				v := int64(i)
 				rows[i].V = &v
 			}
-			if err := parquet.WriteFile(path, rows, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(10000)); err != nil {
-				t.Fatal(err)
-			}
+			pqfixture.Of(rows...).Codec(&parquet.Snappy).RowGroupRows(10000).WriteFile(t, path)
 			p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderDrop})
 			spec, err := feature.ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I64}]`), "s.yaml")
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
@@ -65,24 +66,11 @@ func mapN(id int64) map[int32]int64 {
 // of rg rows.
 func writeMaps(t testing.TB, path string, first, n, rg int64) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[mapRow](f, parquet.MaxRowsPerRowGroup(rg), parquet.PageBufferSize(512))
 	var rows []mapRow
 	for id := first; id < first+n; id++ {
 		rows = append(rows, mapRow{ID: id, S: mapS(id), N: mapN(id)})
 	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).RowGroupRows(rg).PageBytes(512).WriteFile(t, path)
 }
 
 const mapSpecYAML = `
@@ -349,7 +337,7 @@ func i64(v int64) *int64 { return &v }
 func TestRunMapRowErrors(t *testing.T) {
 	write := func(rows []parquet.Row) *plan.Plan {
 		src := t.TempDir()
-		featuretest.WriteRows(t, filepath.Join(src, "a.parquet"), mapLevelsSchema(), rows, parquet.MaxRowsPerRowGroup(4))
+		pqfixture.Raw(mapLevelsSchema(), rows...).RowGroupRows(4).WriteFile(t, filepath.Join(src, "a.parquet"))
 		return featuretest.MakePlan(t, src, jagSeqCfg)
 	}
 	ok := func(id int64) parquet.Row {
@@ -491,7 +479,7 @@ func TestMapNullValues(t *testing.T) {
 		levelsRow(1, nil, false),
 		levelsRow(2, [][2]*int64{{i64(3), i64(32)}}, false),
 	}
-	featuretest.WriteRows(t, filepath.Join(src, "a.parquet"), mapLevelsSchema(), rows)
+	pqfixture.Raw(mapLevelsSchema(), rows...).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, jagSeqCfg)
 	spec, err := feature.ParseSpec([]byte(`tensors:
   - {name: m, column: n, dtype: I32, map: {key_dtype: I64}, list: {element_fill: -7, element_mask: true}}
@@ -691,7 +679,7 @@ func TestRunListOfStructsMismatch(t *testing.T) {
 		rows = append(rows, row)
 	}
 	src := t.TempDir()
-	featuretest.WriteRows(t, filepath.Join(src, "a.parquet"), sch, rows, parquet.MaxRowsPerRowGroup(5))
+	pqfixture.Raw(sch, rows...).RowGroupRows(5).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, jagSeqCfg)
 	both, err := feature.ParseSpec([]byte(`tensors: [{name: a, column: ev.a, dtype: I32, list: {jagged: true}}, {name: b, column: ev.b, dtype: I32, list: {jagged: true}}]`), "s.yaml")
 	if err != nil {

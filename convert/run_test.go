@@ -3,10 +3,12 @@ package convert
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math/rand/v2"
@@ -25,6 +27,7 @@ import (
 	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/internal/atomicfile"
 	"github.com/prepml/prep/internal/dirlock"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/internal/testutil"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
@@ -36,8 +39,8 @@ import (
 func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *feature.Spec) {
 	t.Helper()
 	src := t.TempDir()
-	featuretest.WriteParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
-	featuretest.WriteParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
+	featuretest.File(0, 700).RowGroupRows(128).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "part-0.parquet"))
+	featuretest.File(700, 300).RowGroupRows(128).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "part-1.parquet"))
 	spec, err := feature.ParseSpec([]byte(featuretest.SpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -182,15 +185,29 @@ func listTree(t testing.TB, dir string) []string {
 	return out
 }
 
-// snapshot returns the names and contents of every file under dir as one string.
+// snapshot returns the names of every file and directory under dir and
+// each file's SHA-256 as one string: two trees of the same snapshot hold
+// the same files, byte for byte.
 func snapshot(t testing.TB, dir string) string {
+	t.Helper()
 	var b strings.Builder
 	for _, rel := range listTree(t, dir) {
-		data, err := os.ReadFile(filepath.Join(dir, rel))
-		if err == nil {
-			fmt.Fprintf(&b, "%s %x\n", rel, data)
-		} else {
+		f, err := os.Open(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.Stat()
+		if err == nil && st.IsDir() {
 			fmt.Fprintf(&b, "%s/\n", rel)
+		} else if err == nil {
+			h := sha256.New()
+			if _, err = io.Copy(h, f); err == nil {
+				fmt.Fprintf(&b, "%s %x\n", rel, h.Sum(nil))
+			}
+		}
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	return b.String()
@@ -273,7 +290,7 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 func TestRunSourceChanged(t *testing.T) {
 	p, spec := fixture(t, featuretest.DefaultConfig)
 	f := filepath.Join(p.Source.Root, "part-1.parquet")
-	featuretest.WriteParquet(t, f, 700, 299, 128, &parquet.Snappy)
+	featuretest.File(700, 299).RowGroupRows(128).Codec(&parquet.Snappy).WriteFile(t, f)
 	out := filepath.Join(t.TempDir(), "o")
 	_, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: out})
 	if !errors.Is(err, feature.ErrSourceChanged) || !strings.Contains(err.Error(), "part-1.parquet") {
@@ -330,13 +347,7 @@ func TestLZ4RawRoundTrip(t *testing.T) {
 			for i := range vals {
 				vals[i].V = int64(rng.Uint64())
 			}
-			f, _ := os.Create(filepath.Join(dir, "lz4raw.parquet"))
-			w := parquet.NewGenericWriter[lzRow](f, parquet.Compression(&parquet.Lz4Raw))
-			if _, err := w.Write(vals); err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
-			f.Close()
+			pqfixture.Of(vals...).Codec(&parquet.Lz4Raw).WriteFile(t, filepath.Join(dir, "lz4raw.parquet"))
 			p := featuretest.MakePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 			spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "v", Column: "v", DType: "I64"}}}
 			out := t.TempDir()
@@ -426,7 +437,7 @@ func TestRunManySmallFilesLowFDLimit(t *testing.T) {
 	}
 	src := t.TempDir()
 	for i := 0; i < n; i++ {
-		featuretest.WriteParquet(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)), int64(3*i), 3, 3, &parquet.Snappy)
+		featuretest.File(int64(3*i), 3).RowGroupRows(3).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, fmt.Sprintf("part-%05d.parquet", i)))
 	}
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 2, Epochs: 1, GlobalBatch: 30, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	testutil.LowerFDLimit(t, 64)
@@ -889,7 +900,7 @@ func TestRollbackRestoresManifestBeforeRemovingShards(t *testing.T) {
 // so the directory no longer looked as it did before the run.
 func TestFailedRunIntoExistingDirLeavesNoEpochDirs(t *testing.T) {
 	src := t.TempDir()
-	featuretest.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 64, 64, nil)
+	featuretest.File(0, 64).RowGroupRows(64).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 8, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	spec, err := feature.ParseSpec([]byte("tensors: [{name: id, column: id, dtype: I64}]"), "spec.yaml")
 	if err != nil {

@@ -3,7 +3,6 @@ package convert
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/prepml/prep/feature"
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
@@ -65,9 +65,7 @@ func writeSliceRows(t testing.TB, path string, first, n, rowsPerGroup int64, nul
 	for id := first; id < first+n; id++ {
 		rows = append(rows, makeSliceRow(id, nulls, short))
 	}
-	if err := parquet.WriteFile(path, rows, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(rowsPerGroup)); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).Codec(&parquet.Snappy).RowGroupRows(rowsPerGroup).WriteFile(t, path)
 }
 
 // countDecodes counts column chunk decodes per task sequence number for the
@@ -278,9 +276,7 @@ func TestSlicedErrorPiecesSizedByLimit(t *testing.T) {
 			data[i].V = &v
 		}
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "a.parquet"), data); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(data...).WriteFile(t, filepath.Join(src, "a.parquet"))
 	// 5,000 ranks, batch 1 each, one epoch of 2 steps: rank 0 needs 2 rows.
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: rows / 2, WorldSize: rows / 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	spec, err := feature.ParseSpec([]byte(`tensors: [{name: v, column: v, dtype: I64}]`), "s.yaml")
@@ -331,7 +327,7 @@ func TestSlicedDecodeErrorOrderWithinChunk(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	featuretest.WriteRows(t, path, sch, rows, parquet.PageBufferSize(512), parquet.Compression(&parquet.Snappy))
+	pqfixture.Raw(sch, rows...).PageBytes(512).Codec(&parquet.Snappy).WriteFile(t, path)
 	// Flip a byte near the end of the column chunk: in the last page's body.
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -400,9 +396,7 @@ func TestSliceEstimateCountsSourceValues(t *testing.T) {
 		}
 		data[i].S = fmt.Sprintf("%01000d", i)
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "a.parquet"), data, parquet.Compression(&parquet.Snappy)); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(data...).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "a.parquet"))
 	data = nil
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 9, Epochs: 1, GlobalBatch: 100, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	const bound = 8 << 20 // live at the decoded pieces (measuredRun); whole, the column chunks take 30-58 MiB
@@ -538,7 +532,7 @@ func writeShapes(t testing.TB, path string, delta bool, first, n int64, d shapes
 		}
 		rows = append(rows, row)
 	}
-	featuretest.WriteRows(t, path, sch, rows, opts...)
+	pqfixture.Raw(sch, rows...).Option(opts...).WriteFile(t, path)
 }
 
 // compareSliced runs p and spec with row groups whole (the default limit) and
@@ -876,9 +870,7 @@ func TestHostileValueCountBreaksAdmission(t *testing.T) {
 		for i := range rows {
 			rows[i].V = int64(i)
 		}
-		if err := parquet.WriteFile(path, rows, parquet.MaxRowsPerRowGroup(1000)); err != nil {
-			t.Fatal(err)
-		}
+		pqfixture.Of(rows...).RowGroupRows(1000).WriteFile(t, path)
 		if hostile {
 			rewriteNumValues(t, path, 0, 0, 1<<60-1)
 		}
@@ -950,9 +942,7 @@ func TestSlicedErrorAfterTheLastRow(t *testing.T) {
 	for i := range rows {
 		rows[i].V = int64(i)
 	}
-	if err := parquet.WriteFile(path, rows); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).WriteFile(t, path)
 	// One byte more in the chunk (at its end, before the page indexes and
 	// the footer), one value more declared.
 	b, err := os.ReadFile(path)
@@ -1072,24 +1062,9 @@ func checkSliced(t *testing.T, live, limit, bound int64, decodes int, out, whole
 	if decodes < 2 {
 		t.Errorf("the row group was not sliced")
 	}
-	if treeDigest(t, out) != treeDigest(t, whole) {
+	if snapshot(t, out) != snapshot(t, whole) {
 		t.Errorf("sliced output differs from the whole row group output")
 	}
-}
-
-// treeDigest is snapshot for large trees: each file's SHA-256 instead of its
-// bytes.
-func treeDigest(t testing.TB, dir string) string {
-	var b strings.Builder
-	for _, rel := range listTree(t, dir) {
-		data, err := os.ReadFile(filepath.Join(dir, rel))
-		if err == nil {
-			fmt.Fprintf(&b, "%s %x\n", rel, sha256.Sum256(data))
-		} else {
-			fmt.Fprintf(&b, "%s/\n", rel)
-		}
-	}
-	return b.String()
 }
 
 type embRow struct {
@@ -1117,9 +1092,7 @@ func TestColumnChunkOverLimitIsSliced(t *testing.T) {
 			rows[i].Emb[k] = float32(i) + float32(k)/32
 		}
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "emb.parquet"), rows, parquet.Compression(&parquet.Snappy)); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "emb.parquet"))
 	rows = nil
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 1000, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	spec, err := feature.ParseSpec([]byte("tensors: [{name: emb, column: emb, dtype: F32, shape: [32]}]"), "spec.yaml")
@@ -1193,9 +1166,7 @@ func TestSlicedBigDictStringsBothForms(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "a.parquet"), rows, parquet.PageBufferSize(8<<10), parquet.MaxRowsPerRowGroup(4000)); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).PageBytes(8<<10).RowGroupRows(4000).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 10, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad})
 	for _, sp := range []string{
 		`tensors: [{name: h, column: name, dtype: I64, bytes: {mode: hash, buckets: 1000003}}, {name: p, column: name, dtype: U8, bytes: {mode: pad, max_len: 3, truncate: true}}, {name: v, column: val, dtype: I64, bytes: {mode: hash, buckets: 77}}, {name: id, column: id, dtype: I64}]`,
@@ -1227,11 +1198,7 @@ func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures memory; slow under the race detector")
 	}
-	p, spec := jagLongFixture(t, 640, 1000, longRows(64, 2_000_000), jagSeqCfg)
-	whole := filepath.Join(t.TempDir(), "whole")
-	if _, err := Run(context.Background(), Options{Plan: p, Spec: spec, Output: whole, Jobs: 2}); err != nil {
-		t.Fatal(err)
-	}
+	p, spec, whole := longRowsFixture(t)
 	out := filepath.Join(t.TempDir(), "spilled")
 	spillAlways = true
 	defer func() { spillAlways = false }()
@@ -1246,7 +1213,7 @@ func TestWindowsSpilledLongRowsMemoryBound(t *testing.T) {
 	// MiB) beside its values, levels and validity.
 	const pages = 16 << 20
 	checkHeapBound(t, sum, peakLive, limit, pages)
-	if snapshot(t, out) != snapshot(t, whole) {
+	if snapshot(t, out) != whole {
 		t.Errorf("spilled run's shards differ from the in-memory run's")
 	}
 }

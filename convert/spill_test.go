@@ -172,7 +172,7 @@ func TestSpillManyRanksKeepsFewShardsOpen(t *testing.T) {
 // in-memory run's.
 func TestSpillPartitionedPadsNotHeldInMemory(t *testing.T) {
 	src := t.TempDir()
-	featuretest.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 5000, 1000, &parquet.Snappy)
+	featuretest.File(0, 5000).RowGroupRows(1000).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 2, GlobalBatch: 40, WorldSize: 4, Workers: 1, Shuffle: plan.ShufflePartitioned, Remainder: plan.RemainderPad})
 	if got := fmt.Sprint(p.Derived.PartitionRows, p.Steps()); got != "[2000 1000 1000 1000] 200" {
 		t.Fatalf("partitions and steps %s", got)
@@ -259,7 +259,7 @@ func TestSpillEdgePlansMatchInMemory(t *testing.T) {
 			src := t.TempDir()
 			var first int64
 			for i, n := range c.rows {
-				featuretest.WriteParquet(t, filepath.Join(src, fmt.Sprintf("part-%d.parquet", i)), first, n, c.rg, &parquet.Snappy)
+				featuretest.File(first, n).RowGroupRows(c.rg).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, fmt.Sprintf("part-%d.parquet", i)))
 				first += n
 			}
 			p := featuretest.MakePlan(t, src, c.cfg)
@@ -500,7 +500,7 @@ func TestSpillLargeRecordsAllocateAFewRecords(t *testing.T) {
 // entries are written at once through one scratch entry.
 func TestSpillManyWindowsKeepNoRecordBuffers(t *testing.T) {
 	src := t.TempDir()
-	featuretest.WriteParquet(t, filepath.Join(src, "a.parquet"), 0, 100, 100, &parquet.Snappy)
+	featuretest.File(0, 100).RowGroupRows(100).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "a.parquet"))
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderDrop})
 	const rec = 300000
 	s, err := newSpiller(context.Background(), p, []shardKey{{0, 0}}, rec, 256<<10, 1, 1)

@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/shardfmt"
@@ -416,7 +417,7 @@ func TestFixedWidthNullsEveryLayout(t *testing.T) {
 				}
 				dir := t.TempDir()
 				path := filepath.Join(dir, "v.parquet")
-				featuretest.WriteRows(t, path, sch, data, l.opts...)
+				pqfixture.Raw(sch, data...).Option(l.opts...).WriteFile(t, path)
 				first, last := nullPageEdges(t, path)
 				nullFirst += first
 				nullLast += last
@@ -529,7 +530,7 @@ func TestFixedWidthNullElementsInLists(t *testing.T) {
 		data = append(data, row)
 	}
 	dir := t.TempDir()
-	featuretest.WriteRows(t, filepath.Join(dir, "v.parquet"), sch, data, parquet.PageBufferSize(40))
+	pqfixture.Raw(sch, data...).PageBytes(40).WriteFile(t, filepath.Join(dir, "v.parquet"))
 	p := featuretest.MakePlan(t, dir, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 	s, err := materializeAll(t, p, `
 tensors:

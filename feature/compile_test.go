@@ -3,13 +3,11 @@ package feature
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/pqread"
 )
 
@@ -32,20 +30,7 @@ type nestRow struct {
 // s asks for one of its leaves.
 func TestCompileNestedColumnByNaturalName(t *testing.T) {
 	dir := t.TempDir()
-	f, err := os.Create(filepath.Join(dir, "n.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[nestRow](f)
-	if _, err := w.Write([]nestRow{{ID: 1, M: map[string]int64{"a": 1}, LL: [][]int64{{1, 2}, {3}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(nestRow{ID: 1, M: map[string]int64{"a": 1}, LL: [][]int64{{1, 2}, {3}}}).WriteFile(t, filepath.Join(dir, "n.parquet"))
 	p := featuretest.MakePlan(t, dir, featuretest.DefaultConfig)
 	for _, c := range []struct {
 		column string

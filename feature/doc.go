@@ -181,30 +181,26 @@
 // whole, so it holds a piece of every column at once: the piece's rows
 // are those every list column holds within its entry budget
 // (pqread.ColumnReader.Peek, then NextWithin of that many rows), so the
-// columns agree on its rows and long rows take their own length there too
-// (ten rows of 2,000,000 I32 values, spilled under a 32 MiB limit: 34 to
-// 41 MiB live, median 37, where windows of rows read together took 47 to
-// 54, median 54). A windowed row group is admitted at its
-// estimate (its columns' entry budgets, at twice an entry's decoded
-// bytes); before a page's body is read that takes a column past its
-// budget (a row longer than it), the row group's admitted bytes grow to
-// cover the column's entries at that rate (pqread.ColumnReader.OnPage),
-// waiting for others' releases, and shrink once no reader holds them, so
-// Jobs windowed row groups with long rows decode those rows about one at
-// a time within the limit (twenty rows of 1,500,000 values in four row
-// groups under Jobs 4 and 32 MiB: 46 MiB live, where admission by the
-// estimate alone took 110 to 119); waits are served in task order, and
-// the first over the limit only when every holder or worker waits. A row
-// of a list column holds at most MaxRowSlots level entries, lowered from
-// pqread's default (16M) to the largest bound of the spec's list
-// tensors: a jagged block's values for a jagged tensor, MemoryLimit over
-// 22 bytes for a fixed list (truncated or padded, but decoded whole
+// columns agree on its rows and long rows take their own length there too.
+// A windowed row group is admitted at its estimate (its columns' entry
+// budgets, at twice an entry's decoded bytes); before a page's body is
+// read that takes a column past its budget (a row longer than it), the row
+// group's admitted bytes grow to cover the column's entries at that rate
+// (pqread.ColumnReader.OnPage), waiting for others' releases, and shrink
+// once no reader holds them, so Jobs windowed row groups with long rows
+// decode those rows about one at a time within the limit, not Jobs at
+// once; waits are served in task order, and the first over the limit only
+// when every holder or worker waits.
+// A row of a list column holds at most MaxRowSlots level entries,
+// lowered from pqread's default (16M) to the largest bound of the spec's
+// list tensors: a jagged block's values for a jagged tensor, MemoryLimit
+// over 22 bytes for a fixed list (truncated or padded, but decoded whole
 // first); pqread refuses a longer row as its levels are decoded, naming
-// file, column, row group and row. 512 INT64 columns of a 1,000,000-row row
-// group stacked into an I64 tensor, about 4 GiB decoded, or one embedding list
-// column of a huge row group, convert under a 1 GiB limit, with every page
-// decoded once. The output and the errors are those of the whole row group (the
-// first failing column in task order, a decode error anywhere in its chunk
+// file, column, row group and row. A row group that decodes to many times
+// the limit, of many columns stacked into one tensor or of one embedding
+// list column, thus converts within it, every page decoded once. The
+// output and the errors are those of the whole row group (the first
+// failing column in task order, a decode error anywhere in its chunk
 // before a transform error of it, then its earliest row, with counts over
 // the whole column chunk), found in the same forward pass: after a failure
 // only the columns before it (and a column whose failure is a transform
@@ -215,11 +211,9 @@
 // few bytes). What remains beyond the limit is the page buffers (one
 // page, bounded by the reader's page size limit, 256 MiB, per column read
 // at once, and a page holds a whole row: a long row's page is at least its
-// encoded size, so a piece holding one holds its page beside its values;
-// ten rows of 2,000,000 I32 values under a 32 MiB limit hold about 19
-// MiB live at their pieces, their 10.4 MiB pages included), and strings
-// padded from a dictionary whose copies take more than the chunk's
-// uncompressed size, which the footer does not tell. Garbage comes on top
+// encoded size, so a piece holding one holds its page beside its values),
+// and strings padded from a dictionary whose copies take more than the
+// chunk's uncompressed size, which the footer does not tell. Garbage comes on top
 // of the live bytes, within the Go heap's share (convert.Options.HeapLimit). A
 // limit below
 // MinMemoryLimit (1 MiB) is refused by prep convert and prep verify: it
@@ -232,6 +226,10 @@
 // reports getrusage's peak RSS (column chunks are read page by page into
 // pooled buffers through pqread's Input, never mapped);
 // Summary.SpillBytes and SpillWindows say whether and how a run spilled.
+// BENCHMARKS.md (Scaling and memory, long rows in row windows) gives the
+// live heap convert's tests measure with long rows among short ones, in
+// memory, spilled and under Jobs 4, and what it was before pieces and
+// growing admission.
 //
 // # Column names
 //

@@ -16,9 +16,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 )
@@ -359,16 +358,7 @@ func TestImageBombRefused(t *testing.T) {
 	}
 	// Through stage 1, under invalid: fill, with a 64 MiB limit.
 	src := t.TempDir()
-	f, err := os.Create(filepath.Join(src, "bomb.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[featuretest.ImageRow](f)
-	if _, err := w.Write([]featuretest.ImageRow{{ID: 0, Img: bombPNG(8, 8)[:0]}, {ID: 1, Img: bomb}}); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	f.Close()
+	pqfixture.Of(featuretest.ImageRow{ID: 0, Img: bombPNG(8, 8)[:0]}, featuretest.ImageRow{ID: 1, Img: bomb}).WriteFile(t, filepath.Join(src, "bomb.parquet"))
 	spec, err := ParseSpec([]byte("tensors:\n  - {name: img, column: img, image: {size: [8, 8], invalid: fill}}\n"), "bomb.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -122,8 +122,8 @@ func TestIDSetWithin(t *testing.T) {
 func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
 	t.Helper()
 	src := t.TempDir()
-	featuretest.WriteParquet(t, filepath.Join(src, "part-0.parquet"), 0, 700, 128, &parquet.Snappy)
-	featuretest.WriteParquet(t, filepath.Join(src, "part-1.parquet"), 700, 300, 128, &parquet.Snappy)
+	featuretest.File(0, 700).RowGroupRows(128).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "part-0.parquet"))
+	featuretest.File(700, 300).RowGroupRows(128).Codec(&parquet.Snappy).WriteFile(t, filepath.Join(src, "part-1.parquet"))
 	spec, err := ParseSpec([]byte(featuretest.SpecYAML), "features.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +134,8 @@ func fixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
 func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
 	t.Helper()
 	src := t.TempDir()
-	featuretest.WriteJagged(t, filepath.Join(src, "a.parquet"), 0, 500, 128, nil)
-	featuretest.WriteJagged(t, filepath.Join(src, "b.parquet"), 500, 230, 1000, nil)
+	featuretest.JagFile(0, 500, nil).RowGroupRows(128).WriteFile(t, filepath.Join(src, "a.parquet"))
+	featuretest.JagFile(500, 230, nil).RowGroupRows(1000).WriteFile(t, filepath.Join(src, "b.parquet"))
 	spec, err := ParseSpec([]byte(featuretest.JagSpecYAML), "jagged.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package feature
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -12,9 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/source"
 )
@@ -45,22 +43,12 @@ func partTree(t *testing.T) (string, *plan.Plan) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		var buf bytes.Buffer
-		w := parquet.NewGenericWriter[row](&buf, parquet.MaxRowsPerRowGroup(4))
 		rs := make([]row, l.rows)
 		for i := range rs {
 			rs[i] = row{ID: id}
 			id++
 		}
-		if _, err := w.Write(rs); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		pqfixture.Of(rs...).RowGroupRows(4).WriteFile(t, p)
 	}
 	src, err := source.Discover(context.Background(), []string{dir})
 	if err != nil {

@@ -10,9 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/feature/featuretest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/pqread"
 	"github.com/prepml/prep/source"
@@ -35,9 +34,7 @@ func TestMaxValueBytesEnforcedByReader(t *testing.T) {
 	}
 	rows[250].Text = strings.Repeat("x", 5000) // row group 2 (100 rows each), row 50
 	src := t.TempDir()
-	if err := parquet.WriteFile(filepath.Join(src, "s.parquet"), rows, parquet.MaxRowsPerRowGroup(100)); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).RowGroupRows(100).WriteFile(t, filepath.Join(src, "s.parquet"))
 	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 1, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPartial})
 
 	for _, c := range []struct {

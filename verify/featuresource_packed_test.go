@@ -10,10 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
@@ -41,18 +40,7 @@ func writeTokens(t *testing.T, path string, edit map[[2]int]int32) {
 			}
 		}
 	}
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[tokenRow](fh, parquet.MaxRowsPerRowGroup(40))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fh.Close()
+	pqfixture.Of(rows...).RowGroupRows(40).WriteFile(t, path)
 }
 
 // TestVerifyDeepPackedTokens: verify --deep over a converted packed plan
@@ -139,18 +127,7 @@ func writeExtras(t *testing.T, path string, src map[int]int32, q map[int]float64
 			rows[i].Q = v
 		}
 	}
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[extraRow](fh, parquet.MaxRowsPerRowGroup(40))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fh.Close()
+	pqfixture.Of(rows...).RowGroupRows(40).WriteFile(t, path)
 }
 
 // TestVerifyDeepPackedExtras: verify --deep checks a packed set's

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/verify"
@@ -45,9 +47,7 @@ func TestVerifyDeepAcceptsConvertsRows(t *testing.T) {
 			rows[i].V[k] = int64(i*1_000_000 + k)
 		}
 	}
-	if err := parquet.WriteFile(filepath.Join(src, "d.parquet"), rows); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).WriteFile(t, filepath.Join(src, "d.parquet"))
 	pp := filepath.Join(dir, "plan.json")
 	if code, _, errs := runCLI("plan", "--source", src, "--seed", "1", "--epochs", "1", "--global-batch", "4", "--world-size", "1", "-o", pp, "-q"); code != 0 {
 		t.Fatalf("plan: exit %d: %s", code, errs)
@@ -159,20 +159,7 @@ func writeDerivedSource(t *testing.T, path string) {
 		}
 		rows = append(rows, row)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[any](f, sch)
-	if _, err := w.WriteRows(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Raw(sch, rows...).WriteFile(t, path)
 }
 
 // convertDerived writes the source of writeDerivedSource, plans it as one

@@ -10,10 +10,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
 	"github.com/prepml/prep/convert"
 	"github.com/prepml/prep/feature"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/source"
@@ -57,23 +56,10 @@ func WriteSource(t testing.TB, path string, edit map[int64]float64) {
 }
 
 // writeRows writes rows to a new Parquet file at path in row groups of
-// 20 rows, failing t on any error.
+// 20 rows (internal/pqfixture), failing t on any error.
 func writeRows[T any](t testing.TB, path string, rows []T) {
 	t.Helper()
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[T](fh, parquet.MaxRowsPerRowGroup(20))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fh.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqfixture.Of(rows...).RowGroupRows(20).WriteFile(t, path)
 }
 
 // JaggedRow is the source row of ConvertJagged: L, a LIST of INT32, holds

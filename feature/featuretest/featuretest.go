@@ -2,8 +2,11 @@
 // tests of packages feature and convert share: the rows of the standard
 // test file and their expected samples, jagged and image sources, the
 // field cases of testdata/cases, and Pillow's reference images
-// (feature/testdata/pilref.py). It is for tests only, and imports neither
-// feature nor convert, so that feature's own tests may use it.
+// (feature/testdata/pilref.py). Its files are written by
+// internal/pqfixture, the one Parquet writer of the tests: File and
+// JagFile return the builder of a file, whose row groups the caller sets.
+// It is for tests only, and imports neither feature nor convert, so that
+// feature's own tests may use it.
 package featuretest
 
 import (
@@ -22,8 +25,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 	"github.com/prepml/prep/internal/duckdbtest"
+	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
 	"github.com/prepml/prep/shardfmt"
 	"github.com/prepml/prep/source"
@@ -53,33 +56,20 @@ func MakeRow(id int64) Row {
 	return r
 }
 
-// WriteParquet writes rows [first, first+n) of MakeRow to dir/name.
-func WriteParquet(t testing.TB, path string, first, n int64, rowsPerGroup int64, codec compress.Codec) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[Row](f, parquet.Compression(codec), parquet.MaxRowsPerRowGroup(rowsPerGroup))
-	rows := make([]Row, 0, 1024)
+// Rows returns rows [first, first+n) of MakeRow.
+func Rows(first, n int64) []Row {
+	rows := make([]Row, 0, n)
 	for id := first; id < first+n; id++ {
 		rows = append(rows, MakeRow(id))
-		if len(rows) == cap(rows) {
-			if _, err := w.Write(rows); err != nil {
-				t.Fatal(err)
-			}
-			rows = rows[:0]
-		}
 	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return rows
+}
+
+// File is the standard test file of rows [first, first+n) of MakeRow,
+// handed to the writer 1,024 rows at a time; the caller sets its row
+// groups and codec and writes it (pqfixture.Builder.WriteFile).
+func File(first, n int64) *pqfixture.Builder {
+	return pqfixture.Of(Rows(first, n)...).WriteBatch(1024)
 }
 
 // MakePlan discovers the Parquet files under dir and plans them with cfg.
@@ -149,25 +139,6 @@ func ExpectSample(id uint64) [][]byte {
 	return [][]byte{idb, xb, emb, lens, lab, opt, mask}
 }
 
-// WriteRows writes rows of schema sch to a new file at path.
-func WriteRows(t testing.TB, path string, sch *parquet.Schema, rows []parquet.Row, opts ...parquet.WriterOption) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[any](f, append([]parquet.WriterOption{sch}, opts...)...)
-	if _, err := w.WriteRows(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // JagLen is the length of row id's lists: 0 and 40 among them.
 func JagLen(id int64) int { return []int{0, 1, 2, 3, 5, 8, 13, 0, 40}[id%9] }
 
@@ -187,48 +158,56 @@ func JagSchema() *parquet.Schema {
 	})
 }
 
-// WriteJagged writes rows [first, first+n) to path, row groups of rg rows.
-func WriteJagged(t testing.TB, path string, first, n int64, rg int64, long func(id int64) int) {
-	t.Helper()
-	var rows []parquet.Row
-	for id := first; id < first+n; id++ {
-		row := parquet.Row{parquet.Int64Value(id).Level(0, 0, 0)}
-		m := JagLen(id)
-		if long != nil {
-			m = long(id)
-		}
-		switch {
-		case JagNullRow(id):
-			row = append(row, parquet.NullValue().Level(0, 0, 1))
-		case m == 0:
-			row = append(row, parquet.NullValue().Level(0, 1, 1))
-		default:
-			for k := range m {
-				rep := 1
-				if k == 0 {
-					rep = 0
-				}
-				if JagNullElem(id, k) {
-					row = append(row, parquet.NullValue().Level(rep, 2, 1))
-				} else {
-					row = append(row, parquet.Int32Value(int32(id*100)+int32(k)).Level(rep, 3, 1))
-				}
-			}
-		}
-		wm := int(id % 4)
-		if wm == 0 {
-			row = append(row, parquet.NullValue().Level(0, 0, 2))
-		}
-		for k := range wm {
+// JagRow returns row id of the jagged test file with its levels
+// (JagSchema): its v holds JagLen(id) values, or long(id) when long is not
+// nil, v[k] = 100*id + k unless JagNullElem(id, k); the list is null where
+// JagNullRow(id); w holds id%4 values, w[k] = -id - k.
+func JagRow(id int64, long func(id int64) int) parquet.Row {
+	m := JagLen(id)
+	if long != nil {
+		m = long(id)
+	}
+	row := make(parquet.Row, 0, 2+m+int(id%4))
+	row = append(row, parquet.Int64Value(id).Level(0, 0, 0))
+	switch {
+	case JagNullRow(id):
+		row = append(row, parquet.NullValue().Level(0, 0, 1))
+	case m == 0:
+		row = append(row, parquet.NullValue().Level(0, 1, 1))
+	default:
+		for k := range m {
 			rep := 1
 			if k == 0 {
 				rep = 0
 			}
-			row = append(row, parquet.Int32Value(-int32(id)-int32(k)).Level(rep, 1, 2))
+			if JagNullElem(id, k) {
+				row = append(row, parquet.NullValue().Level(rep, 2, 1))
+			} else {
+				row = append(row, parquet.Int32Value(int32(id*100)+int32(k)).Level(rep, 3, 1))
+			}
 		}
-		rows = append(rows, row)
 	}
-	WriteRows(t, path, JagSchema(), rows, parquet.MaxRowsPerRowGroup(rg), parquet.PageBufferSize(1024))
+	wm := int(id % 4)
+	if wm == 0 {
+		row = append(row, parquet.NullValue().Level(0, 0, 2))
+	}
+	for k := range wm {
+		rep := 1
+		if k == 0 {
+			rep = 0
+		}
+		row = append(row, parquet.Int32Value(-int32(id)-int32(k)).Level(rep, 1, 2))
+	}
+	return row
+}
+
+// JagFile is the jagged test file of rows [first, first+n) (JagRow), in
+// pages of 1,024 bytes; the caller sets its row groups and writes it. Its
+// rows are made as they are written (pqfixture.GenerateRaw, the file Raw
+// writes from the same rows), so that a file of long rows is written
+// without holding them all.
+func JagFile(first, n int64, long func(id int64) int) *pqfixture.Builder {
+	return pqfixture.GenerateRaw(JagSchema(), int(n), func(i int) parquet.Row { return JagRow(first+int64(i), long) }).PageBytes(1024)
 }
 
 // JagSpecYAML is the feature spec of the jagged test file, whose expected
@@ -534,6 +513,19 @@ func fnv1a64(s string) uint64 {
 	return h.Sum64()
 }
 
+// ImageRows returns n rows of ImageRow: row id's image is
+// ImageSources[id modulo their count], from dir (PILImages), in the img
+// column and in the hf struct (path "img<id>").
+func ImageRows(t testing.TB, dir string, n int) []ImageRow {
+	t.Helper()
+	rows := make([]ImageRow, 0, n)
+	for id := range n {
+		b := ImageBytes(t, dir, ImageSources[id%len(ImageSources)])
+		rows = append(rows, ImageRow{ID: int64(id), Img: b, HF: &HFImage{Bytes: b, Path: fmt.Sprintf("img%d", id)}})
+	}
+	return rows
+}
+
 // ImageSource writes n rows of ImageRow (row id's image ImageSources[id
 // modulo their count], in the img column and in the hf struct) in row
 // groups of rg rows to one file, images.parquet, and returns a
@@ -543,22 +535,6 @@ func ImageSource(t testing.TB, n, rg int) (*plan.Plan, string) {
 	t.Helper()
 	dir := PILImages(t)
 	src := t.TempDir()
-	var rows []ImageRow
-	for id := range n {
-		b := ImageBytes(t, dir, ImageSources[id%len(ImageSources)])
-		rows = append(rows, ImageRow{ID: int64(id), Img: b, HF: &HFImage{Bytes: b, Path: fmt.Sprintf("img%d", id)}})
-	}
-	f, err := os.Create(filepath.Join(src, "images.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := parquet.NewGenericWriter[ImageRow](f, parquet.MaxRowsPerRowGroup(int64(rg)))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	pqfixture.Of(ImageRows(t, dir, n)...).RowGroupRows(int64(rg)).WriteFile(t, filepath.Join(src, "images.parquet"))
 	return MakePlan(t, src, plan.Config{Seed: 3, Epochs: 1, GlobalBatch: 4, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad}), dir
 }

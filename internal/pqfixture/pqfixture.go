@@ -2,7 +2,7 @@
 // on parquet-go's writer, for every test that needs a Parquet file of
 // given columns, nulls, row groups, page sizes and codecs.
 //
-// Rows come in one of three ways:
+// Rows come in one of four ways:
 //
 //   - New, then one call per column (Int64, Float32, String, Int64List, ...,
 //     Nulls to make the last column optional): flat files of typed
@@ -10,6 +10,9 @@
 //   - Of(rows...): a slice of a struct type whose `parquet` tags give the
 //     schema (lists, maps, structs, optional pointers), parquet-go's
 //     convention (https://pkg.go.dev/github.com/parquet-go/parquet-go);
+//   - Generate(n, row) and GenerateRaw(schema, n, row): Of's and Raw's
+//     files, their rows made by a function as they are written, for files
+//     too large to hold their rows;
 //   - Raw(schema, rows...): rows as parquet.Row values with their
 //     repetition and definition levels, for layouts no Go type produces.
 //
@@ -39,14 +42,14 @@ import (
 
 // Builder describes one Parquet file: its rows and the writer's settings.
 // Methods return the builder for chaining; a misuse (columns of different
-// lengths, Nulls before any column, columns added to Of or Raw rows) is
-// reported by the output methods.
+// lengths, Nulls before any column, columns added to Of, Generate or
+// Raw rows) is reported by the output methods.
 type Builder struct {
 	opts  []parquet.WriterOption
 	batch int // rows per write call; 0: all at once
 
-	// write writes the rows through a writer made with opts; set by Of and
-	// Raw, nil for the column builder.
+	// write writes the rows through a writer made with opts; set by Of,
+	// Generate and Raw, nil for the column builder.
 	write func(b *Builder, w io.Writer) error
 	cols  []column
 	err   error
@@ -77,6 +80,80 @@ func Of[T any](rows ...T) *Builder {
 		}
 		return pw.Close()
 	}}
+}
+
+// Generate starts a file of n rows of type T made by row(i) as they are
+// written, in order and once each, so that a large file is written without
+// holding its rows. It is the file Of writes from the same rows with the
+// same settings, byte for byte: without WriteBatch, rows are made and
+// handed to the writer in parquet-go's own runs for rows given at once
+// (64 rows, restarted at each row group: writeRuns); with it, WriteBatch
+// rows at a time. The schema is Of's.
+func Generate[T any](n int, row func(i int) T) *Builder {
+	return &Builder{write: func(b *Builder, w io.Writer) error {
+		pw := parquet.NewGenericWriter[T](w, b.opts...)
+		var batch []T
+		for _, run := range b.writeRuns(n) {
+			batch = batch[:0]
+			for i := run[0]; i < run[1]; i++ {
+				batch = append(batch, row(i))
+			}
+			if _, err := pw.Write(batch); err != nil {
+				return err
+			}
+		}
+		return pw.Close()
+	}}
+}
+
+// GenerateRaw is Generate for rows given as parquet.Row values of the
+// given schema: the file Raw writes from the same rows, byte for byte.
+func GenerateRaw(schema *parquet.Schema, n int, row func(i int) parquet.Row) *Builder {
+	b := &Builder{opts: []parquet.WriterOption{schema}}
+	b.write = func(b *Builder, w io.Writer) error {
+		pw := parquet.NewWriter(w, b.opts...)
+		var batch []parquet.Row
+		for _, run := range b.writeRuns(n) {
+			batch = batch[:0]
+			for i := run[0]; i < run[1]; i++ {
+				batch = append(batch, row(i))
+			}
+			if _, err := pw.WriteRows(batch); err != nil {
+				return err
+			}
+		}
+		return pw.Close()
+	}
+	return b
+}
+
+// parquetRun is the most rows parquet-go's writer hands its columns at
+// once, cutting longer writes (ConcurrentRowGroupWriter.writeRows,
+// maxRowsPerWrite, in parquet-go v0.32.0): a page is cut only between
+// such runs.
+const parquetRun = 64
+
+// writeRuns cuts n rows into the [start, end) runs Generate hands the
+// writer: WriteBatch rows at a time when set; else the runs parquet-go
+// cuts rows given at once into (parquetRun rows, restarted at each row
+// group of the writer's MaxRowsPerRowGroup), so that the writer sees the
+// same runs and writes the same pages either way.
+func (b *Builder) writeRuns(n int) [][2]int {
+	if b.batch > 0 {
+		return chunks(n, b.batch)
+	}
+	group := int64(parquet.DefaultMaxRowsPerRowGroup)
+	if c, err := parquet.NewWriterConfig(b.opts...); err == nil {
+		group = c.MaxRowsPerRowGroup
+	}
+	var out [][2]int
+	for start := 0; start < n; {
+		inGroup := int64(start) % group
+		end := start + int(min(parquetRun, group-inGroup, int64(n-start)))
+		out = append(out, [2]int{start, end})
+		start = end
+	}
+	return out
 }
 
 // Raw starts a file of the given schema whose rows are given as
@@ -153,7 +230,7 @@ func (b *Builder) Option(o ...parquet.WriterOption) *Builder {
 // add appends a column of Go element type typ and values vals (a slice).
 func (b *Builder) add(name string, vals any, list bool) *Builder {
 	if b.write != nil {
-		b.fail("column %q added to a file of rows given by Of or Raw", name)
+		b.fail("column %q added to a file of rows given by Of, Generate or Raw", name)
 		return b
 	}
 	v := reflect.ValueOf(vals)

@@ -117,6 +117,65 @@ func TestPageBytesAndWriteBatch(t *testing.T) {
 	}
 }
 
+type genRow struct {
+	ID int64   `parquet:"id"`
+	L  []int32 `parquet:"l,list"`
+}
+
+// genRowAt is row i of TestGenerate's files: id 3i and i%5 list values.
+func genRowAt(i int) genRow {
+	r := genRow{ID: int64(i) * 3}
+	for k := range i % 5 {
+		r.L = append(r.L, int32(i*10+k))
+	}
+	return r
+}
+
+// TestGenerate: rows made as they are written make the file Of writes
+// from the same rows with the same settings, byte for byte, and
+// GenerateRaw the file Raw writes: all at once (200 rows in row groups
+// of 150, which parquet-go cuts into runs of 64 restarted at row 150:
+// runs of 64 counted from row 0 would cut pages elsewhere under pages of
+// 64 bytes) and in write batches of 7. The rows read back are the ones
+// made, in order.
+func TestGenerate(t *testing.T) {
+	const n = 200
+	rows := make([]genRow, n)
+	for i := range rows {
+		rows[i] = genRowAt(i)
+	}
+	schema := parquet.SchemaOf(genRow{})
+	raws := make([]parquet.Row, n)
+	for i := range raws {
+		raws[i] = schema.Deconstruct(nil, rows[i])
+	}
+	for _, batch := range []int{0, 7} {
+		want := pqfixture.Of(rows...).RowGroupRows(150).PageBytes(64).WriteBatch(batch).Codec(&parquet.Snappy).Bytes(t)
+		got := pqfixture.Generate(n, genRowAt).RowGroupRows(150).PageBytes(64).WriteBatch(batch).Codec(&parquet.Snappy).Bytes(t)
+		if !bytes.Equal(got, want) {
+			t.Errorf("batch %d: Generate wrote %d bytes that differ from Of's %d", batch, len(got), len(want))
+		}
+		want = pqfixture.Raw(schema, raws...).RowGroupRows(150).PageBytes(64).WriteBatch(batch).Bytes(t)
+		got = pqfixture.GenerateRaw(schema, n, func(i int) parquet.Row { return raws[i] }).RowGroupRows(150).PageBytes(64).WriteBatch(batch).Bytes(t)
+		if !bytes.Equal(got, want) {
+			t.Errorf("batch %d: GenerateRaw wrote %d bytes that differ from Raw's %d", batch, len(got), len(want))
+		}
+	}
+	data := pqfixture.Generate(n, genRowAt).RowGroupRows(150).Bytes(t)
+	back, err := parquet.Read[genRow](bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != n {
+		t.Fatalf("%d rows read back, want %d", len(back), n)
+	}
+	for i, r := range back {
+		if r.ID != rows[i].ID || len(r.L) != len(rows[i].L) || (len(r.L) > 0 && !reflect.DeepEqual(r.L, rows[i].L)) {
+			t.Errorf("row %d read back as %+v, want %+v", i, r, rows[i])
+		}
+	}
+}
+
 // TestRaw writes rows given with their levels: a required and an optional
 // INT32, the second null in row 1.
 func TestRaw(t *testing.T) {
@@ -145,13 +204,14 @@ func TestRaw(t *testing.T) {
 // with the wrong count, and columns added to Of rows are errors.
 func TestMisuse(t *testing.T) {
 	for name, b := range map[string]*pqfixture.Builder{
-		"lengths":       pqfixture.New().Int64("a", 1, 2).Int64("b", 1),
-		"nulls first":   pqfixture.New().Nulls(true),
-		"nulls count":   pqfixture.New().Int64("a", 1, 2).Nulls(true),
-		"nulls twice":   pqfixture.New().Int64("a", 1).Nulls(true).Nulls(false),
-		"nulls on list": pqfixture.New().Int64List("a", nil).Nulls(true),
-		"column on Of":  pqfixture.Of(pagedRow{}).Int64("a", 1),
-		"no columns":    pqfixture.New(),
+		"lengths":            pqfixture.New().Int64("a", 1, 2).Int64("b", 1),
+		"nulls first":        pqfixture.New().Nulls(true),
+		"nulls count":        pqfixture.New().Int64("a", 1, 2).Nulls(true),
+		"nulls twice":        pqfixture.New().Int64("a", 1).Nulls(true).Nulls(false),
+		"nulls on list":      pqfixture.New().Int64List("a", nil).Nulls(true),
+		"column on Of":       pqfixture.Of(pagedRow{}).Int64("a", 1),
+		"column on Generate": pqfixture.Generate(1, func(int) pagedRow { return pagedRow{} }).Int64("a", 1),
+		"no columns":         pqfixture.New(),
 	} {
 		if err := b.Encode(&bytes.Buffer{}); err == nil || !strings.HasPrefix(err.Error(), "pqfixture: ") {
 			t.Errorf("%s: Encode = %v, want a pqfixture error", name, err)

@@ -42,17 +42,9 @@ func (tp *hashKind) apply(col, _ *pqread.Column, _, _ int, runs []RowRun, bufs *
 	for _, r := range runs {
 		for i := r.Lo; i < r.Hi; i++ {
 			slot := r.Dst + int64(i-r.Lo)
-			null := col.RowValid != nil && !col.RowValid[i]
-			if null && tp.fill == nil {
-				return tp.nullError(col, loc, i)
-			}
-			tp.putMask(bufs, slot, !null)
-			var v []byte
-			if !null {
-				v = slotBytes(col, i)
-				if tp.maxValue > 0 && int64(len(v)) > tp.maxValue {
-					return loc.err(int64(i), -1, ValueErrorf("value is %d bytes long, more than max_value_bytes %d", len(v), tp.maxValue))
-				}
+			v, null, err := tp.rowBytes(col, i, slot, bufs, loc)
+			if err != nil {
+				return err
 			}
 			d := bufs.At(tp.out, slot)
 			if null {
@@ -110,17 +102,9 @@ func (tp *padKind) apply(col, _ *pqread.Column, _, _ int, runs []RowRun, bufs *R
 	for _, r := range runs {
 		for i := r.Lo; i < r.Hi; i++ {
 			slot := r.Dst + int64(i-r.Lo)
-			null := col.RowValid != nil && !col.RowValid[i]
-			if null && tp.fill == nil {
-				return tp.nullError(col, loc, i)
-			}
-			tp.putMask(bufs, slot, !null)
-			var v []byte
-			if !null {
-				v = slotBytes(col, i)
-				if tp.maxValue > 0 && int64(len(v)) > tp.maxValue {
-					return loc.err(int64(i), -1, ValueErrorf("value is %d bytes long, more than max_value_bytes %d", len(v), tp.maxValue))
-				}
+			v, _, err := tp.rowBytes(col, i, slot, bufs, loc)
+			if err != nil {
+				return err
 			}
 			if int64(len(v)) > tp.maxLen && !tp.truncate {
 				return loc.err(int64(i), -1, tp.tooLong("bytes", len(v), L))
@@ -132,4 +116,24 @@ func (tp *padKind) apply(col, _ *pqread.Column, _, _ int, runs []RowRun, bufs *R
 		}
 	}
 	return nil
+}
+
+// rowBytes returns row i's value of a string or binary column (nil and
+// null true for a null row), after writing the row's mask at slot. A null
+// without a fill and a value longer than max_value_bytes are *Error
+// naming the row (chunkLoc).
+func (tp *tensorPlan) rowBytes(col *pqread.Column, i int, slot int64, bufs *Records, loc chunkLoc) (v []byte, null bool, err error) {
+	null = col.RowValid != nil && !col.RowValid[i]
+	if null && tp.fill == nil {
+		return nil, true, tp.nullError(col, loc, i)
+	}
+	tp.putMask(bufs, slot, !null)
+	if null {
+		return nil, true, nil
+	}
+	v = slotBytes(col, i)
+	if tp.maxValue > 0 && int64(len(v)) > tp.maxValue {
+		return nil, false, loc.err(int64(i), -1, ValueErrorf("value is %d bytes long, more than max_value_bytes %d", len(v), tp.maxValue))
+	}
+	return v, false, nil
 }

@@ -58,6 +58,7 @@ type specTensor struct {
 	Image *struct {
 		Invalid string `json:"invalid"`
 	} `json:"image"`
+	Partition string `json:"partition"`
 }
 
 // derivedKind is what a derived tensor records of its base.
@@ -110,8 +111,9 @@ func derivedRules(spec any, ts []shardfmt.TensorInfo) ([]derivedRule, error) {
 		}
 		bi := ts[base]
 		listJagged := st.List != nil && st.List.Jagged
-		// Stacked columns: a mask per value; an image's is a scalar.
-		stacks := st.List == nil && st.Bytes == nil && st.Map == nil && st.Image == nil
+		// Stacked columns: a mask per value; an image's or a partition
+		// tensor's is a scalar.
+		stacks := st.List == nil && st.Bytes == nil && st.Map == nil && st.Image == nil && st.Partition == ""
 		one := func(kind derivedKind, name string, dt shardfmt.DType, shape []uint64, jagged bool) {
 			rules = append(rules, derivedRule{kind: kind, name: name, t: index(name), base: base, dt: dt, shape: shape, jagged: jagged})
 		}

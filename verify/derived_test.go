@@ -102,3 +102,31 @@ func TestDerivedImageMask(t *testing.T) {
 		t.Errorf("findings %v, want none", fs)
 	}
 }
+
+// TestDerivedPartitionMask: a partition tensor's <name>_mask (nulls.mask
+// for Hive's NULL partition, feature/SPEC.md §2.10) is a scalar whatever
+// the tensor's shape of one value, as convert writes it; a set with
+// {partition: k, shape: [1], nulls: {fill: -9, mask: true}} was reported as
+// shard_identity "expected fixed U8 [1], actual fixed U8 []".
+func TestDerivedPartitionMask(t *testing.T) {
+	var spec any
+	if err := json.Unmarshal([]byte(`{"tensors":[
+		{"column":"v","dtype":"I32","name":"v","nulls":{"fill":"-1","mask":true},"shape":[1,1]},
+		{"dtype":"I64","name":"k","nulls":{"fill":"-9","mask":true},"partition":"k","shape":[1]}]}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	ts := []shardfmt.TensorInfo{
+		{Name: "v", DType: shardfmt.I32, Shape: []uint64{1, 1}}, {Name: "v_mask", DType: shardfmt.U8, Shape: []uint64{1, 1}},
+		{Name: "k", DType: shardfmt.I64, Shape: []uint64{1}}, {Name: "k_mask", DType: shardfmt.U8},
+	}
+	rules, err := derivedRules(spec, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != 2 {
+		t.Errorf("%d derived tensors, want 2: %+v", len(rules), rules)
+	}
+	if fs := declFindings(rules, ts); len(fs) != 0 {
+		t.Errorf("findings %v, want none", fs)
+	}
+}

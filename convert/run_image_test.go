@@ -95,7 +95,7 @@ func TestRunImageBadIsError(t *testing.T) {
 		yaml, want string
 	}{
 		{"tensors:\n  - {name: img, column: img, nulls: {}, image: {size: [8, 8]}}\n", `column "img", row group 0, row 6: bad image: jpeg: invalid JPEG format: short Huffman data`},
-		{"tensors:\n  - {name: img, column: img, image: {size: [8, 8]}}\n", `column "img", row group 0, row 3: null value (1 nulls in this column chunk`},
+		{"tensors:\n  - {name: img, column: img, image: {size: [8, 8]}}\n", `column "img", row group 0, row 3: null image (1 nulls in this column chunk; give nulls: {}`},
 		{"tensors:\n  - {name: hf, column: hf, image: {size: [8, 8]}}\n", `an image stored by path alone is not read`},
 		{"tensors:\n  - {name: img, column: img, nulls: {}, image: {size: [8, 8]}}\n", ``},
 	} {

@@ -136,6 +136,33 @@ type PlanView struct {
 	Config      plan.Config `json:"config"`
 	BatchSize   int         `json:"batch_size"` // per rank, G / R
 	Steps       int         `json:"steps"`      // per rank per epoch
+	// Mixture is the plan's mixture (plan.Mixture, its selections left
+	// out); nil for a plan of one source. Samples above is then the
+	// sample id space (every row of every source's files), not the
+	// samples of an epoch, which is Mixture.EpochSamples.
+	Mixture *MixtureView `json:"mixture,omitempty"`
+	// Packed tells a plan that packs token lists (PLAN.md §12): its
+	// samples are packed rows, and a mixture's EpochSamples counts the
+	// documents drawn.
+	Packed bool `json:"packed,omitempty"`
+}
+
+// MixtureView is what inspect shows of a plan's mixture (PLAN.md §11).
+type MixtureView struct {
+	EpochSamples uint64          `json:"epoch_samples"`
+	Sources      []MixSourceView `json:"sources"`
+}
+
+// MixSourceView is one source of a mixture: its name, weight ("" when it
+// weighs its rows), filter ("" for none), rows (selected rows with a
+// filter) and samples drawn per epoch.
+type MixSourceView struct {
+	Name            string `json:"name"`
+	Weight          string `json:"weight,omitempty"`
+	Filter          string `json:"filter,omitempty"`
+	Files           int    `json:"files"`
+	Rows            uint64 `json:"rows"`
+	SamplesPerEpoch uint64 `json:"samples_per_epoch"`
 }
 
 // Inspect describes PATH: a shard set directory (manifest.json inside), a
@@ -234,6 +261,14 @@ func planView(path string, p *plan.Plan) *PlanView {
 		Files: len(p.Source.Files), Samples: p.NumSamples(), Config: p.Config, BatchSize: p.BatchSize(), Steps: p.Steps()}
 	for _, f := range p.Source.Files {
 		v.RowGroups += len(f.RowGroups)
+	}
+	v.Packed = p.Packing != nil
+	if m := p.Mixture; m != nil {
+		v.Mixture = &MixtureView{EpochSamples: m.EpochSamples}
+		for _, s := range m.Sources {
+			v.Mixture.Sources = append(v.Mixture.Sources, MixSourceView{Name: s.Name, Weight: s.Weight, Filter: s.Filter,
+				Files: len(s.Files), Rows: s.Rows, SamplesPerEpoch: s.SamplesPerEpoch})
+		}
 	}
 	return v
 }

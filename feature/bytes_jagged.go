@@ -24,7 +24,8 @@ func (tp *bytesJaggedKind) outputs(out []shardfmt.TensorInfo) []shardfmt.TensorI
 
 // nullError: a null value is an empty one under a null policy only.
 func (tp *bytesJaggedKind) nullError(col *pqread.Column, loc chunkLoc, row int) error {
-	return tp.nullListError(col, loc, row)
+	n := loc.chunkCounts(tp.tensorPlan, col).nulls
+	return loc.err(int64(row), -1, ValueErrorf("null value (%d nulls in this column chunk; give nulls: {} to read them as empty values, or nulls: {mask: true} to mark them too)", n))
 }
 
 // setRowLimit bounds a row's value to block bytes.

@@ -581,6 +581,13 @@ func (tp *imageKind) apply(col, _ *pqread.Column, _, _ int, runs []RowRun, bufs 
 	return nil
 }
 
+// nullError: a null image is filled under a null policy only (nulls.fill
+// does not apply to an image).
+func (tp *imageKind) nullError(col *pqread.Column, loc chunkLoc, row int) error {
+	n := loc.chunkCounts(tp.tensorPlan, col).nulls
+	return loc.err(int64(row), -1, ValueErrorf("null image (%d nulls in this column chunk; give nulls: {} to write them as image.fill in every byte, or nulls: {mask: true} to mark them too)", n))
+}
+
 // imageRow writes the image sample of row i of col into slot: decoded,
 // or filled (a null row under nulls, or an invalid image under
 // invalid: fill), with its mask and original size.

@@ -369,3 +369,29 @@ func TestImageBombRefused(t *testing.T) {
 		t.Errorf("error %v, want a limit error naming bomb.parquet, row 1 and --memory-limit", err)
 	}
 }
+
+// TestImageNullErrorNamesPolicy: a null image without nulls is an error
+// naming file, column and row that points at the policies an image takes
+// (nulls: {} or nulls: {mask: true}), not at nulls.fill, which an image
+// refuses.
+func TestImageNullErrorNamesPolicy(t *testing.T) {
+	src := t.TempDir()
+	pqfixture.Of(featuretest.ImageRow{ID: 0, Img: bombPNG(8, 8)}, featuretest.ImageRow{ID: 1}).WriteFile(t, filepath.Join(src, "nulls.parquet"))
+	spec, err := ParseSpec([]byte("tensors:\n  - {name: img, column: img, image: {size: [8, 8], invalid: fill}}\n"), "nulls.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := featuretest.MakePlan(t, src, plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
+	_, err = Materialize(context.Background(), nil, p, spec, []uint64{0, 1}, Bounds{Memory: 64 << 20})
+	if err == nil {
+		t.Fatal("a null image without nulls was accepted")
+	}
+	for _, want := range []string{"nulls.parquet", `column "img"`, "row 1", "null image", "nulls: {}"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "nulls.fill") {
+		t.Errorf("error %q suggests nulls.fill, which an image refuses", err)
+	}
+}

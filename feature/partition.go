@@ -136,7 +136,8 @@ func compilePartition(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 			}
 		}
 		if k < 0 {
-			keys := "none: its files are not hive-partitioned"
+			keys := "none: the plan records partition keys only for a source of a sources file (prep plan --sources) " +
+				"that is one directory of key=value levels, not for --source"
 			if fp != nil {
 				var ks []string
 				for _, key := range fp.keys {

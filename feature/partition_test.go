@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/internal/duckdbtest"
 	"github.com/prepml/prep/internal/pqfixture"
 	"github.com/prepml/prep/plan"
@@ -175,5 +176,27 @@ func TestPartitionTensorsRefused(t *testing.T) {
 	}
 	if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "every tensor is a partition tensor") {
 		t.Errorf("partition tensors only: %v", err)
+	}
+}
+
+// TestPartitionTensorPlainPlan: a partition tensor over a plan that records
+// no partition keys (made with --source, even of a key=value tree) is
+// refused saying how to get them (a sources file), not that the files
+// are not hive-partitioned.
+func TestPartitionTensorPlainPlan(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "day=2026-11-01")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pqfixture.Of(featuretest.ImageRow{ID: 0}, featuretest.ImageRow{ID: 1}).WriteFile(t, filepath.Join(src, "p.parquet"))
+	p := featuretest.MakePlan(t, filepath.Dir(src), plan.Config{Seed: 1, Epochs: 1, GlobalBatch: 2, WorldSize: 1, Workers: 1, Shuffle: plan.ShuffleNone, Remainder: plan.RemainderPad})
+	spec, err := ParseSpec([]byte("tensors:\n  - {name: id, column: id, dtype: I64}\n  - {name: d, partition: day, dtype: I32}\n"), "spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Materialize(context.Background(), nil, p, spec, []uint64{0}, Bounds{})
+	want := "partition day is not a partition key of this file's source (its keys: none: the plan records partition keys only for a source of a sources file"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "prep plan --sources") {
+		t.Errorf("error %v, want %q", err, want)
 	}
 }

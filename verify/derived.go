@@ -55,6 +55,10 @@ type specTensor struct {
 	Map *struct {
 		Keys []string `json:"keys"`
 	} `json:"map"`
+	Image *struct {
+		Invalid string `json:"invalid"`
+	} `json:"image"`
+	Partition string `json:"partition"`
 }
 
 // derivedKind is what a derived tensor records of its base.
@@ -107,11 +111,15 @@ func derivedRules(spec any, ts []shardfmt.TensorInfo) ([]derivedRule, error) {
 		}
 		bi := ts[base]
 		listJagged := st.List != nil && st.List.Jagged
-		stacks := st.List == nil && st.Bytes == nil && st.Map == nil // stacked columns: a mask per value
+		// Stacked columns: a mask per value; an image's or a partition
+		// tensor's is a scalar.
+		stacks := st.List == nil && st.Bytes == nil && st.Map == nil && st.Image == nil && st.Partition == ""
 		one := func(kind derivedKind, name string, dt shardfmt.DType, shape []uint64, jagged bool) {
 			rules = append(rules, derivedRule{kind: kind, name: name, t: index(name), base: base, dt: dt, shape: shape, jagged: jagged})
 		}
-		if st.Nulls != nil && st.Nulls.Mask {
+		// An image's invalid: fill adds the mask without nulls (SPEC.md §2.8).
+		imageFill := st.Image != nil && st.Image.Invalid == "fill"
+		if (st.Nulls != nil && st.Nulls.Mask) || imageFill {
 			var sh []uint64
 			if stacks {
 				sh = bi.Shape

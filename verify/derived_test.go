@@ -68,3 +68,65 @@ func TestDerivedDeclarations(t *testing.T) {
 		}
 	}
 }
+
+// TestDerivedImageMask: an image tensor's <name>_mask is a scalar per
+// sample (feature/SPEC.md §2.8), made by nulls.mask or by invalid: fill
+// alone; it is not stacked columns' per-value mask of the image's [H, W, C]
+// shape. A freshly converted image set with nulls: {mask: true} was reported
+// as shard_identity "expected fixed U8 [4 6 3], actual fixed U8 []".
+func TestDerivedImageMask(t *testing.T) {
+	var spec any
+	if err := json.Unmarshal([]byte(`{"tensors":[
+		{"column":"img","dtype":"U8","image":{"channels":3,"size":[4,6]},"name":"im","nulls":{"mask":true}},
+		{"column":"img","dtype":"U8","image":{"channels":1,"invalid":"fill","size":[2,2]},"name":"g"},
+		{"column":"img","dtype":"U8","image":{"channels":1,"size":[2,2]},"name":"plain"}]}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	ts := []shardfmt.TensorInfo{
+		{Name: "im", DType: shardfmt.U8, Shape: []uint64{4, 6, 3}}, {Name: "im_mask", DType: shardfmt.U8},
+		{Name: "g", DType: shardfmt.U8, Shape: []uint64{2, 2, 1}}, {Name: "g_mask", DType: shardfmt.U8},
+		{Name: "plain", DType: shardfmt.U8, Shape: []uint64{2, 2, 1}},
+	}
+	rules, err := derivedRules(spec, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rules {
+		names = append(names, r.name)
+	}
+	if len(names) != 2 || names[0] != "im_mask" || names[1] != "g_mask" {
+		t.Errorf("derived tensors %q, want [im_mask g_mask]", names)
+	}
+	if fs := declFindings(rules, ts); len(fs) != 0 {
+		t.Errorf("findings %v, want none", fs)
+	}
+}
+
+// TestDerivedPartitionMask: a partition tensor's <name>_mask (nulls.mask
+// for Hive's NULL partition, feature/SPEC.md §2.10) is a scalar whatever
+// the tensor's shape of one value, as convert writes it; a set with
+// {partition: k, shape: [1], nulls: {fill: -9, mask: true}} was reported as
+// shard_identity "expected fixed U8 [1], actual fixed U8 []".
+func TestDerivedPartitionMask(t *testing.T) {
+	var spec any
+	if err := json.Unmarshal([]byte(`{"tensors":[
+		{"column":"v","dtype":"I32","name":"v","nulls":{"fill":"-1","mask":true},"shape":[1,1]},
+		{"dtype":"I64","name":"k","nulls":{"fill":"-9","mask":true},"partition":"k","shape":[1]}]}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	ts := []shardfmt.TensorInfo{
+		{Name: "v", DType: shardfmt.I32, Shape: []uint64{1, 1}}, {Name: "v_mask", DType: shardfmt.U8, Shape: []uint64{1, 1}},
+		{Name: "k", DType: shardfmt.I64, Shape: []uint64{1}}, {Name: "k_mask", DType: shardfmt.U8},
+	}
+	rules, err := derivedRules(spec, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != 2 {
+		t.Errorf("%d derived tensors, want 2: %+v", len(rules), rules)
+	}
+	if fs := declFindings(rules, ts); len(fs) != 0 {
+		t.Errorf("findings %v, want none", fs)
+	}
+}

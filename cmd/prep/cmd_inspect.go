@@ -34,7 +34,9 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
                     each shard's size, batches and status (ok, absent,
                     missing, size_mismatch, invalid)
   a plan file       its inputs (source, seed, epochs, global batch, world
-                    size, workers, shuffle, remainder) and derived counts
+                    size, workers, shuffle, remainder) and derived counts;
+                    for a mixture (--sources) each source's weight, filter,
+                    rows and samples drawn per epoch
   a Parquet file    its rows, row groups and columns (the names a feature
                     spec's column keys take, physical and logical type,
                     nullability), from the footer alone
@@ -197,6 +199,28 @@ func renderInspection(w io.Writer, in *describe.Inspection, maxBatches int) erro
 		row("shuffle", "%s", shuffle)
 		row("remainder", "%s", c.Remainder)
 		row("steps", "%d per rank per epoch", p.Steps)
+		if m := p.Mixture; m != nil {
+			drawn, ids := "sample", fmt.Sprintf(" (ids index all %s above)", count(p.Samples, "sample"))
+			if p.Packed {
+				drawn, ids = "document", "" // packed into the rows that are the samples
+			}
+			row("mixture", "%s per epoch from %s%s", count(m.EpochSamples, drawn), count(len(m.Sources), "source"), ids)
+			for _, s := range m.Sources {
+				w := s.Weight
+				if w == "" {
+					w = "rows"
+				}
+				rows := "row"
+				if s.Filter != "" {
+					rows = "selected row"
+				}
+				text := fmt.Sprintf("weight %s: %d per epoch of %s in %s", w, s.SamplesPerEpoch, count(s.Rows, rows), count(s.Files, "file"))
+				if s.Filter != "" {
+					text += "; filter " + s.Filter
+				}
+				row("  "+s.Name, "%s", text)
+			}
+		}
 	case describe.InspectParquet:
 		p := in.Parquet
 		row("parquet", "%s", p.Path)

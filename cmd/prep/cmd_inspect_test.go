@@ -237,3 +237,52 @@ func TestInspectRefusesOtherFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectPlanShowsMixture: inspect of a mixture plan shows each
+// source's weight, draw per epoch, rows and filter, and the samples of an
+// epoch beside the id space ("103 samples" of the source line), in text and
+// --json; it showed only the id space, which read as the epoch's size.
+func TestInspectPlanShowsMixture(t *testing.T) {
+	sources := mixDirs(t, "    weight: 0.7\n    filter: \"id >= 10\"\n", "    weight: 0.3\n", "epoch_samples: 100\n")
+	pp := filepath.Join(filepath.Dir(sources), "plan.json")
+	if code, _, errs := runCLI("plan", "--sources", sources, "--global-batch", "10", "-o", pp); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	code, out, errs := runCLI("inspect", pp)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"mixture             100 samples per epoch from 2 sources (ids index all 103 samples above)\n",
+		"  web               weight 0.7: 70 per epoch of 70 selected rows in 2 files; filter id >= 10\n",
+		"  code              weight 0.3: 30 per epoch of 23 rows in 1 file\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = runCLI("inspect", pp, "--json")
+	if code != 0 {
+		t.Fatalf("inspect --json: exit %d: %s", code, errs)
+	}
+	var v struct {
+		Plan struct {
+			Mixture struct {
+				EpochSamples uint64 `json:"epoch_samples"`
+				Sources      []struct {
+					Name            string `json:"name"`
+					Rows            uint64 `json:"rows"`
+					SamplesPerEpoch uint64 `json:"samples_per_epoch"`
+				} `json:"sources"`
+			} `json:"mixture"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	m := v.Plan.Mixture
+	if m.EpochSamples != 100 || len(m.Sources) != 2 || m.Sources[0].Name != "web" || m.Sources[0].Rows != 70 || m.Sources[0].SamplesPerEpoch != 70 ||
+		m.Sources[1].Name != "code" || m.Sources[1].Rows != 23 || m.Sources[1].SamplesPerEpoch != 30 {
+		t.Errorf("--json mixture %+v", m)
+	}
+}

@@ -109,7 +109,8 @@ rows of its own. Each epoch packs the documents it draws (a down-sampled
 source continues its stream, so over epochs it packs all its rows), so
 epochs have their own packed rows and row counts and all have the same
 steps; the samples are the packed rows of every epoch (plan format
-prep-plan/v2). Options as --pack-*: split, eod, pad, window. Spec:
+prep-plan/v2). The block's other keys are the --pack-* options: split, eod,
+pad, window (the flags themselves go with --pack only). Spec:
 plan/PLAN.md §12.1.
 
 A filter is a SQL WHERE condition over the source's columns: = != <> < <=
@@ -138,7 +139,7 @@ the sample ids of a rank.`,
 			if cmd.Flags().Changed("window") && o.shuffle != string(plan.ShuffleBlocks) {
 				return usagef("--window applies only to --shuffle blocks")
 			}
-			po, err := o.pack.options(cmd)
+			po, err := o.pack.options(cmd, o.sourcesFile != "")
 			if err != nil {
 				return err
 			}

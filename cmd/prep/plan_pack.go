@@ -32,13 +32,19 @@ func addPackFlags(cmd *cobra.Command, o *packFlags) {
 }
 
 // options returns the packing options, nil when --pack is not given;
-// errors are usage errors.
-func (o *packFlags) options(cmd *cobra.Command) (*plan.PackOptions, error) {
+// errors are usage errors. withFile tells that a sources file is given,
+// whose packing block takes these options as its own keys.
+func (o *packFlags) options(cmd *cobra.Command, withFile bool) (*plan.PackOptions, error) {
 	if o.pack == "" {
 		for _, n := range []string{"pack-split", "pack-eod", "pack-pad", "pack-window"} {
-			if cmd.Flags().Changed(n) {
-				return nil, usagef("--%s applies only with --pack COLUMN:LENGTH", n)
+			if !cmd.Flags().Changed(n) {
+				continue
 			}
+			if withFile {
+				return nil, usagef("--%s applies only with --pack COLUMN:LENGTH; a sources file's packing block takes it as its key %s (packing: {column: ..., length: ..., %s: ...})",
+					n, strings.TrimPrefix(n, "pack-"), strings.TrimPrefix(n, "pack-"))
+			}
+			return nil, usagef("--%s applies only with --pack COLUMN:LENGTH", n)
 		}
 		return nil, nil
 	}

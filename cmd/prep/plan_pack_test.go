@@ -53,3 +53,23 @@ func TestPlanPackSourcesFileTwice(t *testing.T) {
 		t.Fatalf("plan file written: %v", err)
 	}
 }
+
+// TestPlanPackFlagWithSourcesFile: a --pack-* flag beside a sources file
+// whose packing block turns packing on is refused (exit 2) naming the
+// block's key to use instead, not only "applies only with --pack", which
+// read as if the file's packing were not packing.
+func TestPlanPackFlagWithSourcesFile(t *testing.T) {
+	dir := t.TempDir()
+	sources := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(sources, []byte("sources:\n  - name: a\n    path: "+dir+"\npacking:\n  column: tokens\n  length: 8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "plan.json")
+	code, _, errs := runCLI("plan", "--sources", sources, "--pack-eod", "2", "--global-batch", "2", "-o", out)
+	if code != 2 || !strings.Contains(errs, "packing block takes it as its key eod") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("plan file written: %v", err)
+	}
+}

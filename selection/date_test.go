@@ -72,7 +72,8 @@ func hiveKeyFiles(t *testing.T, values []string) (string, []File, []string, [][]
 // file's value (days for a DATE, microseconds for a TIMESTAMP) are
 // DuckDB's hive_types_autocast (typeof, epoch_us), for dates without zero
 // padding, two-digit years, timestamps with ' ' or 'T', minutes only and
-// fractions, and mixtures DuckDB reads as VARCHAR; and every filter selects
+// fractions, mixtures DuckDB reads as VARCHAR and values written with
+// escapes (typed as written, VARCHAR); and every filter selects
 // DuckDB's rows (PrunePartitions then Select), the partitions it prunes
 // holding none of them.
 func TestPartitionInferenceMatchesDuckDB(t *testing.T) {
@@ -96,9 +97,15 @@ func TestPartitionInferenceMatchesDuckDB(t *testing.T) {
 		{[]string{"2026-11-01", "2026-11-01 10:00"}, String, []string{"k >= '2026-11-01 1'"}},
 		{[]string{"2026-11-01", "20261101"}, String, []string{"k = '20261101'"}},
 		{[]string{"7", "-3", HiveNull}, Int, []string{"k > 0", "k IS NULL"}},
+		// Escaped values (Spark writes ':' as %3A) are typed as written,
+		// then unescaped: VARCHAR, compared as text.
+		{[]string{"2026-11-01 10%3A30%3A00", "2026-11-01 09:05:00.5", "2026-11-02 00:00:00"}, String, []string{
+			"k > '2026-11-01 09:05:00.4'", "k = '2026-11-01 10:30:00'", "k < '2026-11-01 10:30'",
+		}},
+		{[]string{"%2D7", "3"}, String, []string{"k > '2'", "k = '-7'"}},
 	} {
 		dir, files, rels, vals := hiveKeyFiles(t, c.values)
-		part, typed, err := PartitionColumns([]string{"k"}, rels, vals, nil)
+		part, typed, err := PartitionColumns([]string{"k"}, rels, vals, writtenValues(rels), nil)
 		if err != nil {
 			t.Fatalf("%v: %v", c.values, err)
 		}
@@ -169,16 +176,16 @@ func TestPartitionInferenceMatchesDuckDB(t *testing.T) {
 // DuckDB) or the key is declared.
 func TestPartitionColumnsDateLikeRefused(t *testing.T) {
 	for _, v := range []string{"2026-11-01T10:00:00Z", "2026-11-01 10:00:00+02", " 2026-11-01", "-2026-11-01", "1-1-1", "2026-02-30", "99999-1-1", "2026-11-01 24:00:00"} {
-		_, _, err := PartitionColumns([]string{"k"}, []string{"f0", "f1"}, [][]string{{"2026-11-02"}, {v}}, nil)
+		_, _, err := PartitionColumns([]string{"k"}, []string{"f0", "f1"}, [][]string{{"2026-11-02"}, {v}}, nil, nil)
 		want := fmt.Sprintf("f1: partition k=%s: %q looks like a date or timestamp", v, v)
 		if !errors.Is(err, ErrPartitionType) || errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "partitions: {k: string}") {
 			t.Errorf("%q: %v, want %q", v, err, want)
 		}
-		cols, _, err := PartitionColumns([]string{"k"}, []string{"f0", "f1"}, [][]string{{"soon"}, {v}}, nil)
+		cols, _, err := PartitionColumns([]string{"k"}, []string{"f0", "f1"}, [][]string{{"soon"}, {v}}, nil, nil)
 		if err != nil || cols[0].Type != String {
 			t.Errorf("%q next to text: %v %v", v, cols, err)
 		}
-		cols, typed, err := PartitionColumns([]string{"k"}, []string{"f0"}, [][]string{{v}}, map[string]Type{"k": String})
+		cols, typed, err := PartitionColumns([]string{"k"}, []string{"f0"}, [][]string{{v}}, nil, map[string]Type{"k": String})
 		if err != nil || cols[0].Type != String || typed[0][0].S != v {
 			t.Errorf("%q declared string: %v %v", v, cols, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -346,7 +347,7 @@ func (h *Hive) keep(spec source.SourceSpec, files []string) ([]bool, error) {
 	for _, d := range spec.Partitions {
 		declared[d.Key], _ = PartitionType(d.Type)
 	}
-	cols, typed, err := PartitionColumns(keys, rels, vals, declared)
+	cols, typed, err := PartitionColumns(keys, rels, vals, writtenValues(rels), declared)
 	if err != nil {
 		return nil, hiveError{err}
 	}
@@ -367,4 +368,22 @@ func (h *Hive) keep(spec source.SourceSpec, files []string) ([]bool, error) {
 		}
 	}
 	return keep, nil
+}
+
+// writtenValues is each file's partition values as its relative path rels[f]
+// spells them, before unescaping: the value of each key=value directory
+// level, in level order (the layout source.HiveLayout checked).
+func writtenValues(rels []string) [][]string {
+	out := make([][]string, len(rels))
+	for f, rel := range rels {
+		dir := path.Dir(rel)
+		if dir == "." {
+			continue
+		}
+		for _, l := range strings.Split(dir, "/") {
+			_, v, _ := strings.Cut(l, "=")
+			out[f] = append(out[f], v)
+		}
+	}
+	return out
 }

@@ -295,7 +295,7 @@ func TestSelectHiveIntegerKeysMatchDuckDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	part, typed, err := PartitionColumns(hkeys, rels, vals, nil)
+	part, typed, err := PartitionColumns(hkeys, rels, vals, nil, nil)
 	if err != nil || len(part) != 1 || part[0].Type != Int {
 		t.Fatalf("partition types %+v: %v", part, err)
 	}

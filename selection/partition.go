@@ -37,7 +37,11 @@ func (e partitionTypeError) Is(target error) bool { return target == ErrPartitio
 // (ParseDate: "2026-11-1" and "2026-11-01" are one day), TIMESTAMP
 // (ParseTimestamp: a date with a time of day) or TEXT, and the key has the
 // one type all its values have, else TEXT (DuckDB reads "2026-11-01" next to
-// "2026-11-01 10:00" as VARCHAR too). HiveNull is NULL in any type; a key of
+// "2026-11-01 10:00" as VARCHAR too). A value written with an escape
+// (written[f][k], the level as the path spells it, differs from the
+// unescaped values[f][k]: ts=2026-11-01 10%3A30%3A00) is TEXT, as DuckDB
+// types the value as written before it unescapes it; written nil means
+// every value is written as it reads. HiveNull is NULL in any type; a key of
 // only NULLs is INTEGER. A key with no TEXT value but a value that looks
 // like a date (DateLike) in a form prep does not read (" 2026-11-01",
 // "2026-11-01T10:00:00Z", "2026-02-30") is refused: DuckDB may type it
@@ -45,7 +49,7 @@ func (e partitionTypeError) Is(target error) bool { return target == ErrPartitio
 // string compares it as text. It returns the columns and each file's
 // values; errors (wrapping ErrPartitionType) name the key, the value and
 // the file, or the declared key that is not a level of the layout.
-func PartitionColumns(keys, files []string, values [][]string, declared map[string]Type) ([]Column, [][]Value, error) {
+func PartitionColumns(keys, files []string, values, written [][]string, declared map[string]Type) ([]Column, [][]Value, error) {
 	known := map[string]bool{}
 	for _, k := range keys {
 		known[k] = true
@@ -61,7 +65,7 @@ func PartitionColumns(keys, files []string, values [][]string, declared map[stri
 			cols[k] = Column{Name: key, Type: t}
 			continue
 		}
-		t, odd := inferPartition(values, k)
+		t, odd := inferPartition(values, written, k)
 		if odd >= 0 {
 			v := values[odd][k]
 			return nil, nil, partitionTypeError{fmt.Errorf("%s: partition %s=%s: %q looks like a date or timestamp but is not one prep reads (Y-M-D, or Y-M-D HH:MM[:SS[.ffffff]] with ' ' or 'T', no time zone; a real calendar date): DuckDB may type key %s DATE or TIMESTAMP where prep would compare text; declare its type (partitions: {%s: string} compares text)", files[odd], key, v, v, key, key)}
@@ -136,11 +140,15 @@ func valueType(v string) (t Type, odd bool) {
 
 // inferPartition is the inferred type of key k over every file's values,
 // and the first file whose value is odd (valueType) when no value is TEXT
-// (-1 when none).
-func inferPartition(values [][]string, k int) (Type, int) {
+// (-1 when none); a value written with an escape (written, as in
+// PartitionColumns) is TEXT.
+func inferPartition(values, written [][]string, k int) (Type, int) {
 	t, odd, text := Null, -1, false
 	for f, vs := range values {
 		vt, o := valueType(vs[k])
+		if written != nil && written[f][k] != vs[k] {
+			vt, o = String, false
+		}
 		switch {
 		case o:
 			if odd < 0 {

@@ -54,7 +54,7 @@ func TestSelectPartitionsMatchesDuckDB(t *testing.T) {
 	for i, h := range hiveFiles {
 		rels[i] = h.path
 	}
-	part, typed, err := PartitionColumns(keys, rels, vals, nil)
+	part, typed, err := PartitionColumns(keys, rels, vals, nil, nil)
 	if err != nil || part[0].Type != Date || part[1].Type != String || part[2].Type != Int {
 		t.Fatalf("partition types %+v", part)
 	}
@@ -139,7 +139,7 @@ func TestSelectPartitionsMatchesDuckDB(t *testing.T) {
 // TestPrunePartitionsNull: the Hive NULL partition value is NULL: only IS
 // NULL keeps it; a comparison with it is NULL and prunes.
 func TestPrunePartitionsNull(t *testing.T) {
-	part, typed, err := PartitionColumns([]string{"region"}, []string{"a", "b"}, [][]string{{"eu"}, {HiveNull}}, nil)
+	part, typed, err := PartitionColumns([]string{"region"}, []string{"a", "b"}, [][]string{{"eu"}, {HiveNull}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestPartitionColumnsTypes(t *testing.T) {
 	keys := []string{"day", "n", "code", "z", "zero"}
 	files := []string{"f0", "f1"}
 	vals := [][]string{{"2026-11-01", "7", "x", HiveNull, "007"}, {HiveNull, "-3", "y", HiveNull, "7"}}
-	cols, typed, err := PartitionColumns(keys, files, vals, nil)
+	cols, typed, err := PartitionColumns(keys, files, vals, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestPartitionColumnsTypes(t *testing.T) {
 	if typed[0][0] != (Value{Type: Date, I: want}) || typed[1][0].Type != Null || typed[0][4] != (Value{Type: String, S: "007"}) || typed[1][1] != (Value{Type: Int, I: -3}) {
 		t.Errorf("values %v", typed)
 	}
-	cols, typed, err = PartitionColumns(keys, files, vals, map[string]Type{"day": String, "n": String})
+	cols, typed, err = PartitionColumns(keys, files, vals, nil, map[string]Type{"day": String, "n": String})
 	if err != nil || cols[0].Type != String || cols[1].Type != String || typed[0][0].S != "2026-11-01" || typed[1][1].S != "-3" {
 		t.Errorf("declared string: %v %v %v", cols, typed, err)
 	}
@@ -189,7 +189,7 @@ func TestPartitionColumnsTypes(t *testing.T) {
 		{map[string]Type{"n": Timestamp}, `f0: partition n=7: "7" is not a timestamp written Y-M-D HH:MM[:SS[.ffffff]] (or a date), as key n is declared timestamp`},
 		{map[string]Type{"region": String}, "declared partition key region is not a level of the layout (its keys: day/n/code/z/zero)"},
 	} {
-		_, _, err := PartitionColumns(keys, files, vals, c.decl)
+		_, _, err := PartitionColumns(keys, files, vals, nil, c.decl)
 		if !errors.Is(err, ErrPartitionType) || strings.Contains(err.Error(), "bad filter") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.decl, err, c.want)
 		}

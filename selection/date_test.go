@@ -103,6 +103,9 @@ func TestPartitionInferenceMatchesDuckDB(t *testing.T) {
 			"k > '2026-11-01 09:05:00.4'", "k = '2026-11-01 10:30:00'", "k < '2026-11-01 10:30'",
 		}},
 		{[]string{"%2D7", "3"}, String, []string{"k > '2'", "k = '-7'"}},
+		// Not integers to DuckDB either: leading zeros, '+', '_', beyond int64.
+		{[]string{"007", "+7", "1_0", "3", " 07", "-0x1"}, String, []string{"k > '2'", "k = '007'"}},
+		{[]string{"9223372036854775808", "1"}, String, []string{"k > '5'"}},
 	} {
 		dir, files, rels, vals := hiveKeyFiles(t, c.values)
 		part, typed, err := PartitionColumns([]string{"k"}, rels, vals, writtenValues(rels), nil)
@@ -188,6 +191,31 @@ func TestPartitionColumnsDateLikeRefused(t *testing.T) {
 		cols, typed, err := PartitionColumns([]string{"k"}, []string{"f0"}, [][]string{{v}}, nil, map[string]Type{"k": String})
 		if err != nil || cols[0].Type != String || typed[0][0].S != v {
 			t.Errorf("%q declared string: %v %v", v, cols, err)
+		}
+	}
+}
+
+// TestPartitionIntegerFormsRefused: values DuckDB types BIGINT though they
+// are not in canonical decimal form ("-07", "-0", " 1", "1 ", "0x1F",
+// "0b1", checked with DuckDB's typeof) make prep refuse the key, naming the
+// value, instead of typing it TEXT and comparing text where DuckDB
+// compares integers; declaring the key string takes them as text.
+func TestPartitionIntegerFormsRefused(t *testing.T) {
+	duckdbtest.Require(t)
+	for _, v := range []string{"-07", "-0", " 1", "1 ", "0x1F", "0b1"} {
+		dir, _, rels, vals := hiveKeyFiles(t, []string{v, "5"})
+		q := duckdbtest.Query(t, fmt.Sprintf(`SELECT DISTINCT typeof(k) FROM read_parquet(%s, hive_partitioning=true)`, duckdbtest.Quote(filepath.Join(dir, "*", "*.parquet"))))
+		if len(q.Rows) != 1 || q.Rows[0][0] != "BIGINT" {
+			t.Errorf("%q: DuckDB types it %v, not BIGINT: the refusal is not needed", v, q.Rows)
+		}
+		_, _, err := PartitionColumns([]string{"k"}, rels, vals, writtenValues(rels), nil)
+		want := fmt.Sprintf("partition k=%s: %q looks like an integer but is not written in canonical decimal form", v, v)
+		if !errors.Is(err, ErrPartitionType) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error containing %q", v, err, want)
+		}
+		cols, typed, err := PartitionColumns([]string{"k"}, rels, vals, writtenValues(rels), map[string]Type{"k": String})
+		if err != nil || cols[0].Type != String || typed[0][0] != (Value{Type: String, S: v}) {
+			t.Errorf("%q declared string: %v %v %v", v, cols, typed, err)
 		}
 	}
 }

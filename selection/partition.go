@@ -68,6 +68,9 @@ func PartitionColumns(keys, files []string, values, written [][]string, declared
 		t, odd := inferPartition(values, written, k)
 		if odd >= 0 {
 			v := values[odd][k]
+			if !DateLike(v) {
+				return nil, nil, partitionTypeError{fmt.Errorf("%s: partition %s=%s: %q looks like an integer but is not written in canonical decimal form (digits, an optional '-', no spaces, no leading zero): DuckDB may type key %s BIGINT where prep would compare text; declare its type (partitions: {%s: string} compares text)", files[odd], key, v, v, key, key)}
+			}
 			return nil, nil, partitionTypeError{fmt.Errorf("%s: partition %s=%s: %q looks like a date or timestamp but is not one prep reads (Y-M-D, or Y-M-D HH:MM[:SS[.ffffff]] with ' ' or 'T', no time zone; a real calendar date): DuckDB may type key %s DATE or TIMESTAMP where prep would compare text; declare its type (partitions: {%s: string} compares text)", files[odd], key, v, v, key, key)}
 		}
 		cols[k] = Column{Name: key, Type: t}
@@ -135,7 +138,24 @@ func valueType(v string) (t Type, odd bool) {
 	if _, ok := ParseTimestamp(v); ok {
 		return Timestamp, false
 	}
-	return String, DateLike(v)
+	return String, DateLike(v) || intLike(v)
+}
+
+// intLike reports whether DuckDB's hive_types_autocast may read v, not in
+// canonical decimal form, as an integer: DuckDB 1.5 types "-07", "-0",
+// " 1", "1 ", "0x1F" and "0b1" BIGINT, but "007", " 07", "+7" and "1_0"
+// VARCHAR (observed with typeof over hive paths); prep refuses a key with
+// such a value rather than compare text where DuckDB compares integers.
+func intLike(v string) bool {
+	t := strings.Trim(v, " ")
+	if t == "" || t[0] == '+' || len(t) > 1 && t[0] == '0' && t[1] >= '0' && t[1] <= '9' {
+		return false // leading zeros and '+': VARCHAR in DuckDB too
+	}
+	if len(t) > 2 && t[0] == '0' && strings.ContainsRune("xXbB", rune(t[1])) {
+		return true
+	}
+	_, err := strconv.ParseInt(t, 10, 64) // beyond int64: VARCHAR in DuckDB too
+	return err == nil
 }
 
 // inferPartition is the inferred type of key k over every file's values,

@@ -91,6 +91,15 @@ func describeNode(n *Node) string {
 	if n.Op == "col" {
 		return fmt.Sprintf("column %s is %s", n.Col, n.typ)
 	}
+	if l, ok := parseNum(n.Raw); ok && n.Op == "lit" {
+		// A number literal by its SQL type (SELECTION.md "Numbers").
+		switch l.kind {
+		case numDecimal:
+			return fmt.Sprintf("%s is DECIMAL(%d,%d)", n.Raw, l.width, l.scale)
+		case numDouble:
+			return fmt.Sprintf("%s is DOUBLE", n.Raw)
+		}
+	}
 	return fmt.Sprintf("%s is %s", n.Raw, n.typ)
 }
 

@@ -86,12 +86,6 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 	bad := func(n *Node, format string, args ...any) error {
 		return &Error{Filter: text, Pos: n.Pos, Token: n.Raw, Msg: fmt.Sprintf(format, args...)}
 	}
-	describe := func(n *Node) string {
-		if n.Op == "col" {
-			return fmt.Sprintf("column %s is %s", n.Col, n.typ)
-		}
-		return fmt.Sprintf("%s is %s", n.Raw, n.typ)
-	}
 	comparable := func(op *Node, a, b *Node) error {
 		ta, tb := a.typ, b.typ
 		switch {
@@ -101,7 +95,7 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 		case (ta == Int || ta == Float) && (tb == Int || tb == Float):
 		case ta == tb && (ta == String || ta == Bool):
 		default:
-			return bad(op, "type mismatch: %s, %s", describe(a), describe(b))
+			return bad(op, "type mismatch: %s, %s", describeNode(a), describeNode(b))
 		}
 		return nil
 	}
@@ -150,7 +144,7 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 			n.typ = Bool
 		case "prefix":
 			if t := n.Args[0].typ; t != String && t != Null {
-				return bad(n, "LIKE needs text: %s", describe(n.Args[0]))
+				return bad(n, "LIKE needs text: %s", describeNode(n.Args[0]))
 			}
 			n.typ = Bool
 		case "isnull":
@@ -158,7 +152,7 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 		case "and", "or", "not":
 			for _, a := range n.Args {
 				if a.typ != Bool && a.typ != Null {
-					return bad(a, "%s needs a condition: %s", strings.ToUpper(n.Op), describe(a))
+					return bad(a, "%s needs a condition: %s", strings.ToUpper(n.Op), describeNode(a))
 				}
 			}
 			n.typ = Bool
@@ -169,7 +163,7 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 		return nil, err
 	}
 	if root.typ != Bool && root.typ != Null {
-		return nil, bad(root, "a filter must be a condition: %s", describe(root))
+		return nil, bad(root, "a filter must be a condition: %s", describeNode(root))
 	}
 	if err := coerceNumbers(text, root, f.Columns); err != nil {
 		return nil, err

@@ -69,8 +69,8 @@ func newExportCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export OUT --epoch E --rank R --step K -o DIR",
 		Short: "Write one batch of a shard set as NumPy .npy files",
-		Long: `export writes batch K of rank R's shard for epoch E, exactly as the trainer
-receives it, into DIR as NumPy files (format 1.0, little-endian):
+		Long: `export writes rank R's batch of step K (--step) in epoch E, exactly as the
+trainer receives it, into DIR as NumPy files (format 1.0, little-endian):
 
   <tensor>.npy     shape [count, per-sample shape...]; dtypes BOOL |b1,
                    U8 |u1, I8 |i1, U16 <u2, I16 <i2, U32 <u4, I32 <i4,

@@ -106,11 +106,13 @@ clean, 1 when anything is wrong, 2 on usage errors.
 
 --json prints one JSON object instead:
   {"dir": str, "plan": str, "shards": int, "batches": int, "bytes": int,
-   "deep_batches": int, "seconds": float, "ok": bool, "finding_count": int,
+   "deep_batches": int, "deep_parts": int, "seconds": float, "ok": bool,
+   "finding_count": int,
    "findings": [{"kind": str, "shard": str, "epoch": int, "rank": int,
      "batch": int, "tensor": str, "sample_id": int, "element": int,
      "what": str, "expected": str, "actual": str, "message": str}, ...]}
-Finding keys that do not apply are omitted. Kinds: manifest_invalid,
+deep_parts is the number of parts --deep held the source in to compare it
+(0: all at once). Finding keys that do not apply are omitted. Kinds: manifest_invalid,
 shard_missing, size_mismatch, digest_mismatch, header_invalid,
 shard_identity, unlisted_file, temp_file, io_error, batch_checksum,
 plan_invalid, plan_mismatch, steps_unequal, rank_missing, source_changed,

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math/big"
 	"math/bits"
 	"regexp"
@@ -121,18 +122,36 @@ type mixSrc struct {
 // the first), then the uvarint of its length; the bytes in standard base64
 // with padding.
 func EncodeSelection(ranges [][2]uint64) string {
-	buf := make([]byte, 0, 2*len(ranges)+16) // two bytes a range at least
+	return EncodeSelectionSeq(func(yield func(uint64, uint64) bool) {
+		for _, r := range ranges {
+			if !yield(r[0], r[1]) {
+				return
+			}
+		}
+	}, len(ranges))
+}
+
+// EncodeSelectionSeq is EncodeSelection of the ranges (start, length) that
+// ranges yields, about n of them (a capacity hint), without holding them.
+func EncodeSelectionSeq(ranges iter.Seq2[uint64, uint64], n int) string {
+	buf := make([]byte, 0, 2*n+16) // two bytes a range at least
 	var end uint64
-	for _, r := range ranges {
-		if gap := r[0] - end; gap < 0x80 && r[1] < 0x80 { // one byte each: most ranges
-			buf = append(buf, byte(gap), byte(r[1]))
+	for start, k := range ranges {
+		if gap := start - end; gap < 0x80 && k < 0x80 { // one byte each: most ranges
+			buf = append(buf, byte(gap), byte(k))
 		} else {
 			buf = binary.AppendUvarint(buf, gap)
-			buf = binary.AppendUvarint(buf, r[1])
+			buf = binary.AppendUvarint(buf, k)
 		}
-		end = r[0] + r[1]
+		end = start + k
 	}
-	return base64.StdEncoding.EncodeToString(buf)
+	// The text is written once, into its own allocation.
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(len(buf)))
+	w := base64.NewEncoder(base64.StdEncoding, &b)
+	w.Write(buf) // a strings.Builder does not fail
+	w.Close()
+	return b.String()
 }
 
 // resolveMixture checks mix against the normalized source and returns the

@@ -144,7 +144,7 @@ func TestSelectMatchesDuckDB(t *testing.T) {
 			t.Errorf("%s: in windows %+v %v, whole row groups %+v", filter, small, err, res)
 		}
 		var got []int64
-		for _, r := range res.Ranges {
+		for _, r := range res.Ranges() {
 			for k := r[0]; k < r[0]+r[1]; k++ {
 				got = append(got, int64(k))
 			}
@@ -216,7 +216,7 @@ func rowGroupsOf(n, g int64) []int64 {
 }
 
 // TestRangeListAddTrue: the ranges addTrue collects (64 rows a word, runs
-// by trailing-zero counts, chunks of rangeChunk ranges) are the runs of T
+// by trailing-zero counts, kept as varint gaps and lengths) are the runs of T
 // rows found one row at a time, for T, F and U rows at random densities,
 // runs crossing words and calls (adjacent calls join), lengths that are
 // and are not multiples of 64, and more ranges than one chunk holds.
@@ -258,12 +258,53 @@ func TestRangeListAddTrue(t *testing.T) {
 			row += uint64(len(tri))
 		}
 		var got [][2]uint64
-		for _, ch := range l.chunks {
-			got = append(got, ch...)
+		for s, n := range l.all() {
+			got = append(got, [2]uint64{s, n})
 		}
 		if !slices.Equal(got, want) || l.n != len(want) {
 			t.Fatalf("%d rows, p(T) %.2f: %d ranges (n %d), want %d; first difference at %d", c.rows, c.pT, len(got), l.n, len(want), firstDiffRange(got, want))
 		}
+	}
+}
+
+// TestResultAll: a Result's ranges over several files are each file's
+// ranges in file order, a file's first range joined to the last range of
+// the file before it (skipping files with none) when adjacent; gaps and
+// lengths of one to ten varint bytes round-trip; Len and Selected count
+// the joined ranges and their rows.
+func TestResultAll(t *testing.T) {
+	files := [][][2]uint64{
+		{{0, 5}, {5, 3}, {10, 1}, {200, 127}, {327 + 128, 1 << 20}},
+		{},
+		{{455 + 1<<20, 2}, {1 << 40, 1 << 33}}, // joins the first file's last range
+		{{1<<40 + 1<<33 + 1, 7}},               // does not join: one row apart
+		{{1 << 62, 1<<63 - 1}},
+	}
+	want := [][2]uint64{{0, 8}, {10, 1}, {200, 127}, {455, 1<<20 + 2}, {1 << 40, 1 << 33}, {1<<40 + 1<<33 + 1, 7}, {1 << 62, 1<<63 - 1}}
+	res := &Result{}
+	for _, f := range files {
+		p := &fileResult{}
+		for _, r := range f {
+			p.ranges.add(r[0], r[1])
+		}
+		res.addFile(p)
+	}
+	var rows uint64
+	for _, r := range want {
+		rows += r[1]
+	}
+	if got := res.Ranges(); !slices.Equal(got, want) || res.Len() != len(want) || res.Selected != rows {
+		t.Fatalf("ranges %v (Len %d, Selected %d), want %v (%d, %d)", got, res.Len(), res.Selected, want, len(want), rows)
+	}
+	// All stops when the loop does.
+	k := 0
+	for range res.All() {
+		if k++; k == 3 {
+			break
+		}
+	}
+	if k != 3 {
+		t.Fatalf("loop ran %d times, want 3", k)
 	}
 }
 

@@ -195,9 +195,17 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 		memory = max(1, memory/int64(par))
 	}
 	parts := make([]*fileResult, len(files))
+	// Each file in progress has a scratch of its own, handed on to the
+	// next file: its windows reuse the last one's memory.
+	scratch := make(chan *fileScratch, par)
+	for range par {
+		scratch <- &fileScratch{eval: f.Evaluator()}
+	}
 	err := pool.ForEach(ctx, len(files), par, func(i int) error {
+		sc := <-scratch
+		defer func() { scratch <- sc }()
 		var err error
-		parts[i], err = selectFile(ctx, st, f, files[i], bases[i], names, data, isPart, memory)
+		parts[i], err = selectFile(ctx, st, f, files[i], bases[i], names, data, isPart, memory, sc)
 		return err
 	})
 	if err != nil {
@@ -367,12 +375,23 @@ type fileResult struct {
 	ranges rangeList
 }
 
+// fileScratch is the memory one file's evaluation works in, kept for the
+// next file: the decoded windows, the evaluator's vectors and the
+// evaluation's result.
+type fileScratch struct {
+	bufs source.ScalarBuffers
+	eval *Evaluator
+	tri  []uint8
+}
+
 // selectFile evaluates f over one file whose first row is base of the
-// source: data[i] is f.Columns[i]'s index in names (the columns read), or
-// -1 for a partition column (isPart gives its index in fl.Partition).
-func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base uint64, names []string, data []int, isPart map[string]int, memory int64) (*fileResult, error) {
+// source, in sc (an Evaluator of f): data[i] is f.Columns[i]'s index in
+// names (the columns read), or -1 for a partition column (isPart gives its
+// index in fl.Partition).
+func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base uint64, names []string, data []int, isPart map[string]int, memory int64, sc *fileScratch) (*fileResult, error) {
 	res := &fileResult{}
-	var tri []uint8
+	tri := sc.tri
+	defer func() { sc.tri = tri }()
 	starts := make([]uint64, len(fl.RowGroups))
 	s := base
 	for g, r := range fl.RowGroups {
@@ -432,7 +451,7 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 				vecs[i] = constVector(fl.Partition[isPart[c.Name]], int(rows))
 			}
 		}
-		tri = f.Eval(vecs, int(rows), tri[:0])
+		tri = sc.eval.Eval(vecs, int(rows), tri[:0])
 		res.ranges.addTrue(tri, starts[g]+uint64(first))
 		return nil
 	}
@@ -450,7 +469,7 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 		}
 	} else {
 		var pc source.PageCounts
-		pc, err = source.ReadScalarsPages(ctx, st, fl.Path, names, memory, skip, pages, each)
+		pc, err = source.ReadScalarsPages(ctx, st, fl.Path, names, memory, skip, pages, &sc.bufs, each)
 		res.PagesRead, res.PagesSkipped = pc.Read, pc.Skipped
 	}
 	if err != nil {

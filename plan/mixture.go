@@ -128,15 +128,24 @@ func EncodeSelection(ranges [][2]uint64) string {
 				return
 			}
 		}
-	}, len(ranges))
+	}, 3*len(ranges))
 }
 
 // EncodeSelectionSeq is EncodeSelection of the ranges (start, length) that
-// ranges yields, about n of them (a capacity hint), without holding them.
-func EncodeSelectionSeq(ranges iter.Seq2[uint64, uint64], n int) string {
-	buf := make([]byte, 0, 2*n+16) // two bytes a range at least
+// ranges yields, without holding them or their bytes: the text is written
+// as they come, into one allocation when size is at least the bytes of
+// their uvarints (a capacity hint; smaller only costs copies).
+func EncodeSelectionSeq(ranges iter.Seq2[uint64, uint64], size int) string {
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(size))
+	w := base64.NewEncoder(base64.StdEncoding, &b)
+	buf := make([]byte, 0, 3<<10) // the uvarints of some ranges, encoded when full
 	var end uint64
 	for start, k := range ranges {
+		if cap(buf)-len(buf) < 2*binary.MaxVarintLen64 {
+			w.Write(buf) // a strings.Builder does not fail
+			buf = buf[:0]
+		}
 		if gap := start - end; gap < 0x80 && k < 0x80 { // one byte each: most ranges
 			buf = append(buf, byte(gap), byte(k))
 		} else {
@@ -145,11 +154,7 @@ func EncodeSelectionSeq(ranges iter.Seq2[uint64, uint64], n int) string {
 		}
 		end = start + k
 	}
-	// The text is written once, into its own allocation.
-	var b strings.Builder
-	b.Grow(base64.StdEncoding.EncodedLen(len(buf)))
-	w := base64.NewEncoder(base64.StdEncoding, &b)
-	w.Write(buf) // a strings.Builder does not fail
+	w.Write(buf)
 	w.Close()
 	return b.String()
 }

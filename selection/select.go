@@ -68,6 +68,24 @@ type Result struct {
 // Len returns the number of selected ranges (as All yields them).
 func (r *Result) Len() int { return r.n }
 
+// Size returns at least the bytes of the selected ranges as All yields
+// them written as uvarints, each range's gap from the previous range's end
+// (from 0 for the first) and its length: the size of the compact form.
+func (r *Result) Size() int {
+	n := 0
+	for i := range r.files {
+		l := &r.files[i]
+		n += len(l.buf)
+		if l.last[1] > 0 {
+			n += uvarintLen(l.last[0]-l.end) + uvarintLen(l.last[1])
+		}
+	}
+	return n
+}
+
+// uvarintLen returns the bytes of x as a uvarint.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
 // All yields the selected ranges (start, length): ascending, non-empty,
 // non-adjacent.
 func (r *Result) All() iter.Seq2[uint64, uint64] {

@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -271,7 +272,7 @@ func TestRangeListAddTrue(t *testing.T) {
 // ranges in file order, a file's first range joined to the last range of
 // the file before it (skipping files with none) when adjacent; gaps and
 // lengths of one to ten varint bytes round-trip; Len and Selected count
-// the joined ranges and their rows.
+// the joined ranges and their rows, Size bounds their uvarints' bytes.
 func TestResultAll(t *testing.T) {
 	files := [][][2]uint64{
 		{{0, 5}, {5, 3}, {10, 1}, {200, 127}, {327 + 128, 1 << 20}},
@@ -295,6 +296,17 @@ func TestResultAll(t *testing.T) {
 	}
 	if got := res.Ranges(); !slices.Equal(got, want) || res.Len() != len(want) || res.Selected != rows {
 		t.Fatalf("ranges %v (Len %d, Selected %d), want %v (%d, %d)", got, res.Len(), res.Selected, want, len(want), rows)
+	}
+	// Size bounds the joined ranges' uvarints from above, by at most the
+	// re-encoding of each file's first range.
+	var enc []byte
+	var end uint64
+	for _, r := range want {
+		enc = binary.AppendUvarint(binary.AppendUvarint(enc, r[0]-end), r[1])
+		end = r[0] + r[1]
+	}
+	if n := res.Size(); n < len(enc) || n > len(enc)+2*binary.MaxVarintLen64*len(files) {
+		t.Errorf("Size %d, want at least %d, at most %d more", n, len(enc), 2*binary.MaxVarintLen64*len(files))
 	}
 	// All stops when the loop does.
 	k := 0

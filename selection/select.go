@@ -289,6 +289,13 @@ func (l *rangeList) add(start, n uint64) {
 	l.n++
 }
 
+// reserve makes room for n bytes of ranges in all.
+func (l *rangeList) reserve(n int) {
+	if n > cap(l.buf) {
+		l.buf = slices.Grow(l.buf, n-len(l.buf))
+	}
+}
+
 // flush appends the open range to buf.
 func (l *rangeList) flush() {
 	if cap(l.buf)-len(l.buf) < 2*binary.MaxVarintLen64 {
@@ -408,6 +415,7 @@ type fileScratch struct {
 // index in fl.Partition).
 func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base uint64, names []string, data []int, isPart map[string]int, memory int64, sc *fileScratch) (*fileResult, error) {
 	res := &fileResult{}
+	reserved := false // the ranges' room (each)
 	tri := sc.tri
 	defer func() { sc.tri = tri }()
 	starts := make([]uint64, len(fl.RowGroups))
@@ -416,6 +424,7 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 		starts[g] = s
 		s += uint64(r)
 	}
+	fileRows := s - base
 	allStats := func(s []source.ScalarStats, rows int64) []source.ScalarStats {
 		all := make([]source.ScalarStats, len(f.Columns))
 		for i, c := range f.Columns {
@@ -471,6 +480,15 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 		}
 		tri = sc.eval.Eval(vecs, int(rows), tri[:0])
 		res.ranges.addTrue(tri, starts[g]+uint64(first))
+		if !reserved && len(res.ranges.buf) > 0 {
+			// Room for the whole file's ranges at the density of the
+			// rows so far, and an eighth more: one allocation where
+			// doubling would copy them (into fresh memory) again and
+			// again. A file's ranges take at most about a byte a row.
+			reserved = true
+			done := starts[g] + uint64(first+rows) - base
+			res.ranges.reserve(int(min(float64(len(res.ranges.buf))*float64(fileRows)/float64(done)*9/8, float64(fileRows+64))))
+		}
 		return nil
 	}
 	var err error

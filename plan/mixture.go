@@ -159,6 +159,21 @@ func EncodeSelectionSeq(ranges iter.Seq2[uint64, uint64], size int) string {
 	return b.String()
 }
 
+// EncodeSelectionUvarints returns the text of a selection whose bytes
+// (the uvarints of PLAN.md §11.7, before base64) parts yields in pieces of
+// any length, size of them at most (a capacity hint): the pieces' base64,
+// written into one allocation.
+func EncodeSelectionUvarints(parts iter.Seq[[]byte], size int) string {
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(size))
+	w := base64.NewEncoder(base64.StdEncoding, &b)
+	for p := range parts {
+		w.Write(p) // a strings.Builder does not fail
+	}
+	w.Close()
+	return b.String()
+}
+
 // resolveMixture checks mix against the normalized source and returns the
 // per-source rows, blocks and quotas, and the resolved epoch samples T.
 // packed says the mixture chooses documents to pack (PLAN.md §12.1): its

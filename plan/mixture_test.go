@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -514,7 +515,8 @@ func selFixture() (Source, *Mixture, map[uint64]bool) {
 // Occurrences inverts RankBatch.
 // TestEncodeSelection: the §11.7 bytes (uvarint gap from the previous
 // range's end, uvarint length; one byte each below 128, more above) in
-// base64, the same from a slice and from a sequence; none: "".
+// base64, the same from a slice, from a sequence of ranges and from the
+// bytes in pieces; none: "".
 func TestEncodeSelection(t *testing.T) {
 	ranges := [][2]uint64{{0, 1}, {5, 300}, {1 << 40, 2}, {1 << 43, 127}}
 	const want = "AAEErALP/f///x8C/v/////fAX8=" // 00 01, 04 ac02, cffdffffff1f 02, feffffffffdf01 7f
@@ -530,6 +532,19 @@ func TestEncodeSelection(t *testing.T) {
 	}
 	if got := EncodeSelectionSeq(seq, 0); got != want {
 		t.Errorf("EncodeSelectionSeq = %s, want %s", got, want)
+	}
+	// The same bytes in pieces of any length, as EncodeSelectionUvarints
+	// takes them.
+	raw, _ := base64.StdEncoding.DecodeString(want)
+	pieces := func(yield func([]byte) bool) {
+		for _, p := range [][]byte{raw[:1], nil, raw[1:5], raw[5:6], raw[6:]} {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+	if got := EncodeSelectionUvarints(pieces, 4); got != want {
+		t.Errorf("EncodeSelectionUvarints = %s, want %s", got, want)
 	}
 	if got := EncodeSelection(nil); got != "" {
 		t.Errorf("EncodeSelection(nil) = %q, want \"\"", got)

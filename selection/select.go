@@ -83,6 +83,67 @@ func (r *Result) Size() int {
 	return n
 }
 
+// Uvarints yields the compact form of the selected ranges as All yields
+// them, each range's gap from the previous range's end (from 0 for the
+// first) and its length as uvarints, in pieces: mostly each file's bytes
+// as they are, only a file's first range written again (its gap from the
+// previous file's last range, or joined to it). A piece may be
+// overwritten once the next is asked for. The bytes are Size at most.
+func (r *Result) Uvarints() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		var tmp [4 * binary.MaxVarintLen64]byte
+		var end uint64    // the end of the last range yielded
+		var ps, pn uint64 // the range not yet yielded: a next file's first may extend it
+		// put yields the range (ps, pn) when there is one.
+		put := func() bool {
+			if pn == 0 {
+				return true
+			}
+			b := binary.AppendUvarint(tmp[:0], ps-end)
+			b = binary.AppendUvarint(b, pn)
+			end, pn = ps+pn, 0
+			return yield(b)
+		}
+		for i := range r.files {
+			l := &r.files[i]
+			if l.n == 0 {
+				continue
+			}
+			// The file's first range: its first in buf, or the open one.
+			s1, n1, rest := l.last[0], l.last[1], []byte(nil)
+			if len(l.buf) > 0 {
+				a, k := binary.Uvarint(l.buf)
+				b, m := binary.Uvarint(l.buf[k:])
+				s1, n1, rest = a, b, l.buf[k+m:]
+			}
+			if pn > 0 && ps+pn == s1 {
+				pn += n1
+			} else {
+				if !put() {
+					return
+				}
+				ps, pn = s1, n1
+			}
+			if len(l.buf) == 0 {
+				continue // the first range was the open one
+			}
+			// The rest of buf counts its gaps from the end of the file's
+			// first range, which the range put now ends at too.
+			if !put() {
+				return
+			}
+			if len(rest) > 0 {
+				if !yield(rest) {
+					return
+				}
+				end = l.end
+			}
+			ps, pn = l.last[0], l.last[1]
+		}
+		put()
+	}
+}
+
 // uvarintLen returns the bytes of x as a uvarint.
 func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 

@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -272,16 +273,20 @@ func TestRangeListAddTrue(t *testing.T) {
 // ranges in file order, a file's first range joined to the last range of
 // the file before it (skipping files with none) when adjacent; gaps and
 // lengths of one to ten varint bytes round-trip; Len and Selected count
-// the joined ranges and their rows, Size bounds their uvarints' bytes.
+// the joined ranges and their rows, Size bounds their uvarints' bytes and
+// Uvarints yields them.
 func TestResultAll(t *testing.T) {
 	files := [][][2]uint64{
 		{{0, 5}, {5, 3}, {10, 1}, {200, 127}, {327 + 128, 1 << 20}},
 		{},
 		{{455 + 1<<20, 2}, {1 << 40, 1 << 33}}, // joins the first file's last range
 		{{1<<40 + 1<<33 + 1, 7}},               // does not join: one row apart
+		{{1<<40 + 1<<33 + 8, 2}},               // joins: a file's only range
+		{},
+		{{1<<40 + 1<<33 + 10, 1}, {1 << 50, 3}}, // joins, from the file's bytes
 		{{1 << 62, 1<<63 - 1}},
 	}
-	want := [][2]uint64{{0, 8}, {10, 1}, {200, 127}, {455, 1<<20 + 2}, {1 << 40, 1 << 33}, {1<<40 + 1<<33 + 1, 7}, {1 << 62, 1<<63 - 1}}
+	want := [][2]uint64{{0, 8}, {10, 1}, {200, 127}, {455, 1<<20 + 2}, {1 << 40, 1 << 33}, {1<<40 + 1<<33 + 1, 10}, {1 << 50, 3}, {1 << 62, 1<<63 - 1}}
 	res := &Result{}
 	for _, f := range files {
 		p := &fileResult{}
@@ -307,6 +312,14 @@ func TestResultAll(t *testing.T) {
 	}
 	if n := res.Size(); n < len(enc) || n > len(enc)+2*binary.MaxVarintLen64*len(files) {
 		t.Errorf("Size %d, want at least %d, at most %d more", n, len(enc), 2*binary.MaxVarintLen64*len(files))
+	}
+	// Uvarints yields those bytes.
+	var got []byte
+	for p := range res.Uvarints() {
+		got = append(got, p...)
+	}
+	if !bytes.Equal(got, enc) {
+		t.Errorf("Uvarints % x\nwant     % x", got, enc)
 	}
 	// All stops when the loop does.
 	k := 0

@@ -191,7 +191,7 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 	case res.Selected == 0:
 		return "", filterCost{}, usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
 	}
-	return plan.EncodeSelectionSeq(res.All(), res.Size()), filterCost{Bytes: res.BytesRead, PagesRead: res.PagesRead, PagesSkipped: res.PagesSkipped}, nil
+	return plan.EncodeSelectionUvarints(res.Uvarints(), res.Size()), filterCost{Bytes: res.BytesRead, PagesRead: res.PagesRead, PagesSkipped: res.PagesSkipped}, nil
 }
 
 // filterCost is what evaluating one source's filter read: bytes, and the

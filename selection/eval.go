@@ -186,6 +186,31 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 // with a literal over the dictionary form is made once per entry.
 type Vector source.Scalars
 
+// slice returns rows [lo, hi) of v; a text vector's offsets stay offsets
+// into all of its Data.
+func (v Vector) slice(lo, hi int) Vector {
+	out := Vector{Data: v.Data, DictData: v.DictData, DictOffsets: v.DictOffsets}
+	if v.Valid != nil {
+		out.Valid = v.Valid[lo:hi]
+	}
+	if v.Bools != nil {
+		out.Bools = v.Bools[lo:hi]
+	}
+	if v.Ints != nil {
+		out.Ints = v.Ints[lo:hi]
+	}
+	if v.Floats != nil {
+		out.Floats = v.Floats[lo:hi]
+	}
+	if v.Offsets != nil {
+		out.Offsets = v.Offsets[lo : hi+1]
+	}
+	if v.DictIndex != nil {
+		out.DictIndex = v.DictIndex[lo:hi]
+	}
+	return out
+}
+
 // text returns row i of a text vector.
 func (v *Vector) text(i int) []byte {
 	if v.DictIndex != nil {

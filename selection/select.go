@@ -461,6 +461,10 @@ type fileResult struct {
 	ranges rangeList
 }
 
+// evalRows is how many rows of a window selectFile evaluates at a time (a
+// multiple of 64, addTrue's word).
+const evalRows = 64 << 10
+
 // fileScratch is the memory one file's evaluation works in, kept for the
 // next file: the decoded windows, the evaluator's vectors and the
 // evaluation's result.
@@ -539,8 +543,17 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 				vecs[i] = constVector(fl.Partition[isPart[c.Name]], int(rows))
 			}
 		}
-		tri = sc.eval.Eval(vecs, int(rows), tri[:0])
-		res.ranges.addTrue(tri, starts[g]+uint64(first))
+		// Evaluated evalRows at a time: the result and the AND and OR
+		// vectors stay small (in cache, and the same memory each time).
+		part := make([]Vector, len(vecs))
+		for lo := 0; lo < int(rows); lo += evalRows {
+			hi := min(int(rows), lo+evalRows)
+			for i, v := range vecs {
+				part[i] = v.slice(lo, hi)
+			}
+			tri = sc.eval.Eval(part, hi-lo, tri[:0])
+			res.ranges.addTrue(tri, starts[g]+uint64(first)+uint64(lo))
+		}
 		if !reserved && len(res.ranges.buf) > 0 {
 			// Room for the whole file's ranges at the density of the
 			// rows so far, and an eighth more: one allocation where

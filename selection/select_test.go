@@ -209,6 +209,54 @@ func TestSelectSkipsRowGroups(t *testing.T) {
 	}
 }
 
+// TestSelectLongWindows: a window longer than evalRows is evaluated in
+// parts (each its own slice of every column, strings plain and in
+// dictionary form, nulls included) with the same result as windows of a
+// few thousand rows, which each fit one part: ranges crossing the parts'
+// bounds join.
+func TestSelectLongWindows(t *testing.T) {
+	dir := t.TempDir()
+	const rows = 3*evalRows + 1000
+	plain := filterRows(rows, 0)
+	pqfixture.Of(plain...).RowGroupRows(rows).WriteFile(t, filepath.Join(dir, "plain.parquet"))
+	type dictRow struct {
+		ID      int64    `parquet:"id"`
+		Lang    *string  `parquet:"lang,optional,dict"`
+		Quality *float64 `parquet:"quality,optional"`
+	}
+	dict := make([]dictRow, rows)
+	for i, r := range plain {
+		dict[i] = dictRow{ID: r.ID, Lang: r.Lang, Quality: r.Quality}
+	}
+	pqfixture.Of(dict...).RowGroupRows(rows).WriteFile(t, filepath.Join(dir, "dict.parquet"))
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, filter string }{
+		{"plain.parquet", "lang = 'en' AND quality >= 0.5"},
+		{"plain.parquet", "lang <> 'de' OR quality < 0.3"},
+		{"plain.parquet", "NOT (lang LIKE 'e%') AND n > -3"},
+		{"plain.parquet", "id >= 100 AND (flag OR score > 1)"},
+		{"plain.parquet", "id < 70000 OR id > 140000"},
+		{"dict.parquet", "lang = 'en' AND quality >= 0.5"},
+		{"dict.parquet", "lang IS NULL OR lang > 'e'"},
+	} {
+		files := []File{{Path: c.file, RowGroups: []int64{rows}}}
+		_, whole, err := Select(context.Background(), st, files, c.filter, 0, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.filter, err)
+		}
+		_, small, err := Select(context.Background(), st, files, c.filter, 20000, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.filter, err)
+		}
+		if whole.Selected == 0 || !slices.Equal(whole.Ranges(), small.Ranges()) || whole.Selected != small.Selected {
+			t.Errorf("%s %s: one window: %d rows in %d ranges; windows of a few thousand rows: %d in %d", c.file, c.filter, whole.Selected, whole.Len(), small.Selected, small.Len())
+		}
+	}
+}
+
 func rowGroupsOf(n, g int64) []int64 {
 	var out []int64
 	for ; n > 0; n -= min(n, g) {

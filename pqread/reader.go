@@ -502,14 +502,20 @@ func keep[T any](dst *[]T, s []T) {
 }
 
 // reuse returns *s emptied when it has room for n, taking it from the
-// spares, and otherwise a new slice of capacity n.
+// spares, and otherwise a new slice of capacity n (s nil: no spare).
 func reuse[T any](s *[]T, n int) []T {
-	if cap(*s) >= n && cap(*s) > 0 {
+	return reuseOr(s, n, n)
+}
+
+// reuseOr is reuse that makes a new slice of capacity alloc (>= n): room
+// for the next requests, which vary, to take it again.
+func reuseOr[T any](s *[]T, n, alloc int) []T {
+	if s != nil && cap(*s) >= n && cap(*s) > 0 {
 		v := (*s)[:0]
 		*s = nil
 		return v
 	}
-	return make([]T, 0, n)
+	return make([]T, 0, alloc)
 }
 
 // newWindowValues is newValues for a window's values of capacity hint,

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math/big"
 	"math/bits"
 	"regexp"
@@ -121,18 +122,56 @@ type mixSrc struct {
 // the first), then the uvarint of its length; the bytes in standard base64
 // with padding.
 func EncodeSelection(ranges [][2]uint64) string {
-	buf := make([]byte, 0, 2*len(ranges)+16) // two bytes a range at least
+	return EncodeSelectionSeq(func(yield func(uint64, uint64) bool) {
+		for _, r := range ranges {
+			if !yield(r[0], r[1]) {
+				return
+			}
+		}
+	}, 3*len(ranges))
+}
+
+// EncodeSelectionSeq is EncodeSelection of the ranges (start, length) that
+// ranges yields, without holding them or their bytes: the text is written
+// as they come, into one allocation when size is at least the bytes of
+// their uvarints (a capacity hint; smaller only costs copies).
+func EncodeSelectionSeq(ranges iter.Seq2[uint64, uint64], size int) string {
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(size))
+	w := base64.NewEncoder(base64.StdEncoding, &b)
+	buf := make([]byte, 0, 3<<10) // the uvarints of some ranges, encoded when full
 	var end uint64
-	for _, r := range ranges {
-		if gap := r[0] - end; gap < 0x80 && r[1] < 0x80 { // one byte each: most ranges
-			buf = append(buf, byte(gap), byte(r[1]))
+	for start, k := range ranges {
+		if cap(buf)-len(buf) < 2*binary.MaxVarintLen64 {
+			w.Write(buf) // a strings.Builder does not fail
+			buf = buf[:0]
+		}
+		if gap := start - end; gap < 0x80 && k < 0x80 { // one byte each: most ranges
+			buf = append(buf, byte(gap), byte(k))
 		} else {
 			buf = binary.AppendUvarint(buf, gap)
-			buf = binary.AppendUvarint(buf, r[1])
+			buf = binary.AppendUvarint(buf, k)
 		}
-		end = r[0] + r[1]
+		end = start + k
 	}
-	return base64.StdEncoding.EncodeToString(buf)
+	w.Write(buf)
+	w.Close()
+	return b.String()
+}
+
+// EncodeSelectionUvarints returns the text of a selection whose bytes
+// (the uvarints of PLAN.md §11.7, before base64) parts yields in pieces of
+// any length, size of them at most (a capacity hint): the pieces' base64,
+// written into one allocation.
+func EncodeSelectionUvarints(parts iter.Seq[[]byte], size int) string {
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(size))
+	w := base64.NewEncoder(base64.StdEncoding, &b)
+	for p := range parts {
+		w.Write(p) // a strings.Builder does not fail
+	}
+	w.Close()
+	return b.String()
 }
 
 // resolveMixture checks mix against the normalized source and returns the

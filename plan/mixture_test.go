@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -512,6 +513,44 @@ func selFixture() (Source, *Mixture, map[uint64]bool) {
 // epoch, 3 epochs: 945 = 18·51 + 27 → 18 or 19 times, 27 rows 19 times);
 // unweighted shares count selected rows; the order is independent of R;
 // Occurrences inverts RankBatch.
+// TestEncodeSelection: the §11.7 bytes (uvarint gap from the previous
+// range's end, uvarint length; one byte each below 128, more above) in
+// base64, the same from a slice, from a sequence of ranges and from the
+// bytes in pieces; none: "".
+func TestEncodeSelection(t *testing.T) {
+	ranges := [][2]uint64{{0, 1}, {5, 300}, {1 << 40, 2}, {1 << 43, 127}}
+	const want = "AAEErALP/f///x8C/v/////fAX8=" // 00 01, 04 ac02, cffdffffff1f 02, feffffffffdf01 7f
+	if got := EncodeSelection(ranges); got != want {
+		t.Errorf("EncodeSelection = %s, want %s", got, want)
+	}
+	seq := func(yield func(uint64, uint64) bool) {
+		for _, r := range ranges {
+			if !yield(r[0], r[1]) {
+				return
+			}
+		}
+	}
+	if got := EncodeSelectionSeq(seq, 0); got != want {
+		t.Errorf("EncodeSelectionSeq = %s, want %s", got, want)
+	}
+	// The same bytes in pieces of any length, as EncodeSelectionUvarints
+	// takes them.
+	raw, _ := base64.StdEncoding.DecodeString(want)
+	pieces := func(yield func([]byte) bool) {
+		for _, p := range [][]byte{raw[:1], nil, raw[1:5], raw[5:6], raw[6:]} {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+	if got := EncodeSelectionUvarints(pieces, 4); got != want {
+		t.Errorf("EncodeSelectionUvarints = %s, want %s", got, want)
+	}
+	if got := EncodeSelection(nil); got != "" {
+		t.Errorf("EncodeSelection(nil) = %q, want \"\"", got)
+	}
+}
+
 func TestMixtureSelection(t *testing.T) {
 	src, mix, sel := selFixture()
 	p := mustMix(t, src, Config{Seed: 6, Epochs: 3, GlobalBatch: 16, WorldSize: 2, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderPartial}, mix)

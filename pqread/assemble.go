@@ -79,7 +79,7 @@ func (r *ColumnReader) take(n int64) (*Column, error) {
 		// A short window (rows read past between windows): copy it out
 		// and keep the buffers, sized for long windows, for the rest.
 		ve := r.valuesBefore(e)
-		head.vals = r.vals.cutFront(ve)
+		head.vals = r.vals.cutFront(ve, &r.spare)
 		if r.defs != nil {
 			head.defs = append([]uint8(nil), r.defs[:e]...)
 			r.defs = r.defs[:copy(r.defs, r.defs[e:])]
@@ -91,7 +91,7 @@ func (r *ColumnReader) take(n int64) (*Column, error) {
 	} else if e < r.kept() {
 		ve := r.valuesBefore(e)
 		hint := int(r.entryHint(r.most))
-		r.vals = head.vals.split(ve, hint, ve)
+		r.vals = head.vals.split(ve, hint, ve, &r.spare)
 		if head.defs != nil {
 			r.defs = append(make([]uint8, 0, hint+len(head.defs)-e), head.defs[e:]...)
 			head.defs = head.defs[:e:e]

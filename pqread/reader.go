@@ -118,6 +118,8 @@ type ColumnReader struct {
 	idx       []uint32
 	lens      []int64
 	lens2     []int64
+	// spare: value buffers handed back by Recycle, for the next windows.
+	spare spareValues
 }
 
 // Read sizes: ReadColumn reads at least wholeReadAhead bytes at a time (so
@@ -312,6 +314,7 @@ func (r *ColumnReader) OnPage(f func(held, page int64) error) { r.onPage = f }
 func (r *ColumnReader) Close() {
 	r.release()
 	r.defs, r.reps, r.vals, r.dict = nil, nil, nil, nil
+	r.spare = spareValues{}
 	if r.err == nil && !r.closed {
 		r.err = errors.New("pqread: ColumnReader used after Close")
 	}
@@ -459,6 +462,84 @@ func (r *ColumnReader) complete(want int64) bool {
 	return r.rows >= want
 }
 
+// Recycle hands r the buffers of c, a Column that r or another reader
+// returned and that the caller is done with (c and every slice taken from
+// it): the windows r decodes next store their values, or dictionary
+// indices, in c's where these have room for a window, instead of in memory
+// allocated for each window (fresh memory costs a page fault a page). The
+// dictionary entries are not taken (the windows of a chunk share them).
+// c must not be used after; nil does nothing.
+func (r *ColumnReader) Recycle(c *Column) {
+	if c == nil {
+		return
+	}
+	sp := &r.spare
+	keep(&sp.b, c.Bool)
+	keep(&sp.i32, c.Int32)
+	keep(&sp.i64, c.Int64)
+	keep(&sp.f32, c.Float32)
+	keep(&sp.f64, c.Float64)
+	keep(&sp.idx, c.DictIndex)
+	*c = Column{}
+}
+
+// spareValues holds value buffers handed back by Recycle, at most one of
+// each type.
+type spareValues struct {
+	b   []bool
+	i32 []int32
+	i64 []int64
+	f32 []float32
+	f64 []float64
+	idx []uint32
+}
+
+// keep sets *dst to s when s has more room.
+func keep[T any](dst *[]T, s []T) {
+	if cap(s) > cap(*dst) {
+		*dst = s[:0]
+	}
+}
+
+// reuse returns *s emptied when it has room for n, taking it from the
+// spares, and otherwise a new slice of capacity n (s nil: no spare).
+func reuse[T any](s *[]T, n int) []T {
+	return reuseOr(s, n, n)
+}
+
+// reuseOr is reuse that makes a new slice of capacity alloc (>= n): room
+// for the next requests, which vary, to take it again.
+func reuseOr[T any](s *[]T, n, alloc int) []T {
+	if s != nil && cap(*s) >= n && cap(*s) > 0 {
+		v := (*s)[:0]
+		*s = nil
+		return v
+	}
+	return make([]T, 0, alloc)
+}
+
+// newWindowValues is newValues for a window's values of capacity hint,
+// taking a spare buffer where one has room.
+func (r *ColumnReader) newWindowValues(hint int) *values {
+	kind, sp := r.l.info.Kind, &r.spare
+	v := &values{kind: kind, width: r.l.width}
+	switch kind {
+	case KindBool:
+		v.b = reuse(&sp.b, hint)
+	case KindInt32:
+		v.i32 = reuse(&sp.i32, hint)
+	case KindInt64:
+		v.i64 = reuse(&sp.i64, hint)
+	case KindFloat32:
+		v.f32 = reuse(&sp.f32, hint)
+	case KindFloat64:
+		v.f64 = reuse(&sp.f64, hint)
+	default:
+		return newValues(kind, r.l.width, hint)
+	}
+	return v
+}
+
 // alloc makes the entry buffers for a window of n rows. The footer's
 // counts are trusted for preallocation only as far as the chunk's size
 // makes plausible; append grows beyond that if the data needs it.
@@ -467,9 +548,9 @@ func (r *ColumnReader) alloc(n int64) {
 	if r.dictForm && r.l.info.Kind == KindBytes && r.maxRep == 0 {
 		// Indexed values: room for the indices, none for the copied
 		// bytes' offsets (a fallback page grows them, unindex).
-		r.vals = &values{kind: KindBytes, width: r.l.width, indexed: true, idx: make([]uint32, 0, hint), offs: []int64{0}}
+		r.vals = &values{kind: KindBytes, width: r.l.width, indexed: true, idx: reuse(&r.spare.idx, hint), offs: []int64{0}}
 	} else {
-		r.vals = newValues(r.l.info.Kind, r.l.width, hint)
+		r.vals = r.newWindowValues(hint)
 	}
 	if r.maxDef > 0 {
 		r.defs = make([]uint8, 0, r.entryHint(n))

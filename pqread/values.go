@@ -381,25 +381,26 @@ func (v *values) fill(c *Column, valid []bool) {
 // [a, n), with room for capHint more, in the same form (indexed values
 // share the dictionary); BYTE_ARRAY values get room for window more
 // values as long on average as those before a.
-func (v *values) split(a, capHint, window int) *values {
+func (v *values) split(a, capHint, window int, sp *spareValues) *values {
 	t := &values{kind: v.kind, width: v.width, indexed: v.indexed, dict: v.dict}
 	if v.indexed {
-		t.idx = append(make([]uint32, 0, capHint+len(v.idx)-a), v.idx[a:]...)
+		n := capHint + len(v.idx) - a
+		t.idx = append(reuseOr(&sp.idx, n, n+n/8), v.idx[a:]...)
 		t.offs = []int64{0} // for unindex
-		v.idx = v.idx[:a:a]
+		v.idx = v.idx[:a]   // its capacity kept, as splitT does
 		return t
 	}
 	switch v.kind {
 	case KindBool:
-		t.b = splitT(&v.b, a, capHint)
+		t.b = splitT(&v.b, a, capHint, &sp.b)
 	case KindInt32:
-		t.i32 = splitT(&v.i32, a, capHint)
+		t.i32 = splitT(&v.i32, a, capHint, &sp.i32)
 	case KindInt64:
-		t.i64 = splitT(&v.i64, a, capHint)
+		t.i64 = splitT(&v.i64, a, capHint, &sp.i64)
 	case KindFloat32:
-		t.f32 = splitT(&v.f32, a, capHint)
+		t.f32 = splitT(&v.f32, a, capHint, &sp.f32)
 	case KindFloat64:
-		t.f64 = splitT(&v.f64, a, capHint)
+		t.f64 = splitT(&v.f64, a, capHint, &sp.f64)
 	case KindBytes:
 		d0 := v.offs[a]
 		room := 0
@@ -413,58 +414,63 @@ func (v *values) split(a, capHint, window int) *values {
 		}
 		v.data, v.offs = v.data[:d0:d0], v.offs[:a+1:a+1]
 	case KindFixed, KindInt96:
-		t.fix = splitT(&v.fix, a*v.width, capHint*v.width)
+		t.fix = splitT(&v.fix, a*v.width, capHint*v.width, nil)
 	}
 	return t
 }
 
 // splitT cuts *s at a: *s keeps [0, a) (and its capacity, the rest being
 // copied out: room for scatter to spread its values in place), and the
-// rest is returned in new memory with room for capHint more.
-func splitT[T any](s *[]T, a, capHint int) []T {
-	t := append(make([]T, 0, capHint+len(*s)-a), (*s)[a:]...)
+// rest is returned with room for capHint more, in *spare when it has the
+// room (spare may be nil), else in new memory.
+func splitT[T any](s *[]T, a, capHint int, spare *[]T) []T {
+	// New memory has an eighth more room: the rest cut off varies (up to
+	// a page), and the next split should find room in this memory when
+	// it comes back through Recycle.
+	n := capHint + len(*s) - a
+	t := append(reuseOr(spare, n, n+n/8), (*s)[a:]...)
 	*s = (*s)[:a]
 	return t
 }
 
 // cutFront returns a new values holding v's values [0, a) exactly, in the
 // same form, and moves v's values [a, n) to the front of its memory.
-func (v *values) cutFront(a int) *values {
+func (v *values) cutFront(a int, sp *spareValues) *values {
 	h := &values{kind: v.kind, width: v.width, indexed: v.indexed, dict: v.dict}
 	if v.indexed {
-		h.idx = cutFrontT(&v.idx, a)
+		h.idx = cutFrontT(&v.idx, a, &sp.idx)
 		h.offs = []int64{0} // for unindex
 		return h
 	}
 	switch v.kind {
 	case KindBool:
-		h.b = cutFrontT(&v.b, a)
+		h.b = cutFrontT(&v.b, a, &sp.b)
 	case KindInt32:
-		h.i32 = cutFrontT(&v.i32, a)
+		h.i32 = cutFrontT(&v.i32, a, &sp.i32)
 	case KindInt64:
-		h.i64 = cutFrontT(&v.i64, a)
+		h.i64 = cutFrontT(&v.i64, a, &sp.i64)
 	case KindFloat32:
-		h.f32 = cutFrontT(&v.f32, a)
+		h.f32 = cutFrontT(&v.f32, a, &sp.f32)
 	case KindFloat64:
-		h.f64 = cutFrontT(&v.f64, a)
+		h.f64 = cutFrontT(&v.f64, a, &sp.f64)
 	case KindBytes:
 		d0 := v.offs[a]
-		h.data = cutFrontT(&v.data, int(d0))
+		h.data = cutFrontT(&v.data, int(d0), nil)
 		h.offs = append([]int64(nil), v.offs[:a+1]...)
 		v.offs = v.offs[:copy(v.offs, v.offs[a:])]
 		for i := range v.offs {
 			v.offs[i] -= d0
 		}
 	case KindFixed, KindInt96:
-		h.fix = cutFrontT(&v.fix, a*v.width)
+		h.fix = cutFrontT(&v.fix, a*v.width, nil)
 	}
 	return h
 }
 
-// cutFrontT returns a copy of (*s)[:a] and moves (*s)[a:] to the front of
-// *s's memory.
-func cutFrontT[T any](s *[]T, a int) []T {
-	h := append([]T(nil), (*s)[:a]...)
+// cutFrontT returns a copy of (*s)[:a] (in *spare when it has the room;
+// spare may be nil) and moves (*s)[a:] to the front of *s's memory.
+func cutFrontT[T any](s *[]T, a int, spare *[]T) []T {
+	h := append(reuse(spare, a), (*s)[:a]...)
 	*s = (*s)[:copy(*s, (*s)[a:])]
 	return h
 }

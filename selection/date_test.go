@@ -156,7 +156,7 @@ func TestPartitionInferenceMatchesDuckDB(t *testing.T) {
 				t.Fatalf("%s: %v", f, err)
 			}
 			if res != nil {
-				for _, r := range res.Ranges {
+				for _, r := range res.Ranges() {
 					for k := r[0]; k < r[0]+r[1]; k++ {
 						got = append(got, int64(k))
 						if !keep[k/3] {

@@ -180,6 +180,31 @@ func typeCheck(text string, root *Node, columns []Column) (*Filter, error) {
 // with a literal over the dictionary form is made once per entry.
 type Vector source.Scalars
 
+// slice returns rows [lo, hi) of v; a text vector's offsets stay offsets
+// into all of its Data.
+func (v Vector) slice(lo, hi int) Vector {
+	out := Vector{Data: v.Data, DictData: v.DictData, DictOffsets: v.DictOffsets}
+	if v.Valid != nil {
+		out.Valid = v.Valid[lo:hi]
+	}
+	if v.Bools != nil {
+		out.Bools = v.Bools[lo:hi]
+	}
+	if v.Ints != nil {
+		out.Ints = v.Ints[lo:hi]
+	}
+	if v.Floats != nil {
+		out.Floats = v.Floats[lo:hi]
+	}
+	if v.Offsets != nil {
+		out.Offsets = v.Offsets[lo : hi+1]
+	}
+	if v.DictIndex != nil {
+		out.DictIndex = v.DictIndex[lo:hi]
+	}
+	return out
+}
+
 // text returns row i of a text vector.
 func (v *Vector) text(i int) []byte {
 	if v.DictIndex != nil {
@@ -200,11 +225,40 @@ const (
 // f.Columns, in order) and appends to dst one of F, T or U per row. A row
 // is selected by a WHERE clause when it is T.
 func (f *Filter) Eval(cols []Vector, rows int, dst []uint8) []uint8 {
+	return f.Evaluator().Eval(cols, rows, dst)
+}
+
+// Evaluator returns an Evaluator of f.
+func (f *Filter) Evaluator() *Evaluator { return &Evaluator{f: f} }
+
+// An Evaluator evaluates a Filter over window after window, keeping the
+// vectors its AND and OR nodes combine for the next windows instead of
+// allocating them for each. One goroutine uses it at a time.
+type Evaluator struct {
+	f    *Filter
+	free [][]uint8 // vectors not in use
+}
+
+// Eval is Filter.Eval.
+func (e *Evaluator) Eval(cols []Vector, rows int, dst []uint8) []uint8 {
 	base := len(dst)
 	dst = slices.Grow(dst, rows)[:base+rows]
-	evalVec(f.Root, cols, dst[base:])
+	e.evalVec(e.f.Root, cols, dst[base:])
 	return dst
 }
+
+// vector returns a vector of n values (unspecified) from the free ones
+// (or a new one); put gives it back.
+func (e *Evaluator) vector(n int) []uint8 {
+	if k := len(e.free); k > 0 {
+		v := e.free[k-1]
+		e.free = e.free[:k-1]
+		return slices.Grow(v[:0], n)[:n]
+	}
+	return make([]uint8, n)
+}
+
+func (e *Evaluator) put(v []uint8) { e.free = append(e.free, v) }
 
 // Three-valued logic as tables indexed by a<<2 | b (and, or) or by a
 // (not), for a and b in {F, T, U}: SQL's AND, OR and NOT.
@@ -219,12 +273,12 @@ var (
 // through the tables above, a comparison of a column with a literal runs a
 // typed loop (cmpColLit), anything else evalRow per row. Both give the
 // same values (TestEvalVecEqualsRow).
-func evalVec(n *Node, cols []Vector, out []uint8) {
+func (e *Evaluator) evalVec(n *Node, cols []Vector, out []uint8) {
 	switch n.Op {
 	case "and", "or":
-		evalVec(n.Args[0], cols, out)
-		tmp := make([]uint8, len(out))
-		evalVec(n.Args[1], cols, tmp)
+		e.evalVec(n.Args[0], cols, out)
+		tmp := e.vector(len(out))
+		e.evalVec(n.Args[1], cols, tmp)
 		tab := &and3Tab
 		if n.Op == "or" {
 			tab = &or3Tab
@@ -232,9 +286,10 @@ func evalVec(n *Node, cols []Vector, out []uint8) {
 		for i, b := range tmp {
 			out[i] = tab[(out[i]<<2|b)&15]
 		}
+		e.put(tmp)
 		return
 	case "not":
-		evalVec(n.Args[0], cols, out)
+		e.evalVec(n.Args[0], cols, out)
 		for i, v := range out {
 			out[i] = not3Tab[v&3]
 		}

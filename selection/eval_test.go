@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -12,7 +13,8 @@ import (
 // of a column with a literal, and AND, OR and NOT of them, the vectorised
 // evaluation gives evalRow's value (SQL three-valued logic, DuckDB's float
 // order) at every row; so does the evaluation of the same strings in
-// dictionary form, row by row and vectorised.
+// dictionary form, row by row and vectorised, and one Evaluator reused
+// over windows of several sizes.
 func TestEvalVecEqualsRowRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 26))
 	const rows = 500
@@ -85,6 +87,15 @@ func TestEvalVecEqualsRowRandom(t *testing.T) {
 			}
 		}
 		dvec := f.Eval(dcols, rows, nil)
+		// One Evaluator over windows of several sizes (its AND and OR
+		// vectors reused, shorter and longer than before): the same
+		// values as Eval's.
+		e := f.Evaluator()
+		for _, n := range []int{rows, 100, 7, rows, 0, rows} {
+			if got := e.Eval(cols, n, nil); !slices.Equal(got, vec[1:1+n]) {
+				t.Fatalf("%s: Evaluator over %d rows differs from Eval", s, n)
+			}
+		}
 		for i := range rows {
 			r := evalRow(f.Root, cols, i)
 			if r != vec[i+1] {

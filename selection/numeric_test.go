@@ -248,12 +248,12 @@ func TestSelectNumbersMatchDuckDB(t *testing.T) {
 			continue
 		}
 		_, small, err := Select(context.Background(), st, files, filter, 10, nil)
-		if err != nil || fmt.Sprint(small.Ranges) != fmt.Sprint(res.Ranges) {
+		if err != nil || fmt.Sprint(small.Ranges()) != fmt.Sprint(res.Ranges()) {
 			t.Errorf("%s: in windows %v %v, whole row groups %v", filter, small, err, res)
 		}
 		skipped += res.Skipped
 		var got []int64
-		for _, r := range res.Ranges {
+		for _, r := range res.Ranges() {
 			for k := r[0]; k < r[0]+r[1]; k++ {
 				got = append(got, int64(k)) // id = row index
 			}
@@ -352,7 +352,7 @@ func TestSelectHiveIntegerKeysMatchDuckDB(t *testing.T) {
 			continue
 		}
 		var got []int64
-		for _, r := range res.Ranges {
+		for _, r := range res.Ranges() {
 			for k := r[0]; k < r[0]+r[1]; k++ {
 				got = append(got, int64(k))
 			}
@@ -509,7 +509,7 @@ func TestSelectRandomNumbersMatchDuckDB(t *testing.T) {
 			continue
 		}
 		var got []int64
-		for _, rg := range res.Ranges {
+		for _, rg := range res.Ranges() {
 			for k := rg[0]; k < rg[0]+rg[1]; k++ {
 				got = append(got, int64(k))
 			}

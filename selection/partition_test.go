@@ -108,7 +108,7 @@ func TestSelectPartitionsMatchesDuckDB(t *testing.T) {
 			t.Fatalf("%s: %v", c.filter, err)
 		}
 		var got []int64
-		for _, r := range res.Ranges {
+		for _, r := range res.Ranges() {
 			for k := r[0]; k < r[0]+r[1]; k++ {
 				got = append(got, int64(k))
 			}

@@ -151,7 +151,7 @@ func TestSelectPrunesPages(t *testing.T) {
 			t.Fatalf("%s: %v", tc.filter, err)
 		}
 		_, small, err := Select(context.Background(), st, files, tc.filter, 100, nil)
-		if err != nil || fmt.Sprint(small.Ranges) != fmt.Sprint(res.Ranges) {
+		if err != nil || fmt.Sprint(small.Ranges()) != fmt.Sprint(res.Ranges()) {
 			t.Errorf("%s: in windows %+v %v, whole row groups %+v", tc.filter, small, err, res)
 		}
 		want := total(tc.read, tc.cols...)
@@ -165,7 +165,7 @@ func TestSelectPrunesPages(t *testing.T) {
 			t.Errorf("id = 42: %d pages read, want the one holding id 42", res.PagesRead)
 		}
 		var got []int64
-		for _, r := range res.Ranges {
+		for _, r := range res.Ranges() {
 			for k := r[0]; k < r[0]+r[1]; k++ {
 				got = append(got, int64(k))
 			}
@@ -205,7 +205,7 @@ func TestSelectUnconfirmedNullPages(t *testing.T) {
 			t.Fatalf("%s: %v", filter, err)
 		}
 		var got []int64
-		for _, r := range res.Ranges {
+		for _, r := range res.Ranges() {
 			for k := r[0]; k < r[0]+r[1]; k++ {
 				got = append(got, int64(k))
 			}

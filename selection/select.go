@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync/atomic"
 
 	"github.com/prepml/prep/internal/pool"
@@ -44,10 +46,10 @@ type File struct {
 
 // Result is the selection of one source: the selected rows as ranges
 // [Start, Start+Len) of the source's rows counted over its files in the
-// given order, row groups in file order.
+// given order, row groups in file order. The ranges are held compactly
+// (about 3 bytes a range: All and Ranges give them).
 type Result struct {
 	Selected uint64
-	Ranges   [][2]uint64 // (start, length), ascending, non-adjacent
 	// BytesRead counts the bytes read from the files (footers and the
 	// filter columns' chunks).
 	BytesRead int64
@@ -58,6 +60,124 @@ type Result struct {
 	// columns with a page index in the row groups read: read and decoded,
 	// or left unread because MayMatchRows ruled out every row of theirs.
 	PagesRead, PagesSkipped int64
+
+	files []rangeList // each file's ranges, in file order
+	n     int         // ranges, those of adjacent files joined
+}
+
+// Len returns the number of selected ranges (as All yields them).
+func (r *Result) Len() int { return r.n }
+
+// Size returns at least the bytes of the selected ranges as All yields
+// them written as uvarints, each range's gap from the previous range's end
+// (from 0 for the first) and its length: the size of the compact form.
+func (r *Result) Size() int {
+	n := 0
+	for i := range r.files {
+		l := &r.files[i]
+		n += len(l.buf)
+		if l.last[1] > 0 {
+			n += uvarintLen(l.last[0]-l.end) + uvarintLen(l.last[1])
+		}
+	}
+	return n
+}
+
+// Uvarints yields the compact form of the selected ranges as All yields
+// them, each range's gap from the previous range's end (from 0 for the
+// first) and its length as uvarints, in pieces: mostly each file's bytes
+// as they are, only a file's first range written again (its gap from the
+// previous file's last range, or joined to it). A piece may be
+// overwritten once the next is asked for. The bytes are Size at most.
+func (r *Result) Uvarints() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		var tmp [4 * binary.MaxVarintLen64]byte
+		var end uint64    // the end of the last range yielded
+		var ps, pn uint64 // the range not yet yielded: a next file's first may extend it
+		// put yields the range (ps, pn) when there is one.
+		put := func() bool {
+			if pn == 0 {
+				return true
+			}
+			b := binary.AppendUvarint(tmp[:0], ps-end)
+			b = binary.AppendUvarint(b, pn)
+			end, pn = ps+pn, 0
+			return yield(b)
+		}
+		for i := range r.files {
+			l := &r.files[i]
+			if l.n == 0 {
+				continue
+			}
+			// The file's first range: its first in buf, or the open one.
+			s1, n1, rest := l.last[0], l.last[1], []byte(nil)
+			if len(l.buf) > 0 {
+				a, k := binary.Uvarint(l.buf)
+				b, m := binary.Uvarint(l.buf[k:])
+				s1, n1, rest = a, b, l.buf[k+m:]
+			}
+			if pn > 0 && ps+pn == s1 {
+				pn += n1
+			} else {
+				if !put() {
+					return
+				}
+				ps, pn = s1, n1
+			}
+			if len(l.buf) == 0 {
+				continue // the first range was the open one
+			}
+			// The rest of buf counts its gaps from the end of the file's
+			// first range, which the range put now ends at too.
+			if !put() {
+				return
+			}
+			if len(rest) > 0 {
+				if !yield(rest) {
+					return
+				}
+				end = l.end
+			}
+			ps, pn = l.last[0], l.last[1]
+		}
+		put()
+	}
+}
+
+// uvarintLen returns the bytes of x as a uvarint.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+// All yields the selected ranges (start, length): ascending, non-empty,
+// non-adjacent.
+func (r *Result) All() iter.Seq2[uint64, uint64] {
+	return func(yield func(uint64, uint64) bool) {
+		var s, n uint64 // the range not yet yielded: a next file's first may extend it
+		for i := range r.files {
+			for start, k := range r.files[i].all() {
+				if n > 0 && s+n == start {
+					n += k
+					continue
+				}
+				if n > 0 && !yield(s, n) {
+					return
+				}
+				s, n = start, k
+			}
+		}
+		if n > 0 {
+			yield(s, n)
+		}
+	}
+}
+
+// Ranges returns the selected ranges (start, length) as All yields them,
+// in one slice of 16 bytes a range.
+func (r *Result) Ranges() [][2]uint64 {
+	out := make([][2]uint64, 0, r.n)
+	for s, n := range r.All() {
+		out = append(out, [2]uint64{s, n})
+	}
+	return out
 }
 
 // countingStore counts the bytes its objects' ReadAt calls return.
@@ -154,76 +274,128 @@ func Select(ctx context.Context, st source.Store, files []File, text string, mem
 		memory = max(1, memory/int64(par))
 	}
 	parts := make([]*fileResult, len(files))
+	// Each file in progress has a scratch of its own, handed on to the
+	// next file: its windows reuse the last one's memory.
+	scratch := make(chan *fileScratch, par)
+	for range par {
+		scratch <- &fileScratch{eval: f.Evaluator()}
+	}
 	err := pool.ForEach(ctx, len(files), par, func(i int) error {
+		sc := <-scratch
+		defer func() { scratch <- sc }()
 		var err error
-		parts[i], err = selectFile(ctx, st, f, files[i], bases[i], names, data, isPart, memory)
+		parts[i], err = selectFile(ctx, st, f, files[i], bases[i], names, data, isPart, memory, sc)
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	n := 0
+	res := &Result{files: make([]rangeList, 0, len(parts))}
 	for _, p := range parts {
-		n += p.ranges.n
-	}
-	res := &Result{Ranges: make([][2]uint64, 0, n)} // one allocation, one copy of each file's ranges
-	for _, p := range parts {
-		res.RowGroups += p.RowGroups
-		res.Skipped += p.Skipped
-		res.PagesRead += p.PagesRead
-		res.PagesSkipped += p.PagesSkipped
-		for _, c := range p.ranges.chunks {
-			if len(c) == 0 {
-				continue
-			}
-			res.add(c[0][0], c[0][1]) // joins the previous file's last range when adjacent
-			res.Ranges = append(res.Ranges, c[1:]...)
-			for _, r := range c[1:] {
-				res.Selected += r[1]
-			}
-		}
+		res.addFile(p)
 	}
 	res.BytesRead = read.Load()
 	return f, res, nil
 }
 
-func (r *Result) add(start, n uint64) {
-	r.Selected += n
-	if k := len(r.Ranges); k > 0 && r.Ranges[k-1][0]+r.Ranges[k-1][1] == start {
-		r.Ranges[k-1][1] += n
+// addFile appends the selection of the next file (its counts and ranges).
+func (r *Result) addFile(p *fileResult) {
+	r.RowGroups += p.RowGroups
+	r.Skipped += p.Skipped
+	r.PagesRead += p.PagesRead
+	r.PagesSkipped += p.PagesSkipped
+	r.Selected += p.ranges.rows
+	l := &p.ranges
+	if l.n == 0 {
 		return
 	}
-	r.Ranges = append(r.Ranges, [2]uint64{start, n})
+	r.n += l.n
+	for i := len(r.files) - 1; i >= 0; i-- { // the last file with a range
+		if e := &r.files[i]; e.n > 0 {
+			if e.last[0]+e.last[1] == l.first {
+				r.n-- // joins that file's last range
+			}
+			break
+		}
+	}
+	r.files = append(r.files, *l)
 }
 
-// rangeChunk is how many ranges one chunk of a rangeList holds (16 bytes
-// each: 512 KiB a chunk).
-const rangeChunk = 1 << 15
-
-// rangeList collects ascending ranges (start, length), joining adjacent
-// ones, in chunks of rangeChunk: it grows without copying what it holds.
+// rangeList collects ascending ranges (start, length) of rows, joining
+// adjacent ones, compactly: each range but the last as the uvarint of its
+// gap from the previous range's end (from 0 for the first), then the
+// uvarint of its length, about 3 bytes a range where a [2]uint64 takes 16.
+// The last range stays open: the next may extend it.
 type rangeList struct {
-	chunks [][][2]uint64
-	n      int // ranges held
+	buf   []byte
+	end   uint64    // the end of the last range in buf
+	last  [2]uint64 // the open range; length 0 when none
+	first uint64    // the first range's start
+	n     int       // ranges, the open one included
+	rows  uint64    // rows in all ranges
 }
 
 func (l *rangeList) add(start, n uint64) {
-	if k := len(l.chunks); k > 0 {
-		c := l.chunks[k-1]
-		if last := &c[len(c)-1]; last[0]+last[1] == start {
-			last[1] += n
+	l.rows += n
+	if l.last[1] > 0 {
+		if l.last[0]+l.last[1] == start {
+			l.last[1] += n
 			return
 		}
-		if len(c) < cap(c) {
-			l.chunks[k-1] = append(c, [2]uint64{start, n})
-			l.n++
-			return
+		l.flush()
+	} else {
+		l.first = start
+	}
+	l.last = [2]uint64{start, n}
+	l.n++
+}
+
+// reserve makes room for n bytes of ranges in all.
+func (l *rangeList) reserve(n int) {
+	if n > cap(l.buf) {
+		l.buf = slices.Grow(l.buf, n-len(l.buf))
+	}
+}
+
+// flush appends the open range to buf.
+func (l *rangeList) flush() {
+	if cap(l.buf)-len(l.buf) < 2*binary.MaxVarintLen64 {
+		l.buf = slices.Grow(l.buf, max(4096, len(l.buf)))
+	}
+	if gap := l.last[0] - l.end; gap < 0x80 && l.last[1] < 0x80 { // one byte each: most ranges
+		l.buf = append(l.buf, byte(gap), byte(l.last[1]))
+	} else {
+		l.buf = binary.AppendUvarint(l.buf, gap)
+		l.buf = binary.AppendUvarint(l.buf, l.last[1])
+	}
+	l.end = l.last[0] + l.last[1]
+}
+
+// all yields the ranges (start, length) in order.
+func (l *rangeList) all() iter.Seq2[uint64, uint64] {
+	return func(yield func(uint64, uint64) bool) {
+		b := l.buf
+		var end uint64
+		for len(b) > 0 {
+			var gap, n uint64
+			if len(b) >= 2 && b[0] < 0x80 && b[1] < 0x80 {
+				gap, n, b = uint64(b[0]), uint64(b[1]), b[2:]
+			} else {
+				k := 0
+				gap, k = binary.Uvarint(b)
+				b = b[k:]
+				n, k = binary.Uvarint(b)
+				b = b[k:]
+			}
+			if !yield(end+gap, n) {
+				return
+			}
+			end += gap + n
+		}
+		if l.last[1] > 0 {
+			yield(l.last[0], l.last[1])
 		}
 	}
-	c := make([][2]uint64, 1, rangeChunk)
-	c[0] = [2]uint64{start, n}
-	l.chunks = append(l.chunks, c)
-	l.n++
 }
 
 // addTrue adds the rows i of tri that hold T as row base+i, run by run:
@@ -289,18 +461,35 @@ type fileResult struct {
 	ranges rangeList
 }
 
+// evalRows is how many rows of a window selectFile evaluates at a time (a
+// multiple of 64, addTrue's word).
+const evalRows = 64 << 10
+
+// fileScratch is the memory one file's evaluation works in, kept for the
+// next file: the decoded windows, the evaluator's vectors and the
+// evaluation's result.
+type fileScratch struct {
+	bufs source.ScalarBuffers
+	eval *Evaluator
+	tri  []uint8
+}
+
 // selectFile evaluates f over one file whose first row is base of the
-// source: data[i] is f.Columns[i]'s index in names (the columns read), or
-// -1 for a partition column (isPart gives its index in fl.Partition).
-func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base uint64, names []string, data []int, isPart map[string]int, memory int64) (*fileResult, error) {
+// source, in sc (an Evaluator of f): data[i] is f.Columns[i]'s index in
+// names (the columns read), or -1 for a partition column (isPart gives its
+// index in fl.Partition).
+func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base uint64, names []string, data []int, isPart map[string]int, memory int64, sc *fileScratch) (*fileResult, error) {
 	res := &fileResult{}
-	var tri []uint8
+	reserved := false // the ranges' room (each)
+	tri := sc.tri
+	defer func() { sc.tri = tri }()
 	starts := make([]uint64, len(fl.RowGroups))
 	s := base
 	for g, r := range fl.RowGroups {
 		starts[g] = s
 		s += uint64(r)
 	}
+	fileRows := s - base
 	allStats := func(s []source.ScalarStats, rows int64) []source.ScalarStats {
 		all := make([]source.ScalarStats, len(f.Columns))
 		for i, c := range f.Columns {
@@ -354,8 +543,26 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 				vecs[i] = constVector(fl.Partition[isPart[c.Name]], int(rows))
 			}
 		}
-		tri = f.Eval(vecs, int(rows), tri[:0])
-		res.ranges.addTrue(tri, starts[g]+uint64(first))
+		// Evaluated evalRows at a time: the result and the AND and OR
+		// vectors stay small (in cache, and the same memory each time).
+		part := make([]Vector, len(vecs))
+		for lo := 0; lo < int(rows); lo += evalRows {
+			hi := min(int(rows), lo+evalRows)
+			for i, v := range vecs {
+				part[i] = v.slice(lo, hi)
+			}
+			tri = sc.eval.Eval(part, hi-lo, tri[:0])
+			res.ranges.addTrue(tri, starts[g]+uint64(first)+uint64(lo))
+		}
+		if !reserved && len(res.ranges.buf) > 0 {
+			// Room for the whole file's ranges at the density of the
+			// rows so far, and an eighth more: one allocation where
+			// doubling would copy them (into fresh memory) again and
+			// again. A file's ranges take at most about a byte a row.
+			reserved = true
+			done := starts[g] + uint64(first+rows) - base
+			res.ranges.reserve(int(min(float64(len(res.ranges.buf))*float64(fileRows)/float64(done)*9/8, float64(fileRows+64))))
+		}
 		return nil
 	}
 	var err error
@@ -372,7 +579,7 @@ func selectFile(ctx context.Context, st source.Store, f *Filter, fl File, base u
 		}
 	} else {
 		var pc source.PageCounts
-		pc, err = source.ReadScalarsPages(ctx, st, fl.Path, names, memory, skip, pages, each)
+		pc, err = source.ReadScalarsPages(ctx, st, fl.Path, names, memory, skip, pages, &sc.bufs, each)
 		res.PagesRead, res.PagesSkipped = pc.Read, pc.Skipped
 	}
 	if err != nil {

@@ -1,7 +1,9 @@
 package selection
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -144,7 +146,7 @@ func TestSelectMatchesDuckDB(t *testing.T) {
 			t.Errorf("%s: in windows %+v %v, whole row groups %+v", filter, small, err, res)
 		}
 		var got []int64
-		for _, r := range res.Ranges {
+		for _, r := range res.Ranges() {
 			for k := r[0]; k < r[0]+r[1]; k++ {
 				got = append(got, int64(k))
 			}
@@ -207,6 +209,54 @@ func TestSelectSkipsRowGroups(t *testing.T) {
 	}
 }
 
+// TestSelectLongWindows: a window longer than evalRows is evaluated in
+// parts (each its own slice of every column, strings plain and in
+// dictionary form, nulls included) with the same result as windows of a
+// few thousand rows, which each fit one part: ranges crossing the parts'
+// bounds join.
+func TestSelectLongWindows(t *testing.T) {
+	dir := t.TempDir()
+	const rows = 3*evalRows + 1000
+	plain := filterRows(rows, 0)
+	pqfixture.Of(plain...).RowGroupRows(rows).WriteFile(t, filepath.Join(dir, "plain.parquet"))
+	type dictRow struct {
+		ID      int64    `parquet:"id"`
+		Lang    *string  `parquet:"lang,optional,dict"`
+		Quality *float64 `parquet:"quality,optional"`
+	}
+	dict := make([]dictRow, rows)
+	for i, r := range plain {
+		dict[i] = dictRow{ID: r.ID, Lang: r.Lang, Quality: r.Quality}
+	}
+	pqfixture.Of(dict...).RowGroupRows(rows).WriteFile(t, filepath.Join(dir, "dict.parquet"))
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, filter string }{
+		{"plain.parquet", "lang = 'en' AND quality >= 0.5"},
+		{"plain.parquet", "lang <> 'de' OR quality < 0.3"},
+		{"plain.parquet", "NOT (lang LIKE 'e%') AND n > -3"},
+		{"plain.parquet", "id >= 100 AND (flag OR score > 1)"},
+		{"plain.parquet", "id < 70000 OR id > 140000"},
+		{"dict.parquet", "lang = 'en' AND quality >= 0.5"},
+		{"dict.parquet", "lang IS NULL OR lang > 'e'"},
+	} {
+		files := []File{{Path: c.file, RowGroups: []int64{rows}}}
+		_, whole, err := Select(context.Background(), st, files, c.filter, 0, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.filter, err)
+		}
+		_, small, err := Select(context.Background(), st, files, c.filter, 20000, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.filter, err)
+		}
+		if whole.Selected == 0 || !slices.Equal(whole.Ranges(), small.Ranges()) || whole.Selected != small.Selected {
+			t.Errorf("%s %s: one window: %d rows in %d ranges; windows of a few thousand rows: %d in %d", c.file, c.filter, whole.Selected, whole.Len(), small.Selected, small.Len())
+		}
+	}
+}
+
 func rowGroupsOf(n, g int64) []int64 {
 	var out []int64
 	for ; n > 0; n -= min(n, g) {
@@ -216,7 +266,7 @@ func rowGroupsOf(n, g int64) []int64 {
 }
 
 // TestRangeListAddTrue: the ranges addTrue collects (64 rows a word, runs
-// by trailing-zero counts, chunks of rangeChunk ranges) are the runs of T
+// by trailing-zero counts, kept as varint gaps and lengths) are the runs of T
 // rows found one row at a time, for T, F and U rows at random densities,
 // runs crossing words and calls (adjacent calls join), lengths that are
 // and are not multiples of 64, and more ranges than one chunk holds.
@@ -258,12 +308,76 @@ func TestRangeListAddTrue(t *testing.T) {
 			row += uint64(len(tri))
 		}
 		var got [][2]uint64
-		for _, ch := range l.chunks {
-			got = append(got, ch...)
+		for s, n := range l.all() {
+			got = append(got, [2]uint64{s, n})
 		}
 		if !slices.Equal(got, want) || l.n != len(want) {
 			t.Fatalf("%d rows, p(T) %.2f: %d ranges (n %d), want %d; first difference at %d", c.rows, c.pT, len(got), l.n, len(want), firstDiffRange(got, want))
 		}
+	}
+}
+
+// TestResultAll: a Result's ranges over several files are each file's
+// ranges in file order, a file's first range joined to the last range of
+// the file before it (skipping files with none) when adjacent; gaps and
+// lengths of one to ten varint bytes round-trip; Len and Selected count
+// the joined ranges and their rows, Size bounds their uvarints' bytes and
+// Uvarints yields them.
+func TestResultAll(t *testing.T) {
+	files := [][][2]uint64{
+		{{0, 5}, {5, 3}, {10, 1}, {200, 127}, {327 + 128, 1 << 20}},
+		{},
+		{{455 + 1<<20, 2}, {1 << 40, 1 << 33}}, // joins the first file's last range
+		{{1<<40 + 1<<33 + 1, 7}},               // does not join: one row apart
+		{{1<<40 + 1<<33 + 8, 2}},               // joins: a file's only range
+		{},
+		{{1<<40 + 1<<33 + 10, 1}, {1 << 50, 3}}, // joins, from the file's bytes
+		{{1 << 62, 1<<63 - 1}},
+	}
+	want := [][2]uint64{{0, 8}, {10, 1}, {200, 127}, {455, 1<<20 + 2}, {1 << 40, 1 << 33}, {1<<40 + 1<<33 + 1, 10}, {1 << 50, 3}, {1 << 62, 1<<63 - 1}}
+	res := &Result{}
+	for _, f := range files {
+		p := &fileResult{}
+		for _, r := range f {
+			p.ranges.add(r[0], r[1])
+		}
+		res.addFile(p)
+	}
+	var rows uint64
+	for _, r := range want {
+		rows += r[1]
+	}
+	if got := res.Ranges(); !slices.Equal(got, want) || res.Len() != len(want) || res.Selected != rows {
+		t.Fatalf("ranges %v (Len %d, Selected %d), want %v (%d, %d)", got, res.Len(), res.Selected, want, len(want), rows)
+	}
+	// Size bounds the joined ranges' uvarints from above, by at most the
+	// re-encoding of each file's first range.
+	var enc []byte
+	var end uint64
+	for _, r := range want {
+		enc = binary.AppendUvarint(binary.AppendUvarint(enc, r[0]-end), r[1])
+		end = r[0] + r[1]
+	}
+	if n := res.Size(); n < len(enc) || n > len(enc)+2*binary.MaxVarintLen64*len(files) {
+		t.Errorf("Size %d, want at least %d, at most %d more", n, len(enc), 2*binary.MaxVarintLen64*len(files))
+	}
+	// Uvarints yields those bytes.
+	var got []byte
+	for p := range res.Uvarints() {
+		got = append(got, p...)
+	}
+	if !bytes.Equal(got, enc) {
+		t.Errorf("Uvarints % x\nwant     % x", got, enc)
+	}
+	// All stops when the loop does.
+	k := 0
+	for range res.All() {
+		if k++; k == 3 {
+			break
+		}
+	}
+	if k != 3 {
+		t.Fatalf("loop ran %d times, want 3", k)
 	}
 }
 

@@ -166,7 +166,8 @@ func FileColumns(ctx context.Context, st Store, name string) ([]ScalarColumn, er
 // ReadScalars reads the columns cols (names) of the named file of st, row
 // group by row group, in windows of rows, and calls each with the row
 // group's index (zero-row groups counted, not called), the window's first
-// row in the row group, its rows and one Scalars per column. Only those
+// row in the row group, its rows and one Scalars per column (valid only
+// during the call: the next window's values reuse their memory). Only those
 // columns' chunks are read, each page decoded once. memory bounds the
 // decoded columns of one window: a row group whose filter columns decode
 // (pqread.File.DecodedSize) to more is read in windows of
@@ -176,8 +177,15 @@ func FileColumns(ctx context.Context, st Store, name string) ([]ScalarColumn, er
 // unread. Every column must be a ScalarColumn with a type. Errors
 // are *Error values naming the file (and pqread's row group and column).
 func ReadScalars(ctx context.Context, st Store, name string, cols []string, memory int64, skip func(rowGroup int, rows int64, st []ScalarStats) bool, each func(rowGroup int, first, rows int64, v []Scalars) error) error {
-	_, err := ReadScalarsPages(ctx, st, name, cols, memory, skip, nil, each)
+	_, err := ReadScalarsPages(ctx, st, name, cols, memory, skip, nil, nil, each)
 	return err
+}
+
+// ScalarBuffers holds the last decoded window of each column that
+// ReadScalarsPages read, for the next call to decode into. The zero value
+// is ready to use.
+type ScalarBuffers struct {
+	last []*pqread.Column
 }
 
 // PageStats is the page index of one column chunk as a filter sees it:
@@ -218,8 +226,12 @@ type PageFilter struct {
 // without a page index is read whole, the rows between ranges decoded and
 // dropped. pages nil (or no page index) reads as ReadScalars. The counts
 // returned cover the columns whose page index was used.
+//
+// bufs, when not nil, carries the memory of the decoded windows from one
+// call to the next: calls given the same ScalarBuffers (one at a time)
+// decode into the last call's windows' memory instead of allocating more.
 func ReadScalarsPages(ctx context.Context, st Store, name string, cols []string, memory int64, skip func(rowGroup int, rows int64, st []ScalarStats) bool,
-	pages *PageFilter, each func(rowGroup int, first, rows int64, v []Scalars) error) (PageCounts, error) {
+	pages *PageFilter, bufs *ScalarBuffers, each func(rowGroup int, first, rows int64, v []Scalars) error) (PageCounts, error) {
 	var pc PageCounts
 	obj, err := st.Open(ctx, name)
 	if err != nil {
@@ -242,6 +254,14 @@ func ReadScalarsPages(ctx context.Context, st Store, name string, cols []string,
 		}
 		infos[i] = info
 	}
+	if bufs == nil {
+		bufs = &ScalarBuffers{}
+	}
+	if len(bufs.last) != len(infos) {
+		bufs.last = make([]*pqread.Column, len(infos))
+	}
+	last := bufs.last // readRanges' windows
+
 	for g, rows := range pf.RowGroups() {
 		if rows == 0 {
 			continue
@@ -288,7 +308,7 @@ func ReadScalarsPages(ctx context.Context, st Store, name string, cols []string,
 				ranges = pages.Rows(g, rows, stats, ps)
 			}
 		}
-		if err := readRanges(pf, g, rows, infos, ixs, ranges, window, &pc, func(first, n int64, v []Scalars) error { return each(g, first, n, v) }); err != nil {
+		if err := readRanges(pf, g, rows, infos, ixs, ranges, window, &pc, last, func(first, n int64, v []Scalars) error { return each(g, first, n, v) }); err != nil {
 			if _, ok := err.(*pqread.Error); ok {
 				return pc, &Error{File: name, Err: err}
 			}
@@ -322,8 +342,11 @@ type colRun struct {
 // readRanges reads the row ranges of row group g in windows of at most
 // window rows, each column by runs of the pages that hold the ranges' rows
 // (a column without a page index: its whole chunk, rows between ranges
-// decoded and dropped), and calls each per window.
-func readRanges(pf *pqread.File, g int, rows int64, infos []pqread.ColumnInfo, ixs []*pqread.PageIndex, ranges [][2]int64, window int64, pc *PageCounts, each func(first, n int64, v []Scalars) error) error {
+// decoded and dropped), and calls each per window. last[i] is column i's
+// last window, done with once each returns: its buffers go back to the
+// reader for the next window (pqread ColumnReader.Recycle), so that the
+// windows of every row group reuse the same memory.
+func readRanges(pf *pqread.File, g int, rows int64, infos []pqread.ColumnInfo, ixs []*pqread.PageIndex, ranges [][2]int64, window int64, pc *PageCounts, last []*pqread.Column, each func(first, n int64, v []Scalars) error) error {
 	if len(ranges) == 0 {
 		for _, ix := range ixs {
 			if ix != nil {
@@ -364,6 +387,12 @@ func readRanges(pf *pqread.File, g int, rows int64, infos []pqread.ColumnInfo, i
 	pos := make([]int64, len(infos))
 	defer closeReaders(readers)
 	vecs := make([]Scalars, len(infos))
+	next := func(i int, n int64) (*pqread.Column, error) {
+		readers[i].Recycle(last[i])
+		c, err := readers[i].Next(int(n))
+		last[i] = c
+		return c, err
+	}
 	for j, r := range ranges {
 		for i, info := range infos {
 			if readers[i] != nil && cur[i] == runOf[i][j] {
@@ -392,10 +421,10 @@ func readRanges(pf *pqread.File, g int, rows int64, infos []pqread.ColumnInfo, i
 			}
 			cur[i], pos[i] = runOf[i][j], run.r0
 		}
-		for i, rd := range readers {
+		for i := range readers {
 			for pos[i] < r[0] { // rows before the range: decoded, dropped
 				n := min(window, r[0]-pos[i])
-				if _, err := rd.Next(int(n)); err != nil {
+				if _, err := next(i, n); err != nil {
 					return err
 				}
 				pos[i] += n
@@ -403,8 +432,8 @@ func readRanges(pf *pqread.File, g int, rows int64, infos []pqread.ColumnInfo, i
 		}
 		for first := r[0]; first < r[1]; first += window {
 			n := min(window, r[1]-first)
-			for i, rd := range readers {
-				col, err := rd.Next(int(n))
+			for i := range readers {
+				col, err := next(i, n)
 				if err != nil {
 					return err
 				}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/prepml/prep/plan"
@@ -108,6 +110,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 		}
 		sel := ""
 		if s.Filter != "" {
+			setFilterGCPercent()
 			var c filterCost
 			if sel, c, err = selectRows(ctx, src, s, io, memory, hive); err != nil {
 				return plan.Source{}, nil, remotes, err
@@ -128,6 +131,25 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Selection: sels[i], Partitions: keys[i]})
 	}
 	return src, mix, remotes, nil
+}
+
+// filterGCPercent is the garbage collector's target (as GOGC) of a plan
+// that evaluates row filters, from the first filter on: its heap is mostly
+// a few large buffers without pointers (decoded windows, selected ranges,
+// the selection's text and ids table), cheap to mark, and each page the
+// heap grows by is touched for the first time, a page fault (about 10 µs
+// on a VM). Collecting once the heap has grown by a quarter reuses pages
+// where the default, letting it double, takes new ones: on the filter
+// benchmark about 13 700 page faults and 0.60 CPU-s a run against 19 300
+// and 0.66 at 100.
+const filterGCPercent = 25
+
+// setFilterGCPercent sets the collector's target to filterGCPercent,
+// unless GOGC is set (the user's choice stands).
+func setFilterGCPercent() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(filterGCPercent)
+	}
 }
 
 // selectRows evaluates spec's filter over the source src (its files in
@@ -169,7 +191,7 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 	case res.Selected == 0:
 		return "", filterCost{}, usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
 	}
-	return plan.EncodeSelection(res.Ranges), filterCost{Bytes: res.BytesRead, PagesRead: res.PagesRead, PagesSkipped: res.PagesSkipped}, nil
+	return plan.EncodeSelectionUvarints(res.Uvarints(), res.Size()), filterCost{Bytes: res.BytesRead, PagesRead: res.PagesRead, PagesSkipped: res.PagesSkipped}, nil
 }
 
 // filterCost is what evaluating one source's filter read: bytes, and the

@@ -252,12 +252,7 @@ func TestSelectNumbersMatchDuckDB(t *testing.T) {
 			t.Errorf("%s: in windows %v %v, whole row groups %v", filter, small, err, res)
 		}
 		skipped += res.Skipped
-		var got []int64
-		for _, r := range res.Ranges() {
-			for k := r[0]; k < r[0]+r[1]; k++ {
-				got = append(got, int64(k)) // id = row index
-			}
-		}
+		got := selectedIDs(res)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: selected %v\nDuckDB %v", filter, got, want)
 		}
@@ -351,12 +346,7 @@ func TestSelectHiveIntegerKeysMatchDuckDB(t *testing.T) {
 			t.Errorf("%s: %v", filter, err)
 			continue
 		}
-		var got []int64
-		for _, r := range res.Ranges() {
-			for k := r[0]; k < r[0]+r[1]; k++ {
-				got = append(got, int64(k))
-			}
-		}
+		got := selectedIDs(res)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: selected %v\nDuckDB %v", filter, got, want)
 		}
@@ -508,12 +498,7 @@ func TestSelectRandomNumbersMatchDuckDB(t *testing.T) {
 			t.Errorf("%s: %v", filter, err)
 			continue
 		}
-		var got []int64
-		for _, rg := range res.Ranges() {
-			for k := rg[0]; k < rg[0]+rg[1]; k++ {
-				got = append(got, int64(k))
-			}
-		}
+		got := selectedIDs(res)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: selected %v\nDuckDB %v", filter, got, want)
 		}

@@ -164,12 +164,7 @@ func TestSelectPrunesPages(t *testing.T) {
 		if tc.filter == "id = 42" && res.PagesRead != 1 {
 			t.Errorf("id = 42: %d pages read, want the one holding id 42", res.PagesRead)
 		}
-		var got []int64
-		for _, r := range res.Ranges() {
-			for k := r[0]; k < r[0]+r[1]; k++ {
-				got = append(got, int64(k))
-			}
-		}
+		got := selectedIDs(res)
 		q := duckdbtest.Query(t, fmt.Sprintf("SELECT r FROM (SELECT file_row_number AS r, CASE WHEN (%s) THEN 1 ELSE 0 END AS keep FROM read_parquet(%s, file_row_number=true)) WHERE keep = 1 ORDER BY r",
 			tc.filter, duckdbtest.Quote(path)))
 		var rows []int64
@@ -204,12 +199,7 @@ func TestSelectUnconfirmedNullPages(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", filter, err)
 		}
-		var got []int64
-		for _, r := range res.Ranges() {
-			for k := r[0]; k < r[0]+r[1]; k++ {
-				got = append(got, int64(k))
-			}
-		}
+		got := selectedIDs(res)
 		q := duckdbtest.Query(t, fmt.Sprintf("SELECT r FROM (SELECT file_row_number AS r, CASE WHEN (%s) THEN 1 ELSE 0 END AS keep FROM read_parquet(%s, file_row_number=true)) WHERE keep = 1 ORDER BY r",
 			filter, duckdbtest.Quote(filepath.Join(dir, name))))
 		var want []int64

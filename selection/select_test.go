@@ -145,12 +145,7 @@ func TestSelectMatchesDuckDB(t *testing.T) {
 		if err != nil || fmt.Sprint(small) != fmt.Sprint(res) {
 			t.Errorf("%s: in windows %+v %v, whole row groups %+v", filter, small, err, res)
 		}
-		var got []int64
-		for _, r := range res.Ranges() {
-			for k := r[0]; k < r[0]+r[1]; k++ {
-				got = append(got, int64(k))
-			}
-		}
+		got := selectedIDs(res)
 		// The predicate is evaluated in the projection, not pushed into
 		// DuckDB's Parquet scan: the scan prunes row groups by min/max
 		// statistics that leave NaN out, so it drops rows its own SQL
@@ -388,4 +383,16 @@ func firstDiffRange(a, b [][2]uint64) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// selectedIDs lists the rows res selects (ids, the source's row indices),
+// in order.
+func selectedIDs(res *Result) []int64 {
+	var ids []int64
+	for _, r := range res.Ranges() {
+		for k := r[0]; k < r[0]+r[1]; k++ {
+			ids = append(ids, int64(k))
+		}
+	}
+	return ids
 }

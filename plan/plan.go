@@ -431,8 +431,8 @@ func (p *Plan) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Save writes the plan file atomically, mode 0644, with
-// atomicfile.WriteFile: a temporary file in the same directory, fsync,
+// Save writes the plan file (Marshal's bytes) atomically, mode 0644, with
+// atomicfile.WriteFileParts: a temporary file in the same directory, fsync,
 // rename over path, fsync of the directory. It refuses an
 // empty path and a path that exists but is not a regular file (a directory,
 // a device such as /dev/stdout or /dev/full, a FIFO), which the rename would
@@ -444,11 +444,11 @@ func (p *Plan) Save(path string) error {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return &Error{Path: path, Err: fmt.Errorf("exists and is not a regular file (%s); the plan file must be a regular file: %w", fi.Mode().Type(), ErrConfig)}
 	}
-	data, err := p.Marshal()
+	parts, err := marshalParts(p) // Marshal's bytes, in pieces
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+	if err := atomicfile.WriteFileParts(path, append(parts, []byte{'\n'}), 0o644); err != nil {
 		return fmt.Errorf("saving plan %s: %w", path, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"unsafe"
 )
 
 // A filtered source's selection (PLAN.md §11.7) as the plan uses it: the
@@ -196,29 +197,44 @@ func (s *mixSrc) selectedIndex(idx *sourceIndex, local uint64) (uint64, bool) {
 // only as the mixture sources' selection members, in source order.
 const selectionKey = `"selection": "-"`
 
-// marshalIndent returns json.MarshalIndent(p, "", "  "), without running
-// the JSON encoder and indenter over the selections, the bulk of a
-// filtered plan's bytes: they are marshalled as "-" and spliced in after,
-// each being base64 text, which JSON writes as it is. A selection holding
-// any other byte (a plan edited by hand) takes the plain path.
+// marshalIndent returns json.MarshalIndent(p, "", "  ") as the pieces
+// that joined make it (marshalParts).
 func marshalIndent(p *Plan) ([]byte, error) {
+	parts, err := marshalParts(p)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
+}
+
+// marshalParts returns json.MarshalIndent(p, "", "  ") as pieces whose
+// concatenation is those bytes, without running the JSON encoder and
+// indenter over the selections, the bulk of a filtered plan's bytes: they
+// are marshalled as "-" and their text spliced in as pieces of its own,
+// each being base64 text, which JSON writes as it is. A selection's piece
+// shares the string's memory (no copy of megabytes of text): callers only
+// read the pieces. A selection holding any other byte (a plan edited by
+// hand) takes the plain path, one piece.
+func marshalParts(p *Plan) ([][]byte, error) {
+	plain := func() ([][]byte, error) {
+		b, err := json.MarshalIndent(p, "", "  ")
+		return [][]byte{b}, err
+	}
 	if p.Mixture == nil {
-		return json.MarshalIndent(p, "", "  ")
+		return plain()
 	}
 	var sels []string
-	size := 0
 	for _, s := range p.Mixture.Sources {
 		if s.Selection == "" {
 			continue
 		}
 		if !isBase64Text(s.Selection) {
-			return json.MarshalIndent(p, "", "  ")
+			return plain()
 		}
 		sels = append(sels, s.Selection)
-		size += len(s.Selection)
 	}
 	if len(sels) == 0 {
-		return json.MarshalIndent(p, "", "  ")
+		return plain()
 	}
 	q, m := *p, *p.Mixture
 	m.Sources = slices.Clone(m.Sources)
@@ -232,28 +248,38 @@ func marshalIndent(p *Plan) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(b)+size)
+	parts := make([][]byte, 0, 2*len(sels)+1)
 	for _, s := range sels {
 		i := bytes.Index(b, []byte(selectionKey))
 		if i < 0 {
 			return nil, fmt.Errorf("plan: marshalling: selection member not found")
 		}
-		out = append(out, b[:i+len(selectionKey)-2]...)
-		out = append(out, s...)
-		out = append(out, '"')
-		b = b[i+len(selectionKey):]
+		// The key and the opening quote; the text; the closing quote
+		// starts the next piece.
+		parts = append(parts, b[:i+len(selectionKey)-2], unsafe.Slice(unsafe.StringData(s), len(s)))
+		b = b[i+len(selectionKey)-1:]
 	}
-	return append(out, b...), nil
+	return append(parts, b), nil
 }
 
 // isBase64Text reports whether s holds only bytes of the standard base64
 // alphabet and its padding, none of which JSON escapes.
 func isBase64Text(s string) bool {
+	var bad uint8
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=') {
-			return false
-		}
+		bad |= notBase64[s[i]] // no branch per byte
 	}
-	return true
+	return bad == 0
 }
+
+// notBase64[c] is 0 for the bytes of the standard base64 alphabet and its
+// padding '=', 1 for every other byte.
+var notBase64 = func() (t [256]uint8) {
+	for i := range t {
+		t[i] = 1
+	}
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") {
+		t[c] = 0
+	}
+	return t
+}()

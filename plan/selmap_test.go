@@ -3,6 +3,8 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -38,6 +40,14 @@ func TestMarshalIndentSplicesSelections(t *testing.T) {
 		}
 		if !bytes.Equal(got, append(want, '\n')) {
 			t.Errorf("%s: Marshal differs from json.MarshalIndent:\n%s\nwant\n%s", name, got, want)
+		}
+		// Save writes the same bytes, in pieces.
+		path := filepath.Join(t.TempDir(), "plan.json")
+		if err := q.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		if saved, err := os.ReadFile(path); err != nil || !bytes.Equal(saved, append(want, '\n')) {
+			t.Errorf("%s: the saved file differs from json.MarshalIndent (%v):\n%s\nwant\n%s", name, err, saved, want)
 		}
 	}
 }

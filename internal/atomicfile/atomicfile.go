@@ -72,6 +72,12 @@ const TempSuffix = ".tmp-"
 // changes and the temporary file is removed; an error of the final
 // directory fsync wraps ErrNotDurable.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return WriteFileParts(path, [][]byte{data}, perm)
+}
+
+// WriteFileParts is WriteFile of the concatenation of parts, written
+// piece by piece (no joined copy of a large file's bytes is made).
+func WriteFileParts(path string, parts [][]byte, perm os.FileMode) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -81,7 +87,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	tmp := f.Name()
-	if err := fill(f, data, perm); err != nil {
+	if err := fill(f, parts, perm); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -123,7 +129,7 @@ func WriteFileIn(root *os.Root, name string, data []byte, perm os.FileMode) erro
 	if f == nil {
 		return fmt.Errorf("creating a temporary file for %s: too many name clashes", name)
 	}
-	if err := fill(f, data, perm); err != nil {
+	if err := fill(f, [][]byte{data}, perm); err != nil {
 		root.Remove(tmp)
 		return err
 	}
@@ -137,12 +143,14 @@ func WriteFileIn(root *os.Root, name string, data []byte, perm os.FileMode) erro
 	return nil
 }
 
-// fill writes data to f, sets perm, fsyncs and closes it (closing it on
+// fill writes parts to f in order, sets perm, fsyncs and closes it (closing it on
 // error too).
-func fill(f *os.File, data []byte, perm os.FileMode) error {
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+func fill(f *os.File, parts [][]byte, perm os.FileMode) error {
+	for _, data := range parts {
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Chmod(perm); err != nil {
 		f.Close()

@@ -214,14 +214,7 @@ func numFilters() []string {
 // which are refused at that literal.
 func TestSelectNumbersMatchDuckDB(t *testing.T) {
 	duckdbtest.Require(t)
-	dir := t.TempDir()
-	rows := numRows()
-	pqfixture.Of(rows...).RowGroupRows(7).WriteFile(t, filepath.Join(dir, "n.parquet"))
-	st, err := source.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []File{{Path: "n.parquet", RowGroups: rowGroupsOf(int64(len(rows)), 7)}}
+	dir, st, files := numFile(t)
 	filters := numFilters()
 	var cols []string
 	for i, f := range filters {
@@ -421,14 +414,7 @@ func TestSelectFloatWidthsDiffer(t *testing.T) {
 // nearest value (asFloat, asDouble: checked there).
 func TestSelectRandomNumbersMatchDuckDB(t *testing.T) {
 	duckdbtest.Require(t)
-	dir := t.TempDir()
-	rows := numRows()
-	pqfixture.Of(rows...).RowGroupRows(7).WriteFile(t, filepath.Join(dir, "n.parquet"))
-	st, err := source.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []File{{Path: "n.parquet", RowGroups: rowGroupsOf(int64(len(rows)), 7)}}
+	dir, st, files := numFile(t)
 	r := rand.New(rand.NewSource(53))
 	near := []string{"0.1", "0.2", "0.3", "0.5", "0.7", "1.1", "16777216", "16777217", "9007199254740992", "9007199254740993", "2147483647", "0"}
 	lit := func() string {
@@ -504,4 +490,18 @@ func TestSelectRandomNumbersMatchDuckDB(t *testing.T) {
 		}
 	}
 	t.Logf("%d filters compared, %d refused", len(filters), refused)
+}
+
+// numFile writes numRows into dir/n.parquet in row groups of 7 rows and
+// returns dir, a store over it and the file as Select takes it.
+func numFile(t *testing.T) (string, source.Store, []File) {
+	t.Helper()
+	dir := t.TempDir()
+	rows := numRows()
+	pqfixture.Of(rows...).RowGroupRows(7).WriteFile(t, filepath.Join(dir, "n.parquet"))
+	st, err := source.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, st, []File{{Path: "n.parquet", RowGroups: rowGroupsOf(int64(len(rows)), 7)}}
 }

@@ -43,15 +43,16 @@ func writeTokens(t *testing.T, path string, edit map[[2]int]int32) {
 	pqfixture.Of(rows...).RowGroupRows(40).WriteFile(t, path)
 }
 
-// TestVerifyDeepPackedTokens: verify --deep over a converted packed plan
-// finds nothing, then, after one token of the source is changed in place
-// (same size and footer: only the value comparison can tell), reports the
-// packed row holding it, on the tokens tensor only.
-func TestVerifyDeepPackedTokens(t *testing.T) {
+// convertPacked writes writeTokens' source into a temporary folder, plans
+// it packed (rows of 64 tokens, EOD 2, seed 4, 1 epoch, global batch 4, 2
+// ranks, remainder pad) and converts its tokens column as I32. It returns
+// the source file, the plan, its layout and the shard set.
+func convertPacked(t *testing.T) (path string, p *plan.Plan, lay *plan.PackLayout, out string) {
+	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
 	os.Mkdir(src, 0o755)
-	path := filepath.Join(src, "part-0.parquet")
+	path = filepath.Join(src, "part-0.parquet")
 	writeTokens(t, path, nil)
 	s, err := source.Discover(context.Background(), []string{src})
 	if err != nil {
@@ -62,16 +63,25 @@ func TestVerifyDeepPackedTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	eod := int64(2)
-	p, lay, err := plan.NewPacked(context.Background(), s, plan.Config{Seed: 4, Epochs: 1, GlobalBatch: 4, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad},
+	p, lay, err = plan.NewPacked(context.Background(), s, plan.Config{Seed: 4, Epochs: 1, GlobalBatch: 4, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad},
 		plan.PackOptions{Column: "tokens", Length: 64, EOD: &eod, Window: 16}, lengths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "out")
+	out = filepath.Join(dir, "out")
 	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
 	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
 		t.Fatal(err)
 	}
+	return path, p, lay, out
+}
+
+// TestVerifyDeepPackedTokens: verify --deep over a converted packed plan
+// finds nothing, then, after one token of the source is changed in place
+// (same size and footer: only the value comparison can tell), reports the
+// packed row holding it, on the tokens tensor only.
+func TestVerifyDeepPackedTokens(t *testing.T) {
+	path, p, lay, out := convertPacked(t)
 	opts := verify.Options{Dir: out, Deep: true, Source: verify.FeatureSource(nil, 0)}
 	if rep := verifytest.Run(t, opts); !rep.OK || rep.DeepBatches != 2*p.Steps() {
 		t.Fatalf("clean set: %d deep batches\n%s", rep.DeepBatches, verifytest.Lines(rep))
@@ -212,30 +222,7 @@ func TestVerifyDeepPackedExtras(t *testing.T) {
 // a changed token after. A limit below one batch's documents is refused per batch, naming
 // the bytes that batch's documents take (summed here from the layout).
 func TestVerifyDeepPackedHeldWithinMemoryLimit(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	os.Mkdir(src, 0o755)
-	path := filepath.Join(src, "part-0.parquet")
-	writeTokens(t, path, nil)
-	s, err := source.Discover(context.Background(), []string{src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lengths, err := feature.TokenLengths(context.Background(), nil, s, "tokens", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eod := int64(2)
-	p, lay, err := plan.NewPacked(context.Background(), s, plan.Config{Seed: 4, Epochs: 1, GlobalBatch: 4, WorldSize: 2, Workers: 1, Shuffle: plan.ShuffleGlobal, Remainder: plan.RemainderPad},
-		plan.PackOptions{Column: "tokens", Length: 64, EOD: &eod, Window: 16}, lengths, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	spec := &feature.Spec{Tensors: []feature.TensorSpec{{Name: "tokens", Column: "tokens", DType: "I32"}}}
-	if _, err := convert.Run(context.Background(), convert.Options{Plan: p, Spec: spec, Output: out}); err != nil {
-		t.Fatal(err)
-	}
+	path, p, lay, out := convertPacked(t)
 	// Document i holds i%37 tokens (writeTokens); the empty ones are
 	// packed nowhere.
 	docBytes := func(d uint64) int64 { return 4*int64(d%37) + 16 }

@@ -498,7 +498,6 @@ func TestRunJaggedListOfLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	geo := r.Geometry()
 	for k := 0; k < r.NumBatches(); k++ {
 		ids, _ := r.SampleIDs(k)
 		block, err := r.Block(k)
@@ -508,17 +507,7 @@ func TestRunJaggedListOfLists(t *testing.T) {
 		for i, id := range ids {
 			exp := expect(id)
 			for ti := range m.Tensors {
-				n := int(geo.SampleBytes[ti])
-				var got []byte
-				if geo.IsJagged(ti) {
-					js, err := r.Jagged(k, block, ti)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got = js.Values[js.Offset(i)*n : js.Offset(i+1)*n]
-				} else {
-					got = block[int(geo.SlabOffset[ti])+i*n:][:n]
-				}
+				got := slotBytes(t, r, k, block, ti, i)
 				if !bytes.Equal(got, exp[ti]) {
 					t.Fatalf("batch %d id %d tensor %s = %x, want %x", k, id, m.Tensors[ti].Name, got, exp[ti])
 				}
@@ -653,4 +642,22 @@ func TestJaggedListOfStrings(t *testing.T) {
 			t.Errorf("%s: error\n  %v\nwant\n  %s", c.spec, err, c.want)
 		}
 	}
+}
+
+// slotBytes returns the bytes of slot i of tensor ti in batch k of r, whose
+// block is block: the sample's values of a jagged tensor (its offsets
+// through Reader.Jagged), its fixed-size bytes in the tensor's slab
+// otherwise.
+func slotBytes(t *testing.T, r *shardfmt.Reader, k int, block []byte, ti, i int) []byte {
+	t.Helper()
+	geo := r.Geometry()
+	n := int(geo.SampleBytes[ti])
+	if geo.IsJagged(ti) {
+		js, err := r.Jagged(k, block, ti)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js.Values[js.Offset(i)*n : js.Offset(i+1)*n]
+	}
+	return block[int(geo.SlabOffset[ti])+i*n:][:n]
 }

@@ -168,7 +168,6 @@ func checkShards(t *testing.T, out, tensors, format string, expect func(uint64) 
 		if maj, min := r.Version(); fmt.Sprintf("%d.%d", maj, min) != format {
 			t.Errorf("%s: version %d.%d, want %s", e.Path, maj, min, format)
 		}
-		geo := r.Geometry()
 		for k := 0; k < r.NumBatches(); k++ {
 			ids, err := r.SampleIDs(k)
 			if err != nil {
@@ -182,17 +181,7 @@ func checkShards(t *testing.T, out, tensors, format string, expect func(uint64) 
 				samples++
 				exp := expect(id)
 				for ti := range m.Tensors {
-					n := int(geo.SampleBytes[ti])
-					var got []byte
-					if geo.IsJagged(ti) {
-						js, err := r.Jagged(k, block, ti)
-						if err != nil {
-							t.Fatal(err)
-						}
-						got = js.Values[js.Offset(i)*n : js.Offset(i+1)*n]
-					} else {
-						got = block[int(geo.SlabOffset[ti])+i*n:][:n]
-					}
+					got := slotBytes(t, r, k, block, ti, i)
 					if !bytes.Equal(got, exp[ti]) {
 						t.Fatalf("%s batch %d slot %d (id %d) tensor %s = %x, want %x", e.Path, k, i, id, m.Tensors[ti].Name, got, exp[ti])
 					}

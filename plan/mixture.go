@@ -11,6 +11,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unsafe"
+
+	"github.com/prepml/prep/internal/sysmem"
 )
 
 // MixtureVersion tags the mixture's canonical text (PLAN.md §11), hashed
@@ -62,6 +65,13 @@ type MixSource struct {
 	// SamplesPerEpoch is c_i, the samples drawn from the source in every
 	// epoch (derived; checked on Load).
 	SamplesPerEpoch uint64 `json:"samples_per_epoch"`
+
+	// pieces are Selection's bytes before base64 and counted the rows
+	// they hold (SetSelectionUvarints), valid while text is Selection's
+	// memory; nil otherwise.
+	pieces  [][]byte
+	counted uint64
+	text    *byte
 }
 
 // Mixture draws each epoch's samples from several named sources at fixed
@@ -159,19 +169,84 @@ func EncodeSelectionSeq(ranges iter.Seq2[uint64, uint64], size int) string {
 	return b.String()
 }
 
-// EncodeSelectionUvarints returns the text of a selection whose bytes
-// (the uvarints of PLAN.md §11.7, before base64) parts yields in pieces of
-// any length, size of them at most (a capacity hint): the pieces' base64,
-// written into one allocation.
-func EncodeSelectionUvarints(parts iter.Seq[[]byte], size int) string {
-	var b strings.Builder
-	b.Grow(base64.StdEncoding.EncodedLen(size))
-	w := base64.NewEncoder(base64.StdEncoding, &b)
+// SetSelectionUvarints sets ms.Selection to the text of a selection whose
+// bytes (the uvarints of PLAN.md §11.7, before base64) parts yields in
+// pieces of whole ranges (of any length), size bytes at most (a capacity
+// hint), and keeps the pieces and rows, the number
+// of rows they select (selection.Result.Selected): a plan made from ms in
+// this process reads its selection from them instead of decoding the text
+// again, as long as ms.Selection is that text, and refuses them when they
+// hold another number of rows. The pieces must stay unchanged from then
+// on (selection.Result.Uvarints' do). The base64 is written on two
+// goroutines, each into its half of one allocation.
+func (ms *MixSource) SetSelectionUvarints(parts iter.Seq[[]byte], size int, rows uint64) {
+	ms.pieces, ms.counted = nil, rows
+	n := 0
 	for p := range parts {
-		w.Write(p) // a strings.Builder does not fail
+		if len(p) > 0 {
+			ms.pieces = append(ms.pieces, p)
+			n += len(p)
+		}
 	}
-	w.Close()
-	return b.String()
+	if n == 0 {
+		ms.Selection, ms.pieces, ms.counted, ms.text = "", nil, 0, nil
+		return
+	}
+	dst := sysmem.MakeHuge[byte](base64.StdEncoding.EncodedLen(n), base64.StdEncoding.EncodedLen(n))
+	half := n / 2 / 3 * 3 // a whole number of 3-byte groups: no padding inside
+	done := make(chan struct{})
+	go func() {
+		encodePieces(dst[half/3*4:], ms.pieces, half, n)
+		close(done)
+	}()
+	encodePieces(dst, ms.pieces, 0, half)
+	<-done
+	ms.Selection = unsafe.String(&dst[0], len(dst)) // dst is not written again
+	ms.text = unsafe.StringData(ms.Selection)
+}
+
+// selectionPieces returns the bytes of ms.Selection before base64 and the
+// rows they select as kept by SetSelectionUvarints; nil when it did not
+// write that text.
+func (ms *MixSource) selectionPieces() ([][]byte, uint64) {
+	if ms.text == nil || ms.Selection == "" || unsafe.StringData(ms.Selection) != ms.text {
+		return nil, 0
+	}
+	return ms.pieces, ms.counted
+}
+
+// encodePieces writes the standard base64 of bytes [from, to) of the
+// concatenation of pieces into dst; from is a multiple of 3, and so is to
+// unless it is the end (where padding is written).
+func encodePieces(dst []byte, pieces [][]byte, from, to int) {
+	var carry [3]byte
+	nc, o, at := 0, 0, 0
+	for _, p := range pieces {
+		lo, hi := max(from-at, 0), min(to-at, len(p))
+		at += len(p)
+		if lo >= hi {
+			if at >= to {
+				break
+			}
+			continue
+		}
+		seg := p[lo:hi]
+		for nc > 0 && nc < 3 && len(seg) > 0 {
+			carry[nc] = seg[0]
+			nc, seg = nc+1, seg[1:]
+		}
+		if nc == 3 {
+			base64.StdEncoding.Encode(dst[o:], carry[:])
+			o, nc = o+4, 0
+		}
+		m := len(seg) / 3 * 3
+		base64.StdEncoding.Encode(dst[o:], seg[:m])
+		o += m / 3 * 4
+		nc += copy(carry[nc:], seg[m:])
+	}
+	if nc > 0 {
+		base64.StdEncoding.Encode(dst[o:], carry[:nc])
+	}
 }
 
 // resolveMixture checks mix against the normalized source and returns the
@@ -269,7 +344,9 @@ func resolveMixture(src *Source, cfg Config, mix *Mixture, packed bool) ([]mixSr
 			return nil, 0, configErrorf("sources", "source %s: filter %q selects no row: nothing to draw from", ms.Name, ms.Filter)
 		}
 		if ms.Filter != "" {
-			if err := out[s].setSelection(ms.Selection, idx); err != nil {
+			pieces, counted := ms.selectionPieces()
+			err := out[s].setSelection(ms.Selection, pieces, counted, idx)
+			if err != nil {
 				return nil, 0, configErrorf("sources", "source %s: %v", ms.Name, err)
 			}
 			if out[s].n == 0 {
@@ -378,6 +455,7 @@ func (mix *Mixture) resolved(srcs []mixSrc, t uint64) *Mixture {
 		s.Files = append([]string{}, s.Files...)
 		s.Partitions = append([]PartitionKey(nil), s.Partitions...)
 		s.Rows, s.SamplesPerEpoch, s.SelectionDigest = srcs[i].n, srcs[i].c, srcs[i].digest
+		s.pieces, s.counted, s.text = nil, 0, nil
 		out.Sources[i] = s
 	}
 	return out

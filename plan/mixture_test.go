@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -533,7 +534,7 @@ func TestEncodeSelection(t *testing.T) {
 	if got := EncodeSelectionSeq(seq, 0); got != want {
 		t.Errorf("EncodeSelectionSeq = %s, want %s", got, want)
 	}
-	// The same bytes in pieces of any length, as EncodeSelectionUvarints
+	// The same bytes in pieces of any length, as SetSelectionUvarints
 	// takes them.
 	raw, _ := base64.StdEncoding.DecodeString(want)
 	pieces := func(yield func([]byte) bool) {
@@ -543,8 +544,9 @@ func TestEncodeSelection(t *testing.T) {
 			}
 		}
 	}
-	if got := EncodeSelectionUvarints(pieces, 4); got != want {
-		t.Errorf("EncodeSelectionUvarints = %s, want %s", got, want)
+	var ms MixSource
+	if ms.SetSelectionUvarints(pieces, 4, 1); ms.Selection != want {
+		t.Errorf("SetSelectionUvarints: %s, want %s", ms.Selection, want)
 	}
 	if got := EncodeSelection(nil); got != "" {
 		t.Errorf("EncodeSelection(nil) = %q, want \"\"", got)
@@ -687,4 +689,74 @@ func firstDiff(a, b []uint64) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestSetSelectionUvarints: the text is the standard base64 of the
+// same bytes however they are cut into pieces (the two halves written
+// apart meet at a whole 3-byte group); a plan made from the pieces is the
+// plan made from the text, byte for byte; pieces that hold another number
+// of rows than counted are refused; a text set after them wins.
+func TestSetSelectionUvarints(t *testing.T) {
+	raw := make([]byte, 0, 200)
+	for i := range 200 {
+		raw = append(raw, byte(i*37+i/7))
+	}
+	for n := 0; n <= len(raw); n += 1 + n/16 {
+		want := base64.StdEncoding.EncodeToString(raw[:n])
+		for _, cuts := range [][]int{{}, {1}, {n / 2}, {n / 3, n/3 + 1, 2 * n / 3}, {0, 2, 5, 7, n - 1}} {
+			var pieces [][]byte
+			at := 0
+			for _, c := range cuts {
+				c = min(max(c, at), n)
+				pieces = append(pieces, raw[at:c])
+				at = c
+			}
+			pieces = append(pieces, raw[at:n])
+			var ms MixSource
+			ms.SetSelectionUvarints(slices.Values(pieces), n, 1)
+			if ms.Selection != want {
+				t.Fatalf("%d bytes cut at %v: %q, want %q", n, cuts, ms.Selection, want)
+			}
+		}
+	}
+
+	src, mix, _ := selFixture()
+	cfg := Config{Seed: 6, Epochs: 3, GlobalBatch: 16, WorldSize: 2, Workers: 1, Shuffle: ShuffleGlobal, Remainder: RemainderPartial}
+	want, err := marshalIndent(mustMix(t, src, cfg, mix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := mix.Sources[1].Selection
+	b, _ := base64.StdEncoding.DecodeString(text) // {3,10} {20,1} {60,40}: 03 0a 07 01 27 28
+	fromPieces := func(rows uint64) *Mixture {
+		m := *mix
+		m.Sources = slices.Clone(mix.Sources)
+		m.Sources[1].SetSelectionUvarints(slices.Values([][]byte{b[:2], b[2:4], b[4:]}), len(b), rows)
+		if m.Sources[1].Selection != text {
+			t.Fatalf("text %q, want %q", m.Sources[1].Selection, text)
+		}
+		return &m
+	}
+	got, err := marshalIndent(mustMix(t, src, cfg, fromPieces(51)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("plan from the pieces differs from the plan from the text:\n%s\nwant\n%s", got, want)
+	}
+	for rows, msg := range map[uint64]string{50: "holds more than the 50 rows counted", 52: "holds 51 rows, not the 52 counted"} {
+		_, err := NewMixtureContext(context.Background(), src, cfg, fromPieces(rows), nil)
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("counted %d: error %v, want one saying %q", rows, err, msg)
+		}
+	}
+	m := fromPieces(52)
+	m.Sources[1].Selection = text[:len(text)-1] + text[len(text)-1:] // the same text, other memory
+	got, err = marshalIndent(mustMix(t, src, cfg, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("plan from a text set after the pieces differs from the plan from the text")
+	}
 }

@@ -164,9 +164,20 @@ func NewMixtureContext(ctx context.Context, src Source, cfg Config, mix *Mixture
 
 // newContext is NewContext with a packing and a mixture (nil: none).
 func newContext(ctx context.Context, src Source, cfg Config, pk *Packing, mix *Mixture, progress func(epoch, steps, total int)) (*Plan, error) {
+	return newContextWith(ctx, src, cfg, pk, mix, progress, nil)
+}
+
+// newContextWith is newContext calling derived (when not nil) with the
+// plan once all but its epoch digests is known; its error stops the plan.
+func newContextWith(ctx context.Context, src Source, cfg Config, pk *Packing, mix *Mixture, progress func(epoch, steps, total int), derived func(*Plan) error) (*Plan, error) {
 	p, err := derive(src, cfg, pk, mix)
 	if err != nil {
 		return nil, err
+	}
+	if derived != nil {
+		if err := derived(p); err != nil {
+			return nil, err
+		}
 	}
 	p.Epochs = make([]EpochInfo, cfg.Epochs)
 	for e := range p.Epochs {
@@ -438,11 +449,8 @@ func (p *Plan) Marshal() ([]byte, error) {
 // a device such as /dev/stdout or /dev/full, a FIFO), which the rename would
 // otherwise replace; the error wraps ErrConfig inside an *Error naming path.
 func (p *Plan) Save(path string) error {
-	if path == "" {
-		return &Error{Field: "output", Err: fmt.Errorf("empty plan file name: %w", ErrConfig)}
-	}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return &Error{Path: path, Err: fmt.Errorf("exists and is not a regular file (%s); the plan file must be a regular file: %w", fi.Mode().Type(), ErrConfig)}
+	if err := checkSavePath(path); err != nil {
+		return err
 	}
 	parts, err := marshalParts(p) // Marshal's bytes, in pieces
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"unsafe"
+
+	"github.com/prepml/prep/internal/sysmem"
 )
 
 // A filtered source's selection (PLAN.md §11.7) as the plan uses it: the
@@ -29,72 +31,69 @@ const selDirectMax = 1 << 26
 var selDirectLimit uint64 = selDirectMax
 
 // eachRange calls fn with the ranges (start, length) of a decoded
-// selection (EncodeSelection's bytes) in order, up to 1024 at a time,
-// after checking each against a source of n rows: length ≥ 1, gap ≥ 1
-// after the first range, inside [0, n). It returns the number of ranges,
-// or an error naming the first bad one (fn has then been called with the
-// ranges before it, or some of them).
-func eachRange(buf []byte, n uint64, fn func(ranges [][2]uint64)) (int, error) {
+// selection (EncodeSelection's bytes, in pieces of whole ranges) in order,
+// up to 1024 at a time, after checking each against a source of n rows:
+// length ≥ 1, gap ≥ 1 after the first range, inside [0, n). It returns the
+// number of ranges, or an error naming the first bad one (fn has then been
+// called with the ranges before it, or some of them).
+func eachRange(pieces [][]byte, n uint64, fn func(ranges [][2]uint64)) (int, error) {
 	var batch [1024][2]uint64
 	var end uint64
 	k, b := 0, 0
-	for ; len(buf) > 0; k++ {
-		var gap, ln uint64
-		if len(buf) >= 2 && buf[0] < 0x80 && buf[1] < 0x80 { // both one byte: most ranges
-			gap, ln = uint64(buf[0]), uint64(buf[1])
-			buf = buf[2:]
-		} else {
-			var a int
-			gap, a = binary.Uvarint(buf)
-			if a <= 0 {
-				return k, fmt.Errorf("selection: bad varint")
+	for _, buf := range pieces {
+		for ; len(buf) > 0; k++ {
+			var gap, ln uint64
+			if len(buf) >= 2 && buf[0] < 0x80 && buf[1] < 0x80 { // both one byte: most ranges
+				gap, ln = uint64(buf[0]), uint64(buf[1])
+				buf = buf[2:]
+			} else {
+				var a int
+				gap, a = binary.Uvarint(buf)
+				if a <= 0 {
+					return k, fmt.Errorf("selection: bad varint")
+				}
+				buf = buf[a:]
+				ln, a = binary.Uvarint(buf)
+				if a <= 0 {
+					return k, fmt.Errorf("selection: bad varint")
+				}
+				buf = buf[a:]
 			}
-			buf = buf[a:]
-			ln, a = binary.Uvarint(buf)
-			if a <= 0 {
-				return k, fmt.Errorf("selection: bad varint")
+			if ln == 0 || k > 0 && gap == 0 || gap > n || ln > n || end+gap > n-ln {
+				return k, fmt.Errorf("selection: range %d (gap %d, length %d) is empty, adjacent to the previous one or past the source's %d rows", k, gap, ln, n)
 			}
-			buf = buf[a:]
-		}
-		if ln == 0 || k > 0 && gap == 0 || gap > n || ln > n || end+gap > n-ln {
-			return k, fmt.Errorf("selection: range %d (gap %d, length %d) is empty, adjacent to the previous one or past the source's %d rows", k, gap, ln, n)
-		}
-		batch[b] = [2]uint64{end + gap, ln}
-		end += gap + ln
-		if b++; b == len(batch) {
-			fn(batch[:])
-			b = 0
+			batch[b] = [2]uint64{end + gap, ln}
+			end += gap + ln
+			if b++; b == len(batch) {
+				fn(batch[:])
+				b = 0
+			}
 		}
 	}
 	fn(batch[:b])
 	return k, nil
 }
 
-// setSelection sets s's selection from the plan's text (PLAN.md §11.7)
-// over its s.n rows: the digest, the selected row count as s.n, and the
-// ids table when at most selDirectLimit rows are selected and every
-// selected id is below 2^32, else the ranges, prefix counts and jump
-// table. Errors say what is wrong with the text.
-func (s *mixSrc) setSelection(text string, idx *sourceIndex) error {
-	buf, err := base64.StdEncoding.DecodeString(text)
-	if err != nil {
-		return fmt.Errorf("selection is not base64: %v", err)
+// setSelection sets s's selection from the plan's text (PLAN.md §11.7),
+// or from its bytes before base64 when pieces is not nil
+// (MixSource.SetSelectionUvarints, counted: the rows they hold), over its
+// s.n rows: the digest, the selected row count as s.n, and the ids table
+// when at most selDirectLimit rows are selected and every selected id is
+// below 2^32, else the ranges, prefix counts and jump table. Errors say
+// what is wrong with the text.
+func (s *mixSrc) setSelection(text string, pieces [][]byte, counted uint64, idx *sourceIndex) error {
+	buf := pieces
+	if buf == nil {
+		b, err := base64.StdEncoding.DecodeString(text)
+		if err != nil {
+			return fmt.Errorf("selection is not base64: %v", err)
+		}
+		buf, counted = [][]byte{b}, 0
 	}
 	rows := s.n
-	var total, lastRow uint64
-	ranges, err := eachRange(buf, rows, func(rs [][2]uint64) {
-		for _, r := range rs {
-			total += r[1]
-		}
-		if len(rs) > 0 {
-			lastRow = rs[len(rs)-1][0] + rs[len(rs)-1][1] - 1
-		}
-	})
-	if err != nil {
-		return err
-	}
 	// The digest (a SHA-256 over 16 bytes a range) is hashed on another
-	// core while this one builds the table or the ranges.
+	// core from the start, while this one checks the ranges and builds the
+	// table or the ranges; on a bad text its result is dropped.
 	digest := make(chan string, 1)
 	go func() {
 		h := sha256.New()
@@ -109,32 +108,44 @@ func (s *mixSrc) setSelection(text string, idx *sourceIndex) error {
 		})
 		digest <- fmt.Sprintf("sha256:%x", h.Sum(nil))
 	}()
+	pt := &s.part
+	if counted > 0 && counted <= selDirectLimit && len(pt.blocks) > 0 && s.idOf(idx, rows-1) < 1<<32 {
+		// The rows are counted and every id fits: the table in one pass,
+		// each range checked as it is read.
+		t := sysmem.MakeHuge[uint32](int(counted), int(counted))
+		k, err := s.fillTable(t, buf, rows, idx)
+		if err != nil {
+			return err
+		}
+		if uint64(k) != counted {
+			if uint64(k) > counted {
+				return fmt.Errorf("selection: holds more than the %d rows counted", counted)
+			}
+			return fmt.Errorf("selection: holds %d rows, not the %d counted", k, counted)
+		}
+		s.n, s.selRow, s.digest = counted, t, <-digest
+		return nil
+	}
+	var total, lastRow uint64
+	ranges, err := eachRange(buf, rows, func(rs [][2]uint64) {
+		for _, r := range rs {
+			total += r[1]
+		}
+		if len(rs) > 0 {
+			lastRow = rs[len(rs)-1][0] + rs[len(rs)-1][1] - 1
+		}
+	})
+	if err != nil {
+		return err
+	}
 	defer func() { s.digest = <-digest }()
 	s.n = total
 	if total == 0 {
 		return nil
 	}
-	pt := &s.part
 	if total <= selDirectLimit && len(pt.blocks) > 0 && s.idOf(idx, lastRow) < 1<<32 {
-		// The ids table, a row group's run of each range at a time.
-		t := make([]uint32, total)
-		k, j := 0, 0
-		eachRange(buf, rows, func(rs [][2]uint64) {
-			for _, r := range rs {
-				for x, end := r[0], r[0]+r[1]; x < end; {
-					for pt.prefix[j+1] <= x {
-						j++
-					}
-					id := idx.blocks[pt.blocks[j]].start + (x - pt.prefix[j])
-					run := min(end, pt.prefix[j+1]) - x
-					for y := range run {
-						t[k] = uint32(id + y)
-						k++
-					}
-					x += run
-				}
-			}
-		})
+		t := sysmem.MakeHuge[uint32](int(total), int(total))
+		s.fillTable(t, buf, rows, idx) // checked above: fills t exactly
 		s.selRow = t
 		return nil
 	}
@@ -152,6 +163,37 @@ func (s *mixSrc) setSelection(text string, idx *sourceIndex) error {
 		s.selJump = append(s.selJump, j)
 	}
 	return nil
+}
+
+// fillTable writes the sample ids of the selected rows of buf (a
+// selection's bytes in pieces, over the source's rows) into t, a row group's run of each range at
+// a time, and returns how many rows the selection holds: len(t) + 1 when
+// it holds more than t has room for (t is then full). Errors are
+// eachRange's.
+func (s *mixSrc) fillTable(t []uint32, buf [][]byte, rows uint64, idx *sourceIndex) (int, error) {
+	pt := &s.part
+	k, j := 0, 0
+	_, err := eachRange(buf, rows, func(rs [][2]uint64) {
+		for _, r := range rs {
+			if k > len(t) || uint64(len(t)-k) < r[1] {
+				k = len(t) + 1
+				return
+			}
+			for x, end := r[0], r[0]+r[1]; x < end; {
+				for pt.prefix[j+1] <= x {
+					j++
+				}
+				id := idx.blocks[pt.blocks[j]].start + (x - pt.prefix[j])
+				run := min(end, pt.prefix[j+1]) - x
+				for y := range run {
+					t[k] = uint32(id + y)
+					k++
+				}
+				x += run
+			}
+		}
+	})
+	return k, err
 }
 
 // idOf returns the sample id of the source's row x (before selection).

@@ -3,7 +3,6 @@ package pqread
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -73,7 +72,7 @@ func (r *ColumnReader) decodeValues(enc format.Encoding, src []byte, count int) 
 		}
 		var idx []uint32
 		if v.indexed { // straight into the values' indices, kept once checked
-			v.idx = slices.Grow(v.idx, count)
+			v.idx = grow(v.idx, count)[:len(v.idx)]
 			idx = v.idx[len(v.idx) : len(v.idx)+count]
 		} else {
 			if cap(r.idx) < count {

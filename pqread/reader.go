@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/parquet-go/parquet-go/format"
+	"github.com/prepml/prep/internal/sysmem"
 )
 
 // ReadColumn decodes the column chunk of col in row group rowGroup. col must
@@ -503,19 +504,19 @@ func keep[T any](dst *[]T, s []T) {
 
 // reuse returns *s emptied when it has room for n, taking it from the
 // spares, and otherwise a new slice of capacity n (s nil: no spare).
-func reuse[T any](s *[]T, n int) []T {
+func reuse[T sysmem.Plain](s *[]T, n int) []T {
 	return reuseOr(s, n, n)
 }
 
 // reuseOr is reuse that makes a new slice of capacity alloc (>= n): room
 // for the next requests, which vary, to take it again.
-func reuseOr[T any](s *[]T, n, alloc int) []T {
+func reuseOr[T sysmem.Plain](s *[]T, n, alloc int) []T {
 	if s != nil && cap(*s) >= n && cap(*s) > 0 {
 		v := (*s)[:0]
 		*s = nil
 		return v
 	}
-	return make([]T, 0, alloc)
+	return sysmem.MakeHuge[T](0, alloc)
 }
 
 // newWindowValues is newValues for a window's values of capacity hint,
@@ -553,10 +554,10 @@ func (r *ColumnReader) alloc(n int64) {
 		r.vals = r.newWindowValues(hint)
 	}
 	if r.maxDef > 0 {
-		r.defs = make([]uint8, 0, r.entryHint(n))
+		r.defs = sysmem.MakeHuge[uint8](0, int(r.entryHint(n)))
 	}
 	if r.maxRep > 0 {
-		r.reps = make([]uint8, 0, r.entryHint(n))
+		r.reps = sysmem.MakeHuge[uint8](0, int(r.entryHint(n)))
 	}
 }
 
@@ -638,7 +639,7 @@ func getBuf(n int) *[]byte {
 		}
 		bufPool.Put(b)
 	}
-	b := make([]byte, n)
+	b := sysmem.MakeHuge[byte](n, n)
 	return &b
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"unsafe"
+
+	"github.com/prepml/prep/internal/sysmem"
 )
 
 // values accumulates decoded non-null values of one Kind.
@@ -40,15 +42,15 @@ func newValues(kind Kind, width int, capHint int) *values {
 	v := &values{kind: kind, width: width}
 	switch kind {
 	case KindBool:
-		v.b = make([]bool, 0, capHint)
+		v.b = sysmem.MakeHuge[bool](0, capHint)
 	case KindInt32:
-		v.i32 = make([]int32, 0, capHint)
+		v.i32 = sysmem.MakeHuge[int32](0, capHint)
 	case KindInt64:
-		v.i64 = make([]int64, 0, capHint)
+		v.i64 = sysmem.MakeHuge[int64](0, capHint)
 	case KindFloat32:
-		v.f32 = make([]float32, 0, capHint)
+		v.f32 = sysmem.MakeHuge[float32](0, capHint)
 	case KindFloat64:
-		v.f64 = make([]float64, 0, capHint)
+		v.f64 = sysmem.MakeHuge[float64](0, capHint)
 	case KindBytes:
 		v.offs = make([]int64, 1, capHint+1)
 	case KindFixed, KindInt96:
@@ -145,7 +147,7 @@ func appendLE64[T int64 | float64](dst []T, src []byte, conv func(uint64) T) []T
 }
 
 // grow extends s by n elements (contents of the new ones unspecified).
-func grow[T any](s []T, n int) []T {
+func grow[T sysmem.Plain](s []T, n int) []T {
 	if cap(s)-len(s) < n {
 		// Doubling while small; past growSlack elements a quarter more, as
 		// append grows large slices, so that a buffer holding a long row
@@ -155,7 +157,7 @@ func grow[T any](s []T, n int) []T {
 		if cap(s) > growSlack {
 			extra = cap(s) / 4
 		}
-		ns := make([]T, len(s), cap(s)+extra+n)
+		ns := sysmem.MakeHuge[T](len(s), cap(s)+extra+n)
 		copy(ns, s)
 		s = ns
 	}
@@ -246,7 +248,7 @@ func (v *values) gather(dict *values, idx []uint32) {
 	}
 }
 
-func gatherT[T any](dst, dict []T, idx []uint32) []T {
+func gatherT[T sysmem.Plain](dst, dict []T, idx []uint32) []T {
 	dst = grow(dst, len(idx))
 	out := dst[len(dst)-len(idx):]
 	for j, i := range idx {
@@ -423,7 +425,7 @@ func (v *values) split(a, capHint, window int, sp *spareValues) *values {
 // copied out: room for scatter to spread its values in place), and the
 // rest is returned with room for capHint more, in *spare when it has the
 // room (spare may be nil), else in new memory.
-func splitT[T any](s *[]T, a, capHint int, spare *[]T) []T {
+func splitT[T sysmem.Plain](s *[]T, a, capHint int, spare *[]T) []T {
 	// New memory has an eighth more room: the rest cut off varies (up to
 	// a page), and the next split should find room in this memory when
 	// it comes back through Recycle.
@@ -469,7 +471,7 @@ func (v *values) cutFront(a int, sp *spareValues) *values {
 
 // cutFrontT returns a copy of (*s)[:a] (in *spare when it has the room;
 // spare may be nil) and moves (*s)[a:] to the front of *s's memory.
-func cutFrontT[T any](s *[]T, a int, spare *[]T) []T {
+func cutFrontT[T sysmem.Plain](s *[]T, a int, spare *[]T) []T {
 	h := append(reuse(spare, a), (*s)[:a]...)
 	*s = (*s)[:copy(*s, (*s)[a:])]
 	return h

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prepml/prep/internal/pool"
+	"github.com/prepml/prep/internal/sysmem"
 	"github.com/prepml/prep/source"
 )
 
@@ -87,11 +88,11 @@ func (r *Result) Size() int {
 // them, each range's gap from the previous range's end (from 0 for the
 // first) and its length as uvarints, in pieces: mostly each file's bytes
 // as they are, only a file's first range written again (its gap from the
-// previous file's last range, or joined to it). A piece may be
-// overwritten once the next is asked for. The bytes are Size at most.
+// previous file's last range, or joined to it). Each piece holds whole
+// ranges and stays unchanged while r does (callers must not write to
+// it). The bytes are Size at most.
 func (r *Result) Uvarints() iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
-		var tmp [4 * binary.MaxVarintLen64]byte
 		var end uint64    // the end of the last range yielded
 		var ps, pn uint64 // the range not yet yielded: a next file's first may extend it
 		// put yields the range (ps, pn) when there is one.
@@ -99,7 +100,7 @@ func (r *Result) Uvarints() iter.Seq[[]byte] {
 			if pn == 0 {
 				return true
 			}
-			b := binary.AppendUvarint(tmp[:0], ps-end)
+			b := binary.AppendUvarint(make([]byte, 0, 2*binary.MaxVarintLen64), ps-end)
 			b = binary.AppendUvarint(b, pn)
 			end, pn = ps+pn, 0
 			return yield(b)
@@ -353,7 +354,7 @@ func (l *rangeList) add(start, n uint64) {
 // reserve makes room for n bytes of ranges in all.
 func (l *rangeList) reserve(n int) {
 	if n > cap(l.buf) {
-		l.buf = slices.Grow(l.buf, n-len(l.buf))
+		l.buf = append(sysmem.MakeHuge[byte](0, n), l.buf...)
 	}
 }
 

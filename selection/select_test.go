@@ -356,13 +356,19 @@ func TestResultAll(t *testing.T) {
 	if n := res.Size(); n < len(enc) || n > len(enc)+2*binary.MaxVarintLen64*len(files) {
 		t.Errorf("Size %d, want at least %d, at most %d more", n, len(enc), 2*binary.MaxVarintLen64*len(files))
 	}
-	// Uvarints yields those bytes.
+	// Uvarints yields those bytes, in pieces that stay as they were
+	// yielded once the loop has moved on (a plan keeps them).
 	var got []byte
+	var kept [][]byte
 	for p := range res.Uvarints() {
 		got = append(got, p...)
+		kept = append(kept, p)
 	}
 	if !bytes.Equal(got, enc) {
 		t.Errorf("Uvarints % x\nwant     % x", got, enc)
+	}
+	if joined := bytes.Join(kept, nil); !bytes.Equal(joined, enc) {
+		t.Errorf("Uvarints' pieces after the loop % x\nwant                        % x", joined, enc)
 	}
 	// All stops when the loop does.
 	k := 0

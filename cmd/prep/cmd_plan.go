@@ -315,12 +315,16 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		done = steps
 	}
 	var p *plan.Plan
+	// Saving writes the plan file while its epoch digests are computed
+	// (nil for a packed plan, saved whole below).
+	var saving *plan.Saving
 	switch {
 	case po != nil:
 		p, err = newPackedPlan(ctx, g, src, remote, cfg, *po, mix, onDigest)
 	default:
-		p, err = plan.NewMixtureContext(ctx, src, cfg, mix, onDigest)
+		p, saving, err = plan.NewMixtureContextSaving(ctx, src, cfg, mix, onDigest, o.output)
 	}
+	defer saving.Abort() // nothing left behind on an error; a no-op after Commit
 	bar.Finish()
 	if err != nil {
 		if errors.Is(err, plan.ErrConfig) {
@@ -343,7 +347,12 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	if sum.NoSteps != "" {
 		return errors.New(sum.NoSteps)
 	}
-	if err := p.Save(o.output); err != nil {
+	if saving != nil {
+		err = saving.Commit()
+	} else {
+		err = p.Save(o.output)
+	}
+	if err != nil {
 		return err
 	}
 	s := planSummary{

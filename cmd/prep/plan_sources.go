@@ -74,7 +74,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 	var remotes []*s3Source
 	var parts []plan.Source
 	var names []string
-	var sels []string
+	var sels []*selection.Result
 	var keys [][]plan.PartitionKey
 	for _, s := range sf.Sources {
 		var (
@@ -108,7 +108,7 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 			}
 			return plan.Source{}, nil, remotes, fmt.Errorf("source %s: reading footers: %w", s.Name, err)
 		}
-		sel := ""
+		var sel *selection.Result
 		if s.Filter != "" {
 			setFilterGCPercent()
 			var c filterCost
@@ -128,7 +128,10 @@ func discoverMixture(ctx context.Context, path string, io *s3Flags, memory int64
 	}
 	mix := &plan.Mixture{EpochSamples: sf.EpochSamples}
 	for i, s := range sf.Sources {
-		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Selection: sels[i], Partitions: keys[i]})
+		mix.Sources = append(mix.Sources, plan.MixSource{Name: s.Name, Weight: s.Weight, Paths: s.Paths, Files: files[i], Filter: s.Filter, Partitions: keys[i]})
+		if sels[i] != nil {
+			mix.Sources[i].SetSelectionUvarints(sels[i].Uvarints(), sels[i].Size(), sels[i].Selected)
+		}
 	}
 	return src, mix, remotes, nil
 }
@@ -153,22 +156,22 @@ func setFilterGCPercent() {
 }
 
 // selectRows evaluates spec's filter over the source src (its files in
-// path order) and returns the encoded selection (plan.EncodeSelection). A
+// path order) and returns the rows it selected (at least one). A
 // bad filter or one that selects nothing is a usage error naming the
 // source and the token.
-func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64, hive *selection.Hive) (string, filterCost, error) {
+func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io *s3Flags, memory int64, hive *selection.Hive) (*selection.Result, filterCost, error) {
 	var st source.Store
 	if source.IsS3URL(src.Root) {
 		remote, err := openS3(ctx, src.Root, io, readAheadShare(memory))
 		if err != nil {
-			return "", filterCost{}, err
+			return nil, filterCost{}, err
 		}
 		defer remote.close()
 		st = remote.store
 	} else {
 		local, err := source.NewLocal(src.Root)
 		if err != nil {
-			return "", filterCost{}, err
+			return nil, filterCost{}, err
 		}
 		st = local
 	}
@@ -185,13 +188,13 @@ func selectRows(ctx context.Context, src plan.Source, spec source.SourceSpec, io
 	_, res, err := selection.Select(ctx, st, files, spec.Filter, memory/2, part)
 	switch {
 	case errors.Is(err, selection.ErrFilter):
-		return "", filterCost{}, usagef("source %s: filter: %v", spec.Name, err)
+		return nil, filterCost{}, usagef("source %s: filter: %v", spec.Name, err)
 	case err != nil:
-		return "", filterCost{}, fmt.Errorf("source %s: evaluating its filter: %w", spec.Name, err)
+		return nil, filterCost{}, fmt.Errorf("source %s: evaluating its filter: %w", spec.Name, err)
 	case res.Selected == 0:
-		return "", filterCost{}, usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
+		return nil, filterCost{}, usagef("source %s: filter %q selects no row of its %d files: nothing to draw from", spec.Name, spec.Filter, len(files))
 	}
-	return plan.EncodeSelectionUvarints(res.Uvarints(), res.Size()), filterCost{Bytes: res.BytesRead, PagesRead: res.PagesRead, PagesSkipped: res.PagesSkipped}, nil
+	return res, filterCost{Bytes: res.BytesRead, PagesRead: res.PagesRead, PagesSkipped: res.PagesSkipped}, nil
 }
 
 // filterCost is what evaluating one source's filter read: bytes, and the

@@ -162,3 +162,103 @@ func fill(f *os.File, parts [][]byte, perm os.FileMode) error {
 	}
 	return f.Close()
 }
+
+// Pending is a file written by Begin and not yet in place: its bytes are
+// in a temporary file beside the final name, on their way to the disk.
+// Commit puts it in place, Abort removes it; one of the two must be called.
+type Pending struct {
+	f         *os.File
+	tmp, path string
+	synced    chan error // the first fsync's result
+	done      bool
+}
+
+// Patch is bytes to write over a Pending file's bytes at Off (bytes from
+// the file's start), within its length.
+type Patch struct {
+	Off  int64
+	Data []byte
+}
+
+// Begin writes the concatenation of parts to "<path>.tmp-<random>" beside
+// path with mode perm and starts its fsync on another goroutine, so that
+// the disk takes the bulk of a file while the caller computes what is
+// left of it (patched in by Commit). Nothing changes at path until Commit.
+// On an error the temporary file is removed.
+func Begin(path string, parts [][]byte, perm os.FileMode) (*Pending, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, base+TempSuffix+"*")
+	if err != nil {
+		return nil, err
+	}
+	p := &Pending{f: f, tmp: f.Name(), path: path, synced: make(chan error, 1)}
+	for _, data := range parts {
+		if _, err = f.Write(data); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(p.tmp)
+		return nil, err
+	}
+	go func() { p.synced <- f.Sync() }()
+	return p, nil
+}
+
+// Commit writes patches over the file's bytes, waits for the fsync Begin
+// started, fsyncs again when there were patches (only their pages are
+// left to write), renames the file over the final name and fsyncs the
+// directory: the file is then as durable as WriteFile makes it. On an
+// error before the rename nothing changes at the final name and the
+// temporary file is removed; an error of the directory fsync wraps
+// ErrNotDurable.
+func (p *Pending) Commit(patches []Patch) error {
+	if p.done {
+		return errors.New("atomicfile: Commit of a file already committed or aborted")
+	}
+	p.done = true
+	err := <-p.synced
+	for _, pt := range patches {
+		if err != nil {
+			break
+		}
+		_, err = p.f.WriteAt(pt.Data, pt.Off)
+	}
+	if err == nil && len(patches) > 0 {
+		err = p.f.Sync()
+	}
+	if cerr := p.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(p.tmp, p.path)
+	}
+	if err != nil {
+		os.Remove(p.tmp)
+		return err
+	}
+	dir := filepath.Dir(p.path)
+	if err := SyncDir(dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotDurable, err)
+	}
+	return nil
+}
+
+// Abort removes the temporary file once its fsync has returned; nothing
+// changes at the final name. It does nothing after Commit or Abort.
+func (p *Pending) Abort() {
+	if p == nil || p.done {
+		return
+	}
+	p.done = true
+	<-p.synced
+	p.f.Close()
+	os.Remove(p.tmp)
+}

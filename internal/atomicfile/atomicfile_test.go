@@ -97,3 +97,49 @@ func TestDirSyncFailureIsNotDurable(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingCommitPatchesAndAbortLeavesNothing: Begin changes nothing at
+// the name; Commit writes the patches over the begun bytes and puts the
+// file in place with its mode; Abort removes the temporary file and keeps
+// the old contents; a second Commit is refused.
+func TestPendingCommitPatchesAndAbortLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "plan.json")
+	if err := WriteFile(p, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pend, err := Begin(p, [][]byte{[]byte("digest 0000, "), []byte("bulk\n")}, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old\n" {
+		t.Fatalf("after Begin: %q, want the old contents", b)
+	}
+	if err := pend.Commit([]Patch{{Off: 7, Data: []byte("beef")}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "digest beef, bulk\n" {
+		t.Errorf("after Commit: %q", b)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", fi.Mode().Perm())
+	}
+	if err := pend.Commit(nil); err == nil {
+		t.Error("a second Commit succeeded")
+	}
+	pend, err = Begin(p, [][]byte{[]byte("new\n")}, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, dir); len(got) != 2 {
+		t.Errorf("after Begin the directory holds %v, want the file and its temporary", got)
+	}
+	pend.Abort()
+	pend.Abort()
+	if b, _ := os.ReadFile(p); string(b) != "digest beef, bulk\n" {
+		t.Errorf("after Abort: %q, want the committed contents", b)
+	}
+	if got := names(t, dir); len(got) != 1 || got[0] != "plan.json" {
+		t.Errorf("after Abort the directory holds %v", got)
+	}
+}

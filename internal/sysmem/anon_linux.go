@@ -9,10 +9,6 @@ import (
 // AnonSupported reports that MapAnon can succeed on this platform.
 const AnonSupported = true
 
-// HugePage is the transparent huge page size assumed for alignment (x86-64
-// and arm64 with 4 KiB base pages).
-const HugePage = 2 << 20
-
 // MapAnon returns size bytes of zeroed private anonymous memory, aligned to
 // HugePage and advised MADV_HUGEPAGE so that the kernel backs it with
 // transparent huge pages where it can (a 2 MiB page per TLB entry instead of
@@ -38,3 +34,13 @@ func MapAnon(size int64) (data, whole []byte, ok bool) {
 
 // UnmapAnon releases a mapping made by MapAnon.
 func UnmapAnon(whole []byte) { unix.Munmap(whole) }
+
+// adviseHuge advises MADV_HUGEPAGE over the whole huge pages inside b.
+func adviseHuge(b []byte) {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	beg := (p + HugePage - 1) &^ (HugePage - 1)
+	end := (p + uintptr(len(b))) &^ (HugePage - 1)
+	if beg < end {
+		unix.Madvise(b[beg-p:end-p], unix.MADV_HUGEPAGE)
+	}
+}

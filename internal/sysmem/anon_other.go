@@ -11,3 +11,6 @@ func MapAnon(size int64) (data, whole []byte, ok bool) { return nil, nil, false 
 
 // UnmapAnon is never called where MapAnon fails.
 func UnmapAnon(whole []byte) {}
+
+// adviseHuge does nothing where there is no madvise(2).
+func adviseHuge(b []byte) {}

@@ -17,6 +17,10 @@ import (
 
 var errNoMmap = errors.New("mmap unavailable")
 
+// mappedHook, when set, is called with each file Open maps, before its size
+// is checked again (tests).
+var mappedHook func(f *os.File)
+
 // BatchInfo is one batch table entry.
 type BatchInfo struct {
 	Count  int    // samples present (real + pad), <= BatchSize; slots [Count, b) are unused and zero
@@ -122,6 +126,20 @@ func (r *Reader) open(mmap bool) error {
 	if mmap && r.f != nil {
 		if data, err := mmapFile(r.f, r.size); err == nil {
 			r.data = data
+			if mappedHook != nil {
+				mappedHook(r.f)
+			}
+			// Cut short between the size check and the mapping, the
+			// file would fault on the first access past its new end:
+			// its size is checked again now that it is mapped (a later
+			// cut faults, and the Reader's methods recover it).
+			st, err := r.f.Stat()
+			if err != nil {
+				return r.fail("file", 0, ErrSize, "checking the size after mapping: %v", err)
+			}
+			if st.Size() != r.size {
+				return r.fail("file", hFileLen, ErrSize, "file changed size while being opened: %d bytes, then %d after mapping", r.size, st.Size())
+			}
 		}
 	}
 	// 9. footer
@@ -747,21 +765,50 @@ func (r *Reader) Digest() (_ string, err error) {
 // faultGuard makes a memory fault on the mapping (the file was truncated
 // after it was opened and validated) an error wrapping ErrSize instead of a
 // crash, for the Reader's own accesses: use as
-// defer r.faultGuard(section, k, &err)(). Other panics propagate.
+// defer r.faultGuard(section, k, &err)(). The error's offset is that of
+// the page of the file that could not be read, and its section the one
+// holding that offset (section when none does). Other panics propagate.
 func (r *Reader) faultGuard(section string, k int, err *error) func() {
 	if r.data == nil {
 		return func() {}
 	}
+	data := r.data
 	old := debug.SetPanicOnFault(true)
 	return func() {
 		debug.SetPanicOnFault(old)
 		if p := recover(); p != nil {
-			if _, ok := p.(interface{ Addr() uintptr }); !ok {
+			fault, ok := p.(interface{ Addr() uintptr })
+			if !ok {
 				panic(p)
 			}
-			*err = ferr(r.path, section, -1, k, ErrSize, "memory fault reading the mapping (file changed after open?): %v", p)
+			off, sec := r.faultAt(data, fault.Addr(), section)
+			*err = ferr(r.path, sec, off, k, ErrSize, "memory fault reading the mapping (file cut short after open?)")
 		}
 	}
+}
+
+// faultAt returns the file offset of the page holding addr, a faulting
+// address in data (the mapping), and the section holding addr; -1 and
+// section when addr is outside the mapping.
+func (r *Reader) faultAt(data []byte, addr uintptr, section string) (int64, string) {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	if addr < base || addr-base >= uintptr(len(data)) {
+		return -1, section
+	}
+	at := uint64(addr - base)
+	page := uint64(os.Getpagesize())
+	h := &r.h
+	switch off := at; {
+	case off >= h.idsOff && off < h.idsOff+h.idsLen:
+		section = "sample ids"
+	case off >= h.btOff && off < h.btOff+h.btLen:
+		section = "batch table"
+	case off >= h.footerOff:
+		section = "footer"
+	case off >= h.dataOff:
+		section = "block"
+	}
+	return int64(at / page * page), section
 }
 
 // Close unmaps and closes the file. Slices returned by Block must not be used

@@ -114,6 +114,21 @@ func (c *checker) openShardFile(e shardfmt.ShardEntry) (*shardfmt.Reader, *shard
 	return r, s, nil
 }
 
+// openMappedShard opens the shard of manifest entry e as openShard does,
+// mapped read-only (ReadMmap; read with pread where the platform cannot
+// map). Its shardFile holds no file: the Reader owns it.
+func (c *checker) openMappedShard(e shardfmt.ShardEntry) (*shardfmt.Reader, *shardFile, error) {
+	f, err := c.set.OpenFile(e.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := shardfmt.OpenFile(f, c.set.Path(e.Path), true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, &shardFile{c: c, name: e.Path}, nil
+}
+
 func (s *shardFile) opened() {
 	if shardFileHook != nil {
 		shardFileHook(s.name, true)

@@ -67,8 +67,9 @@ const (
 	// short while mapped faults; the fault is recovered and reported as
 	// the pread error would be (size_mismatch naming the batch, the
 	// section and the page of the file), never a crash and never a pass.
-	// Ignored by --deep's value checks and by the epoch digest of plan
-	// conformance, which read with pread.
+	// With Deep every shard is read with pread (the deep check by parts
+	// releases and reopens shard files: shardfile.go), and the epoch
+	// digest of plan conformance always reads with pread.
 	ReadMmap ReadMode = "mmap"
 )
 

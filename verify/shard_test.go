@@ -138,3 +138,57 @@ func TestUnknownReadMode(t *testing.T) {
 		t.Errorf("Run = %v, %v; want nil and ErrReadMode", rep, err)
 	}
 }
+
+// TestShardCutShortOnceMapped: with ReadMmap, shard 0 is cut where batch
+// 1's block starts once it is mapped, before any of it is checked. Every
+// fault is a finding, none a crash: the digest's (the batch table it
+// hashes lies past the cut), batch 0's (its block is whole, its ids lie
+// past the cut) and each later batch's (its block's first page).
+func TestShardCutShortOnceMapped(t *testing.T) {
+	f := verifytest.Build(t)
+	path := f.ShardPath(0)
+	r, err := shardfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := r.NumBatches()
+	blocks := make([]shardfmt.BatchInfo, n)
+	for k := range blocks {
+		blocks[k], _ = r.Batch(k)
+	}
+	r.Close()
+	page := uint64(os.Getpagesize())
+	cut := blocks[1].Offset
+	if cut%page != 0 {
+		t.Skipf("block 1 at %d is not at a page boundary (%d-byte pages)", cut, page)
+	}
+	name := f.Man.Shards[0].Path
+	defer verify.SetMappedShardHook(func(p string) {
+		if p == name {
+			if err := os.Truncate(path, int64(cut)); err != nil {
+				t.Error(err)
+			}
+		}
+	})()
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Jobs: 1, ReadMode: verify.ReadMmap})
+	const fault = "wrong file size: memory fault reading the mapping (file cut short after open?)"
+	last := blocks[n-1]
+	btOff := last.Offset + last.Size // format 1: the batch table follows the blocks, the ids the table
+	ids0 := btOff + uint64(n)*shardfmt.BatchEntryLen
+	want := []string{"shard changed while being read: computing digest: batch table at offset " + fmt.Sprint(btOff/page*page) + ": " + fault,
+		"shard changed while being read: sample ids at offset " + fmt.Sprint(ids0/page*page) + ": " + fault}
+	for k := 1; k < n; k++ {
+		want = append(want, fmt.Sprintf("shard changed while being read: block at offset %d: %s", blocks[k].Offset, fault))
+	}
+	var got []string
+	for _, x := range rep.Findings {
+		if x.Kind != verify.KindSizeMismatch || x.Shard != name {
+			t.Errorf("finding %s, want only size_mismatch on %s", x, name)
+			continue
+		}
+		got = append(got, x.Message)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("messages\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -126,8 +126,15 @@ func (c *checker) openMappedShard(e shardfmt.ShardEntry) (*shardfmt.Reader, *sha
 	if err != nil {
 		return nil, nil, err
 	}
+	if mappedShardHook != nil {
+		mappedShardHook(e.Path)
+	}
 	return r, &shardFile{c: c, name: e.Path}, nil
 }
+
+// mappedShardHook, when set, is called with the manifest path of each shard
+// openMappedShard has opened, before anything of it is checked (tests).
+var mappedShardHook func(name string)
 
 func (s *shardFile) opened() {
 	if shardFileHook != nil {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"slices"
 	"unsafe"
 )
@@ -122,6 +121,20 @@ func (r *Reader) open(mmap bool) error {
 	if mmap && r.f != nil {
 		if data, err := mmapFile(r.f, r.size); err == nil {
 			r.data = data
+			if mappedHook != nil {
+				mappedHook(r.f)
+			}
+			// Cut short between the size check and the mapping, the
+			// file would fault on the first access past its new end:
+			// its size is checked again now that it is mapped (a later
+			// cut faults, and the Reader's methods recover it).
+			st, err := r.f.Stat()
+			if err != nil {
+				return r.fail("file", 0, ErrSize, "checking the size after mapping: %v", err)
+			}
+			if st.Size() != r.size {
+				return r.fail("file", hFileLen, ErrSize, "file changed size while being opened: %d bytes, then %d after mapping", r.size, st.Size())
+			}
 		}
 	}
 	// 9. footer
@@ -742,26 +755,6 @@ func (r *Reader) Digest() (_ string, err error) {
 		return "", fmt.Errorf("digest of %s: %w", r.path, err)
 	}
 	return "sha256:" + hex.EncodeToString(d.Sum(nil)), nil
-}
-
-// faultGuard makes a memory fault on the mapping (the file was truncated
-// after it was opened and validated) an error wrapping ErrSize instead of a
-// crash, for the Reader's own accesses: use as
-// defer r.faultGuard(section, k, &err)(). Other panics propagate.
-func (r *Reader) faultGuard(section string, k int, err *error) func() {
-	if r.data == nil {
-		return func() {}
-	}
-	old := debug.SetPanicOnFault(true)
-	return func() {
-		debug.SetPanicOnFault(old)
-		if p := recover(); p != nil {
-			if _, ok := p.(interface{ Addr() uintptr }); !ok {
-				panic(p)
-			}
-			*err = ferr(r.path, section, -1, k, ErrSize, "memory fault reading the mapping (file changed after open?): %v", p)
-		}
-	}
 }
 
 // Close unmaps and closes the file. Slices returned by Block must not be used

@@ -54,3 +54,12 @@ func SetAdmitWaitHook(hook func(delta int)) (restore func()) {
 	admitWaitHook = hook
 	return func() { admitWaitHook = old }
 }
+
+// SetMappedShardHook sets, for a test, a function called with the manifest
+// path of each shard opened mapped (ReadMmap), before anything of it is
+// checked. It returns a function restoring the previous hook.
+func SetMappedShardHook(hook func(name string)) (restore func()) {
+	old := mappedShardHook
+	mappedShardHook = hook
+	return func() { mappedShardHook = old }
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime/debug"
 
 	"github.com/prepml/prep/internal/pool"
 	"github.com/prepml/prep/plan"
@@ -110,7 +111,7 @@ func kindsInOrder(fs []Finding) []Kind {
 
 // openShard opens the shard of a manifest entry through the set (no
 // symbolic link followed, not regular refused) for reading with pread,
-// never mapped: a shard cut short while verify reads it gives errors
+// not mapped: a shard cut short while verify reads it gives errors
 // wrapping shardfmt.ErrSize, never SIGBUS.
 func (c *checker) openShard(e shardfmt.ShardEntry) (*shardfmt.Reader, error) {
 	f, err := c.set.OpenFile(e.Path)
@@ -155,7 +156,11 @@ func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry
 		return s.finish(), nil
 	}
 
-	r, file, err := c.openShardFile(e)
+	open := c.openShardFile
+	if c.opts.ReadMode == ReadMmap && !c.opts.Deep {
+		open = c.openMappedShard
+	}
+	r, file, err := open(e)
 	if err != nil {
 		s.add(Finding{Kind: KindHeaderInvalid, Message: errDetail(err)})
 		return s.finish(), nil
@@ -171,7 +176,9 @@ func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry
 
 	// The digest through the Reader already open: a second Open would map
 	// the file again and fault in the tables and ids a second time.
-	if d, err := r.Digest(); err != nil {
+	if d, err := r.Digest(); errors.Is(err, shardfmt.ErrSize) {
+		s.add(Finding{Kind: KindSizeMismatch, Message: "shard changed while being read: computing digest: " + errDetail(err)})
+	} else if err != nil {
 		s.add(Finding{Kind: KindHeaderInvalid, Message: "computing digest: " + errDetail(err)})
 	} else if d != e.Digest {
 		s.add(Finding{Kind: KindDigestMismatch, What: "digest", Expected: e.Digest, Actual: d,
@@ -228,7 +235,7 @@ func (c *checker) checkShard(ctx context.Context, idx int, e shardfmt.ShardEntry
 			}()
 		}
 	}
-	bc := batchCheck{c: c, r: r, p: p, checkPlan: checkPlan && !c.conforming[pe], epoch: pe, rank: pr}
+	bc := batchCheck{c: c, r: r, p: p, checkPlan: checkPlan && !c.conforming[pe], epoch: pe, rank: pr, mapped: r.Mapped()}
 	// Sample ids are read only where something compares them: the plan
 	// (when the epoch digest did not settle it) or the source. VerifyBatch
 	// has checked their CRC already.
@@ -310,6 +317,7 @@ type batchCheck struct {
 	p           *plan.Plan
 	checkPlan   bool // compare with plan.RankBatch
 	needIDs     bool // read the sample ids
+	mapped      bool // r is mapped: blocks and ids are checked in place
 	epoch, rank int
 	want        []uint64
 	block       []byte // this copy's block buffer (pread), allocated on first use
@@ -361,30 +369,42 @@ func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 
 		add(Finding{Kind: KindHeaderInvalid, Batch: intp(k), Message: "reading batch table: " + errDetail(err)})
 		return nil
 	}
-	// The block is read with pread into this check's own buffer, never
-	// through a mapping: a shard cut short under verify is an ErrSize
-	// finding, not a SIGBUS. With jagged tensors blocks differ in size:
-	// the buffer has the largest's, the block's own size is counted.
+	// With pread the block is read into this check's own buffer, so a
+	// shard cut short under verify is an ErrSize finding. Mapped, the
+	// block and its ids are checked in place, and a fault on the mapping
+	// (the shard cut short since it was opened) is recovered as ErrSize
+	// by the Reader. With jagged tensors blocks differ in size: the
+	// buffer has the largest's, the block's own size is counted.
 	bs := int64(bi.Size)
-	if b.block == nil {
-		b.block = make([]byte, r.Geometry().BlockSize)
-	}
-	verr := r.ReadBlock(k, b.block)
-	if verr == nil {
-		// The batch's id slots as read ahead for the next batches
-		// (their CRC-32C checked there), else its own read.
-		if slots := b.idSlots(k); slots != nil {
-			verr = r.VerifyBlockSlots(k, b.block, slots)
-		} else {
-			verr = r.VerifyBlock(k, b.block)
+	var block []byte
+	var verr error
+	if b.mapped {
+		block, verr = r.Block(k) // a view: nothing read yet
+		if verr == nil {
+			verr = r.VerifyBlock(k, block)
+		}
+	} else {
+		if b.block == nil {
+			b.block = make([]byte, r.Geometry().BlockSize)
+		}
+		block = b.block
+		verr = r.ReadBlock(k, block)
+		if verr == nil {
+			// The batch's id slots as read ahead for the next batches
+			// (their CRC-32C checked there), else its own read.
+			if slots := b.idSlots(k); slots != nil {
+				verr = r.VerifyBlockSlots(k, block, slots)
+			} else {
+				verr = r.VerifyBlock(k, block)
+			}
 		}
 	}
 	if verr != nil {
 		f := Finding{Kind: KindBatchChecksum, Batch: intp(k), Message: "batch fails verification: " + errDetail(verr)}
 		if errors.Is(verr, shardfmt.ErrSize) {
 			f.Kind, f.Message = KindSizeMismatch, "shard changed while being read: "+errDetail(verr)
-		} else if got := fmt.Sprintf("%08x", shardfmt.CRC32C(b.block)); errors.Is(verr, shardfmt.ErrChecksum) && got != fmt.Sprintf("%08x", bi.CRC) {
-			f.What, f.Expected, f.Actual = "crc32c", fmt.Sprintf("%08x", bi.CRC), got
+		} else if got, ok := blockCRC(block[:min(uint64(len(block)), bi.Size)]); ok && errors.Is(verr, shardfmt.ErrChecksum) && got != bi.CRC {
+			f.What, f.Expected, f.Actual = "crc32c", fmt.Sprintf("%08x", bi.CRC), fmt.Sprintf("%08x", got)
 			f.Message = "batch block does not match its checksum"
 		}
 		add(f)
@@ -416,6 +436,21 @@ func (b *batchCheck) check(k int, add func(Finding), res *shardResult) []uint64 
 		}
 	}
 	return ids
+}
+
+// blockCRC returns block's CRC-32C; false when reading it faults (a block
+// of a mapped shard cut short since it was checked).
+func blockCRC(block []byte) (crc uint32, ok bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if _, fault := p.(interface{ Addr() uintptr }); !fault {
+				panic(p)
+			}
+			crc, ok = 0, false
+		}
+	}()
+	return shardfmt.CRC32C(block), true
 }
 
 // comparePlan reports how batch k's table entry and ids differ from the plan.

@@ -114,6 +114,28 @@ func (c *checker) openShardFile(e shardfmt.ShardEntry) (*shardfmt.Reader, *shard
 	return r, s, nil
 }
 
+// openMappedShard opens the shard of manifest entry e as openShard does,
+// mapped read-only (ReadMmap; read with pread where the platform cannot
+// map). Its shardFile holds no file: the Reader owns it.
+func (c *checker) openMappedShard(e shardfmt.ShardEntry) (*shardfmt.Reader, *shardFile, error) {
+	f, err := c.set.OpenFile(e.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := shardfmt.OpenFile(f, c.set.Path(e.Path), true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if mappedShardHook != nil {
+		mappedShardHook(e.Path)
+	}
+	return r, &shardFile{c: c, name: e.Path}, nil
+}
+
+// mappedShardHook, when set, is called with the manifest path of each shard
+// openMappedShard has opened, before anything of it is checked (tests).
+var mappedShardHook func(name string)
+
 func (s *shardFile) opened() {
 	if shardFileHook != nil {
 		shardFileHook(s.name, true)

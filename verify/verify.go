@@ -45,6 +45,34 @@ const PlanFileName = shardset.PlanName
 // exist or is not a directory. Any other problem is a Finding.
 var ErrNotShardSet = errors.New("not a shard set directory")
 
+// ErrReadMode is returned by Run for an Options.ReadMode it does not know.
+var ErrReadMode = errors.New("unknown read mode")
+
+// ReadMode is how the integrity checks read a shard's blocks, sample ids
+// and digested bytes.
+type ReadMode string
+
+const (
+	// ReadPread reads them with positioned reads (pread) into each
+	// check's own buffers (the default; "" means it too): the kernel
+	// copies every byte out of the page cache, and a shard cut short
+	// while it is read gives errors, never a fault.
+	ReadPread ReadMode = "pread"
+	// ReadMmap maps each shard read-only and checks the CRC-32Cs and the
+	// shard digest straight over the mapping, without the copy: cheaper
+	// where a page of the page cache costs less to map than to copy,
+	// dearer where mapping a page is costly (each 4 KiB page costs a
+	// page-table update on its first touch, which under some hypervisors
+	// is several times a copy's cost: bench/notes/verify.md). A shard cut
+	// short while mapped faults; the fault is recovered and reported as
+	// the pread error would be (size_mismatch naming the batch, the
+	// section and the page of the file), never a crash and never a pass.
+	// With Deep every shard is read with pread (the deep check by parts
+	// releases and reopens shard files: shardfile.go), and the epoch
+	// digest of plan conformance always reads with pread.
+	ReadMmap ReadMode = "mmap"
+)
+
 // Options configures Run.
 type Options struct {
 	// Dir is the shard set directory (holding manifest.json).
@@ -72,11 +100,12 @@ type Options struct {
 	Store func(p *plan.Plan, root string) (source.Store, error)
 	// Jobs is the number of shards checked at once; when there are fewer
 	// shards than jobs, each shard's batches are split across the jobs left
-	// over. <= 0 means GOMAXPROCS. Each job holds one batch block in
-	// memory (blocks are read with pread, never mapped) and the sample id
-	// slots of the next batches, read ahead with one pread (at most 1 MiB,
-	// at least one batch's).
+	// over. <= 0 means GOMAXPROCS. With ReadPread each job holds one batch
+	// block in memory and the sample id slots of the next batches, read
+	// ahead with one pread (at most 1 MiB, at least one batch's).
 	Jobs int
+	// ReadMode is how the shards are read: ReadPread ("" too) or ReadMmap.
+	ReadMode ReadMode
 	// MemoryLimit bounds the memory of the --deep value checks, all shards
 	// checked at once together. Batch by batch, each of the Jobs checks
 	// gets an equal share: the source samples a check holds for its
@@ -151,16 +180,20 @@ type Report struct {
 }
 
 // Run checks the shard set in opts.Dir and returns every finding. The error
-// is non-nil only when the check could not run at all (ErrNotShardSet, a
-// cancelled ctx).
+// is non-nil only when the check could not run at all (ErrNotShardSet,
+// ErrReadMode, a cancelled ctx).
 //
 // Every file of the set is reached through shardset, which follows no
 // symbolic link inside the set: a link, or a manifest path leaving the set,
-// is a finding and is never opened. Shards are read with pread, never
-// mapped, so a shard cut short while it is checked is a finding, not a
-// crash.
+// is a finding and is never opened. A shard cut short while it is checked
+// is a finding, not a crash, whatever Options.ReadMode.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	start := time.Now()
+	switch opts.ReadMode {
+	case "", ReadPread, ReadMmap:
+	default:
+		return nil, fmt.Errorf("%w %q (want %s or %s)", ErrReadMode, opts.ReadMode, ReadPread, ReadMmap)
+	}
 	set, err := shardset.OpenDir(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotShardSet, opts.Dir)

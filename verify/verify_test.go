@@ -617,8 +617,17 @@ func TestSymlinkedSetDirNoFalseFinding(t *testing.T) {
 // reads it kills verify with SIGBUS": the shard is cut to its first block
 // after verify checked batch 0's block; every batch whose block or sample
 // ids lie past the cut (batch 0's ids too: they follow the blocks) is a
-// finding (size_mismatch, naming the batch) and verify returns.
+// finding (size_mismatch, naming the batch) and verify returns. Mapped
+// (ReadMmap), the same findings: each fault on the mapping is recovered,
+// and its message names the section and the page of the file that could
+// not be read.
 func TestShardTruncatedDuringVerify(t *testing.T) {
+	for _, mode := range readModes {
+		t.Run(string(mode), func(t *testing.T) { shardTruncatedDuringVerify(t, mode) })
+	}
+}
+
+func shardTruncatedDuringVerify(t *testing.T, mode verify.ReadMode) {
 	f := verifytest.BuildSize(t, verifytest.Size{Rows: 64, Dim: 1024, GlobalBatch: 8})
 	path := f.ShardPath(0)
 	r, err := shardfmt.Open(path)
@@ -626,6 +635,7 @@ func TestShardTruncatedDuringVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	b0, _ := r.Batch(0)
+	b1, _ := r.Batch(1)
 	cut := int64(b0.Offset) + int64(r.Geometry().BlockSize)
 	steps := r.NumBatches()
 	r.Close()
@@ -640,7 +650,7 @@ func TestShardTruncatedDuringVerify(t *testing.T) {
 		}
 	}
 	calls := 0
-	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Jobs: 1, AllowPartial: true, RecomputePlan: true, Progress: func(int64) {
+	rep := verifytest.Run(t, verify.Options{Dir: f.Dir, Jobs: 1, AllowPartial: true, RecomputePlan: true, ReadMode: mode, Progress: func(int64) {
 		if calls++; calls == 1 {
 			if err := os.Truncate(path, cut); err != nil {
 				t.Error(err)
@@ -654,6 +664,18 @@ func TestShardTruncatedDuringVerify(t *testing.T) {
 	sort.Strings(want)
 	if got := verifytest.Keys(rep.Findings); strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("findings %q, want %q", got, want)
+	}
+	if mode != verify.ReadMmap || cut%int64(os.Getpagesize()) != 0 {
+		return
+	}
+	if int64(b1.Offset) != cut {
+		t.Fatalf("batch 1's block at %d, want it at the cut (%d)", b1.Offset, cut)
+	}
+	// Batch 1's block starts at the cut, a page boundary: the fault is on
+	// its first page.
+	msg := fmt.Sprintf("shard changed while being read: block at offset %d: wrong file size: memory fault reading the mapping (file cut short after open?)", cut)
+	if x := rep.Findings[1]; *x.Batch != 1 || x.Message != msg {
+		t.Errorf("finding %s, want batch 1: %s", x, msg)
 	}
 }
 

@@ -27,6 +27,7 @@ type verifyOptions struct {
 	maxPer     int
 	asJSON     bool
 	recompute  bool
+	readMode   string
 	memLimit   string
 	io         s3Flags
 }
@@ -84,7 +85,12 @@ finding, not just the first:
                with the listed size (checked before the file is mapped) and
                digest; no unlisted, temporary or lock files; every shard's
                header, tables and footer valid
-  integrity    every batch block's CRC-32C, shards checked --jobs at a time
+  integrity    every batch block's CRC-32C, shards checked --jobs at a time,
+               read with pread (--read-mode pread, the default) or in place
+               through a read-only mapping (--read-mode mmap: no copy out
+               of the page cache, but a page-table update per 4 KiB page,
+               slower on some virtual machines; a shard cut short while
+               mapped is a size_mismatch finding either way)
   plan         against the plan (OUT/plan.json or --plan): each batch's
                sample ids, count and pads are the plan's for that (epoch,
                rank); every rank has the plan's number of steps. An epoch
@@ -135,6 +141,7 @@ source_unreadable, value_mismatch.`,
 	f.BoolVar(&o.partial, "partial", false, "accept a set holding only some of the plan's ranks (one node's share)")
 	f.IntVar(&o.maxPer, "max-per-shard", 20, "findings of one kind listed per shard; the rest are counted")
 	f.BoolVar(&o.recompute, "recompute-plan", false, "recompute every batch's ids from the plan's inputs instead of trusting the epoch digests in the plan file (slower; implied by --deep)")
+	f.StringVar(&o.readMode, "read-mode", string(verify.ReadPread), "how the integrity checks read the shards: pread (copies out of the page cache) or mmap (checks in place through a read-only mapping)")
 	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
 	f.StringVar(&o.memLimit, "memory-limit", defaultMemoryLimit, "with --deep: bound on source samples held and column chunks decoded, all shards checked at once together (a row group over it is read in row windows, as by convert), at least 1MiB, e.g. 512MiB")
 	return cmd
@@ -143,6 +150,9 @@ source_unreadable, value_mismatch.`,
 func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir string) error {
 	if err := checkJobs(o.jobs); err != nil {
 		return err
+	}
+	if m := verify.ReadMode(o.readMode); m != verify.ReadPread && m != verify.ReadMmap {
+		return usagef("--read-mode must be %s or %s, not %q", verify.ReadPread, verify.ReadMmap, o.readMode)
 	}
 	if o.maxPer < 1 {
 		return usagef("--max-per-shard must be >= 1, not %d", o.maxPer)
@@ -170,6 +180,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, dir strin
 		Source: sourceOpener(stores.store, mem), SourceRoot: sourceRoot, Store: stores.store, Jobs: o.jobs, AllowPartial: o.partial, MaxPerShard: o.maxPer,
 		Progress:      func(n int64) { bar.Add(0, n) },
 		RecomputePlan: o.recompute,
+		ReadMode:      verify.ReadMode(o.readMode),
 		MemoryLimit:   mem,
 		OnDeepParts: func(parts int, onePart int64) {
 			if parts >= deepPartsWarn && g.log != nil {

@@ -29,6 +29,34 @@ func TestVerifyCommandClean(t *testing.T) {
 	}
 }
 
+// TestVerifyReadModesSameJSON: a set with one flipped block byte and a
+// stray file gives the same --json report, its seconds aside, read with
+// pread and through the mapping.
+func TestVerifyReadModesSameJSON(t *testing.T) {
+	f := verifytest.Build(t)
+	verifytest.FlipByte(t, f.ShardPath(1), verifytest.BlockOffset(t, f.ShardPath(1), 2)+5)
+	if err := os.WriteFile(filepath.Join(f.Dir, "stray.bin"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reports := map[string]map[string]any{}
+	for _, mode := range []string{"pread", "mmap"} {
+		code, out, errs := runCLI("verify", f.Dir, "--json", "--read-mode", mode)
+		if code != 1 {
+			t.Fatalf("%s: exit %d, want 1\n%s%s", mode, code, out, errs)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%s: %v\n%s", mode, err, out)
+		}
+		delete(rep, "seconds")
+		reports[mode] = rep
+	}
+	pread, mmap := fmt.Sprint(reports["pread"]), fmt.Sprint(reports["mmap"])
+	if pread != mmap || reports["pread"]["finding_count"] != 2.0 {
+		t.Errorf("pread: %s\nmmap:  %s\nwant the same, with 2 findings", pread, mmap)
+	}
+}
+
 // TestCaseB33TruncatedShard is field case B33: a shard cut by 4096
 // bytes after it was built is reported with its name, expected size and
 // actual size, exit 1, and never mapped (no SIGBUS).
@@ -103,6 +131,7 @@ func TestVerifyCommandUsage(t *testing.T) {
 		{"verify", f.Dir, "--deep=1.5"},
 		{"verify", f.Dir, "--deep=abc"},
 		{"verify", f.Dir, "--jobs", "-1"},
+		{"verify", f.Dir, "--read-mode", "direct"},
 	} {
 		if code, out, errs := runCLI(args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2\n%s%s", args, code, out, errs)

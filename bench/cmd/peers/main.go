@@ -7,6 +7,9 @@
 //	peers decompress FILE           one core: snappy/zstd (klauspost/compress) decode of every compressed page region of FILE
 //	peers memcpy [-mb N] [-reps R]  one core: copy() bandwidth between two warm N MiB buffers
 //	peers readfiles PATH...         plain sequential read (4 MiB read(2) calls) of the files, folders recursive, sorted
+//	peers crcfiles [-mode M] PATH...
+//	                                one core: CRC-32C of every byte of the files, read by pread or through a
+//	                                mapping (mmap, populate, seq, popread: crcfiles.go)
 //	peers writefiles -dir D [-mb N] [-files K]
 //	                                crash-safe write of N MiB as K new files in D, as convert writes its
 //	                                shards: 1 MiB write(2) calls, writeback started every 8 MiB
@@ -16,7 +19,8 @@
 // For pqarrow and generic, bytes is the sum of the file's column chunk
 // total_uncompressed_size (the decoded Parquet bytes, the same numerator as
 // prep convert); for decompress the decompressed bytes; for memcpy the bytes
-// copied; for readfiles the bytes read; for writefiles the bytes written.
+// copied; for readfiles and crcfiles the bytes read; for writefiles the bytes
+// written.
 package main
 
 import (
@@ -53,7 +57,7 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("peers: ")
 	if len(os.Args) < 2 {
-		log.Fatal("usage: peers info|pqarrow|generic|decompress|memcpy|readfiles|writefiles ...")
+		log.Fatal("usage: peers info|pqarrow|generic|decompress|memcpy|readfiles|crcfiles|writefiles ...")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	var err error
@@ -70,6 +74,8 @@ func main() {
 		err = memcpy(args)
 	case "readfiles":
 		err = readFiles(args)
+	case "crcfiles":
+		err = crcFiles(args)
 	case "writefiles":
 		err = writeFiles(args)
 	default:

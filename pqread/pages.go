@@ -85,10 +85,19 @@ func (r *ColumnReader) nextPage() error {
 	return nil // index pages and unknown page types carry no values
 }
 
-// outBuf returns the decompression buffer, taking one from the pool.
-func (r *ColumnReader) outBuf() *[]byte {
+// outBuf returns the decompression buffer with room for size bytes,
+// taking one from the pool (or r.bufs) when it has none or too small a
+// one; an uncompressed chunk's, which decompress never writes, is empty.
+func (r *ColumnReader) outBuf(size int) *[]byte {
+	if r.codec == format.Uncompressed {
+		return &r.none
+	}
+	if r.out != nil && cap(*r.out) < size {
+		r.putBuf(r.out)
+		r.out = nil
+	}
 	if r.out == nil {
-		r.out = getBuf(0)
+		r.out = r.getBuf(size)
 	}
 	return r.out
 }
@@ -140,7 +149,7 @@ func (r *ColumnReader) dictionaryPage(h *format.PageHeader, body []byte, us int)
 		r.dict = newValues(r.vals.kind, r.vals.width, 0)
 		return nil
 	}
-	raw, err := decompress(r.codec, r.outBuf(), body, us)
+	raw, err := decompress(r.codec, r.outBuf(us), body, us)
 	if err != nil {
 		return err
 	}
@@ -166,7 +175,7 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 			return err
 		}
 	}
-	raw, err := decompress(r.codec, r.outBuf(), body, us)
+	raw, err := decompress(r.codec, r.outBuf(us), body, us)
 	if err != nil {
 		return err
 	}
@@ -232,7 +241,7 @@ func (r *ColumnReader) dataPageV2(h *format.PageHeader, body []byte, us int) err
 		if ok, err := r.directPlain(dh.Encoding, n, us-rl-dl, src); ok {
 			return err
 		}
-		raw, err := decompress(r.codec, r.outBuf(), src, us-rl-dl)
+		raw, err := decompress(r.codec, r.outBuf(us-rl-dl), src, us-rl-dl)
 		if err != nil {
 			return err
 		}

@@ -175,7 +175,11 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 			return err
 		}
 	}
-	raw, err := decompress(r.codec, r.outBuf(us), body, us)
+	buf := r.plainTail(dh.Encoding, n, us)
+	if buf == nil {
+		buf = r.outBuf(us)
+	}
+	raw, err := decompress(r.codec, buf, body, us)
 	if err != nil {
 		return err
 	}
@@ -287,6 +291,32 @@ func (r *ColumnReader) directPlain(enc format.Encoding, n, us int, src []byte) (
 		copy(tail, out)
 	}
 	return true, r.advance(n)
+}
+
+// plainTail returns, for a compressed data page V1 of n level entries
+// and PLAIN fixed-width values (us bytes once decompressed, its levels
+// first), the values' memory past the values held, empty, with room for
+// the page's bytes, when the values' capacity holds them and the page's
+// n slots: decompressed there, the page's values are then moved left
+// over its levels by appendLE (copy, which allows the overlap) without
+// growing the values, so the page needs no decompression buffer of its
+// own. Otherwise it returns nil.
+func (r *ColumnReader) plainTail(enc format.Encoding, n, us int) *[]byte {
+	if enc != format.Plain || r.codec == format.Uncompressed || !littleEndian || r.levelsOnly || us == 0 {
+		return nil
+	}
+	size := r.vals.valueSize()
+	if size == 0 {
+		return nil
+	}
+	room := (us + size - 1) / size
+	if r.vals.spare() < max(n, room) {
+		return nil
+	}
+	tail := r.vals.growBytes(room)
+	r.vals.shrink(room)
+	r.tail = tail[:0:us]
+	return &r.tail
 }
 
 // pageValues decodes the values of a data page whose n level entries were

@@ -134,6 +134,7 @@ type ColumnReader struct {
 	// handed back to.
 	bufs *Buffers
 	none []byte // the decompression buffer of an uncompressed chunk: never used
+	tail []byte // a page decompressed in the values' memory (plainTail)
 }
 
 // Read sizes: ReadColumn reads at least wholeReadAhead bytes at a time (so

@@ -329,7 +329,7 @@ func (r *ColumnReader) OnPage(f func(held, page int64) error) { r.onPage = f }
 func (r *ColumnReader) Close() {
 	r.release()
 	giveT(r.bufs, uint32sOf, r.idx)
-	r.defs, r.reps, r.vals, r.dict, r.idx = nil, nil, nil, nil, nil
+	r.defs, r.reps, r.vals, r.dict, r.idx, r.tail = nil, nil, nil, nil, nil, nil
 	r.spare = spareValues{}
 	if r.err == nil && !r.closed {
 		r.err = errors.New("pqread: ColumnReader used after Close")

@@ -90,7 +90,11 @@
 // garbage stays within it too); half of that is admitted live: the
 // estimated bytes of decoded column chunks in flight in stage 1 and the
 // jagged batch blocks of stage 2 (at least one block), the other half
-// being the collector's room for garbage. Summary.AdmittedPeakBytes is
+// being the collector's room for garbage; of that room, stage 1 keeps up
+// to half (a quarter of the heap's share) as the memory of column chunks
+// already assembled, which the next ones decode into (pqread.Buffers),
+// so that decoding reuses pages instead of faulting in fresh ones (and
+// leaves that much less garbage). Summary.AdmittedPeakBytes is
 // the most the admission held at once. A jagged batch block may take at
 // most max(MemoryLimit/4, 1 MiB) (a larger batch is refused naming epoch,
 // rank, step and tensor), the blocks being built and written at once at

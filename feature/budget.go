@@ -15,6 +15,7 @@ import "github.com/prepml/prep/source"
 //	Go heap                                L - anonymous memory used               Heap
 //	decoded column chunks in flight        Heap/2 (the rest: garbage's room)       Decode
 //	  a row window's columns               Decode/2/jobs (schedule.go)             windowShare (schedule.go)
+//	decoded chunks' memory kept for reuse  Decode/2 (of the garbage's room)         decodeBuffers
 //	one jagged batch block; a jagged row   max(L/4, 1 MiB)                         JaggedBlock
 //	jagged batch blocks in flight          max(JaggedBlock, Heap/2)                JaggedInFlight
 //	one row of a fixed-length list         L/22 level entries                      FixedListRowEntries
@@ -115,6 +116,13 @@ func (b Budget) Decode(heap int64) int64 { return heap / 2 }
 // over jobs (a windowed row group also holds its pages and the window it
 // assembles).
 func windowShare(decode int64, jobs int) int64 { return decode / 2 / int64(max(1, jobs)) }
+
+// decodeBuffers returns the bytes of assembled column chunks' memory
+// that stage 1 keeps for the next chunks to decode into
+// (pqread.Buffers) when decode bytes are admitted: half of decode. It
+// comes out of the garbage's room (Decode): memory kept for reuse is
+// memory not left as garbage, and a heap that reuses it grows less.
+func decodeBuffers(decode int64) int64 { return decode / 2 }
 
 // JaggedBlock returns the most bytes of one jagged batch block, and so of
 // one row's values of a jagged tensor: a quarter of the limit, at least

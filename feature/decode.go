@@ -35,7 +35,11 @@ type decoder struct {
 	memoryLimit int64
 	progress    func(rows int64) // rows assembled; serialised by the decoder
 
-	adm     *Admission     // the run's admission (run)
+	adm *Admission // the run's admission (run)
+	// colBufs holds the memory of column chunks assembled, for the next
+	// ones to decode into (run): decoding into memory the process has
+	// touched before spares a page fault a page.
+	colBufs *pqread.Buffers
 	stopped func(int) bool // whether the task of a sequence number is not to run on (run)
 
 	groups           []*rowGroupJob
@@ -82,6 +86,7 @@ func (d *decoder) run(ctx context.Context) error {
 	adm := NewAdmission(d.memoryLimit)
 	adm.workers = max(1, d.jobs)
 	d.adm = adm
+	d.colBufs = pqread.NewBuffers(decodeBuffers(d.memoryLimit))
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -172,6 +177,7 @@ func (d *decoder) run(ctx context.Context) error {
 				err error
 			)
 			runs := g.runs
+			var assembled []*pqread.Column
 			if w.windowed {
 				// The whole row group, window by window, here.
 				seq, err, scratch = d.assembleWindows(parent, g, scratch, sink, skip)
@@ -184,12 +190,18 @@ func (d *decoder) run(ctx context.Context) error {
 				}
 				// Last column of the row group: assemble its records.
 				seq, err, scratch = d.assemble(parent, g, scratch, sink)
-				clear(g.cols) // the decoded columns are garbage now
+				assembled = g.cols
 			}
 			if err == nil {
 				if err = g.vals.flush(); err != nil {
 					seq = g.first
 				}
+			}
+			// The decoded columns are done with: their memory goes to
+			// the column chunks decoded next.
+			for k, c := range assembled {
+				d.colBufs.Put(c)
+				assembled[k] = nil
 			}
 			g.vals = nil
 			adm.Release(g.cost)
@@ -224,11 +236,8 @@ func (d *decoder) decodeOne(g *rowGroupJob, task decodeTask) (*pqread.Column, er
 	if err != nil {
 		return nil, err
 	}
-	read := pf.ReadColumn
-	if tp.kind.dictForm() {
-		read = pf.ReadColumnDict // strings hashed once per dictionary entry
-	}
-	col, err := read(g.rg, ci)
+	// The dictionary form hashes strings once per dictionary entry.
+	col, err := pf.ReadColumnInto(d.colBufs, g.rg, ci, tp.kind.dictForm())
 	if err != nil {
 		return nil, err
 	}

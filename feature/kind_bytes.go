@@ -3,6 +3,8 @@ package feature
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
+	"unsafe"
 
 	"github.com/prepml/prep/pqread"
 )
@@ -13,6 +15,55 @@ import (
 type hashKind struct {
 	*tensorPlan
 	buckets uint64
+	dicts   dictHashes
+}
+
+// dictHashes keeps the hashed entries of the dictionaries last hashed by
+// applyDict: a column chunk's transform is applied block by block, and
+// its dictionary is hashed once, not once per block. Decode workers share
+// it.
+type dictHashes struct {
+	mu   sync.Mutex
+	last [4]dictHashed // one per dictionary recently in use
+	next int           // the entry to replace next
+}
+
+// dictHashed is one dictionary's entries hashed: it holds the
+// dictionary's slices, so that their memory cannot be another
+// dictionary's while it is kept.
+type dictHashed struct {
+	data []byte
+	offs []int64
+	hash []uint64 // bucket of each entry
+	size []int64  // bytes of each entry
+}
+
+// of returns the bucket and size of each dictionary entry of col,
+// hashing them unless they are kept.
+func (h *dictHashes) of(col *pqread.Column, buckets uint64) (hash []uint64, size []int64) {
+	same := func(e *dictHashed) bool {
+		return len(e.offs) == len(col.DictOffsets) && len(e.data) == len(col.DictData) &&
+			unsafe.SliceData(e.offs) == unsafe.SliceData(col.DictOffsets) && unsafe.SliceData(e.data) == unsafe.SliceData(col.DictData)
+	}
+	h.mu.Lock()
+	for i := range h.last {
+		if e := &h.last[i]; e.offs != nil && same(e) {
+			h.mu.Unlock()
+			return e.hash, e.size
+		}
+	}
+	h.mu.Unlock()
+	ne := len(col.DictOffsets) - 1
+	hash, size = make([]uint64, ne), make([]int64, ne)
+	for e := range ne {
+		v := col.DictData[col.DictOffsets[e]:col.DictOffsets[e+1]]
+		hash[e], size[e] = FNV1a64(v)%buckets, int64(len(v))
+	}
+	h.mu.Lock()
+	h.last[h.next] = dictHashed{data: col.DictData, offs: col.DictOffsets, hash: hash, size: size}
+	h.next = (h.next + 1) % len(h.last)
+	h.mu.Unlock()
+	return hash, size
 }
 
 // padKind is one string or binary column padded per sample (bytes.mode
@@ -62,13 +113,7 @@ func (tp *hashKind) apply(col, _ *pqread.Column, _, _ int, runs []RowRun, bufs *
 // every row takes its entry's bucket. Rows are checked in the same order
 // with the same errors as apply.
 func (tp *hashKind) applyDict(col *pqread.Column, runs []RowRun, bufs *Records, loc chunkLoc) error {
-	ne := len(col.DictOffsets) - 1
-	hash := make([]uint64, ne)
-	size := make([]int64, ne)
-	for e := range ne {
-		v := col.DictData[col.DictOffsets[e]:col.DictOffsets[e+1]]
-		hash[e], size[e] = FNV1a64(v)%tp.buckets, int64(len(v))
-	}
+	hash, size := tp.dicts.of(col, tp.buckets)
 	for _, r := range runs {
 		for i := r.Lo; i < r.Hi; i++ {
 			slot := r.Dst + int64(i-r.Lo)

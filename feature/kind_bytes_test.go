@@ -91,3 +91,43 @@ func TestBytesHashDictForm(t *testing.T) {
 		t.Errorf("null without fill: %v\nwant %s", err, want)
 	}
 }
+
+// TestDictHashesKeptPerDictionary checks that a dictionary's entries are
+// hashed once and kept while it is among the last four hashed, and that
+// each dictionary gets its own entries' buckets and sizes, whichever was
+// hashed before it.
+func TestDictHashesKeptPerDictionary(t *testing.T) {
+	const buckets = 1000
+	dict := func(words ...string) *pqread.Column {
+		c := &pqread.Column{Kind: pqread.KindBytes, DictOffsets: []int64{0}}
+		for _, w := range words {
+			c.DictData = append(c.DictData, w...)
+			c.DictOffsets = append(c.DictOffsets, int64(len(c.DictData)))
+		}
+		return c
+	}
+	cols := []*pqread.Column{dict("a", "bb"), dict("ccc"), dict("a", "bb"), dict(), dict("dddd", "a"), dict("e")}
+	var h dictHashes
+	first := map[int][]uint64{}
+	for round := range 2 {
+		for i, c := range cols {
+			hash, size := h.of(c, buckets)
+			if len(hash) != len(c.DictOffsets)-1 || len(size) != len(hash) {
+				t.Fatalf("round %d dictionary %d: %d buckets, %d sizes for %d entries", round, i, len(hash), len(size), len(c.DictOffsets)-1)
+			}
+			for e := range hash {
+				v := c.DictData[c.DictOffsets[e]:c.DictOffsets[e+1]]
+				if hash[e] != FNV1a64(v)%buckets || size[e] != int64(len(v)) {
+					t.Errorf("round %d dictionary %d entry %d: bucket %d size %d, want %d %d", round, i, e, hash[e], size[e], FNV1a64(v)%buckets, len(v))
+				}
+			}
+			if round == 0 {
+				first[i] = hash
+			}
+			// Hashed again at once: the same entries, kept.
+			if again, _ := h.of(c, buckets); len(hash) > 0 && &again[0] != &hash[0] {
+				t.Errorf("round %d dictionary %d: hashed again right after", round, i)
+			}
+		}
+	}
+}

@@ -93,17 +93,20 @@ func (r *ColumnReader) take(n int64) (*Column, error) {
 		hint := int(r.entryHint(r.most))
 		r.vals = head.vals.split(ve, hint, ve, &r.spare)
 		if head.defs != nil {
-			r.defs = append(make([]uint8, 0, hint+len(head.defs)-e), head.defs[e:]...)
+			r.defs = append(takeT(r.bufs, uint8sOf, hint+len(head.defs)-e, hint+len(head.defs)-e), head.defs[e:]...)
 			head.defs = head.defs[:e:e]
 		}
 		if head.reps != nil {
-			r.reps = append(make([]uint8, 0, hint+len(head.reps)-e), head.reps[e:]...)
+			r.reps = append(takeT(r.bufs, uint8sOf, hint+len(head.reps)-e, hint+len(head.reps)-e), head.reps[e:]...)
 			head.reps = head.reps[:e:e]
 		}
 	} else {
 		r.vals, r.defs, r.reps = nil, nil, nil // allocated for the next window
 	}
 	c, err := head.assemble()
+	// The window's levels are assembled (or failed): nothing holds them.
+	giveT(r.bufs, uint8sOf, head.defs)
+	giveT(r.bufs, uint8sOf, head.reps)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +141,7 @@ func (r *ColumnReader) assemble() (*Column, error) {
 			r.vals.fill(c, nil)
 			return c, nil
 		}
-		valid := make([]bool, len(r.defs))
+		valid := takeT(r.bufs, boolsOf, len(r.defs), len(r.defs))[:len(r.defs)]
 		for i, d := range r.defs {
 			valid[i] = int(d) == r.maxDef
 		}
@@ -154,9 +157,10 @@ func (r *ColumnReader) assemble() (*Column, error) {
 	if r.maxDef > dList && len(r.defs) == len(r.reps) && allLevels(r.defs, uint8(r.maxDef)) {
 		return r.assembleDense(c, nv)
 	}
-	offsets := make([]int64, 0, min(r.want, int64(len(r.reps)))+1)
-	rowValid := make([]bool, 0, cap(offsets))
-	elemValid := make([]bool, 0, len(r.defs))
+	nr := int(min(r.want, int64(len(r.reps)))) + 1
+	offsets := takeT(r.bufs, int64sOf, nr, nr)
+	rowValid := takeT(r.bufs, boolsOf, nr, nr)
+	elemValid := takeT(r.bufs, boolsOf, len(r.defs), len(r.defs))
 	rowNulls, elemNulls := false, false
 	var slots int64
 	for i, rp := range r.reps {
@@ -210,11 +214,14 @@ func (r *ColumnReader) fillLists(c *Column, nv int, offsets []int64, rowValid []
 	c.Offsets = offsets
 	if rowNulls {
 		c.RowValid = rowValid
+	} else {
+		giveT(r.bufs, boolsOf, rowValid)
 	}
 	if elemNulls {
 		c.ElemValid = elemValid
 		r.vals.fill(c, elemValid)
 	} else {
+		giveT(r.bufs, boolsOf, elemValid)
 		r.vals.fill(c, nil)
 	}
 	return nil
@@ -244,7 +251,8 @@ func (r *ColumnReader) assembleDense(c *Column, nv int) (*Column, error) {
 	if nv != len(r.reps) {
 		return nil, corruptf("%d values for %d non-null elements", nv, len(r.reps))
 	}
-	offsets := make([]int64, 0, min(r.want, int64(len(r.reps)))+1)
+	nr := int(min(r.want, int64(len(r.reps)))) + 1
+	offsets := takeT(r.bufs, int64sOf, nr, nr)
 	reps := r.reps
 	i := 0
 	const ones, highs = 0x0101010101010101, 0x8080808080808080

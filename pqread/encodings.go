@@ -76,7 +76,8 @@ func (r *ColumnReader) decodeValues(enc format.Encoding, src []byte, count int) 
 			idx = v.idx[len(v.idx) : len(v.idx)+count]
 		} else {
 			if cap(r.idx) < count {
-				r.idx = make([]uint32, count)
+				giveT(r.bufs, uint32sOf, r.idx)
+				r.idx = takeT(r.bufs, uint32sOf, count, count)
 			}
 			idx = r.idx[:count]
 		}

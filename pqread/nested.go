@@ -9,11 +9,12 @@ package pqread
 // inner list, below maxDef a null element.
 func (r *ColumnReader) assemble2(c *Column, nv int) (*Column, error) {
 	dList, dInner := r.l.dList, r.l.dInner
-	offsets := make([]int64, 0, min(r.want, int64(len(r.reps)))+1)
-	rowValid := make([]bool, 0, cap(offsets))
-	inner := make([]int64, 0, len(r.reps)+1)
-	listValid := make([]bool, 0, len(r.reps))
-	elemValid := make([]bool, 0, len(r.defs))
+	nr := int(min(r.want, int64(len(r.reps)))) + 1
+	offsets := takeT(r.bufs, int64sOf, nr, nr)
+	rowValid := takeT(r.bufs, boolsOf, nr, nr)
+	inner := takeT(r.bufs, int64sOf, len(r.reps)+1, len(r.reps)+1)
+	listValid := takeT(r.bufs, boolsOf, len(r.reps), len(r.reps))
+	elemValid := takeT(r.bufs, boolsOf, len(r.defs), len(r.defs))
 	rowNulls, listNulls, elemNulls := false, false, false
 	var slots int64
 	for i, rp := range r.reps {
@@ -54,6 +55,8 @@ func (r *ColumnReader) assemble2(c *Column, nv int) (*Column, error) {
 	c.InnerOffsets = inner
 	if listNulls {
 		c.ListValid = listValid
+	} else {
+		giveT(r.bufs, boolsOf, listValid)
 	}
 	return c, nil
 }

@@ -85,10 +85,19 @@ func (r *ColumnReader) nextPage() error {
 	return nil // index pages and unknown page types carry no values
 }
 
-// outBuf returns the decompression buffer, taking one from the pool.
-func (r *ColumnReader) outBuf() *[]byte {
+// outBuf returns the decompression buffer with room for size bytes,
+// taking one from the pool (or r.bufs) when it has none or too small a
+// one; an uncompressed chunk's, which decompress never writes, is empty.
+func (r *ColumnReader) outBuf(size int) *[]byte {
+	if r.codec == format.Uncompressed {
+		return &r.none
+	}
+	if r.out != nil && cap(*r.out) < size {
+		r.putBuf(r.out)
+		r.out = nil
+	}
 	if r.out == nil {
-		r.out = getBuf(0)
+		r.out = r.getBuf(size)
 	}
 	return r.out
 }
@@ -140,7 +149,7 @@ func (r *ColumnReader) dictionaryPage(h *format.PageHeader, body []byte, us int)
 		r.dict = newValues(r.vals.kind, r.vals.width, 0)
 		return nil
 	}
-	raw, err := decompress(r.codec, r.outBuf(), body, us)
+	raw, err := decompress(r.codec, r.outBuf(us), body, us)
 	if err != nil {
 		return err
 	}
@@ -166,7 +175,11 @@ func (r *ColumnReader) dataPageV1(h *format.PageHeader, body []byte, us int) err
 			return err
 		}
 	}
-	raw, err := decompress(r.codec, r.outBuf(), body, us)
+	buf := r.plainTail(dh.Encoding, n, us)
+	if buf == nil {
+		buf = r.outBuf(us)
+	}
+	raw, err := decompress(r.codec, buf, body, us)
 	if err != nil {
 		return err
 	}
@@ -232,7 +245,7 @@ func (r *ColumnReader) dataPageV2(h *format.PageHeader, body []byte, us int) err
 		if ok, err := r.directPlain(dh.Encoding, n, us-rl-dl, src); ok {
 			return err
 		}
-		raw, err := decompress(r.codec, r.outBuf(), src, us-rl-dl)
+		raw, err := decompress(r.codec, r.outBuf(us-rl-dl), src, us-rl-dl)
 		if err != nil {
 			return err
 		}
@@ -278,6 +291,32 @@ func (r *ColumnReader) directPlain(enc format.Encoding, n, us int, src []byte) (
 		copy(tail, out)
 	}
 	return true, r.advance(n)
+}
+
+// plainTail returns, for a compressed data page V1 of n level entries
+// and PLAIN fixed-width values (us bytes once decompressed, its levels
+// first), the values' memory past the values held, empty, with room for
+// the page's bytes, when the values' capacity holds them and the page's
+// n slots: decompressed there, the page's values are then moved left
+// over its levels by appendLE (copy, which allows the overlap) without
+// growing the values, so the page needs no decompression buffer of its
+// own. Otherwise it returns nil.
+func (r *ColumnReader) plainTail(enc format.Encoding, n, us int) *[]byte {
+	if enc != format.Plain || r.codec == format.Uncompressed || !littleEndian || r.levelsOnly || us == 0 {
+		return nil
+	}
+	size := r.vals.valueSize()
+	if size == 0 {
+		return nil
+	}
+	room := (us + size - 1) / size
+	if r.vals.spare() < max(n, room) {
+		return nil
+	}
+	tail := r.vals.growBytes(room)
+	r.vals.shrink(room)
+	r.tail = tail[:0:us]
+	return &r.tail
 }
 
 // pageValues decodes the values of a data page whose n level entries were

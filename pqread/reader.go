@@ -26,7 +26,7 @@ import (
 // decoded equal the row group's row count. A read that comes back short
 // fails with ErrChanged. ReadColumn is safe for concurrent use.
 func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (*Column, error) {
-	return f.readWhole(rowGroup, col, false)
+	return f.readWhole(rowGroup, col, false, nil)
 }
 
 // ReadColumnDict is ReadColumn, except that a non-repeated BYTE_ARRAY
@@ -38,14 +38,24 @@ func (f *File) ReadColumn(rowGroup int, col ColumnInfo) (*Column, error) {
 // pages part way, come back exactly as from ReadColumn. Checks and errors
 // are ReadColumn's.
 func (f *File) ReadColumnDict(rowGroup int, col ColumnInfo) (*Column, error) {
-	return f.readWhole(rowGroup, col, true)
+	return f.readWhole(rowGroup, col, true, nil)
 }
 
-func (f *File) readWhole(rowGroup int, col ColumnInfo, dict bool) (*Column, error) {
+// ReadColumnInto is ReadColumn (dict false) or ReadColumnDict (dict true)
+// decoding into memory taken from b where it holds a buffer that fits
+// (Buffers), and handing b back the read, decompression and level
+// buffers it is done with. The Column is the same either way. b nil is
+// ReadColumn or ReadColumnDict.
+func (f *File) ReadColumnInto(b *Buffers, rowGroup int, col ColumnInfo, dict bool) (*Column, error) {
+	return f.readWhole(rowGroup, col, dict, b)
+}
+
+func (f *File) readWhole(rowGroup int, col ColumnInfo, dict bool, bufs *Buffers) (*Column, error) {
 	r, err := f.columnReader(rowGroup, col, dict, wholeReadAhead)
 	if err != nil {
 		return nil, err
 	}
+	r.bufs = bufs
 	defer r.Close()
 	return r.window(r.rgRows, 0)
 }
@@ -121,6 +131,11 @@ type ColumnReader struct {
 	lens2     []int64
 	// spare: value buffers handed back by Recycle, for the next windows.
 	spare spareValues
+	// bufs, when set (ReadColumnInto): where buffers are taken from and
+	// handed back to.
+	bufs *Buffers
+	none []byte // the decompression buffer of an uncompressed chunk: never used
+	tail []byte // a page decompressed in the values' memory (plainTail)
 }
 
 // Read sizes: ReadColumn reads at least wholeReadAhead bytes at a time (so
@@ -314,7 +329,8 @@ func (r *ColumnReader) OnPage(f func(held, page int64) error) { r.onPage = f }
 // a closed reader's Next fails.
 func (r *ColumnReader) Close() {
 	r.release()
-	r.defs, r.reps, r.vals, r.dict = nil, nil, nil, nil
+	giveT(r.bufs, uint32sOf, r.idx)
+	r.defs, r.reps, r.vals, r.dict, r.idx, r.tail = nil, nil, nil, nil, nil, nil
 	r.spare = spareValues{}
 	if r.err == nil && !r.closed {
 		r.err = errors.New("pqread: ColumnReader used after Close")
@@ -324,13 +340,32 @@ func (r *ColumnReader) Close() {
 // release returns the read and decompression buffers to the pool.
 func (r *ColumnReader) release() {
 	if r.buf != nil {
-		putBuf(r.buf)
+		r.putBuf(r.buf)
 		r.buf = nil
 	}
 	if r.out != nil {
-		putBuf(r.out)
+		r.putBuf(r.out)
 		r.out = nil
 	}
+}
+
+// getBuf returns a buffer of length n (contents unspecified): from
+// r.bufs when set, else from the pool.
+func (r *ColumnReader) getBuf(n int) *[]byte {
+	if r.bufs == nil {
+		return getBuf(n)
+	}
+	b := takeT(r.bufs, uint8sOf, n, n)[:n]
+	return &b
+}
+
+// putBuf hands back a buffer of getBuf.
+func (r *ColumnReader) putBuf(b *[]byte) {
+	if r.bufs == nil {
+		putBuf(b)
+		return
+	}
+	giveT(r.bufs, uint8sOf, *b)
 }
 
 // window decodes pages until the next n rows are complete (all of them,
@@ -519,6 +554,17 @@ func reuseOr[T sysmem.Plain](s *[]T, n, alloc int) []T {
 	return sysmem.MakeHuge[T](0, alloc)
 }
 
+// reuseFrom is reuse that, without a spare, takes a buffer from b (nil:
+// allocates).
+func reuseFrom[T sysmem.Plain](s *[]T, b *Buffers, list func(*Buffers) *[][]T, n int) []T {
+	if cap(*s) >= n && cap(*s) > 0 {
+		v := (*s)[:0]
+		*s = nil
+		return v
+	}
+	return takeT(b, list, n, n)
+}
+
 // newWindowValues is newValues for a window's values of capacity hint,
 // taking a spare buffer where one has room.
 func (r *ColumnReader) newWindowValues(hint int) *values {
@@ -526,15 +572,15 @@ func (r *ColumnReader) newWindowValues(hint int) *values {
 	v := &values{kind: kind, width: r.l.width}
 	switch kind {
 	case KindBool:
-		v.b = reuse(&sp.b, hint)
+		v.b = reuseFrom(&sp.b, r.bufs, boolsOf, hint)
 	case KindInt32:
-		v.i32 = reuse(&sp.i32, hint)
+		v.i32 = reuseFrom(&sp.i32, r.bufs, int32sOf, hint)
 	case KindInt64:
-		v.i64 = reuse(&sp.i64, hint)
+		v.i64 = reuseFrom(&sp.i64, r.bufs, int64sOf, hint)
 	case KindFloat32:
-		v.f32 = reuse(&sp.f32, hint)
+		v.f32 = reuseFrom(&sp.f32, r.bufs, float32sOf, hint)
 	case KindFloat64:
-		v.f64 = reuse(&sp.f64, hint)
+		v.f64 = reuseFrom(&sp.f64, r.bufs, float64sOf, hint)
 	default:
 		return newValues(kind, r.l.width, hint)
 	}
@@ -549,15 +595,15 @@ func (r *ColumnReader) alloc(n int64) {
 	if r.dictForm && r.l.info.Kind == KindBytes && r.maxRep == 0 {
 		// Indexed values: room for the indices, none for the copied
 		// bytes' offsets (a fallback page grows them, unindex).
-		r.vals = &values{kind: KindBytes, width: r.l.width, indexed: true, idx: reuse(&r.spare.idx, hint), offs: []int64{0}}
+		r.vals = &values{kind: KindBytes, width: r.l.width, indexed: true, idx: reuseFrom(&r.spare.idx, r.bufs, uint32sOf, hint), offs: []int64{0}}
 	} else {
 		r.vals = r.newWindowValues(hint)
 	}
 	if r.maxDef > 0 {
-		r.defs = sysmem.MakeHuge[uint8](0, int(r.entryHint(n)))
+		r.defs = takeT(r.bufs, uint8sOf, hint, hint)
 	}
 	if r.maxRep > 0 {
-		r.reps = sysmem.MakeHuge[uint8](0, int(r.entryHint(n)))
+		r.reps = takeT(r.bufs, uint8sOf, hint, hint)
 	}
 }
 
@@ -607,10 +653,10 @@ func (r *ColumnReader) chunkBytes(off, n int64) ([]byte, error) {
 		keep = int64(len(old))
 	}
 	if r.buf == nil || int64(cap(*r.buf)) < want {
-		nb := getBuf(int(want))
+		nb := r.getBuf(int(want))
 		copy(*nb, old)
 		if r.buf != nil {
-			putBuf(r.buf)
+			r.putBuf(r.buf)
 		}
 		r.buf = nb
 	} else {
@@ -619,7 +665,7 @@ func (r *ColumnReader) chunkBytes(off, n int64) ([]byte, error) {
 	}
 	r.bufOff = off
 	if err := readFull(r.f.in, (*r.buf)[keep:want], r.start+off+keep); err != nil {
-		putBuf(r.buf)
+		r.putBuf(r.buf)
 		r.buf = nil
 		return nil, fmt.Errorf("reading column chunk: %w", err)
 	}

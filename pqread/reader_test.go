@@ -119,7 +119,7 @@ func TestColumnReaderEqualsSlice(t *testing.T) {
 						continue // the dictionary form is the plain one
 					}
 					what := fmt.Sprintf("%s rg %d %q dict %v", path, rg, ci.Name, dict)
-					whole, werr := f.readWhole(rg, ci, dict)
+					whole, werr := f.readWhole(rg, ci, dict, nil)
 					if werr != nil {
 						_, err := readRows(f, rg, ci, RowRange{Lo: 0, Hi: int(rows), Rest: true, Dict: dict})
 						if err == nil || err.Error() != werr.Error() {
@@ -392,7 +392,7 @@ func TestDecodedColumnsOutliveBuffers(t *testing.T) {
 		for _, ci := range f.Columns() {
 			for _, dict := range []bool{false, true} {
 				e := entry{what: fmt.Sprintf("row group %d column %s dict %v", rg, ci.Name, dict), rg: rg, ci: ci, dict: dict}
-				c, err := f.readWhole(rg, ci, dict)
+				c, err := f.readWhole(rg, ci, dict, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -421,7 +421,7 @@ func TestDecodedColumnsOutliveBuffers(t *testing.T) {
 		putBuf(b)
 	}
 	for _, e := range got {
-		want, err := f.readWhole(e.rg, e.ci, e.dict)
+		want, err := f.readWhole(e.rg, e.ci, e.dict, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,7 +456,7 @@ func TestColumnReaderRecycle(t *testing.T) {
 			for _, window := range []int{0, 60} {
 				var last *Column
 				for rg, n := range f.RowGroups() {
-					want, err := f.readWhole(rg, ci, dict)
+					want, err := f.readWhole(rg, ci, dict, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -856,7 +856,7 @@ func TestColumnReaderBytePages(t *testing.T) {
 			if d && !dictOnly {
 				continue
 			}
-			whole, err := f.readWhole(0, ci, d)
+			whole, err := f.readWhole(0, ci, d, nil)
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
@@ -1305,7 +1305,7 @@ func TestMarksRandomOrderBytes(t *testing.T) {
 		ci, _ := f.Lookup("x")
 		whole := map[bool]*Column{}
 		for _, d := range []bool{false, true} {
-			c, err := f.readWhole(0, ci, d)
+			c, err := f.readWhole(0, ci, d, nil)
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}

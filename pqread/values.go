@@ -191,6 +191,24 @@ func (v *values) growBytes(n int) []byte {
 	panic("growBytes on a variable-width kind")
 }
 
+// spare returns the values of a fixed-width kind v has room for past
+// those it holds (0 for other kinds).
+func (v *values) spare() int {
+	switch v.kind {
+	case KindInt32:
+		return cap(v.i32) - len(v.i32)
+	case KindFloat32:
+		return cap(v.f32) - len(v.f32)
+	case KindInt64:
+		return cap(v.i64) - len(v.i64)
+	case KindFloat64:
+		return cap(v.f64) - len(v.f64)
+	case KindFixed, KindInt96:
+		return (cap(v.fix) - len(v.fix)) / v.width
+	}
+	return 0
+}
+
 // shrink drops the last n values added by growBytes.
 func (v *values) shrink(n int) {
 	switch v.kind {

@@ -113,6 +113,7 @@ func (d *decoder) run(ctx context.Context) error {
 			if !adm.Admit(ctx, g.cost) {
 				return
 			}
+			d.open(g)
 			if g.windows != nil {
 				ch <- work{task: g.tasks[0], windowed: true}
 				continue
@@ -192,6 +193,7 @@ func (d *decoder) run(ctx context.Context) error {
 				}
 			}
 			g.vals = nil
+			g.close()
 			adm.Release(g.cost)
 			if err != nil {
 				fail(seq, err)

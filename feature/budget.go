@@ -9,7 +9,7 @@ import "github.com/prepml/prep/source"
 //	share                                  bytes                                   method
 //	object-store read-ahead                min(L/4, source.DefaultReadAheadBytes)  ReadAhead
 //	the rest, when reading an object store L - ReadAhead                           AfterReadAhead
-//	footers held between Compile, Decode   L/4 (verify --deep: 64 MiB)             Budget.Footers
+//	footers held between Compile, Decode   L/4 (verify --deep: min(Memory/2, 64 MiB))  Budget.Footers
 //	anonymous memory: staging records,     L/2                                     Anon
 //	  then the values arena beside them
 //	Go heap                                L - anonymous memory used               Heap

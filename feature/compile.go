@@ -251,6 +251,14 @@ func compileTensor(t *TensorSpec, files []fileSchema) (*tensorPlan, error) {
 					Err: schemaErrorf("no column matches columns_regex %q", t.ColumnsRegex)}
 			}
 		}
+		if fi > 0 && slices.EqualFunc(cols, tp.cols[fi-1], pqread.ColumnInfo.Equal) {
+			// Files of one schema share one copy of the tensor's columns
+			// and classes for the whole run: 5,000 columns resolved in each
+			// of 16 files held 20 MB of the Go heap.
+			tp.cols = append(tp.cols, tp.cols[fi-1])
+			tp.classes = append(tp.classes, tp.classes[fi-1])
+			continue
+		}
 		classes := make([]srcClass, len(cols))
 		for j, ci := range cols {
 			cls, err := classify(ci, t, dt)

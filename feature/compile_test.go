@@ -90,3 +90,52 @@ func TestNarrowFloatConstantsRefused(t *testing.T) {
 		}
 	}
 }
+
+// xyRow and axyRow are two schemas whose columns x and y a regex selects:
+// in axyRow they sit at other leaf indexes.
+type xyRow struct {
+	X float32 `parquet:"x"`
+	Y float32 `parquet:"y"`
+}
+
+type axyRow struct {
+	A int64   `parquet:"a"`
+	X float32 `parquet:"x"`
+	Y float32 `parquet:"y"`
+}
+
+// TestCompileSharesColumnsOfOneSchema pins the fault where a tensor's
+// resolved columns were copied once per source file and held for the whole
+// run (5,000 columns in 16 files: 20 MB of the heap, over a 32 MiB memory
+// limit): consecutive files whose columns are Equal share one slice of
+// columns and of classes, and a file of another layout has its own.
+func TestCompileSharesColumnsOfOneSchema(t *testing.T) {
+	dir := t.TempDir()
+	pqfixture.Of(xyRow{1, 2}, xyRow{3, 4}).WriteFile(t, filepath.Join(dir, "a.parquet"))
+	pqfixture.Of(xyRow{5, 6}).WriteFile(t, filepath.Join(dir, "b.parquet"))
+	pqfixture.Of(axyRow{7, 8, 9}).WriteFile(t, filepath.Join(dir, "c.parquet"))
+	p := featuretest.MakePlan(t, dir, featuretest.DefaultConfig)
+	spec := &Spec{Tensors: []TensorSpec{{Name: "v", ColumnsRegex: "^[xy]$", DType: "F32"}}}
+	files, plans, err := openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeSources(files)
+	tp := plans[0]
+	if len(tp.cols) != 3 || len(tp.classes) != 3 {
+		t.Fatalf("columns of %d files, classes of %d; want 3", len(tp.cols), len(tp.classes))
+	}
+	if &tp.cols[0][0] != &tp.cols[1][0] || &tp.classes[0][0] != &tp.classes[1][0] {
+		t.Errorf("a.parquet and b.parquet (one schema) hold separate copies of the columns or classes")
+	}
+	if &tp.cols[2][0] == &tp.cols[1][0] {
+		t.Fatalf("c.parquet shares b.parquet's columns")
+	}
+	for fi, want := range [][]int{{0, 1}, {0, 1}, {1, 2}} {
+		for j, ci := range tp.cols[fi] {
+			if ci.Index != want[j] || ci.Name != []string{"x", "y"}[j] {
+				t.Errorf("file %d value %d: column %s at leaf %d, want %s at %d", fi, j, ci.Name, ci.Index, []string{"x", "y"}[j], want[j])
+			}
+		}
+	}
+}

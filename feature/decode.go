@@ -118,6 +118,7 @@ func (d *decoder) run(ctx context.Context) error {
 			if !adm.Admit(ctx, g.cost) {
 				return
 			}
+			d.open(g)
 			if g.windows != nil {
 				ch <- work{task: g.tasks[0], windowed: true}
 				continue
@@ -204,6 +205,7 @@ func (d *decoder) run(ctx context.Context) error {
 				assembled[k] = nil
 			}
 			g.vals = nil
+			g.close()
 			adm.Release(g.cost)
 			if err != nil {
 				fail(seq, err)

@@ -44,9 +44,19 @@ func (s *Samples) Sample(t, i int) []byte {
 	return s.Data[t][i*n : (i+1)*n]
 }
 
-// materializeFooters is the estimated footer heap Materialize keeps held
-// between opening the files and decoding.
+// materializeFooters is the most estimated footer heap Materialize keeps
+// held between opening the files and decoding (materializeFootersFor).
 const materializeFooters = 64 << 20
+
+// materializeFootersFor returns the estimated footer heap a
+// materialization under lim keeps held between opening the files and
+// decoding: half of lim.Memory (a quarter of a share of the limit whose
+// other half decodes, as Budget.Footers is of a conversion's), at most
+// materializeFooters. A fixed 64 MiB held eight footers of 5,000 columns
+// (72 MB of heap) under verify --deep --memory-limit 32MiB.
+func materializeFootersFor(lim Bounds) int64 {
+	return min(materializeFooters, max(1, lim.memory()/2))
+}
 
 // Bounds are the memory bounds of a materialization.
 type Bounds struct {
@@ -66,8 +76,9 @@ type Bounds struct {
 // allowed) from the plan's source with the spec's transforms, exactly as
 // convert writes them into shards, reading only the row groups that hold
 // them, from st (nil: the local directory p.Source.Root): Compile under a
-// Budget of lim.Run (footers held: 64 MiB), then Program.Samples with the
-// decoded column chunks in flight bounded by lim.Memory. Memory: twice
+// Budget of lim.Run (footers held: half of lim.Memory, at most 64 MiB),
+// then Program.Samples with the decoded column chunks in flight bounded
+// by lim.Memory. Memory: twice
 // the samples' bytes (staged, then copied out) plus about lim.Memory,
 // plus the footers of the files read; jagged values are staged in
 // anonymous memory sized by the footers' bound for the row groups read
@@ -279,10 +290,10 @@ func (pr *Program) Hold(ctx context.Context, ids []uint64, memory int64) (*HeldS
 }
 
 // compileFor compiles spec for a materialization under lim: rows bounded
-// as a run under lim.Run (<= 0: lim.Memory) bounds them, 64 MiB of
-// footers held.
+// as a run under lim.Run (<= 0: lim.Memory) bounds them, footers held
+// within materializeFootersFor(lim).
 func compileFor(ctx context.Context, st source.Store, p *plan.Plan, spec *Spec, lim Bounds) (*Program, error) {
-	return Compile(ctx, p, st, spec, Budget{Limit: lim.run(), Footers: materializeFooters})
+	return Compile(ctx, p, st, spec, Budget{Limit: lim.run(), Footers: materializeFootersFor(lim)})
 }
 
 // memory returns the decoding bound, DefaultMemoryLimit when unset.

@@ -10,6 +10,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/prepml/prep/feature/featuretest"
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/pqread"
 )
 
 // TestHold: sample i of Hold is ids[i], fixed
@@ -141,4 +142,44 @@ func jagFixture(t testing.TB, cfg plan.Config) (*plan.Plan, *Spec) {
 		t.Fatal(err)
 	}
 	return featuretest.MakePlan(t, src, cfg), spec
+}
+
+// TestMaterializeFootersWithinMemory pins the fault where a
+// materialization (verify --deep) kept 64 MiB of footers held from
+// compiling to decoding whatever its memory bound (eight footers of 5,000
+// columns, 72 MB of heap, under --memory-limit 32MiB): the footers held
+// are estimated at half of Bounds.Memory at most, 64 MiB when it is unset.
+func TestMaterializeFootersWithinMemory(t *testing.T) {
+	const files = 8
+	p := copiesPlan(t, files)
+	spec := &Spec{Tensors: []TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}
+	fs, _, err := openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeSources(fs)
+	cost := fs[0].footerCost
+	for _, c := range []struct {
+		lim       Bounds
+		footers   int64
+		heldFiles int64
+	}{
+		{Bounds{}, 64 << 20, files},
+		{Bounds{Memory: 32 << 20}, 16 << 20, files},
+		{Bounds{Memory: 6*cost + 1}, 3 * cost, 3},
+		{Bounds{Memory: 1, Run: 1 << 30}, 1, 0},
+	} {
+		if got := materializeFootersFor(c.lim); got != c.footers {
+			t.Errorf("Memory %d: %d bytes of footers, want %d", c.lim.Memory, got, c.footers)
+		}
+		base := footersHeld.Load()
+		prog, err := compileFor(context.Background(), nil, p, spec, c.lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := footersHeld.Load() - base; n != c.heldFiles {
+			t.Errorf("Memory %d: %d footers held after compiling, want %d", c.lim.Memory, n, c.heldFiles)
+		}
+		prog.Close()
+	}
 }

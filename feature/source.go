@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -188,8 +189,14 @@ func openForSpec(ctx context.Context, p *plan.Plan, st source.Store, spec *Spec,
 		}
 		f := &sourceFile{rel: m.Path, path: sf.Parquet.Path(), start: start, meta: m, st: st, lim: lim}
 		start += uint64(m.Rows())
-		schemas = append(schemas, f.schema(sf.Parquet, names, regexes, maps))
-		schemas[len(schemas)-1].part = parts[m.Path]
+		fs := f.schema(sf.Parquet, names, regexes, maps)
+		if n := len(schemas); n > 0 && slices.EqualFunc(fs.columns, schemas[n-1].columns, pqread.ColumnInfo.Equal) {
+			// Files of one schema share one copy of its columns until the
+			// spec is compiled (16 files of 5,000 columns: 13 MB).
+			fs.columns = schemas[n-1].columns
+		}
+		fs.part = parts[m.Path]
+		schemas = append(schemas, fs)
 		files = append(files, f)
 		if keep -= f.footerCost; keep >= 0 {
 			f.held = sf

@@ -101,20 +101,16 @@ func TestValueLimit(t *testing.T) {
 	}
 }
 
-// TestFootersHeldOnlyWhileRead pins the fault where convert kept every
-// file's decoded footer for the whole run (16 files of 5,000 columns: 250
-// MiB of heap under --memory-limit 32MiB): after the spec is compiled no
-// footer is held beyond a budget, during decoding only those of the files being read (here
-// one row group fits the limit at a time, so at most two: the one finishing
-// and the next), and none after the run.
-func TestFootersHeldOnlyWhileRead(t *testing.T) {
+// copiesPlan plans n copies of testdata's good.parquet (30 rows of a FLOAT
+// x in 3 row groups each) as one source.
+func copiesPlan(t *testing.T, n int) *plan.Plan {
+	t.Helper()
 	root := t.TempDir()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "cases", "B19-corrupt-files", "good.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const files = 8
-	for i := range files {
+	for i := range n {
 		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("part-%d.parquet", i)), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -127,6 +123,18 @@ func TestFootersHeldOnlyWhileRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// TestFootersHeldOnlyWhileRead pins the fault where convert kept every
+// file's decoded footer for the whole run (16 files of 5,000 columns: 250
+// MiB of heap under --memory-limit 32MiB): after the spec is compiled no
+// footer is held beyond a budget, during decoding only those of the files being read (here
+// one row group fits the limit at a time, so at most two: the one finishing
+// and the next), and none after the run.
+func TestFootersHeldOnlyWhileRead(t *testing.T) {
+	const files = 8
+	p := copiesPlan(t, files)
 	spec := &Spec{Tensors: []TensorSpec{{Name: "x", Column: "x", DType: "F32"}}}
 	base := footersHeld.Load()
 	fs, _, err := openForSpec(context.Background(), p, nil, spec, pqread.Limits{}, 0)

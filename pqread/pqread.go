@@ -63,6 +63,7 @@ package pqread
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -229,6 +230,20 @@ type ColumnInfo struct {
 	// for this column (more than two levels of lists, a map inside a list or
 	// map); it names the column and says why.
 	Unsupported string
+}
+
+// Equal reports whether c and d describe the same column in the same
+// place: every field equal, Path element by element. Files written with
+// one schema have equal columns, so a caller holding the columns of many
+// such files can keep one copy.
+func (c ColumnInfo) Equal(d ColumnInfo) bool {
+	return c.Index == d.Index && c.Name == d.Name && slices.Equal(c.Path, d.Path) &&
+		c.Physical == d.Physical && c.Kind == d.Kind && c.Logical == d.Logical &&
+		c.Precision == d.Precision && c.Scale == d.Scale && c.BitWidth == d.BitWidth &&
+		c.Unsigned == d.Unsigned && c.TimeUnit == d.TimeUnit && c.UTC == d.UTC && c.Width == d.Width &&
+		c.Nullable == d.Nullable && c.List == d.List && c.ElemNullable == d.ElemNullable &&
+		c.MaxDef == d.MaxDef && c.MaxRep == d.MaxRep && c.Depth == d.Depth &&
+		c.Group == d.Group && c.MapRole == d.MapRole && c.Unsupported == d.Unsupported
 }
 
 // Column is one decoded column chunk: one row group of one leaf column.

@@ -27,9 +27,10 @@ const (
 )
 
 // memLimitRows returns the convert row (260 rows of 1,000,000 INT32
-// zeros, --memory-limit 1GiB --jobs 1) and the verify --deep row (40 rows
-// of 1,000,000 INT64 zeros converted under 32 MiB with a global batch of
-// 1, checked under 32 MiB).
+// zeros, --memory-limit 1GiB --jobs 1), the verify --deep row (40 rows of
+// 1,000,000 INT64 zeros converted under 32 MiB with a global batch of 1,
+// checked under 32 MiB) and the verify --deep row of the wide input
+// (verifyWideRow).
 func (d *driver) memLimitRows() []*Row {
 	prep := d.exe("prep")
 	i32, i64 := filepath.Join(d.data, "long-i32.parquet"), filepath.Join(d.data, "long-i64.parquet")
@@ -76,13 +77,47 @@ func (d *driver) memLimitRows() []*Row {
 		made = true
 		return nil
 	}
-	rows := []*Row{conv, ver}
+	rows := []*Row{conv, ver, d.verifyWideRow(run)}
 	if !d.has("prep") {
 		for _, r := range rows {
 			r.Err = d.missing("cmd/prep")
 		}
 	}
 	return rows
+}
+
+// verifyWideRow is the verify --deep row over wide footers: the shard set
+// of the wide input (16 files of gen.WideColumns columns, about 6 MiB of
+// heap per decoded footer), converted once under 32 MiB as the wide
+// convert row converts it, checked under 32 MiB.
+func (d *driver) verifyWideRow(run func(args ...string) error) *Row {
+	prep := d.exe("prep")
+	const files = 16
+	spec, planPath := filepath.Join(d.work, "spec-wide.yaml"), filepath.Join(d.work, "plan-verify-wide-m32.json")
+	out := filepath.Join(d.work, "out-verify-wide-m32")
+	rows := int64(files * gen.WideRows)
+	r := &Row{ID: "verify-wide-m32", Label: fmt.Sprintf("`prep verify --deep` --memory-limit 32MiB: %d files of %d columns, %d rows each, converted under 32 MiB", files, gen.WideColumns, gen.WideRows),
+		Argv: []string{prep, "verify", out, "--deep", "--memory-limit", "32MiB"},
+		Rows: rows, Bytes: rows * gen.WideColumns * 4, Runs: 3}
+	made := false
+	r.Setup = func() error {
+		if made {
+			return nil
+		}
+		if err := os.WriteFile(spec, []byte(specWide), 0o644); err != nil {
+			return err
+		}
+		if err := run(prep, "plan", "--source", filepath.Join(d.data, "wide"), "--seed", "1", "--global-batch", "64", "--shuffle", "global", "-o", planPath); err != nil {
+			return err
+		}
+		os.RemoveAll(out)
+		if err := run(prep, "convert", "--plan", planPath, "--spec", spec, "-o", out, "--jobs", "2", "--memory-limit", "32MiB"); err != nil {
+			return err
+		}
+		made = true
+		return nil
+	}
+	return r
 }
 
 // memLimitTargets are the targets of the memory-limit rows: peak RSS (the
@@ -95,6 +130,7 @@ func (rep *report) memLimitTargets() []target {
 	}{
 		{"convert-long-m1g", "convert peak RSS, 260 rows x 1,000,000 INT32 zeros (--memory-limit 1GiB --jobs 1)", 1 << 30},
 		{"verify-long-m32", "verify --deep peak RSS, 40 rows x 1,000,000 INT64 zeros (--memory-limit 32MiB)", 32 << 20},
+		{"verify-wide-m32", "verify --deep peak RSS, 16 files x 5,000 columns (--memory-limit 32MiB)", 32 << 20},
 	} {
 		t := target{Name: c.name, Goal: fmt.Sprintf("<= %s + %s", fmtBytes(c.limit), fmtBytes(memLimitConstant))}
 		if r := rep.row(c.id); r != nil && r.OK() {

@@ -302,6 +302,9 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 		}
 		return fmt.Errorf("reading source footers: %w", err)
 	}
+	if err := checkOutputNotInput(o.output, o.sourcesFile, src, remote == nil); err != nil {
+		return err
+	}
 	// The epoch digests cost O(N) each: one progress bar per epoch.
 	var bar *progress
 	barEpoch, done := -1, 0
@@ -598,6 +601,36 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 	}
 	if o.asJSON {
 		return newJSONEncoder(g.stdout).Encode(out)
+	}
+	return nil
+}
+
+// checkOutputNotInput refuses an output path that names the sources file
+// or, for a local source, one of its files (the same file, through any
+// name or link): the plan would replace the data it is made from.
+func checkOutputNotInput(output, sourcesFile string, src plan.Source, local bool) error {
+	out, err := os.Stat(output)
+	if err != nil || !out.Mode().IsRegular() {
+		return nil // a new file, or one Save refuses
+	}
+	if sourcesFile != "" {
+		if in, err := os.Stat(sourcesFile); err == nil && os.SameFile(out, in) {
+			return usagef("--output %s is the sources file %s: the plan would replace it", output, sourcesFile)
+		}
+	}
+	if !local {
+		return nil
+	}
+	for _, files := range [][]plan.SourceFile{src.Files, src.EmptyFiles} {
+		for _, f := range files {
+			if f.Size != out.Size() {
+				continue // not the same file; saves a stat per file
+			}
+			path := filepath.Join(src.Root, filepath.FromSlash(f.Path))
+			if in, err := os.Stat(path); err == nil && os.SameFile(out, in) {
+				return usagef("--output %s is the source file %s: the plan would replace it", output, path)
+			}
+		}
 	}
 	return nil
 }

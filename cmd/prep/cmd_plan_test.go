@@ -303,3 +303,47 @@ func TestPlanReportsSkippedFiles(t *testing.T) {
 		t.Errorf("sources file: exit %d, %v, %s %s", code, err, out, errs)
 	}
 }
+
+// TestPlanRefusesOutputThatIsAnInput pins a fault: -o naming a source
+// file, or the sources file, replaced it with the plan (exit 0), so the
+// data the plan was made from was lost. Each is now a usage error, named,
+// and the file is left as it was.
+func TestPlanRefusesOutputThatIsAnInput(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "ml", "venomx", "embeddings.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "a.parquet")
+	sources := filepath.Join(dir, "mix.yaml")
+	yaml := "sources:\n  - name: a\n    path: a.parquet\n"
+	for name, body := range map[string]string{src: string(data), sources: yaml} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "link.parquet")
+	if err := os.Link(src, link); err != nil {
+		t.Skipf("hard link: %v", err)
+	}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--source", src, "-o", src}, "--output " + src + " is the source file " + src + ": the plan would replace it"},
+		{[]string{"--source", dir, "-o", link}, "--output " + link + " is the source file " + filepath.Join(dir, "a.parquet") + ": the plan would replace it"},
+		{[]string{"--sources", sources, "-o", sources}, "--output " + sources + " is the sources file " + sources + ": the plan would replace it"},
+		{[]string{"--sources", sources, "-o", link}, "--output " + link + " is the source file " + src + ": the plan would replace it"},
+	} {
+		code, _, errs := runPrep(append([]string{"plan", "--global-batch", "4"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.msg)
+		}
+	}
+	if b, err := os.ReadFile(src); err != nil || string(b) != string(data) {
+		t.Errorf("source file changed (%v)", err)
+	}
+	if b, err := os.ReadFile(sources); err != nil || string(b) != yaml {
+		t.Errorf("sources file changed: %q (%v)", b, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/prepml/prep/internal/atomicfile"
@@ -119,4 +120,26 @@ func (s *Saving) Abort() {
 	if s != nil {
 		s.pend.Abort()
 	}
+}
+
+// LeftoverTemps lists the files "<path>.tmp-*" beside path (the names a
+// plan file being written has, atomicfile), sorted: what a run killed
+// before renaming its file left, or what one still running writes. Nothing
+// removes them, since a running plan's cannot be told from a dead one's.
+func LeftoverTemps(path string) []string {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var left []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), base+atomicfile.TempSuffix) {
+			left = append(left, filepath.Join(dir, e.Name()))
+		}
+	}
+	return left
 }

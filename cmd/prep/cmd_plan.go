@@ -358,6 +358,9 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	if err != nil {
 		return err
 	}
+	if left := plan.LeftoverTemps(o.output); len(left) > 0 {
+		g.log.Warn("temporary plan files beside the output, left by a prep plan killed before it renamed its file (or from one still running): delete them once no prep plan writes this output", "files", strings.Join(left, ", "))
+	}
 	s := planSummary{
 		Plan: o.output, Samples: p.NumSamples(), Files: len(src.Files), EmptyFiles: []string{}, RowGroups: p.Derived.Blocks,
 		Epochs: cfg.Epochs, GlobalBatch: cfg.GlobalBatch, BatchSize: p.BatchSize(), WorldSize: cfg.WorldSize, Workers: cfg.Workers,

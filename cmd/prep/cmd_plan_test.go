@@ -347,3 +347,25 @@ func TestPlanRefusesOutputThatIsAnInput(t *testing.T) {
 		t.Errorf("sources file changed: %q (%v)", b, err)
 	}
 }
+
+// TestPlanWarnsOfLeftoverTemps pins that prep plan names the temporary
+// files a plan killed outright left beside its output (it writes
+// "<output>.tmp-*" while the epoch digests are computed), and only those.
+func TestPlanWarnsOfLeftoverTemps(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.json")
+	for _, name := range []string{"p.json.tmp-123", "p.json.tmp-9", "q.json.tmp-1", "p.jsonx"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := filepath.Join("..", "..", "testdata", "ml", "venomx", "embeddings.parquet")
+	code, _, errs := runPrep("plan", "--source", src, "--global-batch", "4", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := "files=\"" + filepath.Join(dir, "p.json.tmp-123") + ", " + filepath.Join(dir, "p.json.tmp-9") + "\""
+	if !strings.Contains(errs, "temporary plan files beside the output") || !strings.Contains(errs, want) {
+		t.Errorf("stderr %q, want a warning with %s", errs, want)
+	}
+}

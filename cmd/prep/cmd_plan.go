@@ -254,6 +254,13 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	// Ctrl-C or SIGTERM stops footer reading and the epoch digests.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks for that clean stop; a run blocked where it
+	// does not watch ctx (a named pipe given as --sources, a hung file
+	// system) never gets there, so the next signal ends the process.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	cfg, err := o.config()
 	if err != nil {
 		return err

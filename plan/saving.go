@@ -60,6 +60,26 @@ func checkSavePath(path string) error {
 	return nil
 }
 
+// CheckOutput refuses, before any source is read, a plan file path that
+// Save would refuse (checkSavePath) or could not write into: one whose
+// directory does not exist or is not a directory. Errors wrap ErrConfig.
+func CheckOutput(path string) error {
+	if err := checkSavePath(path); err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil && os.IsNotExist(err):
+		return &Error{Path: path, Err: fmt.Errorf("directory %s does not exist: %w", dir, ErrConfig)}
+	case err != nil:
+		return &Error{Path: path, Err: fmt.Errorf("directory %s: %v: %w", dir, err, ErrConfig)}
+	case !fi.IsDir():
+		return &Error{Path: path, Err: fmt.Errorf("%s is not a directory: %w", dir, ErrConfig)}
+	}
+	return nil
+}
+
 // beginSave writes p's file with placeholder epoch digests to a temporary
 // file beside path (atomicfile.Begin).
 func (p *Plan) beginSave(path string) (*Saving, error) {

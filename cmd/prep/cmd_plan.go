@@ -271,6 +271,11 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	if err := o.io.check(); err != nil {
 		return err
 	}
+	// A bad output path is refused before footers are read or filters
+	// evaluated (minutes over an object store), not after.
+	if err := plan.CheckOutput(o.output); err != nil {
+		return usageError{err}
+	}
 	var (
 		src     plan.Source
 		remote  *s3Source

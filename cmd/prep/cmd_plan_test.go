@@ -369,3 +369,29 @@ func TestPlanWarnsOfLeftoverTemps(t *testing.T) {
 		t.Errorf("stderr %q, want a warning with %s", errs, want)
 	}
 }
+
+// TestPlanRefusesBadOutputFirst pins that a plan file path prep plan
+// cannot write is refused before any source is read: it was refused only
+// once the footers were read and the filters evaluated (minutes over an
+// object store), and a missing directory was reported as the temporary
+// file's ("open DIR/p.json.tmp-123: no such file or directory"). The
+// source here does not exist, so an error about it would mean it was read
+// first.
+func TestPlanRefusesBadOutputFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.parquet")
+	for _, c := range []struct{ out, msg string }{
+		{filepath.Join(dir, "nodir", "p.json"), filepath.Join(dir, "nodir", "p.json") + ": directory " + filepath.Join(dir, "nodir") + " does not exist: invalid plan configuration"},
+		{filepath.Join(file, "p.json"), filepath.Join(file, "p.json") + ": " + file + " is not a directory: invalid plan configuration"},
+		{dir, dir + ": exists and is not a regular file (d---------); the plan file must be a regular file: invalid plan configuration"},
+	} {
+		code, _, errs := runPrep("plan", "--source", missing, "--global-batch", "4", "-o", c.out)
+		if code != 2 || errs != "prep: "+c.msg+"\n" {
+			t.Errorf("-o %s: exit %d, stderr %q; want 2 and %q", c.out, code, errs, c.msg)
+		}
+	}
+}

@@ -48,11 +48,15 @@ func NewMixtureContextSaving(ctx context.Context, src Source, cfg Config, mix *M
 	return p, sv, nil
 }
 
-// checkSavePath refuses what Save refuses: an empty path, and one that
-// exists but is not a regular file.
+// checkSavePath refuses what Save refuses: an empty path, one under /dev
+// or /proc or a symbolic link into them (streamPath), and one that exists
+// but is not a regular file.
 func checkSavePath(path string) error {
 	if path == "" {
 		return &Error{Field: "output", Err: fmt.Errorf("empty plan file name: %w", ErrConfig)}
+	}
+	if streamPath(path) {
+		return &Error{Path: path, Err: fmt.Errorf("names a device or a stream (under /dev or /proc), not a file: the plan is written to a temporary file beside it and renamed over it; give a file path: %w", ErrConfig)}
 	}
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return &Error{Path: path, Err: fmt.Errorf("exists and is not a regular file (%s); the plan file must be a regular file: %w", fi.Mode().Type(), ErrConfig)}
@@ -78,6 +82,41 @@ func CheckOutput(path string) error {
 		return &Error{Path: path, Err: fmt.Errorf("%s is not a directory: %w", dir, ErrConfig)}
 	}
 	return nil
+}
+
+// streamPath reports whether path, or the target of a symbolic link at
+// path, is under /dev (but /dev/shm) or /proc: /dev/stdout,
+// /proc/self/fd/1. Such a file, regular when a stream is redirected to
+// one, cannot take the plan: the rename that puts it in place would
+// replace the link itself (as root, the system's /dev/stdout) and leave
+// the stream empty.
+func streamPath(path string) bool {
+	under := func(p string) bool {
+		if p == "/dev/shm" || strings.HasPrefix(p, "/dev/shm/") {
+			return false // a file system for files
+		}
+		for _, d := range []string{"/dev", "/proc"} {
+			if p == d || strings.HasPrefix(p, d+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if under(abs) {
+		return true
+	}
+	t, err := os.Readlink(abs)
+	if err != nil {
+		return false
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(abs), t)
+	}
+	return under(filepath.Clean(t))
 }
 
 // beginSave writes p's file with placeholder epoch digests to a temporary

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/prepml/prep/internal/atomicfile"
@@ -47,16 +48,75 @@ func NewMixtureContextSaving(ctx context.Context, src Source, cfg Config, mix *M
 	return p, sv, nil
 }
 
-// checkSavePath refuses what Save refuses: an empty path, and one that
-// exists but is not a regular file.
+// checkSavePath refuses what Save refuses: an empty path, one under /dev
+// or /proc or a symbolic link into them (streamPath), and one that exists
+// but is not a regular file.
 func checkSavePath(path string) error {
 	if path == "" {
 		return &Error{Field: "output", Err: fmt.Errorf("empty plan file name: %w", ErrConfig)}
+	}
+	if streamPath(path) {
+		return &Error{Path: path, Err: fmt.Errorf("names a device or a stream (under /dev or /proc), not a file: the plan is written to a temporary file beside it and renamed over it; give a file path: %w", ErrConfig)}
 	}
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return &Error{Path: path, Err: fmt.Errorf("exists and is not a regular file (%s); the plan file must be a regular file: %w", fi.Mode().Type(), ErrConfig)}
 	}
 	return nil
+}
+
+// CheckOutput refuses, before any source is read, a plan file path that
+// Save would refuse (checkSavePath) or could not write into: one whose
+// directory does not exist or is not a directory. Errors wrap ErrConfig.
+func CheckOutput(path string) error {
+	if err := checkSavePath(path); err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil && os.IsNotExist(err):
+		return &Error{Path: path, Err: fmt.Errorf("directory %s does not exist: %w", dir, ErrConfig)}
+	case err != nil:
+		return &Error{Path: path, Err: fmt.Errorf("directory %s: %v: %w", dir, err, ErrConfig)}
+	case !fi.IsDir():
+		return &Error{Path: path, Err: fmt.Errorf("%s is not a directory: %w", dir, ErrConfig)}
+	}
+	return nil
+}
+
+// streamPath reports whether path, or the target of a symbolic link at
+// path, is under /dev (but /dev/shm) or /proc: /dev/stdout,
+// /proc/self/fd/1. Such a file, regular when a stream is redirected to
+// one, cannot take the plan: the rename that puts it in place would
+// replace the link itself (as root, the system's /dev/stdout) and leave
+// the stream empty.
+func streamPath(path string) bool {
+	under := func(p string) bool {
+		if p == "/dev/shm" || strings.HasPrefix(p, "/dev/shm/") {
+			return false // a file system for files
+		}
+		for _, d := range []string{"/dev", "/proc"} {
+			if p == d || strings.HasPrefix(p, d+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	if under(abs) {
+		return true
+	}
+	t, err := os.Readlink(abs)
+	if err != nil {
+		return false
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(abs), t)
+	}
+	return under(filepath.Clean(t))
 }
 
 // beginSave writes p's file with placeholder epoch digests to a temporary
@@ -119,4 +179,26 @@ func (s *Saving) Abort() {
 	if s != nil {
 		s.pend.Abort()
 	}
+}
+
+// LeftoverTemps lists the files "<path>.tmp-*" beside path (the names a
+// plan file being written has, atomicfile), sorted: what a run killed
+// before renaming its file left, or what one still running writes. Nothing
+// removes them, since a running plan's cannot be told from a dead one's.
+func LeftoverTemps(path string) []string {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var left []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), base+atomicfile.TempSuffix) {
+			left = append(left, filepath.Join(dir, e.Name()))
+		}
+	}
+	return left
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,5 +74,50 @@ func TestNewMixtureContextSaving(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("directory holds %d entries, want none", len(ents))
+	}
+}
+
+// TestSaveRefusesStreams pins a fault: -o /dev/stdout, with stdout
+// redirected to a file, passed as a regular file; the plan was written to
+// a temporary file in /dev and renamed over the /dev/stdout link itself
+// (as root), and the stream got nothing. A link to /proc/self/fd/N of a
+// file this test holds open is the same without touching /dev: it was
+// replaced by the plan file; it must stay a link.
+func TestSaveRefusesStreams(t *testing.T) {
+	dir := t.TempDir()
+	// A stream redirected to a file: this process's descriptor of one.
+	f, err := os.Create(filepath.Join(dir, "captured"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	link := filepath.Join(dir, "out")
+	if err := os.Symlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), link); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	rel := filepath.Join(dir, "rel")
+	if err := os.Symlink("../../../../../../../../../../dev/fd/1", rel); err != nil {
+		t.Fatal(err)
+	}
+	p := &Plan{}
+	for _, path := range []string{"/dev/stdout", "/dev/null", "/proc/self/fd/1", link, rel} {
+		err := p.Save(path)
+		want := path + ": names a device or a stream (under /dev or /proc), not a file: the plan is written to a temporary file beside it and renamed over it; give a file path: " + ErrConfig.Error()
+		if !errors.Is(err, ErrConfig) || err.Error() != want {
+			t.Errorf("Save(%s) = %v, want %s", path, err, want)
+		}
+		if err := CheckOutput(path); !errors.Is(err, ErrConfig) {
+			t.Errorf("CheckOutput(%s) = %v, want ErrConfig", path, err)
+		}
+	}
+	for _, path := range []string{"/dev/shm/plan.json", "/devices/plan.json", filepath.Join(dir, "plan.json")} {
+		if streamPath(path) {
+			t.Errorf("streamPath(%s) = true, want false", path)
+		}
+	}
+	for _, l := range []string{link, rel} {
+		if fi, err := os.Lstat(l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a symbolic link (%v)", l, err)
+		}
 	}
 }

@@ -8,13 +8,17 @@ import (
 
 // Faults on the mapping. A mapped shard (Open) cut short by someone else
 // after it was validated faults (SIGBUS) on the first access past its new
-// end. Open checks the size again once the file is mapped; after that, the
-// Reader's own accesses to the mapping run under faultGuard, which turns
-// such a fault into an error wrapping ErrSize.
+// end. Open checks the size again once the file is mapped; after that,
+// Open's own reads of the mapping and the Reader's accesses run under
+// faultGuard, which turns such a fault into an error wrapping ErrSize.
 
 // mappedHook, when set, is called with each file Open maps, before its size
 // is checked again (tests).
 var mappedHook func(f *os.File)
+
+// mappedCheckedHook, when set, is called with each file Open maps once its
+// size has been checked again, before the footer is read (tests).
+var mappedCheckedHook func(f *os.File)
 
 // faultGuard makes a memory fault on the mapping (the file was truncated
 // after it was opened and validated) an error wrapping ErrSize instead of a

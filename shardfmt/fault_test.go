@@ -40,6 +40,40 @@ func TestCutShortWhileMapping(t *testing.T) {
 	}
 }
 
+// TestCutShortAfterMappedSizeCheck pins that a shard cut short after
+// Open has checked its size again on the mapping, while Open still reads
+// its footer and tables through the mapping, fails Open with ErrSize
+// naming the footer's page (its first read past the new end), never a
+// crash.
+func TestCutShortAfterMappedSizeCheck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.shard")
+	writeShard(t, path, testOpts(5, 8), nil, nil, 2)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { mappedCheckedHook = nil }()
+	mappedCheckedHook = func(*os.File) {
+		if err := os.Truncate(path, 8192); err != nil {
+			t.Error(err)
+		}
+	}
+	r, err := Open(path)
+	if r != nil {
+		r.Close()
+		t.Skip("not mapped on this platform")
+	}
+	page := int64(os.Getpagesize())
+	footer := (st.Size() - FooterLen) / page * page
+	if footer < 8192 {
+		t.Fatalf("test shard of %d bytes: its footer is not past the cut", st.Size())
+	}
+	want := fmt.Sprintf("%s: footer at offset %d: wrong file size: memory fault reading the mapping (file cut short after open?)", path, footer)
+	if !errors.Is(err, ErrSize) || err.Error() != want {
+		t.Fatalf("Open = %v, want %s", err, want)
+	}
+}
+
 // TestFaultNamesBatchAndPage pins what a memory fault on the mapping of a
 // shard cut short after Open reports: ErrSize naming the batch, the
 // section holding the faulting address and the page of the file at the

@@ -137,6 +137,17 @@ func (r *Reader) open(mmap bool) error {
 			}
 		}
 	}
+	if r.data != nil && mappedCheckedHook != nil {
+		mappedCheckedHook(r.f)
+	}
+	return r.readSections()
+}
+
+// readSections runs validation steps 9 to 12. Mapped, they read the
+// mapping: a file cut short since its size was checked again faults, and
+// the fault is an error wrapping ErrSize, not a crash (faultGuard).
+func (r *Reader) readSections() (err error) {
+	defer r.faultGuard("file", -1, &err)()
 	// 9. footer
 	if err := r.checkFooter(); err != nil {
 		return err

@@ -254,6 +254,13 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	// Ctrl-C or SIGTERM stops footer reading and the epoch digests.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks for that clean stop; a run blocked where it
+	// does not watch ctx (a named pipe given as --sources, a hung file
+	// system) never gets there, so the next signal ends the process.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	cfg, err := o.config()
 	if err != nil {
 		return err
@@ -263,6 +270,11 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	}
 	if err := o.io.check(); err != nil {
 		return err
+	}
+	// A bad output path is refused before footers are read or filters
+	// evaluated (minutes over an object store), not after.
+	if err := plan.CheckOutput(o.output); err != nil {
+		return usageError{err}
 	}
 	var (
 		src     plan.Source
@@ -301,6 +313,9 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 			}
 		}
 		return fmt.Errorf("reading source footers: %w", err)
+	}
+	if err := checkOutputNotInput(o.output, o.sourcesFile, src, remote == nil); err != nil {
+		return err
 	}
 	// The epoch digests cost O(N) each: one progress bar per epoch.
 	var bar *progress
@@ -354,6 +369,9 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	}
 	if err != nil {
 		return err
+	}
+	if left := plan.LeftoverTemps(o.output); len(left) > 0 {
+		g.log.Warn("temporary plan files beside the output, left by a prep plan killed before it renamed its file (or from one still running): delete them once no prep plan writes this output", "files", strings.Join(left, ", "))
 	}
 	s := planSummary{
 		Plan: o.output, Samples: p.NumSamples(), Files: len(src.Files), EmptyFiles: []string{}, RowGroups: p.Derived.Blocks,
@@ -598,6 +616,36 @@ func runPlanShow(g *globalOptions, o *planShowOptions, path string, worker int) 
 	}
 	if o.asJSON {
 		return newJSONEncoder(g.stdout).Encode(out)
+	}
+	return nil
+}
+
+// checkOutputNotInput refuses an output path that names the sources file
+// or, for a local source, one of its files (the same file, through any
+// name or link): the plan would replace the data it is made from.
+func checkOutputNotInput(output, sourcesFile string, src plan.Source, local bool) error {
+	out, err := os.Stat(output)
+	if err != nil || !out.Mode().IsRegular() {
+		return nil // a new file, or one Save refuses
+	}
+	if sourcesFile != "" {
+		if in, err := os.Stat(sourcesFile); err == nil && os.SameFile(out, in) {
+			return usagef("--output %s is the sources file %s: the plan would replace it", output, sourcesFile)
+		}
+	}
+	if !local {
+		return nil
+	}
+	for _, files := range [][]plan.SourceFile{src.Files, src.EmptyFiles} {
+		for _, f := range files {
+			if f.Size != out.Size() {
+				continue // not the same file; saves a stat per file
+			}
+			path := filepath.Join(src.Root, filepath.FromSlash(f.Path))
+			if in, err := os.Stat(path); err == nil && os.SameFile(out, in) {
+				return usagef("--output %s is the source file %s: the plan would replace it", output, path)
+			}
+		}
 	}
 	return nil
 }

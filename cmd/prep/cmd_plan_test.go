@@ -303,3 +303,95 @@ func TestPlanReportsSkippedFiles(t *testing.T) {
 		t.Errorf("sources file: exit %d, %v, %s %s", code, err, out, errs)
 	}
 }
+
+// TestPlanRefusesOutputThatIsAnInput pins a fault: -o naming a source
+// file, or the sources file, replaced it with the plan (exit 0), so the
+// data the plan was made from was lost. Each is now a usage error, named,
+// and the file is left as it was.
+func TestPlanRefusesOutputThatIsAnInput(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "ml", "venomx", "embeddings.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "a.parquet")
+	sources := filepath.Join(dir, "mix.yaml")
+	yaml := "sources:\n  - name: a\n    path: a.parquet\n"
+	for name, body := range map[string]string{src: string(data), sources: yaml} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "link.parquet")
+	if err := os.Link(src, link); err != nil {
+		t.Skipf("hard link: %v", err)
+	}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--source", src, "-o", src}, "--output " + src + " is the source file " + src + ": the plan would replace it"},
+		{[]string{"--source", dir, "-o", link}, "--output " + link + " is the source file " + filepath.Join(dir, "a.parquet") + ": the plan would replace it"},
+		{[]string{"--sources", sources, "-o", sources}, "--output " + sources + " is the sources file " + sources + ": the plan would replace it"},
+		{[]string{"--sources", sources, "-o", link}, "--output " + link + " is the source file " + src + ": the plan would replace it"},
+	} {
+		code, _, errs := runPrep(append([]string{"plan", "--global-batch", "4"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.msg)
+		}
+	}
+	if b, err := os.ReadFile(src); err != nil || string(b) != string(data) {
+		t.Errorf("source file changed (%v)", err)
+	}
+	if b, err := os.ReadFile(sources); err != nil || string(b) != yaml {
+		t.Errorf("sources file changed: %q (%v)", b, err)
+	}
+}
+
+// TestPlanWarnsOfLeftoverTemps pins that prep plan names the temporary
+// files a plan killed outright left beside its output (it writes
+// "<output>.tmp-*" while the epoch digests are computed), and only those.
+func TestPlanWarnsOfLeftoverTemps(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.json")
+	for _, name := range []string{"p.json.tmp-123", "p.json.tmp-9", "q.json.tmp-1", "p.jsonx"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := filepath.Join("..", "..", "testdata", "ml", "venomx", "embeddings.parquet")
+	code, _, errs := runPrep("plan", "--source", src, "--global-batch", "4", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := "files=\"" + filepath.Join(dir, "p.json.tmp-123") + ", " + filepath.Join(dir, "p.json.tmp-9") + "\""
+	if !strings.Contains(errs, "temporary plan files beside the output") || !strings.Contains(errs, want) {
+		t.Errorf("stderr %q, want a warning with %s", errs, want)
+	}
+}
+
+// TestPlanRefusesBadOutputFirst pins that a plan file path prep plan
+// cannot write is refused before any source is read: it was refused only
+// once the footers were read and the filters evaluated (minutes over an
+// object store), and a missing directory was reported as the temporary
+// file's ("open DIR/p.json.tmp-123: no such file or directory"). The
+// source here does not exist, so an error about it would mean it was read
+// first.
+func TestPlanRefusesBadOutputFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.parquet")
+	for _, c := range []struct{ out, msg string }{
+		{filepath.Join(dir, "nodir", "p.json"), filepath.Join(dir, "nodir", "p.json") + ": directory " + filepath.Join(dir, "nodir") + " does not exist: invalid plan configuration"},
+		{filepath.Join(file, "p.json"), filepath.Join(file, "p.json") + ": " + file + " is not a directory: invalid plan configuration"},
+		{dir, dir + ": exists and is not a regular file (d---------); the plan file must be a regular file: invalid plan configuration"},
+	} {
+		code, _, errs := runPrep("plan", "--source", missing, "--global-batch", "4", "-o", c.out)
+		if code != 2 || errs != "prep: "+c.msg+"\n" {
+			t.Errorf("-o %s: exit %d, stderr %q; want 2 and %q", c.out, code, errs, c.msg)
+		}
+	}
+}

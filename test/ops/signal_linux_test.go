@@ -19,10 +19,27 @@ import (
 func TestSecondSignalEndsAStuckConvert(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "plan.json")
+	secondSignalEnds(t, fifo, "convert", "--plan", fifo, "--tensor", "id=id:I64", "-o", filepath.Join(dir, "out"))
+}
+
+// TestSecondSignalEndsAStuckPlan pins the same fault in prep plan: with
+// a named pipe as --sources it waited for a writer and swallowed every
+// SIGINT and SIGTERM.
+func TestSecondSignalEndsAStuckPlan(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "mix.yaml")
+	secondSignalEnds(t, fifo, "plan", "--sources", fifo, "--global-batch", "4", "-o", filepath.Join(dir, "plan.json"))
+}
+
+// secondSignalEnds makes the named pipe fifo, starts prep with args (which
+// open it), and checks that repeated SIGTERMs end the process blocked
+// opening it.
+func secondSignalEnds(t *testing.T, fifo string, args ...string) {
+	t.Helper()
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	run := startPrep(t, "convert", "--plan", fifo, "--tensor", "id=id:I64", "-o", filepath.Join(dir, "out"))
+	run := startPrep(t, args...)
 	// Wait until a thread of the process is blocked opening the pipe, so
 	// its signal handler is installed.
 	tasks := filepath.Join("/proc", strconv.Itoa(run.Cmd.Process.Pid), "task", "*", "wchan")
@@ -36,7 +53,7 @@ func TestSecondSignalEndsAStuckConvert(t *testing.T) {
 		return false
 	}
 	if !run.Poll(time.Millisecond, blocked) {
-		t.Fatalf("convert ended before blocking on the pipe: %+v", run.Wait())
+		t.Fatalf("%s ended before blocking on the pipe: %+v", args[0], run.Wait())
 	}
 	// SIGTERM every 20 ms; after 10 s, open the pipe's other end so a
 	// process that swallows them all can end (and the test fail).

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prepml/prep/plan"
+	"github.com/prepml/prep/shardset"
 	"github.com/prepml/prep/source"
 )
 
@@ -275,6 +276,9 @@ func runPlan(ctx context.Context, g *globalOptions, o *planOptions, po *plan.Pac
 	// evaluated (minutes over an object store), not after.
 	if err := plan.CheckOutput(o.output); err != nil {
 		return usageError{err}
+	}
+	if err := notShardSetPlan(o.output); err != nil {
+		return err
 	}
 	var (
 		src     plan.Source
@@ -648,4 +652,19 @@ func checkOutputNotInput(output, sourcesFile string, src plan.Source, local bool
 		}
 	}
 	return nil
+}
+
+// notShardSetPlan refuses an output that is a shard set's copy of the plan
+// that made it (OUT/plan.json beside OUT/manifest.json): convert wrote that
+// copy and checks reruns against it, so another plan there would leave the
+// set saying it was made by a plan it was not.
+func notShardSetPlan(output string) error {
+	dir := filepath.Dir(output)
+	if filepath.Base(output) != shardset.PlanName {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, shardset.ManifestName)); err != nil {
+		return nil
+	}
+	return usagef("--output %s is the copy of the plan that made the shard set %s (beside its %s), which convert checks reruns against: write the plan elsewhere", output, dir, shardset.ManifestName)
 }

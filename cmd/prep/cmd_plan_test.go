@@ -395,3 +395,33 @@ func TestPlanRefusesBadOutputFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRefusesShardSetPlan: -o naming a shard set's plan.json (beside
+// its manifest.json) is refused, exit 2, before any source is read, and
+// the copy is left as it was; a plan.json in a folder without a manifest
+// is written.
+func TestPlanRefusesShardSetPlan(t *testing.T) {
+	dir := t.TempDir()
+	set := filepath.Join(dir, "set")
+	if err := os.Mkdir(set, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"manifest.json": "{}\n", "plan.json": "the copy\n"} {
+		if err := os.WriteFile(filepath.Join(set, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(set, "plan.json")
+	code, _, errs := runPrep("plan", "--source", filepath.Join(dir, "missing.parquet"), "--global-batch", "4", "-o", out)
+	want := "prep: --output " + out + " is the copy of the plan that made the shard set " + set + " (beside its manifest.json), which convert checks reruns against: write the plan elsewhere\n"
+	if code != 2 || errs != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, errs, want)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "the copy\n" {
+		t.Errorf("the shard set's plan.json now holds %q", b)
+	}
+	src := filepath.Join("..", "..", "testdata", "ml", "venomx", "embeddings.parquet")
+	if code, _, errs := runPrep("plan", "--source", src, "--global-batch", "4", "-o", filepath.Join(dir, "plan.json"), "-q"); code != 0 {
+		t.Errorf("plan.json outside a shard set: exit %d, %s", code, errs)
+	}
+}

@@ -48,8 +48,9 @@ func (h *dictHashes) of(col *pqread.Column, buckets uint64) (hash []uint64, size
 	h.mu.Lock()
 	for i := range h.last {
 		if e := &h.last[i]; e.offs != nil && same(e) {
+			hash, size = e.hash, e.size // read under the lock: the entry may be replaced once it is released
 			h.mu.Unlock()
-			return e.hash, e.size
+			return hash, size
 		}
 	}
 	h.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prepml/prep/feature/featuretest"
@@ -129,5 +130,45 @@ func TestDictHashesKeptPerDictionary(t *testing.T) {
 				t.Errorf("round %d dictionary %d: hashed again right after", round, i)
 			}
 		}
+	}
+}
+
+// TestDictHashesShared: decode workers share one dictHashes; each gets the
+// right buckets while others replace its entries (run under -race, this
+// also pins that a kept entry is read under the lock).
+func TestDictHashesShared(t *testing.T) {
+	const buckets = 97
+	var cols []*pqread.Column
+	for d := range 9 { // more dictionaries than entries kept: they are replaced all along
+		c := &pqread.Column{Kind: pqread.KindBytes, DictOffsets: []int64{0}}
+		for e := range d + 1 {
+			c.DictData = append(c.DictData, fmt.Sprintf("d%d-e%d", d, e)...)
+			c.DictOffsets = append(c.DictOffsets, int64(len(c.DictData)))
+		}
+		cols = append(cols, c)
+	}
+	var h dictHashes
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 2000 {
+				c := cols[(w*5+k)%len(cols)]
+				hash, _ := h.of(c, buckets)
+				for e := range hash {
+					if v := c.DictData[c.DictOffsets[e]:c.DictOffsets[e+1]]; hash[e] != FNV1a64(v)%buckets {
+						errs <- fmt.Sprintf("worker %d: entry %d of %q: bucket %d, want %d", w, e, c.DictData, hash[e], FNV1a64(v)%buckets)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -452,14 +452,21 @@ func (p *Plan) Save(path string) error {
 	if err := checkSavePath(path); err != nil {
 		return err
 	}
-	parts, err := marshalParts(p) // Marshal's bytes, in pieces
+	parts, err := fileParts(p)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFileParts(path, append(parts, []byte{'\n'}), 0o644); err != nil {
+	if err := atomicfile.WriteFileParts(path, parts, 0o644); err != nil {
 		return fmt.Errorf("saving plan %s: %w", path, err)
 	}
 	return nil
+}
+
+// fileParts returns the plan file's bytes (Marshal's) in pieces
+// (marshalParts and the final newline).
+func fileParts(p *Plan) ([][]byte, error) {
+	parts, err := marshalParts(p)
+	return append(parts, []byte{'\n'}), err
 }
 
 // NumSamples returns N, the total number of source rows: every sample id

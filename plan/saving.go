@@ -129,11 +129,10 @@ func (p *Plan) beginSave(path string) (*Saving, error) {
 	for e := range p.Epochs {
 		p.Epochs[e] = EpochInfo{Epoch: e, Digest: placeholderDigest}
 	}
-	parts, err := marshalParts(p)
+	parts, err := fileParts(p)
 	if err != nil {
 		return nil, err
 	}
-	parts = append(parts, []byte{'\n'})
 	pend, err := atomicfile.Begin(path, parts, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("saving plan %s: %w", path, err)
@@ -145,12 +144,11 @@ func (p *Plan) beginSave(path string) (*Saving, error) {
 // digests) in place and renames the file over the path (atomicfile),
 // after which the file holds exactly Save's bytes. Errors name the path.
 func (s *Saving) Commit() error {
-	parts, err := marshalParts(s.p)
+	parts, err := fileParts(s.p)
 	if err != nil {
 		s.pend.Abort()
 		return err
 	}
-	parts = append(parts, []byte{'\n'})
 	var patches []atomicfile.Patch
 	same := len(parts) == len(s.parts)
 	for i := 0; same && i < len(parts); i++ {

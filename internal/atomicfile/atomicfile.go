@@ -78,27 +78,11 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // WriteFileParts is WriteFile of the concatenation of parts, written
 // piece by piece (no joined copy of a large file's bytes is made).
 func WriteFileParts(path string, parts [][]byte, perm os.FileMode) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, base+TempSuffix+"*")
+	p, err := Begin(path, parts, perm)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	if err := fill(f, parts, perm); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := SyncDir(dir); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotDurable, err)
-	}
-	return nil
+	return p.Commit(nil)
 }
 
 // WriteFileIn is WriteFile for the slash-separated name inside root: the
@@ -146,21 +130,24 @@ func WriteFileIn(root *os.Root, name string, data []byte, perm os.FileMode) erro
 // fill writes parts to f in order, sets perm, fsyncs and closes it (closing it on
 // error too).
 func fill(f *os.File, parts [][]byte, perm os.FileMode) error {
+	err := writeParts(f, parts, perm)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeParts writes parts to f in order and sets perm.
+func writeParts(f *os.File, parts [][]byte, perm os.FileMode) error {
 	for _, data := range parts {
 		if _, err := f.Write(data); err != nil {
-			f.Close()
 			return err
 		}
 	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return f.Chmod(perm)
 }
 
 // Pending is a file written by Begin and not yet in place: its bytes are
@@ -195,15 +182,7 @@ func Begin(path string, parts [][]byte, perm os.FileMode) (*Pending, error) {
 		return nil, err
 	}
 	p := &Pending{f: f, tmp: f.Name(), path: path, synced: make(chan error, 1)}
-	for _, data := range parts {
-		if _, err = f.Write(data); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err != nil {
+	if err := writeParts(f, parts, perm); err != nil {
 		f.Close()
 		os.Remove(p.tmp)
 		return nil, err
